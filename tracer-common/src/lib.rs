@@ -1,0 +1,240 @@
+//! Every record that crosses the ring buffer, defined once and shared by both sides.
+//!
+//! Rules kept here: `#[repr(C)]`, no implicit padding (every struct is a multiple of 8 bytes with fields
+//! laid out largest-first or explicitly padded), stable numeric kinds that never change meaning once a
+//! trace holds them. The eBPF side fills these records; user space decodes them in one place
+//! (`tracer::decode`).
+#![no_std]
+
+pub mod api;
+
+pub use api::ApiFunc;
+
+/// Longest kernel name kept in one [`NameRecord`]; longer names are cut and flagged
+/// ([`NAME_TRUNCATED`]), never silently.
+pub const NAME_MAX: usize = 480;
+
+/// Argument slots captured at a call's entry: the six integer argument registers of the x86-64 SysV ABI,
+/// then the first [`STACK_ARGS`] 8-byte stack slots above the return address.
+pub const ARG_SLOTS: usize = 10;
+/// Stack argument slots read at entry (`[rsp+8]`, `[rsp+16]`, ...) when the probe asks for them.
+pub const STACK_ARGS: usize = 4;
+
+/// What kind of record follows the header.
+#[repr(u16)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecordKind {
+    /// A completed API call: entry arguments, return value, duration ([`CallRecord`]).
+    Call = 1,
+    /// A name bound to a handle: kernel registration or module function lookup ([`NameRecord`]).
+    Name = 2,
+    /// A process event: fork, exec, exit ([`ProcRecord`]).
+    Proc = 3,
+}
+
+impl RecordKind {
+    pub const fn from_u16(v: u16) -> Option<Self> {
+        match v {
+            1 => Some(Self::Call),
+            2 => Some(Self::Name),
+            3 => Some(Self::Proc),
+            _ => None,
+        }
+    }
+}
+
+/// The first 24 bytes of every record.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordHeader {
+    /// [`RecordKind`] as a number.
+    pub kind: u16,
+    /// [`ApiFunc`] for call and name records, [`ProcEvent`] for process records.
+    pub func: u16,
+    /// The library copy the probe was attached to (index into the tracer's library table); 0 for
+    /// records that come from no library (process events).
+    pub lib: u32,
+    /// `bpf_get_current_pid_tgid()`: tgid in the upper 32 bits, thread id in the lower.
+    pub pid_tgid: u64,
+    /// CLOCK_MONOTONIC nanoseconds (`bpf_ktime_get_ns`) at the call's entry or the event.
+    pub ts_ns: u64,
+}
+
+impl RecordHeader {
+    pub const fn pid(&self) -> u32 {
+        (self.pid_tgid >> 32) as u32
+    }
+    pub const fn tid(&self) -> u32 {
+        self.pid_tgid as u32
+    }
+}
+
+/// A completed call, written at return. The meaning of each argument slot is the function's signature
+/// (see [`api`]); user space decodes it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallRecord {
+    pub header: RecordHeader,
+    /// Return minus entry time.
+    pub duration_ns: u64,
+    /// `rax` at return (the hipError_t for HIP calls; the module handle for `__hipRegisterFatBinary`).
+    pub ret: u64,
+    /// `*arg0` read at return for calls that write an out-parameter through their first argument
+    /// (`hipMalloc`, `hipModuleLoadData`, `hipModuleGetFunction`), when the call succeeded.
+    pub out: u64,
+    /// [`CALL_OUT_VALID`], [`CALL_STACK_FAULT`], ...
+    pub flags: u64,
+    /// Registers rdi, rsi, rdx, rcx, r8, r9, then stack slots `[rsp+8]`, `[rsp+16]`, ...
+    pub args: [u64; ARG_SLOTS],
+}
+
+/// `out` holds the value read through the first argument at return.
+pub const CALL_OUT_VALID: u64 = 1 << 0;
+/// The stack arguments could not be read at entry (their slots are zero).
+pub const CALL_STACK_FAULT: u64 = 1 << 1;
+/// The out-parameter could not be read at return.
+pub const CALL_OUT_FAULT: u64 = 1 << 2;
+
+/// A kernel name bound to a handle.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NameRecord {
+    pub header: RecordHeader,
+    /// The host-side handle (`__hipRegisterFunction`'s host function) or the `hipFunction_t` written by
+    /// `hipModuleGetFunction`.
+    pub handle: u64,
+    /// The module: `__hipRegisterFunction`'s modules pointer, `hipModuleGetFunction`'s module.
+    pub module: u64,
+    /// Bytes of `name` in use (without the terminating NUL).
+    pub len: u32,
+    /// [`NAME_TRUNCATED`], [`NAME_FAULT`].
+    pub flags: u32,
+    pub name: [u8; NAME_MAX],
+}
+
+/// The name was longer than [`NAME_MAX`] - 1 bytes and was cut.
+pub const NAME_TRUNCATED: u32 = 1 << 0;
+/// The name could not be read from the process (its page was not resident even after a fault-in).
+pub const NAME_FAULT: u32 = 1 << 1;
+
+/// Process events observed through the scheduler tracepoints.
+#[repr(u16)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcEvent {
+    /// A traced process created a new process (not a thread); the child joined the filter.
+    Fork = 1,
+    /// A traced process called exec.
+    Exec = 2,
+    /// A traced process ended (its last thread exited).
+    Exit = 3,
+}
+
+impl ProcEvent {
+    pub const fn from_u16(v: u16) -> Option<Self> {
+        match v {
+            1 => Some(Self::Fork),
+            2 => Some(Self::Exec),
+            3 => Some(Self::Exit),
+            _ => None,
+        }
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcRecord {
+    pub header: RecordHeader,
+    /// Fork: the new process's pid. Exec, exit: the process's pid.
+    pub pid: u32,
+    /// Fork: the parent's pid. Otherwise 0.
+    pub parent: u32,
+    /// `comm` of the current task at the event.
+    pub comm: [u8; 16],
+}
+
+/// Counters the eBPF side keeps per CPU (a `PerCpuArray<u64>` indexed by these), read by user space at
+/// the end of a recording and written into the trace footer. Nothing is dropped without a count here.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    /// A call record could not be reserved in the ring buffer (ring full).
+    DropCall = 0,
+    /// A name record could not be reserved.
+    DropName = 1,
+    /// A process record could not be reserved.
+    DropProc = 2,
+    /// A call's entry could not be stashed (stash map full): that call produces no record.
+    StashFull = 3,
+    /// A return probe fired without a stashed entry (the tracer attached while the call was running).
+    ReturnWithoutEntry = 4,
+    /// A process could not be added to the PID filter (map full): its calls are not recorded.
+    FilterFull = 5,
+}
+
+/// Number of [`Counter`] slots.
+pub const COUNTERS: u32 = 6;
+
+/// Attach cookie layout: the library id in the upper 32 bits, probe flags in bits 16..32, the
+/// [`ApiFunc`] in the low 16 bits.
+pub mod cookie {
+    /// Read [`crate::STACK_ARGS`] stack slots at entry.
+    pub const STACK: u64 = 1 << 16;
+    /// Read `*arg0` at return when the call returned 0.
+    pub const OUT_ARG0: u64 = 1 << 17;
+    /// At return, also emit a [`crate::NameRecord`] binding `*arg0` to the string at arg2
+    /// (`hipModuleGetFunction`).
+    pub const NAME_ARG2: u64 = 1 << 18;
+
+    pub const fn make(lib: u32, func: u16, flags: u64) -> u64 {
+        ((lib as u64) << 32) | flags | func as u64
+    }
+    pub const fn func(c: u64) -> u16 {
+        c as u16
+    }
+    pub const fn lib(c: u64) -> u32 {
+        (c >> 32) as u32
+    }
+}
+
+#[cfg(feature = "user")]
+mod user {
+    // SAFETY: plain old data, `#[repr(C)]`, no padding, every bit pattern valid.
+    unsafe impl aya::Pod for super::RecordHeader {}
+}
+
+#[cfg(test)]
+mod tests {
+    use core::mem::{align_of, size_of};
+
+    use super::*;
+
+    #[test]
+    fn layouts_have_no_padding() {
+        assert_eq!(size_of::<RecordHeader>(), 24);
+        assert_eq!(size_of::<CallRecord>(), 24 + 8 * 4 + 8 * ARG_SLOTS);
+        assert_eq!(size_of::<NameRecord>(), 24 + 8 + 8 + 4 + 4 + NAME_MAX);
+        assert_eq!(size_of::<ProcRecord>(), 24 + 4 + 4 + 16);
+        assert_eq!(size_of::<NameRecord>() % 8, 0);
+        assert!(align_of::<CallRecord>() <= 8);
+    }
+
+    #[test]
+    fn cookie_round_trip() {
+        let c = cookie::make(7, ApiFunc::HipLaunchKernel as u16, cookie::STACK);
+        assert_eq!(cookie::lib(c), 7);
+        assert_eq!(cookie::func(c), ApiFunc::HipLaunchKernel as u16);
+        assert_ne!(c & cookie::STACK, 0);
+        assert_eq!(c & cookie::OUT_ARG0, 0);
+    }
+
+    #[test]
+    fn kinds_round_trip() {
+        for k in [RecordKind::Call, RecordKind::Name, RecordKind::Proc] {
+            assert_eq!(RecordKind::from_u16(k as u16), Some(k));
+        }
+        assert_eq!(RecordKind::from_u16(0), None);
+        for f in ApiFunc::ALL {
+            assert_eq!(ApiFunc::from_u16(*f as u16), Some(*f));
+        }
+    }
+}

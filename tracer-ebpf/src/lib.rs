@@ -1,0 +1,3 @@
+//! Exists so that `tracer` can list this crate as a build-dependency (rebuild tracking); the programs
+//! live in the `tracer` binary target of this crate, built for bpfel-unknown-none by `tracer/build.rs`.
+#![no_std]

@@ -1,0 +1,23 @@
+//! tracer's kernel side. Programs are grouped by the layer they observe:
+//! - [`hip`]: uprobes on libamdhip64 (API calls, kernel registration, module functions);
+//! - [`process`]: scheduler tracepoints that keep the PID filter following the traced processes.
+//!
+//! Everything here is read-only towards the traced process: programs read registers and user memory and
+//! write only into their own maps. Filtering happens first, so an untraced process costs only the trap.
+#![no_std]
+#![no_main]
+
+mod hip;
+mod maps;
+mod process;
+
+#[cfg(not(test))]
+#[panic_handler]
+fn panic(_info: &core::panic::PanicInfo) -> ! {
+    // Never reached: the verifier rejects any program with a reachable panic.
+    loop {}
+}
+
+#[unsafe(link_section = "license")]
+#[unsafe(no_mangle)]
+static LICENSE: [u8; 13] = *b"Dual MIT/GPL\0";

@@ -1,0 +1,80 @@
+//! Maps, load-time settings and the helpers every program shares: the PID filter, the entry stash and
+//! the loss counters.
+
+use aya_ebpf::{
+    macros::map,
+    maps::{HashMap, PerCpuArray, RingBuf},
+};
+use tracer_common::{ARG_SLOTS, Counter};
+
+/// Every record goes through this ring. Its size is set by user space at load (`--ring-size`).
+#[map]
+pub static EVENTS: RingBuf = RingBuf::with_byte_size(1 << 22, 0);
+
+/// Traced processes (tgid -> 1) when [`FILTER_ENABLED`] is set.
+#[map]
+pub static PIDS: HashMap<u32, u32> = HashMap::with_max_entries(8192, 0);
+
+/// A call's entry, kept until its return probe fires.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Stash {
+    pub ts_ns: u64,
+    pub flags: u64,
+    pub args: [u64; ARG_SLOTS],
+}
+
+/// Entries are keyed by thread and function, so a probed function calling another probed function on
+/// the same thread keeps both entries apart.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct StashKey {
+    pub pid_tgid: u64,
+    pub func: u64,
+}
+
+#[map]
+pub static STASH: HashMap<StashKey, Stash> = HashMap::with_max_entries(16384, 0);
+
+/// Loss and error counters, one slot per [`Counter`], per CPU.
+#[map]
+pub static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(tracer_common::COUNTERS, 0);
+
+// Load-time settings, written by user space through `EbpfLoader::override_global`.
+
+/// 1: record only processes in [`PIDS`]; 0: record every process except the tracer itself.
+#[unsafe(no_mangle)]
+static FILTER_ENABLED: u32 = 0;
+/// The tracer's own tgid, never recorded.
+#[unsafe(no_mangle)]
+static TRACER_TGID: u32 = 0;
+
+#[inline(always)]
+pub fn setting(v: &'static u32) -> u32 {
+    // SAFETY: a plain read of a global; volatile so the compiler keeps the load that user space patches.
+    unsafe { core::ptr::read_volatile(v) }
+}
+
+#[inline(always)]
+pub fn filter_enabled() -> bool {
+    setting(&FILTER_ENABLED) != 0
+}
+
+/// Whether calls of this process are recorded.
+#[inline(always)]
+pub fn traced(tgid: u32) -> bool {
+    if filter_enabled() {
+        // SAFETY: the value is only tested for presence.
+        unsafe { PIDS.get(&tgid).is_some() }
+    } else {
+        tgid != setting(&TRACER_TGID)
+    }
+}
+
+#[inline(always)]
+pub fn count(counter: Counter) {
+    if let Some(slot) = COUNTERS.get_ptr_mut(counter as u32) {
+        // SAFETY: per-CPU slot, no concurrent writer on this CPU while the program runs.
+        unsafe { *slot += 1 };
+    }
+}

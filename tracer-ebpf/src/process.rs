@@ -1,0 +1,108 @@
+//! Scheduler tracepoints: they keep the PID filter following the traced processes (a traced process's
+//! new child joins it, an ended process leaves it) and record fork, exec and exit.
+//!
+//! Tracepoint field offsets differ between kernel versions, so user space reads them from tracefs'
+//! `format` files and patches them in at load.
+
+use aya_ebpf::{
+    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_ktime_get_ns},
+    macros::tracepoint,
+    programs::TracePointContext,
+};
+use tracer_common::{Counter, ProcEvent, ProcRecord, RecordHeader, RecordKind};
+
+use crate::maps::{EVENTS, PIDS, count, filter_enabled, setting, traced};
+
+/// `task:task_newtask` offset of `pid` (the new task's id).
+#[unsafe(no_mangle)]
+static NEWTASK_PID_OFFSET: u32 = 8;
+/// `task:task_newtask` offset of `clone_flags` (u64).
+#[unsafe(no_mangle)]
+static NEWTASK_FLAGS_OFFSET: u32 = 32;
+/// `sched:sched_process_exit` offset of `group_dead` (bool); 0 when the kernel lacks the field.
+#[unsafe(no_mangle)]
+static EXIT_GROUP_DEAD_OFFSET: u32 = 0;
+
+const CLONE_THREAD: u64 = 0x0001_0000;
+
+/// Runs in the parent when any task is created.
+#[tracepoint]
+pub fn task_newtask(ctx: TracePointContext) -> u32 {
+    if !filter_enabled() {
+        return 0;
+    }
+    let parent = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if !traced(parent) {
+        return 0;
+    }
+    // SAFETY: offsets come from this kernel's format file; read_at checks the access.
+    let flags: u64 = unsafe { ctx.read_at(setting(&NEWTASK_FLAGS_OFFSET) as usize) }.unwrap_or(0);
+    if flags & CLONE_THREAD != 0 {
+        return 0; // a new thread of a traced process is already covered by its tgid
+    }
+    // SAFETY: as above.
+    let Ok(child) = (unsafe { ctx.read_at::<i32>(setting(&NEWTASK_PID_OFFSET) as usize) }) else {
+        return 0;
+    };
+    let child = child as u32;
+    if PIDS.insert(&child, &1, 0).is_err() {
+        count(Counter::FilterFull);
+    }
+    emit(ProcEvent::Fork, child, parent);
+    0
+}
+
+#[tracepoint]
+pub fn sched_process_exec(_ctx: TracePointContext) -> u32 {
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if traced(tgid) {
+        emit(ProcEvent::Exec, tgid, 0);
+    }
+    0
+}
+
+#[tracepoint]
+pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    if !traced(tgid) {
+        return 0;
+    }
+    let off = setting(&EXIT_GROUP_DEAD_OFFSET);
+    let last = if off != 0 {
+        // SAFETY: offset from this kernel's format file.
+        unsafe { ctx.read_at::<u8>(off as usize) }.unwrap_or(0) != 0
+    } else {
+        pid_tgid as u32 == tgid // older kernels: take the leader's exit as the process's
+    };
+    if !last {
+        return 0;
+    }
+    emit(ProcEvent::Exit, tgid, 0);
+    if filter_enabled() {
+        let _ = PIDS.remove(&tgid);
+    }
+    0
+}
+
+#[inline(always)]
+fn emit(event: ProcEvent, pid: u32, parent: u32) {
+    let Some(mut entry) = EVENTS.reserve::<ProcRecord>(0) else {
+        count(Counter::DropProc);
+        return;
+    };
+    entry.write(ProcRecord {
+        header: RecordHeader {
+            kind: RecordKind::Proc as u16,
+            func: event as u16,
+            lib: 0,
+            pid_tgid: bpf_get_current_pid_tgid(),
+            // SAFETY: helper call without preconditions.
+            ts_ns: unsafe { bpf_ktime_get_ns() },
+        },
+        pid,
+        parent,
+        comm: bpf_get_current_comm().unwrap_or([0; 16]),
+    });
+    entry.submit(0);
+}

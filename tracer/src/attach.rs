@@ -1,0 +1,225 @@
+//! The probe plan and its execution: checks the machine can load tracer's programs, loads them with the
+//! recording's settings, and attaches each probed function of each library copy with a cookie naming
+//! (library, function), plus the process tracepoints.
+
+use std::{collections::BTreeMap, fs, path::Path};
+
+use anyhow::{Context, Result, anyhow, bail};
+use aya::{
+    Ebpf, EbpfLoader,
+    programs::{TracePoint, UProbe, uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope}},
+};
+use object::{Object, ObjectSection, ObjectSymbol};
+use tracer_common::{ApiFunc, api::ProbeShape, cookie};
+
+use crate::{libs::LibCopy, trace};
+
+/// The eBPF object built by build.rs.
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
+
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Checks what loading needs, in the order a user would fix it: root, kernel BTF, tracefs (mounted here
+/// when missing).
+pub fn preflight() -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("tracer record needs root to load eBPF programs: run it with sudo");
+    }
+    if !Path::new("/sys/kernel/btf/vmlinux").exists() {
+        bail!(
+            "this kernel exposes no BTF (/sys/kernel/btf/vmlinux is missing): tracer needs a kernel built with CONFIG_DEBUG_INFO_BTF=y"
+        );
+    }
+    ensure_tracefs()
+}
+
+fn ensure_tracefs() -> Result<()> {
+    if Path::new(TRACEFS).join("events").is_dir() {
+        return Ok(());
+    }
+    let target = std::ffi::CString::new(TRACEFS)?;
+    let fstype = std::ffi::CString::new("tracefs")?;
+    let source = std::ffi::CString::new("nodev")?;
+    // SAFETY: valid NUL-terminated strings; no data argument.
+    let rc = unsafe { libc::mount(source.as_ptr(), target.as_ptr(), fstype.as_ptr(), 0, std::ptr::null()) };
+    if rc != 0 || !Path::new(TRACEFS).join("events").is_dir() {
+        bail!(
+            "tracefs is not mounted at {TRACEFS} and mounting it failed ({}): mount it with `mount -t tracefs nodev {TRACEFS}`",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// Load-time settings.
+pub struct Settings {
+    pub filter_by_pid: bool,
+    pub ring_bytes: u32,
+}
+
+/// Offset of `field` in a tracepoint's format description, if the kernel has that field.
+pub fn field_offset(format: &str, field: &str) -> Option<u32> {
+    format.lines().find_map(|l| {
+        let l = l.trim();
+        let decl = l.strip_prefix("field:")?.split(';').next()?;
+        let name = decl.rsplit([' ', '\t', '*']).next()?;
+        let name = name.split('[').next()?;
+        if name != field {
+            return None;
+        }
+        let off = l.split("offset:").nth(1)?.split(';').next()?;
+        off.trim().parse().ok()
+    })
+}
+
+fn tracepoint_format(category: &str, name: &str) -> Result<String> {
+    let path = format!("{TRACEFS}/events/{category}/{name}/format");
+    fs::read_to_string(&path).with_context(|| format!("this kernel has no tracepoint {category}:{name} ({path})"))
+}
+
+pub fn load(settings: &Settings) -> Result<Ebpf> {
+    // RLIMIT_MEMLOCK: kernels since 5.11 charge BPF memory to the cgroup; where raising it is not allowed
+    // the load still works, so a failure here is not an error.
+    let unlimited = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
+    // SAFETY: plain syscall with a valid struct.
+    let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &unlimited) };
+
+    let newtask = tracepoint_format("task", "task_newtask")?;
+    let exit = tracepoint_format("sched", "sched_process_exit")?;
+    let newtask_pid = field_offset(&newtask, "pid").ok_or_else(|| anyhow!("task_newtask has no pid field"))?;
+    let newtask_flags =
+        field_offset(&newtask, "clone_flags").ok_or_else(|| anyhow!("task_newtask has no clone_flags field"))?;
+    let group_dead = field_offset(&exit, "group_dead").unwrap_or(0);
+    let filter = u32::from(settings.filter_by_pid);
+    let tgid = std::process::id();
+
+    let mut ebpf = EbpfLoader::new()
+        .override_global("FILTER_ENABLED", &filter, true)
+        .override_global("TRACER_TGID", &tgid, true)
+        .override_global("NEWTASK_PID_OFFSET", &newtask_pid, true)
+        .override_global("NEWTASK_FLAGS_OFFSET", &newtask_flags, true)
+        .override_global("EXIT_GROUP_DEAD_OFFSET", &group_dead, true)
+        .map_max_entries("EVENTS", settings.ring_bytes)
+        .load(OBJECT)
+        .context("loading tracer's eBPF programs into the kernel failed")?;
+
+    for name in ["call_entry", "call_return", "register_function"] {
+        let prog: &mut UProbe = program(&mut ebpf, name)?;
+        prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
+    }
+    for (name, category) in
+        [("task_newtask", "task"), ("sched_process_exec", "sched"), ("sched_process_exit", "sched")]
+    {
+        let prog: &mut TracePoint = program(&mut ebpf, name)?;
+        prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
+        prog.attach(category, name).with_context(|| format!("attaching to tracepoint {category}:{name} failed"))?;
+    }
+    Ok(ebpf)
+}
+
+fn program<'a, T>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut T>
+where
+    &'a mut T: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+{
+    let prog = ebpf.program_mut(name).ok_or_else(|| anyhow!("the eBPF object has no program {name}"))?;
+    prog.try_into().with_context(|| format!("eBPF program {name} has an unexpected type"))
+}
+
+/// Exported function symbols of a library file: name -> file offset of the first instruction.
+pub fn function_offsets(path: &Path) -> Result<BTreeMap<String, u64>> {
+    let data = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let file = object::File::parse(&*data).with_context(|| format!("{} is not an ELF library", path.display()))?;
+    let mut out = BTreeMap::new();
+    for sym in file.dynamic_symbols().chain(file.symbols()) {
+        if sym.is_undefined() || sym.kind() != object::SymbolKind::Text {
+            continue;
+        }
+        let (Ok(name), Some(index)) = (sym.name(), sym.section_index()) else { continue };
+        let Ok(section) = file.section_by_index(index) else { continue };
+        let Some((sec_off, _)) = section.file_range() else { continue };
+        let off = sym.address() - section.address() + sec_off;
+        out.entry(name.to_owned()).or_insert(off);
+    }
+    Ok(out)
+}
+
+/// Attaches every probed HIP function found in `copy`; returns one probe record per function, with the
+/// reason where one could not be attached (a symbol this runtime version lacks, an alias already probed).
+pub fn attach_hip(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy) -> Result<Vec<trace::Probe>> {
+    let offsets = function_offsets(&copy.open_path)?;
+    let mut probed_at: BTreeMap<u64, ApiFunc> = BTreeMap::new();
+    let mut out = Vec::new();
+    for &func in ApiFunc::ALL {
+        let mut rec = trace::Probe { lib: lib_id, api: func.symbol().to_owned(), ..Default::default() };
+        let Some(&off) = offsets.get(func.symbol()) else {
+            rec.error = Some("symbol not exported by this library".into());
+            out.push(rec);
+            continue;
+        };
+        rec.offset = Some(off);
+        if let Some(first) = probed_at.get(&off) {
+            rec.error = Some(format!("alias of {} (same address), probed once", first.symbol()));
+            out.push(rec);
+            continue;
+        }
+        probed_at.insert(off, func);
+        let c = cookie::make(lib_id, func as u16, func.cookie_flags());
+        let result = match func.shape() {
+            ProbeShape::Call => {
+                rec.kind = "entry+return".into();
+                attach_one(ebpf, "call_entry", off, c, &copy.open_path)
+                    .and_then(|_| attach_one(ebpf, "call_return", off, c, &copy.open_path))
+            }
+            ProbeShape::RegisterName => {
+                rec.kind = "entry".into();
+                attach_one(ebpf, "register_function", off, c, &copy.open_path)
+            }
+        };
+        if let Err(e) = result {
+            rec.error = Some(format!("{e:#}"));
+        }
+        out.push(rec);
+    }
+    Ok(out)
+}
+
+fn attach_one(ebpf: &mut Ebpf, prog: &str, offset: u64, c: u64, target: &Path) -> Result<()> {
+    let p: &mut UProbe = program(ebpf, prog)?;
+    let point = UProbeAttachPoint { location: UProbeAttachLocation::AbsoluteOffset(offset), cookie: Some(c) };
+    p.attach(point, target, UProbeScope::AllProcesses)
+        .with_context(|| format!("attaching {prog} at {:#x} in {}", offset, target.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NEWTASK: &str = "name: task_newtask
+ID: 130
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:pid_t pid;\toffset:8;\tsize:4;\tsigned:1;
+\tfield:char comm[16];\toffset:12;\tsize:16;\tsigned:0;
+\tfield:u64 clone_flags;\toffset:32;\tsize:8;\tsigned:0;
+";
+
+    #[test]
+    fn tracepoint_offsets_from_format() {
+        assert_eq!(field_offset(NEWTASK, "pid"), Some(8));
+        assert_eq!(field_offset(NEWTASK, "clone_flags"), Some(32));
+        assert_eq!(field_offset(NEWTASK, "comm"), Some(12));
+        assert_eq!(field_offset(NEWTASK, "group_dead"), None);
+        assert_eq!(field_offset(NEWTASK, "common_pid"), Some(4));
+    }
+
+    #[test]
+    fn finds_function_offsets_in_an_elf_file() {
+        let exe = std::env::current_exe().unwrap();
+        let offsets = function_offsets(&exe).unwrap();
+        assert!(offsets.contains_key("main"), "no main in {}", exe.display());
+    }
+}

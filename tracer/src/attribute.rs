@@ -1,0 +1,227 @@
+//! Attribution: decoded events become trace records naming the process, the library copy and the
+//! kernel. Holds the process table and the kernel table of the recording.
+
+use std::collections::BTreeMap;
+
+use tracer_common::{ApiFunc, ProcEvent};
+
+use crate::{
+    decode::{Event, Name},
+    process::ProcessTable,
+    symbols::{KernelTable, Source},
+    trace::{self, Record},
+};
+
+#[derive(Default)]
+pub struct Attributor {
+    pub processes: ProcessTable,
+    pub kernels: KernelTable,
+    /// Counted oddities for the footer.
+    pub counters: BTreeMap<String, u64>,
+    /// A process whose exit the caller records itself (with its exit status): the command it started.
+    pub own_child: Option<u32>,
+}
+
+impl Attributor {
+    fn bump(&mut self, name: &str) {
+        *self.counters.entry(name.to_owned()).or_default() += 1;
+    }
+
+    /// Records for a process being traced from now on (before any of its events).
+    pub fn start_process(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
+        if let Some(p) = self.processes.observe(pid, "start", ts, "") {
+            out.push(Record::Process(p));
+        }
+    }
+
+    fn see(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
+        if !self.processes.knows(pid) {
+            if let Some(p) = self.processes.observe(pid, "seen", ts, "") {
+                out.push(Record::Process(p));
+            }
+        }
+    }
+
+    pub fn event(&mut self, ev: Event, out: &mut Vec<Record>) {
+        match ev {
+            Event::Launch(l) => {
+                let o = l.origin;
+                self.see(o.pid, o.ts, out);
+                let (kernel, new) = self.kernels.resolve(o.pid, l.handle, o.ts);
+                if let Some(k) = new {
+                    out.push(Record::Kernel(k));
+                }
+                out.push(Record::Launch(trace::Launch {
+                    ts: o.ts,
+                    pid: o.pid,
+                    tid: o.tid,
+                    lib: o.lib,
+                    api: l.api.symbol_name().to_owned(),
+                    kernel: Some(kernel),
+                    handle: l.handle,
+                    grid: l.grid,
+                    block: l.block,
+                    grid_unit: l.grid_unit.as_str().to_owned(),
+                    shmem: l.shmem,
+                    stream: l.stream,
+                    ret: l.ret,
+                    dur: l.dur,
+                }));
+            }
+            Event::Config(c) => {
+                let o = c.origin;
+                self.see(o.pid, o.ts, out);
+                out.push(Record::Config(trace::Config {
+                    ts: o.ts,
+                    pid: o.pid,
+                    tid: o.tid,
+                    lib: o.lib,
+                    grid: c.grid,
+                    block: c.block,
+                    shmem: c.shmem,
+                    stream: c.stream,
+                    ret: c.ret,
+                    dur: c.dur,
+                }));
+            }
+            Event::Call(c) => {
+                let o = c.origin;
+                self.see(o.pid, o.ts, out);
+                out.push(Record::Call(trace::Call {
+                    ts: o.ts,
+                    pid: o.pid,
+                    tid: o.tid,
+                    lib: o.lib,
+                    api: c.api.map_or("unknown", |a| a.symbol_name()).to_owned(),
+                    ret: c.ret,
+                    dur: c.dur,
+                    size: c.size,
+                    ptr: c.ptr,
+                    dst: c.dst,
+                    src: c.src,
+                    kind: c.kind.map(|k| k.name()),
+                    stream: c.stream,
+                    module: c.module,
+                    function: c.function,
+                }));
+            }
+            Event::Name(n) => self.name(n, out),
+            Event::Proc(p) => {
+                let ts = p.origin.ts;
+                match p.event {
+                    ProcEvent::Fork => {
+                        if let Some(rec) = self.processes.observe(p.pid, "fork", ts, &p.comm) {
+                            out.push(Record::Process(trace::Process { ppid: p.parent, ..rec }));
+                        }
+                    }
+                    ProcEvent::Exec => {
+                        // A new program: handles of the old image mean nothing now.
+                        self.kernels.forget(p.pid);
+                        if let Some(rec) = self.processes.observe(p.pid, "exec", ts, &p.comm) {
+                            out.push(Record::Process(rec));
+                        }
+                    }
+                    ProcEvent::Exit => {
+                        self.kernels.forget(p.pid);
+                        self.processes.forget(p.pid);
+                        if self.own_child != Some(p.pid) {
+                            out.push(Record::Exit(trace::Exit { ts, pid: p.pid, code: None, signal: None }));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn name(&mut self, n: Name, out: &mut Vec<Record>) {
+        let o = n.origin;
+        self.see(o.pid, o.ts, out);
+        if n.truncated {
+            self.bump("name_truncated");
+        }
+        if n.fault {
+            self.bump("name_fault");
+        }
+        let source = match n.api {
+            ApiFunc::HipModuleGetFunction => Source::Module,
+            _ => Source::Register,
+        };
+        let source = if n.fault { Source::Unnamed } else { source };
+        let rec = self.kernels.bind(o.pid, n.handle, n.module, &n.name, source, n.truncated, o.ts);
+        out.push(Record::Kernel(rec));
+    }
+}
+
+/// The API name as users know it (the C++ export of hipExtModuleLaunchKernel is reported under its C
+/// name, with the mangled form kept in the probe records).
+trait SymbolName {
+    fn symbol_name(self) -> &'static str;
+}
+
+impl SymbolName for ApiFunc {
+    fn symbol_name(self) -> &'static str {
+        match self {
+            ApiFunc::HipExtModuleLaunchKernelCxx => "hipExtModuleLaunchKernel",
+            f => f.symbol(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracer_common::ApiFunc;
+
+    use super::*;
+    use crate::decode::{GridUnit, Launch, Origin};
+
+    fn origin(ts: u64) -> Origin {
+        // A PID that cannot exist, so /proc lookups find nothing and only the events speak.
+        Origin { pid: 0x3fff_fff0, tid: 1, lib: 1, ts }
+    }
+
+    fn launch(handle: u64, ret: i32) -> Event {
+        Event::Launch(Launch {
+            origin: origin(10),
+            api: ApiFunc::HipLaunchKernel,
+            handle,
+            grid: [4, 1, 1],
+            block: [64, 1, 1],
+            grid_unit: GridUnit::Blocks,
+            shmem: 0,
+            stream: 0,
+            ret,
+            dur: 3,
+        })
+    }
+
+    #[test]
+    fn registered_names_attribute_launches() {
+        let mut a = Attributor::default();
+        let mut out = Vec::new();
+        a.event(
+            Event::Name(Name {
+                origin: origin(1),
+                api: ApiFunc::HipRegisterFunction,
+                handle: 0x1000,
+                module: 0x20,
+                name: "_Z4axpyPfS_f".into(),
+                truncated: false,
+                fault: false,
+            }),
+            &mut out,
+        );
+        a.event(launch(0x1000, 101), &mut out);
+        a.event(launch(0x2000, 0), &mut out);
+        let kernels: Vec<&trace::Kernel> =
+            out.iter().filter_map(|r| if let Record::Kernel(k) = r { Some(k) } else { None }).collect();
+        let launches: Vec<&trace::Launch> =
+            out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
+        assert_eq!(kernels.len(), 2);
+        assert_eq!((kernels[0].demangled.as_str(), kernels[0].source.as_str()), ("axpy(float*, float*, float)", "register"));
+        assert_eq!(kernels[1].source, "unnamed");
+        assert_eq!(launches[0].kernel, Some(kernels[0].id));
+        assert_eq!(launches[1].kernel, Some(kernels[1].id));
+        assert_eq!(launches[0].ret, 101);
+        assert_eq!(a.kernels.unnamed, 1);
+    }
+}

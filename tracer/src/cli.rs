@@ -1,0 +1,120 @@
+//! Command-line interface.
+
+use std::{path::PathBuf, time::Duration};
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tracer",
+    version,
+    about = "Shows which GPU kernels an inference runtime really dispatches, without touching it.",
+    long_about = "tracer observes an unmodified process with eBPF uprobes on the HIP runtime it maps: kernel \
+                  registrations, launches, memory and synchronization calls, per process. No LD_PRELOAD, \
+                  no ptrace, no restart. Recording needs root."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Cmd {
+    /// Record a trace: of a command (`-- COMMAND ARGS`), of running processes (--pid), or of every process
+    /// that calls the probed libraries.
+    Record(RecordCli),
+    /// Summarize a trace: kernels per process, API calls, memory, losses.
+    Report(ReportCli),
+}
+
+#[derive(Debug, Args)]
+pub struct RecordCli {
+    /// Trace file to write (JSON Lines; zstd-compressed when the name ends in .zst).
+    #[arg(short, long, default_value = "trace.jsonl")]
+    pub output: PathBuf,
+    /// Replace the output file if it exists.
+    #[arg(long)]
+    pub force: bool,
+    /// Record only this process and the processes it starts (repeatable).
+    #[arg(short, long = "pid", value_name = "PID")]
+    pub pids: Vec<u32>,
+    /// Probe this copy of libamdhip64 (repeatable); default: the copies the targets map, else the usual
+    /// places (Ollama bundles, /opt/rocm*/lib, the system library path).
+    #[arg(long = "lib", value_name = "PATH")]
+    pub libs: Vec<PathBuf>,
+    /// Stop after this long (e.g. 30s, 500ms, 2m; a bare number is seconds).
+    #[arg(short, long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Ring buffer size in bytes (a power of two, at least 4096).
+    #[arg(long, default_value_t = 4 << 20, value_parser = parse_ring_size)]
+    pub ring_size: u32,
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Start this command and record it from its first instruction, following its children.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportCli {
+    /// The trace file.
+    pub file: PathBuf,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (s, 1.0)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("`{s}` is not a duration (try 30s, 500ms, 2m)"))?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!("`{s}` is not a positive duration"));
+    }
+    Ok(Duration::from_secs_f64(v * scale))
+}
+
+fn parse_ring_size(s: &str) -> Result<u32, String> {
+    let v: u32 = s.parse().map_err(|_| format!("`{s}` is not a number of bytes"))?;
+    if v < 4096 || !v.is_power_of_two() {
+        return Err(format!("ring size must be a power of two of at least 4096 bytes, not {v}"));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("-1").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from(["tracer", "record", "-o", "x.jsonl", "--pid", "5", "--", "prog", "-a"]).unwrap();
+        let Cmd::Record(r) = cli.command else { panic!() };
+        assert_eq!((r.pids, r.command), (vec![5], vec!["prog".to_owned(), "-a".to_owned()]));
+        assert!(Cli::try_parse_from(["tracer", "record", "--ring-size", "1000"]).is_err());
+    }
+}

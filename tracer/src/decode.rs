@@ -1,0 +1,413 @@
+//! Ring-buffer bytes to typed events: the one place where records from `tracer-common` are given
+//! meaning. Every probed function's argument slots are decoded here, from its signature.
+
+use tracer_common::{
+    ApiFunc, CALL_OUT_VALID, CallRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, ProcEvent, ProcRecord,
+    RecordHeader, RecordKind,
+};
+
+/// A decoded ring-buffer record.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    Launch(Launch),
+    Config(Config),
+    Call(Call),
+    Name(Name),
+    Proc(Proc),
+}
+
+/// Who and where, common to every event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    pub ts: u64,
+}
+
+impl From<&RecordHeader> for Origin {
+    fn from(h: &RecordHeader) -> Self {
+        Origin { pid: h.pid(), tid: h.tid(), lib: h.lib, ts: h.ts_ns }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GridUnit {
+    Blocks,
+    WorkItems,
+}
+
+impl GridUnit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GridUnit::Blocks => "blocks",
+            GridUnit::WorkItems => "work-items",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    pub origin: Origin,
+    pub api: ApiFunc,
+    /// The host function (hipLaunchKernel & co.) or hipFunction_t (module launches).
+    pub handle: u64,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub grid_unit: GridUnit,
+    pub shmem: u64,
+    pub stream: u64,
+    pub ret: i32,
+    pub dur: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub origin: Origin,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shmem: u64,
+    pub stream: u64,
+    pub ret: i32,
+    pub dur: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Call {
+    pub origin: Origin,
+    pub api: Option<ApiFunc>,
+    pub ret: i64,
+    pub dur: u64,
+    pub size: Option<u64>,
+    pub ptr: Option<u64>,
+    pub dst: Option<u64>,
+    pub src: Option<u64>,
+    pub kind: Option<MemcpyKind>,
+    pub stream: Option<u64>,
+    pub module: Option<u64>,
+    pub function: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Name {
+    pub origin: Origin,
+    pub api: ApiFunc,
+    pub handle: u64,
+    pub module: u64,
+    pub name: String,
+    pub truncated: bool,
+    pub fault: bool,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Proc {
+    pub origin: Origin,
+    pub event: ProcEvent,
+    pub pid: u32,
+    pub parent: u32,
+    pub comm: String,
+}
+
+/// hipMemcpyKind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemcpyKind {
+    HostToHost,
+    HostToDevice,
+    DeviceToHost,
+    DeviceToDevice,
+    Default,
+    DeviceToDeviceNoCU,
+    Unknown(u32),
+}
+
+impl MemcpyKind {
+    pub fn from_raw(v: u32) -> Self {
+        match v {
+            0 => Self::HostToHost,
+            1 => Self::HostToDevice,
+            2 => Self::DeviceToHost,
+            3 => Self::DeviceToDevice,
+            4 => Self::Default,
+            1024 => Self::DeviceToDeviceNoCU,
+            v => Self::Unknown(v),
+        }
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            Self::Unknown(v) => format!("unknown({v})"),
+            other => format!("{other:?}"),
+        }
+    }
+}
+
+/// Why a buffer could not be decoded. Counted by the caller, never silently dropped.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DecodeError {
+    Short { len: usize },
+    UnknownKind(u16),
+    UnknownFunc(u16),
+    UnknownProcEvent(u16),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Short { len } => write!(f, "record of {len} bytes is shorter than its kind"),
+            DecodeError::UnknownKind(k) => write!(f, "unknown record kind {k}"),
+            DecodeError::UnknownFunc(k) => write!(f, "unknown API function {k}"),
+            DecodeError::UnknownProcEvent(k) => write!(f, "unknown process event {k}"),
+        }
+    }
+}
+
+fn read<T: Copy>(bytes: &[u8]) -> Result<T, DecodeError> {
+    if bytes.len() < size_of::<T>() {
+        return Err(DecodeError::Short { len: bytes.len() });
+    }
+    // SAFETY: length checked; T is a #[repr(C)] plain-old-data record; read_unaligned needs no alignment.
+    Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+}
+
+/// A dim3 passed by value takes two registers: `x | y << 32`, then `z` in the low half.
+pub fn dim3(xy: u64, z: u64) -> [u32; 3] {
+    [xy as u32, (xy >> 32) as u32, z as u32]
+}
+
+pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+    let header: RecordHeader = read(bytes)?;
+    match RecordKind::from_u16(header.kind) {
+        Some(RecordKind::Call) => decode_call(&read::<CallRecord>(bytes)?),
+        Some(RecordKind::Name) => decode_name(&read::<NameRecord>(bytes)?),
+        Some(RecordKind::Proc) => decode_proc(&read::<ProcRecord>(bytes)?),
+        None => Err(DecodeError::UnknownKind(header.kind)),
+    }
+}
+
+fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
+    let api = ApiFunc::from_u16(r.header.func).ok_or(DecodeError::UnknownFunc(r.header.func))?;
+    let origin = Origin::from(&r.header);
+    let a = &r.args;
+    let ret32 = r.ret as u32 as i32;
+    let out = (r.flags & CALL_OUT_VALID != 0).then_some(r.out);
+    let launch = |handle, grid, block, unit, shmem, stream| {
+        Event::Launch(Launch {
+            origin,
+            api,
+            handle,
+            grid,
+            block,
+            grid_unit: unit,
+            shmem,
+            stream,
+            ret: ret32,
+            dur: r.duration_ns,
+        })
+    };
+    let u32s = |x: &[u64]| [x[0] as u32, x[1] as u32, x[2] as u32];
+    let call = Call { origin, api: Some(api), ret: ret32 as i64, dur: r.duration_ns, ..Default::default() };
+    Ok(match api {
+        ApiFunc::HipLaunchKernel | ApiFunc::HipExtLaunchKernel => {
+            launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, a[6], a[7])
+        }
+        // sharedMemBytes is an unsigned int here.
+        ApiFunc::HipLaunchCooperativeKernel => {
+            launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, a[6] as u32 as u64, a[7])
+        }
+        ApiFunc::HipModuleLaunchKernel => {
+            launch(a[0], u32s(&a[1..4]), u32s(&a[4..7]), GridUnit::Blocks, a[7] as u32 as u64, a[8])
+        }
+        ApiFunc::HipExtModuleLaunchKernel | ApiFunc::HipExtModuleLaunchKernelCxx => {
+            launch(a[0], u32s(&a[1..4]), u32s(&a[4..7]), GridUnit::WorkItems, a[7], a[8])
+        }
+        ApiFunc::HipPushCallConfiguration => Event::Config(Config {
+            origin,
+            grid: dim3(a[0], a[1]),
+            block: dim3(a[2], a[3]),
+            shmem: a[4],
+            stream: a[5],
+            ret: ret32,
+            dur: r.duration_ns,
+        }),
+        // The return value is the module handle, not an error code.
+        ApiFunc::HipRegisterFatBinary => {
+            Event::Call(Call { ret: 0, ptr: Some(a[0]), module: Some(r.ret), ..call })
+        }
+        ApiFunc::HipModuleLoadData => Event::Call(Call { ptr: Some(a[1]), module: out, ..call }),
+        ApiFunc::HipModuleGetFunction => Event::Call(Call { module: Some(a[1]), function: out, ..call }),
+        ApiFunc::HipMalloc => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
+        ApiFunc::HipFree => Event::Call(Call { ptr: Some(a[0]), ..call }),
+        ApiFunc::HipMemcpy => Event::Call(Call {
+            dst: Some(a[0]),
+            src: Some(a[1]),
+            size: Some(a[2]),
+            kind: Some(MemcpyKind::from_raw(a[3] as u32)),
+            ..call
+        }),
+        ApiFunc::HipMemcpyAsync => Event::Call(Call {
+            dst: Some(a[0]),
+            src: Some(a[1]),
+            size: Some(a[2]),
+            kind: Some(MemcpyKind::from_raw(a[3] as u32)),
+            stream: Some(a[4]),
+            ..call
+        }),
+        ApiFunc::HipStreamSynchronize => Event::Call(Call { stream: Some(a[0]), ..call }),
+        ApiFunc::HipDeviceSynchronize => Event::Call(call),
+        // Registration is recorded by its own entry probe as a name record, never as a call.
+        ApiFunc::HipRegisterFunction => return Err(DecodeError::UnknownFunc(r.header.func)),
+    })
+}
+
+fn decode_name(r: &NameRecord) -> Result<Event, DecodeError> {
+    let api = ApiFunc::from_u16(r.header.func).ok_or(DecodeError::UnknownFunc(r.header.func))?;
+    let len = (r.len as usize).min(r.name.len());
+    let bytes = &r.name[..len];
+    let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
+    Ok(Event::Name(Name {
+        origin: Origin::from(&r.header),
+        api,
+        handle: r.handle,
+        module: r.module,
+        name: String::from_utf8_lossy(bytes).into_owned(),
+        truncated: r.flags & NAME_TRUNCATED != 0,
+        fault: r.flags & NAME_FAULT != 0,
+    }))
+}
+
+fn decode_proc(r: &ProcRecord) -> Result<Event, DecodeError> {
+    let event = ProcEvent::from_u16(r.header.func).ok_or(DecodeError::UnknownProcEvent(r.header.func))?;
+    Ok(Event::Proc(Proc {
+        origin: Origin::from(&r.header),
+        event,
+        pid: r.pid,
+        parent: r.parent,
+        comm: c_string(&r.comm),
+    }))
+}
+
+pub fn c_string(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use tracer_common::{ARG_SLOTS, CALL_OUT_VALID, NAME_MAX, RecordHeader};
+
+    use super::*;
+
+    fn bytes_of<T>(v: &T) -> Vec<u8> {
+        // SAFETY: test helper over #[repr(C)] records without padding.
+        unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()).to_vec() }
+    }
+
+    fn call(func: ApiFunc, args: [u64; ARG_SLOTS], ret: u64) -> CallRecord {
+        CallRecord {
+            header: RecordHeader {
+                kind: RecordKind::Call as u16,
+                func: func as u16,
+                lib: 3,
+                pid_tgid: (100u64 << 32) | 101,
+                ts_ns: 5_000,
+            },
+            duration_ns: 700,
+            ret,
+            out: 0,
+            flags: 0,
+            args,
+        }
+    }
+
+    #[test]
+    fn dim3_unpacks_two_registers() {
+        assert_eq!(dim3(0x0000_0012_0000_0011, 0x13), [0x11, 0x12, 0x13]);
+        // The upper half of the z register is undefined.
+        assert_eq!(dim3(0x0000_0001_0000_0040, 0xdead_beef_0000_0002), [0x40, 1, 2]);
+    }
+
+    #[test]
+    fn hip_launch_kernel_from_observed_registers() {
+        // rdi=f, rsi/rdx=grid, rcx/r8=block, r9=args, [rsp+8]=shmem, [rsp+16]=stream; ret 101 (no GPU).
+        let r = call(
+            ApiFunc::HipLaunchKernel,
+            [0x4010a0, 0x12_0000_0011, 0x13, 0x22_0000_0021, 0x23, 0x7ffd_0000, 0xa0, 0x5000, 0, 0],
+            101,
+        );
+        let Event::Launch(l) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!(l.handle, 0x4010a0);
+        assert_eq!(l.grid, [0x11, 0x12, 0x13]);
+        assert_eq!(l.block, [0x21, 0x22, 0x23]);
+        assert_eq!(l.shmem, 0xa0);
+        assert_eq!(l.stream, 0x5000);
+        assert_eq!(l.ret, 101);
+        assert_eq!(l.grid_unit, GridUnit::Blocks);
+        assert_eq!(l.origin, Origin { pid: 100, tid: 101, lib: 3, ts: 5_000 });
+        assert_eq!(l.dur, 700);
+    }
+
+    #[test]
+    fn module_launches_take_scalars_and_stack() {
+        let r = call(ApiFunc::HipModuleLaunchKernel, [0xf00, 8, 4, 2, 256, 1, 0xffff_ffff_0000_0001, 64, 0x77, 0], 0);
+        let Event::Launch(l) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((l.grid, l.block, l.shmem, l.stream), ([8, 4, 2], [256, 1, 1], 64, 0x77));
+        let r = call(ApiFunc::HipExtModuleLaunchKernel, [0xf00, 1024, 1, 1, 256, 1, 1, 4096, 0x88, 0], 0);
+        let Event::Launch(l) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((l.grid, l.grid_unit, l.shmem, l.stream), ([1024, 1, 1], GridUnit::WorkItems, 4096, 0x88));
+    }
+
+    #[test]
+    fn push_call_configuration_is_shifted_one_register() {
+        let r = call(ApiFunc::HipPushCallConfiguration, [0x1_0000_0004, 1, 0x1_0000_0080, 1, 32, 0, 0, 0, 0, 0], 101);
+        let Event::Config(c) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((c.grid, c.block, c.shmem, c.stream, c.ret), ([4, 1, 1], [128, 1, 1], 32, 0, 101));
+    }
+
+    #[test]
+    fn out_parameters_only_when_valid() {
+        let mut r = call(ApiFunc::HipMalloc, [0x7ff0, 1 << 20, 0, 0, 0, 0, 0, 0, 0, 0], 0);
+        let Event::Call(c) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((c.size, c.ptr), (Some(1 << 20), None));
+        r.out = 0xdead_0000;
+        r.flags = CALL_OUT_VALID;
+        let Event::Call(c) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!(c.ptr, Some(0xdead_0000));
+        let r = call(ApiFunc::HipMemcpy, [1, 2, 3, 2, 0, 0, 0, 0, 0, 0], 0x1_0000_0065);
+        let Event::Call(c) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((c.kind, c.ret), (Some(MemcpyKind::DeviceToHost), 101));
+    }
+
+    #[test]
+    fn names_and_flags() {
+        let mut name = [0u8; NAME_MAX];
+        name[..12].copy_from_slice(b"_Z4axpyPfS_f");
+        let r = NameRecord {
+            header: RecordHeader {
+                kind: RecordKind::Name as u16,
+                func: ApiFunc::HipRegisterFunction as u16,
+                lib: 1,
+                pid_tgid: 7 << 32 | 7,
+                ts_ns: 9,
+            },
+            handle: 0x1234,
+            module: 0x99,
+            len: 12,
+            flags: NAME_TRUNCATED,
+            name,
+        };
+        let Event::Name(n) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((n.name.as_str(), n.handle, n.module, n.truncated, n.fault), ("_Z4axpyPfS_f", 0x1234, 0x99, true, false));
+    }
+
+    #[test]
+    fn unknown_and_short_records_are_errors() {
+        assert_eq!(decode(&[1, 0, 0]), Err(DecodeError::Short { len: 3 }));
+        let mut r = call(ApiFunc::HipFree, [0; ARG_SLOTS], 0);
+        r.header.func = 999;
+        assert_eq!(decode(&bytes_of(&r)), Err(DecodeError::UnknownFunc(999)));
+        r.header.kind = 77;
+        assert_eq!(decode(&bytes_of(&r)), Err(DecodeError::UnknownKind(77)));
+        let b = bytes_of(&call(ApiFunc::HipFree, [0; ARG_SLOTS], 0));
+        assert!(matches!(decode(&b[..40]), Err(DecodeError::Short { .. })));
+    }
+}

@@ -1,0 +1,14 @@
+//! tracer's user space. The data path, one module per step:
+//! [`attach`] (probe plan, load) → ring buffer → [`decode`] → [`attribute`] (with [`process`],
+//! [`symbols`], [`libs`]) → [`trace`] (file format) → [`report`]. [`record`] runs the recording session.
+
+pub mod attach;
+pub mod attribute;
+pub mod cli;
+pub mod decode;
+pub mod libs;
+pub mod process;
+pub mod record;
+pub mod report;
+pub mod symbols;
+pub mod trace;

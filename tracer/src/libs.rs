@@ -1,0 +1,234 @@
+//! Finding the library copies to probe: where a traced process maps them, where the user says, or the
+//! usual places (Ollama's bundles first, then /opt/rocm, then the system library path).
+//!
+//! A copy is identified by (device, inode) of the file, so the same file reached by two paths is probed
+//! once, and two copies of the same version (Ollama's bundle and /opt/rocm) are probed separately.
+
+use std::{
+    collections::BTreeSet,
+    fs,
+    os::unix::fs::MetadataExt,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Result, bail};
+
+/// The libraries tracer knows how to probe, by file-name prefix.
+pub const HIP_RUNTIME: &str = "libamdhip64.so";
+
+/// Where a copy came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Origin {
+    /// Ollama's own ROCm bundle (`.../lib/ollama/...`).
+    OllamaBundle,
+    /// A system install (/opt/rocm, the distribution's library path).
+    System,
+    /// Named with --lib.
+    User,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::OllamaBundle => "ollama-bundle",
+            Origin::System => "system",
+            Origin::User => "user",
+        }
+    }
+
+    fn of_path(path: &str) -> Self {
+        if path.contains("/lib/ollama/") { Origin::OllamaBundle } else { Origin::System }
+    }
+}
+
+/// One library file to attach probes to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LibCopy {
+    /// The path as the traced process sees it (inside its mount namespace).
+    pub path: String,
+    /// A path this process can open (`/proc/PID/root/...` for a process in another mount namespace).
+    pub open_path: PathBuf,
+    pub dev: u64,
+    pub inode: u64,
+    pub origin: Origin,
+}
+
+impl LibCopy {
+    fn stat(path: String, open_path: PathBuf, origin: Origin) -> Option<Self> {
+        let meta = fs::metadata(&open_path).ok()?;
+        meta.is_file().then(|| LibCopy { path, open_path, dev: meta.dev(), inode: meta.ino(), origin })
+    }
+}
+
+/// Keeps the first copy of each (dev, inode).
+fn dedupe(copies: Vec<LibCopy>) -> Vec<LibCopy> {
+    let mut seen = BTreeSet::new();
+    copies.into_iter().filter(|c| seen.insert((c.dev, c.inode))).collect()
+}
+
+/// `--lib PATH`: the file must exist.
+pub fn from_user_paths(paths: &[PathBuf]) -> Result<Vec<LibCopy>> {
+    let mut copies = Vec::new();
+    for p in paths {
+        let canon = fs::canonicalize(p).ok();
+        let Some(c) = canon.and_then(|c| {
+            let s = c.to_string_lossy().into_owned();
+            LibCopy::stat(s, c, Origin::User)
+        }) else {
+            bail!("library {} does not exist or is not a file: give the path of libamdhip64.so with --lib", p.display());
+        };
+        copies.push(c);
+    }
+    Ok(dedupe(copies))
+}
+
+/// Mapped files of a process whose name starts with `prefix`, reached through /proc/PID/root so that a
+/// process in a container is handled like any other.
+pub fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
+    let Ok(maps) = fs::read_to_string(format!("/proc/{pid}/maps")) else { return Vec::new() };
+    let mut copies = Vec::new();
+    for path in mapped_paths(&maps) {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        let open = PathBuf::from(format!("/proc/{pid}/root{path}"));
+        if let Some(c) = LibCopy::stat(path.to_owned(), open, Origin::of_path(path)) {
+            copies.push(c);
+        }
+    }
+    dedupe(copies)
+}
+
+/// The distinct file paths in a /proc/PID/maps text.
+pub fn mapped_paths(maps: &str) -> BTreeSet<&str> {
+    maps.lines()
+        .filter_map(|l| {
+            // address perms offset dev inode path
+            let mut it = l.splitn(6, ' ');
+            let _ = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
+            let path = it.next()?.trim_start();
+            (path.starts_with('/') && !path.ends_with(" (deleted)")).then_some(path)
+        })
+        .collect()
+}
+
+/// The usual places, most specific first: Ollama bundles (next to an `ollama` on PATH and the standard
+/// install prefixes), LD_LIBRARY_PATH (a command we start inherits it), /opt/rocm*, the system path.
+pub fn usual_places(prefix: &str) -> Vec<LibCopy> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut ollama_roots: Vec<PathBuf> = ["/usr/lib/ollama", "/usr/local/lib/ollama", "/opt/ollama/lib/ollama"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    if let Some(path) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&path) {
+            if d.join("ollama").is_file() {
+                if let Some(prefix_dir) = d.parent() {
+                    ollama_roots.push(prefix_dir.join("lib/ollama"));
+                }
+            }
+        }
+    }
+    for root in ollama_roots {
+        if let Ok(entries) = fs::read_dir(&root) {
+            let mut subs: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("rocm")))
+                .collect();
+            subs.sort();
+            dirs.extend(subs);
+            dirs.push(root);
+        }
+    }
+    if let Some(ld) = std::env::var_os("LD_LIBRARY_PATH") {
+        dirs.extend(std::env::split_paths(&ld));
+    }
+    let mut rocm: Vec<PathBuf> = fs::read_dir("/opt")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("rocm")))
+        .map(|p| p.join("lib"))
+        .collect();
+    rocm.sort();
+    dirs.extend(rocm);
+    dirs.extend(
+        ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib/x86_64-linux-gnu"]
+            .iter()
+            .map(PathBuf::from),
+    );
+    let mut copies = Vec::new();
+    for dir in dirs {
+        copies.extend(in_dir(&dir, prefix));
+    }
+    dedupe(copies)
+}
+
+/// Library files in `dir` whose names start with `prefix` (the real files behind the symlinks).
+fn in_dir(dir: &Path, prefix: &str) -> Vec<LibCopy> {
+    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|p| {
+            let real = fs::canonicalize(&p).ok()?;
+            let s = real.to_string_lossy().into_owned();
+            LibCopy::stat(s.clone(), real, Origin::of_path(&s))
+        })
+        .collect()
+}
+
+/// The GNU build-id of an ELF file, as hex, when it has one.
+pub fn build_id(path: &Path) -> Option<String> {
+    use object::{Object, read::elf::ElfFile64};
+    let data = fs::read(path).ok()?;
+    let elf = ElfFile64::<object::Endianness>::parse(&*data).ok()?;
+    let id = elf.build_id().ok()??;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_paths_are_parsed() {
+        let maps = "\
+55d0c0000000-55d0c0001000 r--p 00000000 08:01 123 /usr/bin/prog
+7f0000000000-7f0000100000 r-xp 00010000 08:01 456 /home/u/lib/ollama/rocm/libamdhip64.so.6.1
+7f0000200000-7f0000300000 rw-p 00000000 00:00 0
+7f0000300000-7f0000400000 r--p 00000000 00:00 0 [heap]
+7f0000400000-7f0000500000 r--p 00000000 08:01 789 /tmp/with space/libx.so
+7f0000500000-7f0000600000 r--p 00000000 08:01 790 /tmp/gone.so (deleted)
+";
+        let paths: Vec<&str> = mapped_paths(maps).into_iter().collect();
+        assert_eq!(paths, ["/home/u/lib/ollama/rocm/libamdhip64.so.6.1", "/tmp/with space/libx.so", "/usr/bin/prog"]);
+    }
+
+    #[test]
+    fn origin_from_path() {
+        assert_eq!(Origin::of_path("/usr/lib/ollama/rocm/libamdhip64.so.6"), Origin::OllamaBundle);
+        assert_eq!(Origin::of_path("/opt/rocm/lib/libamdhip64.so.6"), Origin::System);
+    }
+
+    #[test]
+    fn user_path_must_exist() {
+        let err = from_user_paths(&[PathBuf::from("/nonexistent/libamdhip64.so")]).unwrap_err();
+        assert!(err.to_string().contains("--lib"), "{err}");
+    }
+
+    #[test]
+    fn same_file_twice_is_one_copy() {
+        let exe = std::env::current_exe().unwrap();
+        let copies = from_user_paths(&[exe.clone(), exe]).unwrap();
+        assert_eq!(copies.len(), 1);
+    }
+}

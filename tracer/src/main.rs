@@ -1,0 +1,42 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracer::{
+    cli::{Cli, Cmd},
+    record::{self, RecordArgs},
+    report::Report,
+};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse(); // exits with status 2 on a usage error
+    let result = match cli.command {
+        Cmd::Record(r) => record::run(RecordArgs {
+            output: r.output,
+            force: r.force,
+            pids: r.pids,
+            libs: r.libs,
+            duration: r.duration,
+            command: r.command,
+            ring_bytes: r.ring_size,
+            quiet: r.quiet,
+        }),
+        Cmd::Report(r) => Report::from_file(&r.file).and_then(|rep| {
+            if r.json {
+                println!("{}", serde_json::to_string_pretty(&rep)?);
+            } else {
+                if let Some(w) = &rep.trace.warning {
+                    eprintln!("tracer: warning: {w}");
+                }
+                print!("{}", rep.to_text());
+            }
+            Ok(())
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tracer: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

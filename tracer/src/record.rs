@@ -1,0 +1,364 @@
+//! `tracer record`: the recording session. Runs the data path end to end:
+//! probes → ring buffer → [`decode`] → [`attribute`] → [`trace::Writer`].
+
+use std::{
+    collections::BTreeMap,
+    fs::{File, OpenOptions},
+    io::ErrorKind,
+    os::unix::fs::OpenOptionsExt,
+    path::{Path, PathBuf},
+    process::{Child, Command, ExitStatus},
+    time::Duration,
+};
+
+use anyhow::{Context, Result, anyhow, bail};
+use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use tokio::{
+    io::unix::AsyncFd,
+    signal::unix::{SignalKind, signal},
+};
+use tracer_common::Counter;
+
+use crate::{
+    attach::{self, Settings},
+    attribute::Attributor,
+    decode::decode,
+    libs::{self, HIP_RUNTIME, LibCopy},
+    process,
+    trace::{self, Record, Writer},
+};
+
+pub struct RecordArgs {
+    pub output: PathBuf,
+    pub force: bool,
+    pub pids: Vec<u32>,
+    pub libs: Vec<PathBuf>,
+    pub duration: Option<Duration>,
+    pub command: Vec<String>,
+    pub ring_bytes: u32,
+    pub quiet: bool,
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`, so of every `ts` in a trace.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid pointer to a timespec.
+    unsafe { libc::clock_gettime(clock, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Creates the output file: never through a symlink, never over an existing file unless `force`, mode
+/// 0600 (a trace shows what a process did).
+pub fn create_output(path: &Path, force: bool) -> Result<File> {
+    if force {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => bail!("{} is a directory: choose a file name with -o", path.display()),
+            Ok(_) => std::fs::remove_file(path)
+                .with_context(|| format!("cannot replace {}: choose another path with -o", path.display()))?,
+            Err(_) => {}
+        }
+    }
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            ErrorKind::AlreadyExists => {
+                anyhow!("{} already exists: choose another path with -o, or pass --force to replace it", path.display())
+            }
+            _ if e.raw_os_error() == Some(libc::ELOOP) => {
+                anyhow!("{} is a symbolic link; tracer does not write through links: choose another path with -o", path.display())
+            }
+            _ => anyhow!("cannot create {} ({e}): choose a writable path with -o", path.display()),
+        })
+}
+
+/// Removes a half-made output file when recording fails before it started.
+struct OutputGuard<'a> {
+    path: &'a Path,
+    armed: bool,
+}
+
+impl Drop for OutputGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = std::fs::remove_file(self.path);
+        }
+    }
+}
+
+fn find_libraries(args: &RecordArgs) -> Result<Vec<LibCopy>> {
+    if !args.libs.is_empty() {
+        return libs::from_user_paths(&args.libs);
+    }
+    let mut copies: Vec<LibCopy> = args.pids.iter().flat_map(|&p| libs::mapped_by(p, HIP_RUNTIME)).collect();
+    if copies.is_empty() {
+        copies = libs::usual_places(HIP_RUNTIME);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    copies.retain(|c| seen.insert((c.dev, c.inode)));
+    if copies.is_empty() {
+        bail!(
+            "no {HIP_RUNTIME} found (not mapped by the target, nor in Ollama's bundles, /opt/rocm*/lib or the system library path): give its path with --lib PATH"
+        );
+    }
+    Ok(copies)
+}
+
+/// Starts the command stopped before its first instruction, so its PID joins the filter before it
+/// runs; the caller resumes it. A shell stops itself and then execs the command, keeping its PID
+/// (std's spawn waits for the exec, so the child cannot stop itself before it).
+fn spawn_stopped(command: &[String]) -> Result<Child> {
+    let prog = command.first().ok_or_else(|| anyhow!("no command given after --"))?;
+    let child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg("kill -STOP $$; exec \"$@\"")
+        .arg("tracer-command")
+        .args(command)
+        .spawn()
+        .map_err(|e| anyhow!("cannot start /bin/sh to run {prog} ({e})"))?;
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: waiting for our own child with a valid status pointer.
+    let rc = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+    if rc != pid || !libc::WIFSTOPPED(status) {
+        bail!("{prog} did not start (the shell that starts it ended early)");
+    }
+    Ok(child)
+}
+
+pub fn run(args: RecordArgs) -> Result<()> {
+    attach::preflight()?;
+    for &pid in &args.pids {
+        if !process::is_running(pid) {
+            bail!("process {pid} is not running: check the PID (ps -p {pid})");
+        }
+    }
+    let copies = find_libraries(&args)?;
+    let file = create_output(&args.output, args.force)?;
+    let mut guard = OutputGuard { path: &args.output, armed: true };
+    let compress = args.output.extension().is_some_and(|e| e == "zst");
+    let writer = Writer::new(file, compress)?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let result = rt.block_on(session(&args, copies, writer, &mut guard));
+    // A recording that started keeps its file, whatever ended it; one that never started leaves none.
+    drop(guard);
+    result
+}
+
+async fn session(args: &RecordArgs, copies: Vec<LibCopy>, mut writer: Writer, guard: &mut OutputGuard<'_>) -> Result<()> {
+    let filter_by_pid = !args.pids.is_empty() || !args.command.is_empty();
+    let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes })?;
+    let mut logger = aya_log::EbpfLogger::init(&mut ebpf).ok();
+
+    let mut libraries = Vec::new();
+    let mut probes = Vec::new();
+    for (i, copy) in copies.iter().enumerate() {
+        let id = i as u32 + 1;
+        probes.extend(attach::attach_hip(&mut ebpf, id, copy)?);
+        libraries.push(trace::Library {
+            id,
+            path: copy.path.clone(),
+            dev: copy.dev,
+            inode: copy.inode,
+            build_id: libs::build_id(&copy.open_path),
+            origin: copy.origin.as_str().to_owned(),
+        });
+    }
+    if !probes.iter().any(|p| p.error.is_none()) {
+        let paths: Vec<&str> = copies.iter().map(|c| c.path.as_str()).collect();
+        bail!("no HIP function could be probed in {}: is this libamdhip64?", paths.join(", "));
+    }
+
+    let mut pids: BpfHashMap<MapData, u32, u32> =
+        BpfHashMap::try_from(ebpf.take_map("PIDS").ok_or_else(|| anyhow!("eBPF object has no PIDS map"))?)?;
+    let counters: PerCpuArray<MapData, u64> =
+        PerCpuArray::try_from(ebpf.take_map("COUNTERS").ok_or_else(|| anyhow!("eBPF object has no COUNTERS map"))?)?;
+    let ring = RingBuf::try_from(ebpf.take_map("EVENTS").ok_or_else(|| anyhow!("eBPF object has no EVENTS map"))?)?;
+    // SAFETY: the ring buffer owns its map fd, which stays open and unchanged until the AsyncFd drops it.
+    let mut ring = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) }
+        .map_err(|e| anyhow!("cannot poll the ring buffer: {e}"))?;
+
+    for &pid in &args.pids {
+        pids.insert(pid, 1, 0)?;
+    }
+    let mut child = if args.command.is_empty() { None } else { Some(spawn_stopped(&args.command)?) };
+    let child_pid = child.as_ref().map(|c| c.id());
+    if let Some(pid) = child_pid {
+        pids.insert(pid, 1, 0)?;
+    }
+
+    let start_mono = monotonic_ns();
+    let header = trace::Header {
+        format: trace::FORMAT.into(),
+        schema: trace::SCHEMA,
+        tracer_version: env!("CARGO_PKG_VERSION").into(),
+        host: read_trimmed("/proc/sys/kernel/hostname"),
+        kernel_release: read_trimmed("/proc/sys/kernel/osrelease"),
+        start_unix_ns: clock_ns(libc::CLOCK_REALTIME),
+        start_mono_ns: start_mono,
+        options: trace::Options {
+            pids: args.pids.clone(),
+            command: args.command.clone(),
+            libs: args.libs.iter().map(|p| p.display().to_string()).collect(),
+            duration_s: args.duration.map(|d| d.as_secs_f64()),
+            filter: if filter_by_pid { "pid" } else { "all" }.into(),
+            ring_bytes: args.ring_bytes,
+        },
+        units: units(),
+    };
+    writer.write(&Record::Header(header))?;
+    for l in libraries {
+        writer.write(&Record::Library(l))?;
+    }
+    for p in probes {
+        writer.write(&Record::Probe(p))?;
+    }
+    let mut attr = Attributor { own_child: child_pid, ..Default::default() };
+    let mut out = Vec::new();
+    for &pid in args.pids.iter().chain(child_pid.iter()) {
+        attr.start_process(pid, start_mono, &mut out);
+    }
+    for r in out.drain(..) {
+        writer.write(&r)?;
+    }
+    writer.flush()?;
+    guard.armed = false; // from here on the file is a trace, whatever ends the recording
+
+    // Resume the command only now: its first instruction runs traced.
+    let mut child_exit = None;
+    if let Some(c) = child.take() {
+        // SAFETY: signalling our own stopped child.
+        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGCONT) };
+        child_exit = Some(tokio::task::spawn_blocking(move || {
+            let mut c = c;
+            c.wait()
+        }));
+    }
+    if !args.quiet {
+        eprintln!(
+            "tracer: recording to {} ({} library cop{}); stop with Ctrl-C",
+            args.output.display(),
+            copies.len(),
+            if copies.len() == 1 { "y" } else { "ies" }
+        );
+    }
+
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
+    let sleep = tokio::time::sleep_until(deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400 * 365)));
+    tokio::pin!(sleep);
+    let mut undecodable = 0u64;
+    let mut exit_status: Option<std::io::Result<ExitStatus>> = None;
+
+    let stop = loop {
+        tokio::select! {
+            guard = ring.readable_mut() => {
+                let mut guard = guard?;
+                drain(guard.get_inner_mut(), &mut attr, &mut writer, &mut undecodable)?;
+                guard.clear_ready();
+            }
+            _ = tick.tick() => {
+                writer.flush()?;
+                if let Some(l) = logger.as_mut() { l.flush(); }
+            }
+            _ = sigint.recv() => break "signal",
+            _ = sigterm.recv() => break "signal",
+            _ = &mut sleep, if deadline.is_some() => break "duration",
+            status = async { child_exit.as_mut().expect("guarded").await }, if child_exit.is_some() => {
+                exit_status = Some(status.unwrap_or_else(|e| Err(std::io::Error::other(e))));
+                break "command-exited";
+            }
+        }
+    };
+    // Everything the probes committed before the stop is still in the ring.
+    drain(ring.get_mut(), &mut attr, &mut writer, &mut undecodable)?;
+    if let Some(l) = logger.as_mut() {
+        l.flush();
+    }
+    if let (Some(pid), Some(Ok(status))) = (child_pid, &exit_status) {
+        use std::os::unix::process::ExitStatusExt;
+        writer.write(&Record::Exit(trace::Exit {
+            ts: monotonic_ns(),
+            pid,
+            code: status.code(),
+            signal: status.signal(),
+        }))?;
+    }
+
+    let mut footer = trace::Footer { end_mono_ns: monotonic_ns(), stop: stop.into(), ..Default::default() };
+    let per_cpu = |c: Counter| -> Vec<u64> { counters.get(&(c as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default() };
+    footer.drops.insert("call".into(), per_cpu(Counter::DropCall));
+    footer.drops.insert("name".into(), per_cpu(Counter::DropName));
+    footer.drops.insert("proc".into(), per_cpu(Counter::DropProc));
+    for (name, c) in [
+        ("stash_full", Counter::StashFull),
+        ("return_without_entry", Counter::ReturnWithoutEntry),
+        ("filter_full", Counter::FilterFull),
+    ] {
+        footer.counters.insert(name.into(), per_cpu(c).iter().sum());
+    }
+    footer.counters.insert("undecodable".into(), undecodable);
+    footer.counters.insert("unnamed_kernels".into(), attr.kernels.unnamed);
+    for (k, v) in &attr.counters {
+        footer.counters.insert(k.clone(), *v);
+    }
+    let drops = footer.total_drops();
+    let counts: BTreeMap<String, u64> = writer.counts().clone();
+    writer.finish(footer)?;
+    if !args.quiet {
+        let n = |k: &str| counts.get(k).copied().unwrap_or(0);
+        eprintln!(
+            "tracer: stopped ({stop}); wrote {} launches, {} configs, {} calls, {} kernels to {}; {} records dropped",
+            n("launch"),
+            n("config"),
+            n("call"),
+            n("kernel"),
+            args.output.display(),
+            drops
+        );
+    }
+    Ok(())
+}
+
+fn drain(ring: &mut RingBuf<MapData>, attr: &mut Attributor, writer: &mut Writer, undecodable: &mut u64) -> Result<()> {
+    let mut out = Vec::new();
+    while let Some(item) = ring.next() {
+        match decode(&item) {
+            Ok(ev) => attr.event(ev, &mut out),
+            Err(_) => *undecodable += 1,
+        }
+        drop(item);
+        for r in out.drain(..) {
+            writer.write(&r)?;
+        }
+    }
+    Ok(())
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path).map(|s| s.trim().to_owned()).unwrap_or_default()
+}
+
+fn units() -> BTreeMap<String, String> {
+    [
+        ("ts", "CLOCK_MONOTONIC nanoseconds (see start_mono_ns)"),
+        ("dur", "nanoseconds from the call's entry to its return"),
+        ("grid", "per launch, in grid_unit: blocks for hipLaunchKernel-style calls, work-items for hipExtModuleLaunchKernel"),
+        ("block", "work-items per block"),
+        ("shmem", "bytes of dynamic shared memory (LDS)"),
+        ("size", "bytes"),
+        ("start_time", "clock ticks since boot (/proc/PID/stat field 22)"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}

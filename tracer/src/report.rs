@@ -1,0 +1,494 @@
+//! `tracer report`: what a trace says, per process: kernels launched (with shapes and failures), the
+//! `<<<>>>` configurations pushed, API calls with their errors and time, memory traffic, and losses.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    fmt::Write as _,
+    path::Path,
+};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::trace::{self, Record};
+
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub trace: TraceInfo,
+    pub libraries: Vec<trace::Library>,
+    /// Probes that could not be attached, with the reason.
+    pub probes_missing: Vec<trace::Probe>,
+    pub processes: Vec<ProcessReport>,
+    pub drops: BTreeMap<String, u64>,
+    pub drops_total: u64,
+    pub counters: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct TraceInfo {
+    pub path: String,
+    pub schema: u32,
+    pub tracer_version: String,
+    pub host: String,
+    pub kernel_release: String,
+    pub duration_s: f64,
+    pub stop: Option<String>,
+    /// Set when the file did not end normally.
+    pub warning: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct ProcessReport {
+    pub pid: u32,
+    pub ppid: u32,
+    pub comm: String,
+    pub argv: Vec<String>,
+    pub exit_code: Option<i32>,
+    pub exit_signal: Option<i32>,
+    pub exited: bool,
+    pub kernels: Vec<KernelReport>,
+    pub configs: ConfigReport,
+    pub api: Vec<ApiReport>,
+    pub memory: MemoryReport,
+    /// Library ids whose probes fired for this process.
+    pub libraries: Vec<u32>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct KernelReport {
+    pub id: u32,
+    pub name: String,
+    pub demangled: String,
+    pub source: String,
+    pub handle: u64,
+    pub launches: u64,
+    /// Launches whose call returned an error.
+    pub failed: u64,
+    /// Return codes seen, by value.
+    pub returns: BTreeMap<i32, u64>,
+    pub shapes: Vec<Shape>,
+    pub apis: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Shape {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub grid_unit: String,
+    pub shmem: u64,
+    pub count: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct ConfigReport {
+    pub count: u64,
+    pub failed: u64,
+    pub shapes: Vec<Shape>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct ApiReport {
+    pub api: String,
+    pub calls: u64,
+    pub errors: u64,
+    pub total_ns: u64,
+    pub mean_ns: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct MemoryReport {
+    pub malloc_calls: u64,
+    pub malloc_failed: u64,
+    /// Bytes asked for by successful hipMalloc calls.
+    pub malloc_bytes: u64,
+    /// Bytes asked for by all hipMalloc calls, failed ones included.
+    pub malloc_bytes_requested: u64,
+    pub free_calls: u64,
+    /// Per hipMemcpyKind: calls and bytes (all calls, failed ones included, as requested).
+    pub memcpy: BTreeMap<String, MemcpyReport>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct MemcpyReport {
+    pub calls: u64,
+    pub failed: u64,
+    pub bytes: u64,
+}
+
+#[derive(Default)]
+struct ProcAcc {
+    info: trace::Process,
+    exit: Option<trace::Exit>,
+    kernels: BTreeMap<u32, KernelAcc>,
+    configs: ConfigReport,
+    config_shapes: HashMap<ShapeKey, u64>,
+    api: BTreeMap<String, ApiReport>,
+    memory: MemoryReport,
+    libs: std::collections::BTreeSet<u32>,
+}
+
+type ShapeKey = ([u32; 3], [u32; 3], String, u64);
+
+#[derive(Default)]
+struct KernelAcc {
+    report: KernelReport,
+    shapes: HashMap<ShapeKey, u64>,
+}
+
+fn shapes(m: HashMap<ShapeKey, u64>) -> Vec<Shape> {
+    let mut v: Vec<Shape> =
+        m.into_iter().map(|((grid, block, grid_unit, shmem), count)| Shape { grid, block, grid_unit, shmem, count }).collect();
+    v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
+    v
+}
+
+impl Report {
+    pub fn from_file(path: &Path) -> Result<Report> {
+        let (records, status) = trace::read_file(path)?;
+        let mut r = Report::build(records);
+        r.trace.path = path.display().to_string();
+        r.trace.warning = status.warning();
+        Ok(r)
+    }
+
+    pub fn build(records: Vec<Record>) -> Report {
+        let mut report = Report::default();
+        let mut procs: BTreeMap<u32, ProcAcc> = BTreeMap::new();
+        let mut kernel_names: HashMap<u32, trace::Kernel> = HashMap::new();
+        let mut start = 0;
+        let mut last_ts = 0;
+        for rec in records {
+            match rec {
+                Record::Header(h) => {
+                    start = h.start_mono_ns;
+                    report.trace.schema = h.schema;
+                    report.trace.tracer_version = h.tracer_version;
+                    report.trace.host = h.host;
+                    report.trace.kernel_release = h.kernel_release;
+                }
+                Record::Library(l) => report.libraries.push(l),
+                Record::Probe(p) => {
+                    if p.error.is_some() {
+                        report.probes_missing.push(p);
+                    }
+                }
+                Record::Process(p) => {
+                    let acc = procs.entry(p.pid).or_default();
+                    acc.info = p;
+                }
+                Record::Kernel(k) => {
+                    procs.entry(k.pid).or_default();
+                    kernel_names.insert(k.id, k);
+                }
+                Record::Launch(l) => {
+                    last_ts = last_ts.max(l.ts);
+                    let acc = procs.entry(l.pid).or_default();
+                    acc.libs.insert(l.lib);
+                    api_stat(&mut acc.api, &l.api, l.ret as i64, l.dur);
+                    let id = l.kernel.unwrap_or(0);
+                    let k = acc.kernels.entry(id).or_insert_with(|| {
+                        let mut k = KernelAcc::default();
+                        k.report.id = id;
+                        if let Some(n) = kernel_names.get(&id) {
+                            k.report.name = n.name.clone();
+                            k.report.demangled = n.demangled.clone();
+                            k.report.source = n.source.clone();
+                            k.report.handle = n.handle;
+                        } else {
+                            k.report.source = "unnamed".into();
+                            k.report.handle = l.handle;
+                        }
+                        k
+                    });
+                    k.report.launches += 1;
+                    if l.ret != 0 {
+                        k.report.failed += 1;
+                    }
+                    *k.report.returns.entry(l.ret).or_default() += 1;
+                    if !k.report.apis.contains(&l.api) {
+                        k.report.apis.push(l.api.clone());
+                    }
+                    *k.shapes.entry((l.grid, l.block, l.grid_unit, l.shmem)).or_default() += 1;
+                }
+                Record::Config(c) => {
+                    last_ts = last_ts.max(c.ts);
+                    let acc = procs.entry(c.pid).or_default();
+                    acc.libs.insert(c.lib);
+                    api_stat(&mut acc.api, "__hipPushCallConfiguration", c.ret as i64, c.dur);
+                    acc.configs.count += 1;
+                    if c.ret != 0 {
+                        acc.configs.failed += 1;
+                    }
+                    *acc.config_shapes.entry((c.grid, c.block, "blocks".into(), c.shmem)).or_default() += 1;
+                }
+                Record::Call(c) => {
+                    last_ts = last_ts.max(c.ts);
+                    let acc = procs.entry(c.pid).or_default();
+                    acc.libs.insert(c.lib);
+                    api_stat(&mut acc.api, &c.api, c.ret, c.dur);
+                    let m = &mut acc.memory;
+                    match c.api.as_str() {
+                        "hipMalloc" => {
+                            m.malloc_calls += 1;
+                            m.malloc_bytes_requested += c.size.unwrap_or(0);
+                            if c.ret == 0 {
+                                m.malloc_bytes += c.size.unwrap_or(0);
+                            } else {
+                                m.malloc_failed += 1;
+                            }
+                        }
+                        "hipFree" => m.free_calls += 1,
+                        "hipMemcpy" | "hipMemcpyAsync" => {
+                            let e = m.memcpy.entry(c.kind.clone().unwrap_or_else(|| "unknown".into())).or_default();
+                            e.calls += 1;
+                            e.bytes += c.size.unwrap_or(0);
+                            if c.ret != 0 {
+                                e.failed += 1;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Record::Exit(e) => {
+                    let acc = procs.entry(e.pid).or_default();
+                    acc.exit = Some(e);
+                }
+                Record::Footer(f) => {
+                    last_ts = last_ts.max(f.end_mono_ns);
+                    report.trace.stop = Some(f.stop.clone());
+                    report.drops_total = f.total_drops();
+                    report.drops = f.drops.iter().map(|(k, v)| (k.clone(), v.iter().sum())).collect();
+                    report.counters = f.counters;
+                }
+            }
+        }
+        report.trace.duration_s = last_ts.saturating_sub(start) as f64 / 1e9;
+        for (pid, acc) in procs {
+            let mut kernels: Vec<KernelReport> = acc
+                .kernels
+                .into_values()
+                .map(|k| KernelReport { shapes: shapes(k.shapes), ..k.report })
+                .collect();
+            kernels.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.id.cmp(&b.id)));
+            let mut api: Vec<ApiReport> = acc
+                .api
+                .into_values()
+                .map(|mut a| {
+                    a.mean_ns = a.total_ns / a.calls.max(1);
+                    a
+                })
+                .collect();
+            api.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.api.cmp(&b.api)));
+            report.processes.push(ProcessReport {
+                pid,
+                ppid: acc.info.ppid,
+                comm: acc.info.comm,
+                argv: acc.info.argv,
+                exit_code: acc.exit.as_ref().and_then(|e| e.code),
+                exit_signal: acc.exit.as_ref().and_then(|e| e.signal),
+                exited: acc.exit.is_some(),
+                kernels,
+                configs: ConfigReport { shapes: shapes(acc.config_shapes), ..acc.configs },
+                api,
+                memory: acc.memory,
+                libraries: acc.libs.into_iter().collect(),
+            });
+        }
+        report
+    }
+
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let t = &self.trace;
+        let _ = writeln!(s, "trace {} — tracer {}, host {}, kernel {}", t.path, t.tracer_version, t.host, t.kernel_release);
+        let _ = writeln!(s, "recorded {:.3} s, stopped by {}", t.duration_s, t.stop.as_deref().unwrap_or("(no footer)"));
+        if let Some(w) = &t.warning {
+            let _ = writeln!(s, "warning: {w}");
+        }
+        let _ = writeln!(s, "\nlibraries");
+        for l in &self.libraries {
+            let _ = writeln!(s, "  [{}] {} ({}, inode {})", l.id, l.path, l.origin, l.inode);
+        }
+        if !self.probes_missing.is_empty() {
+            let names: Vec<&str> = self.probes_missing.iter().map(|p| short_api(&p.api)).collect();
+            let _ = writeln!(s, "  not probed: {}", names.join(", "));
+        }
+        for p in &self.processes {
+            let _ = writeln!(s, "\nprocess {} {} — {}", p.pid, p.comm, p.argv.join(" "));
+            if p.exited {
+                match (p.exit_code, p.exit_signal) {
+                    (Some(c), _) => {
+                        let _ = writeln!(s, "  exited with status {c}");
+                    }
+                    (_, Some(sig)) => {
+                        let _ = writeln!(s, "  killed by signal {sig}");
+                    }
+                    _ => {
+                        let _ = writeln!(s, "  exited");
+                    }
+                }
+            }
+            let _ = writeln!(s, "\n  kernels launched ({}):", p.kernels.len());
+            if !p.kernels.is_empty() {
+                let _ = writeln!(s, "  {:>8} {:>7}  {:<34} kernel", "launches", "failed", "grid x block (shmem) [count]");
+            }
+            for k in &p.kernels {
+                let name = if k.demangled.is_empty() { format!("unnamed handle {:#x}", k.handle) } else { k.demangled.clone() };
+                let first = k.shapes.first().map(shape_text).unwrap_or_default();
+                let _ = writeln!(s, "  {:>8} {:>7}  {:<34} {}", k.launches, k.failed, first, name);
+                for sh in k.shapes.iter().skip(1) {
+                    let _ = writeln!(s, "  {:>8} {:>7}  {:<34}", "", "", shape_text(sh));
+                }
+                if k.source != "register" && k.source != "module" {
+                    let _ = writeln!(s, "  {:>8} {:>7}  (name from {})", "", "", k.source);
+                }
+            }
+            if p.configs.count > 0 {
+                let _ = writeln!(s, "\n  kernel<<<>>> configurations pushed: {} ({} failed)", p.configs.count, p.configs.failed);
+                for sh in &p.configs.shapes {
+                    let _ = writeln!(s, "    {}", shape_text(sh));
+                }
+            }
+            let _ = writeln!(s, "\n  API calls:");
+            let _ = writeln!(s, "  {:<30} {:>8} {:>8} {:>12} {:>10}", "api", "calls", "errors", "total µs", "mean µs");
+            for a in &p.api {
+                let _ = writeln!(
+                    s,
+                    "  {:<30} {:>8} {:>8} {:>12.1} {:>10.2}",
+                    a.api,
+                    a.calls,
+                    a.errors,
+                    a.total_ns as f64 / 1e3,
+                    a.mean_ns as f64 / 1e3
+                );
+            }
+            let m = &p.memory;
+            if m.malloc_calls + m.free_calls > 0 || !m.memcpy.is_empty() {
+                let _ = writeln!(s, "\n  memory:");
+                let _ = writeln!(
+                    s,
+                    "    hipMalloc {} calls ({} failed), {} allocated of {} requested; hipFree {} calls",
+                    m.malloc_calls,
+                    m.malloc_failed,
+                    bytes(m.malloc_bytes),
+                    bytes(m.malloc_bytes_requested),
+                    m.free_calls
+                );
+                for (kind, c) in &m.memcpy {
+                    let _ = writeln!(s, "    memcpy {kind}: {} calls ({} failed), {}", c.calls, c.failed, bytes(c.bytes));
+                }
+            }
+        }
+        let _ = writeln!(s, "\nlosses: {} records dropped (ring buffer full)", self.drops_total);
+        let nonzero: Vec<String> =
+            self.counters.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect();
+        if !nonzero.is_empty() {
+            let _ = writeln!(s, "counted: {}", nonzero.join(", "));
+        }
+        s
+    }
+}
+
+fn short_api(api: &str) -> &str {
+    if api.starts_with("_Z24hipExtModuleLaunchKernel") { "hipExtModuleLaunchKernel (C++ export)" } else { api }
+}
+
+fn api_stat(api: &mut BTreeMap<String, ApiReport>, name: &str, ret: i64, dur: u64) {
+    let a = api.entry(name.to_owned()).or_insert_with(|| ApiReport { api: name.to_owned(), ..Default::default() });
+    a.calls += 1;
+    if ret != 0 {
+        a.errors += 1;
+    }
+    a.total_ns += dur;
+}
+
+fn shape_text(s: &Shape) -> String {
+    let unit = if s.grid_unit == "work-items" { " wi" } else { "" };
+    format!(
+        "({},{},{}){unit} x ({},{},{}) ({}) [{}]",
+        s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1], s.block[2], s.shmem, s.count
+    )
+}
+
+fn bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < UNITS.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[i]) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Call, Config, Footer, Header, Kernel, Launch, Process};
+
+    fn launch(kernel: u32, grid: [u32; 3], ret: i32) -> Record {
+        Record::Launch(Launch {
+            ts: 2_000_000_000,
+            pid: 7,
+            tid: 7,
+            lib: 1,
+            api: "hipLaunchKernel".into(),
+            kernel: Some(kernel),
+            handle: 0x100 * kernel as u64,
+            grid,
+            block: [256, 1, 1],
+            grid_unit: "blocks".into(),
+            shmem: 0,
+            stream: 0,
+            ret,
+            dur: 1000,
+        })
+    }
+
+    #[test]
+    fn aggregates_per_process() {
+        let records = vec![
+            Record::Header(Header { format: trace::FORMAT.into(), schema: 1, start_mono_ns: 1_000_000_000, ..Default::default() }),
+            Record::Process(Process { pid: 7, comm: "runner".into(), argv: vec!["runner".into()], ..Default::default() }),
+            Record::Kernel(Kernel { id: 1, pid: 7, handle: 0x100, name: "_Z1av".into(), demangled: "a()".into(), source: "register".into(), ..Default::default() }),
+            launch(1, [4, 1, 1], 101),
+            launch(1, [4, 1, 1], 101),
+            launch(1, [8, 1, 1], 0),
+            Record::Config(Config { pid: 7, lib: 1, grid: [2, 1, 1], block: [64, 1, 1], ret: 101, dur: 500, ..Default::default() }),
+            Record::Call(Call { pid: 7, lib: 1, api: "hipMalloc".into(), ret: 0, dur: 100, size: Some(4096), ..Default::default() }),
+            Record::Call(Call { pid: 7, lib: 1, api: "hipMalloc".into(), ret: 2, dur: 100, size: Some(1 << 30), ..Default::default() }),
+            Record::Call(Call { pid: 7, lib: 1, api: "hipMemcpy".into(), ret: 0, dur: 300, size: Some(64), kind: Some("DeviceToHost".into()), ..Default::default() }),
+            Record::Footer(Footer {
+                end_mono_ns: 3_000_000_000,
+                drops: [("call".to_owned(), vec![1, 2])].into(),
+                stop: "signal".into(),
+                ..Default::default()
+            }),
+        ];
+        let r = Report::build(records);
+        assert_eq!(r.trace.duration_s, 2.0);
+        assert_eq!(r.drops_total, 3);
+        let p = &r.processes[0];
+        assert_eq!(p.comm, "runner");
+        let k = &p.kernels[0];
+        assert_eq!((k.launches, k.failed, k.demangled.as_str()), (3, 2, "a()"));
+        assert_eq!(k.returns, [(0, 1), (101, 2)].into());
+        assert_eq!(k.shapes[0].grid, [4, 1, 1]);
+        assert_eq!(k.shapes[0].count, 2);
+        assert_eq!((p.configs.count, p.configs.failed), (1, 1));
+        assert_eq!((p.memory.malloc_calls, p.memory.malloc_failed, p.memory.malloc_bytes), (2, 1, 4096));
+        assert_eq!(p.memory.memcpy["DeviceToHost"].bytes, 64);
+        let launch_api = p.api.iter().find(|a| a.api == "hipLaunchKernel").unwrap();
+        assert_eq!((launch_api.calls, launch_api.errors, launch_api.mean_ns), (3, 2, 1000));
+        let text = r.to_text();
+        assert!(text.contains("a()"), "{text}");
+        assert!(text.contains("3 records dropped"), "{text}");
+    }
+
+    #[test]
+    fn byte_units() {
+        assert_eq!(bytes(12), "12 B");
+        assert_eq!(bytes(4096), "4.0 KiB");
+        assert_eq!(bytes(3 << 30), "3.0 GiB");
+    }
+}

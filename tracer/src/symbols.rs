@@ -1,0 +1,244 @@
+//! The kernel table: which name each launch handle stands for, per process.
+//!
+//! Sources, in order of trust: names seen live (`__hipRegisterFunction`, `hipModuleGetFunction`), then
+//! the ELF symbol table of the file that maps the handle (a late attach to an unstripped program: the
+//! handle `__hipRegisterFunction` receives is an 8-byte object whose symbol is the mangled kernel name),
+//! then "unnamed" with the raw handle. Never a guess.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    fs,
+    os::unix::fs::MetadataExt,
+    sync::Arc,
+};
+
+use object::{Object, ObjectSegment, ObjectSymbol};
+
+use crate::trace;
+
+/// Where a kernel's name came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Register,
+    Module,
+    Elf,
+    Unnamed,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Register => "register",
+            Source::Module => "module",
+            Source::Elf => "elf",
+            Source::Unnamed => "unnamed",
+        }
+    }
+}
+
+/// Demangles a C++ (Itanium) name; other names come back unchanged.
+pub fn demangle(name: &str) -> String {
+    if !name.starts_with("_Z") {
+        return name.to_owned();
+    }
+    cpp_demangle::Symbol::new(name)
+        .ok()
+        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
+        .unwrap_or_else(|| name.to_owned())
+}
+
+/// Symbols of one ELF file by virtual address, and how file offsets map to addresses.
+#[derive(Debug, Default)]
+struct ElfSymbols {
+    by_addr: BTreeMap<u64, String>,
+    /// PT_LOAD segments: (file offset, file size, virtual address).
+    segments: Vec<(u64, u64, u64)>,
+}
+
+impl ElfSymbols {
+    fn parse(data: &[u8]) -> Option<Self> {
+        let file = object::File::parse(data).ok()?;
+        let mut by_addr = BTreeMap::new();
+        for sym in file.symbols().chain(file.dynamic_symbols()) {
+            if sym.address() == 0 || sym.is_undefined() {
+                continue;
+            }
+            if let Ok(name) = sym.name() {
+                by_addr.entry(sym.address()).or_insert_with(|| name.to_owned());
+            }
+        }
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (off, size, s.address())
+            })
+            .collect();
+        Some(ElfSymbols { by_addr, segments })
+    }
+
+    fn name_at_file_offset(&self, off: u64) -> Option<&str> {
+        let vaddr = self
+            .segments
+            .iter()
+            .find(|(o, size, _)| off >= *o && off < o + size)
+            .map(|(o, _, vaddr)| off - o + vaddr)?;
+        self.by_addr.get(&vaddr).map(String::as_str)
+    }
+}
+
+/// One process's view of a kernel handle.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub id: u32,
+    pub source: Source,
+}
+
+#[derive(Default)]
+pub struct KernelTable {
+    by_handle: HashMap<(u32, u64), Entry>,
+    next_id: u32,
+    elf_cache: HashMap<(u64, u64), Option<Arc<ElfSymbols>>>,
+    /// Counts for the footer: launches whose handle had no name anywhere.
+    pub unnamed: u64,
+}
+
+impl KernelTable {
+    /// Binds a name seen live. Returns the kernel record to write.
+    #[allow(clippy::too_many_arguments)]
+    pub fn bind(
+        &mut self,
+        pid: u32,
+        handle: u64,
+        module: u64,
+        name: &str,
+        source: Source,
+        truncated: bool,
+        ts: u64,
+    ) -> trace::Kernel {
+        let id = self.next_id();
+        self.by_handle.insert((pid, handle), Entry { id, source });
+        kernel_record(id, pid, handle, module, name, source, truncated, ts)
+    }
+
+    /// The kernel id for a launch handle, naming it from the ELF file that maps it when no live name was
+    /// seen. Returns the id and, when the handle is new, the kernel record to write first.
+    pub fn resolve(&mut self, pid: u32, handle: u64, ts: u64) -> (u32, Option<trace::Kernel>) {
+        if let Some(e) = self.by_handle.get(&(pid, handle)) {
+            return (e.id, None);
+        }
+        let (name, source) = match self.elf_name(pid, handle) {
+            Some(n) => (n, Source::Elf),
+            None => {
+                self.unnamed += 1;
+                (String::new(), Source::Unnamed)
+            }
+        };
+        let rec = self.bind(pid, handle, 0, &name, source, false, ts);
+        (rec.id, Some(rec))
+    }
+
+    /// Forgets a process's handles (it exited or exec'd another program).
+    pub fn forget(&mut self, pid: u32) {
+        self.by_handle.retain(|(p, _), _| *p != pid);
+    }
+
+    fn next_id(&mut self) -> u32 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn elf_name(&mut self, pid: u32, addr: u64) -> Option<String> {
+        let maps = fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+        let (start, end, offset, path) = maps.lines().find_map(|l| {
+            let mut it = l.splitn(6, ' ');
+            let range = it.next()?;
+            let _perms = it.next()?;
+            let offset = u64::from_str_radix(it.next()?, 16).ok()?;
+            let _dev = it.next()?;
+            let _inode = it.next()?;
+            let path = it.next()?.trim_start();
+            let (s, e) = range.split_once('-')?;
+            let (s, e) = (u64::from_str_radix(s, 16).ok()?, u64::from_str_radix(e, 16).ok()?);
+            (addr >= s && addr < e && path.starts_with('/')).then(|| (s, e, offset, path.to_owned()))
+        })?;
+        // map_files reaches the mapped file even in another mount namespace or after a rename.
+        let candidates = [format!("/proc/{pid}/map_files/{start:x}-{end:x}"), format!("/proc/{pid}/root{path}")];
+        let open = candidates.iter().find(|p| fs::metadata(p).is_ok())?;
+        let meta = fs::metadata(open).ok()?;
+        let key = (meta.dev(), meta.ino());
+        let syms = match self.elf_cache.get(&key) {
+            Some(s) => s.clone(),
+            None => {
+                let parsed = fs::read(open).ok().and_then(|d| ElfSymbols::parse(&d)).map(Arc::new);
+                self.elf_cache.insert(key, parsed.clone());
+                parsed
+            }
+        }?;
+        syms.name_at_file_offset(addr - start + offset).map(str::to_owned)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn kernel_record(
+    id: u32,
+    pid: u32,
+    handle: u64,
+    module: u64,
+    name: &str,
+    source: Source,
+    truncated: bool,
+    ts: u64,
+) -> trace::Kernel {
+    trace::Kernel {
+        id,
+        pid,
+        handle,
+        module,
+        name: name.to_owned(),
+        demangled: demangle(name),
+        source: source.as_str().to_owned(),
+        truncated,
+        ts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demangles_kernel_names() {
+        assert_eq!(demangle("_Z4axpyPfS_f"), "axpy(float*, float*, float)");
+        assert_eq!(
+            demangle("_Z12mul_mat_vec_qIL9ggml_type12ELi1EEvPKvS2_PKiPfiiiiiii"),
+            "void mul_mat_vec_q<(ggml_type)12, 1>(void const*, void const*, int const*, float*, int, int, int, int, int, int, int)"
+        );
+        assert_eq!(demangle("plain_c_kernel"), "plain_c_kernel");
+        assert_eq!(demangle("_Znot a name"), "_Znot a name");
+    }
+
+    /// Names this test binary's own function through the maps + ELF path used on a late attach.
+    #[inline(never)]
+    #[unsafe(no_mangle)]
+    pub extern "C" fn tracer_symbols_test_marker() -> u64 {
+        std::hint::black_box(42)
+    }
+
+    #[test]
+    fn names_a_handle_from_the_mapped_file() {
+        let mut t = KernelTable::default();
+        let addr = tracer_symbols_test_marker as *const () as u64;
+        let pid = std::process::id();
+        let (id, rec) = t.resolve(pid, addr, 1);
+        let rec = rec.unwrap();
+        assert_eq!((rec.name.as_str(), rec.source.as_str()), ("tracer_symbols_test_marker", "elf"));
+        // Known now: same id, no second record.
+        assert_eq!(t.resolve(pid, addr, 2), (id, None));
+        let (_, rec) = t.resolve(pid, 8, 3);
+        assert_eq!(rec.unwrap().source, "unnamed");
+        assert_eq!(t.unnamed, 1);
+        t.forget(pid);
+        assert!(t.resolve(pid, addr, 4).1.is_some());
+    }
+}

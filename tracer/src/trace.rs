@@ -1,0 +1,629 @@
+//! The trace file: JSON Lines, one [`Record`] per line, optionally zstd-compressed.
+//!
+//! A header comes first, then events in the order they were seen, then a footer with counts and losses.
+//! The writer flushes often (and closes the zstd block each time), so a tracer killed mid-recording
+//! leaves a file whose every complete record reads back; the reader reports how much was cut.
+//! Documented for users in `docs/trace-format.md`; [`SCHEMA`] changes whenever a field changes meaning.
+
+use std::{
+    collections::BTreeMap,
+    fs::File,
+    io::{self, BufRead, BufReader, Read, Write},
+    path::Path,
+};
+
+use anyhow::{Context, Result, bail};
+use bytes::{BufMut, BytesMut};
+use serde::{Deserialize, Serialize};
+
+/// The value of the header's `format` field.
+pub const FORMAT: &str = "tracer-trace";
+/// Version of the record schema this build writes and reads.
+pub const SCHEMA: u32 = 1;
+/// A line longer than this is not a record: the reader stops there instead of buffering without bound.
+pub const MAX_LINE: usize = 1 << 20;
+
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// One line of a trace file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    Header(Header),
+    Library(Library),
+    Probe(Probe),
+    Process(Process),
+    Kernel(Kernel),
+    Launch(Launch),
+    Config(Config),
+    Call(Call),
+    Exit(Exit),
+    Footer(Footer),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`FORMAT`].
+    pub format: String,
+    pub schema: u32,
+    pub tracer_version: String,
+    pub host: String,
+    pub kernel_release: String,
+    /// Wall-clock time at the start, Unix nanoseconds.
+    pub start_unix_ns: u64,
+    /// CLOCK_MONOTONIC at the same instant: every `ts` in the file is on this clock, in nanoseconds.
+    pub start_mono_ns: u64,
+    pub options: Options,
+    /// Units of the numeric fields, spelled out.
+    pub units: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// PIDs given with --pid (empty: see `command` and `filter`).
+    pub pids: Vec<u32>,
+    /// The command started with `-- COMMAND ARGS`, if any.
+    pub command: Vec<String>,
+    /// Libraries given with --lib.
+    pub libs: Vec<String>,
+    pub duration_s: Option<f64>,
+    /// "pid" when the kernel filters by PID, "all" when every process is recorded.
+    pub filter: String,
+    pub ring_bytes: u32,
+}
+
+/// A library copy that probes are attached to. `id` is what events carry in `lib`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Library {
+    pub id: u32,
+    /// The path as the traced process sees it.
+    pub path: String,
+    pub dev: u64,
+    pub inode: u64,
+    pub build_id: Option<String>,
+    /// "ollama-bundle", "system", or "user" (given with --lib).
+    pub origin: String,
+}
+
+/// One attached probe, or one that could not be attached (`error`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub lib: u32,
+    pub api: String,
+    /// File offset of the probed instruction, when the symbol was found.
+    pub offset: Option<u64>,
+    /// "entry+return", "entry".
+    pub kind: String,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Process {
+    pub pid: u32,
+    pub ppid: u32,
+    /// Start time in clock ticks since boot (/proc/PID/stat field 22): with `pid`, names one process.
+    pub start_time: u64,
+    pub comm: String,
+    pub argv: Vec<String>,
+    /// Why this record was written: "start" (traced from the beginning), "fork", "exec", "seen".
+    pub cause: String,
+    pub ts: u64,
+}
+
+/// A kernel named in a process: a handle (host function, hipFunction_t) bound to its name.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    pub id: u32,
+    pub pid: u32,
+    pub handle: u64,
+    pub module: u64,
+    /// The mangled name as the runtime saw it ("" when unnamed).
+    pub name: String,
+    pub demangled: String,
+    /// "register" (__hipRegisterFunction), "module" (hipModuleGetFunction), "elf" (the mapped file's
+    /// symbol table, on a late attach), "unnamed".
+    pub source: String,
+    /// True when the name was longer than the probe keeps and was cut.
+    pub truncated: bool,
+    pub ts: u64,
+}
+
+/// A kernel launch at the HIP API.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Launch {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    pub api: String,
+    /// Kernel table id (see `kernel` records); null only when the handle could not be named at all.
+    pub kernel: Option<u32>,
+    pub handle: u64,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// "blocks" (grid counts work-groups) or "work-items" (grid counts work-items).
+    pub grid_unit: String,
+    pub shmem: u64,
+    pub stream: u64,
+    pub ret: i32,
+    pub dur: u64,
+}
+
+/// A `kernel<<<grid, block, shmem, stream>>>` configuration pushed by `__hipPushCallConfiguration`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shmem: u64,
+    pub stream: u64,
+    pub ret: i32,
+    pub dur: u64,
+}
+
+/// Any other API call; fields that do not apply to the call are absent.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Call {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    pub api: String,
+    /// The call's return value: hipError_t for HIP calls (0 = success).
+    pub ret: i64,
+    pub dur: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ptr: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<u64>,
+    /// hipMemcpyKind by name ("HostToDevice", ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<u64>,
+    /// Module handle (hipModuleLoadData, hipModuleGetFunction, __hipRegisterFatBinary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<u64>,
+    /// Function handle (hipModuleGetFunction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<u64>,
+}
+
+/// A traced process ended.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Exit {
+    pub ts: u64,
+    pub pid: u32,
+    /// Exit status when the tracer started the process itself (`-- COMMAND`); otherwise null.
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Footer {
+    pub end_mono_ns: u64,
+    /// Records written, by type (this footer excluded).
+    pub records: BTreeMap<String, u64>,
+    /// Records lost because the ring buffer was full, by record kind, one count per CPU.
+    pub drops: BTreeMap<String, Vec<u64>>,
+    /// Other losses and oddities counted by the probes ("stash_full", "return_without_entry",
+    /// "filter_full") and by user space ("undecodable", "name_truncated", "name_fault", ...).
+    pub counters: BTreeMap<String, u64>,
+    /// Why recording stopped: "signal", "duration", "command-exited", "error: ...".
+    pub stop: String,
+}
+
+impl Footer {
+    pub fn total_drops(&self) -> u64 {
+        self.drops.values().flatten().sum()
+    }
+}
+
+impl Record {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Record::Header(_) => "header",
+            Record::Library(_) => "library",
+            Record::Probe(_) => "probe",
+            Record::Process(_) => "process",
+            Record::Kernel(_) => "kernel",
+            Record::Launch(_) => "launch",
+            Record::Config(_) => "config",
+            Record::Call(_) => "call",
+            Record::Exit(_) => "exit",
+            Record::Footer(_) => "footer",
+        }
+    }
+}
+
+/// Writes records to a file, batching lines and counting them by type.
+pub struct Writer {
+    out: Sink,
+    buf: BytesMut,
+    counts: BTreeMap<String, u64>,
+}
+
+enum Sink {
+    Plain(File),
+    Zstd(zstd::Encoder<'static, File>),
+}
+
+impl Writer {
+    /// `compress`: write a zstd stream (used when the file name ends in `.zst`).
+    pub fn new(file: File, compress: bool) -> Result<Self> {
+        let out = if compress { Sink::Zstd(zstd::Encoder::new(file, 3)?) } else { Sink::Plain(file) };
+        Ok(Self { out, buf: BytesMut::with_capacity(1 << 16), counts: BTreeMap::new() })
+    }
+
+    pub fn write(&mut self, record: &Record) -> Result<()> {
+        *self.counts.entry(record.type_name().to_owned()).or_default() += 1;
+        let mut w = (&mut self.buf).writer();
+        serde_json::to_writer(&mut w, record)?;
+        self.buf.put_u8(b'\n');
+        if self.buf.len() >= 1 << 16 {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    pub fn counts(&self) -> &BTreeMap<String, u64> {
+        &self.counts
+    }
+
+    fn drain(&mut self) -> Result<()> {
+        let out: &mut dyn Write = match &mut self.out {
+            Sink::Plain(f) => f,
+            Sink::Zstd(z) => z,
+        };
+        out.write_all(&self.buf).context("writing the trace file")?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Makes everything written so far readable from the file, even if the tracer dies next.
+    pub fn flush(&mut self) -> Result<()> {
+        self.drain()?;
+        match &mut self.out {
+            Sink::Plain(f) => f.flush()?,
+            // Ends the current zstd block: a reader can decode everything up to here.
+            Sink::Zstd(z) => z.flush()?,
+        }
+        Ok(())
+    }
+
+    /// Writes the footer, ends the stream and syncs the file.
+    pub fn finish(mut self, mut footer: Footer) -> Result<()> {
+        footer.records = self.counts.clone();
+        self.write(&Record::Footer(footer))?;
+        self.drain()?;
+        let file = match self.out {
+            Sink::Plain(f) => f,
+            Sink::Zstd(z) => z.finish()?,
+        };
+        file.sync_all().context("syncing the trace file")?;
+        Ok(())
+    }
+}
+
+/// What reading a trace found besides its records.
+#[derive(Debug, Default, PartialEq)]
+pub struct ReadStatus {
+    /// Bytes after the last complete record (a recording that was killed).
+    pub cut_bytes: u64,
+    /// The compressed stream ended in the middle of a frame.
+    pub stream_cut: bool,
+    /// Whether the file has its footer (false: the recording did not end normally).
+    pub has_footer: bool,
+}
+
+impl ReadStatus {
+    /// One sentence for the user when the file was not closed normally, else None.
+    pub fn warning(&self) -> Option<String> {
+        if self.has_footer && self.cut_bytes == 0 && !self.stream_cut {
+            return None;
+        }
+        let mut s = String::from("the trace was not closed normally (the tracer was killed?)");
+        if self.cut_bytes > 0 {
+            s += &format!(": {} bytes after the last complete record were ignored", self.cut_bytes);
+        } else if self.stream_cut {
+            s += ": the compressed stream ends early; every complete record before that was read";
+        } else {
+            s += ": it has no footer, so drop counts are unknown";
+        }
+        Some(s)
+    }
+}
+
+/// Reads a whole trace file: every complete record, and how the file ended.
+pub fn read_file(path: &Path) -> Result<(Vec<Record>, ReadStatus)> {
+    let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut magic = [0u8; 4];
+    let n = read_up_to(&mut file, &mut magic)?;
+    let head = io::Cursor::new(magic[..n].to_vec());
+    let mut records = Vec::new();
+    let status = if n == 4 && magic == ZSTD_MAGIC {
+        let dec = zstd::Decoder::new(head.chain(file))?;
+        read_records(BufReader::new(dec), path, |r| records.push(r))?
+    } else {
+        read_records(BufReader::new(head.chain(file)), path, |r| records.push(r))?
+    };
+    Ok((records, status))
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Reads records from a line stream, calling `each` for every one after validating the header.
+pub fn read_records(mut input: impl BufRead, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
+    let mut status = ReadStatus::default();
+    let mut line = Vec::new();
+    let mut lineno = 0u64;
+    loop {
+        line.clear();
+        let got = match read_line_bounded(&mut input, &mut line) {
+            Ok(got) => got,
+            // A compressed stream that stops mid-frame: keep what was decoded.
+            Err(e) if lineno > 0 && is_cut_stream(&e) => {
+                status.stream_cut = true;
+                status.cut_bytes += line.len() as u64;
+                break;
+            }
+            Err(e) if e.kind() == io::ErrorKind::InvalidData && line.len() >= MAX_LINE => {
+                bail!("{}: line {} is longer than {} bytes; this is not a tracer trace", path.display(), lineno + 1, MAX_LINE)
+            }
+            Err(e) if lineno == 0 => bail!("{} is not a tracer trace file ({e}); record one with `tracer record -o FILE`", path.display()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        if got == 0 {
+            break;
+        }
+        if line.last() != Some(&b'\n') {
+            // The last line has no newline: a record cut by a killed writer.
+            status.cut_bytes += line.len() as u64;
+            break;
+        }
+        lineno += 1;
+        let record: Record = match serde_json::from_slice(&line) {
+            Ok(r) => r,
+            Err(_) if lineno == 1 => bail!(
+                "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
+                path.display()
+            ),
+            Err(e) => bail!("{}: line {lineno} is not a valid trace record ({e}); the file is corrupted", path.display()),
+        };
+        if lineno == 1 {
+            match &record {
+                Record::Header(h) if h.format == FORMAT => {
+                    if h.schema > SCHEMA {
+                        bail!(
+                            "{} was written with trace schema {} but this tracer reads up to {SCHEMA}; use a newer tracer",
+                            path.display(),
+                            h.schema
+                        );
+                    }
+                }
+                _ => bail!(
+                    "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
+                    path.display()
+                ),
+            }
+        }
+        if matches!(record, Record::Footer(_)) {
+            status.has_footer = true;
+        }
+        each(record);
+    }
+    if lineno == 0 && status.cut_bytes == 0 {
+        bail!("{} is empty: it holds no trace (record one with `tracer record -o FILE`)", path.display());
+    }
+    if lineno == 0 {
+        bail!("{} holds no complete record: it is not a tracer trace, or was cut before its header", path.display());
+    }
+    Ok(status)
+}
+
+fn is_cut_stream(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::UnexpectedEof | io::ErrorKind::Other)
+}
+
+/// Reads one line, at most [`MAX_LINE`] bytes; returns the bytes read (0 at the end).
+fn read_line_bounded(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize> {
+    let mut total = 0;
+    loop {
+        let (done, used) = {
+            let available = match input.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if available.is_empty() {
+                return Ok(total);
+            }
+            match available.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    line.extend_from_slice(&available[..=i]);
+                    (true, i + 1)
+                }
+                None => {
+                    line.extend_from_slice(available);
+                    (false, available.len())
+                }
+            }
+        };
+        input.consume(used);
+        total += used;
+        if done {
+            return Ok(total);
+        }
+        if line.len() >= MAX_LINE {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    fn header() -> Record {
+        Record::Header(Header { format: FORMAT.into(), schema: SCHEMA, ..Default::default() })
+    }
+
+    fn launch(i: u32) -> Record {
+        Record::Launch(Launch {
+            ts: 1000 + i as u64,
+            pid: 42,
+            tid: 43,
+            lib: 1,
+            api: "hipLaunchKernel".into(),
+            kernel: Some(i),
+            handle: 0x5555_0000 + i as u64,
+            grid: [i, 2, 3],
+            block: [64, 1, 1],
+            grid_unit: "blocks".into(),
+            shmem: 128,
+            stream: 0,
+            ret: 101,
+            dur: 5000,
+        })
+    }
+
+    fn write_trace(path: &Path, compress: bool, n: u32, footer: bool) -> Vec<Record> {
+        let file = File::create(path).unwrap();
+        let mut w = Writer::new(file, compress).unwrap();
+        let mut all = vec![header()];
+        w.write(&all[0]).unwrap();
+        for i in 0..n {
+            let r = launch(i);
+            w.write(&r).unwrap();
+            all.push(r);
+        }
+        if footer {
+            w.finish(Footer { stop: "signal".into(), ..Default::default() }).unwrap();
+        } else {
+            w.flush().unwrap();
+        }
+        all
+    }
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("tracer-trace-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn round_trip_plain_and_compressed() {
+        for compress in [false, true] {
+            let path = tmp(&format!("rt-{compress}.jsonl"));
+            let written = write_trace(&path, compress, 100, true);
+            let (read, status) = read_file(&path).unwrap();
+            assert_eq!(&read[..written.len()], &written[..]);
+            let Some(Record::Footer(f)) = read.last() else { panic!("no footer") };
+            assert_eq!(f.records["launch"], 100);
+            assert_eq!(f.records["header"], 1);
+            assert_eq!(status, ReadStatus { has_footer: true, ..Default::default() });
+            assert!(status.warning().is_none());
+        }
+    }
+
+    #[test]
+    fn cut_at_every_byte_reads_complete_records() {
+        let path = tmp("cut-src.jsonl");
+        write_trace(&path, false, 5, true);
+        let bytes = std::fs::read(&path).unwrap();
+        let line_ends: Vec<usize> = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
+        let cut = tmp("cut.jsonl");
+        for at in 1..bytes.len() {
+            std::fs::write(&cut, &bytes[..at]).unwrap();
+            let complete = line_ends.iter().filter(|&&e| e <= at).count();
+            match read_file(&cut) {
+                Ok((records, status)) => {
+                    assert_eq!(records.len(), complete, "cut at {at}");
+                    let last_end = line_ends.iter().filter(|&&e| e <= at).last().copied().unwrap_or(0);
+                    assert_eq!(status.cut_bytes, (at - last_end) as u64, "cut at {at}");
+                    assert_eq!(status.has_footer, complete == line_ends.len());
+                }
+                Err(e) => {
+                    assert_eq!(complete, 0, "cut at {at}: {e}");
+                    assert!(e.to_string().contains("no complete record"), "{e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn killed_compressed_writer_keeps_flushed_records() {
+        let path = tmp("killed.jsonl.zst");
+        let written = write_trace(&path, true, 50, false);
+        // Append half a zstd block, as a writer killed mid-write would leave.
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&[0x10, 0x20, 0x30]).unwrap();
+        let (read, status) = read_file(&path).unwrap();
+        assert_eq!(read, written);
+        assert!(!status.has_footer);
+        assert!(status.warning().is_some());
+    }
+
+    #[test]
+    fn rejects_files_that_are_not_traces() {
+        let cases: [(&str, &[u8], &str); 5] = [
+            ("empty", b"", "is empty"),
+            ("text", b"hello world\n", "not a tracer trace file"),
+            ("json", b"{\"type\":\"launch\"}\n", "not a tracer trace file"),
+            ("other-header", b"{\"type\":\"header\",\"format\":\"other\",\"schema\":1,\"tracer_version\":\"\",\"host\":\"\",\"kernel_release\":\"\",\"start_unix_ns\":0,\"start_mono_ns\":0,\"options\":{\"pids\":[],\"command\":[],\"libs\":[],\"duration_s\":null,\"filter\":\"\",\"ring_bytes\":0},\"units\":{}}\n", "not a tracer trace file"),
+            ("binary", &[0u8, 159, 146, 150, b'\n'], "not a tracer trace file"),
+        ];
+        for (name, bytes, want) in cases {
+            let p = tmp(name);
+            std::fs::write(&p, bytes).unwrap();
+            let err = read_file(&p).unwrap_err().to_string();
+            assert!(err.contains(want), "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn rejects_newer_schema_and_corrupt_lines() {
+        let p = tmp("newer.jsonl");
+        let mut h = Header { format: FORMAT.into(), schema: SCHEMA + 1, ..Default::default() };
+        std::fs::write(&p, serde_json::to_string(&Record::Header(h.clone())).unwrap() + "\n").unwrap();
+        let err = read_file(&p).unwrap_err().to_string();
+        assert!(err.contains("use a newer tracer"), "{err}");
+
+        h.schema = SCHEMA;
+        let mut text = serde_json::to_string(&Record::Header(h)).unwrap() + "\n";
+        text += "{\"type\":\"launch\",\"garbage\n";
+        text += &(serde_json::to_string(&launch(1)).unwrap() + "\n");
+        std::fs::write(&p, text).unwrap();
+        let err = read_file(&p).unwrap_err().to_string();
+        assert!(err.contains("line 2 is not a valid trace record"), "{err}");
+    }
+
+    #[test]
+    fn huge_line_is_refused_without_buffering_it_all() {
+        let p = tmp("huge.jsonl");
+        let mut text = serde_json::to_string(&header()).unwrap() + "\n";
+        text += &"x".repeat(MAX_LINE + 10);
+        text += "\n";
+        std::fs::write(&p, text).unwrap();
+        let err = read_file(&p).unwrap_err().to_string();
+        assert!(err.contains("longer than"), "{err}");
+    }
+}
