@@ -1,1 +1,155 @@
+//! Helpers for the integration tests: they run the real `tracer` binary (loading the real eBPF programs)
+//! against real processes built with hipcc on the real HIP runtime, and read back what it recorded.
+//!
+//! `cargo xtask test` sets TRACER_BIN and TRACER_FIXTURES and runs these as root, one at a time.
 
+use std::{
+    io::{BufRead, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, ChildStderr, Command, Output, Stdio},
+    time::{Duration, Instant},
+};
+
+pub use tracer::trace::{self, Record};
+
+pub fn tracer_bin() -> PathBuf {
+    PathBuf::from(std::env::var_os("TRACER_BIN").expect("TRACER_BIN is set by `cargo xtask test`"))
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    let dir = std::env::var_os("TRACER_FIXTURES").expect("TRACER_FIXTURES is set by `cargo xtask test`");
+    let p = Path::new(&dir).join(name);
+    assert!(p.exists(), "fixture {} is not built (run `cargo xtask build`)", p.display());
+    p
+}
+
+/// A fresh directory for one test's files.
+pub fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tracer-it-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Runs `tracer ARGS` to completion.
+pub fn tracer(args: &[&str]) -> Output {
+    Command::new(tracer_bin()).args(args).output().expect("tracer runs")
+}
+
+/// Reads a trace, asserting it is complete.
+pub fn read_trace(path: &Path) -> Vec<Record> {
+    let (records, status) = trace::read_file(path).expect("trace reads");
+    assert!(status.has_footer, "trace {} has no footer", path.display());
+    assert_eq!(status.cut_bytes, 0);
+    records
+}
+
+/// A `tracer record` running in the background, started once it says it is recording.
+pub struct Recording {
+    pub child: Child,
+    stderr: BufReader<ChildStderr>,
+    pub output: PathBuf,
+}
+
+impl Recording {
+    pub fn start(output: &Path, args: &[&str]) -> Recording {
+        let mut child = Command::new(tracer_bin())
+            .arg("record")
+            .arg("-o")
+            .arg(output)
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tracer starts");
+        let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+        let mut line = String::new();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            line.clear();
+            let n = stderr.read_line(&mut line).expect("tracer stderr");
+            assert!(n > 0, "tracer exited before recording: {:?}", child.wait());
+            if line.contains("recording to") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "tracer did not start recording");
+        }
+        Recording { child, stderr, output: output.to_path_buf() }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.pid(), sig) };
+    }
+
+    /// Waits for the tracer to end; returns its exit status and the rest of its stderr.
+    pub fn wait(mut self) -> (std::process::ExitStatus, String) {
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut self.stderr, &mut rest);
+        let status = self.child.wait().expect("tracer waits");
+        (status, rest)
+    }
+}
+
+/// A fixture process started in `late` mode: it has registered its kernels once it prints "ready",
+/// and launches when `go` is called.
+pub struct Waiting {
+    pub child: Child,
+}
+
+impl Waiting {
+    pub fn start(bin: &Path, mode: &str) -> Waiting {
+        let mut child =
+            Command::new(bin).arg(mode).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("fixture starts");
+        let mut out = BufReader::new(child.stdout.take().expect("piped"));
+        let mut line = String::new();
+        out.read_line(&mut line).expect("fixture stdout");
+        assert_eq!(line.trim(), "ready", "fixture did not get ready");
+        Waiting { child }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Lets it run its launches and waits for it to exit.
+    pub fn go(mut self) -> std::process::ExitStatus {
+        use std::io::Write;
+        let mut stdin = self.child.stdin.take().expect("piped");
+        stdin.write_all(b"go\n").expect("fixture stdin");
+        drop(stdin);
+        self.child.wait().expect("fixture waits")
+    }
+}
+
+pub fn launches(records: &[Record]) -> Vec<&trace::Launch> {
+    records.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect()
+}
+
+pub fn kernels(records: &[Record]) -> Vec<&trace::Kernel> {
+    records.iter().filter_map(|r| if let Record::Kernel(k) = r { Some(k) } else { None }).collect()
+}
+
+pub fn calls(records: &[Record]) -> Vec<&trace::Call> {
+    records.iter().filter_map(|r| if let Record::Call(c) = r { Some(c) } else { None }).collect()
+}
+
+pub fn configs(records: &[Record]) -> Vec<&trace::Config> {
+    records.iter().filter_map(|r| if let Record::Config(c) = r { Some(c) } else { None }).collect()
+}
+
+pub fn footer(records: &[Record]) -> &trace::Footer {
+    match records.last() {
+        Some(Record::Footer(f)) => f,
+        other => panic!("last record is not a footer: {other:?}"),
+    }
+}
+
+/// The name of the kernel a launch was attributed to.
+pub fn kernel_name<'a>(records: &'a [Record], launch: &trace::Launch) -> &'a str {
+    let id = launch.kernel.expect("every launch has a kernel id");
+    kernels(records).into_iter().find(|k| k.id == id).map(|k| k.name.as_str()).expect("kernel record precedes launch")
+}

@@ -31,11 +31,8 @@ pub fn call_entry(ctx: ProbeContext) -> u32 {
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
     // SAFETY: pt_regs is kernel memory handed to the program; reading it is always valid.
     let regs = unsafe { &*ctx.regs };
-    let mut stash = Stash {
-        ts_ns: 0,
-        flags: 0,
-        args: [regs.rdi, regs.rsi, regs.rdx, regs.rcx, regs.r8, regs.r9, 0, 0, 0, 0],
-    };
+    let mut stash =
+        Stash { ts_ns: 0, flags: 0, args: [regs.rdi, regs.rsi, regs.rdx, regs.rcx, regs.r8, regs.r9, 0, 0, 0, 0] };
     if c & cookie::STACK != 0 {
         // [rsp] is the return address; stack arguments start at [rsp+8].
         let at = (regs.rsp + 8) as *const [u64; STACK_ARGS];

@@ -7,7 +7,10 @@ use std::{collections::BTreeMap, fs, path::Path};
 use anyhow::{Context, Result, anyhow, bail};
 use aya::{
     Ebpf, EbpfLoader,
-    programs::{TracePoint, UProbe, uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope}},
+    programs::{
+        TracePoint, UProbe,
+        uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
+    },
 };
 use object::{Object, ObjectSection, ObjectSymbol};
 use tracer_common::{ApiFunc, api::ProbeShape, cookie};
@@ -108,8 +111,7 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         let prog: &mut UProbe = program(&mut ebpf, name)?;
         prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
     }
-    for (name, category) in
-        [("task_newtask", "task"), ("sched_process_exec", "sched"), ("sched_process_exit", "sched")]
+    for (name, category) in [("task_newtask", "task"), ("sched_process_exec", "sched"), ("sched_process_exit", "sched")]
     {
         let prog: &mut TracePoint = program(&mut ebpf, name)?;
         prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;

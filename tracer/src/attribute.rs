@@ -35,10 +35,10 @@ impl Attributor {
     }
 
     fn see(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
-        if !self.processes.knows(pid) {
-            if let Some(p) = self.processes.observe(pid, "seen", ts, "") {
-                out.push(Record::Process(p));
-            }
+        if !self.processes.knows(pid)
+            && let Some(p) = self.processes.observe(pid, "seen", ts, "")
+        {
+            out.push(Record::Process(p));
         }
     }
 
@@ -217,7 +217,10 @@ mod tests {
         let launches: Vec<&trace::Launch> =
             out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
         assert_eq!(kernels.len(), 2);
-        assert_eq!((kernels[0].demangled.as_str(), kernels[0].source.as_str()), ("axpy(float*, float*, float)", "register"));
+        assert_eq!(
+            (kernels[0].demangled.as_str(), kernels[0].source.as_str()),
+            ("axpy(float*, float*, float)", "register")
+        );
         assert_eq!(kernels[1].source, "unnamed");
         assert_eq!(launches[0].kernel, Some(kernels[0].id));
         assert_eq!(launches[1].kernel, Some(kernels[1].id));

@@ -2,8 +2,8 @@
 //! meaning. Every probed function's argument slots are decoded here, from its signature.
 
 use tracer_common::{
-    ApiFunc, CALL_OUT_VALID, CallRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, ProcEvent, ProcRecord,
-    RecordHeader, RecordKind,
+    ApiFunc, CALL_OUT_VALID, CallRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, ProcEvent, ProcRecord, RecordHeader,
+    RecordKind,
 };
 
 /// A decoded ring-buffer record.
@@ -230,9 +230,7 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
             dur: r.duration_ns,
         }),
         // The return value is the module handle, not an error code.
-        ApiFunc::HipRegisterFatBinary => {
-            Event::Call(Call { ret: 0, ptr: Some(a[0]), module: Some(r.ret), ..call })
-        }
+        ApiFunc::HipRegisterFatBinary => Event::Call(Call { ret: 0, ptr: Some(a[0]), module: Some(r.ret), ..call }),
         ApiFunc::HipModuleLoadData => Event::Call(Call { ptr: Some(a[1]), module: out, ..call }),
         ApiFunc::HipModuleGetFunction => Event::Call(Call { module: Some(a[1]), function: out, ..call }),
         ApiFunc::HipMalloc => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
@@ -284,6 +282,35 @@ fn decode_proc(r: &ProcRecord) -> Result<Event, DecodeError> {
         parent: r.parent,
         comm: c_string(&r.comm),
     }))
+}
+
+/// The name of a hipError_t value (the subset a launch, copy or allocation returns), for reports.
+pub fn hip_error_name(code: i64) -> Option<&'static str> {
+    Some(match code {
+        0 => "hipSuccess",
+        1 => "hipErrorInvalidValue",
+        2 => "hipErrorOutOfMemory",
+        3 => "hipErrorNotInitialized",
+        9 => "hipErrorInvalidConfiguration",
+        13 => "hipErrorInvalidSymbol",
+        17 => "hipErrorInvalidDevicePointer",
+        21 => "hipErrorInvalidMemcpyDirection",
+        35 => "hipErrorInsufficientDriver",
+        52 => "hipErrorMissingConfiguration",
+        98 => "hipErrorInvalidDeviceFunction",
+        100 => "hipErrorNoDevice",
+        101 => "hipErrorInvalidDevice",
+        200 => "hipErrorInvalidImage",
+        201 => "hipErrorInvalidContext",
+        209 => "hipErrorNoBinaryForGpu",
+        400 => "hipErrorInvalidHandle",
+        500 => "hipErrorNotFound",
+        600 => "hipErrorNotReady",
+        700 => "hipErrorIllegalAddress",
+        701 => "hipErrorLaunchOutOfResources",
+        719 => "hipErrorLaunchFailure",
+        _ => return None,
+    })
 }
 
 pub fn c_string(b: &[u8]) -> String {
@@ -396,7 +423,10 @@ mod tests {
             name,
         };
         let Event::Name(n) = decode(&bytes_of(&r)).unwrap() else { panic!() };
-        assert_eq!((n.name.as_str(), n.handle, n.module, n.truncated, n.fault), ("_Z4axpyPfS_f", 0x1234, 0x99, true, false));
+        assert_eq!(
+            (n.name.as_str(), n.handle, n.module, n.truncated, n.fault),
+            ("_Z4axpyPfS_f", 0x1234, 0x99, true, false)
+        );
     }
 
     #[test]

@@ -75,7 +75,10 @@ pub fn from_user_paths(paths: &[PathBuf]) -> Result<Vec<LibCopy>> {
             let s = c.to_string_lossy().into_owned();
             LibCopy::stat(s, c, Origin::User)
         }) else {
-            bail!("library {} does not exist or is not a file: give the path of libamdhip64.so with --lib", p.display());
+            bail!(
+                "library {} does not exist or is not a file: give the path of libamdhip64.so with --lib",
+                p.display()
+            );
         };
         copies.push(c);
     }
@@ -117,16 +120,14 @@ pub fn mapped_paths(maps: &str) -> BTreeSet<&str> {
 /// install prefixes), LD_LIBRARY_PATH (a command we start inherits it), /opt/rocm*, the system path.
 pub fn usual_places(prefix: &str) -> Vec<LibCopy> {
     let mut dirs: Vec<PathBuf> = Vec::new();
-    let mut ollama_roots: Vec<PathBuf> = ["/usr/lib/ollama", "/usr/local/lib/ollama", "/opt/ollama/lib/ollama"]
-        .iter()
-        .map(PathBuf::from)
-        .collect();
+    let mut ollama_roots: Vec<PathBuf> =
+        ["/usr/lib/ollama", "/usr/local/lib/ollama", "/opt/ollama/lib/ollama"].iter().map(PathBuf::from).collect();
     if let Some(path) = std::env::var_os("PATH") {
         for d in std::env::split_paths(&path) {
-            if d.join("ollama").is_file() {
-                if let Some(prefix_dir) = d.parent() {
-                    ollama_roots.push(prefix_dir.join("lib/ollama"));
-                }
+            if d.join("ollama").is_file()
+                && let Some(prefix_dir) = d.parent()
+            {
+                ollama_roots.push(prefix_dir.join("lib/ollama"));
             }
         }
     }

@@ -73,7 +73,10 @@ pub fn create_output(path: &Path, force: bool) -> Result<File> {
                 anyhow!("{} already exists: choose another path with -o, or pass --force to replace it", path.display())
             }
             _ if e.raw_os_error() == Some(libc::ELOOP) => {
-                anyhow!("{} is a symbolic link; tracer does not write through links: choose another path with -o", path.display())
+                anyhow!(
+                    "{} is a symbolic link; tracer does not write through links: choose another path with -o",
+                    path.display()
+                )
             }
             _ => anyhow!("cannot create {} ({e}): choose a writable path with -o", path.display()),
         })
@@ -152,7 +155,12 @@ pub fn run(args: RecordArgs) -> Result<()> {
     result
 }
 
-async fn session(args: &RecordArgs, copies: Vec<LibCopy>, mut writer: Writer, guard: &mut OutputGuard<'_>) -> Result<()> {
+async fn session(
+    args: &RecordArgs,
+    copies: Vec<LibCopy>,
+    mut writer: Writer,
+    guard: &mut OutputGuard<'_>,
+) -> Result<()> {
     let filter_by_pid = !args.pids.is_empty() || !args.command.is_empty();
     let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes })?;
     let mut logger = aya_log::EbpfLogger::init(&mut ebpf).ok();
@@ -254,9 +262,12 @@ async fn session(args: &RecordArgs, copies: Vec<LibCopy>, mut writer: Writer, gu
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
-    let sleep = tokio::time::sleep_until(deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400 * 365)));
+    let sleep = tokio::time::sleep_until(
+        deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400 * 365)),
+    );
     tokio::pin!(sleep);
     let mut undecodable = 0u64;
+    let watch_pids = !args.pids.is_empty() && child_pid.is_none();
     let mut exit_status: Option<std::io::Result<ExitStatus>> = None;
 
     let stop = loop {
@@ -269,6 +280,10 @@ async fn session(args: &RecordArgs, copies: Vec<LibCopy>, mut writer: Writer, gu
             _ = tick.tick() => {
                 writer.flush()?;
                 if let Some(l) = logger.as_mut() { l.flush(); }
+                // --pid: the exit tracepoint removes each traced process from the filter as it ends.
+                if watch_pids && pids.keys().next().is_none() {
+                    break "targets-exited";
+                }
             }
             _ = sigint.recv() => break "signal",
             _ = sigterm.recv() => break "signal",
@@ -295,7 +310,9 @@ async fn session(args: &RecordArgs, copies: Vec<LibCopy>, mut writer: Writer, gu
     }
 
     let mut footer = trace::Footer { end_mono_ns: monotonic_ns(), stop: stop.into(), ..Default::default() };
-    let per_cpu = |c: Counter| -> Vec<u64> { counters.get(&(c as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default() };
+    let per_cpu = |c: Counter| -> Vec<u64> {
+        counters.get(&(c as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default()
+    };
     footer.drops.insert("call".into(), per_cpu(Counter::DropCall));
     footer.drops.insert("name".into(), per_cpu(Counter::DropName));
     footer.drops.insert("proc".into(), per_cpu(Counter::DropProc));
@@ -352,7 +369,10 @@ fn units() -> BTreeMap<String, String> {
     [
         ("ts", "CLOCK_MONOTONIC nanoseconds (see start_mono_ns)"),
         ("dur", "nanoseconds from the call's entry to its return"),
-        ("grid", "per launch, in grid_unit: blocks for hipLaunchKernel-style calls, work-items for hipExtModuleLaunchKernel"),
+        (
+            "grid",
+            "per launch, in grid_unit: blocks for hipLaunchKernel-style calls, work-items for hipExtModuleLaunchKernel",
+        ),
         ("block", "work-items per block"),
         ("shmem", "bytes of dynamic shared memory (LDS)"),
         ("size", "bytes"),

@@ -35,6 +35,8 @@ pub struct TraceInfo {
     pub stop: Option<String>,
     /// Set when the file did not end normally.
     pub warning: Option<String>,
+    /// Records of types this tracer does not know (from a newer tracer), skipped.
+    pub unknown_records: u64,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -136,8 +138,10 @@ struct KernelAcc {
 }
 
 fn shapes(m: HashMap<ShapeKey, u64>) -> Vec<Shape> {
-    let mut v: Vec<Shape> =
-        m.into_iter().map(|((grid, block, grid_unit, shmem), count)| Shape { grid, block, grid_unit, shmem, count }).collect();
+    let mut v: Vec<Shape> = m
+        .into_iter()
+        .map(|((grid, block, grid_unit, shmem), count)| Shape { grid, block, grid_unit, shmem, count })
+        .collect();
     v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
     v
 }
@@ -148,6 +152,7 @@ impl Report {
         let mut r = Report::build(records);
         r.trace.path = path.display().to_string();
         r.trace.warning = status.warning();
+        r.trace.unknown_records = status.unknown_records;
         Ok(r)
     }
 
@@ -264,11 +269,8 @@ impl Report {
         }
         report.trace.duration_s = last_ts.saturating_sub(start) as f64 / 1e9;
         for (pid, acc) in procs {
-            let mut kernels: Vec<KernelReport> = acc
-                .kernels
-                .into_values()
-                .map(|k| KernelReport { shapes: shapes(k.shapes), ..k.report })
-                .collect();
+            let mut kernels: Vec<KernelReport> =
+                acc.kernels.into_values().map(|k| KernelReport { shapes: shapes(k.shapes), ..k.report }).collect();
             kernels.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.id.cmp(&b.id)));
             let mut api: Vec<ApiReport> = acc
                 .api
@@ -300,18 +302,28 @@ impl Report {
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         let t = &self.trace;
-        let _ = writeln!(s, "trace {} — tracer {}, host {}, kernel {}", t.path, t.tracer_version, t.host, t.kernel_release);
-        let _ = writeln!(s, "recorded {:.3} s, stopped by {}", t.duration_s, t.stop.as_deref().unwrap_or("(no footer)"));
+        let _ =
+            writeln!(s, "trace {} — tracer {}, host {}, kernel {}", t.path, t.tracer_version, t.host, t.kernel_release);
+        let _ =
+            writeln!(s, "recorded {:.3} s, stopped by {}", t.duration_s, t.stop.as_deref().unwrap_or("(no footer)"));
         if let Some(w) = &t.warning {
             let _ = writeln!(s, "warning: {w}");
+        }
+        if t.unknown_records > 0 {
+            let _ = writeln!(s, "note: {} records of types this tracer does not know were skipped", t.unknown_records);
         }
         let _ = writeln!(s, "\nlibraries");
         for l in &self.libraries {
             let _ = writeln!(s, "  [{}] {} ({}, inode {})", l.id, l.path, l.origin, l.inode);
         }
-        if !self.probes_missing.is_empty() {
-            let names: Vec<&str> = self.probes_missing.iter().map(|p| short_api(&p.api)).collect();
-            let _ = writeln!(s, "  not probed: {}", names.join(", "));
+        for p in &self.probes_missing {
+            let _ = writeln!(
+                s,
+                "  [{}] not probed: {}: {}",
+                p.lib,
+                short_api(&p.api),
+                p.error.as_deref().unwrap_or_default()
+            );
         }
         for p in &self.processes {
             let _ = writeln!(s, "\nprocess {} {} — {}", p.pid, p.comm, p.argv.join(" "));
@@ -330,10 +342,15 @@ impl Report {
             }
             let _ = writeln!(s, "\n  kernels launched ({}):", p.kernels.len());
             if !p.kernels.is_empty() {
-                let _ = writeln!(s, "  {:>8} {:>7}  {:<34} kernel", "launches", "failed", "grid x block (shmem) [count]");
+                let _ =
+                    writeln!(s, "  {:>8} {:>7}  {:<34} kernel", "launches", "failed", "grid x block (shmem) [count]");
             }
             for k in &p.kernels {
-                let name = if k.demangled.is_empty() { format!("unnamed handle {:#x}", k.handle) } else { k.demangled.clone() };
+                let name = if k.demangled.is_empty() {
+                    format!("unnamed handle {:#x}", k.handle)
+                } else {
+                    k.demangled.clone()
+                };
                 let first = k.shapes.first().map(shape_text).unwrap_or_default();
                 let _ = writeln!(s, "  {:>8} {:>7}  {:<34} {}", k.launches, k.failed, first, name);
                 for sh in k.shapes.iter().skip(1) {
@@ -342,9 +359,22 @@ impl Report {
                 if k.source != "register" && k.source != "module" {
                     let _ = writeln!(s, "  {:>8} {:>7}  (name from {})", "", "", k.source);
                 }
+                let errors: Vec<String> = k
+                    .returns
+                    .iter()
+                    .filter(|(code, _)| **code != 0)
+                    .map(|(code, n)| format!("{} x{n}", error_text(*code as i64)))
+                    .collect();
+                if !errors.is_empty() {
+                    let _ = writeln!(s, "  {:>8} {:>7}  returned {}", "", "", errors.join(", "));
+                }
             }
             if p.configs.count > 0 {
-                let _ = writeln!(s, "\n  kernel<<<>>> configurations pushed: {} ({} failed)", p.configs.count, p.configs.failed);
+                let _ = writeln!(
+                    s,
+                    "\n  kernel<<<>>> configurations pushed: {} ({} failed)",
+                    p.configs.count, p.configs.failed
+                );
                 for sh in &p.configs.shapes {
                     let _ = writeln!(s, "    {}", shape_text(sh));
                 }
@@ -375,7 +405,8 @@ impl Report {
                     m.free_calls
                 );
                 for (kind, c) in &m.memcpy {
-                    let _ = writeln!(s, "    memcpy {kind}: {} calls ({} failed), {}", c.calls, c.failed, bytes(c.bytes));
+                    let _ =
+                        writeln!(s, "    memcpy {kind}: {} calls ({} failed), {}", c.calls, c.failed, bytes(c.bytes));
                 }
             }
         }
@@ -389,8 +420,21 @@ impl Report {
     }
 }
 
+fn error_text(code: i64) -> String {
+    match crate::decode::hip_error_name(code) {
+        Some(name) => format!("{name} ({code})"),
+        None => format!("error {code}"),
+    }
+}
+
 fn short_api(api: &str) -> &str {
-    if api.starts_with("_Z24hipExtModuleLaunchKernel") { "hipExtModuleLaunchKernel (C++ export)" } else { api }
+    if api.starts_with("_Z24hipExtModuleLaunchKernel") {
+        "hipExtModuleLaunchKernel (C++ export)"
+    } else if api == "hipExtModuleLaunchKernel" {
+        "hipExtModuleLaunchKernel (C export)"
+    } else {
+        api
+    }
 }
 
 fn api_stat(api: &mut BTreeMap<String, ApiReport>, name: &str, ret: i64, dur: u64) {
@@ -448,16 +492,67 @@ mod tests {
     #[test]
     fn aggregates_per_process() {
         let records = vec![
-            Record::Header(Header { format: trace::FORMAT.into(), schema: 1, start_mono_ns: 1_000_000_000, ..Default::default() }),
-            Record::Process(Process { pid: 7, comm: "runner".into(), argv: vec!["runner".into()], ..Default::default() }),
-            Record::Kernel(Kernel { id: 1, pid: 7, handle: 0x100, name: "_Z1av".into(), demangled: "a()".into(), source: "register".into(), ..Default::default() }),
+            Record::Header(Header {
+                format: trace::FORMAT.into(),
+                schema: 1,
+                start_mono_ns: 1_000_000_000,
+                ..Default::default()
+            }),
+            Record::Process(Process {
+                pid: 7,
+                comm: "runner".into(),
+                argv: vec!["runner".into()],
+                ..Default::default()
+            }),
+            Record::Kernel(Kernel {
+                id: 1,
+                pid: 7,
+                handle: 0x100,
+                name: "_Z1av".into(),
+                demangled: "a()".into(),
+                source: "register".into(),
+                ..Default::default()
+            }),
             launch(1, [4, 1, 1], 101),
             launch(1, [4, 1, 1], 101),
             launch(1, [8, 1, 1], 0),
-            Record::Config(Config { pid: 7, lib: 1, grid: [2, 1, 1], block: [64, 1, 1], ret: 101, dur: 500, ..Default::default() }),
-            Record::Call(Call { pid: 7, lib: 1, api: "hipMalloc".into(), ret: 0, dur: 100, size: Some(4096), ..Default::default() }),
-            Record::Call(Call { pid: 7, lib: 1, api: "hipMalloc".into(), ret: 2, dur: 100, size: Some(1 << 30), ..Default::default() }),
-            Record::Call(Call { pid: 7, lib: 1, api: "hipMemcpy".into(), ret: 0, dur: 300, size: Some(64), kind: Some("DeviceToHost".into()), ..Default::default() }),
+            Record::Config(Config {
+                pid: 7,
+                lib: 1,
+                grid: [2, 1, 1],
+                block: [64, 1, 1],
+                ret: 101,
+                dur: 500,
+                ..Default::default()
+            }),
+            Record::Call(Call {
+                pid: 7,
+                lib: 1,
+                api: "hipMalloc".into(),
+                ret: 0,
+                dur: 100,
+                size: Some(4096),
+                ..Default::default()
+            }),
+            Record::Call(Call {
+                pid: 7,
+                lib: 1,
+                api: "hipMalloc".into(),
+                ret: 2,
+                dur: 100,
+                size: Some(1 << 30),
+                ..Default::default()
+            }),
+            Record::Call(Call {
+                pid: 7,
+                lib: 1,
+                api: "hipMemcpy".into(),
+                ret: 0,
+                dur: 300,
+                size: Some(64),
+                kind: Some("DeviceToHost".into()),
+                ..Default::default()
+            }),
             Record::Footer(Footer {
                 end_mono_ns: 3_000_000_000,
                 drops: [("call".to_owned(), vec![1, 2])].into(),

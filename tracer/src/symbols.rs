@@ -211,8 +211,8 @@ mod tests {
     fn demangles_kernel_names() {
         assert_eq!(demangle("_Z4axpyPfS_f"), "axpy(float*, float*, float)");
         assert_eq!(
-            demangle("_Z12mul_mat_vec_qIL9ggml_type12ELi1EEvPKvS2_PKiPfiiiiiii"),
-            "void mul_mat_vec_q<(ggml_type)12, 1>(void const*, void const*, int const*, float*, int, int, int, int, int, int, int)"
+            demangle("_Z13mul_mat_vec_qIL9ggml_type12ELi1EEvPKvS2_PKiPfjj"),
+            "void mul_mat_vec_q<(ggml_type)12, 1>(void const*, void const*, int const*, float*, unsigned int, unsigned int)"
         );
         assert_eq!(demangle("plain_c_kernel"), "plain_c_kernel");
         assert_eq!(demangle("_Znot a name"), "_Znot a name");

@@ -216,7 +216,8 @@ pub struct Footer {
     /// Other losses and oddities counted by the probes ("stash_full", "return_without_entry",
     /// "filter_full") and by user space ("undecodable", "name_truncated", "name_fault", ...).
     pub counters: BTreeMap<String, u64>,
-    /// Why recording stopped: "signal", "duration", "command-exited", "error: ...".
+    /// Why recording stopped: "signal", "duration", "command-exited" (the command after -- ended),
+    /// "targets-exited" (every --pid process and its children ended).
     pub stop: String,
 }
 
@@ -225,6 +226,9 @@ impl Footer {
         self.drops.values().flatten().sum()
     }
 }
+
+const KNOWN_TYPES: [&str; 10] =
+    ["header", "library", "probe", "process", "kernel", "launch", "config", "call", "exit", "footer"];
 
 impl Record {
     pub fn type_name(&self) -> &'static str {
@@ -321,6 +325,8 @@ pub struct ReadStatus {
     pub stream_cut: bool,
     /// Whether the file has its footer (false: the recording did not end normally).
     pub has_footer: bool,
+    /// Records of a type this reader does not know (written by a newer tracer), skipped.
+    pub unknown_records: u64,
 }
 
 impl ReadStatus {
@@ -384,9 +390,16 @@ pub fn read_records(mut input: impl BufRead, path: &Path, mut each: impl FnMut(R
                 break;
             }
             Err(e) if e.kind() == io::ErrorKind::InvalidData && line.len() >= MAX_LINE => {
-                bail!("{}: line {} is longer than {} bytes; this is not a tracer trace", path.display(), lineno + 1, MAX_LINE)
+                bail!(
+                    "{}: line {} is longer than {} bytes; this is not a tracer trace",
+                    path.display(),
+                    lineno + 1,
+                    MAX_LINE
+                )
             }
-            Err(e) if lineno == 0 => bail!("{} is not a tracer trace file ({e}); record one with `tracer record -o FILE`", path.display()),
+            Err(e) if lineno == 0 => {
+                bail!("{} is not a tracer trace file ({e}); record one with `tracer record -o FILE`", path.display())
+            }
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
         if got == 0 {
@@ -404,7 +417,17 @@ pub fn read_records(mut input: impl BufRead, path: &Path, mut each: impl FnMut(R
                 "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
                 path.display()
             ),
-            Err(e) => bail!("{}: line {lineno} is not a valid trace record ({e}); the file is corrupted", path.display()),
+            Err(e) => {
+                // A record type from a newer tracer is skipped and counted; anything else is corruption.
+                if let Ok(serde_json::Value::Object(obj)) = serde_json::from_slice::<serde_json::Value>(&line)
+                    && let Some(serde_json::Value::String(t)) = obj.get("type")
+                    && !KNOWN_TYPES.contains(&t.as_str())
+                {
+                    status.unknown_records += 1;
+                    continue;
+                }
+                bail!("{}: line {lineno} is not a valid trace record ({e}); the file is corrupted", path.display())
+            }
         };
         if lineno == 1 {
             match &record {
@@ -467,11 +490,11 @@ fn read_line_bounded(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result
         };
         input.consume(used);
         total += used;
+        if line.len() > MAX_LINE {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
+        }
         if done {
             return Ok(total);
-        }
-        if line.len() >= MAX_LINE {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
         }
     }
 }
@@ -549,7 +572,8 @@ mod tests {
         let path = tmp("cut-src.jsonl");
         write_trace(&path, false, 5, true);
         let bytes = std::fs::read(&path).unwrap();
-        let line_ends: Vec<usize> = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
+        let line_ends: Vec<usize> =
+            bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
         let cut = tmp("cut.jsonl");
         for at in 1..bytes.len() {
             std::fs::write(&cut, &bytes[..at]).unwrap();
@@ -557,7 +581,7 @@ mod tests {
             match read_file(&cut) {
                 Ok((records, status)) => {
                     assert_eq!(records.len(), complete, "cut at {at}");
-                    let last_end = line_ends.iter().filter(|&&e| e <= at).last().copied().unwrap_or(0);
+                    let last_end = line_ends.iter().rfind(|&&e| e <= at).copied().unwrap_or(0);
                     assert_eq!(status.cut_bytes, (at - last_end) as u64, "cut at {at}");
                     assert_eq!(status.has_footer, complete == line_ends.len());
                 }
@@ -611,9 +635,15 @@ mod tests {
         let mut text = serde_json::to_string(&Record::Header(h)).unwrap() + "\n";
         text += "{\"type\":\"launch\",\"garbage\n";
         text += &(serde_json::to_string(&launch(1)).unwrap() + "\n");
-        std::fs::write(&p, text).unwrap();
+        std::fs::write(&p, &text).unwrap();
         let err = read_file(&p).unwrap_err().to_string();
         assert!(err.contains("line 2 is not a valid trace record"), "{err}");
+
+        // A record type from a newer tracer is skipped and counted, not an error.
+        let text = text.replace("{\"type\":\"launch\",\"garbage\n", "{\"type\":\"dispatch\",\"queue\":1}\n");
+        std::fs::write(&p, &text).unwrap();
+        let (records, status) = read_file(&p).unwrap();
+        assert_eq!((records.len(), status.unknown_records), (2, 1));
     }
 
     #[test]

@@ -1,1 +1,310 @@
-fn main(){}
+//! Project tasks cargo cannot do alone: installing the toolchain pieces the eBPF build needs and the
+//! ROCm user space the tests run against, building the HIP fixtures, running the demo and the tests.
+//!
+//! `cargo xtask setup` is idempotent: each step checks first and says what it does.
+
+use std::{
+    env,
+    ffi::OsString,
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "xtask", about = "tracer's build, demo and test tasks")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Install what a fresh Debian 12 machine lacks: rust-src for nightly, bpf-linker built against the
+    /// nightly's LLVM, Debian's ROCm packages; mount tracefs.
+    Setup,
+    /// Build tracer (release) and the HIP fixtures.
+    Build,
+    /// Set up, build, record the demo workload under tracer and print the report.
+    Demo,
+    /// Set up, build, then run fmt and clippy checks, every unit test and the root integration tests.
+    Test {
+        /// Only run tests whose name contains this.
+        filter: Option<String>,
+        /// Skip the fmt and clippy checks.
+        #[arg(long)]
+        no_lint: bool,
+    },
+}
+
+/// Debian packages of the real ROCm user space tracer is tested against.
+const ROCM_PACKAGES: &[&str] = &["libamdhip64-5", "libamdhip64-dev", "hipcc", "libhsa-runtime64-1", "rocminfo"];
+const BPF_LINKER_VERSION: &str = "0.13.0";
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Cmd::Setup => setup(),
+        Cmd::Build => setup().and_then(|_| build()),
+        Cmd::Demo => setup().and_then(|_| build()).and_then(|_| demo()),
+        Cmd::Test { filter, no_lint } => setup().and_then(|_| build()).and_then(|_| test(filter, no_lint)),
+    };
+    if let Err(e) = result {
+        eprintln!("xtask: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+fn cargo_home() -> PathBuf {
+    env::var_os("CARGO_HOME").map(PathBuf::from).unwrap_or_else(|| home().join(".cargo"))
+}
+
+fn home() -> PathBuf {
+    env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+/// PATH with cargo's bin directory first, so the eBPF build finds bpf-linker.
+fn path_with_cargo_bin() -> OsString {
+    let mut paths = vec![cargo_home().join("bin")];
+    if let Some(p) = env::var_os("PATH") {
+        paths.extend(env::split_paths(&p));
+    }
+    env::join_paths(paths).expect("PATH entries are valid")
+}
+
+fn step(msg: &str) {
+    eprintln!("xtask: {msg}");
+}
+
+fn run(cmd: &mut Command) -> Result<()> {
+    let status = cmd.env("PATH", path_with_cargo_bin()).status().with_context(|| format!("cannot run {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed ({status})");
+    }
+    Ok(())
+}
+
+fn output(cmd: &mut Command) -> Result<String> {
+    let out = cmd.env("PATH", path_with_cargo_bin()).output().with_context(|| format!("cannot run {cmd:?}"))?;
+    if !out.status.success() {
+        bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn setup() -> Result<()> {
+    nightly_rust_src()?;
+    bpf_linker()?;
+    rocm_packages()?;
+    tracefs()?;
+    Ok(())
+}
+
+fn nightly_rust_src() -> Result<()> {
+    let installed = output(Command::new("rustup").args(["component", "list", "--toolchain", "nightly", "--installed"]));
+    match installed {
+        Ok(list) if list.lines().any(|l| l.starts_with("rust-src")) => {
+            step("nightly toolchain with rust-src: present");
+            Ok(())
+        }
+        Ok(_) => {
+            step("adding rust-src to the nightly toolchain (the eBPF crate builds core from source)");
+            run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))
+        }
+        Err(_) => {
+            step("installing the nightly toolchain with rust-src (the eBPF crate needs it)");
+            run(Command::new("rustup").args([
+                "toolchain",
+                "install",
+                "nightly",
+                "--profile",
+                "minimal",
+                "--component",
+                "rust-src",
+            ]))
+        }
+    }
+}
+
+/// bpf-linker links against the nightly's own shared LLVM; a stamp file records which one, so a changed
+/// nightly rebuilds it.
+fn bpf_linker() -> Result<()> {
+    let sysroot = output(Command::new("rustc").args(["+nightly", "--print", "sysroot"]))?.trim().to_owned();
+    let libdir = Path::new(&sysroot).join("lib");
+    let so = fs::read_dir(&libdir)?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("libLLVM.so."))
+        .with_context(|| format!("the nightly toolchain has no shared LLVM in {}", libdir.display()))?;
+    let version = output(Command::new("rustc").args(["+nightly", "-vV"]))?;
+    let major = version
+        .lines()
+        .find_map(|l| l.strip_prefix("LLVM version: "))
+        .and_then(|v| v.split('.').next())
+        .context("cannot read the nightly's LLVM version")?
+        .to_owned();
+    let bin = cargo_home().join("bin");
+    let stamp = bin.join(".bpf-linker-llvm");
+    let linker = bin.join("bpf-linker");
+    let want = format!("{BPF_LINKER_VERSION} {so}");
+    let works = Command::new(&linker).arg("--version").output().is_ok_and(|o| o.status.success());
+    if works && fs::read_to_string(&stamp).is_ok_and(|s| s.trim() == want) {
+        step(&format!("bpf-linker {BPF_LINKER_VERSION} for {so}: present"));
+        return Ok(());
+    }
+    step(&format!(
+        "building bpf-linker {BPF_LINKER_VERSION} against the nightly's LLVM {major} ({so}); about 2 minutes"
+    ));
+    // bpf-linker's build looks for libLLVM.so under $LLVM_PREFIX/lib: a throw-away directory with a link
+    // to the nightly's library; the rpath lets the binary find it at run time.
+    let shim = env::temp_dir().join(format!("tracer-llvm-shim-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&shim);
+    fs::create_dir_all(shim.join("lib"))?;
+    std::os::unix::fs::symlink(libdir.join(&so), shim.join("lib/libLLVM.so"))?;
+    let result = run(Command::new("cargo")
+        .args(["install", &format!("bpf-linker@{BPF_LINKER_VERSION}"), "--locked", "--force", "--no-default-features"])
+        .args(["--features", &format!("llvm-{major}")])
+        .arg("--root")
+        .arg(cargo_home())
+        .env("LLVM_PREFIX", &shim)
+        .env("RUSTFLAGS", format!("-C link-arg=-Wl,-rpath,{}", libdir.display())));
+    let _ = fs::remove_dir_all(&shim);
+    result?;
+    fs::write(&stamp, want)?;
+    Ok(())
+}
+
+fn rocm_packages() -> Result<()> {
+    let missing: Vec<&str> = ROCM_PACKAGES
+        .iter()
+        .copied()
+        .filter(|p| {
+            !Command::new("dpkg-query")
+                .args(["-W", "-f=${Status}", p])
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+        })
+        .collect();
+    if missing.is_empty() {
+        step("ROCm user space from Debian (HIP runtime, hipcc, ROCr, rocminfo): present");
+        return Ok(());
+    }
+    step(&format!("installing Debian packages: {}", missing.join(" ")));
+    run(Command::new("apt-get").arg("update").arg("-q"))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-q", "--no-install-recommends"])
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+}
+
+fn tracefs() -> Result<()> {
+    if Path::new(TRACEFS).join("events").is_dir() {
+        step("tracefs: mounted");
+        return Ok(());
+    }
+    step(&format!("mounting tracefs at {TRACEFS}"));
+    run(Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]))
+}
+
+fn fixtures_dir() -> PathBuf {
+    root().join("target/fixtures")
+}
+
+/// Builds each `fixtures/hip/*.hip` with hipcc for gfx1030 (the Debian device libraries stop short of
+/// gfx1100), when its source is newer than its binary.
+fn build_fixtures() -> Result<()> {
+    let out = fixtures_dir();
+    fs::create_dir_all(&out)?;
+    for entry in fs::read_dir(root().join("fixtures/hip"))? {
+        let src = entry?.path();
+        if src.extension().is_none_or(|e| e != "hip") {
+            continue;
+        }
+        let bin = out.join(src.file_stem().expect("a .hip file has a stem"));
+        let fresh = match (fs::metadata(&src).and_then(|m| m.modified()), fs::metadata(&bin).and_then(|m| m.modified()))
+        {
+            (Ok(s), Ok(b)) => b >= s,
+            _ => false,
+        };
+        if fresh {
+            continue;
+        }
+        step(&format!("hipcc {}", src.display()));
+        run(Command::new("hipcc").args(["--offload-arch=gfx1030", "-O2", "-o"]).arg(&bin).arg(&src))?;
+    }
+    Ok(())
+}
+
+fn build() -> Result<()> {
+    step("building tracer (release; the eBPF programs are built by tracer/build.rs)");
+    run(Command::new("cargo").current_dir(root()).args(["build", "--release", "-p", "tracer"]))?;
+    build_fixtures()
+}
+
+fn tracer_bin() -> PathBuf {
+    root().join("target/release/tracer")
+}
+
+fn demo() -> Result<()> {
+    let trace = root().join("target/demo.trace.jsonl");
+    let runner = fixtures_dir().join("mini_runner");
+    step(&format!("recording the demo workload: tracer record -o {} -- {} demo", trace.display(), runner.display()));
+    run(Command::new(tracer_bin())
+        .arg("record")
+        .arg("--force")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg(&runner)
+        .arg("demo"))?;
+    step(&format!("tracer report {}", trace.display()));
+    run(Command::new(tracer_bin()).arg("report").arg(&trace))
+}
+
+fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
+    let root = root();
+    if !no_lint {
+        step("cargo fmt --check");
+        run(Command::new("cargo").current_dir(&root).args(["fmt", "--all", "--check"]))?;
+        step("cargo clippy --all-targets -- -D warnings");
+        run(Command::new("cargo").current_dir(&root).args([
+            "clippy",
+            "--release",
+            "--workspace",
+            "--exclude",
+            "tracer-ebpf",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
+    }
+    let filter_args: Vec<String> = filter.into_iter().collect();
+    step("unit tests");
+    run(Command::new("cargo").current_dir(&root).args(["test", "--release"]).args(&filter_args))?;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc_geteuid() } != 0 {
+        bail!("the integration tests load eBPF programs and need root: run `sudo -E cargo xtask test`");
+    }
+    step("integration tests (root; real eBPF programs against real processes)");
+    run(Command::new("cargo")
+        .current_dir(&root)
+        .args(["test", "--release", "-p", "integration-tests"])
+        .args(&filter_args)
+        .args(["--", "--test-threads=1"])
+        .env("TRACER_BIN", tracer_bin())
+        .env("TRACER_FIXTURES", fixtures_dir()))
+}
+
+unsafe extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}

@@ -1,0 +1,253 @@
+//! Recording real HIP programs on Debian's real libamdhip64 (no GPU: launches return
+//! hipErrorInvalidDevice, 101, but every probed call reaches the runtime).
+
+use integration_tests::*;
+
+/// What `mini_runner launches` does (see fixtures/hip/mini_runner.hip, `known_launches`).
+const RMS_NORM: &str = "_Z12rms_norm_f32PKfPfif";
+const MMV1: &str = "_Z11mul_mat_vecILi1EfEvPKT0_PKfPfi";
+const MMV8: &str = "_Z11mul_mat_vecILi8EfEvPKT0_PKfPfi";
+const ADD: &str = "add_f32";
+const HIP_ERROR_INVALID_DEVICE: i32 = 101;
+
+struct Expected {
+    api: &'static str,
+    kernel: Option<&'static str>,
+    grid: [u32; 3],
+    block: [u32; 3],
+    unit: &'static str,
+    shmem: u64,
+}
+
+const LAUNCHES: [Expected; 7] = [
+    Expected {
+        api: "hipLaunchKernel",
+        kernel: Some(RMS_NORM),
+        grid: [17, 3, 2],
+        block: [64, 2, 1],
+        unit: "blocks",
+        shmem: 512,
+    },
+    Expected {
+        api: "hipLaunchKernel",
+        kernel: Some(MMV1),
+        grid: [4096, 1, 1],
+        block: [32, 4, 1],
+        unit: "blocks",
+        shmem: 0,
+    },
+    Expected {
+        api: "hipLaunchKernel",
+        kernel: Some(MMV8),
+        grid: [512, 2, 1],
+        block: [32, 4, 1],
+        unit: "blocks",
+        shmem: 0,
+    },
+    Expected {
+        api: "hipLaunchKernel",
+        kernel: Some(ADD),
+        grid: [33, 1, 1],
+        block: [128, 1, 1],
+        unit: "blocks",
+        shmem: 0,
+    },
+    Expected {
+        api: "hipLaunchKernel",
+        kernel: Some(ADD),
+        grid: [33, 1, 1],
+        block: [128, 1, 1],
+        unit: "blocks",
+        shmem: 0,
+    },
+    // The module failed to load, so the function handle is null: named by nothing.
+    Expected {
+        api: "hipModuleLaunchKernel",
+        kernel: None,
+        grid: [9, 8, 7],
+        block: [64, 2, 1],
+        unit: "blocks",
+        shmem: 256,
+    },
+    Expected {
+        api: "hipExtModuleLaunchKernel",
+        kernel: None,
+        grid: [1024, 16, 1],
+        block: [256, 4, 1],
+        unit: "work-items",
+        shmem: 2048,
+    },
+];
+
+fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
+    let ls = launches(records);
+    assert_eq!(ls.len(), LAUNCHES.len(), "launches: {ls:#?}");
+    for (l, want) in ls.iter().zip(LAUNCHES.iter()) {
+        assert_eq!(l.api, want.api);
+        assert_eq!(
+            (l.grid, l.block, l.grid_unit.as_str(), l.shmem),
+            (want.grid, want.block, want.unit, want.shmem),
+            "{l:?}"
+        );
+        assert_eq!(l.pid, pid);
+        assert!(l.dur > 0, "{l:?}");
+        assert_eq!(l.stream, 0);
+        let name = kernel_name(records, l);
+        match want.kernel {
+            Some(k) => {
+                assert_eq!(name, k);
+                assert_eq!(l.ret, HIP_ERROR_INVALID_DEVICE, "{l:?}");
+                let rec = kernels(records).into_iter().find(|r| Some(r.id) == l.kernel).unwrap();
+                assert_eq!(rec.source, named_by, "{rec:?}");
+            }
+            None => {
+                assert_eq!(name, "");
+                assert_eq!(l.handle, 0);
+                assert_ne!(l.ret, 0);
+            }
+        }
+    }
+    let cfg = configs(records);
+    assert_eq!(cfg.len(), 1, "{cfg:?}");
+    assert_eq!(
+        (cfg[0].grid, cfg[0].block, cfg[0].shmem, cfg[0].ret),
+        ([5, 6, 7], [8, 4, 2], 96, HIP_ERROR_INVALID_DEVICE)
+    );
+    assert_eq!(cfg[0].pid, pid);
+
+    let cs = calls(records);
+    let find = |api: &str| cs.iter().find(|c| c.api == api).unwrap_or_else(|| panic!("no {api} call in {cs:#?}"));
+    assert_eq!(find("hipMalloc").size, Some(1 << 20));
+    let memcpy = find("hipMemcpy");
+    assert_eq!((memcpy.size, memcpy.kind.as_deref()), (Some(256), Some("DeviceToHost")));
+    assert_ne!(find("hipModuleLoadData").ret, 0);
+    assert_ne!(find("hipModuleGetFunction").ret, 0);
+    find("hipDeviceSynchronize");
+    assert!(cs.iter().all(|c| c.pid == pid));
+}
+
+#[test]
+fn command_is_recorded_from_its_first_instruction() {
+    let dir = scratch("command");
+    let out = dir.join("t.jsonl");
+    let runner = fixture("mini_runner");
+    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", runner.to_str().unwrap(), "launches"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let records = read_trace(&out);
+
+    let Record::Header(h) = &records[0] else { panic!("first record is not the header") };
+    assert_eq!((h.format.as_str(), h.schema, h.options.filter.as_str()), ("tracer-trace", 1, "pid"));
+    let libs: Vec<&trace::Library> =
+        records.iter().filter_map(|r| if let Record::Library(l) = r { Some(l) } else { None }).collect();
+    assert!(libs.iter().any(|l| l.path.contains("libamdhip64.so") && l.origin == "system"), "{libs:?}");
+
+    // The process: started through the shell, then exec'd into the runner.
+    let procs: Vec<&trace::Process> =
+        records.iter().filter_map(|r| if let Record::Process(p) = r { Some(p) } else { None }).collect();
+    let exec = procs.iter().find(|p| p.cause == "exec").expect("exec record");
+    assert!(exec.argv[0].ends_with("mini_runner") && exec.argv[1] == "launches", "{exec:?}");
+    let pid = exec.pid;
+
+    // Registration, seen live: the exact names, bound to the handles the launches use.
+    let names: std::collections::BTreeSet<&str> =
+        kernels(&records).iter().filter(|k| k.source == "register").map(|k| k.name.as_str()).collect();
+    let want: std::collections::BTreeSet<&str> =
+        [RMS_NORM, MMV1, MMV8, ADD, "_Z8rope_f32PKfPfiPKif", "_Z12soft_max_f32PKfPfi"].into();
+    assert_eq!(names, want);
+    let mmv8 = kernels(&records).into_iter().find(|k| k.name == MMV8).unwrap();
+    assert_eq!(mmv8.demangled, "void mul_mat_vec<8, float>(float const*, float const*, float*, int)");
+    assert!(calls(&records).iter().any(|c| c.api == "__hipRegisterFatBinary" && c.module.unwrap_or(0) != 0));
+
+    assert_known_launches(&records, pid, "register");
+
+    let exit = records.iter().find_map(|r| if let Record::Exit(e) = r { Some(e) } else { None }).expect("exit");
+    assert_eq!((exit.pid, exit.code), (pid, Some(0)));
+    let f = footer(&records);
+    assert_eq!(f.stop, "command-exited");
+    assert_eq!(f.total_drops(), 0);
+    assert_eq!(f.records["launch"], LAUNCHES.len() as u64);
+    assert_eq!(f.counters["undecodable"], 0);
+}
+
+#[test]
+fn late_attach_names_launches_from_elf_and_ignores_other_processes() {
+    let dir = scratch("late");
+    let out = dir.join("t.jsonl");
+    let runner = fixture("mini_runner");
+    // Both have registered their kernels before the tracer starts.
+    let target = Waiting::start(&runner, "late");
+    let other = Waiting::start(&runner, "late");
+    let target_pid = target.pid();
+    let other_pid = other.pid();
+    let rec = Recording::start(&out, &["--pid", &target_pid.to_string()]);
+    assert!(other.go().success());
+    assert!(target.go().success());
+    // The tracer stops by itself once its only target has exited.
+    let (status, stderr) = rec.wait();
+    assert!(status.success(), "{stderr}");
+    let records = read_trace(&out);
+    assert_eq!(footer(&records).stop, "targets-exited");
+    assert_known_launches(&records, target_pid, "elf");
+    for r in &records {
+        let pid = match r {
+            Record::Launch(l) => l.pid,
+            Record::Call(c) => c.pid,
+            Record::Config(c) => c.pid,
+            Record::Kernel(k) => k.pid,
+            _ => continue,
+        };
+        assert_ne!(pid, other_pid, "unrelated process recorded: {r:?}");
+    }
+    // No registration was seen (it happened before the tracer started).
+    assert!(kernels(&records).iter().all(|k| k.source != "register"));
+}
+
+#[test]
+fn children_of_the_command_are_followed() {
+    let dir = scratch("children");
+    let out = dir.join("t.jsonl");
+    let runner = fixture("mini_runner");
+    let script = format!("{r} launches; {r} launches", r = runner.display());
+    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", "/bin/sh", "-c", &script]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let records = read_trace(&out);
+    let forks: Vec<&trace::Process> = records
+        .iter()
+        .filter_map(|r| if let Record::Process(p) = r { (p.cause == "fork").then_some(p) } else { None })
+        .collect();
+    assert_eq!(forks.len(), 2, "{forks:?}");
+    for child in &forks {
+        let mine: Vec<Record> = records
+            .iter()
+            .filter(|r| match r {
+                Record::Launch(l) => l.pid == child.pid,
+                Record::Config(c) => c.pid == child.pid,
+                Record::Call(c) => c.pid == child.pid,
+                Record::Kernel(k) => k.pid == child.pid,
+                _ => false,
+            })
+            .cloned()
+            .collect();
+        assert_known_launches(&mine, child.pid, "register");
+    }
+}
+
+#[test]
+fn compressed_trace_reads_back() {
+    let dir = scratch("zst");
+    let out = dir.join("t.jsonl.zst");
+    let runner = fixture("mini_runner");
+    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", runner.to_str().unwrap(), "launches"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let raw = std::fs::read(&out).unwrap();
+    assert_eq!(&raw[..4], &[0x28, 0xb5, 0x2f, 0xfd], "not a zstd stream");
+    let records = read_trace(&out);
+    assert_eq!(launches(&records).len(), LAUNCHES.len());
+    let report = tracer(&["report", "--json", out.to_str().unwrap()]);
+    assert!(report.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let p = &v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "mini_runner").unwrap();
+    let k = p["kernels"].as_array().unwrap().iter().find(|k| k["name"] == ADD).unwrap();
+    assert_eq!((k["launches"].as_u64(), k["failed"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(k["shapes"][0]["grid"], serde_json::json!([33, 1, 1]));
+}

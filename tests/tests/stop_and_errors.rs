@@ -1,0 +1,132 @@
+//! How recording ends (signals, duration, a killed tracer) and what a user sees when something is wrong.
+
+use integration_tests::*;
+
+#[test]
+fn sigint_and_sigterm_write_the_footer() {
+    let runner = fixture("mini_runner");
+    for (sig, name) in [(libc::SIGINT, "int"), (libc::SIGTERM, "term")] {
+        let dir = scratch(&format!("sig{name}"));
+        let out = dir.join("t.jsonl");
+        let target = Waiting::start(&runner, "late");
+        let rec = Recording::start(&out, &["--pid", &target.pid().to_string()]);
+        rec.signal(sig);
+        let (status, stderr) = rec.wait();
+        assert!(status.success(), "{stderr}");
+        assert!(target.go().success());
+        let records = read_trace(&out);
+        let f = footer(&records);
+        assert_eq!(f.stop, "signal");
+        // Counts in the footer equal the records in the file.
+        let mut counts = std::collections::BTreeMap::<String, u64>::new();
+        for r in &records[..records.len() - 1] {
+            *counts.entry(r.type_name().to_owned()).or_default() += 1;
+        }
+        assert_eq!(f.records, counts);
+    }
+}
+
+#[test]
+fn duration_stops_the_recording() {
+    let dir = scratch("duration");
+    let out = dir.join("t.jsonl");
+    let runner = fixture("mini_runner");
+    let target = Waiting::start(&runner, "late");
+    let o = tracer(&[
+        "record",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+        "--pid",
+        &target.pid().to_string(),
+        "--duration",
+        "300ms",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(target.go().success());
+    assert_eq!(footer(&read_trace(&out)).stop, "duration");
+}
+
+#[test]
+fn sigkill_leaves_every_complete_record_readable() {
+    let dir = scratch("sigkill");
+    let out = dir.join("t.jsonl");
+    let runner = fixture("mini_runner");
+    let target = Waiting::start(&runner, "late");
+    let pid = target.pid();
+    let rec = Recording::start(&out, &["--pid", &pid.to_string()]);
+    assert!(target.go().success());
+    // Wait until the launches have reached the file (the writer flushes every 100 ms), then kill it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let text = std::fs::read_to_string(&out).unwrap_or_default();
+        if text.matches("\"type\":\"launch\"").count() >= 7 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "launches never reached the file");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    rec.signal(libc::SIGKILL);
+    let _ = rec.wait();
+    let (records, status) = trace::read_file(&out).expect("a killed recording still reads");
+    assert!(!status.has_footer);
+    assert!(status.warning().is_some());
+    assert_eq!(launches(&records).len(), 7);
+    assert!(matches!(records[0], Record::Header(_)));
+    // The report works on it and says it was not closed normally.
+    let o = tracer(&["report", out.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not closed normally"));
+}
+
+fn assert_fails(args: &[&str], sentence: &str) {
+    let o = tracer(args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {stderr}");
+    assert!(stderr.contains(sentence), "{args:?}: expected {sentence:?} in {stderr:?}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("RUST_BACKTRACE"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one sentence, not more: {stderr}");
+}
+
+#[test]
+fn user_errors_are_one_clear_sentence() {
+    let dir = scratch("errors");
+    let out = dir.join("t.jsonl");
+    let o = out.to_str().unwrap();
+    assert_fails(&["record", "-o", o, "--pid", "999999"], "process 999999 is not running");
+    assert!(!out.exists(), "a failed recording left a file");
+    assert_fails(
+        &["record", "-o", o, "--lib", "/nonexistent/libamdhip64.so", "--", "true"],
+        "give the path of libamdhip64.so with --lib",
+    );
+    assert!(!out.exists());
+    assert_fails(&["record", "-o", "/nonexistent-dir/t.jsonl", "--", "true"], "choose a writable path with -o");
+
+    std::fs::write(&out, "keep me").unwrap();
+    assert_fails(&["record", "-o", o, "--", "true"], "already exists");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep me");
+    let link = dir.join("link.jsonl");
+    std::os::unix::fs::symlink(&out, &link).unwrap();
+    assert_fails(&["record", "-o", link.to_str().unwrap(), "--", "true"], "already exists");
+
+    let not_trace = dir.join("notes.txt");
+    std::fs::write(&not_trace, "hello\n").unwrap();
+    assert_fails(&["report", not_trace.to_str().unwrap()], "is not a tracer trace file");
+    assert_fails(&["report", dir.join("missing.jsonl").to_str().unwrap()], "cannot open");
+
+    // A usage error exits 2 (clap).
+    assert_eq!(tracer(&["record", "--ring-size", "100"]).status.code(), Some(2));
+}
+
+#[test]
+fn forced_output_replaces_the_file_and_is_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("force");
+    let out = dir.join("t.jsonl");
+    std::fs::write(&out, "old").unwrap();
+    let o = tracer(&["record", "-q", "--force", "-o", out.to_str().unwrap(), "--", "true"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
+    let records = read_trace(&out);
+    assert_eq!(footer(&records).stop, "command-exited");
+}
