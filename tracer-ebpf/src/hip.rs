@@ -19,7 +19,7 @@ use tracer_common::{
     NAME_TRUNCATED, NameRecord, RecordHeader, RecordKind, STACK_ARGS, cookie,
 };
 
-use crate::maps::{EVENTS, STASH, Stash, StashKey, count, traced};
+use crate::maps::{EVENTS, STASH, Stash, StashKey, count, submit_flags, traced};
 
 #[uprobe]
 pub fn call_entry(ctx: ProbeContext) -> u32 {
@@ -100,7 +100,7 @@ pub fn call_return(ctx: RetProbeContext) -> u32 {
                 flags,
                 args: stash.args,
             });
-            entry.submit(0);
+            entry.submit(submit_flags());
         }
         None => count(Counter::DropCall),
     }
@@ -178,5 +178,5 @@ fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *const u8, ma
             }
         }
     }
-    entry.submit(0);
+    entry.submit(submit_flags());
 }

@@ -7,6 +7,7 @@
 #![no_std]
 #![no_main]
 
+mod baseline;
 mod hip;
 mod maps;
 mod process;

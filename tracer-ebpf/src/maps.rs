@@ -48,6 +48,21 @@ static FILTER_ENABLED: u32 = 0;
 /// The tracer's own tgid, never recorded.
 #[unsafe(no_mangle)]
 static TRACER_TGID: u32 = 0;
+/// Wake the reader only once this many bytes wait in the ring (user space also drains it on a timer):
+/// a wake-up per record would cost a context switch per launch.
+#[unsafe(no_mangle)]
+static WAKEUP_BYTES: u32 = 1 << 20;
+
+/// Flags for `submit`: no wake-up until the ring holds [`WAKEUP_BYTES`].
+#[inline(always)]
+pub fn submit_flags() -> u64 {
+    use aya_ebpf::bindings::{BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP};
+    if EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= setting(&WAKEUP_BYTES) as u64 {
+        BPF_RB_FORCE_WAKEUP as u64
+    } else {
+        BPF_RB_NO_WAKEUP as u64
+    }
+}
 
 #[inline(always)]
 pub fn setting(v: &'static u32) -> u32 {

@@ -61,6 +61,24 @@ pub struct Settings {
     pub ring_bytes: u32,
 }
 
+/// Which programs the HIP probes run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeMode {
+    /// The real programs: records go to the ring buffer.
+    Record,
+    /// Empty programs at the same attach points: what the traps alone cost (benchmarks).
+    Empty,
+}
+
+impl ProbeMode {
+    fn programs(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            ProbeMode::Record => ("call_entry", "call_return", "register_function"),
+            ProbeMode::Empty => ("empty_entry", "empty_return", "empty_entry"),
+        }
+    }
+}
+
 /// Offset of `field` in a tracepoint's format description, if the kernel has that field.
 pub fn field_offset(format: &str, field: &str) -> Option<u32> {
     format.lines().find_map(|l| {
@@ -100,6 +118,7 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
     let mut ebpf = EbpfLoader::new()
         .override_global("FILTER_ENABLED", &filter, true)
         .override_global("TRACER_TGID", &tgid, true)
+        .override_global("WAKEUP_BYTES", &(settings.ring_bytes / 4), true)
         .override_global("NEWTASK_PID_OFFSET", &newtask_pid, true)
         .override_global("NEWTASK_FLAGS_OFFSET", &newtask_flags, true)
         .override_global("EXIT_GROUP_DEAD_OFFSET", &group_dead, true)
@@ -107,7 +126,7 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         .load(OBJECT)
         .context("loading tracer's eBPF programs into the kernel failed")?;
 
-    for name in ["call_entry", "call_return", "register_function"] {
+    for name in ["call_entry", "call_return", "register_function", "empty_entry", "empty_return"] {
         let prog: &mut UProbe = program(&mut ebpf, name)?;
         prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
     }
@@ -148,7 +167,8 @@ pub fn function_offsets(path: &Path) -> Result<BTreeMap<String, u64>> {
 
 /// Attaches every probed HIP function found in `copy`; returns one probe record per function, with the
 /// reason where one could not be attached (a symbol this runtime version lacks, an alias already probed).
-pub fn attach_hip(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy) -> Result<Vec<trace::Probe>> {
+pub fn attach_hip(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeMode) -> Result<Vec<trace::Probe>> {
+    let (entry, ret, register) = mode.programs();
     let offsets = function_offsets(&copy.open_path)?;
     let mut probed_at: BTreeMap<u64, ApiFunc> = BTreeMap::new();
     let mut out = Vec::new();
@@ -170,12 +190,12 @@ pub fn attach_hip(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy) -> Result<Vec<tr
         let result = match func.shape() {
             ProbeShape::Call => {
                 rec.kind = "entry+return".into();
-                attach_one(ebpf, "call_entry", off, c, &copy.open_path)
-                    .and_then(|_| attach_one(ebpf, "call_return", off, c, &copy.open_path))
+                attach_one(ebpf, entry, off, c, &copy.open_path)
+                    .and_then(|_| attach_one(ebpf, ret, off, c, &copy.open_path))
             }
             ProbeShape::RegisterName => {
                 rec.kind = "entry".into();
-                attach_one(ebpf, "register_function", off, c, &copy.open_path)
+                attach_one(ebpf, register, off, c, &copy.open_path)
             }
         };
         if let Err(e) = result {

@@ -51,9 +51,18 @@ pub struct RecordCli {
     /// Print nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Run empty programs at the same attach points instead of recording (benchmarks measure the traps).
+    #[arg(long, hide = true, value_enum, default_value = "record")]
+    pub probe_mode: ProbeModeArg,
     /// Start this command and record it from its first instruction, following its children.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ProbeModeArg {
+    Record,
+    Empty,
 }
 
 #[derive(Debug, Args)]

@@ -2,7 +2,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use tracer::{
-    cli::{Cli, Cmd},
+    attach::ProbeMode,
+    cli::{Cli, Cmd, ProbeModeArg},
     record::{self, RecordArgs},
     report::Report,
 };
@@ -19,6 +20,10 @@ fn main() -> ExitCode {
             command: r.command,
             ring_bytes: r.ring_size,
             quiet: r.quiet,
+            probe_mode: match r.probe_mode {
+                ProbeModeArg::Record => ProbeMode::Record,
+                ProbeModeArg::Empty => ProbeMode::Empty,
+            },
         }),
         Cmd::Report(r) => Report::from_file(&r.file).and_then(|rep| {
             if r.json {

@@ -20,7 +20,7 @@ use tokio::{
 use tracer_common::Counter;
 
 use crate::{
-    attach::{self, Settings},
+    attach::{self, ProbeMode, Settings},
     attribute::Attributor,
     decode::decode,
     libs::{self, HIP_RUNTIME, LibCopy},
@@ -37,6 +37,7 @@ pub struct RecordArgs {
     pub command: Vec<String>,
     pub ring_bytes: u32,
     pub quiet: bool,
+    pub probe_mode: ProbeMode,
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`, so of every `ts` in a trace.
@@ -169,7 +170,7 @@ async fn session(
     let mut probes = Vec::new();
     for (i, copy) in copies.iter().enumerate() {
         let id = i as u32 + 1;
-        probes.extend(attach::attach_hip(&mut ebpf, id, copy)?);
+        probes.extend(attach::attach_hip(&mut ebpf, id, copy, args.probe_mode)?);
         libraries.push(trace::Library {
             id,
             path: copy.path.clone(),
@@ -261,6 +262,7 @@ async fn session(
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut poll = tokio::time::interval(Duration::from_millis(10));
     let deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
     let sleep = tokio::time::sleep_until(
         deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400 * 365)),
@@ -276,6 +278,10 @@ async fn session(
                 let mut guard = guard?;
                 drain(guard.get_inner_mut(), &mut attr, &mut writer, &mut undecodable)?;
                 guard.clear_ready();
+            }
+            _ = poll.tick() => {
+                // Probes wake the reader only when the ring is a quarter full; drain it often anyway.
+                drain(ring.get_mut(), &mut attr, &mut writer, &mut undecodable)?;
             }
             _ = tick.tick() => {
                 writer.flush()?;

@@ -1,0 +1,71 @@
+/* Benchmark driver: calls hipLaunchKernel in a loop, from several threads, optionally paced.
+ *   launch_loop count N [threads]      N calls per thread as fast as possible; prints ns per call
+ *   launch_loop paced RATE SECONDS     RATE calls per second for SECONDS, one thread
+ * Prints one line: "calls=<total> ns_per_call=<mean over all threads>". */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct { uint32_t x, y, z; } dim3;
+int hipLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t shmem, void* stream);
+
+static void kernel_stub(void) {}
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + t.tv_nsec;
+}
+
+static long per_thread;
+static uint64_t elapsed[64];
+
+static void* worker(void* arg) {
+    long id = (long)arg;
+    dim3 g = {64, 1, 1}, b = {256, 1, 1};
+    void* args[1] = {0};
+    uint64_t t0 = now_ns();
+    for (long i = 0; i < per_thread; i++) hipLaunchKernel((const void*)kernel_stub, g, b, args, 0, 0);
+    elapsed[id] = now_ns() - t0;
+    return NULL;
+}
+
+int main(int argc, char** argv) {
+    if (argc >= 3 && strcmp(argv[1], "count") == 0) {
+        per_thread = atol(argv[2]);
+        int threads = argc > 3 ? atoi(argv[3]) : 1;
+        if (threads < 1 || threads > 64) return 2;
+        pthread_t t[64];
+        for (long i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, (void*)i);
+        uint64_t sum = 0;
+        for (int i = 0; i < threads; i++) {
+            pthread_join(t[i], NULL);
+            sum += elapsed[i];
+        }
+        printf("calls=%ld ns_per_call=%.1f\n", per_thread * threads, (double)sum / (per_thread * threads));
+        return 0;
+    }
+    if (argc >= 4 && strcmp(argv[1], "paced") == 0) {
+        long rate = atol(argv[2]);
+        double seconds = atof(argv[3]);
+        long total = (long)(rate * seconds);
+        dim3 g = {64, 1, 1}, b = {256, 1, 1};
+        void* args[1] = {0};
+        uint64_t t0 = now_ns();
+        for (long i = 0; i < total; i++) {
+            uint64_t due = t0 + (uint64_t)(i * (1e9 / rate));
+            while (now_ns() < due) {
+                struct timespec s = {0, 20000};
+                nanosleep(&s, NULL);
+            }
+            hipLaunchKernel((const void*)kernel_stub, g, b, args, 0, 0);
+        }
+        printf("calls=%ld ns_per_call=%.1f\n", total, (double)(now_ns() - t0) / total);
+        return 0;
+    }
+    fprintf(stderr, "usage: launch_loop count N [threads] | paced RATE SECONDS\n");
+    return 2;
+}
