@@ -1,8 +1,9 @@
 /* Benchmark driver: calls hipLaunchKernel in a loop, from several threads, optionally paced.
  *   launch_loop count N [threads]      N calls per thread as fast as possible; prints ns per call
  *   launch_loop paced RATE SECONDS     RATE calls per second for SECONDS, one thread
- * Prints one line: "calls=<total> ns_per_call=<mean over all threads>". */
+ * Prints one line: "calls=<total> ns_per_call=<mean over all threads> cpu_s=<own CPU seconds>". */
 #include <pthread.h>
+#include <sys/resource.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,13 @@ typedef struct { uint32_t x, y, z; } dim3;
 int hipLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t shmem, void* stream);
 
 static void kernel_stub(void) {}
+
+/* This process's own CPU time, so a harness can subtract it from a tracer that started it. */
+static double cpu_s(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 static uint64_t now_ns(void) {
     struct timespec t;
@@ -45,7 +53,7 @@ int main(int argc, char** argv) {
             pthread_join(t[i], NULL);
             sum += elapsed[i];
         }
-        printf("calls=%ld ns_per_call=%.1f\n", per_thread * threads, (double)sum / (per_thread * threads));
+        printf("calls=%ld ns_per_call=%.1f cpu_s=%.3f\n", per_thread * threads, (double)sum / (per_thread * threads), cpu_s());
         return 0;
     }
     if (argc >= 4 && strcmp(argv[1], "paced") == 0) {
@@ -63,7 +71,7 @@ int main(int argc, char** argv) {
             }
             hipLaunchKernel((const void*)kernel_stub, g, b, args, 0, 0);
         }
-        printf("calls=%ld ns_per_call=%.1f\n", total, (double)(now_ns() - t0) / total);
+        printf("calls=%ld ns_per_call=%.1f cpu_s=%.3f\n", total, (double)(now_ns() - t0) / total, cpu_s());
         return 0;
     }
     fprintf(stderr, "usage: launch_loop count N [threads] | paced RATE SECONDS\n");

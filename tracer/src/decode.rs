@@ -133,10 +133,15 @@ impl MemcpyKind {
         }
     }
 
-    pub fn name(self) -> String {
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
         match self {
-            Self::Unknown(v) => format!("unknown({v})"),
-            other => format!("{other:?}"),
+            Self::HostToHost => "HostToHost".into(),
+            Self::HostToDevice => "HostToDevice".into(),
+            Self::DeviceToHost => "DeviceToHost".into(),
+            Self::DeviceToDevice => "DeviceToDevice".into(),
+            Self::Default => "Default".into(),
+            Self::DeviceToDeviceNoCU => "DeviceToDeviceNoCU".into(),
+            Self::Unknown(v) => format!("unknown({v})").into(),
         }
     }
 }

@@ -334,6 +334,15 @@ async fn session(
     for (k, v) in &attr.counters {
         footer.counters.insert(k.clone(), *v);
     }
+    // The tracer's own cost, for users and for `cargo xtask bench`.
+    // SAFETY: rusage is plain data, for which all-zero bytes are valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0 {
+        let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+        footer.counters.insert("tracer_cpu_us".into(), us(usage.ru_utime) + us(usage.ru_stime));
+        footer.counters.insert("tracer_max_rss_kib".into(), usage.ru_maxrss as u64);
+    }
     let drops = footer.total_drops();
     let counts: BTreeMap<String, u64> = writer.counts().clone();
     writer.finish(footer)?;

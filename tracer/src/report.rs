@@ -129,7 +129,8 @@ struct ProcAcc {
     libs: std::collections::BTreeSet<u32>,
 }
 
-type ShapeKey = ([u32; 3], [u32; 3], String, u64);
+/// (grid, block, grid counted in work-items, shmem).
+type ShapeKey = ([u32; 3], [u32; 3], bool, u64);
 
 #[derive(Default)]
 struct KernelAcc {
@@ -140,135 +141,143 @@ struct KernelAcc {
 fn shapes(m: HashMap<ShapeKey, u64>) -> Vec<Shape> {
     let mut v: Vec<Shape> = m
         .into_iter()
-        .map(|((grid, block, grid_unit, shmem), count)| Shape { grid, block, grid_unit, shmem, count })
+        .map(|((grid, block, work_items, shmem), count)| Shape {
+            grid,
+            block,
+            grid_unit: if work_items { "work-items" } else { "blocks" }.to_owned(),
+            shmem,
+            count,
+        })
         .collect();
     v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
     v
 }
 
-impl Report {
-    pub fn from_file(path: &Path) -> Result<Report> {
-        let (records, status) = trace::read_file(path)?;
-        let mut r = Report::build(records);
-        r.trace.path = path.display().to_string();
-        r.trace.warning = status.warning();
-        r.trace.unknown_records = status.unknown_records;
-        Ok(r)
-    }
+/// Builds a [`Report`] one record at a time, so a trace of any length is summarized in bounded memory.
+#[derive(Default)]
+pub struct ReportBuilder {
+    report: Report,
+    procs: BTreeMap<u32, ProcAcc>,
+    kernel_names: HashMap<u32, trace::Kernel>,
+    start: u64,
+    last_ts: u64,
+}
 
-    pub fn build(records: Vec<Record>) -> Report {
-        let mut report = Report::default();
-        let mut procs: BTreeMap<u32, ProcAcc> = BTreeMap::new();
-        let mut kernel_names: HashMap<u32, trace::Kernel> = HashMap::new();
-        let mut start = 0;
-        let mut last_ts = 0;
-        for rec in records {
-            match rec {
-                Record::Header(h) => {
-                    start = h.start_mono_ns;
-                    report.trace.schema = h.schema;
-                    report.trace.tracer_version = h.tracer_version;
-                    report.trace.host = h.host;
-                    report.trace.kernel_release = h.kernel_release;
-                }
-                Record::Library(l) => report.libraries.push(l),
-                Record::Probe(p) => {
-                    if p.error.is_some() {
-                        report.probes_missing.push(p);
-                    }
-                }
-                Record::Process(p) => {
-                    let acc = procs.entry(p.pid).or_default();
-                    acc.info = p;
-                }
-                Record::Kernel(k) => {
-                    procs.entry(k.pid).or_default();
-                    kernel_names.insert(k.id, k);
-                }
-                Record::Launch(l) => {
-                    last_ts = last_ts.max(l.ts);
-                    let acc = procs.entry(l.pid).or_default();
-                    acc.libs.insert(l.lib);
-                    api_stat(&mut acc.api, &l.api, l.ret as i64, l.dur);
-                    let id = l.kernel.unwrap_or(0);
-                    let k = acc.kernels.entry(id).or_insert_with(|| {
-                        let mut k = KernelAcc::default();
-                        k.report.id = id;
-                        if let Some(n) = kernel_names.get(&id) {
-                            k.report.name = n.name.clone();
-                            k.report.demangled = n.demangled.clone();
-                            k.report.source = n.source.clone();
-                            k.report.handle = n.handle;
-                        } else {
-                            k.report.source = "unnamed".into();
-                            k.report.handle = l.handle;
-                        }
-                        k
-                    });
-                    k.report.launches += 1;
-                    if l.ret != 0 {
-                        k.report.failed += 1;
-                    }
-                    *k.report.returns.entry(l.ret).or_default() += 1;
-                    if !k.report.apis.contains(&l.api) {
-                        k.report.apis.push(l.api.clone());
-                    }
-                    *k.shapes.entry((l.grid, l.block, l.grid_unit, l.shmem)).or_default() += 1;
-                }
-                Record::Config(c) => {
-                    last_ts = last_ts.max(c.ts);
-                    let acc = procs.entry(c.pid).or_default();
-                    acc.libs.insert(c.lib);
-                    api_stat(&mut acc.api, "__hipPushCallConfiguration", c.ret as i64, c.dur);
-                    acc.configs.count += 1;
-                    if c.ret != 0 {
-                        acc.configs.failed += 1;
-                    }
-                    *acc.config_shapes.entry((c.grid, c.block, "blocks".into(), c.shmem)).or_default() += 1;
-                }
-                Record::Call(c) => {
-                    last_ts = last_ts.max(c.ts);
-                    let acc = procs.entry(c.pid).or_default();
-                    acc.libs.insert(c.lib);
-                    api_stat(&mut acc.api, &c.api, c.ret, c.dur);
-                    let m = &mut acc.memory;
-                    match c.api.as_str() {
-                        "hipMalloc" => {
-                            m.malloc_calls += 1;
-                            m.malloc_bytes_requested += c.size.unwrap_or(0);
-                            if c.ret == 0 {
-                                m.malloc_bytes += c.size.unwrap_or(0);
-                            } else {
-                                m.malloc_failed += 1;
-                            }
-                        }
-                        "hipFree" => m.free_calls += 1,
-                        "hipMemcpy" | "hipMemcpyAsync" => {
-                            let e = m.memcpy.entry(c.kind.clone().unwrap_or_else(|| "unknown".into())).or_default();
-                            e.calls += 1;
-                            e.bytes += c.size.unwrap_or(0);
-                            if c.ret != 0 {
-                                e.failed += 1;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                Record::Exit(e) => {
-                    let acc = procs.entry(e.pid).or_default();
-                    acc.exit = Some(e);
-                }
-                Record::Footer(f) => {
-                    last_ts = last_ts.max(f.end_mono_ns);
-                    report.trace.stop = Some(f.stop.clone());
-                    report.drops_total = f.total_drops();
-                    report.drops = f.drops.iter().map(|(k, v)| (k.clone(), v.iter().sum())).collect();
-                    report.counters = f.counters;
+impl ReportBuilder {
+    pub fn add(&mut self, rec: Record) {
+        let report = &mut self.report;
+        let procs = &mut self.procs;
+        let kernel_names = &mut self.kernel_names;
+        let last_ts = &mut self.last_ts;
+        match rec {
+            Record::Header(h) => {
+                self.start = h.start_mono_ns;
+                report.trace.schema = h.schema;
+                report.trace.tracer_version = h.tracer_version;
+                report.trace.host = h.host;
+                report.trace.kernel_release = h.kernel_release;
+            }
+            Record::Library(l) => report.libraries.push(l),
+            Record::Probe(p) => {
+                if p.error.is_some() {
+                    report.probes_missing.push(p);
                 }
             }
+            Record::Process(p) => {
+                let acc = procs.entry(p.pid).or_default();
+                acc.info = p;
+            }
+            Record::Kernel(k) => {
+                procs.entry(k.pid).or_default();
+                kernel_names.insert(k.id, k);
+            }
+            Record::Launch(l) => {
+                *last_ts = (*last_ts).max(l.ts);
+                let acc = procs.entry(l.pid).or_default();
+                acc.libs.insert(l.lib);
+                api_stat(&mut acc.api, &l.api, l.ret as i64, l.dur);
+                let id = l.kernel.unwrap_or(0);
+                let k = acc.kernels.entry(id).or_insert_with(|| {
+                    let mut k = KernelAcc::default();
+                    k.report.id = id;
+                    if let Some(n) = kernel_names.get(&id) {
+                        k.report.name = n.name.clone();
+                        k.report.demangled = n.demangled.clone();
+                        k.report.source = n.source.clone();
+                        k.report.handle = n.handle;
+                    } else {
+                        k.report.source = "unnamed".into();
+                        k.report.handle = l.handle;
+                    }
+                    k
+                });
+                k.report.launches += 1;
+                if l.ret != 0 {
+                    k.report.failed += 1;
+                }
+                *k.report.returns.entry(l.ret).or_default() += 1;
+                if !k.report.apis.iter().any(|a| *a == l.api) {
+                    k.report.apis.push(l.api.to_string());
+                }
+                *k.shapes.entry((l.grid, l.block, l.grid_unit == "work-items", l.shmem)).or_default() += 1;
+            }
+            Record::Config(c) => {
+                *last_ts = (*last_ts).max(c.ts);
+                let acc = procs.entry(c.pid).or_default();
+                acc.libs.insert(c.lib);
+                api_stat(&mut acc.api, "__hipPushCallConfiguration", c.ret as i64, c.dur);
+                acc.configs.count += 1;
+                if c.ret != 0 {
+                    acc.configs.failed += 1;
+                }
+                *acc.config_shapes.entry((c.grid, c.block, false, c.shmem)).or_default() += 1;
+            }
+            Record::Call(c) => {
+                *last_ts = (*last_ts).max(c.ts);
+                let acc = procs.entry(c.pid).or_default();
+                acc.libs.insert(c.lib);
+                api_stat(&mut acc.api, &c.api, c.ret, c.dur);
+                let m = &mut acc.memory;
+                match &*c.api {
+                    "hipMalloc" => {
+                        m.malloc_calls += 1;
+                        m.malloc_bytes_requested += c.size.unwrap_or(0);
+                        if c.ret == 0 {
+                            m.malloc_bytes += c.size.unwrap_or(0);
+                        } else {
+                            m.malloc_failed += 1;
+                        }
+                    }
+                    "hipFree" => m.free_calls += 1,
+                    "hipMemcpy" | "hipMemcpyAsync" => {
+                        let e = m.memcpy.entry(c.kind.as_deref().unwrap_or("unknown").to_owned()).or_default();
+                        e.calls += 1;
+                        e.bytes += c.size.unwrap_or(0);
+                        if c.ret != 0 {
+                            e.failed += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Record::Exit(e) => {
+                let acc = procs.entry(e.pid).or_default();
+                acc.exit = Some(e);
+            }
+            Record::Footer(f) => {
+                *last_ts = (*last_ts).max(f.end_mono_ns);
+                report.trace.stop = Some(f.stop.clone());
+                report.drops_total = f.total_drops();
+                report.drops = f.drops.iter().map(|(k, v)| (k.clone(), v.iter().sum())).collect();
+                report.counters = f.counters;
+            }
         }
-        report.trace.duration_s = last_ts.saturating_sub(start) as f64 / 1e9;
-        for (pid, acc) in procs {
+    }
+
+    pub fn finish(self) -> Report {
+        let mut report = self.report;
+        report.trace.duration_s = self.last_ts.saturating_sub(self.start) as f64 / 1e9;
+        for (pid, acc) in self.procs {
             let mut kernels: Vec<KernelReport> =
                 acc.kernels.into_values().map(|k| KernelReport { shapes: shapes(k.shapes), ..k.report }).collect();
             kernels.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.id.cmp(&b.id)));
@@ -297,6 +306,27 @@ impl Report {
             });
         }
         report
+    }
+}
+
+impl Report {
+    /// Reads a trace file and summarizes it, streaming.
+    pub fn from_file(path: &Path) -> Result<Report> {
+        let mut b = ReportBuilder::default();
+        let status = trace::for_each_record(path, |r| b.add(r))?;
+        let mut r = b.finish();
+        r.trace.path = path.display().to_string();
+        r.trace.warning = status.warning();
+        r.trace.unknown_records = status.unknown_records;
+        Ok(r)
+    }
+
+    pub fn build(records: Vec<Record>) -> Report {
+        let mut b = ReportBuilder::default();
+        for r in records {
+            b.add(r);
+        }
+        b.finish()
     }
 
     pub fn to_text(&self) -> String {
@@ -438,7 +468,10 @@ fn short_api(api: &str) -> &str {
 }
 
 fn api_stat(api: &mut BTreeMap<String, ApiReport>, name: &str, ret: i64, dur: u64) {
-    let a = api.entry(name.to_owned()).or_insert_with(|| ApiReport { api: name.to_owned(), ..Default::default() });
+    if !api.contains_key(name) {
+        api.insert(name.to_owned(), ApiReport { api: name.to_owned(), ..Default::default() });
+    }
+    let a = api.get_mut(name).expect("inserted above");
     a.calls += 1;
     if ret != 0 {
         a.errors += 1;

@@ -6,6 +6,7 @@
 //! Documented for users in `docs/trace-format.md`; [`SCHEMA`] changes whenever a field changes meaning.
 
 use std::{
+    borrow::Cow,
     collections::BTreeMap,
     fs::File,
     io::{self, BufRead, BufReader, Read, Write},
@@ -13,7 +14,6 @@ use std::{
 };
 
 use anyhow::{Context, Result, bail};
-use bytes::{BufMut, BytesMut};
 use serde::{Deserialize, Serialize};
 
 /// The value of the header's `format` field.
@@ -24,6 +24,9 @@ pub const SCHEMA: u32 = 1;
 pub const MAX_LINE: usize = 1 << 20;
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// Text that is usually a constant (API names, units, copy kinds): borrowed when written, owned when read.
+pub type Text = Cow<'static, str>;
 
 /// One line of a trace file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -135,14 +138,14 @@ pub struct Launch {
     pub pid: u32,
     pub tid: u32,
     pub lib: u32,
-    pub api: String,
+    pub api: Text,
     /// Kernel table id (see `kernel` records); null only when the handle could not be named at all.
     pub kernel: Option<u32>,
     pub handle: u64,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     /// "blocks" (grid counts work-groups) or "work-items" (grid counts work-items).
-    pub grid_unit: String,
+    pub grid_unit: Text,
     pub shmem: u64,
     pub stream: u64,
     pub ret: i32,
@@ -171,7 +174,7 @@ pub struct Call {
     pub pid: u32,
     pub tid: u32,
     pub lib: u32,
-    pub api: String,
+    pub api: Text,
     /// The call's return value: hipError_t for HIP calls (0 = success).
     pub ret: i64,
     pub dur: u64,
@@ -185,7 +188,7 @@ pub struct Call {
     pub src: Option<u64>,
     /// hipMemcpyKind by name ("HostToDevice", ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
+    pub kind: Option<Text>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<u64>,
     /// Module handle (hipModuleLoadData, hipModuleGetFunction, __hipRegisterFatBinary).
@@ -250,27 +253,30 @@ impl Record {
 /// Writes records to a file, batching lines and counting them by type.
 pub struct Writer {
     out: Sink,
-    buf: BytesMut,
+    buf: Vec<u8>,
     counts: BTreeMap<String, u64>,
 }
 
+/// Compressed output is a sequence of zstd frames, one per flush: a reader decodes every complete
+/// frame of a file whose writer was killed, and a frame is never left half-written by a clean flush.
 enum Sink {
     Plain(File),
-    Zstd(zstd::Encoder<'static, File>),
+    Zstd { file: Option<File>, frame: Option<zstd::Encoder<'static, File>> },
 }
 
+const ZSTD_LEVEL: i32 = 3;
+
 impl Writer {
-    /// `compress`: write a zstd stream (used when the file name ends in `.zst`).
+    /// `compress`: write zstd frames (used when the file name ends in `.zst`).
     pub fn new(file: File, compress: bool) -> Result<Self> {
-        let out = if compress { Sink::Zstd(zstd::Encoder::new(file, 3)?) } else { Sink::Plain(file) };
-        Ok(Self { out, buf: BytesMut::with_capacity(1 << 16), counts: BTreeMap::new() })
+        let out = if compress { Sink::Zstd { file: Some(file), frame: None } } else { Sink::Plain(file) };
+        Ok(Self { out, buf: Vec::with_capacity(1 << 17), counts: BTreeMap::new() })
     }
 
     pub fn write(&mut self, record: &Record) -> Result<()> {
         *self.counts.entry(record.type_name().to_owned()).or_default() += 1;
-        let mut w = (&mut self.buf).writer();
-        serde_json::to_writer(&mut w, record)?;
-        self.buf.put_u8(b'\n');
+        serde_json::to_writer(&mut self.buf, record)?;
+        self.buf.push(b'\n');
         if self.buf.len() >= 1 << 16 {
             self.drain()?;
         }
@@ -282,11 +288,19 @@ impl Writer {
     }
 
     fn drain(&mut self) -> Result<()> {
-        let out: &mut dyn Write = match &mut self.out {
-            Sink::Plain(f) => f,
-            Sink::Zstd(z) => z,
-        };
-        out.write_all(&self.buf).context("writing the trace file")?;
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        match &mut self.out {
+            Sink::Plain(f) => f.write_all(&self.buf).context("writing the trace file")?,
+            Sink::Zstd { file, frame } => {
+                if frame.is_none() {
+                    let f = file.take().context("trace file already closed")?;
+                    *frame = Some(zstd::Encoder::new(f, ZSTD_LEVEL)?);
+                }
+                frame.as_mut().expect("set above").write_all(&self.buf).context("writing the trace file")?;
+            }
+        }
         self.buf.clear();
         Ok(())
     }
@@ -296,8 +310,11 @@ impl Writer {
         self.drain()?;
         match &mut self.out {
             Sink::Plain(f) => f.flush()?,
-            // Ends the current zstd block: a reader can decode everything up to here.
-            Sink::Zstd(z) => z.flush()?,
+            Sink::Zstd { file, frame } => {
+                if let Some(enc) = frame.take() {
+                    *file = Some(enc.finish().context("writing the trace file")?);
+                }
+            }
         }
         Ok(())
     }
@@ -306,10 +323,10 @@ impl Writer {
     pub fn finish(mut self, mut footer: Footer) -> Result<()> {
         footer.records = self.counts.clone();
         self.write(&Record::Footer(footer))?;
-        self.drain()?;
-        let file = match self.out {
+        self.flush()?;
+        let file = match &self.out {
             Sink::Plain(f) => f,
-            Sink::Zstd(z) => z.finish()?,
+            Sink::Zstd { file, .. } => file.as_ref().context("trace file already closed")?,
         };
         file.sync_all().context("syncing the trace file")?;
         Ok(())
@@ -349,18 +366,23 @@ impl ReadStatus {
 
 /// Reads a whole trace file: every complete record, and how the file ended.
 pub fn read_file(path: &Path) -> Result<(Vec<Record>, ReadStatus)> {
+    let mut records = Vec::new();
+    let status = for_each_record(path, |r| records.push(r))?;
+    Ok((records, status))
+}
+
+/// Streams a trace file (plain or zstd, detected by its magic bytes) through `each`.
+pub fn for_each_record(path: &Path, each: impl FnMut(Record)) -> Result<ReadStatus> {
     let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut magic = [0u8; 4];
     let n = read_up_to(&mut file, &mut magic)?;
     let head = io::Cursor::new(magic[..n].to_vec());
-    let mut records = Vec::new();
-    let status = if n == 4 && magic == ZSTD_MAGIC {
+    if n == 4 && magic == ZSTD_MAGIC {
         let dec = zstd::Decoder::new(head.chain(file))?;
-        read_records(BufReader::new(dec), path, |r| records.push(r))?
+        read_records(BufReader::with_capacity(1 << 16, dec), path, each)
     } else {
-        read_records(BufReader::new(head.chain(file)), path, |r| records.push(r))?
-    };
-    Ok((records, status))
+        read_records(BufReader::with_capacity(1 << 16, head.chain(file)), path, each)
+    }
 }
 
 fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {

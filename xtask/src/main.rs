@@ -14,6 +14,8 @@ use std::{
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
+mod bench;
+
 #[derive(Parser)]
 #[command(name = "xtask", about = "tracer's build, demo and test tasks")]
 struct Cli {
@@ -30,6 +32,12 @@ enum Cmd {
     Build,
     /// Set up, build, record the demo workload under tracer and print the report.
     Demo,
+    /// Set up, build, then measure cost, throughput and losses (prints a table, writes bench/results.json).
+    Bench {
+        /// Shorter runs (checks the harness; figures are noisier).
+        #[arg(long)]
+        quick: bool,
+    },
     /// Set up, build, then run fmt and clippy checks, every unit test and the root integration tests.
     Test {
         /// Only run tests whose name contains this.
@@ -51,6 +59,7 @@ fn main() {
         Cmd::Setup => setup(),
         Cmd::Build => setup().and_then(|_| build()),
         Cmd::Demo => setup().and_then(|_| build()).and_then(|_| demo()),
+        Cmd::Bench { quick } => setup().and_then(|_| build()).and_then(|_| bench::bench(bench::Opts { quick })),
         Cmd::Test { filter, no_lint } => setup().and_then(|_| build()).and_then(|_| test(filter, no_lint)),
     };
     if let Err(e) = result {
@@ -291,7 +300,7 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
     step("unit tests");
     run(Command::new("cargo").current_dir(&root).args(["test", "--release"]).args(&filter_args))?;
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc_geteuid() } != 0 {
+    if unsafe { libc::geteuid() } != 0 {
         bail!("the integration tests load eBPF programs and need root: run `sudo -E cargo xtask test`");
     }
     step("integration tests (root; real eBPF programs against real processes)");
@@ -302,9 +311,4 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
         .args(["--", "--test-threads=1"])
         .env("TRACER_BIN", tracer_bin())
         .env("TRACER_FIXTURES", fixtures_dir()))
-}
-
-unsafe extern "C" {
-    #[link_name = "geteuid"]
-    fn libc_geteuid() -> u32;
 }

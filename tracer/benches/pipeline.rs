@@ -1,0 +1,109 @@
+//! The user-space path alone: ring-buffer bytes → decode → attribute → trace writer, no traps.
+//! Prints events per second on one core; with `--big PATH`, also writes a 10 M-launch compressed trace
+//! for the analysis benchmark. Run by `cargo xtask bench` (`cargo bench -p tracer --bench pipeline`).
+
+use std::{fs::File, time::Instant};
+
+use tracer::{attribute::Attributor, decode::decode, trace};
+use tracer_common::{ARG_SLOTS, ApiFunc, CallRecord, NAME_MAX, NameRecord, RecordHeader, RecordKind};
+
+const PID: u64 = 0x3fff_ff00; // no such process: /proc lookups fail fast, as for a process that ended
+
+fn bytes_of<T>(v: &T) -> Vec<u8> {
+    // SAFETY: #[repr(C)] records without padding.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()).to_vec() }
+}
+
+/// A stream shaped like a decode loop: 8 registered kernels, launches cycling over them with a few
+/// shapes, one synchronize-like call every 8 launches.
+fn stream(n: usize) -> Vec<Vec<u8>> {
+    let mut out = Vec::with_capacity(n + 8);
+    for k in 0..8u64 {
+        let mut name = [0u8; NAME_MAX];
+        let s = format!("_Z13mul_mat_vec_qIL9ggml_type{}ELi1EEvPKvS2_PKiPfjj", 10 + k);
+        name[..s.len()].copy_from_slice(s.as_bytes());
+        out.push(bytes_of(&NameRecord {
+            header: RecordHeader {
+                kind: RecordKind::Name as u16,
+                func: ApiFunc::HipRegisterFunction as u16,
+                lib: 1,
+                pid_tgid: PID << 32 | PID,
+                ts_ns: k,
+            },
+            handle: 0x1000 + k * 8,
+            module: 0x99,
+            len: s.len() as u32,
+            flags: 0,
+            name,
+        }));
+    }
+    for i in 0..n as u64 {
+        let (func, args) = if i % 9 == 8 {
+            (ApiFunc::HipStreamSynchronize, [0u64; ARG_SLOTS])
+        } else {
+            let k = i % 8;
+            let mut a = [0u64; ARG_SLOTS];
+            a[0] = 0x1000 + k * 8;
+            a[1] = (1 << 32) | (512 + 64 * (i % 3));
+            a[2] = 1;
+            a[3] = (4 << 32) | 32;
+            a[4] = 1;
+            a[5] = 0x7ffd_0000;
+            (ApiFunc::HipLaunchKernel, a)
+        };
+        out.push(bytes_of(&CallRecord {
+            header: RecordHeader {
+                kind: RecordKind::Call as u16,
+                func: func as u16,
+                lib: 1,
+                pid_tgid: PID << 32 | PID,
+                ts_ns: 1_000_000 + i * 16_667,
+            },
+            duration_ns: 6_000 + i % 500,
+            ret: 0,
+            out: 0,
+            flags: 0,
+            args,
+        }));
+    }
+    out
+}
+
+fn run(events: &[Vec<u8>], path: &std::path::Path, compress: bool) -> f64 {
+    let mut writer = trace::Writer::new(File::create(path).expect("bench output"), compress).expect("writer");
+    writer
+        .write(&trace::Record::Header(trace::Header {
+            format: trace::FORMAT.into(),
+            schema: trace::SCHEMA,
+            ..Default::default()
+        }))
+        .unwrap();
+    let mut attr = Attributor::default();
+    let mut out = Vec::new();
+    let t = Instant::now();
+    for e in events {
+        attr.event(decode(e).expect("decodes"), &mut out);
+        for r in out.drain(..) {
+            writer.write(&r).unwrap();
+        }
+    }
+    writer.finish(trace::Footer { stop: "bench".into(), ..Default::default() }).unwrap();
+    t.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = 2_000_000;
+    let events = stream(n);
+    let secs = run(&events, &dir.join("pipeline.jsonl"), false);
+    println!("pipeline events={} seconds={:.3} events_per_s={:.0}", events.len(), secs, events.len() as f64 / secs);
+    let _ = std::fs::remove_file(dir.join("pipeline.jsonl"));
+    if let Some(i) = args.iter().position(|a| a == "--big") {
+        let path = std::path::PathBuf::from(&args[i + 1]);
+        let big = stream(10_000_000);
+        let secs = run(&big, &path, true);
+        println!("big events={} seconds={:.3} path={}", big.len(), secs, path.display());
+    }
+}

@@ -1,0 +1,329 @@
+//! `cargo xtask bench`: tracer's cost, throughput and losses, measured side by side in one run and
+//! printed as a table with the targets beside them; also written to `bench/results.json`.
+//!
+//! Probe costs are timed on a stand-in libamdhip64 (`bench/standin`, a test double whose entry points
+//! return at once), because the real runtime spends ~30 µs failing each launch without a GPU, which would
+//! drown the probes; the real library's figures are printed beside it.
+
+use std::{
+    fs,
+    os::unix::process::ExitStatusExt,
+    path::{Path, PathBuf},
+    process::Command,
+    time::Instant,
+};
+
+use anyhow::{Context, Result, bail};
+use serde_json::{Value, json};
+
+use crate::{fixtures_dir, root, run, step, tracer_bin};
+
+pub struct Opts {
+    /// Shorter runs, for checking the harness itself.
+    pub quick: bool,
+}
+
+struct Dir {
+    dir: PathBuf,
+    standin: PathBuf,
+    driver: PathBuf,
+}
+
+fn build_tools() -> Result<Dir> {
+    let dir = root().join("target/bench");
+    fs::create_dir_all(&dir)?;
+    let src = root().join("bench");
+    let standin = dir.join("libamdhip64.so.5");
+    run(Command::new("cc")
+        .args(["-O2", "-shared", "-fPIC", "-Wl,-soname,libamdhip64.so.5"])
+        .arg(format!("-Wl,--version-script={}", src.join("standin/hip_standin.map").display()))
+        .arg("-o")
+        .arg(&standin)
+        .arg(src.join("standin/hip_standin.c")))?;
+    let driver = dir.join("launch_loop");
+    run(Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(&driver)
+        .arg(src.join("launch_loop.c"))
+        .arg(format!("-L{}", dir.display()))
+        .arg("-l:libamdhip64.so.5")
+        .arg(format!("-Wl,-rpath,{}", dir.display()))
+        .arg("-lpthread"))?;
+    Ok(Dir { dir, standin, driver })
+}
+
+/// `key=value` pairs of a driver's output line.
+fn field(out: &str, key: &str) -> Result<f64> {
+    out.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .and_then(|v| v.parse().ok())
+        .with_context(|| format!("no {key}= in {out:?}"))
+}
+
+fn stdout_of(cmd: &mut Command) -> Result<String> {
+    let out = cmd.output().with_context(|| format!("cannot run {cmd:?}"))?;
+    if !out.status.success() {
+        bail!("{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs `tracer record` around a command; returns the command's stdout.
+fn traced(d: &Dir, out: &Path, extra: &[&str], lib: &Path, cmd: &[&str]) -> Result<String> {
+    let mut c = Command::new(tracer_bin());
+    c.args(["record", "-q", "--force", "--ring-size", "16777216"]).arg("--lib").arg(lib).arg("-o").arg(out);
+    c.args(extra).arg("--").args(cmd).current_dir(&d.dir);
+    stdout_of(&mut c)
+}
+
+fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(|a, b| a.total_cmp(b));
+    (v[v.len() / 2], v[0], v[v.len() - 1])
+}
+
+fn footer(path: &Path) -> Result<(Value, u64)> {
+    let text = fs::read_to_string(path)?;
+    let last = text.lines().last().context("empty trace")?;
+    let f: Value = serde_json::from_str(last)?;
+    let launches = f["records"]["launch"].as_u64().unwrap_or(0);
+    Ok((f, launches))
+}
+
+/// Runs a command, returning its own CPU seconds (user + system, its children included) and wall time.
+fn cpu_of(cmd: &mut Command) -> Result<(f64, f64, String)> {
+    let t = Instant::now();
+    let child = cmd.stdout(std::process::Stdio::piped()).spawn().with_context(|| format!("cannot run {cmd:?}"))?;
+    let pid = child.id() as libc::pid_t;
+    let mut stdout = child.stdout.expect("piped");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut text)?;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; valid pointers; waiting for our own child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    if rc != pid || std::process::ExitStatus::from_raw(status).code() != Some(0) {
+        bail!("{cmd:?} failed (status {status})");
+    }
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok((s(ru.ru_utime) + s(ru.ru_stime), t.elapsed().as_secs_f64(), text))
+}
+
+pub fn bench(opts: Opts) -> Result<()> {
+    let d = build_tools()?;
+    let q = opts.quick;
+    let mut results = serde_json::Map::new();
+    let mut table: Vec<(String, String, String, String)> = Vec::new();
+    let trace = d.dir.join("bench.jsonl");
+    let driver = d.driver.to_str().context("path")?;
+
+    // 1. Cost per traced call.
+    step("1/6 cost per traced call: none, empty programs, tracer (stand-in library)");
+    let (n, reps) = if q { ("20000", 3) } else { ("100000", 7) };
+    let mut none = Vec::new();
+    let mut empty = Vec::new();
+    let mut full = Vec::new();
+    for _ in 0..reps {
+        none.push(field(&stdout_of(Command::new(&d.driver).args(["count", n]))?, "ns_per_call")?);
+        empty.push(field(
+            &traced(&d, &trace, &["--probe-mode", "empty"], &d.standin, &[driver, "count", n])?,
+            "ns_per_call",
+        )?);
+        full.push(field(&traced(&d, &trace, &[], &d.standin, &[driver, "count", n])?, "ns_per_call")?);
+    }
+    let (none_m, none_lo, none_hi) = stats(none);
+    let (empty_m, empty_lo, empty_hi) = stats(empty);
+    let (full_m, full_lo, full_hi) = stats(full);
+    let ratio = (full_m - none_m) / (empty_m - none_m);
+    // The real runtime beside it.
+    let runner = fixtures_dir().join("mini_runner");
+    let real_lib = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")?;
+    let rn = if q { "3000" } else { "20000" };
+    let real_none = field(&stdout_of(Command::new(&runner).args(["loop", rn]))?, "ns_per_call")?;
+    let real_full =
+        field(&traced(&d, &trace, &[], &real_lib, &[runner.to_str().context("path")?, "loop", rn])?, "ns_per_call")?;
+    results.insert(
+        "cost_per_call".into(),
+        json!({
+            "calls_per_run": n, "repeats": reps,
+            "none_ns": {"median": none_m, "min": none_lo, "max": none_hi},
+            "empty_probes_ns": {"median": empty_m, "min": empty_lo, "max": empty_hi},
+            "tracer_ns": {"median": full_m, "min": full_lo, "max": full_hi},
+            "ratio": ratio, "target_ratio": 1.15,
+            "real_libamdhip64_ns": {"none": real_none, "tracer": real_full},
+        }),
+    );
+    table.push((
+        "1 cost per traced hipLaunchKernel".into(),
+        format!(
+            "none {none_m:.0} ns, empty probes {empty_m:.0} ns [{empty_lo:.0}-{empty_hi:.0}], tracer {full_m:.0} ns [{full_lo:.0}-{full_hi:.0}]; ratio {ratio:.3} (real runtime: {real_none:.0} -> {real_full:.0} ns)"
+        ),
+        "ratio <= 1.15".into(),
+        verdict(ratio <= 1.15),
+    ));
+
+    // 2. Loss under load, tracer vs bpftrace.
+    step("2/6 loss: both cores calling as fast as they can, tracer and bpftrace");
+    let per_thread = if q { "100000" } else { "500000" };
+    let calls = 2 * per_thread.parse::<u64>()?;
+    traced(&d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
+    let (f, recorded) = footer(&trace)?;
+    let drops: u64 = f["drops"]
+        .as_object()
+        .map(|m| m.values().flat_map(|v| v.as_array().cloned().unwrap_or_default()).filter_map(|x| x.as_u64()).sum())
+        .unwrap_or(0);
+    let tracer_cpu = f["counters"]["tracer_cpu_us"].as_f64().unwrap_or(0.0) / 1e6;
+    let tracer_ns_per_event = tracer_cpu * 1e9 / recorded.max(1) as f64;
+    let bpftrace = bpftrace_run(&d, driver, per_thread)?;
+    let bpf_ns_per_event = bpftrace.0 * 1e9 / bpftrace.1.max(1) as f64;
+    let share = tracer_ns_per_event / bpf_ns_per_event;
+    results.insert(
+        "loss".into(),
+        json!({
+            "calls": calls, "recorded": recorded, "dropped": drops,
+            "tracer_cpu_s": tracer_cpu, "tracer_cpu_ns_per_event": tracer_ns_per_event,
+            "bpftrace_lines": bpftrace.1, "bpftrace_cpu_s": bpftrace.0, "bpftrace_cpu_ns_per_event": bpf_ns_per_event,
+            "cpu_share_of_bpftrace": share, "target": "zero loss, <= 1/3 of bpftrace's CPU per event",
+        }),
+    );
+    table.push((
+        "2 loss at full speed (2 threads)".into(),
+        format!(
+            "{recorded}/{calls} recorded, {drops} dropped; tracer {tracer_ns_per_event:.0} ns CPU/event, bpftrace {bpf_ns_per_event:.0} ns/event ({} lines): {share:.2}x",
+            bpftrace.1
+        ),
+        "0 lost, <= 0.33x bpftrace".into(),
+        verdict(recorded == calls && drops == 0 && share <= 1.0 / 3.0),
+    ));
+
+    // 3 and 6 come from the pipeline benchmark (which also writes the 10 M-event trace).
+    step("3/6 user-space path alone (decode -> attribute -> write), and a 10 M-launch trace for 6/6");
+    let big = d.dir.join("big.jsonl.zst");
+    let mut c = Command::new("cargo");
+    c.current_dir(root()).args(["bench", "-q", "-p", "tracer", "--bench", "pipeline", "--"]);
+    if !q {
+        c.arg("--big").arg(&big);
+    }
+    let out = stdout_of(c.env("PATH", crate::path_with_cargo_bin()))?;
+    let line = out.lines().find(|l| l.starts_with("pipeline")).context("no pipeline line")?;
+    let eps = field(line, "events_per_s")?;
+    results.insert("pipeline_events_per_s".into(), json!({"value": eps, "target": 1_000_000}));
+    table.push((
+        "3 user-space path, one core".into(),
+        format!("{:.2} M events/s", eps / 1e6),
+        ">= 1 M/s".into(),
+        verdict(eps >= 1e6),
+    ));
+
+    // 4. Realistic load.
+    let secs = if q { "5" } else { "60" };
+    step(&format!("4/6 realistic load: 60000 launches/s for {secs} s"));
+    let t = Instant::now();
+    traced(&d, &trace, &[], &d.standin, &[driver, "paced", "60000", secs])?;
+    let wall = t.elapsed().as_secs_f64();
+    let (f, launches) = footer(&trace)?;
+    let cpu = f["counters"]["tracer_cpu_us"].as_f64().unwrap_or(0.0) / 1e6;
+    let rss_mib = f["counters"]["tracer_max_rss_kib"].as_f64().unwrap_or(0.0) / 1024.0;
+    let pct = 100.0 * cpu / wall;
+    let plain_bytes = fs::metadata(&trace)?.len() as f64 / launches.max(1) as f64;
+    results.insert(
+        "realistic".into(),
+        json!({"rate": 60000, "seconds": secs, "launches": launches, "tracer_cpu_percent": pct, "tracer_peak_rss_mib": rss_mib, "target": "<= 5 % of a core, <= 64 MiB"}),
+    );
+    table.push((
+        format!("4 60k launches/s for {secs} s"),
+        format!("tracer {pct:.2} % of a core, peak RSS {rss_mib:.1} MiB ({launches} launches)"),
+        "<= 5 %, <= 64 MiB".into(),
+        verdict(pct <= 5.0 && rss_mib <= 64.0),
+    ));
+
+    // 5. Size on disk.
+    step("5/6 bytes per dispatch on disk, plain and compressed");
+    let zst = d.dir.join("bench.jsonl.zst");
+    let zsecs = if q { "2" } else { "10" };
+    traced(&d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
+    let zlaunches = crate::bench::launches_in(&zst)?;
+    let z_bytes = fs::metadata(&zst)?.len() as f64 / zlaunches.max(1) as f64;
+    results.insert("bytes_per_dispatch".into(), json!({"plain": plain_bytes, "zstd": z_bytes, "target_zstd": 24}));
+    table.push((
+        "5 size per dispatch".into(),
+        format!("{plain_bytes:.0} B plain, {z_bytes:.1} B zstd"),
+        "<= 24 B compressed".into(),
+        verdict(z_bytes <= 24.0),
+    ));
+
+    // 6. Analysis.
+    if q {
+        table.push(("6 report over 10 M events".into(), "skipped (--quick)".into(), "<= 5 s".into(), "-".into()));
+    } else {
+        step("6/6 tracer report over the 10 M-launch trace");
+        let t = Instant::now();
+        stdout_of(Command::new(tracer_bin()).arg("report").arg(&big))?;
+        let s = t.elapsed().as_secs_f64();
+        results.insert("report_10m_s".into(), json!({"value": s, "target": 5}));
+        table.push(("6 report over 10 M events".into(), format!("{s:.2} s"), "<= 5 s".into(), verdict(s <= 5.0)));
+    }
+
+    println!("\n{:<36} {:<110} {:<28} met", "benchmark", "measured", "target");
+    for (a, b, c, v) in &table {
+        println!("{a:<36} {b:<110} {c:<28} {v}");
+    }
+    let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    results.insert("machine".into(), json!({"kernel": host.trim(), "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0), "quick": q}));
+    let path = root().join("bench/results.json");
+    fs::write(&path, serde_json::to_string_pretty(&Value::Object(results))? + "\n")?;
+    step(&format!("wrote {}", path.display()));
+    Ok(())
+}
+
+fn verdict(ok: bool) -> String {
+    if ok { "yes".into() } else { "NO".into() }
+}
+
+pub fn launches_in(path: &Path) -> Result<u64> {
+    let out = stdout_of(Command::new(tracer_bin()).arg("report").arg("--json").arg(path))?;
+    let v: Value = serde_json::from_str(&out)?;
+    Ok(v["processes"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .flat_map(|p| p["kernels"].as_array().cloned().unwrap_or_default())
+                .filter_map(|k| k["launches"].as_u64())
+                .sum()
+        })
+        .unwrap_or(0))
+}
+
+/// bpftrace with the same probes (entry + return on hipLaunchKernel) printing the same fields; returns
+/// its CPU seconds (the driver's own subtracted) and the lines it printed.
+fn bpftrace_run(d: &Dir, driver: &str, per_thread: &str) -> Result<(f64, u64)> {
+    if Command::new("bpftrace").arg("--version").output().is_err() {
+        step("installing bpftrace (Debian package) for the comparison");
+        run(Command::new("apt-get")
+            .args(["install", "-y", "-q", "bpftrace"])
+            .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    }
+    let lib = d.standin.display();
+    let script = format!(
+        "uprobe:{lib}:hipLaunchKernel {{ @t[tid] = nsecs; @f[tid] = arg0; @g[tid] = arg1; @b[tid] = arg3; }}
+         uretprobe:{lib}:hipLaunchKernel /@t[tid]/ {{
+           printf(\"%d %d %lx %lx %lx %d %d\\n\", pid, tid, @f[tid], @g[tid], @b[tid], retval, nsecs - @t[tid]);
+           delete(@t[tid]); delete(@f[tid]); delete(@g[tid]); delete(@b[tid]); }}"
+    );
+    let out = d.dir.join("bpftrace.out");
+    let (cpu, _wall, stdout) = cpu_of(
+        Command::new("bpftrace")
+            .arg("-o")
+            .arg(&out)
+            .arg("-c")
+            .arg(format!("{driver} count {per_thread} 2"))
+            .arg("-e")
+            .arg(&script)
+            .env("BPFTRACE_STRLEN", "64"),
+    )?;
+    let text = fs::read_to_string(&out)?;
+    let lines = text.lines().filter(|l| l.split_whitespace().count() == 7).count() as u64;
+    // The driver, bpftrace's child, prints its own CPU time on the shared stdout.
+    let driver_cpu = field(&stdout, "cpu_s")?;
+    Ok(((cpu - driver_cpu).max(0.0), lines))
+}
