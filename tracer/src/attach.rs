@@ -18,7 +18,7 @@ use tracer_common::{ApiFunc, api::ProbeShape, cookie};
 use crate::{libs::LibCopy, trace};
 
 /// The eBPF object built by build.rs.
-static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
+pub static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
 
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -214,9 +214,68 @@ fn attach_one(ebpf: &mut Ebpf, prog: &str, offset: u64, c: u64, target: &Path) -
     Ok(())
 }
 
+/// BPF helpers that would let a program write to, redirect or signal the traced process.
+pub const FORBIDDEN_HELPERS: [(i32, &str); 4] = [
+    (36, "bpf_probe_write_user"),
+    (58, "bpf_override_return"),
+    (109, "bpf_send_signal"),
+    (117, "bpf_send_signal_thread"),
+];
+
+/// Helper ids called by BPF code: `BPF_JMP | BPF_CALL` (0x85) with src_reg 0 calls a helper whose id is
+/// the immediate; src_reg 1 is a call to another BPF function, src_reg 2 a kfunc.
+pub fn helper_ids(code: &[u8]) -> impl Iterator<Item = i32> + '_ {
+    code.chunks_exact(8)
+        .filter(|insn| insn[0] == 0x85 && insn[1] >> 4 == 0)
+        .map(|insn| i32::from_le_bytes([insn[4], insn[5], insn[6], insn[7]]))
+}
+
+/// Helper calls in an eBPF object's code sections, by helper id: (section, helper id) for each call.
+pub fn helper_calls(object: &[u8]) -> Result<Vec<(String, i32)>> {
+    let file = object::File::parse(object).context("the eBPF object is not ELF")?;
+    let mut calls = Vec::new();
+    for section in file.sections() {
+        if section.kind() != object::SectionKind::Text {
+            continue;
+        }
+        let name = section.name().unwrap_or("?").to_owned();
+        for id in helper_ids(section.data()?) {
+            calls.push((name.clone(), id));
+        }
+    }
+    Ok(calls)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The observer is read-only: no program may call a helper that writes to or signals the target.
+    #[test]
+    fn ebpf_programs_are_read_only() {
+        let calls = helper_calls(OBJECT).unwrap();
+        assert!(calls.iter().any(|(_, id)| *id == 131), "expected bpf_ringbuf_reserve calls: {calls:?}");
+        for (section, id) in &calls {
+            if let Some((_, name)) = FORBIDDEN_HELPERS.iter().find(|(f, _)| f == id) {
+                panic!("{section} calls {name}: tracer's eBPF programs must stay read-only");
+            }
+        }
+    }
+
+    #[test]
+    fn helper_scan_decodes_calls() {
+        let code: Vec<u8> = [
+            [0xb7, 0x01, 0, 0, 5, 0, 0, 0],    // r1 = 5
+            [0x85, 0x00, 0, 0, 36, 0, 0, 0],   // call bpf_probe_write_user
+            [0x85, 0x10, 0, 0, 0x10, 0, 0, 0], // call a BPF function (src_reg 1): not a helper
+            [0x18, 0x01, 0, 0, 0x85, 0, 0, 0], // lddw, first half
+            [0x00, 0x00, 0, 0, 0, 0, 0, 0],    // lddw, second half
+            [0x85, 0x00, 0, 0, 131, 0, 0, 0],  // call bpf_ringbuf_reserve
+            [0x95, 0x00, 0, 0, 0, 0, 0, 0],    // exit
+        ]
+        .concat();
+        assert_eq!(helper_ids(&code).collect::<Vec<_>>(), [36, 131]);
+    }
 
     const NEWTASK: &str = "name: task_newtask
 ID: 130

@@ -51,6 +51,9 @@ pub struct RecordCli {
     /// Print nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Testing aid: leave the ring buffer unread for this long after attaching, to provoke overflow.
+    #[arg(long, hide = true, value_name = "MS", default_value_t = 0)]
+    pub debug_read_delay_ms: u64,
     /// Run empty programs at the same attach points instead of recording (benchmarks measure the traps).
     #[arg(long, hide = true, value_enum, default_value = "record")]
     pub probe_mode: ProbeModeArg,

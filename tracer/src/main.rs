@@ -20,6 +20,7 @@ fn main() -> ExitCode {
             command: r.command,
             ring_bytes: r.ring_size,
             quiet: r.quiet,
+            read_delay: std::time::Duration::from_millis(r.debug_read_delay_ms),
             probe_mode: match r.probe_mode {
                 ProbeModeArg::Record => ProbeMode::Record,
                 ProbeModeArg::Empty => ProbeMode::Empty,

@@ -38,6 +38,8 @@ pub struct RecordArgs {
     pub ring_bytes: u32,
     pub quiet: bool,
     pub probe_mode: ProbeMode,
+    /// Testing aid: how long to leave the ring unread after attaching (provokes overflow).
+    pub read_delay: Duration,
 }
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`, so of every `ts` in a trace.
@@ -272,6 +274,9 @@ async fn session(
     let watch_pids = !args.pids.is_empty() && child_pid.is_none();
     let mut exit_status: Option<std::io::Result<ExitStatus>> = None;
 
+    if !args.read_delay.is_zero() {
+        tokio::time::sleep(args.read_delay).await;
+    }
     let stop = loop {
         tokio::select! {
             guard = ring.readable_mut() => {

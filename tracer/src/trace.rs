@@ -11,6 +11,7 @@ use std::{
     fs::File,
     io::{self, BufRead, BufReader, Read, Write},
     path::Path,
+    sync::{Arc, Mutex, mpsc},
 };
 
 use anyhow::{Context, Result, bail};
@@ -138,6 +139,7 @@ pub struct Launch {
     pub pid: u32,
     pub tid: u32,
     pub lib: u32,
+    #[serde(deserialize_with = "interned")]
     pub api: Text,
     /// Kernel table id (see `kernel` records); null only when the handle could not be named at all.
     pub kernel: Option<u32>,
@@ -145,6 +147,7 @@ pub struct Launch {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     /// "blocks" (grid counts work-groups) or "work-items" (grid counts work-items).
+    #[serde(deserialize_with = "interned")]
     pub grid_unit: Text,
     pub shmem: u64,
     pub stream: u64,
@@ -174,6 +177,7 @@ pub struct Call {
     pub pid: u32,
     pub tid: u32,
     pub lib: u32,
+    #[serde(deserialize_with = "interned")]
     pub api: Text,
     /// The call's return value: hipError_t for HIP calls (0 = success).
     pub ret: i64,
@@ -187,7 +191,7 @@ pub struct Call {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub src: Option<u64>,
     /// hipMemcpyKind by name ("HostToDevice", ...).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "interned_opt")]
     pub kind: Option<Text>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<u64>,
@@ -292,13 +296,13 @@ impl Writer {
             return Ok(());
         }
         match &mut self.out {
-            Sink::Plain(f) => f.write_all(&self.buf).context("writing the trace file")?,
+            Sink::Plain(f) => f.write_all(&self.buf).map_err(write_error)?,
             Sink::Zstd { file, frame } => {
                 if frame.is_none() {
                     let f = file.take().context("trace file already closed")?;
                     *frame = Some(zstd::Encoder::new(f, ZSTD_LEVEL)?);
                 }
-                frame.as_mut().expect("set above").write_all(&self.buf).context("writing the trace file")?;
+                frame.as_mut().expect("set above").write_all(&self.buf).map_err(write_error)?;
             }
         }
         self.buf.clear();
@@ -309,10 +313,10 @@ impl Writer {
     pub fn flush(&mut self) -> Result<()> {
         self.drain()?;
         match &mut self.out {
-            Sink::Plain(f) => f.flush()?,
+            Sink::Plain(f) => f.flush().map_err(write_error)?,
             Sink::Zstd { file, frame } => {
                 if let Some(enc) = frame.take() {
-                    *file = Some(enc.finish().context("writing the trace file")?);
+                    *file = Some(enc.finish().map_err(write_error)?);
                 }
             }
         }
@@ -328,8 +332,18 @@ impl Writer {
             Sink::Plain(f) => f,
             Sink::Zstd { file, .. } => file.as_ref().context("trace file already closed")?,
         };
-        file.sync_all().context("syncing the trace file")?;
+        file.sync_all().map_err(write_error)?;
         Ok(())
+    }
+}
+
+fn write_error(e: io::Error) -> anyhow::Error {
+    if e.raw_os_error() == Some(libc::ENOSPC) {
+        anyhow::anyhow!(
+            "the disk holding the trace is full; every record written before is readable: free space or record elsewhere with -o"
+        )
+    } else {
+        anyhow::anyhow!("writing the trace file failed ({e}); every record written before is readable")
     }
 }
 
@@ -373,15 +387,21 @@ pub fn read_file(path: &Path) -> Result<(Vec<Record>, ReadStatus)> {
 
 /// Streams a trace file (plain or zstd, detected by its magic bytes) through `each`.
 pub fn for_each_record(path: &Path, each: impl FnMut(Record)) -> Result<ReadStatus> {
-    let mut file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    read_from(file, path, each)
+}
+
+/// Streams trace bytes from any reader (plain or zstd, detected by the magic bytes) through `each`;
+/// `path` names the source in errors.
+pub fn read_from(mut input: impl Read + Send, path: &Path, each: impl FnMut(Record)) -> Result<ReadStatus> {
     let mut magic = [0u8; 4];
-    let n = read_up_to(&mut file, &mut magic)?;
+    let n = read_up_to(&mut input, &mut magic)?;
     let head = io::Cursor::new(magic[..n].to_vec());
     if n == 4 && magic == ZSTD_MAGIC {
-        let dec = zstd::Decoder::new(head.chain(file))?;
+        let dec = zstd::Decoder::new(head.chain(input))?;
         read_records(BufReader::with_capacity(1 << 16, dec), path, each)
     } else {
-        read_records(BufReader::with_capacity(1 << 16, head.chain(file)), path, each)
+        read_records(BufReader::with_capacity(1 << 16, head.chain(input)), path, each)
     }
 }
 
@@ -396,13 +416,154 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// Reads records from a line stream, calling `each` for every one after validating the header.
-pub fn read_records(mut input: impl BufRead, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
+/// Reads records from a line stream, calling `each` for every one, in order, after validating the header.
+pub fn read_records(input: impl BufRead + Send, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
+    // Three stages on their own threads: split lines (and decompress), parse (two workers), then, here,
+    // check and hand over the records in file order.
+    const BATCH: usize = 4096;
+    const WORKERS: usize = 2;
+    std::thread::scope(|scope| {
+        let (line_tx, line_rx) = mpsc::sync_channel::<(u64, u64, Vec<Vec<u8>>)>(2 * WORKERS);
+        let (rec_tx, rec_rx) = mpsc::sync_channel::<(u64, u64, Vec<(Vec<u8>, Parsed)>)>(2 * WORKERS);
+        let reader = scope.spawn(move || split_lines(input, path, BATCH, line_tx));
+        let line_rx = Arc::new(Mutex::new(line_rx));
+        for _ in 0..WORKERS {
+            let rx = Arc::clone(&line_rx);
+            let tx = rec_tx.clone();
+            scope.spawn(move || {
+                loop {
+                    let next = rx.lock().map(|r| r.recv());
+                    let Ok(Ok((seq, first, lines))) = next else { return };
+                    let parsed = lines.into_iter().map(|l| {
+                        let p = parse_line(&l);
+                        (l, p)
+                    });
+                    if tx.send((seq, first, parsed.collect())).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(rec_tx);
+        let mut status = ReadStatus::default();
+        let mut pending = BTreeMap::new();
+        let mut next_seq = 0u64;
+        let mut lines = 0u64;
+        for (seq, first, batch) in rec_rx {
+            pending.insert(seq, (first, batch));
+            while let Some((first, batch)) = pending.remove(&next_seq) {
+                next_seq += 1;
+                for (i, (line, parsed)) in batch.into_iter().enumerate() {
+                    let lineno = first + i as u64;
+                    lines = lineno;
+                    let record = match parsed {
+                        Parsed::Record(r) => r,
+                        Parsed::Unknown if lineno > 1 => {
+                            status.unknown_records += 1;
+                            continue;
+                        }
+                        Parsed::Unknown | Parsed::Bad(_) if lineno == 1 => bail!(
+                            "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
+                            path.display()
+                        ),
+                        Parsed::Unknown => unreachable!("handled above"),
+                        Parsed::Bad(e) => {
+                            drop(line);
+                            bail!(
+                                "{}: line {lineno} is not a valid trace record ({e}); the file is corrupted",
+                                path.display()
+                            )
+                        }
+                    };
+                    if lineno == 1 {
+                        check_header(&record, path)?;
+                    }
+                    if matches!(record, Record::Footer(_)) {
+                        status.has_footer = true;
+                    }
+                    each(record);
+                }
+            }
+        }
+        let tail = reader.join().map_err(|_| anyhow::anyhow!("the trace reader thread failed"))??;
+        status.cut_bytes = tail.cut_bytes;
+        status.stream_cut = tail.stream_cut;
+        if lines == 0 && status.cut_bytes == 0 {
+            bail!("{} is empty: it holds no trace (record one with `tracer record -o FILE`)", path.display());
+        }
+        if lines == 0 {
+            bail!(
+                "{} holds no complete record: it is not a tracer trace, or was cut before its header",
+                path.display()
+            );
+        }
+        Ok(status)
+    })
+}
+
+enum Parsed {
+    Record(Record),
+    /// A record type this reader does not know.
+    Unknown,
+    Bad(serde_json::Error),
+}
+
+fn parse_line(line: &[u8]) -> Parsed {
+    match parse_record(line) {
+        Ok(r) => Parsed::Record(r),
+        Err(e) => {
+            // A record type from a newer tracer is skipped and counted; anything else is corruption.
+            if let Ok(serde_json::Value::Object(obj)) = serde_json::from_slice::<serde_json::Value>(line)
+                && let Some(serde_json::Value::String(t)) = obj.get("type")
+                && !KNOWN_TYPES.contains(&t.as_str())
+            {
+                Parsed::Unknown
+            } else {
+                Parsed::Bad(e)
+            }
+        }
+    }
+}
+
+fn check_header(record: &Record, path: &Path) -> Result<()> {
+    match record {
+        Record::Header(h) if h.format == FORMAT => {
+            if h.schema > SCHEMA {
+                bail!(
+                    "{} was written with trace schema {} but this tracer reads up to {SCHEMA}; use a newer tracer",
+                    path.display(),
+                    h.schema
+                );
+            }
+            Ok(())
+        }
+        _ => bail!(
+            "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
+            path.display()
+        ),
+    }
+}
+
+/// Splits the input into batches of complete lines, numbered from 1; returns how the input ended.
+fn split_lines(
+    mut input: impl BufRead,
+    path: &Path,
+    batch_size: usize,
+    tx: mpsc::SyncSender<(u64, u64, Vec<Vec<u8>>)>,
+) -> Result<ReadStatus> {
     let mut status = ReadStatus::default();
-    let mut line = Vec::new();
     let mut lineno = 0u64;
+    let mut seq = 0u64;
+    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(batch_size);
+    let mut first = 1u64;
+    let mut send = |batch: &mut Vec<Vec<u8>>, first: u64| -> bool {
+        let full = std::mem::replace(batch, Vec::with_capacity(batch_size));
+        let ok = tx.send((seq, first, full)).is_ok();
+        seq += 1;
+        ok
+    };
     loop {
-        line.clear();
+        let mut line = Vec::with_capacity(256);
         let got = match read_line_bounded(&mut input, &mut line) {
             Ok(got) => got,
             // A compressed stream that stops mid-frame: keep what was decoded.
@@ -412,6 +573,7 @@ pub fn read_records(mut input: impl BufRead, path: &Path, mut each: impl FnMut(R
                 break;
             }
             Err(e) if e.kind() == io::ErrorKind::InvalidData && line.len() >= MAX_LINE => {
+                send(&mut batch, first);
                 bail!(
                     "{}: line {} is longer than {} bytes; this is not a tracer trace",
                     path.display(),
@@ -422,7 +584,10 @@ pub fn read_records(mut input: impl BufRead, path: &Path, mut each: impl FnMut(R
             Err(e) if lineno == 0 => {
                 bail!("{} is not a tracer trace file ({e}); record one with `tracer record -o FILE`", path.display())
             }
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+            Err(e) => {
+                send(&mut batch, first);
+                return Err(e).with_context(|| format!("reading {}", path.display()));
+            }
         };
         if got == 0 {
             break;
@@ -433,53 +598,43 @@ pub fn read_records(mut input: impl BufRead, path: &Path, mut each: impl FnMut(R
             break;
         }
         lineno += 1;
-        let record: Record = match serde_json::from_slice(&line) {
-            Ok(r) => r,
-            Err(_) if lineno == 1 => bail!(
-                "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
-                path.display()
-            ),
-            Err(e) => {
-                // A record type from a newer tracer is skipped and counted; anything else is corruption.
-                if let Ok(serde_json::Value::Object(obj)) = serde_json::from_slice::<serde_json::Value>(&line)
-                    && let Some(serde_json::Value::String(t)) = obj.get("type")
-                    && !KNOWN_TYPES.contains(&t.as_str())
-                {
-                    status.unknown_records += 1;
-                    continue;
-                }
-                bail!("{}: line {lineno} is not a valid trace record ({e}); the file is corrupted", path.display())
+        batch.push(line);
+        if batch.len() == batch_size {
+            if !send(&mut batch, first) {
+                return Ok(status);
             }
-        };
-        if lineno == 1 {
-            match &record {
-                Record::Header(h) if h.format == FORMAT => {
-                    if h.schema > SCHEMA {
-                        bail!(
-                            "{} was written with trace schema {} but this tracer reads up to {SCHEMA}; use a newer tracer",
-                            path.display(),
-                            h.schema
-                        );
-                    }
-                }
-                _ => bail!(
-                    "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
-                    path.display()
-                ),
-            }
+            first = lineno + 1;
         }
-        if matches!(record, Record::Footer(_)) {
-            status.has_footer = true;
-        }
-        each(record);
     }
-    if lineno == 0 && status.cut_bytes == 0 {
-        bail!("{} is empty: it holds no trace (record one with `tracer record -o FILE`)", path.display());
-    }
-    if lineno == 0 {
-        bail!("{} holds no complete record: it is not a tracer trace, or was cut before its header", path.display());
+    if !batch.is_empty() {
+        send(&mut batch, first);
     }
     Ok(status)
+}
+
+/// Parses one line. Lines as the writer makes them start with their type, so the record is read straight
+/// into its struct (the `type` key is ignored there); serde's tagged-enum path, which first buffers the
+/// whole object, is kept for other spellings of the same JSON.
+fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
+    const PREFIX: &[u8] = b"{\"type\":\"";
+    if let Some(rest) = line.strip_prefix(PREFIX)
+        && let Some(end) = rest.iter().position(|&b| b == b'"')
+    {
+        return Ok(match &rest[..end] {
+            b"launch" => Record::Launch(serde_json::from_slice(line)?),
+            b"call" => Record::Call(serde_json::from_slice(line)?),
+            b"config" => Record::Config(serde_json::from_slice(line)?),
+            b"kernel" => Record::Kernel(serde_json::from_slice(line)?),
+            b"process" => Record::Process(serde_json::from_slice(line)?),
+            b"exit" => Record::Exit(serde_json::from_slice(line)?),
+            b"probe" => Record::Probe(serde_json::from_slice(line)?),
+            b"library" => Record::Library(serde_json::from_slice(line)?),
+            b"header" => Record::Header(serde_json::from_slice(line)?),
+            b"footer" => Record::Footer(serde_json::from_slice(line)?),
+            _ => serde_json::from_slice(line)?,
+        });
+    }
+    serde_json::from_slice(line)
 }
 
 fn is_cut_stream(e: &io::Error) -> bool {
@@ -488,37 +643,45 @@ fn is_cut_stream(e: &io::Error) -> bool {
 
 /// Reads one line, at most [`MAX_LINE`] bytes; returns the bytes read (0 at the end).
 fn read_line_bounded(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize> {
-    let mut total = 0;
-    loop {
-        let (done, used) = {
-            let available = match input.fill_buf() {
-                Ok(b) => b,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if available.is_empty() {
-                return Ok(total);
-            }
-            match available.iter().position(|&b| b == b'\n') {
-                Some(i) => {
-                    line.extend_from_slice(&available[..=i]);
-                    (true, i + 1)
-                }
-                None => {
-                    line.extend_from_slice(available);
-                    (false, available.len())
-                }
-            }
-        };
-        input.consume(used);
-        total += used;
-        if line.len() > MAX_LINE {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
-        }
-        if done {
-            return Ok(total);
-        }
+    // read_until finds the newline with a vectorized search; take() bounds what one line may buffer.
+    let n = input.take(MAX_LINE as u64 + 1).read_until(b'\n', line)?;
+    if line.len() > MAX_LINE {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
     }
+    Ok(n)
+}
+
+/// Deserializes text that is nearly always one of a few constants without allocating for those.
+fn interned<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+    const KNOWN: [&str; 16] = [
+        "hipLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipExtLaunchKernel",
+        "hipLaunchCooperativeKernel",
+        "blocks",
+        "work-items",
+        "hipMalloc",
+        "hipFree",
+        "hipMemcpy",
+        "hipMemcpyAsync",
+        "hipStreamSynchronize",
+        "hipDeviceSynchronize",
+        "HostToDevice",
+        "DeviceToHost",
+        "DeviceToDevice",
+    ];
+    let s = <Cow<'de, str>>::deserialize(d)?;
+    Ok(match KNOWN.iter().find(|k| **k == s) {
+        Some(k) => Cow::Borrowed(k),
+        None => Cow::Owned(s.into_owned()),
+    })
+}
+
+fn interned_opt<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Text>, D::Error> {
+    #[derive(Deserialize)]
+    struct W(#[serde(deserialize_with = "interned")] Text);
+    Ok(Option::<W>::deserialize(d)?.map(|w| w.0))
 }
 
 #[cfg(test)]

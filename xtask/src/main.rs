@@ -38,6 +38,12 @@ enum Cmd {
         #[arg(long)]
         quick: bool,
     },
+    /// Fuzz the trace reader with hostile input (cargo fuzz; keeps its corpus in fuzz/corpus).
+    Fuzz {
+        /// How long to run.
+        #[arg(long, default_value_t = 600)]
+        seconds: u64,
+    },
     /// Set up, build, then run fmt and clippy checks, every unit test and the root integration tests.
     Test {
         /// Only run tests whose name contains this.
@@ -60,6 +66,7 @@ fn main() {
         Cmd::Build => setup().and_then(|_| build()),
         Cmd::Demo => setup().and_then(|_| build()).and_then(|_| demo()),
         Cmd::Bench { quick } => setup().and_then(|_| build()).and_then(|_| bench::bench(bench::Opts { quick })),
+        Cmd::Fuzz { seconds } => setup().and_then(|_| fuzz(seconds)),
         Cmd::Test { filter, no_lint } => setup().and_then(|_| build()).and_then(|_| test(filter, no_lint)),
     };
     if let Err(e) = result {
@@ -276,6 +283,28 @@ fn demo() -> Result<()> {
         .arg("demo"))?;
     step(&format!("tracer report {}", trace.display()));
     run(Command::new(tracer_bin()).arg("report").arg(&trace))
+}
+
+fn fuzz(seconds: u64) -> Result<()> {
+    if !Command::new("cargo")
+        .args(["+nightly", "fuzz", "--version"])
+        .env("PATH", path_with_cargo_bin())
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        step("installing cargo-fuzz");
+        run(Command::new("cargo").args(["+nightly", "install", "cargo-fuzz", "--locked"]))?;
+    }
+    let corpus = root().join("fuzz/corpus/trace_reader");
+    fs::create_dir_all(&corpus)?;
+    step(&format!("fuzzing the trace reader for {seconds} s (corpus: {})", corpus.display()));
+    // The reader needs no eBPF object: skip its build under the sanitizer flags.
+    run(Command::new("cargo")
+        .current_dir(root().join("fuzz"))
+        .args(["+nightly", "fuzz", "run", "trace_reader"])
+        .arg(&corpus)
+        .args(["--", &format!("-max_total_time={seconds}"), "-rss_limit_mb=1024", "-max_len=262144"])
+        .env("AYA_BUILD_SKIP", "1"))
 }
 
 fn test(filter: Option<String>, no_lint: bool) -> Result<()> {

@@ -1,0 +1,180 @@
+//! Ollama's process model: which process is the server, which are runners, and which model a runner
+//! serves (its `--model` path, and the `name:tag` when that path is a blob of the models directory).
+//!
+//! Older releases start runners as `ollama runner [--ollama-engine] --model P --port N`; newer ones as
+//! `llama-server --model P --port N ...` from `lib/ollama/`. Discovery runs the same programs without
+//! `--model`: those are runners without a model.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
+
+/// What a process is to Ollama.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    Server,
+    Runner { model: Option<String> },
+    Other,
+}
+
+impl Role {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Role::Server => "ollama-server",
+            Role::Runner { .. } => "runner",
+            Role::Other => "other",
+        }
+    }
+}
+
+fn basename(s: &str) -> &str {
+    s.rsplit('/').next().unwrap_or(s)
+}
+
+/// The role argv gives a process.
+pub fn role(argv: &[String]) -> Role {
+    let Some(prog) = argv.first().map(|a| basename(a)) else { return Role::Other };
+    let model = argv.iter().position(|a| a == "--model" || a == "-m").and_then(|i| argv.get(i + 1)).cloned();
+    let model = model.or_else(|| argv.iter().find_map(|a| a.strip_prefix("--model=").map(str::to_owned)));
+    match (prog, argv.get(1).map(String::as_str)) {
+        ("ollama", Some("serve")) => Role::Server,
+        ("ollama", Some("runner")) => Role::Runner { model },
+        (p, _) if p.starts_with("llama-server") => Role::Runner { model },
+        _ => Role::Other,
+    }
+}
+
+/// The models directory: `--models-dir`, else `OLLAMA_MODELS`, else `~/.ollama/models`.
+pub fn models_dir(explicit: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = explicit {
+        return Some(p.to_path_buf());
+    }
+    if let Some(p) = std::env::var_os("OLLAMA_MODELS") {
+        return Some(PathBuf::from(p));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ollama/models"))
+}
+
+/// `name:tag` for a model blob path (`.../blobs/sha256-<hex>`), from the manifest that lists it as a
+/// layer. Names in the default namespace of the default registry are shown short (`llama3.2:1b`).
+pub fn model_label(model_path: &str, models: &Path) -> Option<String> {
+    let file = basename(model_path);
+    let hex = file.strip_prefix("sha256-").or_else(|| file.strip_prefix("sha256:"))?;
+    let digest = format!("sha256:{hex}");
+    let manifests = models.join("manifests");
+    let mut found = None;
+    walk(&manifests, 0, &mut |path| {
+        if found.is_some() {
+            return;
+        }
+        let Ok(text) = fs::read_to_string(path) else { return };
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return };
+        let listed = v["layers"].as_array().is_some_and(|ls| ls.iter().any(|l| l["digest"] == digest.as_str()));
+        if listed && let Ok(rel) = path.strip_prefix(&manifests) {
+            found = Some(label_from_manifest_path(rel));
+        }
+    });
+    found
+}
+
+/// `registry/namespace/name/tag` → the name Ollama shows.
+fn label_from_manifest_path(rel: &Path) -> String {
+    let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    match parts.as_slice() {
+        [registry, ns, name, tag] if registry == "registry.ollama.ai" && ns == "library" => format!("{name}:{tag}"),
+        [registry, ns, name, tag] if registry == "registry.ollama.ai" => format!("{ns}/{name}:{tag}"),
+        [registry, ns, name, tag] => format!("{registry}/{ns}/{name}:{tag}"),
+        other => other.join("/"),
+    }
+}
+
+fn walk(dir: &Path, depth: usize, f: &mut impl FnMut(&Path)) {
+    if depth > 6 {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for p in paths {
+        if p.is_dir() {
+            walk(&p, depth + 1, f);
+        } else {
+            f(&p);
+        }
+    }
+}
+
+/// Processes whose argv is `ollama serve`.
+pub fn find_servers() -> Vec<u32> {
+    let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
+    let mut pids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|&pid| role(&crate::process::read_argv(pid)) == Role::Server)
+        .collect();
+    pids.sort();
+    pids
+}
+
+/// Library directories of an Ollama install, from the server's executable: `<exe>/../lib/ollama` and its
+/// `rocm*` subdirectories, reached through /proc/PID/root (a server in a container).
+pub fn bundle_dirs(server: u32) -> Vec<PathBuf> {
+    let Ok(exe) = fs::read_link(format!("/proc/{server}/exe")) else { return Vec::new() };
+    let root = PathBuf::from(format!("/proc/{server}/root"));
+    let Some(prefix) = exe.parent().and_then(Path::parent) else { return Vec::new() };
+    let lib = root.join(prefix.strip_prefix("/").unwrap_or(prefix)).join("lib/ollama");
+    let mut dirs = vec![lib.clone()];
+    if let Ok(entries) = fs::read_dir(&lib) {
+        let mut subs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        subs.sort();
+        dirs.extend(subs);
+    }
+    dirs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn roles_from_argv() {
+        assert_eq!(role(&argv("/usr/bin/ollama serve")), Role::Server);
+        assert_eq!(
+            role(&argv("/usr/bin/ollama runner --ollama-engine --model /m/blobs/sha256-ab --port 40001")),
+            Role::Runner { model: Some("/m/blobs/sha256-ab".into()) }
+        );
+        assert_eq!(role(&argv("ollama runner --ollama-engine --port 40001")), Role::Runner { model: None });
+        assert_eq!(
+            role(&argv("/usr/lib/ollama/llama-server --model /m/x.gguf --port 5 --host 127.0.0.1")),
+            Role::Runner { model: Some("/m/x.gguf".into()) }
+        );
+        assert_eq!(role(&argv("llama-server --model=/m/y.gguf")), Role::Runner { model: Some("/m/y.gguf".into()) });
+        assert_eq!(role(&argv("/bin/bash -c ollama")), Role::Other);
+        assert_eq!(role(&[]), Role::Other);
+    }
+
+    #[test]
+    fn labels_blobs_from_manifests() {
+        let dir = std::env::temp_dir().join(format!("tracer-ollama-test-{}", std::process::id()));
+        let m = dir.join("manifests/registry.ollama.ai/library/llama3.2");
+        fs::create_dir_all(&m).unwrap();
+        fs::write(
+            m.join("1b"),
+            r#"{"schemaVersion":2,"layers":[{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:abc123","size":1}]}"#,
+        )
+        .unwrap();
+        let other = dir.join("manifests/registry.ollama.ai/someone/tiny");
+        fs::create_dir_all(&other).unwrap();
+        fs::write(other.join("latest"), r#"{"layers":[{"digest":"sha256:def456"}]}"#).unwrap();
+        assert_eq!(model_label("/x/blobs/sha256-abc123", &dir).as_deref(), Some("llama3.2:1b"));
+        assert_eq!(model_label("/x/blobs/sha256-def456", &dir).as_deref(), Some("someone/tiny:latest"));
+        assert_eq!(model_label("/x/blobs/sha256-999", &dir), None);
+        assert_eq!(model_label("/x/model.gguf", &dir), None);
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
