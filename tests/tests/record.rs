@@ -84,11 +84,7 @@ fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
     assert_eq!(ls.len(), LAUNCHES.len(), "launches: {ls:#?}");
     for (l, want) in ls.iter().zip(LAUNCHES.iter()) {
         assert_eq!(l.api, want.api);
-        assert_eq!(
-            (l.grid, l.block, l.grid_unit.as_str(), l.shmem),
-            (want.grid, want.block, want.unit, want.shmem),
-            "{l:?}"
-        );
+        assert_eq!((l.grid, l.block, &*l.grid_unit, l.shmem), (want.grid, want.block, want.unit, want.shmem), "{l:?}");
         assert_eq!(l.pid, pid);
         assert!(l.dur > 0, "{l:?}");
         assert_eq!(l.stream, 0);

@@ -52,10 +52,8 @@ fn sigkill_leaves_every_complete_record_readable() {
     let dir = scratch("sigkill");
     let out = dir.join("t.jsonl");
     let runner = fixture("mini_runner");
-    let target = Waiting::start(&runner, "late");
-    let pid = target.pid();
-    let rec = Recording::start(&out, &["--pid", &pid.to_string()]);
-    assert!(target.go().success());
+    // The runner launches, then sleeps until killed: the tracer is still recording when it is killed.
+    let rec = Recording::start(&out, &["--", runner.to_str().unwrap(), "hang"]);
     // Wait until the launches have reached the file (the writer flushes every 100 ms), then kill it.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
@@ -67,6 +65,16 @@ fn sigkill_leaves_every_complete_record_readable() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     rec.signal(libc::SIGKILL);
+    let runner_pid = std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "process" && v["cause"] == "exec")
+        .and_then(|v| v["pid"].as_i64())
+        .expect("exec record");
+    // SAFETY: ending the test's own grandchild, orphaned by the killed tracer (it holds the tracer's
+    // stderr open, so it must end before the tracer's output can be read to its end).
+    unsafe { libc::kill(runner_pid as i32, libc::SIGKILL) };
     let _ = rec.wait();
     let (records, status) = trace::read_file(&out).expect("a killed recording still reads");
     assert!(!status.has_footer);

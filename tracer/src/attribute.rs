@@ -29,16 +29,18 @@ impl Attributor {
 
     /// Records for a process being traced from now on (before any of its events).
     pub fn start_process(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
+        self.kernels.snapshot(pid);
         if let Some(p) = self.processes.observe(pid, "start", ts, "") {
             out.push(Record::Process(p));
         }
     }
 
     fn see(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
-        if !self.processes.knows(pid)
-            && let Some(p) = self.processes.observe(pid, "seen", ts, "")
-        {
-            out.push(Record::Process(p));
+        if !self.processes.knows(pid) {
+            self.kernels.snapshot(pid);
+            if let Some(p) = self.processes.observe(pid, "seen", ts, "") {
+                out.push(Record::Process(p));
+            }
         }
     }
 
@@ -110,6 +112,7 @@ impl Attributor {
                 let ts = p.origin.ts;
                 match p.event {
                     ProcEvent::Fork => {
+                        self.kernels.snapshot(p.pid);
                         if let Some(rec) = self.processes.observe(p.pid, "fork", ts, &p.comm) {
                             out.push(Record::Process(trace::Process { ppid: p.parent, ..rec }));
                         }
@@ -117,6 +120,7 @@ impl Attributor {
                     ProcEvent::Exec => {
                         // A new program: handles of the old image mean nothing now.
                         self.kernels.forget(p.pid);
+                        self.kernels.snapshot(p.pid);
                         if let Some(rec) = self.processes.observe(p.pid, "exec", ts, &p.comm) {
                             out.push(Record::Process(rec));
                         }

@@ -99,6 +99,7 @@ pub struct KernelTable {
     by_handle: HashMap<(u32, u64), Entry>,
     next_id: u32,
     elf_cache: HashMap<(u64, u64), Option<Arc<ElfSymbols>>>,
+    maps: HashMap<u32, Vec<Mapping>>,
     /// Counts for the footer: launches whose handle had no name anywhere.
     pub unnamed: u64,
 }
@@ -141,6 +142,7 @@ impl KernelTable {
     /// Forgets a process's handles (it exited or exec'd another program).
     pub fn forget(&mut self, pid: u32) {
         self.by_handle.retain(|(p, _), _| *p != pid);
+        self.maps.remove(&pid);
     }
 
     fn next_id(&mut self) -> u32 {
@@ -148,35 +150,76 @@ impl KernelTable {
         self.next_id
     }
 
+    /// Reads a process's file mappings now, so that its handles can still be named after it exits (the
+    /// reader may decode a launch after its process is gone).
+    pub fn snapshot(&mut self, pid: u32) {
+        if let Some(maps) = read_mappings(pid) {
+            self.maps.insert(pid, maps);
+        }
+    }
+
     fn elf_name(&mut self, pid: u32, addr: u64) -> Option<String> {
-        let maps = fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-        let (start, end, offset, path) = maps.lines().find_map(|l| {
-            let mut it = l.splitn(6, ' ');
-            let range = it.next()?;
-            let _perms = it.next()?;
-            let offset = u64::from_str_radix(it.next()?, 16).ok()?;
-            let _dev = it.next()?;
-            let _inode = it.next()?;
-            let path = it.next()?.trim_start();
-            let (s, e) = range.split_once('-')?;
-            let (s, e) = (u64::from_str_radix(s, 16).ok()?, u64::from_str_radix(e, 16).ok()?);
-            (addr >= s && addr < e && path.starts_with('/')).then(|| (s, e, offset, path.to_owned()))
-        })?;
-        // map_files reaches the mapped file even in another mount namespace or after a rename.
-        let candidates = [format!("/proc/{pid}/map_files/{start:x}-{end:x}"), format!("/proc/{pid}/root{path}")];
-        let open = candidates.iter().find(|p| fs::metadata(p).is_ok())?;
-        let meta = fs::metadata(open).ok()?;
-        let key = (meta.dev(), meta.ino());
-        let syms = match self.elf_cache.get(&key) {
+        let covers = |maps: &Vec<Mapping>| maps.iter().any(|m| addr >= m.start && addr < m.end);
+        if !self.maps.get(&pid).is_some_and(covers) {
+            self.snapshot(pid);
+        }
+        let m = self.maps.get(&pid)?.iter().find(|m| addr >= m.start && addr < m.end)?.clone();
+        let syms = match self.elf_cache.get(&m.file) {
             Some(s) => s.clone(),
             None => {
-                let parsed = fs::read(open).ok().and_then(|d| ElfSymbols::parse(&d)).map(Arc::new);
-                self.elf_cache.insert(key, parsed.clone());
+                let parsed = fs::read(&m.open_path).ok().and_then(|d| ElfSymbols::parse(&d)).map(Arc::new);
+                self.elf_cache.insert(m.file, parsed.clone());
                 parsed
             }
         }?;
-        syms.name_at_file_offset(addr - start + offset).map(str::to_owned)
+        syms.name_at_file_offset(addr - m.start + m.offset).map(str::to_owned)
     }
+}
+
+/// One file mapping of a process.
+#[derive(Clone, Debug)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    offset: u64,
+    /// (device, inode) of the file.
+    file: (u64, u64),
+    /// A path that reaches the file from here: the target's own path when it shares our mount namespace
+    /// (still valid after the process exits), else through /proc/PID/root.
+    open_path: String,
+}
+
+fn read_mappings(pid: u32) -> Option<Vec<Mapping>> {
+    let text = fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
+    let same_ns = fs::read_link(format!("/proc/{pid}/ns/mnt")).ok() == fs::read_link("/proc/self/ns/mnt").ok();
+    let mut out = Vec::new();
+    let mut files: HashMap<String, Option<(u64, u64)>> = HashMap::new();
+    for l in text.lines() {
+        let mut it = l.splitn(6, ' ');
+        let (Some(range), Some(_perms), Some(offset), Some(_dev), Some(_inode), Some(path)) =
+            (it.next(), it.next(), it.next(), it.next(), it.next(), it.next())
+        else {
+            continue;
+        };
+        let path = path.trim_start();
+        if !path.starts_with('/') || path.ends_with(" (deleted)") {
+            continue;
+        }
+        let Some((s, e)) = range.split_once('-') else { continue };
+        let (Ok(start), Ok(end), Ok(offset)) =
+            (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16), u64::from_str_radix(offset, 16))
+        else {
+            continue;
+        };
+        let open_path = if same_ns { path.to_owned() } else { format!("/proc/{pid}/root{path}") };
+        let file = *files
+            .entry(open_path.clone())
+            .or_insert_with(|| fs::metadata(&open_path).ok().map(|m| (m.dev(), m.ino())));
+        if let Some(file) = file {
+            out.push(Mapping { start, end, offset, file, open_path });
+        }
+    }
+    Some(out)
 }
 
 #[allow(clippy::too_many_arguments)]
