@@ -30,6 +30,8 @@ pub enum RecordKind {
     Name = 2,
     /// A process event: fork, exec, exit ([`ProcRecord`]).
     Proc = 3,
+    /// An ioctl on a GPU driver: KFD ('K') or DRM amdgpu ('d', nr >= 0x40) ([`IoctlRecord`]).
+    Ioctl = 4,
 }
 
 impl RecordKind {
@@ -38,6 +40,7 @@ impl RecordKind {
             1 => Some(Self::Call),
             2 => Some(Self::Name),
             3 => Some(Self::Proc),
+            4 => Some(Self::Ioctl),
             _ => None,
         }
     }
@@ -152,6 +155,48 @@ pub struct ProcRecord {
     pub comm: [u8; 16],
 }
 
+/// Bytes of an ioctl's argument struct copied at return (enough for every KFD/amdgpu field decoded).
+pub const IOCTL_ARG_BYTES: usize = 64;
+
+/// An ioctl on a GPU driver, written at the syscall's exit.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoctlRecord {
+    pub header: RecordHeader,
+    pub fd: u32,
+    /// The full request number: direction, size, type ('K' = 0x4b, 'd' = 0x64) and number.
+    pub cmd: u32,
+    pub arg: u64,
+    /// The syscall's return value (negative errno on failure).
+    pub ret: i64,
+    pub duration_ns: u64,
+    /// [`IOCTL_ARG_READ`] when `argbuf` holds the argument struct as it was at return.
+    pub flags: u64,
+    pub argbuf: [u8; IOCTL_ARG_BYTES],
+}
+
+pub const IOCTL_ARG_READ: u64 = 1 << 0;
+
+/// The ioctl request types tracer records: KFD, and DRM driver-specific numbers (amdgpu).
+pub mod ioctl {
+    pub const KFD_TYPE: u32 = 0x4b; // 'K'
+    pub const DRM_TYPE: u32 = 0x64; // 'd'
+    pub const DRM_COMMAND_BASE: u32 = 0x40;
+
+    pub const fn request_type(cmd: u32) -> u32 {
+        (cmd >> 8) & 0xff
+    }
+    pub const fn number(cmd: u32) -> u32 {
+        cmd & 0xff
+    }
+    /// Whether tracer records this request (decided by type and number only: struct sizes change
+    /// between driver versions, so the full request number is not a stable key).
+    pub const fn is_gpu(cmd: u32) -> bool {
+        let t = request_type(cmd);
+        t == KFD_TYPE || (t == DRM_TYPE && number(cmd) >= DRM_COMMAND_BASE)
+    }
+}
+
 /// Counters the eBPF side keeps per CPU (a `PerCpuArray<u64>` indexed by these), read by user space at
 /// the end of a recording and written into the trace footer. Nothing is dropped without a count here.
 #[repr(u32)]
@@ -169,10 +214,12 @@ pub enum Counter {
     ReturnWithoutEntry = 4,
     /// A process could not be added to the PID filter (map full): its calls are not recorded.
     FilterFull = 5,
+    /// An ioctl record could not be reserved.
+    DropIoctl = 6,
 }
 
 /// Number of [`Counter`] slots.
-pub const COUNTERS: u32 = 6;
+pub const COUNTERS: u32 = 7;
 
 /// Attach cookie layout: the library id in the upper 32 bits, probe flags in bits 16..32, the
 /// [`ApiFunc`] in the low 16 bits.
@@ -214,8 +261,17 @@ mod tests {
         assert_eq!(size_of::<CallRecord>(), 24 + 8 * 4 + 8 * ARG_SLOTS);
         assert_eq!(size_of::<NameRecord>(), 24 + 8 + 8 + 4 + 4 + NAME_MAX);
         assert_eq!(size_of::<ProcRecord>(), 24 + 4 + 4 + 16);
+        assert_eq!(size_of::<IoctlRecord>(), 24 + 4 + 4 + 8 * 4 + IOCTL_ARG_BYTES);
         assert_eq!(size_of::<NameRecord>() % 8, 0);
         assert!(align_of::<CallRecord>() <= 8);
+    }
+
+    #[test]
+    fn gpu_ioctls_by_type_and_number() {
+        assert!(ioctl::is_gpu(0x80084b01)); // AMDKFD_IOC_GET_VERSION
+        assert!(ioctl::is_gpu(0xc0206440)); // DRM_IOCTL_AMDGPU_GEM_CREATE
+        assert!(!ioctl::is_gpu(0xc0106400)); // DRM_IOCTL_VERSION (core DRM, nr < 0x40)
+        assert!(!ioctl::is_gpu(0x5401)); // TCGETS
     }
 
     #[test]
@@ -229,7 +285,7 @@ mod tests {
 
     #[test]
     fn kinds_round_trip() {
-        for k in [RecordKind::Call, RecordKind::Name, RecordKind::Proc] {
+        for k in [RecordKind::Call, RecordKind::Name, RecordKind::Proc, RecordKind::Ioctl] {
             assert_eq!(RecordKind::from_u16(k as u16), Some(k));
         }
         assert_eq!(RecordKind::from_u16(0), None);

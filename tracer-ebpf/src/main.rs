@@ -1,6 +1,7 @@
 //! tracer's kernel side. Programs are grouped by the layer they observe:
 //! - [`hip`]: uprobes on libamdhip64 (API calls, kernel registration, module functions);
-//! - [`process`]: scheduler tracepoints that keep the PID filter following the traced processes.
+//! - [`process`]: scheduler tracepoints that keep the PID filter following the traced processes;
+//! - [`ioctl`]: GPU driver ioctls (KFD, DRM amdgpu) from the syscall tracepoints.
 //!
 //! Everything here is read-only towards the traced process: programs read registers and user memory and
 //! write only into their own maps. Filtering happens first, so an untraced process costs only the trap.
@@ -9,6 +10,7 @@
 
 mod baseline;
 mod hip;
+mod ioctl;
 mod maps;
 mod process;
 

@@ -11,7 +11,7 @@ use aya_ebpf::{
 };
 use tracer_common::{Counter, ProcEvent, ProcRecord, RecordHeader, RecordKind};
 
-use crate::maps::{EVENTS, PIDS, count, filter_enabled, setting, submit_flags, traced};
+use crate::maps::{EVENTS, PIDS, count, filter_enabled, setting, traced};
 
 /// `task:task_newtask` offset of `pid` (the new task's id).
 #[unsafe(no_mangle)]
@@ -104,5 +104,7 @@ fn emit(event: ProcEvent, pid: u32, parent: u32) {
         parent,
         comm: bpf_get_current_comm().unwrap_or([0; 16]),
     });
-    entry.submit(submit_flags());
+    // Process events are rare and user space must read /proc/PID while the process lives (argv, maps):
+    // wake the reader now.
+    entry.submit(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP as u64);
 }

@@ -94,6 +94,15 @@ pub fn field_offset(format: &str, field: &str) -> Option<u32> {
     })
 }
 
+/// Which GPU tracepoint groups this kernel has (amdgpu, gpu_scheduler). tracer records whether they are
+/// there; it does not attach to them yet.
+pub fn gpu_tracepoint_groups() -> BTreeMap<String, bool> {
+    ["amdgpu", "gpu_scheduler"]
+        .iter()
+        .map(|g| ((*g).to_owned(), Path::new(TRACEFS).join("events").join(g).is_dir()))
+        .collect()
+}
+
 fn tracepoint_format(category: &str, name: &str) -> Result<String> {
     let path = format!("{TRACEFS}/events/{category}/{name}/format");
     fs::read_to_string(&path).with_context(|| format!("this kernel has no tracepoint {category}:{name} ({path})"))
@@ -112,6 +121,15 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
     let newtask_flags =
         field_offset(&newtask, "clone_flags").ok_or_else(|| anyhow!("task_newtask has no clone_flags field"))?;
     let group_dead = field_offset(&exit, "group_dead").unwrap_or(0);
+    let enter_ioctl = tracepoint_format("syscalls", "sys_enter_ioctl")?;
+    let exit_ioctl = tracepoint_format("syscalls", "sys_exit_ioctl")?;
+    let field = |fmt: &str, tp: &str, name: &str| {
+        field_offset(fmt, name).ok_or_else(|| anyhow!("tracepoint {tp} has no field {name}"))
+    };
+    let ioctl_fd = field(&enter_ioctl, "sys_enter_ioctl", "fd")?;
+    let ioctl_cmd = field(&enter_ioctl, "sys_enter_ioctl", "cmd")?;
+    let ioctl_arg = field(&enter_ioctl, "sys_enter_ioctl", "arg")?;
+    let ioctl_ret = field(&exit_ioctl, "sys_exit_ioctl", "ret")?;
     let filter = u32::from(settings.filter_by_pid);
     let tgid = std::process::id();
 
@@ -122,6 +140,10 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         .override_global("NEWTASK_PID_OFFSET", &newtask_pid, true)
         .override_global("NEWTASK_FLAGS_OFFSET", &newtask_flags, true)
         .override_global("EXIT_GROUP_DEAD_OFFSET", &group_dead, true)
+        .override_global("IOCTL_FD_OFFSET", &ioctl_fd, true)
+        .override_global("IOCTL_CMD_OFFSET", &ioctl_cmd, true)
+        .override_global("IOCTL_ARG_OFFSET", &ioctl_arg, true)
+        .override_global("IOCTL_RET_OFFSET", &ioctl_ret, true)
         .map_max_entries("EVENTS", settings.ring_bytes)
         .load(OBJECT)
         .context("loading tracer's eBPF programs into the kernel failed")?;
@@ -130,8 +152,13 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         let prog: &mut UProbe = program(&mut ebpf, name)?;
         prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
     }
-    for (name, category) in [("task_newtask", "task"), ("sched_process_exec", "sched"), ("sched_process_exit", "sched")]
-    {
+    for (name, category) in [
+        ("task_newtask", "task"),
+        ("sched_process_exec", "sched"),
+        ("sched_process_exit", "sched"),
+        ("sys_enter_ioctl", "syscalls"),
+        ("sys_exit_ioctl", "syscalls"),
+    ] {
         let prog: &mut TracePoint = program(&mut ebpf, name)?;
         prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
         prog.attach(category, name).with_context(|| format!("attaching to tracepoint {category}:{name} failed"))?;

@@ -1,7 +1,7 @@
 //! Attribution: decoded events become trace records naming the process, the library copy and the
 //! kernel. Holds the process table and the kernel table of the recording.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use tracer_common::{ApiFunc, ProcEvent};
 
@@ -20,6 +20,10 @@ pub struct Attributor {
     pub counters: BTreeMap<String, u64>,
     /// A process whose exit the caller records itself (with its exit status): the command it started.
     pub own_child: Option<u32>,
+    /// What each (pid, fd) of an ioctl points to, read once.
+    fds: HashMap<(u32, u32), Option<String>>,
+    /// Processes first seen (or exec'd) since the caller last took this list: it looks at their maps.
+    pub newly_seen: Vec<u32>,
 }
 
 impl Attributor {
@@ -37,6 +41,7 @@ impl Attributor {
 
     fn see(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
         if !self.processes.knows(pid) {
+            self.newly_seen.push(pid);
             self.kernels.snapshot(pid);
             if let Some(p) = self.processes.observe(pid, "seen", ts, "") {
                 out.push(Record::Process(p));
@@ -108,6 +113,38 @@ impl Attributor {
                 }));
             }
             Event::Name(n) => self.name(n, out),
+            Event::Ioctl(i) => {
+                let o = i.origin;
+                self.see(o.pid, o.ts, out);
+                let device = self
+                    .fds
+                    .entry((o.pid, i.fd))
+                    .or_insert_with(|| {
+                        std::fs::read_link(format!("/proc/{}/fd/{}", o.pid, i.fd)).ok().map(|p| p.display().to_string())
+                    })
+                    .clone();
+                if !crate::ioctl::is_known(i.cmd) {
+                    self.bump("ioctl_unknown");
+                }
+                let fields = i
+                    .argbuf
+                    .map(|b: [u8; tracer_common::IOCTL_ARG_BYTES]| {
+                        crate::ioctl::fields(i.cmd, &b[..]).into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+                    })
+                    .unwrap_or_default();
+                out.push(Record::Ioctl(trace::Ioctl {
+                    ts: o.ts,
+                    pid: o.pid,
+                    tid: o.tid,
+                    fd: i.fd,
+                    device,
+                    cmd: i.cmd,
+                    name: crate::ioctl::name(i.cmd),
+                    ret: i.ret,
+                    dur: i.dur,
+                    fields,
+                }));
+            }
             Event::Proc(p) => {
                 let ts = p.origin.ts;
                 match p.event {
@@ -121,12 +158,14 @@ impl Attributor {
                         // A new program: handles of the old image mean nothing now.
                         self.kernels.forget(p.pid);
                         self.kernels.snapshot(p.pid);
+                        self.newly_seen.push(p.pid);
                         if let Some(rec) = self.processes.observe(p.pid, "exec", ts, &p.comm) {
                             out.push(Record::Process(rec));
                         }
                     }
                     ProcEvent::Exit => {
                         self.kernels.forget(p.pid);
+                        self.fds.retain(|(pid, _), _| *pid != p.pid);
                         self.processes.forget(p.pid);
                         if self.own_child != Some(p.pid) {
                             out.push(Record::Exit(trace::Exit { ts, pid: p.pid, code: None, signal: None }));

@@ -38,6 +38,15 @@ pub struct RecordCli {
     /// Record only this process and the processes it starts (repeatable).
     #[arg(short, long = "pid", value_name = "PID")]
     pub pids: Vec<u32>,
+    /// Follow Ollama: the `ollama serve` process and every runner it starts (found in /proc, or --ollama-pid).
+    #[arg(long)]
+    pub ollama: bool,
+    /// The Ollama server's PID (repeatable; implies --ollama).
+    #[arg(long = "ollama-pid", value_name = "PID")]
+    pub ollama_pids: Vec<u32>,
+    /// Ollama's models directory, to name a runner's model (default: $OLLAMA_MODELS, ~/.ollama/models).
+    #[arg(long, value_name = "DIR")]
+    pub models_dir: Option<PathBuf>,
     /// Probe this copy of libamdhip64 (repeatable); default: the copies the targets map, else the usual
     /// places (Ollama bundles, /opt/rocm*/lib, the system library path).
     #[arg(long = "lib", value_name = "PATH")]

@@ -2,8 +2,8 @@
 //! meaning. Every probed function's argument slots are decoded here, from its signature.
 
 use tracer_common::{
-    ApiFunc, CALL_OUT_VALID, CallRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, ProcEvent, ProcRecord, RecordHeader,
-    RecordKind,
+    ApiFunc, CALL_OUT_VALID, CallRecord, IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED,
+    NameRecord, ProcEvent, ProcRecord, RecordHeader, RecordKind,
 };
 
 /// A decoded ring-buffer record.
@@ -14,6 +14,19 @@ pub enum Event {
     Call(Call),
     Name(Name),
     Proc(Proc),
+    Ioctl(Ioctl),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ioctl {
+    pub origin: Origin,
+    pub fd: u32,
+    pub cmd: u32,
+    pub arg: u64,
+    pub ret: i64,
+    pub dur: u64,
+    /// The argument struct as the driver left it, when it could be read.
+    pub argbuf: Option<[u8; IOCTL_ARG_BYTES]>,
 }
 
 /// Who and where, common to every event.
@@ -185,6 +198,18 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         Some(RecordKind::Call) => decode_call(&read::<CallRecord>(bytes)?),
         Some(RecordKind::Name) => decode_name(&read::<NameRecord>(bytes)?),
         Some(RecordKind::Proc) => decode_proc(&read::<ProcRecord>(bytes)?),
+        Some(RecordKind::Ioctl) => {
+            let r = read::<IoctlRecord>(bytes)?;
+            Ok(Event::Ioctl(Ioctl {
+                origin: Origin::from(&r.header),
+                fd: r.fd,
+                cmd: r.cmd,
+                arg: r.arg,
+                ret: r.ret,
+                dur: r.duration_ns,
+                argbuf: (r.flags & IOCTL_ARG_READ != 0).then_some(r.argbuf),
+            }))
+        }
         None => Err(DecodeError::UnknownKind(header.kind)),
     }
 }

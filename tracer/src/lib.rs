@@ -1,12 +1,15 @@
 //! tracer's user space. The data path, one module per step:
 //! [`attach`] (probe plan, load) → ring buffer → [`decode`] → [`attribute`] (with [`process`],
-//! [`symbols`], [`libs`]) → [`trace`] (file format) → [`report`]. [`record`] runs the recording session.
+//! [`symbols`], [`libs`], [`ollama`], [`ioctl`]) → [`trace`] (file format) → [`report`]. [`record`] runs the
+//! recording session.
 
 pub mod attach;
 pub mod attribute;
 pub mod cli;
 pub mod decode;
+pub mod ioctl;
 pub mod libs;
+pub mod ollama;
 pub mod process;
 pub mod record;
 pub mod report;

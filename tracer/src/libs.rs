@@ -169,7 +169,7 @@ pub fn usual_places(prefix: &str) -> Vec<LibCopy> {
 }
 
 /// Library files in `dir` whose names start with `prefix` (the real files behind the symlinks).
-fn in_dir(dir: &Path, prefix: &str) -> Vec<LibCopy> {
+pub fn in_dir(dir: &Path, prefix: &str) -> Vec<LibCopy> {
     let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
     let mut names: Vec<PathBuf> = entries
         .flatten()

@@ -13,6 +13,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Record(r) => record::run(RecordArgs {
             output: r.output,
+            ollama: r.ollama || !r.ollama_pids.is_empty(),
+            ollama_pids: r.ollama_pids,
+            models_dir: r.models_dir,
             force: r.force,
             pids: r.pids,
             libs: r.libs,

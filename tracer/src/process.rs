@@ -1,13 +1,15 @@
 //! The process table: which processes the trace speaks of, read from /proc when first seen.
 //! A process is named by (pid, start time), so a reused PID is a new process.
 
-use std::{collections::HashMap, fs};
+use std::{collections::HashMap, fs, path::PathBuf};
 
-use crate::trace;
+use crate::{ollama, trace};
 
 #[derive(Default)]
 pub struct ProcessTable {
     known: HashMap<u32, u64>,
+    /// Where Ollama keeps its models, to name a runner's model blob.
+    pub models_dir: Option<PathBuf>,
 }
 
 /// Reads what /proc says of a process, or None when it is gone.
@@ -51,7 +53,17 @@ impl ProcessTable {
         }
         self.known.insert(pid, start);
         let (ppid, start_time, comm) = info.unwrap_or((0, 0, comm_hint.to_owned()));
-        Some(trace::Process { pid, ppid, start_time, comm, argv: read_argv(pid), cause: cause.to_owned(), ts })
+        let argv = read_argv(pid);
+        // A process that already ended has no cmdline: its comm still tells a llama-server runner.
+        let for_role = if argv.is_empty() { vec![comm.clone()] } else { argv.clone() };
+        let (role, model) = match ollama::role(&for_role) {
+            ollama::Role::Other => (None, None),
+            r @ ollama::Role::Server => (Some(r.name().to_owned()), None),
+            ollama::Role::Runner { model } => (Some("runner".to_owned()), model),
+        };
+        let model_name =
+            model.as_deref().zip(self.models_dir.as_deref()).and_then(|(m, dir)| ollama::model_label(m, dir));
+        Some(trace::Process { pid, ppid, start_time, comm, argv, cause: cause.to_owned(), ts, role, model, model_name })
     }
 
     pub fn knows(&self, pid: u32) -> bool {

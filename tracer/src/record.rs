@@ -24,12 +24,16 @@ use crate::{
     attribute::Attributor,
     decode::decode,
     libs::{self, HIP_RUNTIME, LibCopy},
-    process,
+    ollama, process,
     trace::{self, Record, Writer},
 };
 
 pub struct RecordArgs {
     pub output: PathBuf,
+    /// Follow Ollama: its server (found, or these PIDs) and every runner it starts.
+    pub ollama: bool,
+    pub ollama_pids: Vec<u32>,
+    pub models_dir: Option<PathBuf>,
     pub force: bool,
     pub pids: Vec<u32>,
     pub libs: Vec<PathBuf>,
@@ -99,11 +103,17 @@ impl Drop for OutputGuard<'_> {
     }
 }
 
-fn find_libraries(args: &RecordArgs) -> Result<Vec<LibCopy>> {
+fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32]) -> Result<Vec<LibCopy>> {
     if !args.libs.is_empty() {
         return libs::from_user_paths(&args.libs);
     }
-    let mut copies: Vec<LibCopy> = args.pids.iter().flat_map(|&p| libs::mapped_by(p, HIP_RUNTIME)).collect();
+    let mut copies: Vec<LibCopy> = targets.iter().flat_map(|&p| libs::mapped_by(p, HIP_RUNTIME)).collect();
+    // Ollama's runners dlopen the bundle's copy after they start: attach to it before they do.
+    for &server in servers {
+        for dir in ollama::bundle_dirs(server) {
+            copies.extend(libs::in_dir(&dir, HIP_RUNTIME));
+        }
+    }
     if copies.is_empty() {
         copies = libs::usual_places(HIP_RUNTIME);
     }
@@ -115,6 +125,30 @@ fn find_libraries(args: &RecordArgs) -> Result<Vec<LibCopy>> {
         );
     }
     Ok(copies)
+}
+
+/// Every live descendant of `roots` (a /proc scan), so that runners already running are traced too.
+fn descendants(roots: &[u32]) -> Vec<u32> {
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for pid in entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()) {
+            if let Some((ppid, _, _)) = process::read_proc(pid) {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut stack: Vec<u32> = roots.to_vec();
+    while let Some(p) = stack.pop() {
+        for &c in children.get(&p).into_iter().flatten() {
+            if !roots.contains(&c) && !out.contains(&c) {
+                out.push(c);
+                stack.push(c);
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 /// Starts the command stopped before its first instruction, so its PID joins the filter before it
@@ -141,48 +175,146 @@ fn spawn_stopped(command: &[String]) -> Result<Child> {
 
 pub fn run(args: RecordArgs) -> Result<()> {
     attach::preflight()?;
-    for &pid in &args.pids {
+    for &pid in args.pids.iter().chain(&args.ollama_pids) {
         if !process::is_running(pid) {
             bail!("process {pid} is not running: check the PID (ps -p {pid})");
         }
     }
-    let copies = find_libraries(&args)?;
+    let servers = if !args.ollama {
+        Vec::new()
+    } else if !args.ollama_pids.is_empty() {
+        args.ollama_pids.clone()
+    } else {
+        let found = ollama::find_servers();
+        if found.is_empty() {
+            bail!(
+                "no `ollama serve` process is running: start Ollama first, or give the server's PID with --ollama-pid"
+            );
+        }
+        found
+    };
+    // The processes traced from the start: those named, the Ollama servers, and all their descendants.
+    let mut targets: Vec<u32> = args.pids.iter().chain(&servers).copied().collect();
+    targets.extend(descendants(&targets));
+    targets.sort();
+    targets.dedup();
+    let copies = find_libraries(&args, &targets, &servers)?;
     let file = create_output(&args.output, args.force)?;
     let mut guard = OutputGuard { path: &args.output, armed: true };
     let compress = args.output.extension().is_some_and(|e| e == "zst");
     let writer = Writer::new(file, compress)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let result = rt.block_on(session(&args, copies, writer, &mut guard));
+    let result = rt.block_on(session(&args, Targets { pids: targets, servers }, copies, writer, &mut guard));
     // A recording that started keeps its file, whatever ended it; one that never started leaves none.
     drop(guard);
     result
 }
 
-async fn session(
-    args: &RecordArgs,
-    copies: Vec<LibCopy>,
-    mut writer: Writer,
-    guard: &mut OutputGuard<'_>,
-) -> Result<()> {
-    let filter_by_pid = !args.pids.is_empty() || !args.command.is_empty();
-    let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes })?;
-    let mut logger = aya_log::EbpfLogger::init(&mut ebpf).ok();
+struct Targets {
+    pids: Vec<u32>,
+    servers: Vec<u32>,
+}
 
-    let mut libraries = Vec::new();
-    let mut probes = Vec::new();
-    for (i, copy) in copies.iter().enumerate() {
-        let id = i as u32 + 1;
-        probes.extend(attach::attach_hip(&mut ebpf, id, copy, args.probe_mode)?);
-        libraries.push(trace::Library {
+/// Libraries of interest in a process's maps: the runtimes tracer probes and the GPU libraries a runner
+/// may load without calling them (the "loaded is not dispatched" table).
+const LIBRARIES_OF_INTEREST: [&str; 16] = [
+    "libamdhip64",
+    "libhsa-runtime64",
+    "libhsakmt",
+    "libamd_comgr",
+    "librocblas",
+    "libhipblas",
+    "libhipblaslt",
+    "librocsolver",
+    "librocsparse",
+    "libMIOpen",
+    "libggml",
+    "libllama",
+    "librocprofiler",
+    "libroctx64",
+    "libdrm_amdgpu",
+    "librocroller",
+];
+
+/// What the recording knows of the libraries its processes map.
+#[derive(Default)]
+struct LibraryWatch {
+    /// Probed copies: (dev, inode) -> library id.
+    probed: std::collections::HashMap<(u64, u64), u32>,
+    /// Mappings already written: (pid, dev, inode).
+    written: std::collections::HashSet<(u32, u64, u64)>,
+}
+
+impl LibraryWatch {
+    /// Attaches to `copy` unless it is probed already; returns the records to write.
+    fn attach(&mut self, ebpf: &mut aya::Ebpf, copy: &LibCopy, mode: ProbeMode) -> Result<Vec<Record>> {
+        if self.probed.contains_key(&(copy.dev, copy.inode)) {
+            return Ok(Vec::new());
+        }
+        let id = self.probed.len() as u32 + 1;
+        let probes = attach::attach_hip(ebpf, id, copy, mode)?;
+        self.probed.insert((copy.dev, copy.inode), id);
+        let mut out = vec![Record::Library(trace::Library {
             id,
             path: copy.path.clone(),
             dev: copy.dev,
             inode: copy.inode,
             build_id: libs::build_id(&copy.open_path),
             origin: copy.origin.as_str().to_owned(),
-        });
+        })];
+        out.extend(probes.into_iter().map(Record::Probe));
+        Ok(out)
     }
-    if !probes.iter().any(|p| p.error.is_none()) {
+
+    /// Looks at a traced process's maps: probes a HIP runtime copy it maps that is not probed yet (a
+    /// dlopen after the start, a copy inside a container), and records the libraries of interest it maps.
+    fn scan(&mut self, ebpf: &mut aya::Ebpf, pid: u32, ts: u64, mode: ProbeMode) -> Vec<Record> {
+        let mut out = Vec::new();
+        for copy in libs::mapped_by(pid, HIP_RUNTIME) {
+            match self.attach(ebpf, &copy, mode) {
+                Ok(recs) => out.extend(recs),
+                Err(e) => eprintln!("tracer: warning: cannot probe {} mapped by {pid}: {e:#}", copy.path),
+            }
+        }
+        for prefix in LIBRARIES_OF_INTEREST {
+            for copy in libs::mapped_by(pid, prefix) {
+                if self.written.insert((pid, copy.dev, copy.inode)) {
+                    out.push(Record::Mapping(trace::Mapping {
+                        ts,
+                        pid,
+                        path: copy.path,
+                        dev: copy.dev,
+                        inode: copy.inode,
+                        lib: self.probed.get(&(copy.dev, copy.inode)).copied(),
+                    }));
+                }
+            }
+        }
+        out
+    }
+
+    fn forget(&mut self, pid: u32) {
+        self.written.retain(|(p, _, _)| *p != pid);
+    }
+}
+
+async fn session(
+    args: &RecordArgs,
+    targets: Targets,
+    copies: Vec<LibCopy>,
+    mut writer: Writer,
+    guard: &mut OutputGuard<'_>,
+) -> Result<()> {
+    let filter_by_pid = !targets.pids.is_empty() || !args.command.is_empty() || args.ollama;
+    let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes })?;
+    let mut logger = aya_log::EbpfLogger::init(&mut ebpf).ok();
+
+    let mut watch = LibraryWatch::default();
+    let mut setup = Vec::new();
+    for copy in &copies {
+        setup.extend(watch.attach(&mut ebpf, copy, args.probe_mode)?);
+    }
+    if !setup.iter().any(|r| matches!(r, Record::Probe(p) if p.error.is_none())) {
         let paths: Vec<&str> = copies.iter().map(|c| c.path.as_str()).collect();
         bail!("no HIP function could be probed in {}: is this libamdhip64?", paths.join(", "));
     }
@@ -196,7 +328,7 @@ async fn session(
     let mut ring = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) }
         .map_err(|e| anyhow!("cannot poll the ring buffer: {e}"))?;
 
-    for &pid in &args.pids {
+    for &pid in &targets.pids {
         pids.insert(pid, 1, 0)?;
     }
     let mut child = if args.command.is_empty() { None } else { Some(spawn_stopped(&args.command)?) };
@@ -221,21 +353,24 @@ async fn session(
             duration_s: args.duration.map(|d| d.as_secs_f64()),
             filter: if filter_by_pid { "pid" } else { "all" }.into(),
             ring_bytes: args.ring_bytes,
+            ollama_servers: targets.servers.clone(),
+            kernel_tracepoints: attach::gpu_tracepoint_groups(),
         },
         units: units(),
     };
     writer.write(&Record::Header(header))?;
-    for l in libraries {
-        writer.write(&Record::Library(l))?;
+    for r in setup {
+        writer.write(&r)?;
     }
-    for p in probes {
-        writer.write(&Record::Probe(p))?;
-    }
-    let mut attr = Attributor { own_child: child_pid, ..Default::default() };
+    let mut attr = Attributor::default();
+    attr.own_child = child_pid;
+    attr.processes.models_dir = ollama::models_dir(args.models_dir.as_deref());
     let mut out = Vec::new();
-    for &pid in args.pids.iter().chain(child_pid.iter()) {
+    for &pid in targets.pids.iter().chain(child_pid.iter()) {
         attr.start_process(pid, start_mono, &mut out);
+        out.extend(watch.scan(&mut ebpf, pid, start_mono, args.probe_mode));
     }
+    let filter_at_start = pids.keys().count() as u64;
     for r in out.drain(..) {
         writer.write(&r)?;
     }
@@ -256,8 +391,8 @@ async fn session(
         eprintln!(
             "tracer: recording to {} ({} library cop{}); stop with Ctrl-C",
             args.output.display(),
-            copies.len(),
-            if copies.len() == 1 { "y" } else { "ies" }
+            watch.probed.len(),
+            if watch.probed.len() == 1 { "y" } else { "ies" }
         );
     }
 
@@ -271,7 +406,8 @@ async fn session(
     );
     tokio::pin!(sleep);
     let mut undecodable = 0u64;
-    let watch_pids = !args.pids.is_empty() && child_pid.is_none();
+    let watch_pids = !targets.pids.is_empty() && child_pid.is_none();
+    let mut prev_live: Vec<u32> = Vec::new();
     let mut exit_status: Option<std::io::Result<ExitStatus>> = None;
 
     if !args.read_delay.is_zero() {
@@ -283,17 +419,34 @@ async fn session(
                 let mut guard = guard?;
                 drain(guard.get_inner_mut(), &mut attr, &mut writer, &mut undecodable)?;
                 guard.clear_ready();
+                scan_new(&mut attr, &mut watch, &mut ebpf, &mut writer, args.probe_mode)?;
             }
             _ = poll.tick() => {
                 // Probes wake the reader only when the ring is a quarter full; drain it often anyway.
                 drain(ring.get_mut(), &mut attr, &mut writer, &mut undecodable)?;
+                scan_new(&mut attr, &mut watch, &mut ebpf, &mut writer, args.probe_mode)?;
             }
             _ = tick.tick() => {
                 writer.flush()?;
                 if let Some(l) = logger.as_mut() { l.flush(); }
-                // --pid: the exit tracepoint removes each traced process from the filter as it ends.
-                if watch_pids && pids.keys().next().is_none() {
-                    break "targets-exited";
+                if filter_by_pid {
+                    // New runners, late dlopens, containers: look at what each traced process maps now.
+                    let now = monotonic_ns();
+                    let live: Vec<u32> = pids.keys().flatten().collect();
+                    for gone in prev_live.iter().filter(|p| !live.contains(p)) {
+                        watch.forget(*gone);
+                    }
+                    for pid in &live {
+                        attr.kernels.snapshot(*pid);
+                        for r in watch.scan(&mut ebpf, *pid, now, args.probe_mode) {
+                            writer.write(&r)?;
+                        }
+                    }
+                    // --pid: the exit tracepoint removes each traced process from the filter as it ends.
+                    if watch_pids && live.is_empty() {
+                        break "targets-exited";
+                    }
+                    prev_live = live;
                 }
             }
             _ = sigint.recv() => break "signal",
@@ -327,6 +480,7 @@ async fn session(
     footer.drops.insert("call".into(), per_cpu(Counter::DropCall));
     footer.drops.insert("name".into(), per_cpu(Counter::DropName));
     footer.drops.insert("proc".into(), per_cpu(Counter::DropProc));
+    footer.drops.insert("ioctl".into(), per_cpu(Counter::DropIoctl));
     for (name, c) in [
         ("stash_full", Counter::StashFull),
         ("return_without_entry", Counter::ReturnWithoutEntry),
@@ -335,6 +489,10 @@ async fn session(
         footer.counters.insert(name.into(), per_cpu(c).iter().sum());
     }
     footer.counters.insert("undecodable".into(), undecodable);
+    if filter_by_pid {
+        footer.counters.insert("filter_entries_start".into(), filter_at_start);
+        footer.counters.insert("filter_entries_end".into(), pids.keys().count() as u64);
+    }
     footer.counters.insert("unnamed_kernels".into(), attr.kernels.unnamed);
     for (k, v) in &attr.counters {
         footer.counters.insert(k.clone(), *v);
@@ -362,6 +520,27 @@ async fn session(
             args.output.display(),
             drops
         );
+    }
+    Ok(())
+}
+
+/// Looks at the maps of processes that just appeared (their first event, an exec): the libraries they
+/// use are mapped by now, even if they end before the next periodic look.
+fn scan_new(
+    attr: &mut Attributor,
+    watch: &mut LibraryWatch,
+    ebpf: &mut aya::Ebpf,
+    writer: &mut Writer,
+    mode: ProbeMode,
+) -> Result<()> {
+    if attr.newly_seen.is_empty() {
+        return Ok(());
+    }
+    let now = monotonic_ns();
+    for pid in std::mem::take(&mut attr.newly_seen) {
+        for r in watch.scan(ebpf, pid, now, mode) {
+            writer.write(&r)?;
+        }
     }
     Ok(())
 }

@@ -45,6 +45,14 @@ pub struct ProcessReport {
     pub ppid: u32,
     pub comm: String,
     pub argv: Vec<String>,
+    /// "ollama-server", "runner", or null.
+    pub role: Option<String>,
+    pub model: Option<String>,
+    pub model_name: Option<String>,
+    /// GPU libraries this process mapped, and whether it called the ones tracer probes.
+    pub mapped: Vec<MappedReport>,
+    /// GPU driver ioctls by name.
+    pub ioctls: Vec<IoctlReport>,
     pub exit_code: Option<i32>,
     pub exit_signal: Option<i32>,
     pub exited: bool,
@@ -54,6 +62,29 @@ pub struct ProcessReport {
     pub memory: MemoryReport,
     /// Library ids whose probes fired for this process.
     pub libraries: Vec<u32>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct MappedReport {
+    pub path: String,
+    /// The probed library id, when tracer probes this copy.
+    pub lib: Option<u32>,
+    /// "called" (probes on it fired for this process), "mapped-only" (probed, never called), or
+    /// "not-probed" (a library tracer does not instrument).
+    pub status: String,
+    /// The probed copy's origin ("ollama-bundle", "system", "user").
+    pub origin: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct IoctlReport {
+    pub name: String,
+    pub device: Option<String>,
+    pub calls: u64,
+    pub errors: u64,
+    /// Failed calls by errno name.
+    pub errnos: BTreeMap<String, u64>,
+    pub total_ns: u64,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -127,6 +158,8 @@ struct ProcAcc {
     api: BTreeMap<String, ApiReport>,
     memory: MemoryReport,
     libs: std::collections::BTreeSet<u32>,
+    mapped: Vec<trace::Mapping>,
+    ioctls: BTreeMap<String, IoctlReport>,
 }
 
 /// (grid, block, grid counted in work-items, shmem).
@@ -264,6 +297,24 @@ impl ReportBuilder {
                 let acc = procs.entry(e.pid).or_default();
                 acc.exit = Some(e);
             }
+            Record::Mapping(m) => procs.entry(m.pid).or_default().mapped.push(m),
+            Record::Ioctl(i) => {
+                *last_ts = (*last_ts).max(i.ts);
+                let acc = procs.entry(i.pid).or_default();
+                let e = acc.ioctls.entry(i.name.clone()).or_insert_with(|| IoctlReport {
+                    name: i.name.clone(),
+                    device: i.device.clone(),
+                    ..Default::default()
+                });
+                e.calls += 1;
+                e.total_ns += i.dur;
+                if i.ret < 0 {
+                    e.errors += 1;
+                    let errno =
+                        crate::ioctl::errno_name(i.ret).map_or_else(|| format!("errno {}", -i.ret), str::to_owned);
+                    *e.errnos.entry(errno).or_default() += 1;
+                }
+            }
             Record::Footer(f) => {
                 *last_ts = (*last_ts).max(f.end_mono_ns);
                 report.trace.stop = Some(f.stop.clone());
@@ -290,11 +341,34 @@ impl ReportBuilder {
                 })
                 .collect();
             api.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.api.cmp(&b.api)));
+            let origins: HashMap<u32, String> = report.libraries.iter().map(|l| (l.id, l.origin.clone())).collect();
+            let mapped = acc
+                .mapped
+                .into_iter()
+                .map(|m| MappedReport {
+                    status: match m.lib {
+                        Some(id) if acc.libs.contains(&id) => "called",
+                        Some(_) => "mapped-only",
+                        None => "not-probed",
+                    }
+                    .to_owned(),
+                    origin: m.lib.and_then(|id| origins.get(&id).cloned()),
+                    lib: m.lib,
+                    path: m.path,
+                })
+                .collect();
+            let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
+            ioctls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
             report.processes.push(ProcessReport {
                 pid,
                 ppid: acc.info.ppid,
                 comm: acc.info.comm,
                 argv: acc.info.argv,
+                role: acc.info.role,
+                model: acc.info.model,
+                model_name: acc.info.model_name,
+                mapped,
+                ioctls,
                 exit_code: acc.exit.as_ref().and_then(|e| e.code),
                 exit_signal: acc.exit.as_ref().and_then(|e| e.signal),
                 exited: acc.exit.is_some(),
@@ -357,6 +431,21 @@ impl Report {
         }
         for p in &self.processes {
             let _ = writeln!(s, "\nprocess {} {} — {}", p.pid, p.comm, p.argv.join(" "));
+            if let Some(role) = &p.role {
+                let model = match (&p.model_name, &p.model) {
+                    (Some(name), Some(path)) => format!(", model {name} ({path})"),
+                    (None, Some(path)) => format!(", model {path}"),
+                    _ => String::new(),
+                };
+                let _ = writeln!(s, "  role: {role}{model}");
+            }
+            if !p.mapped.is_empty() {
+                let _ = writeln!(s, "  GPU libraries (mapped vs called):");
+                for m in &p.mapped {
+                    let copy = m.origin.as_deref().map(|o| format!(" [{o}]")).unwrap_or_default();
+                    let _ = writeln!(s, "    {:<12} {}{copy}", m.status, m.path);
+                }
+            }
             if p.exited {
                 match (p.exit_code, p.exit_signal) {
                     (Some(c), _) => {
@@ -421,6 +510,22 @@ impl Report {
                     a.total_ns as f64 / 1e3,
                     a.mean_ns as f64 / 1e3
                 );
+            }
+            if !p.ioctls.is_empty() {
+                let _ = writeln!(s, "\n  GPU driver ioctls:");
+                let _ = writeln!(s, "  {:<40} {:>8} {:>8} {:>12}  errors", "ioctl", "calls", "failed", "total µs");
+                for i in &p.ioctls {
+                    let errs: Vec<String> = i.errnos.iter().map(|(k, v)| format!("{k} x{v}")).collect();
+                    let _ = writeln!(
+                        s,
+                        "  {:<40} {:>8} {:>8} {:>12.1}  {}",
+                        i.name,
+                        i.calls,
+                        i.errors,
+                        i.total_ns as f64 / 1e3,
+                        errs.join(", ")
+                    );
+                }
             }
             let m = &p.memory;
             if m.malloc_calls + m.free_calls > 0 || !m.memcpy.is_empty() {

@@ -41,6 +41,8 @@ pub enum Record {
     Launch(Launch),
     Config(Config),
     Call(Call),
+    Ioctl(Ioctl),
+    Mapping(Mapping),
     Exit(Exit),
     Footer(Footer),
 }
@@ -74,6 +76,13 @@ pub struct Options {
     /// "pid" when the kernel filters by PID, "all" when every process is recorded.
     pub filter: String,
     pub ring_bytes: u32,
+    /// --ollama: the `ollama serve` processes followed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ollama_servers: Vec<u32>,
+    /// Kernel tracepoint groups tracer would use for the GPU scheduler view, and whether this kernel has
+    /// them ("amdgpu", "gpu_scheduler").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kernel_tracepoints: BTreeMap<String, bool>,
 }
 
 /// A library copy that probes are attached to. `id` is what events carry in `lib`.
@@ -112,6 +121,15 @@ pub struct Process {
     /// Why this record was written: "start" (traced from the beginning), "fork", "exec", "seen".
     pub cause: String,
     pub ts: u64,
+    /// "ollama-server", "runner", or absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// A runner's `--model` path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The model's `name:tag` when the path is a blob of the Ollama models directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_name: Option<String>,
 }
 
 /// A kernel named in a process: a handle (host function, hipFunction_t) bound to its name.
@@ -203,6 +221,39 @@ pub struct Call {
     pub function: Option<u64>,
 }
 
+/// An ioctl on a GPU driver (KFD or DRM amdgpu).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ioctl {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub fd: u32,
+    /// What the fd pointed to when the record was decoded (`/dev/kfd`, `/dev/dri/renderD128`), if known.
+    pub device: Option<String>,
+    /// The full request number.
+    pub cmd: u32,
+    /// Its name, by type and number (`AMDKFD_IOC_CREATE_QUEUE`).
+    pub name: String,
+    /// The syscall's return value: negative errno on failure.
+    pub ret: i64,
+    pub dur: u64,
+    /// Key argument fields (see docs/trace-format.md), as the driver left them at return.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, u64>,
+}
+
+/// A library of interest mapped by a traced process (the "loaded" side of loaded vs dispatched).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Mapping {
+    pub ts: u64,
+    pub pid: u32,
+    pub path: String,
+    pub dev: u64,
+    pub inode: u64,
+    /// The library id when tracer probes this copy; null for libraries it only sees mapped.
+    pub lib: Option<u32>,
+}
+
 /// A traced process ended.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Exit {
@@ -234,8 +285,9 @@ impl Footer {
     }
 }
 
-const KNOWN_TYPES: [&str; 10] =
-    ["header", "library", "probe", "process", "kernel", "launch", "config", "call", "exit", "footer"];
+const KNOWN_TYPES: [&str; 12] = [
+    "header", "library", "probe", "process", "kernel", "launch", "config", "call", "ioctl", "mapping", "exit", "footer",
+];
 
 impl Record {
     pub fn type_name(&self) -> &'static str {
@@ -248,6 +300,8 @@ impl Record {
             Record::Launch(_) => "launch",
             Record::Config(_) => "config",
             Record::Call(_) => "call",
+            Record::Ioctl(_) => "ioctl",
+            Record::Mapping(_) => "mapping",
             Record::Exit(_) => "exit",
             Record::Footer(_) => "footer",
         }
@@ -625,6 +679,8 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
         return Ok(match &rest[..end] {
             b"launch" => Record::Launch(serde_json::from_slice(line)?),
             b"call" => Record::Call(serde_json::from_slice(line)?),
+            b"ioctl" => Record::Ioctl(serde_json::from_slice(line)?),
+            b"mapping" => Record::Mapping(serde_json::from_slice(line)?),
             b"config" => Record::Config(serde_json::from_slice(line)?),
             b"kernel" => Record::Kernel(serde_json::from_slice(line)?),
             b"process" => Record::Process(serde_json::from_slice(line)?),

@@ -1,0 +1,86 @@
+//! The kernel-driver view: ioctls on the GPU drivers, by name, from real syscalls.
+
+use std::process::Command;
+
+use integration_tests::*;
+
+fn ioctls(records: &[Record]) -> Vec<&trace::Ioctl> {
+    records.iter().filter_map(|r| if let Record::Ioctl(i) = r { Some(i) } else { None }).collect()
+}
+
+#[test]
+fn ioctl_numbers_are_decoded_across_the_table() {
+    let dir = scratch("ioctl-table");
+    let out = dir.join("t.jsonl");
+    let prog = fixture("ioctl_table");
+    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", prog.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let records = read_trace(&out);
+    let names: Vec<&str> = ioctls(&records).iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "AMDKFD_IOC_GET_VERSION",
+            "AMDKFD_IOC_CREATE_QUEUE",
+            "AMDKFD_IOC_CREATE_QUEUE",
+            "AMDKFD_IOC_DESTROY_QUEUE",
+            "AMDKFD_IOC_WAIT_EVENTS",
+            "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+            "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
+            "AMDKFD_IOC_MAP_MEMORY_TO_GPU",
+            "AMDKFD_IOC_ACQUIRE_VM",
+            "AMDKFD_IOC_RUNTIME_ENABLE",
+            "AMDKFD_IOC_IPC_IMPORT_HANDLE",
+            "AMDKFD_IOC_0x5a",
+            "DRM_IOCTL_AMDGPU_GEM_CREATE",
+            "DRM_IOCTL_AMDGPU_INFO",
+            "DRM_IOCTL_AMDGPU_GEM_VA",
+            "DRM_IOCTL_AMDGPU_USERQ",
+        ],
+        "core DRM and non-GPU requests must not be recorded"
+    );
+    for i in ioctls(&records) {
+        assert_eq!(i.ret, -libc::ENOTTY as i64, "{i:?}");
+        assert!(i.dur > 0);
+    }
+    let q = ioctls(&records).into_iter().find(|i| i.cmd == 0xc0604b02).unwrap();
+    assert_eq!(
+        (q.fields["ring_base_address"], q.fields["ring_size"], q.fields["queue_type"]),
+        (0x7f00_0000_1000, 1 << 20, 2)
+    );
+    let a = ioctls(&records).into_iter().find(|i| i.name == "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU").unwrap();
+    assert_eq!((a.fields["size"], a.fields["flags"]), (64 << 20, 0x8000_0001));
+    assert_eq!(footer(&records).counters["ioctl_unknown"], 1);
+}
+
+#[test]
+fn rocminfo_as_a_real_kfd_client() {
+    // rocminfo needs an amdgpu module (lsmod) and a /dev/kfd: in a private mount namespace, /dev/kfd is
+    // /dev/null and a stand-in lsmod says amdgpu is loaded. rocminfo then asks KFD for its version.
+    let dir = scratch("rocminfo");
+    let out = dir.join("t.jsonl");
+    let fakebin = dir.join("bin");
+    std::fs::create_dir_all(&fakebin).unwrap();
+    std::fs::write(fakebin.join("lsmod"), "#!/bin/sh\necho 'Module Size Used by'\necho 'amdgpu 1 0'\n").unwrap();
+    Command::new("chmod").arg("+x").arg(fakebin.join("lsmod")).status().unwrap();
+    let old = dir.join("olddev");
+    std::fs::create_dir_all(&old).unwrap();
+    let script = format!(
+        "mount --bind /dev {old} && mount -t tmpfs tmpfs /dev && \
+         for n in null zero random urandom full tty; do touch /dev/$n; mount --bind {old}/$n /dev/$n; done && \
+         touch /dev/kfd && mount --bind {old}/null /dev/kfd && PATH={bin}:$PATH exec rocminfo",
+        old = old.display(),
+        bin = fakebin.display()
+    );
+    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", "unshare", "-m", "/bin/sh", "-c", &script]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let records = read_trace(&out);
+    // The command's own exit (the shell's helpers, mount and touch, are traced children too).
+    let exit = records.iter().find_map(|r| if let Record::Exit(e) = r { e.code.map(|_| e) } else { None }).unwrap();
+    assert_eq!(exit.code, Some(8), "rocminfo should fail with HSA_STATUS_ERROR_OUT_OF_RESOURCES");
+    let v = ioctls(&records).into_iter().find(|i| i.name == "AMDKFD_IOC_GET_VERSION").expect("GET_VERSION recorded");
+    assert_eq!((v.cmd, v.ret), (0x80084b01, -libc::ENOTTY as i64));
+    let procs: Vec<&trace::Process> =
+        records.iter().filter_map(|r| if let Record::Process(p) = r { Some(p) } else { None }).collect();
+    assert!(procs.iter().any(|p| p.pid == v.pid && p.comm == "rocminfo"), "{procs:?}");
+}

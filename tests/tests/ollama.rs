@@ -1,0 +1,274 @@
+//! Following Ollama: an Ollama-shaped process tree built from real programs. The server is a test double
+//! (`fixtures/c/ollama_shim.c`, named `ollama`, started as `ollama serve`); the runners it starts are real
+//! HIP programs (`mini_runner`) started with the argv Ollama gives them — `ollama runner --model P --port
+//! N` (older releases) and `llama-server --model P --port N` (newer) — loading libamdhip64 from a
+//! bundle-style directory `<tmp>/lib/ollama/rocm/`, as Ollama's own copy.
+
+use std::{
+    io::{BufRead, BufReader, Write},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use integration_tests::*;
+
+const BLOB_HEX: &str = "5f1e0c2e9d5a1b6a7c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9";
+const DEBIAN_HIP: &str = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
+
+/// `<tmp>/bin/ollama`, `<tmp>/lib/ollama/rocm/libamdhip64.so.5` (a copy: its own inode), a
+/// `<tmp>/lib/ollama/llama-server`, and a models directory whose manifest names the blob.
+struct Install {
+    root: PathBuf,
+}
+
+impl Install {
+    fn new(test: &str) -> Install {
+        let root = scratch(test);
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::create_dir_all(root.join("lib/ollama/rocm")).unwrap();
+        std::fs::copy(fixture("ollama_shim"), root.join("bin/ollama")).unwrap();
+        std::fs::copy(fixture("mini_runner"), root.join("lib/ollama/llama-server")).unwrap();
+        std::fs::copy(std::fs::canonicalize(DEBIAN_HIP).unwrap(), root.join("lib/ollama/rocm/libamdhip64.so.5"))
+            .unwrap();
+        let manifests = root.join("models/manifests/registry.ollama.ai/library/tinyllama");
+        std::fs::create_dir_all(&manifests).unwrap();
+        std::fs::write(
+            manifests.join("1b"),
+            format!(
+                r#"{{"schemaVersion":2,"layers":[{{"mediaType":"application/vnd.ollama.image.model","digest":"sha256:{BLOB_HEX}","size":4}}]}}"#
+            ),
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("models/blobs")).unwrap();
+        std::fs::write(root.join(format!("models/blobs/sha256-{BLOB_HEX}")), b"GGUF").unwrap();
+        Install { root }
+    }
+
+    fn bundle(&self) -> PathBuf {
+        self.root.join("lib/ollama/rocm")
+    }
+
+    fn blob(&self) -> String {
+        self.root.join(format!("models/blobs/sha256-{BLOB_HEX}")).display().to_string()
+    }
+
+    /// A child spec for the shim: `delay|parallel|path|argv...`.
+    fn old_runner(&self, delay_ms: u32, port: u32) -> String {
+        // The old runner is the `ollama` binary itself; here the real HIP program stands in, exec'd with
+        // Ollama's argv.
+        format!(
+            "{delay_ms}|0|{}|ollama|runner|--ollama-engine|--model|{}|--port|{port}",
+            fixture("mini_runner").display(),
+            self.blob()
+        )
+    }
+
+    fn new_runner(&self, delay_ms: u32, port: u32, model: &str) -> String {
+        format!(
+            "{delay_ms}|0|{}|llama-server|--model|{model}|--port|{port}|--host|127.0.0.1",
+            self.root.join("lib/ollama/llama-server").display()
+        )
+    }
+
+    /// Starts `ollama serve`; it waits for `go`.
+    fn serve(&self, children: &[String]) -> Server {
+        let mut child = Command::new(self.root.join("bin/ollama"))
+            .arg("serve")
+            .env("OLLAMA_SHIM_CHILDREN", children.join(";"))
+            .env("LD_LIBRARY_PATH", self.bundle())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), "ready");
+        Server { child, out }
+    }
+}
+
+struct Server {
+    child: Child,
+    out: BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    fn go_and_wait(&mut self) {
+        let mut stdin = self.child.stdin.take().unwrap();
+        stdin.write_all(b"go\n").unwrap();
+        drop(stdin);
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        assert!(line.starts_with("children done"), "server said {line:?}");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn stop(rec: Recording) -> Vec<Record> {
+    // Let the last events reach the file, then stop as a user would.
+    std::thread::sleep(Duration::from_millis(300));
+    rec.signal(libc::SIGINT);
+    let out = rec.output.clone();
+    let (status, stderr) = rec.wait();
+    assert!(status.success(), "{stderr}");
+    read_trace(&out)
+}
+
+fn processes(records: &[Record]) -> Vec<&trace::Process> {
+    records.iter().filter_map(|r| if let Record::Process(p) = r { Some(p) } else { None }).collect()
+}
+
+fn library(records: &[Record], id: u32) -> &trace::Library {
+    records.iter().find_map(|r| if let Record::Library(l) = r { (l.id == id).then_some(l) } else { None }).unwrap()
+}
+
+#[test]
+fn ollama_runners_are_found_labelled_and_traced_from_their_first_call() {
+    let install = Install::new("ollama-tree");
+    let out = install.root.join("t.jsonl");
+    let gguf = install.root.join("models/plain.gguf").display().to_string();
+    let mut server = install.serve(&[install.old_runner(200, 40001), install.new_runner(300, 40002, &gguf)]);
+    let server_pid = server.child.id();
+    // An unrelated process using the same bundle library at the same time.
+    let mut unrelated = Command::new(fixture("mini_runner"))
+        .arg("late")
+        .env("LD_LIBRARY_PATH", install.bundle())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(unrelated.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    let models = install.root.join("models");
+    let rec =
+        Recording::start(&out, &["--ollama-pid", &server_pid.to_string(), "--models-dir", models.to_str().unwrap()]);
+    server.go_and_wait();
+    unrelated.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(unrelated.wait().unwrap().success());
+    let records = stop(rec);
+
+    let Record::Header(h) = &records[0] else { panic!() };
+    assert_eq!(h.options.ollama_servers, vec![server_pid]);
+    let procs = processes(&records);
+    let server_rec = procs.iter().find(|p| p.pid == server_pid).unwrap();
+    assert_eq!(server_rec.role.as_deref(), Some("ollama-server"));
+    let runners: Vec<&&trace::Process> =
+        procs.iter().filter(|p| p.cause == "exec" && p.role.as_deref() == Some("runner")).collect();
+    assert_eq!(runners.len(), 2, "{procs:#?}");
+    let old = runners.iter().find(|p| p.argv[0] == "ollama").unwrap();
+    assert_eq!(old.model.as_deref(), Some(install.blob().as_str()));
+    assert_eq!(old.model_name.as_deref(), Some("tinyllama:1b"));
+    let new = runners.iter().find(|p| p.argv[0] == "llama-server").unwrap();
+    assert_eq!((new.model.as_deref(), new.model_name.as_deref()), (Some(gguf.as_str()), None));
+
+    let unrelated_pid = unrelated.id();
+    for runner in [old, new] {
+        // Traced from its first call: registration was seen live.
+        let named: Vec<&trace::Kernel> =
+            kernels(&records).into_iter().filter(|k| k.pid == runner.pid && k.source == "register").collect();
+        assert_eq!(named.len(), 6, "runner {}: {named:?}", runner.pid);
+        let ls: Vec<&trace::Launch> = launches(&records).into_iter().filter(|l| l.pid == runner.pid).collect();
+        assert_eq!(ls.len(), 7);
+        for l in ls {
+            let lib = library(&records, l.lib);
+            assert_eq!(lib.origin, "ollama-bundle", "{lib:?}");
+            assert!(lib.path.ends_with("lib/ollama/rocm/libamdhip64.so.5"), "{lib:?}");
+        }
+    }
+    assert!(launches(&records).iter().all(|l| l.pid != unrelated_pid), "unrelated process recorded");
+    // Exited runners left the filter: only the server remains.
+    let f = footer(&records);
+    assert_eq!((f.counters["filter_entries_start"], f.counters["filter_entries_end"]), (1, 1));
+
+    // The report names each runner with its model and its library copies, mapped vs called.
+    let o = tracer(&["report", "--json", out.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = v["processes"].as_array().unwrap().iter().find(|p| p["pid"] == old.pid).unwrap();
+    assert_eq!(p["model_name"], "tinyllama:1b");
+    let mapped = p["mapped"].as_array().unwrap();
+    let hip = mapped.iter().find(|m| m["path"].as_str().unwrap().ends_with("rocm/libamdhip64.so.5")).unwrap();
+    assert_eq!((hip["status"].as_str(), hip["origin"].as_str()), (Some("called"), Some("ollama-bundle")));
+    assert!(
+        mapped.iter().any(|m| m["path"].as_str().unwrap().contains("libhsa-runtime64") && m["status"] == "not-probed"),
+        "{mapped:?}"
+    );
+}
+
+#[test]
+fn runner_in_its_own_mount_namespace_is_traced_through_proc_root() {
+    let install = Install::new("ollama-ns");
+    let out = install.root.join("t.jsonl");
+    // The runner mounts a private tmpfs, copies the runtime there and runs from it: that copy exists only
+    // in its mount namespace. It waits before launching, as a runner loading a model would.
+    let private = install.root.join("private");
+    std::fs::create_dir_all(&private).unwrap();
+    let script = format!(
+        "mount -t tmpfs none {p} && cp {lib} {p}/libamdhip64.so.5 && LD_LIBRARY_PATH={p} TRACER_TEST_RUNNER_DELAY_MS=1500 \
+         exec -a llama-server {runner} --model /m.gguf --port 40003",
+        p = private.display(),
+        lib = std::fs::canonicalize(DEBIAN_HIP).unwrap().display(),
+        runner = fixture("mini_runner").display(),
+    );
+    let child = format!("0|0|/usr/bin/unshare|unshare|-m|/bin/bash|-c|{script}");
+    let mut server = install.serve(&[child]);
+    let rec = Recording::start(&out, &["--ollama-pid", &server.child.id().to_string()]);
+    server.go_and_wait();
+    let records = stop(rec);
+    let runner = processes(&records)
+        .into_iter()
+        .find(|p| p.role.as_deref() == Some("runner"))
+        .map(|p| p.pid)
+        .expect("runner process");
+    let ls: Vec<&trace::Launch> = launches(&records).into_iter().filter(|l| l.pid == runner).collect();
+    assert_eq!(ls.len(), 7, "{records:#?}");
+    let lib = library(&records, ls[0].lib);
+    assert_eq!(lib.path, format!("{}/libamdhip64.so.5", private.display()));
+    // Not visible outside the runner's namespace: the host path holds no such file.
+    assert!(!Path::new(&lib.path).exists());
+    // Registration happened before the copy was found; names come from the runner's ELF symbols.
+    let named = ls.iter().filter(|l| kernel_name(&records, l) == "_Z12rms_norm_f32PKfPfif").count();
+    assert_eq!(named, 1);
+}
+
+#[test]
+fn churn_of_short_lived_runners_loses_nothing_and_leaves_the_filter_as_it_was() {
+    let install = Install::new("ollama-churn");
+    let out = install.root.join("t.jsonl");
+    const RUNNERS: usize = 200;
+    // Four at a time, each one launch: `llama-server --model ... loop 1` runs `known_launches`.
+    let children: Vec<String> = (0..RUNNERS)
+        .map(|i| {
+            let parallel = if i % 4 == 3 { 0 } else { 1 };
+            format!(
+                "0|{parallel}|{}|llama-server|--model|/m{i}.gguf|--port|{}",
+                install.root.join("lib/ollama/llama-server").display(),
+                41000 + i
+            )
+        })
+        .collect();
+    let mut server = install.serve(&children);
+    let rec = Recording::start(&out, &["--ollama-pid", &server.child.id().to_string()]);
+    let t = Instant::now();
+    server.go_and_wait();
+    eprintln!("{RUNNERS} runners in {:?}", t.elapsed());
+    let records = stop(rec);
+    let runners: std::collections::BTreeSet<u32> =
+        processes(&records).iter().filter(|p| p.role.as_deref() == Some("runner")).map(|p| p.pid).collect();
+    assert_eq!(runners.len(), RUNNERS);
+    for pid in &runners {
+        let n = launches(&records).iter().filter(|l| l.pid == *pid).count();
+        assert_eq!(n, 7, "runner {pid} has {n} launches");
+    }
+    let f = footer(&records);
+    assert_eq!(f.total_drops(), 0);
+    assert_eq!((f.counters["filter_entries_start"], f.counters["filter_entries_end"]), (1, 1));
+    assert_eq!(f.counters["filter_full"], 0);
+}
