@@ -83,4 +83,28 @@ fn rocminfo_as_a_real_kfd_client() {
     let procs: Vec<&trace::Process> =
         records.iter().filter_map(|r| if let Record::Process(p) = r { Some(p) } else { None }).collect();
     assert!(procs.iter().any(|p| p.pid == v.pid && p.comm == "rocminfo"), "{procs:?}");
+
+    // The real libhsa-runtime64: its entry points are attached by name on the real file, and rocminfo's
+    // hsa_init fires (and fails, HSA_STATUS_ERROR_OUT_OF_RESOURCES = 0x1008).
+    let libs: Vec<&trace::Library> =
+        records.iter().filter_map(|r| if let Record::Library(l) = r { Some(l) } else { None }).collect();
+    let hsa = libs.iter().find(|l| l.path.contains("libhsa-runtime64.so")).expect("real libhsa-runtime64 probed");
+    let probes: Vec<&trace::Probe> = records
+        .iter()
+        .filter_map(|r| if let Record::Probe(p) = r { (p.lib == hsa.id).then_some(p) } else { None })
+        .collect();
+    for api in [
+        "hsa_init",
+        "hsa_queue_create",
+        "hsa_signal_store_screlease",
+        "hsa_executable_get_symbol_by_name",
+        "hsa_executable_symbol_get_info",
+    ] {
+        assert!(
+            probes.iter().any(|p| p.api == api && p.error.is_none() && p.offset.is_some()),
+            "{api} not attached: {probes:?}"
+        );
+    }
+    let init = calls(&records).into_iter().find(|c| c.api == "hsa_init" && c.pid == v.pid).expect("hsa_init recorded");
+    assert_eq!((init.lib, init.ret), (hsa.id, 0x1008));
 }

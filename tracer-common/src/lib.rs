@@ -32,6 +32,10 @@ pub enum RecordKind {
     Proc = 3,
     /// An ioctl on a GPU driver: KFD ('K') or DRM amdgpu ('d', nr >= 0x40) ([`IoctlRecord`]).
     Ioctl = 4,
+    /// An HSA queue created ([`QueueRecord`]).
+    Queue = 5,
+    /// An AQL packet read at a doorbell ([`DispatchRecord`]).
+    Dispatch = 6,
 }
 
 impl RecordKind {
@@ -41,6 +45,8 @@ impl RecordKind {
             2 => Some(Self::Name),
             3 => Some(Self::Proc),
             4 => Some(Self::Ioctl),
+            5 => Some(Self::Queue),
+            6 => Some(Self::Dispatch),
             _ => None,
         }
     }
@@ -216,21 +222,52 @@ pub enum Counter {
     FilterFull = 5,
     /// An ioctl record could not be reserved.
     DropIoctl = 6,
+    /// A queue or dispatch record could not be reserved.
+    DropDispatch = 7,
+    /// Packets between the last index seen and the doorbell value beyond [`MAX_PACKETS_PER_DOORBELL`].
+    PacketsCut = 8,
+    /// Packets whose ring slot could not be read.
+    PacketFault = 9,
 }
 
 /// Number of [`Counter`] slots.
-pub const COUNTERS: u32 = 7;
+pub const COUNTERS: u32 = 10;
 
 /// Attach cookie layout: the library id in the upper 32 bits, probe flags in bits 16..32, the
 /// [`ApiFunc`] in the low 16 bits.
 pub mod cookie {
     /// Read [`crate::STACK_ARGS`] stack slots at entry.
     pub const STACK: u64 = 1 << 16;
-    /// Read `*arg0` at return when the call returned 0.
-    pub const OUT_ARG0: u64 = 1 << 17;
-    /// At return, also emit a [`crate::NameRecord`] binding `*arg0` to the string at arg2
-    /// (`hipModuleGetFunction`).
-    pub const NAME_ARG2: u64 = 1 << 18;
+    /// At return, when the call returned 0, read the u64 an out-parameter points to: the argument slot
+    /// is [`out_arg`] (0..=7).
+    pub const OUT: u64 = 1 << 17;
+    const OUT_SHIFT: u32 = 18; // 3 bits
+    /// At return, also emit a [`crate::NameRecord`] binding the out value to the string at argument
+    /// [`name_arg`], with argument [`module_arg`] as its module.
+    pub const NAME: u64 = 1 << 21;
+    const NAME_SHIFT: u32 = 22; // 3 bits
+    const MODULE_SHIFT: u32 = 25; // 3 bits
+    /// `hsa_queue_create`: at return, read the `hsa_queue_t` the out-parameter points to and emit a
+    /// [`crate::QueueRecord`].
+    pub const QUEUE: u64 = 1 << 28;
+
+    /// Read `*arg[slot]` at return.
+    pub const fn out(slot: u64) -> u64 {
+        OUT | (slot & 7) << OUT_SHIFT
+    }
+    /// Bind the out value to the name at `name` with module `module` (argument slots).
+    pub const fn name(name: u64, module: u64) -> u64 {
+        NAME | (name & 7) << NAME_SHIFT | (module & 7) << MODULE_SHIFT
+    }
+    pub const fn out_arg(c: u64) -> usize {
+        ((c >> OUT_SHIFT) & 7) as usize
+    }
+    pub const fn name_arg(c: u64) -> usize {
+        ((c >> NAME_SHIFT) & 7) as usize
+    }
+    pub const fn module_arg(c: u64) -> usize {
+        ((c >> MODULE_SHIFT) & 7) as usize
+    }
 
     pub const fn make(lib: u32, func: u16, flags: u64) -> u64 {
         ((lib as u64) << 32) | flags | func as u64
@@ -242,6 +279,35 @@ pub mod cookie {
         (c >> 32) as u32
     }
 }
+
+/// An HSA queue as `hsa_queue_create` returned it (the first 40 bytes of `hsa_queue_t`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueueRecord {
+    pub header: RecordHeader,
+    /// The `hsa_queue_t*` (also the `amd_queue_t*` a doorbell signal points back to).
+    pub queue: u64,
+    /// u32 type, u32 features, u64 base_address, u64 doorbell_signal, u32 size, u32 reserved, u64 id.
+    pub raw: [u64; 5],
+}
+
+/// Most AQL packets decoded per doorbell store; more are counted ([`Counter::PacketsCut`]), not read.
+pub const MAX_PACKETS_PER_DOORBELL: u64 = 16;
+
+/// One AQL packet read from a queue's ring when its doorbell was rung.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DispatchRecord {
+    pub header: RecordHeader,
+    pub queue: u64,
+    /// The packet's index (write index) in the queue.
+    pub index: u64,
+    /// The 64-byte packet as it was in the ring.
+    pub packet: [u8; 64],
+}
+
+/// Bytes of one AQL packet.
+pub const AQL_PACKET_BYTES: usize = 64;
 
 #[cfg(feature = "user")]
 mod user {
@@ -262,6 +328,8 @@ mod tests {
         assert_eq!(size_of::<NameRecord>(), 24 + 8 + 8 + 4 + 4 + NAME_MAX);
         assert_eq!(size_of::<ProcRecord>(), 24 + 4 + 4 + 16);
         assert_eq!(size_of::<IoctlRecord>(), 24 + 4 + 4 + 8 * 4 + IOCTL_ARG_BYTES);
+        assert_eq!(size_of::<QueueRecord>(), 24 + 8 + 40);
+        assert_eq!(size_of::<DispatchRecord>(), 24 + 16 + AQL_PACKET_BYTES);
         assert_eq!(size_of::<NameRecord>() % 8, 0);
         assert!(align_of::<CallRecord>() <= 8);
     }
@@ -280,12 +348,27 @@ mod tests {
         assert_eq!(cookie::lib(c), 7);
         assert_eq!(cookie::func(c), ApiFunc::HipLaunchKernel as u16);
         assert_ne!(c & cookie::STACK, 0);
-        assert_eq!(c & cookie::OUT_ARG0, 0);
+        assert_eq!(c & cookie::OUT, 0);
+        let c = cookie::make(1, 6, cookie::out(3) | cookie::name(1, 0));
+        assert_eq!((cookie::out_arg(c), cookie::name_arg(c), cookie::module_arg(c)), (3, 1, 0));
+        assert_ne!(c & cookie::NAME, 0);
+        assert_eq!(cookie::func(c), 6);
+        assert_eq!(c & cookie::QUEUE, 0);
+        // Flags never reach the function or library fields.
+        let all = cookie::make(u32::MAX, u16::MAX, cookie::STACK | cookie::out(7) | cookie::name(7, 7) | cookie::QUEUE);
+        assert_eq!((cookie::func(all), cookie::lib(all)), (u16::MAX, u32::MAX));
     }
 
     #[test]
     fn kinds_round_trip() {
-        for k in [RecordKind::Call, RecordKind::Name, RecordKind::Proc, RecordKind::Ioctl] {
+        for k in [
+            RecordKind::Call,
+            RecordKind::Name,
+            RecordKind::Proc,
+            RecordKind::Ioctl,
+            RecordKind::Queue,
+            RecordKind::Dispatch,
+        ] {
             assert_eq!(RecordKind::from_u16(k as u16), Some(k));
         }
         assert_eq!(RecordKind::from_u16(0), None);

@@ -1,116 +1,15 @@
-//! HIP API probes (libamdhip64). Three programs serve every probed function; the attach cookie says
-//! which function and library fired and what to read:
-//! - [`call_entry`] stashes the argument registers (and stack slots) with the entry time;
-//! - [`call_return`] turns the stash into one [`CallRecord`] with duration and return value;
-//! - [`register_function`] (sleepable, entry only) records `__hipRegisterFunction`'s name.
+//! HIP-specific probes (libamdhip64): kernel registration. The HIP API calls themselves go through the
+//! generic programs in [`crate::calls`].
 
 use aya_ebpf::{
     EbpfContext,
-    helpers::{
-        bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, bpf_probe_read_user_str_bytes,
-        generated::{bpf_copy_from_user, bpf_get_attach_cookie},
-    },
-    macros::{uprobe, uretprobe},
-    programs::{ProbeContext, RetProbeContext},
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, generated::bpf_get_attach_cookie},
+    macros::uprobe,
+    programs::ProbeContext,
 };
-use aya_log_ebpf::warn;
-use tracer_common::{
-    ApiFunc, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CallRecord, Counter, NAME_FAULT, NAME_MAX,
-    NAME_TRUNCATED, NameRecord, RecordHeader, RecordKind, STACK_ARGS, cookie,
-};
+use tracer_common::{ApiFunc, RecordHeader, RecordKind, cookie};
 
-use crate::maps::{EVENTS, STASH, Stash, StashKey, count, submit_flags, traced};
-
-#[uprobe]
-pub fn call_entry(ctx: ProbeContext) -> u32 {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    if !traced((pid_tgid >> 32) as u32) {
-        return 0;
-    }
-    // SAFETY: the context pointer is the probe's own pt_regs.
-    let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    // SAFETY: pt_regs is kernel memory handed to the program; reading it is always valid.
-    let regs = unsafe { &*ctx.regs };
-    let mut stash =
-        Stash { ts_ns: 0, flags: 0, args: [regs.rdi, regs.rsi, regs.rdx, regs.rcx, regs.r8, regs.r9, 0, 0, 0, 0] };
-    if c & cookie::STACK != 0 {
-        // [rsp] is the return address; stack arguments start at [rsp+8].
-        let at = (regs.rsp + 8) as *const [u64; STACK_ARGS];
-        // SAFETY: bpf_probe_read_user checks the address and never faults the process.
-        match unsafe { bpf_probe_read_user(at) } {
-            Ok(slots) => stash.args[6..].copy_from_slice(&slots),
-            Err(_) => stash.flags |= CALL_STACK_FAULT,
-        }
-    }
-    let key = StashKey { pid_tgid, func: cookie::func(c) as u64 };
-    // SAFETY: helper call without preconditions.
-    stash.ts_ns = unsafe { bpf_ktime_get_ns() };
-    if STASH.insert(&key, &stash, 0).is_err() {
-        count(Counter::StashFull);
-        warn!(&ctx, "tracer: entry stash full, a call goes unrecorded");
-    }
-    0
-}
-
-#[uretprobe]
-pub fn call_return(ctx: RetProbeContext) -> u32 {
-    let pid_tgid = bpf_get_current_pid_tgid();
-    // SAFETY: see call_entry.
-    let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    let key = StashKey { pid_tgid, func: cookie::func(c) as u64 };
-    // SAFETY: the entry is copied out before it is removed.
-    let Some(stash) = (unsafe { STASH.get(&key) }).copied() else {
-        // Untraced process (no entry was made), or the call began before the probe was attached.
-        if traced((pid_tgid >> 32) as u32) {
-            count(Counter::ReturnWithoutEntry);
-        }
-        return 0;
-    };
-    let _ = STASH.remove(&key);
-    // SAFETY: helper call without preconditions.
-    let now = unsafe { bpf_ktime_get_ns() };
-    let ret: u64 = ctx.ret();
-    let header = RecordHeader {
-        kind: RecordKind::Call as u16,
-        func: cookie::func(c),
-        lib: cookie::lib(c),
-        pid_tgid,
-        ts_ns: stash.ts_ns,
-    };
-    let mut flags = stash.flags;
-    let mut out = 0u64;
-    // Out-parameters are written by the call, so they are read now, and only when it succeeded.
-    if c & cookie::OUT_ARG0 != 0 && ret as u32 == 0 {
-        // SAFETY: bpf_probe_read_user checks the address.
-        match unsafe { bpf_probe_read_user(stash.args[0] as *const u64) } {
-            Ok(v) => {
-                out = v;
-                flags |= CALL_OUT_VALID;
-            }
-            Err(_) => flags |= CALL_OUT_FAULT,
-        }
-    }
-    match EVENTS.reserve::<CallRecord>(0) {
-        Some(mut entry) => {
-            entry.write(CallRecord {
-                header,
-                duration_ns: now.saturating_sub(stash.ts_ns),
-                ret,
-                out,
-                flags,
-                args: stash.args,
-            });
-            entry.submit(submit_flags());
-        }
-        None => count(Counter::DropCall),
-    }
-    if c & cookie::NAME_ARG2 != 0 && flags & CALL_OUT_VALID != 0 {
-        // hipModuleGetFunction: the runtime has just read the name, so its page is resident.
-        let header = RecordHeader { kind: RecordKind::Name as u16, ..header };
-        emit_name(header, out, stash.args[1], stash.args[2] as *const u8, false);
-    }
-    0
-}
+use crate::{calls::emit_name, maps::traced};
 
 /// `__hipRegisterFunction(modules, hostFunction, deviceFunction, deviceName, ...)`, at entry.
 /// Sleepable, because the name may sit on a page the process has not touched yet (the first
@@ -135,48 +34,4 @@ pub fn register_function(ctx: ProbeContext) -> u32 {
     };
     emit_name(header, regs.rsi, regs.rdi, regs.rcx as *const u8, true);
     0
-}
-
-/// Writes one [`NameRecord`] straight into the ring (it is too big for the stack).
-#[inline(always)]
-fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *const u8, may_sleep: bool) {
-    let Some(mut entry) = EVENTS.reserve::<NameRecord>(0) else {
-        count(Counter::DropName);
-        return;
-    };
-    let rec = entry.as_mut_ptr();
-    // SAFETY: `rec` points at reserved ring memory of the right size; every field is written before
-    // submit (the name buffer is filled by the helper or zeroed on failure below).
-    unsafe {
-        (*rec).header = header;
-        (*rec).handle = handle;
-        (*rec).module = module;
-        let buf = &mut (*rec).name;
-        let mut result = bpf_probe_read_user_str_bytes(name, buf).map(|s| s.len());
-        if result.is_err() && may_sleep {
-            // Fault in the page holding the name's first byte, then the next page (a name may cross
-            // into it), retrying the read after each.
-            let mut byte = 0u8;
-            let _ = bpf_copy_from_user((&raw mut byte).cast(), 1, name.cast());
-            result = bpf_probe_read_user_str_bytes(name, buf).map(|s| s.len());
-            if result.is_err() {
-                let next = ((name as u64 | 0xfff) + 1) as *const u8;
-                let _ = bpf_copy_from_user((&raw mut byte).cast(), 1, next.cast());
-                result = bpf_probe_read_user_str_bytes(name, buf).map(|s| s.len());
-            }
-        }
-        match result {
-            Ok(len) => {
-                (*rec).len = len as u32;
-                // The helper stops at NAME_MAX - 1 bytes and a NUL; a full buffer means the name was cut.
-                (*rec).flags = if len >= NAME_MAX - 1 { NAME_TRUNCATED } else { 0 };
-            }
-            Err(_) => {
-                (*rec).len = 0;
-                (*rec).flags = NAME_FAULT;
-                buf[0] = 0;
-            }
-        }
-    }
-    entry.submit(submit_flags());
 }

@@ -1,5 +1,7 @@
 //! tracer's kernel side. Programs are grouped by the layer they observe:
-//! - [`hip`]: uprobes on libamdhip64 (API calls, kernel registration, module functions);
+//! - [`calls`]: entry/return uprobes shared by every probed API call (HIP and HSA);
+//! - [`hip`]: kernel registration in libamdhip64;
+//! - [`hsa`]: the doorbell store in libhsa-runtime64, where AQL packets are read from the queue;
 //! - [`process`]: scheduler tracepoints that keep the PID filter following the traced processes;
 //! - [`ioctl`]: GPU driver ioctls (KFD, DRM amdgpu) from the syscall tracepoints.
 //!
@@ -9,7 +11,9 @@
 #![no_main]
 
 mod baseline;
+mod calls;
 mod hip;
+mod hsa;
 mod ioctl;
 mod maps;
 mod process;

@@ -87,6 +87,14 @@ pub fn traced(tgid: u32) -> bool {
 }
 
 #[inline(always)]
+pub fn count_n(counter: Counter, n: u64) {
+    if let Some(slot) = COUNTERS.get_ptr_mut(counter as u32) {
+        // SAFETY: per-CPU slot, no concurrent writer on this CPU while the program runs.
+        unsafe { *slot += n };
+    }
+}
+
+#[inline(always)]
 pub fn count(counter: Counter) {
     if let Some(slot) = COUNTERS.get_ptr_mut(counter as u32) {
         // SAFETY: per-CPU slot, no concurrent writer on this CPU while the program runs.

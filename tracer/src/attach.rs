@@ -71,10 +71,11 @@ pub enum ProbeMode {
 }
 
 impl ProbeMode {
-    fn programs(self) -> (&'static str, &'static str, &'static str) {
+    /// Programs for (entry, return, registration, doorbell).
+    fn programs(self) -> (&'static str, &'static str, &'static str, &'static str) {
         match self {
-            ProbeMode::Record => ("call_entry", "call_return", "register_function"),
-            ProbeMode::Empty => ("empty_entry", "empty_return", "empty_entry"),
+            ProbeMode::Record => ("call_entry", "call_return", "register_function", "doorbell"),
+            ProbeMode::Empty => ("empty_entry", "empty_return", "empty_entry", "empty_entry"),
         }
     }
 }
@@ -148,7 +149,7 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         .load(OBJECT)
         .context("loading tracer's eBPF programs into the kernel failed")?;
 
-    for name in ["call_entry", "call_return", "register_function", "empty_entry", "empty_return"] {
+    for name in ["call_entry", "call_return", "register_function", "doorbell", "empty_entry", "empty_return"] {
         let prog: &mut UProbe = program(&mut ebpf, name)?;
         prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
     }
@@ -192,14 +193,15 @@ pub fn function_offsets(path: &Path) -> Result<BTreeMap<String, u64>> {
     Ok(out)
 }
 
-/// Attaches every probed HIP function found in `copy`; returns one probe record per function, with the
-/// reason where one could not be attached (a symbol this runtime version lacks, an alias already probed).
-pub fn attach_hip(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeMode) -> Result<Vec<trace::Probe>> {
-    let (entry, ret, register) = mode.programs();
+/// Attaches every probed function of the copy's runtime (HIP or HSA) found in `copy`; returns one probe
+/// record per function, with the reason where one could not be attached (a symbol this runtime version
+/// lacks, an alias already probed).
+pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeMode) -> Result<Vec<trace::Probe>> {
+    let (entry, ret, register, doorbell) = mode.programs();
     let offsets = function_offsets(&copy.open_path)?;
     let mut probed_at: BTreeMap<u64, ApiFunc> = BTreeMap::new();
     let mut out = Vec::new();
-    for &func in ApiFunc::ALL {
+    for &func in ApiFunc::ALL.iter().filter(|f| f.library() == copy.runtime()) {
         let mut rec = trace::Probe { lib: lib_id, api: func.symbol().to_owned(), ..Default::default() };
         let Some(&off) = offsets.get(func.symbol()) else {
             rec.error = Some("symbol not exported by this library".into());
@@ -223,6 +225,10 @@ pub fn attach_hip(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeMode)
             ProbeShape::RegisterName => {
                 rec.kind = "entry".into();
                 attach_one(ebpf, register, off, c, &copy.open_path)
+            }
+            ProbeShape::Doorbell => {
+                rec.kind = "entry".into();
+                attach_one(ebpf, doorbell, off, c, &copy.open_path)
             }
         };
         if let Err(e) = result {

@@ -24,6 +24,10 @@ pub struct Attributor {
     fds: HashMap<(u32, u32), Option<String>>,
     /// Processes first seen (or exec'd) since the caller last took this list: it looks at their maps.
     pub newly_seen: Vec<u32>,
+    /// HSA symbol handle -> kernel name (without `.kd`), per process, until its KERNEL_OBJECT is asked.
+    hsa_symbols: HashMap<(u32, u64), String>,
+    /// Streams capturing a graph, per process.
+    capturing: std::collections::HashSet<(u32, u64)>,
 }
 
 impl Attributor {
@@ -58,6 +62,7 @@ impl Attributor {
                 if let Some(k) = new {
                     out.push(Record::Kernel(k));
                 }
+                let captured = self.capturing.contains(&(o.pid, l.stream));
                 out.push(Record::Launch(trace::Launch {
                     ts: o.ts,
                     pid: o.pid,
@@ -73,6 +78,7 @@ impl Attributor {
                     stream: l.stream,
                     ret: l.ret,
                     dur: l.dur,
+                    captured,
                 }));
             }
             Event::Config(c) => {
@@ -94,6 +100,31 @@ impl Attributor {
             Event::Call(c) => {
                 let o = c.origin;
                 self.see(o.pid, o.ts, out);
+                let ok = c.ret == 0;
+                match c.api {
+                    Some(ApiFunc::HipStreamBeginCapture) if ok => {
+                        self.capturing.insert((o.pid, c.stream.unwrap_or(0)));
+                    }
+                    Some(ApiFunc::HipStreamEndCapture) => {
+                        self.capturing.remove(&(o.pid, c.stream.unwrap_or(0)));
+                    }
+                    // KERNEL_OBJECT of a symbol named earlier: what every dispatch of it will carry.
+                    Some(ApiFunc::HsaExecutableSymbolGetInfo) if ok && c.attribute == Some(22) => {
+                        if let (Some(symbol), Some(object)) = (c.handle, c.value)
+                            && let Some(name) = self.hsa_symbols.get(&(o.pid, symbol)).cloned()
+                        {
+                            let rec = self.kernels.bind(o.pid, object, symbol, &name, Source::Hsa, false, o.ts);
+                            out.push(Record::Kernel(rec));
+                        }
+                    }
+                    _ => {}
+                }
+                let (file, file_offset) = match (c.api, c.ptr) {
+                    (Some(ApiFunc::HsaCodeObjectReaderCreateFromMemory), Some(ptr)) => {
+                        self.kernels.file_of(o.pid, ptr).map_or((None, None), |(f, off)| (Some(f), Some(off)))
+                    }
+                    _ => (None, None),
+                };
                 out.push(Record::Call(trace::Call {
                     ts: o.ts,
                     pid: o.pid,
@@ -110,9 +141,67 @@ impl Attributor {
                     stream: c.stream,
                     module: c.module,
                     function: c.function,
+                    handle: c.handle,
+                    attribute: c.attribute,
+                    value: c.value,
+                    file,
+                    file_offset,
                 }));
             }
             Event::Name(n) => self.name(n, out),
+            Event::Queue(q) => {
+                let o = q.origin;
+                self.see(o.pid, o.ts, out);
+                out.push(Record::Queue(trace::Queue {
+                    ts: o.ts,
+                    pid: o.pid,
+                    tid: o.tid,
+                    lib: o.lib,
+                    queue: q.queue,
+                    id: q.id,
+                    queue_type: q.queue_type,
+                    base_address: q.base_address,
+                    size: q.size,
+                    doorbell_signal: q.doorbell_signal,
+                }));
+            }
+            Event::Dispatch(d) => {
+                let o = d.origin;
+                self.see(o.pid, o.ts, out);
+                let kernel = if d.packet_type == crate::decode::PacketType::KernelDispatch {
+                    Some(match self.kernels.lookup(o.pid, d.kernel_object) {
+                        Some(id) => id,
+                        None => {
+                            // Loaded before the tracer started: never named, but one id per object.
+                            self.bump("dispatch_unnamed_objects");
+                            let rec = self.kernels.bind(o.pid, d.kernel_object, 0, "", Source::Unnamed, false, o.ts);
+                            let id = rec.id;
+                            out.push(Record::Kernel(rec));
+                            id
+                        }
+                    })
+                } else {
+                    None
+                };
+                out.push(Record::Dispatch(trace::Dispatch {
+                    ts: o.ts,
+                    pid: o.pid,
+                    tid: o.tid,
+                    lib: o.lib,
+                    queue: d.queue,
+                    index: d.index,
+                    packet: d.packet_type.name(),
+                    barrier: d.barrier,
+                    workgroup: d.workgroup,
+                    grid: d.grid,
+                    private_segment: d.private_segment,
+                    group_segment: d.group_segment,
+                    kernel_object: d.kernel_object,
+                    kernarg: d.kernarg,
+                    completion_signal: d.completion_signal,
+                    kernel,
+                }));
+            }
             Event::Ioctl(i) => {
                 let o = i.origin;
                 self.see(o.pid, o.ts, out);
@@ -165,6 +254,8 @@ impl Attributor {
                     }
                     ProcEvent::Exit => {
                         self.kernels.forget(p.pid);
+                        self.hsa_symbols.retain(|(pid, _), _| *pid != p.pid);
+                        self.capturing.retain(|(pid, _)| *pid != p.pid);
                         self.fds.retain(|(pid, _), _| *pid != p.pid);
                         self.processes.forget(p.pid);
                         if self.own_child != Some(p.pid) {
@@ -184,6 +275,12 @@ impl Attributor {
         }
         if n.fault {
             self.bump("name_fault");
+        }
+        if n.api == ApiFunc::HsaExecutableGetSymbolByName {
+            // A code-object symbol (`<kernel>.kd`): named now, bound to its kernel object by get_info.
+            let name = n.name.strip_suffix(".kd").unwrap_or(&n.name).to_owned();
+            self.hsa_symbols.insert((o.pid, n.handle), name);
+            return;
         }
         let source = match n.api {
             ApiFunc::HipModuleGetFunction => Source::Module,
@@ -235,6 +332,31 @@ mod tests {
             ret,
             dur: 3,
         })
+    }
+
+    #[test]
+    fn launches_on_a_capturing_stream_are_graph_nodes() {
+        let mut a = Attributor::default();
+        let mut out = Vec::new();
+        let capture = |api, ret| {
+            Event::Call(crate::decode::Call {
+                origin: origin(1),
+                api: Some(api),
+                ret,
+                stream: Some(0),
+                ..Default::default()
+            })
+        };
+        a.event(capture(ApiFunc::HipStreamBeginCapture, 0), &mut out);
+        a.event(launch(0x1000, 0), &mut out);
+        a.event(capture(ApiFunc::HipStreamEndCapture, 0), &mut out);
+        a.event(launch(0x1000, 0), &mut out);
+        // A capture that failed to begin captures nothing.
+        a.event(capture(ApiFunc::HipStreamBeginCapture, 101), &mut out);
+        a.event(launch(0x1000, 0), &mut out);
+        let captured: Vec<bool> =
+            out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l.captured) } else { None }).collect();
+        assert_eq!(captured, [true, false, false]);
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! meaning. Every probed function's argument slots are decoded here, from its signature.
 
 use tracer_common::{
-    ApiFunc, CALL_OUT_VALID, CallRecord, IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED,
-    NameRecord, ProcEvent, ProcRecord, RecordHeader, RecordKind,
+    ApiFunc, CALL_OUT_VALID, CallRecord, DispatchRecord, IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord, NAME_FAULT,
+    NAME_TRUNCATED, NameRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind,
 };
 
 /// A decoded ring-buffer record.
@@ -15,6 +15,108 @@ pub enum Event {
     Name(Name),
     Proc(Proc),
     Ioctl(Ioctl),
+    Queue(Queue),
+    Dispatch(Dispatch),
+}
+
+/// An HSA queue (`hsa_queue_t`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Queue {
+    pub origin: Origin,
+    pub queue: u64,
+    /// 0 multiple producers, 1 single, 2 cooperative.
+    pub queue_type: u32,
+    pub features: u32,
+    pub base_address: u64,
+    pub doorbell_signal: u64,
+    /// Ring size in packets.
+    pub size: u32,
+    pub id: u64,
+}
+
+/// AQL packet types (`hsa_packet_type_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketType {
+    VendorSpecific,
+    Invalid,
+    KernelDispatch,
+    BarrierAnd,
+    AgentDispatch,
+    BarrierOr,
+    Unknown(u8),
+}
+
+impl PacketType {
+    pub fn from_raw(v: u8) -> Self {
+        match v {
+            0 => Self::VendorSpecific,
+            1 => Self::Invalid,
+            2 => Self::KernelDispatch,
+            3 => Self::BarrierAnd,
+            4 => Self::AgentDispatch,
+            5 => Self::BarrierOr,
+            v => Self::Unknown(v),
+        }
+    }
+
+    pub fn name(self) -> std::borrow::Cow<'static, str> {
+        match self {
+            Self::VendorSpecific => "vendor-specific".into(),
+            Self::Invalid => "invalid".into(),
+            Self::KernelDispatch => "kernel-dispatch".into(),
+            Self::BarrierAnd => "barrier-and".into(),
+            Self::AgentDispatch => "agent-dispatch".into(),
+            Self::BarrierOr => "barrier-or".into(),
+            Self::Unknown(v) => format!("unknown({v})").into(),
+        }
+    }
+}
+
+/// One AQL packet read from a queue's ring at its doorbell (`hsa_kernel_dispatch_packet_t`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dispatch {
+    pub origin: Origin,
+    pub queue: u64,
+    pub index: u64,
+    pub packet_type: PacketType,
+    /// The header's barrier bit.
+    pub barrier: bool,
+    /// Kernel dispatches: dimensions used (setup bits 0-1).
+    pub dimensions: u16,
+    pub workgroup: [u16; 3],
+    /// In work-items.
+    pub grid: [u32; 3],
+    pub private_segment: u32,
+    pub group_segment: u32,
+    pub kernel_object: u64,
+    pub kernarg: u64,
+    pub completion_signal: u64,
+}
+
+impl Dispatch {
+    pub fn from_packet(origin: Origin, queue: u64, index: u64, p: &[u8; 64]) -> Dispatch {
+        let u16_at = |o: usize| u16::from_le_bytes([p[o], p[o + 1]]);
+        let u32_at = |o: usize| u32::from_le_bytes([p[o], p[o + 1], p[o + 2], p[o + 3]]);
+        let u64_at = |o: usize| u64::from_le_bytes(p[o..o + 8].try_into().expect("8 bytes"));
+        let header = u16_at(0);
+        let packet_type = PacketType::from_raw(header as u8);
+        let kernel = packet_type == PacketType::KernelDispatch;
+        Dispatch {
+            origin,
+            queue,
+            index,
+            packet_type,
+            barrier: header >> 8 & 1 != 0,
+            dimensions: if kernel { u16_at(2) & 3 } else { 0 },
+            workgroup: if kernel { [u16_at(4), u16_at(6), u16_at(8)] } else { [0; 3] },
+            grid: if kernel { [u32_at(12), u32_at(16), u32_at(20)] } else { [0; 3] },
+            private_segment: if kernel { u32_at(24) } else { 0 },
+            group_segment: if kernel { u32_at(28) } else { 0 },
+            kernel_object: if kernel { u64_at(32) } else { 0 },
+            kernarg: if kernel { u64_at(40) } else { 0 },
+            completion_signal: u64_at(56),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -99,6 +201,12 @@ pub struct Call {
     pub stream: Option<u64>,
     pub module: Option<u64>,
     pub function: Option<u64>,
+    /// A handle the call is about: an HSA symbol, a graph, a graph executable, a code-object reader.
+    pub handle: Option<u64>,
+    /// hsa_executable_symbol_get_info's attribute.
+    pub attribute: Option<u32>,
+    /// A value the call returned through an out-parameter (KERNEL_OBJECT for get_info).
+    pub value: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -198,6 +306,23 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         Some(RecordKind::Call) => decode_call(&read::<CallRecord>(bytes)?),
         Some(RecordKind::Name) => decode_name(&read::<NameRecord>(bytes)?),
         Some(RecordKind::Proc) => decode_proc(&read::<ProcRecord>(bytes)?),
+        Some(RecordKind::Queue) => {
+            let r = read::<QueueRecord>(bytes)?;
+            Ok(Event::Queue(Queue {
+                origin: Origin::from(&r.header),
+                queue: r.queue,
+                queue_type: r.raw[0] as u32,
+                features: (r.raw[0] >> 32) as u32,
+                base_address: r.raw[1],
+                doorbell_signal: r.raw[2],
+                size: r.raw[3] as u32,
+                id: r.raw[4],
+            }))
+        }
+        Some(RecordKind::Dispatch) => {
+            let r = read::<DispatchRecord>(bytes)?;
+            Ok(Event::Dispatch(Dispatch::from_packet(Origin::from(&r.header), r.queue, r.index, &r.packet)))
+        }
         Some(RecordKind::Ioctl) => {
             let r = read::<IoctlRecord>(bytes)?;
             Ok(Event::Ioctl(Ioctl {
@@ -282,8 +407,25 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
         }),
         ApiFunc::HipStreamSynchronize => Event::Call(Call { stream: Some(a[0]), ..call }),
         ApiFunc::HipDeviceSynchronize => Event::Call(call),
-        // Registration is recorded by its own entry probe as a name record, never as a call.
-        ApiFunc::HipRegisterFunction => return Err(DecodeError::UnknownFunc(r.header.func)),
+        ApiFunc::HipStreamBeginCapture => Event::Call(Call { stream: Some(a[0]), ..call }),
+        ApiFunc::HipStreamEndCapture => Event::Call(Call { stream: Some(a[0]), handle: out, ..call }),
+        ApiFunc::HipGraphInstantiate => Event::Call(Call { handle: Some(a[1]), value: out, ..call }),
+        ApiFunc::HipGraphLaunch => Event::Call(Call { handle: Some(a[0]), stream: Some(a[1]), ..call }),
+        ApiFunc::HsaInit => Event::Call(call),
+        ApiFunc::HsaQueueCreate => Event::Call(Call { size: Some(a[1] as u32 as u64), ..call }),
+        ApiFunc::HsaExecutableGetSymbolByName => Event::Call(Call { module: Some(a[0]), handle: out, ..call }),
+        ApiFunc::HsaExecutableSymbolGetInfo => {
+            Event::Call(Call { handle: Some(a[0]), attribute: Some(a[1] as u32), value: out, ..call })
+        }
+        ApiFunc::HsaCodeObjectReaderCreateFromMemory => {
+            Event::Call(Call { ptr: Some(a[0]), size: Some(a[1]), handle: out, ..call })
+        }
+        ApiFunc::HsaAmdMemoryPoolAllocate => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
+        ApiFunc::HsaAmdMemoryPoolFree => Event::Call(Call { ptr: Some(a[0]), ..call }),
+        // Registration and doorbells have their own programs and records, never a call record.
+        ApiFunc::HipRegisterFunction | ApiFunc::HsaSignalStoreScrelease | ApiFunc::HsaSignalStoreRelaxed => {
+            return Err(DecodeError::UnknownFunc(r.header.func));
+        }
     })
 }
 
@@ -432,6 +574,36 @@ mod tests {
         let r = call(ApiFunc::HipMemcpy, [1, 2, 3, 2, 0, 0, 0, 0, 0, 0], 0x1_0000_0065);
         let Event::Call(c) = decode(&bytes_of(&r)).unwrap() else { panic!() };
         assert_eq!((c.kind, c.ret), (Some(MemcpyKind::DeviceToHost), 101));
+    }
+
+    #[test]
+    fn aql_kernel_dispatch_packet() {
+        let mut p = [0u8; 64];
+        p[0..2].copy_from_slice(&(2u16 | 1 << 8 | 2 << 9 | 2 << 11).to_le_bytes()); // dispatch, barrier, system fences
+        p[2..4].copy_from_slice(&3u16.to_le_bytes());
+        for (o, v) in [(4, 256u16), (6, 1), (8, 1)] {
+            p[o..o + 2].copy_from_slice(&v.to_le_bytes());
+        }
+        for (o, v) in [(12, 4096u32), (16, 2), (20, 1), (24, 16), (28, 1024)] {
+            p[o..o + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        p[32..40].copy_from_slice(&0x7f00_1234_0040u64.to_le_bytes());
+        p[40..48].copy_from_slice(&0x7f00_5000_0000u64.to_le_bytes());
+        p[56..64].copy_from_slice(&0x55aa_0000u64.to_le_bytes());
+        let d = Dispatch::from_packet(Origin::default(), 0x1000, 7, &p);
+        assert_eq!(d.packet_type, PacketType::KernelDispatch);
+        assert!(d.barrier);
+        assert_eq!((d.dimensions, d.workgroup, d.grid), (3, [256, 1, 1], [4096, 2, 1]));
+        assert_eq!((d.private_segment, d.group_segment), (16, 1024));
+        assert_eq!(
+            (d.kernel_object, d.kernarg, d.completion_signal),
+            (0x7f00_1234_0040, 0x7f00_5000_0000, 0x55aa_0000)
+        );
+        // A barrier-AND packet: no kernel fields, whatever bytes follow the header.
+        p[0] = 3;
+        let b = Dispatch::from_packet(Origin::default(), 0x1000, 8, &p);
+        assert_eq!((b.packet_type, b.kernel_object, b.grid), (PacketType::BarrierAnd, 0, [0; 3]));
+        assert_eq!(b.completion_signal, 0x55aa_0000);
     }
 
     #[test]

@@ -15,6 +15,8 @@ use anyhow::{Result, bail};
 
 /// The libraries tracer knows how to probe, by file-name prefix.
 pub const HIP_RUNTIME: &str = "libamdhip64.so";
+pub const HSA_RUNTIME: &str = "libhsa-runtime64.so";
+pub const RUNTIMES: [&str; 2] = [HIP_RUNTIME, HSA_RUNTIME];
 
 /// Where a copy came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -54,6 +56,12 @@ pub struct LibCopy {
 }
 
 impl LibCopy {
+    /// Which runtime this copy is, from its file name.
+    pub fn runtime(&self) -> tracer_common::api::Library {
+        let name = self.path.rsplit('/').next().unwrap_or(&self.path);
+        if name.starts_with(HSA_RUNTIME) { tracer_common::api::Library::Hsa } else { tracer_common::api::Library::Hip }
+    }
+
     fn stat(path: String, open_path: PathBuf, origin: Origin) -> Option<Self> {
         let meta = fs::metadata(&open_path).ok()?;
         meta.is_file().then(|| LibCopy { path, open_path, dev: meta.dev(), inode: meta.ino(), origin })

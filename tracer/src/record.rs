@@ -103,28 +103,34 @@ impl Drop for OutputGuard<'_> {
     }
 }
 
+/// The runtime copies to probe from the start: those given with --lib; else those the targets map, the
+/// Ollama bundles, and (for a runtime found nowhere else) the usual places.
 fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32]) -> Result<Vec<LibCopy>> {
     if !args.libs.is_empty() {
         return libs::from_user_paths(&args.libs);
     }
-    let mut copies: Vec<LibCopy> = targets.iter().flat_map(|&p| libs::mapped_by(p, HIP_RUNTIME)).collect();
-    // Ollama's runners dlopen the bundle's copy after they start: attach to it before they do.
-    for &server in servers {
-        for dir in ollama::bundle_dirs(server) {
-            copies.extend(libs::in_dir(&dir, HIP_RUNTIME));
+    let mut all = Vec::new();
+    for runtime in libs::RUNTIMES {
+        let mut copies: Vec<LibCopy> = targets.iter().flat_map(|&p| libs::mapped_by(p, runtime)).collect();
+        // Ollama's runners dlopen the bundle's copy after they start: attach to it before they do.
+        for &server in servers {
+            for dir in ollama::bundle_dirs(server) {
+                copies.extend(libs::in_dir(&dir, runtime));
+            }
         }
-    }
-    if copies.is_empty() {
-        copies = libs::usual_places(HIP_RUNTIME);
+        if copies.is_empty() {
+            copies = libs::usual_places(runtime);
+        }
+        all.extend(copies);
     }
     let mut seen = std::collections::BTreeSet::new();
-    copies.retain(|c| seen.insert((c.dev, c.inode)));
-    if copies.is_empty() {
+    all.retain(|c| seen.insert((c.dev, c.inode)));
+    if !all.iter().any(|c| c.runtime() == tracer_common::api::Library::Hip) {
         bail!(
             "no {HIP_RUNTIME} found (not mapped by the target, nor in Ollama's bundles, /opt/rocm*/lib or the system library path): give its path with --lib PATH"
         );
     }
-    Ok(copies)
+    Ok(all)
 }
 
 /// Every live descendant of `roots` (a /proc scan), so that runners already running are traced too.
@@ -252,7 +258,7 @@ impl LibraryWatch {
             return Ok(Vec::new());
         }
         let id = self.probed.len() as u32 + 1;
-        let probes = attach::attach_hip(ebpf, id, copy, mode)?;
+        let probes = attach::attach_runtime(ebpf, id, copy, mode)?;
         self.probed.insert((copy.dev, copy.inode), id);
         let mut out = vec![Record::Library(trace::Library {
             id,
@@ -270,7 +276,7 @@ impl LibraryWatch {
     /// dlopen after the start, a copy inside a container), and records the libraries of interest it maps.
     fn scan(&mut self, ebpf: &mut aya::Ebpf, pid: u32, ts: u64, mode: ProbeMode) -> Vec<Record> {
         let mut out = Vec::new();
-        for copy in libs::mapped_by(pid, HIP_RUNTIME) {
+        for copy in libs::RUNTIMES.iter().flat_map(|r| libs::mapped_by(pid, r)) {
             match self.attach(ebpf, &copy, mode) {
                 Ok(recs) => out.extend(recs),
                 Err(e) => eprintln!("tracer: warning: cannot probe {} mapped by {pid}: {e:#}", copy.path),
@@ -481,10 +487,13 @@ async fn session(
     footer.drops.insert("name".into(), per_cpu(Counter::DropName));
     footer.drops.insert("proc".into(), per_cpu(Counter::DropProc));
     footer.drops.insert("ioctl".into(), per_cpu(Counter::DropIoctl));
+    footer.drops.insert("dispatch".into(), per_cpu(Counter::DropDispatch));
     for (name, c) in [
         ("stash_full", Counter::StashFull),
         ("return_without_entry", Counter::ReturnWithoutEntry),
         ("filter_full", Counter::FilterFull),
+        ("packets_cut", Counter::PacketsCut),
+        ("packet_fault", Counter::PacketFault),
     ] {
         footer.counters.insert(name.into(), per_cpu(c).iter().sum());
     }

@@ -53,6 +53,13 @@ pub struct ProcessReport {
     pub mapped: Vec<MappedReport>,
     /// GPU driver ioctls by name.
     pub ioctls: Vec<IoctlReport>,
+    /// HSA queues the process created.
+    pub queues: Vec<trace::Queue>,
+    /// What reached the GPU queues, per kernel (AQL kernel dispatch packets), and barrier packets.
+    pub dispatches: Vec<DispatchReport>,
+    pub barrier_packets: u64,
+    /// The HIP API launches and the queue dispatches joined by kernel name, differences explained.
+    pub crosscheck: Vec<CrossRow>,
     pub exit_code: Option<i32>,
     pub exit_signal: Option<i32>,
     pub exited: bool,
@@ -74,6 +81,42 @@ pub struct MappedReport {
     pub status: String,
     /// The probed copy's origin ("ollama-bundle", "system", "user").
     pub origin: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct DispatchReport {
+    pub kernel: Option<u32>,
+    pub name: String,
+    pub demangled: String,
+    pub source: String,
+    pub kernel_object: u64,
+    pub dispatches: u64,
+    /// (workgroup, grid in work-items, group segment bytes) with counts.
+    pub shapes: Vec<DispatchShape>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct DispatchShape {
+    pub workgroup: [u16; 3],
+    pub grid: [u32; 3],
+    pub group_segment: u32,
+    pub count: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct CrossRow {
+    /// The kernel's mangled name, or `kernel_object 0x...` when the queue saw an unnamed object.
+    pub kernel: String,
+    pub demangled: String,
+    /// Launch calls at the HIP API (all of them).
+    pub api_launches: u64,
+    pub api_failed: u64,
+    /// Launches made while their stream was capturing a graph (graph nodes, not dispatches).
+    pub api_captured: u64,
+    /// Kernel dispatch packets seen at the queues.
+    pub queue_dispatches: u64,
+    /// Why the two counts differ; empty when they agree.
+    pub explanation: String,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -160,6 +203,13 @@ struct ProcAcc {
     libs: std::collections::BTreeSet<u32>,
     mapped: Vec<trace::Mapping>,
     ioctls: BTreeMap<String, IoctlReport>,
+    queues: Vec<trace::Queue>,
+    /// Per kernel object: kernel id, count, object, shapes.
+    dispatches: DispatchAcc,
+    barrier_packets: u64,
+    /// Per kernel id: launches, failed, captured.
+    launch_outcomes: BTreeMap<u32, (u64, u64, u64)>,
+    graph_launches: u64,
 }
 
 /// (grid, block, grid counted in work-items, shmem).
@@ -248,6 +298,10 @@ impl ReportBuilder {
                 if l.ret != 0 {
                     k.report.failed += 1;
                 }
+                let o = acc.launch_outcomes.entry(id).or_default();
+                o.0 += 1;
+                o.1 += u64::from(l.ret != 0);
+                o.2 += u64::from(l.captured);
                 *k.report.returns.entry(l.ret).or_default() += 1;
                 if !k.report.apis.iter().any(|a| *a == l.api) {
                     k.report.apis.push(l.api.to_string());
@@ -270,6 +324,9 @@ impl ReportBuilder {
                 let acc = procs.entry(c.pid).or_default();
                 acc.libs.insert(c.lib);
                 api_stat(&mut acc.api, &c.api, c.ret, c.dur);
+                if c.api == "hipGraphLaunch" && c.ret == 0 {
+                    acc.graph_launches += 1;
+                }
                 let m = &mut acc.memory;
                 match &*c.api {
                     "hipMalloc" => {
@@ -298,6 +355,22 @@ impl ReportBuilder {
                 acc.exit = Some(e);
             }
             Record::Mapping(m) => procs.entry(m.pid).or_default().mapped.push(m),
+            Record::Queue(q) => procs.entry(q.pid).or_default().queues.push(q),
+            Record::Dispatch(d) => {
+                *last_ts = (*last_ts).max(d.ts);
+                let acc = procs.entry(d.pid).or_default();
+                acc.libs.insert(d.lib);
+                if d.kernel.is_none() {
+                    acc.barrier_packets += 1;
+                } else {
+                    let e = acc
+                        .dispatches
+                        .entry(d.kernel_object)
+                        .or_insert_with(|| (d.kernel, 0, d.kernel_object, HashMap::new()));
+                    e.1 += 1;
+                    *e.3.entry((d.workgroup, d.grid, d.group_segment)).or_default() += 1;
+                }
+            }
             Record::Ioctl(i) => {
                 *last_ts = (*last_ts).max(i.ts);
                 let acc = procs.entry(i.pid).or_default();
@@ -357,6 +430,8 @@ impl ReportBuilder {
                     path: m.path,
                 })
                 .collect();
+            let (dispatches, crosscheck) =
+                queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, acc.graph_launches);
             let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
             ioctls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
             report.processes.push(ProcessReport {
@@ -369,6 +444,10 @@ impl ReportBuilder {
                 model_name: acc.info.model_name,
                 mapped,
                 ioctls,
+                queues: acc.queues,
+                dispatches,
+                barrier_packets: acc.barrier_packets,
+                crosscheck,
                 exit_code: acc.exit.as_ref().and_then(|e| e.code),
                 exit_signal: acc.exit.as_ref().and_then(|e| e.signal),
                 exited: acc.exit.is_some(),
@@ -381,6 +460,108 @@ impl ReportBuilder {
         }
         report
     }
+}
+
+/// (workgroup, grid, group segment) -> count.
+type DispatchShapes = HashMap<([u16; 3], [u32; 3], u32), u64>;
+/// kernel object -> (kernel id, dispatches, kernel object, shapes).
+type DispatchAcc = BTreeMap<u64, (Option<u32>, u64, u64, DispatchShapes)>;
+
+/// The queue's view of one process, and its join with the API's launches by kernel name.
+fn queue_view(
+    names: &HashMap<u32, trace::Kernel>,
+    dispatches: DispatchAcc,
+    launches: &BTreeMap<u32, (u64, u64, u64)>,
+    graph_launches: u64,
+) -> (Vec<DispatchReport>, Vec<CrossRow>) {
+    let mut rows: BTreeMap<String, CrossRow> = BTreeMap::new();
+    let name_of = |id: u32| names.get(&id).filter(|k| !k.name.is_empty());
+    for (&id, &(n, failed, captured)) in launches {
+        let Some(k) = name_of(id) else { continue };
+        let r = rows.entry(k.name.clone()).or_insert_with(|| CrossRow {
+            kernel: k.name.clone(),
+            demangled: k.demangled.clone(),
+            ..Default::default()
+        });
+        r.api_launches += n;
+        r.api_failed += failed;
+        r.api_captured += captured;
+    }
+    let mut reports = Vec::new();
+    for (object, (kernel, count, _, shapes)) in dispatches {
+        let k = kernel.and_then(name_of);
+        let key = k.map_or_else(|| format!("kernel_object {object:#x}"), |k| k.name.clone());
+        let r = rows.entry(key.clone()).or_insert_with(|| CrossRow {
+            kernel: key.clone(),
+            demangled: k.map(|k| k.demangled.clone()).unwrap_or_default(),
+            ..Default::default()
+        });
+        r.queue_dispatches += count;
+        let mut shapes: Vec<DispatchShape> = shapes
+            .into_iter()
+            .map(|((workgroup, grid, group_segment), count)| DispatchShape { workgroup, grid, group_segment, count })
+            .collect();
+        shapes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
+        reports.push(DispatchReport {
+            kernel,
+            name: k.map(|k| k.name.clone()).unwrap_or_default(),
+            demangled: k.map(|k| k.demangled.clone()).unwrap_or_default(),
+            source: kernel.and_then(|id| names.get(&id)).map_or_else(|| "unnamed".to_owned(), |k| k.source.clone()),
+            kernel_object: object,
+            dispatches: count,
+            shapes,
+        });
+    }
+    reports.sort_by(|a, b| b.dispatches.cmp(&a.dispatches).then(a.kernel_object.cmp(&b.kernel_object)));
+    let any_dispatch = !reports.is_empty();
+    let mut out: Vec<CrossRow> = rows.into_values().collect();
+    for r in &mut out {
+        r.explanation = explain(r, graph_launches, any_dispatch);
+    }
+    out.sort_by_key(|r| std::cmp::Reverse(r.queue_dispatches.max(r.api_launches)));
+    (reports, out)
+}
+
+fn explain(r: &CrossRow, graph_launches: u64, queue_seen: bool) -> String {
+    let expected = r.api_launches.saturating_sub(r.api_failed + r.api_captured);
+    if expected == r.queue_dispatches {
+        let mut notes = Vec::new();
+        if r.api_failed > 0 {
+            notes.push(format!("{} launches failed and reached no queue", r.api_failed));
+        }
+        if r.api_captured > 0 {
+            notes.push(format!("{} launches were captured into a graph", r.api_captured));
+        }
+        return notes.join("; ");
+    }
+    let mut why = Vec::new();
+    if r.api_failed > 0 {
+        why.push(format!("{} launches failed and reached no queue", r.api_failed));
+    }
+    if r.api_captured > 0 {
+        why.push(format!("{} launches were captured into a graph (dispatched at replay)", r.api_captured));
+    }
+    if r.queue_dispatches > expected {
+        let extra = r.queue_dispatches - expected;
+        if r.kernel.starts_with("kernel_object ") {
+            why.push(format!("{extra} dispatches of an object loaded before the tracer started: unnamed"));
+        } else if r.kernel.starts_with("__amd_rocclr_") {
+            why.push(format!("{extra} runtime-internal (copy/fill) dispatches, never a HIP launch"));
+        } else if graph_launches > 0 {
+            why.push(format!("{extra} dispatches from graph replays ({graph_launches} hipGraphLaunch)"));
+        } else if r.kernel.starts_with("Cijk_") || r.kernel.contains("hipblaslt") || r.api_launches == 0 {
+            why.push(format!(
+                "{extra} dispatches with no HIP launch probed: a library kernel or an unprobed entry point"
+            ));
+        } else {
+            why.push(format!("{extra} dispatches more than launches"));
+        }
+    } else if !queue_seen {
+        why.push("no queue dispatch seen at all: no HSA runtime probed, or no GPU".to_owned());
+    } else {
+        why.push(format!("{} launches reached no queue", expected - r.queue_dispatches));
+    }
+    why.join("; ")
 }
 
 impl Report {
@@ -499,17 +680,53 @@ impl Report {
                 }
             }
             let _ = writeln!(s, "\n  API calls:");
-            let _ = writeln!(s, "  {:<30} {:>8} {:>8} {:>12} {:>10}", "api", "calls", "errors", "total µs", "mean µs");
+            let _ = writeln!(s, "  {:<42} {:>8} {:>8} {:>12} {:>10}", "api", "calls", "errors", "total µs", "mean µs");
             for a in &p.api {
                 let _ = writeln!(
                     s,
-                    "  {:<30} {:>8} {:>8} {:>12.1} {:>10.2}",
+                    "  {:<42} {:>8} {:>8} {:>12.1} {:>10.2}",
                     a.api,
                     a.calls,
                     a.errors,
                     a.total_ns as f64 / 1e3,
                     a.mean_ns as f64 / 1e3
                 );
+            }
+            if !p.queues.is_empty() || !p.dispatches.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "\n  at the GPU queues ({} queue{}, {} barrier packet{}):",
+                    p.queues.len(),
+                    if p.queues.len() == 1 { "" } else { "s" },
+                    p.barrier_packets,
+                    if p.barrier_packets == 1 { "" } else { "s" }
+                );
+                let _ = writeln!(s, "  {:>10}  {:<38} kernel", "dispatches", "workgroup / grid work-items (LDS)");
+                for d in &p.dispatches {
+                    let name = if d.demangled.is_empty() {
+                        format!("unnamed kernel_object {:#x} (loaded before the tracer started)", d.kernel_object)
+                    } else {
+                        d.demangled.clone()
+                    };
+                    let first = d.shapes.first().map(dispatch_shape_text).unwrap_or_default();
+                    let _ = writeln!(s, "  {:>10}  {:<38} {}", d.dispatches, first, name);
+                    for sh in d.shapes.iter().skip(1) {
+                        let _ = writeln!(s, "  {:>10}  {:<38}", "", dispatch_shape_text(sh));
+                    }
+                }
+                let _ = writeln!(s, "\n  API launches vs queue dispatches:");
+                let _ = writeln!(s, "  {:>8} {:>10}  {:<50} why they differ", "launches", "dispatches", "kernel");
+                for r in &p.crosscheck {
+                    let name = if r.demangled.is_empty() { &r.kernel } else { &r.demangled };
+                    let _ = writeln!(
+                        s,
+                        "  {:>8} {:>10}  {:<50} {}",
+                        r.api_launches,
+                        r.queue_dispatches,
+                        name,
+                        if r.explanation.is_empty() { "-" } else { &r.explanation }
+                    );
+                }
             }
             if !p.ioctls.is_empty() {
                 let _ = writeln!(s, "\n  GPU driver ioctls:");
@@ -553,6 +770,13 @@ impl Report {
         }
         s
     }
+}
+
+fn dispatch_shape_text(s: &DispatchShape) -> String {
+    format!(
+        "({},{},{}) / ({},{},{}) ({}) [{}]",
+        s.workgroup[0], s.workgroup[1], s.workgroup[2], s.grid[0], s.grid[1], s.grid[2], s.group_segment, s.count
+    )
 }
 
 fn error_text(code: i64) -> String {
@@ -624,6 +848,7 @@ mod tests {
             stream: 0,
             ret,
             dur: 1000,
+            captured: false,
         })
     }
 

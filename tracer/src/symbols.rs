@@ -21,6 +21,8 @@ use crate::trace;
 pub enum Source {
     Register,
     Module,
+    /// An HSA kernel object named at code-object load (symbol lookup + KERNEL_OBJECT).
+    Hsa,
     Elf,
     Unnamed,
 }
@@ -30,6 +32,7 @@ impl Source {
         match self {
             Source::Register => "register",
             Source::Module => "module",
+            Source::Hsa => "hsa",
             Source::Elf => "elf",
             Source::Unnamed => "unnamed",
         }
@@ -139,6 +142,21 @@ impl KernelTable {
         (rec.id, Some(rec))
     }
 
+    /// The kernel id already bound to a handle, without looking further.
+    pub fn lookup(&self, pid: u32, handle: u64) -> Option<u32> {
+        self.by_handle.get(&(pid, handle)).map(|e| e.id)
+    }
+
+    /// The file and offset an address of a process falls in, from its maps snapshot.
+    pub fn file_of(&mut self, pid: u32, addr: u64) -> Option<(String, u64)> {
+        let covers = |maps: &Vec<Mapping>| maps.iter().any(|m| addr >= m.start && addr < m.end);
+        if !self.maps.get(&pid).is_some_and(covers) {
+            self.snapshot(pid);
+        }
+        let m = self.maps.get(&pid)?.iter().find(|m| addr >= m.start && addr < m.end)?;
+        Some((m.path.clone(), addr - m.start + m.offset))
+    }
+
     /// Forgets a process's handles (it exited or exec'd another program).
     pub fn forget(&mut self, pid: u32) {
         self.by_handle.retain(|(p, _), _| *p != pid);
@@ -187,6 +205,8 @@ struct Mapping {
     /// A path that reaches the file from here: the target's own path when it shares our mount namespace
     /// (still valid after the process exits), else through /proc/PID/root.
     open_path: String,
+    /// The path as the process sees it.
+    path: String,
 }
 
 fn read_mappings(pid: u32) -> Option<Vec<Mapping>> {
@@ -216,7 +236,7 @@ fn read_mappings(pid: u32) -> Option<Vec<Mapping>> {
             .entry(open_path.clone())
             .or_insert_with(|| fs::metadata(&open_path).ok().map(|m| (m.dev(), m.ino())));
         if let Some(file) = file {
-            out.push(Mapping { start, end, offset, file, open_path });
+            out.push(Mapping { start, end, offset, file, open_path, path: path.to_owned() });
         }
     }
     Some(out)

@@ -43,6 +43,8 @@ pub enum Record {
     Call(Call),
     Ioctl(Ioctl),
     Mapping(Mapping),
+    Queue(Queue),
+    Dispatch(Dispatch),
     Exit(Exit),
     Footer(Footer),
 }
@@ -171,6 +173,9 @@ pub struct Launch {
     pub stream: u64,
     pub ret: i32,
     pub dur: u64,
+    /// The stream was capturing a graph: this launch became a graph node, not a dispatch.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub captured: bool,
 }
 
 /// A `kernel<<<grid, block, shmem, stream>>>` configuration pushed by `__hipPushCallConfiguration`.
@@ -219,6 +224,68 @@ pub struct Call {
     /// Function handle (hipModuleGetFunction).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function: Option<u64>,
+    /// A handle the call is about: an HSA symbol, a graph or graph executable, a code-object reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<u64>,
+    /// hsa_executable_symbol_get_info's attribute (22 = KERNEL_OBJECT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribute: Option<u32>,
+    /// A value returned through an out-parameter (the kernel object for get_info, the executable for
+    /// hipGraphInstantiate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+    /// For code objects read from memory: the mapped file and offset the pointer falls in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_offset: Option<u64>,
+}
+
+/// An HSA queue created by `hsa_queue_create`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Queue {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    /// The `hsa_queue_t*`: what `dispatch.queue` refers to.
+    pub queue: u64,
+    pub id: u64,
+    /// 0 multiple producers, 1 single, 2 cooperative.
+    pub queue_type: u32,
+    pub base_address: u64,
+    /// Ring size in 64-byte packets.
+    pub size: u32,
+    pub doorbell_signal: u64,
+}
+
+/// An AQL packet as it reached a GPU queue (read from the ring when the doorbell was rung).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Dispatch {
+    /// When the doorbell was rung.
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    pub queue: u64,
+    /// The packet's index in the queue.
+    pub index: u64,
+    /// "kernel-dispatch", "barrier-and", "barrier-or", "agent-dispatch", "vendor-specific", "invalid".
+    #[serde(deserialize_with = "interned")]
+    pub packet: Text,
+    pub barrier: bool,
+    /// Kernel dispatches only (zero otherwise): work-items per work-group, grid in work-items.
+    pub workgroup: [u16; 3],
+    pub grid: [u32; 3],
+    pub private_segment: u32,
+    /// LDS bytes, dynamic shared memory included.
+    pub group_segment: u32,
+    pub kernel_object: u64,
+    pub kernarg: u64,
+    pub completion_signal: u64,
+    /// Kernel table id (a `kernel` record with source "hsa", or "unnamed" for an object loaded before the
+    /// tracer started); null for packets that are not kernel dispatches.
+    pub kernel: Option<u32>,
 }
 
 /// An ioctl on a GPU driver (KFD or DRM amdgpu).
@@ -285,8 +352,9 @@ impl Footer {
     }
 }
 
-const KNOWN_TYPES: [&str; 12] = [
-    "header", "library", "probe", "process", "kernel", "launch", "config", "call", "ioctl", "mapping", "exit", "footer",
+const KNOWN_TYPES: [&str; 14] = [
+    "header", "library", "probe", "process", "kernel", "launch", "config", "call", "ioctl", "mapping", "queue",
+    "dispatch", "exit", "footer",
 ];
 
 impl Record {
@@ -302,6 +370,8 @@ impl Record {
             Record::Call(_) => "call",
             Record::Ioctl(_) => "ioctl",
             Record::Mapping(_) => "mapping",
+            Record::Queue(_) => "queue",
+            Record::Dispatch(_) => "dispatch",
             Record::Exit(_) => "exit",
             Record::Footer(_) => "footer",
         }
@@ -681,6 +751,8 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
             b"call" => Record::Call(serde_json::from_slice(line)?),
             b"ioctl" => Record::Ioctl(serde_json::from_slice(line)?),
             b"mapping" => Record::Mapping(serde_json::from_slice(line)?),
+            b"dispatch" => Record::Dispatch(serde_json::from_slice(line)?),
+            b"queue" => Record::Queue(serde_json::from_slice(line)?),
             b"config" => Record::Config(serde_json::from_slice(line)?),
             b"kernel" => Record::Kernel(serde_json::from_slice(line)?),
             b"process" => Record::Process(serde_json::from_slice(line)?),
@@ -711,7 +783,8 @@ fn read_line_bounded(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result
 
 /// Deserializes text that is nearly always one of a few constants without allocating for those.
 fn interned<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
-    const KNOWN: [&str; 16] = [
+    const KNOWN: [&str; 17] = [
+        "kernel-dispatch",
         "hipLaunchKernel",
         "hipModuleLaunchKernel",
         "hipExtModuleLaunchKernel",
@@ -768,6 +841,7 @@ mod tests {
             stream: 0,
             ret: 101,
             dur: 5000,
+            captured: false,
         })
     }
 
@@ -883,7 +957,7 @@ mod tests {
         assert!(err.contains("line 2 is not a valid trace record"), "{err}");
 
         // A record type from a newer tracer is skipped and counted, not an error.
-        let text = text.replace("{\"type\":\"launch\",\"garbage\n", "{\"type\":\"dispatch\",\"queue\":1}\n");
+        let text = text.replace("{\"type\":\"launch\",\"garbage\n", "{\"type\":\"future_record\",\"queue\":1}\n");
         std::fs::write(&p, &text).unwrap();
         let (records, status) = read_file(&p).unwrap();
         assert_eq!((records.len(), status.unknown_records), (2, 1));

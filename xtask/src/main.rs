@@ -256,6 +256,25 @@ fn build_fixtures() -> Result<()> {
         step(&format!("hipcc {}", src.display()));
         run(Command::new("hipcc").args(["--offload-arch=gfx1030", "-O2", "-o"]).arg(&bin).arg(&src))?;
     }
+    // The HSA queue-path test double and the program that drives it (linked to the double by rpath).
+    let dir = out.join("hsa-double");
+    fs::create_dir_all(&dir)?;
+    let src = root().join("fixtures/hsa_double");
+    let lib = dir.join("libhsa-runtime64.so.1");
+    step("cc fixtures/hsa_double (test double of libhsa-runtime64's queue path)");
+    run(Command::new("cc")
+        .args(["-O2", "-Wall", "-shared", "-fPIC", "-Wl,-soname,libhsa-runtime64.so.1"])
+        .arg(format!("-Wl,--version-script={}", src.join("hsa_double.map").display()))
+        .arg("-o")
+        .arg(&lib)
+        .arg(src.join("hsa_double.c")))?;
+    run(Command::new("cc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(out.join("hsa_driver"))
+        .arg(src.join("hsa_driver.c"))
+        .arg(format!("-L{}", dir.display()))
+        .arg("-l:libhsa-runtime64.so.1")
+        .arg(format!("-Wl,-rpath,{}", dir.display())))?;
     // Plain C fixtures (test doubles and probes that need no HIP).
     for entry in fs::read_dir(root().join("fixtures/c"))? {
         let src = entry?.path();

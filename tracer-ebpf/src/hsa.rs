@@ -1,0 +1,108 @@
+//! The queue layer (libhsa-runtime64): what reached a GPU queue. HIP writes each AQL packet straight into
+//! the queue's ring and then stores the packet's index into the queue's doorbell signal with
+//! `hsa_signal_store_screlease` (or `_relaxed`). At that store this program reads every packet between
+//! the last index it saw for that queue and the stored one: the dispatch as the GPU will see it —
+//! graph replays and library GEMMs included, which never pass through `hipLaunchKernel`.
+//!
+//! Layouts (ROCr headers): a signal handle is the address of its `amd_signal_t` (kind at 0: -1 doorbell,
+//! -2 legacy doorbell; queue_ptr at 48, the `amd_queue_t`, which begins with the `hsa_queue_t`:
+//! base_address at 8, size (packets) at 24).
+
+use aya_ebpf::{
+    EbpfContext,
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, generated::bpf_get_attach_cookie},
+    macros::{map, uprobe},
+    maps::LruHashMap,
+    programs::ProbeContext,
+};
+use tracer_common::{
+    AQL_PACKET_BYTES, Counter, DispatchRecord, MAX_PACKETS_PER_DOORBELL, RecordHeader, RecordKind, cookie,
+};
+
+use crate::maps::{EVENTS, count, count_n, submit_flags, traced};
+
+const SIGNAL_KIND_DOORBELL: i64 = -1;
+const SIGNAL_KIND_LEGACY_DOORBELL: i64 = -2;
+const SIGNAL_QUEUE_PTR: u64 = 48;
+const QUEUE_BASE_ADDRESS: u64 = 8;
+const QUEUE_SIZE: u64 = 24;
+
+/// A queue in one process (queue addresses are per address space).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct QueueKey {
+    pub tgid: u64,
+    pub queue: u64,
+}
+
+/// The last packet index decoded per queue; [`FROM_START`] for a queue created while tracing.
+#[map]
+pub static LAST_INDEX: LruHashMap<QueueKey, u64> = LruHashMap::with_max_entries(4096, 0);
+
+/// A queue whose creation was seen: its first doorbell publishes every packet from index 0.
+pub const FROM_START: u64 = u64::MAX;
+
+#[uprobe]
+pub fn doorbell(ctx: ProbeContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = pid_tgid >> 32;
+    if !traced(tgid as u32) {
+        return 0;
+    }
+    // SAFETY: pt_regs is kernel memory handed to the program.
+    let regs = unsafe { &*ctx.regs };
+    let (signal, value) = (regs.rdi, regs.rsi);
+    // SAFETY: bpf_probe_read_user checks every address below.
+    let Ok(kind) = (unsafe { bpf_probe_read_user(signal as *const i64) }) else { return 0 };
+    if kind != SIGNAL_KIND_DOORBELL && kind != SIGNAL_KIND_LEGACY_DOORBELL {
+        return 0; // a completion or user signal, not a queue's doorbell
+    }
+    let Ok(queue) = (unsafe { bpf_probe_read_user((signal + SIGNAL_QUEUE_PTR) as *const u64) }) else { return 0 };
+    let Ok(base) = (unsafe { bpf_probe_read_user((queue + QUEUE_BASE_ADDRESS) as *const u64) }) else { return 0 };
+    let Ok(size) = (unsafe { bpf_probe_read_user((queue + QUEUE_SIZE) as *const u32) }) else { return 0 };
+    let size = size as u64;
+    if size == 0 || size & (size - 1) != 0 {
+        return 0;
+    }
+    let key = QueueKey { tgid, queue };
+    // SAFETY: the value is copied out.
+    let first = match unsafe { LAST_INDEX.get(&key) } {
+        Some(&FROM_START) => 0,
+        Some(&last) if last < value => last + 1,
+        // A queue created before the tracer started (or an index that went back): this packet only.
+        _ => value,
+    };
+    let mut first = first;
+    let pending = value - first + 1;
+    if pending > MAX_PACKETS_PER_DOORBELL {
+        count_n(Counter::PacketsCut, pending - MAX_PACKETS_PER_DOORBELL);
+        first = value + 1 - MAX_PACKETS_PER_DOORBELL;
+    }
+    let _ = LAST_INDEX.insert(&key, &value, 0);
+    // SAFETY: see call_entry in calls.rs.
+    let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    // SAFETY: helper call without preconditions.
+    let ts_ns = unsafe { bpf_ktime_get_ns() };
+    let header =
+        RecordHeader { kind: RecordKind::Dispatch as u16, func: cookie::func(c), lib: cookie::lib(c), pid_tgid, ts_ns };
+    for i in 0..MAX_PACKETS_PER_DOORBELL {
+        let index = first + i;
+        if index > value {
+            break;
+        }
+        let slot = base + (index & (size - 1)) * AQL_PACKET_BYTES as u64;
+        // SAFETY: bpf_probe_read_user checks the address.
+        let Ok(packet) = (unsafe { bpf_probe_read_user(slot as *const [u8; AQL_PACKET_BYTES]) }) else {
+            count(Counter::PacketFault);
+            continue;
+        };
+        match EVENTS.reserve::<DispatchRecord>(0) {
+            Some(mut entry) => {
+                entry.write(DispatchRecord { header, queue, index, packet });
+                entry.submit(submit_flags());
+            }
+            None => count(Counter::DropDispatch),
+        }
+    }
+    0
+}
