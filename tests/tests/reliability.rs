@@ -59,6 +59,10 @@ fn ring_overflow_is_counted_per_cpu_and_adds_up() {
         "4096",
         "--debug-read-delay-ms",
         "1500",
+        // The HIP runtime alone: every probed call is then one the program made (without a GPU the runtime
+        // also retries hsa_init on each launch, which would be counted too if libhsa-runtime64 were probed).
+        "--lib",
+        "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5",
         "--",
         runner.to_str().unwrap(),
         "loop",

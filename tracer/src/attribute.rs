@@ -28,6 +28,10 @@ pub struct Attributor {
     hsa_symbols: HashMap<(u32, u64), String>,
     /// Streams capturing a graph, per process.
     capturing: std::collections::HashSet<(u32, u64)>,
+    /// Processes whose maps were looked at after one of their API events (their libraries are loaded by
+    /// then); the last one, to skip the set on the hot path.
+    scanned: std::collections::HashSet<u32>,
+    last_scanned: u32,
 }
 
 impl Attributor {
@@ -43,13 +47,22 @@ impl Attributor {
         }
     }
 
+    /// Called for every event: the first event of a process (or the first after its exec) has its maps
+    /// looked at — its libraries are loaded by then — and writes its process record if it is new.
     fn see(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
-        if !self.processes.knows(pid) {
-            self.newly_seen.push(pid);
-            self.kernels.snapshot(pid);
-            if let Some(p) = self.processes.observe(pid, "seen", ts, "") {
-                out.push(Record::Process(p));
-            }
+        if pid == self.last_scanned {
+            return; // the hot path: the same process as the last event
+        }
+        self.last_scanned = pid;
+        if !self.scanned.insert(pid) {
+            return;
+        }
+        self.newly_seen.push(pid);
+        self.kernels.snapshot(pid);
+        if !self.processes.knows(pid)
+            && let Some(p) = self.processes.observe(pid, "seen", ts, "")
+        {
+            out.push(Record::Process(p));
         }
     }
 
@@ -248,6 +261,9 @@ impl Attributor {
                         self.kernels.forget(p.pid);
                         self.kernels.snapshot(p.pid);
                         self.newly_seen.push(p.pid);
+                        // Its libraries load after exec: look again at its first API event.
+                        self.scanned.remove(&p.pid);
+                        self.last_scanned = 0;
                         if let Some(rec) = self.processes.observe(p.pid, "exec", ts, &p.comm) {
                             out.push(Record::Process(rec));
                         }
@@ -255,6 +271,8 @@ impl Attributor {
                     ProcEvent::Exit => {
                         self.kernels.forget(p.pid);
                         self.hsa_symbols.retain(|(pid, _), _| *pid != p.pid);
+                        self.scanned.remove(&p.pid);
+                        self.last_scanned = 0;
                         self.capturing.retain(|(pid, _)| *pid != p.pid);
                         self.fds.retain(|(pid, _), _| *pid != p.pid);
                         self.processes.forget(p.pid);

@@ -5,6 +5,7 @@
 
 pub mod attach;
 pub mod attribute;
+pub mod classify;
 pub mod cli;
 pub mod decode;
 pub mod ioctl;

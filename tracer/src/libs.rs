@@ -111,6 +111,50 @@ pub fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
     dedupe(copies)
 }
 
+/// One file mapping from /proc/PID/maps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapsEntry<'a> {
+    pub start: u64,
+    pub end: u64,
+    pub offset: u64,
+    /// The file's device as `st_dev` encodes it, and its inode: no stat needed.
+    pub dev: u64,
+    pub inode: u64,
+    pub path: &'a str,
+}
+
+/// File mappings of a /proc/PID/maps text (anonymous and deleted mappings left out).
+pub fn parse_maps(maps: &str) -> Vec<MapsEntry<'_>> {
+    maps.lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(6, ' ');
+            let (range, _perms, offset, dev, inode) = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
+            let path = it.next()?.trim_start();
+            if !path.starts_with('/') || path.ends_with(" (deleted)") {
+                return None;
+            }
+            let (s, e) = range.split_once('-')?;
+            let (major, minor) = dev.split_once(':')?;
+            let (major, minor) = (u64::from_str_radix(major, 16).ok()?, u64::from_str_radix(minor, 16).ok()?);
+            Some(MapsEntry {
+                start: u64::from_str_radix(s, 16).ok()?,
+                end: u64::from_str_radix(e, 16).ok()?,
+                offset: u64::from_str_radix(offset, 16).ok()?,
+                // glibc's makedev.
+                dev: (major & 0xfff) << 8 | (major & !0xfff) << 32 | (minor & 0xff) | (minor & !0xff) << 12,
+                inode: inode.parse().ok()?,
+                path,
+            })
+        })
+        .collect()
+}
+
+/// A copy found in a process's maps, reached through /proc/PID/root.
+pub fn copy_in(pid: u32, e: &MapsEntry<'_>) -> Option<LibCopy> {
+    let open = PathBuf::from(format!("/proc/{pid}/root{}", e.path));
+    LibCopy::stat(e.path.to_owned(), open, Origin::of_path(e.path))
+}
+
 /// The distinct file paths in a /proc/PID/maps text.
 pub fn mapped_paths(maps: &str) -> BTreeSet<&str> {
     maps.lines()
@@ -220,6 +264,18 @@ mod tests {
 ";
         let paths: Vec<&str> = mapped_paths(maps).into_iter().collect();
         assert_eq!(paths, ["/home/u/lib/ollama/rocm/libamdhip64.so.6.1", "/tmp/with space/libx.so", "/usr/bin/prog"]);
+    }
+
+    #[test]
+    fn maps_devices_match_stat() {
+        use std::os::unix::fs::MetadataExt;
+        let maps = fs::read_to_string("/proc/self/maps").unwrap();
+        let exe = fs::canonicalize("/proc/self/exe").unwrap();
+        let meta = fs::metadata(&exe).unwrap();
+        let entries = parse_maps(&maps);
+        let e = entries.iter().find(|e| e.path == exe.to_str().unwrap()).expect("own executable mapped");
+        assert_eq!((e.dev, e.inode), (meta.dev(), meta.ino()));
+        assert!(e.end > e.start);
     }
 
     #[test]

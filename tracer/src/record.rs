@@ -272,28 +272,34 @@ impl LibraryWatch {
         Ok(out)
     }
 
-    /// Looks at a traced process's maps: probes a HIP runtime copy it maps that is not probed yet (a
-    /// dlopen after the start, a copy inside a container), and records the libraries of interest it maps.
+    /// Looks at a traced process's maps (one read): probes a runtime copy it maps that is not probed yet
+    /// (a dlopen after the start, a copy inside a container), and records the libraries of interest it
+    /// maps. Known files cost no stat: maps give their device and inode.
     fn scan(&mut self, ebpf: &mut aya::Ebpf, pid: u32, ts: u64, mode: ProbeMode) -> Vec<Record> {
         let mut out = Vec::new();
-        for copy in libs::RUNTIMES.iter().flat_map(|r| libs::mapped_by(pid, r)) {
-            match self.attach(ebpf, &copy, mode) {
-                Ok(recs) => out.extend(recs),
-                Err(e) => eprintln!("tracer: warning: cannot probe {} mapped by {pid}: {e:#}", copy.path),
-            }
-        }
-        for prefix in LIBRARIES_OF_INTEREST {
-            for copy in libs::mapped_by(pid, prefix) {
-                if self.written.insert((pid, copy.dev, copy.inode)) {
-                    out.push(Record::Mapping(trace::Mapping {
-                        ts,
-                        pid,
-                        path: copy.path,
-                        dev: copy.dev,
-                        inode: copy.inode,
-                        lib: self.probed.get(&(copy.dev, copy.inode)).copied(),
-                    }));
+        let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else { return out };
+        let entries = libs::parse_maps(&text);
+        let name = |e: &libs::MapsEntry<'_>| e.path.rsplit('/').next().unwrap_or(e.path).to_owned();
+        for e in &entries {
+            let file = name(e);
+            if libs::RUNTIMES.iter().any(|r| file.starts_with(r)) && !self.probed.contains_key(&(e.dev, e.inode)) {
+                match libs::copy_in(pid, e).map(|copy| self.attach(ebpf, &copy, mode).map_err(|err| (copy, err))) {
+                    Some(Ok(recs)) => out.extend(recs),
+                    Some(Err((copy, err))) => {
+                        eprintln!("tracer: warning: cannot probe {} mapped by {pid}: {err:#}", copy.path)
+                    }
+                    None => {}
                 }
+            }
+            if LIBRARIES_OF_INTEREST.iter().any(|p| file.starts_with(p)) && self.written.insert((pid, e.dev, e.inode)) {
+                out.push(Record::Mapping(trace::Mapping {
+                    ts,
+                    pid,
+                    path: e.path.to_owned(),
+                    dev: e.dev,
+                    inode: e.inode,
+                    lib: self.probed.get(&(e.dev, e.inode)).copied(),
+                }));
             }
         }
         out
@@ -513,7 +519,13 @@ async fn session(
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0 {
         let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
         footer.counters.insert("tracer_cpu_us".into(), us(usage.ru_utime) + us(usage.ru_stime));
-        footer.counters.insert("tracer_max_rss_kib".into(), usage.ru_maxrss as u64);
+    }
+    // Peak RSS of this program image (VmHWM): ru_maxrss would also count the image of the process that
+    // started tracer, inherited across fork and exec.
+    if let Some(kib) = std::fs::read_to_string("/proc/self/status").ok().and_then(|s| {
+        s.lines().find_map(|l| l.strip_prefix("VmHWM:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+    }) {
+        footer.counters.insert("tracer_max_rss_kib".into(), kib);
     }
     let drops = footer.total_drops();
     let counts: BTreeMap<String, u64> = writer.counts().clone();

@@ -88,6 +88,7 @@ pub struct DispatchReport {
     pub kernel: Option<u32>,
     pub name: String,
     pub demangled: String,
+    pub class: KernelClass,
     pub source: String,
     pub kernel_object: u64,
     pub dispatches: u64,
@@ -130,11 +131,46 @@ pub struct IoctlReport {
     pub total_ns: u64,
 }
 
+/// What a kernel's name says it does (see `classify`).
+#[derive(Debug, Default, Serialize)]
+pub struct KernelClass {
+    pub family: String,
+    pub quant: Option<String>,
+    /// "1" (exact columns, MMVQ) or "<=128" (MMQ tile width).
+    pub batch: Option<String>,
+}
+
+impl KernelClass {
+    fn of(name: &str) -> KernelClass {
+        let c = crate::classify::classify(name);
+        KernelClass {
+            family: c.family.name().to_owned(),
+            quant: c.quant.map(str::to_owned),
+            batch: c.batch.map(|b| match b {
+                crate::classify::Batch::Exact(n) => n.to_string(),
+                crate::classify::Batch::TileUpTo(n) => format!("<={n}"),
+            }),
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut s = self.family.clone();
+        if let Some(q) = &self.quant {
+            s += &format!(" {q}");
+        }
+        if let Some(b) = &self.batch {
+            s += &format!(" b{b}");
+        }
+        s
+    }
+}
+
 #[derive(Debug, Default, Serialize)]
 pub struct KernelReport {
     pub id: u32,
     pub name: String,
     pub demangled: String,
+    pub class: KernelClass,
     pub source: String,
     pub handle: u64,
     pub launches: u64,
@@ -402,8 +438,11 @@ impl ReportBuilder {
         let mut report = self.report;
         report.trace.duration_s = self.last_ts.saturating_sub(self.start) as f64 / 1e9;
         for (pid, acc) in self.procs {
-            let mut kernels: Vec<KernelReport> =
-                acc.kernels.into_values().map(|k| KernelReport { shapes: shapes(k.shapes), ..k.report }).collect();
+            let mut kernels: Vec<KernelReport> = acc
+                .kernels
+                .into_values()
+                .map(|k| KernelReport { shapes: shapes(k.shapes), class: KernelClass::of(&k.report.name), ..k.report })
+                .collect();
             kernels.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.id.cmp(&b.id)));
             let mut api: Vec<ApiReport> = acc
                 .api
@@ -504,6 +543,7 @@ fn queue_view(
         shapes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
         reports.push(DispatchReport {
             kernel,
+            class: KernelClass::of(k.map_or("", |k| k.name.as_str())),
             name: k.map(|k| k.name.clone()).unwrap_or_default(),
             demangled: k.map(|k| k.demangled.clone()).unwrap_or_default(),
             source: kernel.and_then(|id| names.get(&id)).map_or_else(|| "unnamed".to_owned(), |k| k.source.clone()),
@@ -652,7 +692,8 @@ impl Report {
                     k.demangled.clone()
                 };
                 let first = k.shapes.first().map(shape_text).unwrap_or_default();
-                let _ = writeln!(s, "  {:>8} {:>7}  {:<34} {}", k.launches, k.failed, first, name);
+                let _ =
+                    writeln!(s, "  {:>8} {:>7}  {:<34} {:<22} {}", k.launches, k.failed, first, k.class.text(), name);
                 for sh in k.shapes.iter().skip(1) {
                     let _ = writeln!(s, "  {:>8} {:>7}  {:<34}", "", "", shape_text(sh));
                 }
@@ -701,7 +742,11 @@ impl Report {
                     p.barrier_packets,
                     if p.barrier_packets == 1 { "" } else { "s" }
                 );
-                let _ = writeln!(s, "  {:>10}  {:<38} kernel", "dispatches", "workgroup / grid work-items (LDS)");
+                let _ = writeln!(
+                    s,
+                    "  {:>10}  {:<38} {:<22} kernel",
+                    "dispatches", "workgroup / grid work-items (LDS)", "family"
+                );
                 for d in &p.dispatches {
                     let name = if d.demangled.is_empty() {
                         format!("unnamed kernel_object {:#x} (loaded before the tracer started)", d.kernel_object)
@@ -709,7 +754,7 @@ impl Report {
                         d.demangled.clone()
                     };
                     let first = d.shapes.first().map(dispatch_shape_text).unwrap_or_default();
-                    let _ = writeln!(s, "  {:>10}  {:<38} {}", d.dispatches, first, name);
+                    let _ = writeln!(s, "  {:>10}  {:<38} {:<22} {}", d.dispatches, first, d.class.text(), name);
                     for sh in d.shapes.iter().skip(1) {
                         let _ = writeln!(s, "  {:>10}  {:<38}", "", dispatch_shape_text(sh));
                     }

@@ -8,7 +8,6 @@
 use std::{
     collections::{BTreeMap, HashMap},
     fs,
-    os::unix::fs::MetadataExt,
     sync::Arc,
 };
 
@@ -103,6 +102,9 @@ pub struct KernelTable {
     next_id: u32,
     elf_cache: HashMap<(u64, u64), Option<Arc<ElfSymbols>>>,
     maps: HashMap<u32, Vec<Mapping>>,
+    /// Mapped files opened when a process was first looked at, by (device, inode): they can still be
+    /// read after the process exits, or from another mount namespace.
+    files: HashMap<(u64, u64), Option<Arc<fs::File>>>,
     /// Counts for the footer: launches whose handle had no name anywhere.
     pub unnamed: u64,
 }
@@ -171,7 +173,13 @@ impl KernelTable {
     /// Reads a process's file mappings now, so that its handles can still be named after it exits (the
     /// reader may decode a launch after its process is gone).
     pub fn snapshot(&mut self, pid: u32) {
-        if let Some(maps) = read_mappings(pid) {
+        // A process that has exited but is not reaped yet shows empty maps: keep what was seen before.
+        if let Some(maps) = read_mappings(pid).filter(|m| !m.is_empty()) {
+            for m in &maps {
+                if !self.files.contains_key(&m.file) && self.files.len() < MAX_OPEN_FILES {
+                    self.files.insert(m.file, fs::File::open(&m.open_path).ok().map(Arc::new));
+                }
+            }
             self.maps.insert(pid, maps);
         }
     }
@@ -185,13 +193,28 @@ impl KernelTable {
         let syms = match self.elf_cache.get(&m.file) {
             Some(s) => s.clone(),
             None => {
-                let parsed = fs::read(&m.open_path).ok().and_then(|d| ElfSymbols::parse(&d)).map(Arc::new);
+                let data = match self.files.get(&m.file) {
+                    Some(Some(f)) => read_whole(f),
+                    _ => fs::read(&m.open_path).ok(),
+                };
+                let parsed = data.and_then(|d| ElfSymbols::parse(&d)).map(Arc::new);
                 self.elf_cache.insert(m.file, parsed.clone());
                 parsed
             }
         }?;
         syms.name_at_file_offset(addr - m.start + m.offset).map(str::to_owned)
     }
+}
+
+/// Files kept open for naming (one descriptor each, shared by every process that maps the file).
+const MAX_OPEN_FILES: usize = 2048;
+
+fn read_whole(f: &fs::File) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let len = f.metadata().ok()?.len() as usize;
+    let mut buf = vec![0; len];
+    f.read_exact_at(&mut buf, 0).ok()?;
+    Some(buf)
 }
 
 /// One file mapping of a process.
@@ -212,34 +235,19 @@ struct Mapping {
 fn read_mappings(pid: u32) -> Option<Vec<Mapping>> {
     let text = fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     let same_ns = fs::read_link(format!("/proc/{pid}/ns/mnt")).ok() == fs::read_link("/proc/self/ns/mnt").ok();
-    let mut out = Vec::new();
-    let mut files: HashMap<String, Option<(u64, u64)>> = HashMap::new();
-    for l in text.lines() {
-        let mut it = l.splitn(6, ' ');
-        let (Some(range), Some(_perms), Some(offset), Some(_dev), Some(_inode), Some(path)) =
-            (it.next(), it.next(), it.next(), it.next(), it.next(), it.next())
-        else {
-            continue;
-        };
-        let path = path.trim_start();
-        if !path.starts_with('/') || path.ends_with(" (deleted)") {
-            continue;
-        }
-        let Some((s, e)) = range.split_once('-') else { continue };
-        let (Ok(start), Ok(end), Ok(offset)) =
-            (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16), u64::from_str_radix(offset, 16))
-        else {
-            continue;
-        };
-        let open_path = if same_ns { path.to_owned() } else { format!("/proc/{pid}/root{path}") };
-        let file = *files
-            .entry(open_path.clone())
-            .or_insert_with(|| fs::metadata(&open_path).ok().map(|m| (m.dev(), m.ino())));
-        if let Some(file) = file {
-            out.push(Mapping { start, end, offset, file, open_path, path: path.to_owned() });
-        }
-    }
-    Some(out)
+    Some(
+        crate::libs::parse_maps(&text)
+            .into_iter()
+            .map(|e| Mapping {
+                start: e.start,
+                end: e.end,
+                offset: e.offset,
+                file: (e.dev, e.inode),
+                open_path: if same_ns { e.path.to_owned() } else { format!("/proc/{pid}/root{}", e.path) },
+                path: e.path.to_owned(),
+            })
+            .collect(),
+    )
 }
 
 #[allow(clippy::too_many_arguments)]

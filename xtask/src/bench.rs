@@ -82,8 +82,15 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
 }
 
 fn footer(path: &Path) -> Result<(Value, u64)> {
-    let text = fs::read_to_string(path)?;
-    let last = text.lines().last().context("empty trace")?;
+    // Only the end of the file: the benchmark's own memory must stay small, since the tracer it starts
+    // next inherits its image until exec.
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)))?;
+    let mut tail = String::new();
+    f.read_to_string(&mut tail)?;
+    let last = tail.lines().last().context("empty trace")?;
     let f: Value = serde_json::from_str(last)?;
     let launches = f["records"]["launch"].as_u64().unwrap_or(0);
     Ok((f, launches))
