@@ -680,8 +680,8 @@ impl Report {
                     }
                 }
             }
-            let _ = writeln!(s, "\n  kernels launched ({}):", p.kernels.len());
             if !p.kernels.is_empty() {
+                let _ = writeln!(s, "\n  kernels launched ({}):", p.kernels.len());
                 let _ =
                     writeln!(s, "  {:>8} {:>7}  {:<34} kernel", "launches", "failed", "grid x block (shmem) [count]");
             }
@@ -697,7 +697,7 @@ impl Report {
                 for sh in k.shapes.iter().skip(1) {
                     let _ = writeln!(s, "  {:>8} {:>7}  {:<34}", "", "", shape_text(sh));
                 }
-                if k.source != "register" && k.source != "module" {
+                if k.source == "elf" {
                     let _ = writeln!(s, "  {:>8} {:>7}  (name from {})", "", "", k.source);
                 }
                 let errors: Vec<String> = k
@@ -720,8 +720,11 @@ impl Report {
                     let _ = writeln!(s, "    {}", shape_text(sh));
                 }
             }
-            let _ = writeln!(s, "\n  API calls:");
-            let _ = writeln!(s, "  {:<42} {:>8} {:>8} {:>12} {:>10}", "api", "calls", "errors", "total µs", "mean µs");
+            if !p.api.is_empty() {
+                let _ = writeln!(s, "\n  API calls:");
+                let _ =
+                    writeln!(s, "  {:<42} {:>8} {:>8} {:>12} {:>10}", "api", "calls", "errors", "total µs", "mean µs");
+            }
             for a in &p.api {
                 let _ = writeln!(
                     s,
