@@ -153,3 +153,28 @@ pub fn kernel_name<'a>(records: &'a [Record], launch: &trace::Launch) -> &'a str
     let id = launch.kernel.expect("every launch has a kernel id");
     kernels(records).into_iter().find(|k| k.id == id).map(|k| k.name.as_str()).expect("kernel record precedes launch")
 }
+
+/// Waits until `n` launch records have reached the file (the writer flushes every 100 ms).
+pub fn wait_for_launches(path: &Path, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.matches("\"type\":\"launch\"").count() >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{n} launches never reached {}", path.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The PID of the command a recording exec'd (its `process` record with cause "exec"), read from a
+/// trace still being written.
+pub fn exec_pid(path: &Path) -> u32 {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "process" && v["cause"] == "exec")
+        .and_then(|v| v["pid"].as_u64())
+        .expect("exec record") as u32
+}

@@ -1,21 +1,9 @@
 //! The worst moments: a target killed mid-trace, a ring buffer that overflows, a full disk, and a machine
 //! that lacks what recording needs.
 
-use std::{process::Command, time::Duration};
+use std::process::Command;
 
 use integration_tests::*;
-
-fn wait_for_launches(path: &std::path::Path, n: usize) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.matches("\"type\":\"launch\"").count() >= n {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "{n} launches never reached {}", path.display());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 #[test]
 fn target_killed_mid_trace_keeps_its_records_and_its_death() {
@@ -24,13 +12,7 @@ fn target_killed_mid_trace_keeps_its_records_and_its_death() {
     let runner = fixture("mini_runner");
     let rec = Recording::start(&out, &["--", runner.to_str().unwrap(), "hang"]);
     wait_for_launches(&out, 7);
-    let text = std::fs::read_to_string(&out).unwrap();
-    let pid: u32 = text
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|v| v["type"] == "process" && v["cause"] == "exec")
-        .and_then(|v| v["pid"].as_u64())
-        .expect("exec record") as u32;
+    let pid = exec_pid(&out);
     // SAFETY: killing the test's own grandchild.
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let (status, stderr) = rec.wait();

@@ -54,24 +54,9 @@ fn sigkill_leaves_every_complete_record_readable() {
     let runner = fixture("mini_runner");
     // The runner launches, then sleeps until killed: the tracer is still recording when it is killed.
     let rec = Recording::start(&out, &["--", runner.to_str().unwrap(), "hang"]);
-    // Wait until the launches have reached the file (the writer flushes every 100 ms), then kill it.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let text = std::fs::read_to_string(&out).unwrap_or_default();
-        if text.matches("\"type\":\"launch\"").count() >= 7 {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "launches never reached the file");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_for_launches(&out, 7);
     rec.signal(libc::SIGKILL);
-    let runner_pid = std::fs::read_to_string(&out)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|v| v["type"] == "process" && v["cause"] == "exec")
-        .and_then(|v| v["pid"].as_i64())
-        .expect("exec record");
+    let runner_pid = exec_pid(&out);
     // SAFETY: ending the test's own grandchild, orphaned by the killed tracer (it holds the tracer's
     // stderr open, so it must end before the tracer's output can be read to its end).
     unsafe { libc::kill(runner_pid as i32, libc::SIGKILL) };

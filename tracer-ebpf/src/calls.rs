@@ -176,5 +176,7 @@ pub fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *const u8
             }
         }
     }
-    entry.submit(submit_flags());
+    // Names are rare (registration at start, lookups at load) and tell user space a process is using
+    // the runtime now: wake it, so it reads the process's maps while the process lives.
+    entry.submit(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP as u64);
 }

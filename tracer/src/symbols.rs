@@ -124,7 +124,17 @@ impl KernelTable {
     ) -> trace::Kernel {
         let id = self.next_id();
         self.by_handle.insert((pid, handle), Entry { id, source });
-        kernel_record(id, pid, handle, module, name, source, truncated, ts)
+        trace::Kernel {
+            id,
+            pid,
+            handle,
+            module,
+            name: name.to_owned(),
+            demangled: demangle(name),
+            source: source.as_str().to_owned(),
+            truncated,
+            ts,
+        }
     }
 
     /// The kernel id for a launch handle, naming it from the ELF file that maps it when no live name was
@@ -248,30 +258,6 @@ fn read_mappings(pid: u32) -> Option<Vec<Mapping>> {
             })
             .collect(),
     )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn kernel_record(
-    id: u32,
-    pid: u32,
-    handle: u64,
-    module: u64,
-    name: &str,
-    source: Source,
-    truncated: bool,
-    ts: u64,
-) -> trace::Kernel {
-    trace::Kernel {
-        id,
-        pid,
-        handle,
-        module,
-        name: name.to_owned(),
-        demangled: demangle(name),
-        source: source.as_str().to_owned(),
-        truncated,
-        ts,
-    }
 }
 
 #[cfg(test)]
