@@ -71,10 +71,12 @@ impl Install {
         )
     }
 
-    /// Starts `ollama serve`; it waits for `go`.
-    fn serve(&self, children: &[String]) -> Server {
+    /// Starts `ollama serve`; it waits for `go`. `delay_ms`: how long each runner waits before launching,
+    /// as a runner loading its model would.
+    fn serve(&self, children: &[String], delay_ms: u32) -> Server {
         let mut child = Command::new(self.root.join("bin/ollama"))
             .arg("serve")
+            .env("TRACER_TEST_RUNNER_DELAY_MS", delay_ms.to_string())
             .env("OLLAMA_SHIM_CHILDREN", children.join(";"))
             .env("LD_LIBRARY_PATH", self.bundle())
             .stdin(Stdio::piped())
@@ -135,7 +137,7 @@ fn ollama_runners_are_found_labelled_and_traced_from_their_first_call() {
     let install = Install::new("ollama-tree");
     let out = install.root.join("t.jsonl");
     let gguf = install.root.join("models/plain.gguf").display().to_string();
-    let mut server = install.serve(&[install.old_runner(200, 40001), install.new_runner(300, 40002, &gguf)]);
+    let mut server = install.serve(&[install.old_runner(200, 40001), install.new_runner(300, 40002, &gguf)], 300);
     let server_pid = server.child.id();
     // An unrelated process using the same bundle library at the same time.
     let mut unrelated = Command::new(fixture("mini_runner"))
@@ -223,7 +225,7 @@ fn runner_in_its_own_mount_namespace_is_traced_through_proc_root() {
         runner = fixture("mini_runner").display(),
     );
     let child = format!("0|0|/usr/bin/unshare|unshare|-m|/bin/bash|-c|{script}");
-    let mut server = install.serve(&[child]);
+    let mut server = install.serve(&[child], 0);
     let rec = Recording::start(&out, &["--ollama-pid", &server.child.id().to_string()]);
     server.go_and_wait();
     let records = stop(rec);
@@ -259,7 +261,7 @@ fn churn_of_short_lived_runners_loses_nothing_and_leaves_the_filter_as_it_was() 
             )
         })
         .collect();
-    let mut server = install.serve(&children);
+    let mut server = install.serve(&children, 0);
     let rec = Recording::start(&out, &["--ollama-pid", &server.child.id().to_string()]);
     let t = Instant::now();
     server.go_and_wait();

@@ -106,6 +106,21 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
     let add = rows.iter().find(|r| r["kernel"] == ADD).unwrap();
     assert_eq!((add["api_launches"].as_u64(), add["queue_dispatches"].as_u64()), (Some(0), Some(4 + 16)));
     assert!(add["explanation"].as_str().unwrap().contains("no HIP launch"), "{add}");
+
+    // Exports: one CSV row per kernel dispatch (13 + 16), and a Perfetto trace with a track per queue.
+    let o = tracer(&["export", out.to_str().unwrap(), "--format", "csv"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1 + 13 + 16);
+    assert!(text.lines().skip(1).all(|l| l.starts_with("KERNEL_DISPATCH,")));
+    let json = dir.join("t.perfetto.json");
+    let o = tracer(&["export", out.to_str().unwrap(), "--format", "perfetto", "-o", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let ev = v["traceEvents"].as_array().unwrap();
+    assert_eq!(ev.iter().filter(|e| e["cat"] == "dispatch" && e["ph"] == "i").count(), 30);
+    assert_eq!(ev.iter().filter(|e| e["name"] == "thread_name").count(), 2);
+    assert!(ev.iter().all(|e| e["ts"].is_number() || e["ph"] == "M"));
 }
 
 #[test]

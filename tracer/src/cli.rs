@@ -25,6 +25,25 @@ pub enum Cmd {
     Record(RecordCli),
     /// Summarize a trace: kernels per process, API calls, memory, losses.
     Report(ReportCli),
+    /// Convert a trace for other tools: Perfetto / chrome://tracing JSON, or rocprofv3-style kernel CSV.
+    Export(ExportCli),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportCli {
+    /// The trace file.
+    pub file: PathBuf,
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Where to write (default: standard output).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ExportFormat {
+    Perfetto,
+    Csv,
 }
 
 #[derive(Debug, Args)]

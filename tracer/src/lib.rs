@@ -8,6 +8,7 @@ pub mod attribute;
 pub mod classify;
 pub mod cli;
 pub mod decode;
+pub mod export;
 pub mod ioctl;
 pub mod libs;
 pub mod ollama;

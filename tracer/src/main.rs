@@ -3,7 +3,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use tracer::{
     attach::ProbeMode,
-    cli::{Cli, Cmd, ProbeModeArg},
+    cli::{Cli, Cmd, ExportFormat, ProbeModeArg},
     record::{self, RecordArgs},
     report::Report,
 };
@@ -29,6 +29,18 @@ fn main() -> ExitCode {
                 ProbeModeArg::Empty => ProbeMode::Empty,
             },
         }),
+        Cmd::Export(e) => (|| {
+            let mut out: Box<dyn std::io::Write> = match &e.output {
+                Some(path) => Box::new(std::io::BufWriter::new(tracer::record::create_output(path, true)?)),
+                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            };
+            match e.format {
+                ExportFormat::Perfetto => tracer::export::perfetto(&e.file, &mut out)?,
+                ExportFormat::Csv => tracer::export::csv(&e.file, &mut out)?,
+            }
+            out.flush()?;
+            Ok(())
+        })(),
         Cmd::Report(r) => Report::from_file(&r.file).and_then(|rep| {
             if r.json {
                 println!("{}", serde_json::to_string_pretty(&rep)?);

@@ -454,8 +454,23 @@ impl ReportBuilder {
                 .collect();
             api.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.api.cmp(&b.api)));
             let origins: HashMap<u32, String> = report.libraries.iter().map(|l| (l.id, l.origin.clone())).collect();
-            let mapped = acc
-                .mapped
+            // A probed copy this process called is mapped by it, even if it ended before its maps were read.
+            let mut seen_maps: Vec<trace::Mapping> = acc.mapped;
+            for id in &acc.libs {
+                if !seen_maps.iter().any(|m| m.lib == Some(*id))
+                    && let Some(l) = report.libraries.iter().find(|l| l.id == *id)
+                {
+                    seen_maps.push(trace::Mapping {
+                        ts: 0,
+                        pid,
+                        path: l.path.clone(),
+                        dev: l.dev,
+                        inode: l.inode,
+                        lib: Some(*id),
+                    });
+                }
+            }
+            let mapped = seen_maps
                 .into_iter()
                 .map(|m| MappedReport {
                     status: match m.lib {
