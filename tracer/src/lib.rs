@@ -12,6 +12,7 @@ pub mod export;
 pub mod ioctl;
 pub mod libs;
 pub mod ollama;
+pub mod phase;
 pub mod process;
 pub mod record;
 pub mod report;

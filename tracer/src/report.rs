@@ -60,6 +60,8 @@ pub struct ProcessReport {
     pub barrier_packets: u64,
     /// The HIP API launches and the queue dispatches joined by kernel name, differences explained.
     pub crosscheck: Vec<CrossRow>,
+    /// Steps (graph evaluations) by phase: prefill, decode, other.
+    pub phases: Vec<crate::phase::PhaseReport>,
     pub exit_code: Option<i32>,
     pub exit_signal: Option<i32>,
     pub exited: bool,
@@ -246,6 +248,9 @@ struct ProcAcc {
     /// Per kernel id: launches, failed, captured.
     launch_outcomes: BTreeMap<u32, (u64, u64, u64)>,
     graph_launches: u64,
+    phases: crate::phase::Phases,
+    /// Kernel id -> classification, computed once.
+    classes: HashMap<u32, crate::classify::Class>,
 }
 
 /// (grid, block, grid counted in work-items, shmem).
@@ -334,6 +339,12 @@ impl ReportBuilder {
                 if l.ret != 0 {
                     k.report.failed += 1;
                 }
+                let class = acc
+                    .classes
+                    .entry(id)
+                    .or_insert_with(|| crate::classify::classify(kernel_names.get(&id).map_or("", |k| k.name.as_str())))
+                    .clone();
+                acc.phases.launch(class);
                 let o = acc.launch_outcomes.entry(id).or_default();
                 o.0 += 1;
                 o.1 += u64::from(l.ret != 0);
@@ -363,6 +374,7 @@ impl ReportBuilder {
                 if c.api == "hipGraphLaunch" && c.ret == 0 {
                     acc.graph_launches += 1;
                 }
+                acc.phases.call(&c.api, c.kind.as_deref());
                 let m = &mut acc.memory;
                 match &*c.api {
                     "hipMalloc" => {
@@ -399,6 +411,15 @@ impl ReportBuilder {
                 if d.kernel.is_none() {
                     acc.barrier_packets += 1;
                 } else {
+                    let id = d.kernel.unwrap_or(0);
+                    let class = acc
+                        .classes
+                        .entry(id)
+                        .or_insert_with(|| {
+                            crate::classify::classify(kernel_names.get(&id).map_or("", |k| k.name.as_str()))
+                        })
+                        .clone();
+                    acc.phases.dispatch(class);
                     let e = acc
                         .dispatches
                         .entry(d.kernel_object)
@@ -499,6 +520,7 @@ impl ReportBuilder {
                 mapped,
                 ioctls,
                 queues: acc.queues,
+                phases: acc.phases.finish(),
                 dispatches,
                 barrier_packets: acc.barrier_packets,
                 crosscheck,
@@ -750,6 +772,23 @@ impl Report {
                     a.total_ns as f64 / 1e3,
                     a.mean_ns as f64 / 1e3
                 );
+            }
+            if p.phases.iter().any(|ph| ph.phase != "other") {
+                let _ =
+                    writeln!(s, "\n  phases (a step ends at the sync after the logits copy, or at a graph replay):");
+                let _ = writeln!(s, "  {:<8} {:>6}  {:<16} kernels", "phase", "steps", "batch widths");
+                for ph in &p.phases {
+                    let widths: Vec<&str> = ph.batch_widths.iter().map(String::as_str).collect();
+                    let kernels: Vec<String> = ph.kernels.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+                    let _ = writeln!(
+                        s,
+                        "  {:<8} {:>6}  {:<16} {}",
+                        ph.phase,
+                        ph.steps,
+                        if widths.is_empty() { "-".to_owned() } else { widths.join(", ") },
+                        kernels.join(", ")
+                    );
+                }
             }
             if !p.queues.is_empty() || !p.dispatches.is_empty() {
                 let _ = writeln!(

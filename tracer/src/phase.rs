@@ -1,0 +1,161 @@
+//! Inference phases: a process's work cut into steps (one graph evaluation each), each step labelled
+//! prefill or decode from its matrix kernels.
+//!
+//! A step ends where ggml waits for its result: a synchronize after a device-to-host copy (the logits), or
+//! a `hipGraphLaunch` (a replayed graph is a step of its own). Labels: any MMQ or BLAS GEMM, or MMVQ with
+//! more than one column, is a prompt batch (prefill); MMVQ with one column only is token decode; a step
+//! with no quantized or BLAS matrix kernel is "other". Kernels are counted from the queue's dispatches when
+//! the process has any (graph replays reach only the queue), else from its API launches.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::classify::{Batch, Class, Family};
+
+/// One phase's totals.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PhaseReport {
+    /// "prefill", "decode" or "other".
+    pub phase: String,
+    pub steps: u64,
+    /// Kernels by family, and by family and quant type ("MMVQ Q4_K").
+    pub kernels: BTreeMap<String, u64>,
+    /// Batch widths the matrix kernels' names fix ("1", "<=16").
+    pub batch_widths: BTreeSet<String>,
+}
+
+#[derive(Default)]
+struct Step {
+    kernels: Vec<Class>,
+    copied_to_host: bool,
+}
+
+/// Builds the phases of one process from its records in order.
+#[derive(Default)]
+pub struct Phases {
+    api: Step,
+    queue: Step,
+    api_done: Vec<Vec<Class>>,
+    queue_done: Vec<Vec<Class>>,
+    saw_dispatch: bool,
+}
+
+impl Phases {
+    pub fn launch(&mut self, class: Class) {
+        self.api.kernels.push(class);
+    }
+
+    pub fn dispatch(&mut self, class: Class) {
+        self.saw_dispatch = true;
+        self.queue.kernels.push(class);
+    }
+
+    /// An API call: copies to the host, synchronizations and graph replays delimit steps.
+    pub fn call(&mut self, api: &str, kind: Option<&str>) {
+        match (api, kind) {
+            ("hipMemcpy" | "hipMemcpyAsync", Some("DeviceToHost")) => {
+                self.api.copied_to_host = true;
+                self.queue.copied_to_host = true;
+            }
+            ("hipStreamSynchronize" | "hipDeviceSynchronize", _) if self.api.copied_to_host => self.close(),
+            ("hipGraphLaunch", _) => self.close(),
+            _ => {}
+        }
+    }
+
+    fn close(&mut self) {
+        for (step, done) in [(&mut self.api, &mut self.api_done), (&mut self.queue, &mut self.queue_done)] {
+            let s = std::mem::take(step);
+            if !s.kernels.is_empty() {
+                done.push(s.kernels);
+            }
+        }
+    }
+
+    pub fn finish(mut self) -> Vec<PhaseReport> {
+        self.close();
+        let steps = if self.saw_dispatch { self.queue_done } else { self.api_done };
+        let mut phases: BTreeMap<&'static str, PhaseReport> = BTreeMap::new();
+        for kernels in steps {
+            let phase = label(&kernels);
+            let p =
+                phases.entry(phase).or_insert_with(|| PhaseReport { phase: phase.to_owned(), ..Default::default() });
+            p.steps += 1;
+            for k in &kernels {
+                let key = match k.quant {
+                    Some(q) => format!("{} {q}", k.family.name()),
+                    None => k.family.name().to_owned(),
+                };
+                *p.kernels.entry(key).or_default() += 1;
+                if let Some(b) = k.batch {
+                    p.batch_widths.insert(match b {
+                        Batch::Exact(n) => n.to_string(),
+                        Batch::TileUpTo(n) => format!("<={n}"),
+                    });
+                }
+            }
+        }
+        phases.into_values().collect()
+    }
+}
+
+fn label(kernels: &[Class]) -> &'static str {
+    let batch_gt_1 = |k: &Class| !matches!(k.batch, Some(Batch::Exact(1)));
+    let prompt_batch =
+        |k: &Class| matches!(k.family, Family::Mmq | Family::BlasGemm) || (k.family == Family::Mmvq && batch_gt_1(k));
+    if kernels.iter().any(prompt_batch) {
+        "prefill"
+    } else if kernels.iter().any(|k| k.family == Family::Mmvq) {
+        "decode"
+    } else {
+        "other"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::classify;
+
+    const MMVQ1: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj";
+    const MMVQ4: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi4ELb0EEvPKvS2_PKiPfjjj";
+    const MMQ16: &str = "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii";
+
+    #[test]
+    fn steps_end_at_a_sync_after_the_logits_copy() {
+        let mut p = Phases::default();
+        p.launch(classify(MMQ16));
+        p.call("hipStreamSynchronize", None); // no copy yet: same step
+        p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"));
+        p.call("hipMemcpy", Some("DeviceToHost"));
+        p.call("hipStreamSynchronize", None);
+        for _ in 0..3 {
+            p.launch(classify(MMVQ1));
+            p.call("hipMemcpyAsync", Some("DeviceToHost"));
+            p.call("hipDeviceSynchronize", None);
+        }
+        p.launch(classify(MMVQ4)); // a 4-token prompt goes through MMVQ too
+        let phases = p.finish();
+        let by: BTreeMap<&str, &PhaseReport> = phases.iter().map(|p| (p.phase.as_str(), p)).collect();
+        assert_eq!((by["prefill"].steps, by["decode"].steps), (2, 3));
+        assert_eq!(by["prefill"].kernels["MMQ Q4_K"], 1);
+        assert_eq!(by["prefill"].kernels["RoPE"], 1);
+        assert_eq!(by["decode"].kernels["MMVQ Q4_K"], 3);
+        assert_eq!(by["decode"].batch_widths, BTreeSet::from(["1".to_owned()]));
+        assert_eq!(by["prefill"].batch_widths, BTreeSet::from(["4".to_owned(), "<=16".to_owned()]));
+    }
+
+    #[test]
+    fn dispatches_win_over_launches_and_graph_replays_are_steps() {
+        let mut p = Phases::default();
+        p.launch(classify(MMVQ1)); // captured into a graph at the API
+        p.call("hipGraphLaunch", None);
+        p.dispatch(classify(MMVQ1));
+        p.call("hipGraphLaunch", None);
+        p.dispatch(classify(MMVQ1));
+        let phases = p.finish();
+        assert_eq!(phases.len(), 1);
+        assert_eq!((phases[0].phase.as_str(), phases[0].steps), ("decode", 2));
+    }
+}
