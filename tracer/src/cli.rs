@@ -25,8 +25,22 @@ pub enum Cmd {
     Record(RecordCli),
     /// Summarize a trace: kernels per process, API calls, memory, losses.
     Report(ReportCli),
+    /// List the GPU code a library or program carries: offload bundles, targets, kernels.
+    Inspect(InspectCli),
     /// Convert a trace for other tools: Perfetto / chrome://tracing JSON, or rocprofv3-style kernel CSV.
     Export(ExportCli),
+}
+
+#[derive(Debug, Args)]
+pub struct InspectCli {
+    /// The library or program (e.g. libggml-hip.so).
+    pub file: PathBuf,
+    /// Only entries for this gfx target (e.g. gfx1201).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ pub mod classify;
 pub mod cli;
 pub mod decode;
 pub mod export;
+pub mod inspect;
 pub mod ioctl;
 pub mod libs;
 pub mod ollama;

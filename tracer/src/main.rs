@@ -29,6 +29,14 @@ fn main() -> ExitCode {
                 ProbeModeArg::Empty => ProbeMode::Empty,
             },
         }),
+        Cmd::Inspect(i) => tracer::inspect::inspect(&i.file, i.target.as_deref()).and_then(|ins| {
+            if i.json {
+                println!("{}", serde_json::to_string_pretty(&ins)?);
+            } else {
+                print!("{}", ins.to_text());
+            }
+            Ok(())
+        }),
         Cmd::Export(e) => (|| {
             let mut out: Box<dyn std::io::Write> = match &e.output {
                 Some(path) => Box::new(std::io::BufWriter::new(tracer::record::create_output(path, true)?)),
