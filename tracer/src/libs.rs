@@ -97,17 +97,11 @@ pub fn from_user_paths(paths: &[PathBuf]) -> Result<Vec<LibCopy>> {
 /// process in a container is handled like any other.
 pub fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
     let Ok(maps) = fs::read_to_string(format!("/proc/{pid}/maps")) else { return Vec::new() };
-    let mut copies = Vec::new();
-    for path in mapped_paths(&maps) {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        if !name.starts_with(prefix) {
-            continue;
-        }
-        let open = PathBuf::from(format!("/proc/{pid}/root{path}"));
-        if let Some(c) = LibCopy::stat(path.to_owned(), open, Origin::of_path(path)) {
-            copies.push(c);
-        }
-    }
+    let copies = parse_maps(&maps)
+        .iter()
+        .filter(|e| e.path.rsplit('/').next().unwrap_or(e.path).starts_with(prefix))
+        .filter_map(|e| copy_in(pid, e))
+        .collect();
     dedupe(copies)
 }
 
@@ -153,19 +147,6 @@ pub fn parse_maps(maps: &str) -> Vec<MapsEntry<'_>> {
 pub fn copy_in(pid: u32, e: &MapsEntry<'_>) -> Option<LibCopy> {
     let open = PathBuf::from(format!("/proc/{pid}/root{}", e.path));
     LibCopy::stat(e.path.to_owned(), open, Origin::of_path(e.path))
-}
-
-/// The distinct file paths in a /proc/PID/maps text.
-pub fn mapped_paths(maps: &str) -> BTreeSet<&str> {
-    maps.lines()
-        .filter_map(|l| {
-            // address perms offset dev inode path
-            let mut it = l.splitn(6, ' ');
-            let _ = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
-            let path = it.next()?.trim_start();
-            (path.starts_with('/') && !path.ends_with(" (deleted)")).then_some(path)
-        })
-        .collect()
 }
 
 /// The usual places, most specific first: Ollama bundles (next to an `ollama` on PATH and the standard
@@ -262,7 +243,7 @@ mod tests {
 7f0000400000-7f0000500000 r--p 00000000 08:01 789 /tmp/with space/libx.so
 7f0000500000-7f0000600000 r--p 00000000 08:01 790 /tmp/gone.so (deleted)
 ";
-        let paths: Vec<&str> = mapped_paths(maps).into_iter().collect();
+        let paths: Vec<&str> = parse_maps(maps).iter().map(|e| e.path).collect::<BTreeSet<_>>().into_iter().collect();
         assert_eq!(paths, ["/home/u/lib/ollama/rocm/libamdhip64.so.6.1", "/tmp/with space/libx.so", "/usr/bin/prog"]);
     }
 

@@ -339,12 +339,7 @@ impl ReportBuilder {
                 if l.ret != 0 {
                     k.report.failed += 1;
                 }
-                let class = acc
-                    .classes
-                    .entry(id)
-                    .or_insert_with(|| crate::classify::classify(kernel_names.get(&id).map_or("", |k| k.name.as_str())))
-                    .clone();
-                acc.phases.launch(class);
+                acc.phases.launch(class_of(&mut acc.classes, kernel_names, id));
                 let o = acc.launch_outcomes.entry(id).or_default();
                 o.0 += 1;
                 o.1 += u64::from(l.ret != 0);
@@ -412,14 +407,7 @@ impl ReportBuilder {
                     acc.barrier_packets += 1;
                 } else {
                     let id = d.kernel.unwrap_or(0);
-                    let class = acc
-                        .classes
-                        .entry(id)
-                        .or_insert_with(|| {
-                            crate::classify::classify(kernel_names.get(&id).map_or("", |k| k.name.as_str()))
-                        })
-                        .clone();
-                    acc.phases.dispatch(class);
+                    acc.phases.dispatch(class_of(&mut acc.classes, kernel_names, id));
                     let e = acc
                         .dispatches
                         .entry(d.kernel_object)
@@ -536,6 +524,18 @@ impl ReportBuilder {
         }
         report
     }
+}
+
+/// A kernel's classification, computed once per kernel id.
+fn class_of(
+    classes: &mut HashMap<u32, crate::classify::Class>,
+    names: &HashMap<u32, trace::Kernel>,
+    id: u32,
+) -> crate::classify::Class {
+    classes
+        .entry(id)
+        .or_insert_with(|| crate::classify::classify(names.get(&id).map_or("", |k| k.name.as_str())))
+        .clone()
 }
 
 /// (workgroup, grid, group segment) -> count.

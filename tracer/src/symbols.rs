@@ -161,12 +161,18 @@ impl KernelTable {
 
     /// The file and offset an address of a process falls in, from its maps snapshot.
     pub fn file_of(&mut self, pid: u32, addr: u64) -> Option<(String, u64)> {
-        let covers = |maps: &Vec<Mapping>| maps.iter().any(|m| addr >= m.start && addr < m.end);
-        if !self.maps.get(&pid).is_some_and(covers) {
+        let m = self.mapping_at(pid, addr)?;
+        Some((m.path.clone(), addr - m.start + m.offset))
+    }
+
+    /// The file mapping of a process that holds `addr`: from the snapshot, refreshed when it does not
+    /// cover the address (the process mapped something since).
+    fn mapping_at(&mut self, pid: u32, addr: u64) -> Option<&Mapping> {
+        let holds = |m: &&Mapping| addr >= m.start && addr < m.end;
+        if !self.maps.get(&pid).is_some_and(|maps| maps.iter().any(|m| holds(&m))) {
             self.snapshot(pid);
         }
-        let m = self.maps.get(&pid)?.iter().find(|m| addr >= m.start && addr < m.end)?;
-        Some((m.path.clone(), addr - m.start + m.offset))
+        self.maps.get(&pid)?.iter().find(holds)
     }
 
     /// Forgets a process's handles (it exited or exec'd another program).
@@ -195,11 +201,7 @@ impl KernelTable {
     }
 
     fn elf_name(&mut self, pid: u32, addr: u64) -> Option<String> {
-        let covers = |maps: &Vec<Mapping>| maps.iter().any(|m| addr >= m.start && addr < m.end);
-        if !self.maps.get(&pid).is_some_and(covers) {
-            self.snapshot(pid);
-        }
-        let m = self.maps.get(&pid)?.iter().find(|m| addr >= m.start && addr < m.end)?.clone();
+        let m = self.mapping_at(pid, addr)?.clone();
         let syms = match self.elf_cache.get(&m.file) {
             Some(s) => s.clone(),
             None => {
