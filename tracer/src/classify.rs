@@ -22,7 +22,9 @@ pub enum Family {
     Quantize,
     Norm,
     Softmax,
-    /// Other ggml element-wise and small kernels (`k_bin_bcast`, `unary_*`, `argmax`, ...).
+    /// Other ggml operators: element-wise and small kernels (`k_bin_bcast`, `unary_*`, `argmax`, ...) and
+    /// the rest of ggml's op set (convolutions, pooling, sorting, scans, recurrent-state ops, optimizer
+    /// steps, ...), listed in [`OTHER_GGML_OPS`].
     Elementwise,
     /// The HIP runtime's own kernels (`__amd_rocclr_*`: copies and fills).
     RuntimeInternal,
@@ -42,20 +44,36 @@ impl Family {
             Family::Quantize => "quantize",
             Family::Norm => "norm",
             Family::Softmax => "softmax",
-            Family::Elementwise => "elementwise",
+            Family::Elementwise => "elementwise/other",
             Family::RuntimeInternal => "runtime-internal",
             Family::Unknown => "unknown",
         }
     }
 }
 
-/// How exactly the name fixes the batch width (columns of the right-hand matrix, ne11).
+/// How exactly the name (and, where given, the launch shape) fixes the batch width: the columns of the
+/// right-hand matrix, ggml's ne11.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Batch {
-    /// MMVQ's `ncols_dst`: exactly this many columns.
+    /// Exactly this many columns: MMVQ's `ncols_dst` template argument, or the MoE MMVQ kernel's block
+    /// height (one warp per token).
     Exact(u32),
-    /// MMQ's tile width `mmq_x`: the batch is at most this per column tile (more tiles in the grid).
+    /// MMQ's tile width `mmq_x` (J) with no launch shape, or a grid one tile wide: at most this many.
+    /// (ggml's stream-k MMQ launches one row of blocks whatever the batch; the name's bound is then per
+    /// tile only.)
     TileUpTo(u32),
+    /// MMQ launched with `ntx` > 1 column tiles of width J: between (ntx-1)·J+1 and ntx·J columns.
+    Range(u32, u32),
+}
+
+impl Batch {
+    pub fn label(self) -> String {
+        match self {
+            Batch::Exact(n) => n.to_string(),
+            Batch::TileUpTo(n) => format!("<={n}"),
+            Batch::Range(lo, hi) => format!("{lo}-{hi}"),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +82,8 @@ pub struct Class {
     /// The ggml quantization type of the weights, from `(ggml_type)N` in the template arguments.
     pub quant: Option<&'static str>,
     pub batch: Option<Batch>,
+    /// ggml's MoE MMVQ kernel (`mul_mat_vec_q_moe`): its batch comes from the block shape.
+    pub moe: bool,
 }
 
 /// `ggml_type` numbers (ggml.h) to names.
@@ -137,6 +157,67 @@ fn base_name(demangled: &str) -> &str {
     head.rsplit([' ', ':']).next().unwrap_or(head)
 }
 
+/// The source name of a mangled global function read straight from its encoding (`_Z` <length> <name>),
+/// for names the demangler rejects (newer manglings such as `Tn` template parameter declarations).
+fn mangled_base(mangled: &str) -> Option<&str> {
+    let rest = mangled.strip_prefix("_Z")?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let len: usize = rest[..digits].parse().ok()?;
+    rest.get(digits..digits + len)
+}
+
+/// ggml operator kernels that fall in none of the named families (from ggml-cuda's op sources, shared by
+/// the HIP build): counted as "elementwise/other" rather than unknown. Matched as name prefixes.
+pub const OTHER_GGML_OPS: &[&str] = &[
+    "acc_f32",
+    "add_",
+    "arange_f32",
+    "argmax",
+    "k_argsort",
+    "k_bin_bcast",
+    "concat",
+    "conv2d",
+    "conv_transpose",
+    "count_equal",
+    "cross_entropy_loss",
+    "cumsum",
+    "diag_kernel",
+    "diag_mask_inf",
+    "fill_kernel",
+    "gated_delta_net",
+    "gated_linear_attn",
+    "get_batch_pointers",
+    "k_compute_batched_ptrs",
+    "im2col",
+    "init_indices",
+    "init_offsets",
+    "k_repeat_back",
+    "leaky_relu",
+    "mm_ids_helper",
+    "op_clamp",
+    "opt_step_",
+    "pad_f32",
+    "pad_reflect",
+    "pool2d",
+    "reduce_rows",
+    "roll_f32",
+    "rwkv_wkv",
+    "scale_f32",
+    "silu_back",
+    "snake_kernel",
+    "softcap",
+    "solve_tri",
+    "ssm_",
+    "k_sum_rows",
+    "swiglu",
+    "timestep_embedding",
+    "topk",
+    "tri_kernel",
+    "unary",
+    "upscale_f32",
+    "xielu",
+];
+
 /// Classifies a kernel by its mangled name (clang marks ggml's static kernels `_ZL`; both forms work).
 pub fn classify(mangled: &str) -> Class {
     let normalized = mangled.strip_suffix(".kd").unwrap_or(mangled);
@@ -145,7 +226,10 @@ pub fn classify(mangled: &str) -> Class {
         None => normalized.to_owned(),
     };
     let demangled = crate::symbols::demangle(&normalized);
-    let base = base_name(&demangled);
+    let base = match mangled_base(&demangled) {
+        Some(b) => b, // not demangled
+        None => base_name(&demangled),
+    };
     let args = template_args(&demangled);
     let quant =
         args.iter().find_map(|a| a.strip_prefix("(ggml_type)").and_then(|n| n.parse().ok()).and_then(ggml_type_name));
@@ -154,7 +238,7 @@ pub fn classify(mangled: &str) -> Class {
         Family::BlasGemm
     } else if base.starts_with("__amd_rocclr_") {
         Family::RuntimeInternal
-    } else if base == "mul_mat_vec_q" {
+    } else if base == "mul_mat_vec_q" || base == "mul_mat_vec_q_moe" {
         Family::Mmvq
     } else if base.starts_with("mul_mat_q") {
         Family::Mmq
@@ -164,7 +248,8 @@ pub fn classify(mangled: &str) -> Class {
         Family::FlashAttention
     } else if base.starts_with("rope") {
         Family::Rope
-    } else if base.starts_with("quantize_") {
+    } else if base.starts_with("quantize_") || base.starts_with("k_set_rows_quant") {
+        // k_set_rows_quant: K/V rows quantized into a quantized cache
         Family::Quantize
     } else if base.starts_with("dequantize")
         || base.starts_with("convert")
@@ -177,26 +262,49 @@ pub fn classify(mangled: &str) -> Class {
         Family::Norm
     } else if base.starts_with("soft_max") {
         Family::Softmax
-    } else if base.starts_with("k_bin_bcast")
-        || base.starts_with("unary")
-        || base.starts_with("argmax")
-        || base.starts_with("add_")
-        || base.starts_with("scale_f32")
-        || base.starts_with("k_sum_rows")
-        || base.starts_with("concat")
-        || base.starts_with("topk")
-        || base.starts_with("ssm_")
-    {
+    } else if OTHER_GGML_OPS.iter().any(|op| base.starts_with(op)) {
         Family::Elementwise
     } else {
         Family::Unknown
     };
     let batch = match (family, second) {
-        (Family::Mmvq, Some(n)) => Some(Batch::Exact(n)),
+        (Family::Mmvq, Some(n)) if base == "mul_mat_vec_q" => Some(Batch::Exact(n)),
         (Family::Mmq, Some(n)) if base == "mul_mat_q" => Some(Batch::TileUpTo(n)),
         _ => None,
     };
-    Class { family, quant, batch }
+    let moe = base == "mul_mat_vec_q_moe";
+    let quant = quant.or_else(|| block_quant(&demangled));
+    Class { family, quant, batch, moe }
+}
+
+/// The quantization type a `block_q4_0`-style struct argument names (ggml's set-rows and copy kernels).
+fn block_quant(demangled: &str) -> Option<&'static str> {
+    const BLOCKS: &[(&str, &str)] = &[
+        ("block_q4_0", "Q4_0"),
+        ("block_q4_1", "Q4_1"),
+        ("block_q5_0", "Q5_0"),
+        ("block_q5_1", "Q5_1"),
+        ("block_q8_0", "Q8_0"),
+        ("block_iq4_nl", "IQ4_NL"),
+    ];
+    BLOCKS.iter().find(|(b, _)| demangled.contains(b)).map(|(_, q)| *q)
+}
+
+impl Class {
+    /// Refines the batch width from a launch's shape (blocks in the grid, threads per block): MMQ's grid
+    /// is (row tiles, column tiles, channels) with column tiles of the name's width J, and the MoE MMVQ
+    /// kernel runs one warp row per token.
+    pub fn with_shape(mut self, grid_blocks: [u32; 3], block: [u32; 3]) -> Class {
+        match (self.family, self.batch) {
+            (Family::Mmq, Some(Batch::TileUpTo(j))) if grid_blocks[1] > 1 => {
+                let ntx = grid_blocks[1];
+                self.batch = Some(Batch::Range((ntx - 1) * j + 1, ntx * j));
+            }
+            (Family::Mmvq, None) if self.moe && block[1] > 0 => self.batch = Some(Batch::Exact(block[1])),
+            _ => {}
+        }
+        self
+    }
 }
 
 #[cfg(test)]
@@ -209,9 +317,12 @@ mod tests {
         let mmvq = classify(
             "_ZL13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKi31ggml_cuda_mm_fusion_args_devicePfj15HIP_vector_typeIjLj3EEjjjS8_jjjS8_jjj",
         );
-        assert_eq!(mmvq, Class { family: Family::Mmvq, quant: Some("Q4_K"), batch: Some(Batch::Exact(1)) });
+        assert_eq!(mmvq, Class { family: Family::Mmvq, quant: Some("Q4_K"), batch: Some(Batch::Exact(1)), moe: false });
         let mmq = classify("_ZL9mul_mat_qIL9ggml_type12ELi128ELb0EEvPKcPKiS4_S4_PfS5_iiiiiiiiiiiiiiiii");
-        assert_eq!(mmq, Class { family: Family::Mmq, quant: Some("Q4_K"), batch: Some(Batch::TileUpTo(128)) });
+        assert_eq!(
+            mmq,
+            Class { family: Family::Mmq, quant: Some("Q4_K"), batch: Some(Batch::TileUpTo(128)), moe: false }
+        );
         assert_eq!(classify("_ZL13quantize_q8_1PKfPvlllllj15HIP_vector_typeIjLj3EE").family, Family::Quantize);
         assert_eq!(
             classify("_ZL17quantize_mmq_q8_1IL18mmq_q8_1_ds_layout1EEvPKfPKiPvlllllii").family,
@@ -234,6 +345,39 @@ mod tests {
         assert_eq!(classify("add_f32").family, Family::Elementwise);
         assert_eq!(classify("my_private_kernel").family, Family::Unknown);
         assert_eq!(classify("").family, Family::Unknown);
+    }
+
+    #[test]
+    fn launch_shape_refines_batch() {
+        // MMQ with J = 16: a grid of 3 column tiles holds 33..=48 columns; one tile, at most 16.
+        let mmq = classify("_ZL9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iiiiiiiiiiiiiiiii");
+        assert_eq!(mmq.clone().with_shape([32, 3, 1], [64, 4, 1]).batch, Some(Batch::Range(33, 48)));
+        assert_eq!(mmq.with_shape([32, 1, 1], [64, 4, 1]).batch, Some(Batch::TileUpTo(16)));
+        // MoE MMVQ: the second template argument is rows per block; the block's height is the tokens.
+        let moe = classify("_ZL17mul_mat_vec_q_moeIL9ggml_type12ELi2EEvPKvS2_PKiPfj15HIP_vector_typeIjLj3EEjjjjjjjjj");
+        assert_eq!((moe.family, moe.quant, moe.batch), (Family::Mmvq, Some("Q4_K"), None));
+        assert_eq!(moe.with_shape([2048, 8, 1], [32, 5, 1]).batch, Some(Batch::Exact(5)));
+        // A plain MMVQ keeps its name's column count whatever the shape.
+        let mmvq = classify("_Z13mul_mat_vec_qIL9ggml_type14ELi1EEvPKvS2_PKiPfjj");
+        assert_eq!(mmvq.with_shape([4096, 1, 1], [32, 4, 1]).batch, Some(Batch::Exact(1)));
+        assert_eq!(Batch::Range(33, 48).label(), "33-48");
+    }
+
+    #[test]
+    fn names_the_demangler_rejects_and_other_ops() {
+        // `Tn` (a typed non-type template parameter) is newer than the demangler: read the name itself.
+        let set_rows = "_ZL16k_set_rows_quantIi10block_q4_0Li32ETnPFvPKfPT0_EXadL_ZL23quantize_f32_q4_0_blockS2_PS0_EEEvS2_PKT_S4_llllllllllllll15HIP_vector_typeIjLj3EESC_SC_SC_SC_";
+        assert_eq!(mangled_base("_Z16k_set_rows_quantIi"), Some("k_set_rows_quant"));
+        assert_eq!((classify(set_rows).family, classify(set_rows).quant), (Family::Quantize, Some("Q4_0")));
+        for other in [
+            "_ZL10arange_f32Pfiff",
+            "_ZL13im2col_kernelIfEvPKfPT_lllllllllllliiiiii",
+            "_Z20gated_delta_net_cudaILi128ELb0ELb0EEvPKfS1_S1_S1_S1_S1_Pfllllllllllll15HIP_vector_typeIjLj3EES4_fi",
+            "_ZL17k_argsort_f32_i32IL15ggml_sort_order0EEvPKfPiii",
+        ] {
+            assert_eq!(classify(other).family, Family::Elementwise, "{other}");
+        }
+        assert_eq!(mangled_base("_Znot"), None);
     }
 
     #[test]

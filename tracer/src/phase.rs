@@ -89,10 +89,7 @@ impl Phases {
                 };
                 *p.kernels.entry(key).or_default() += 1;
                 if let Some(b) = k.batch {
-                    p.batch_widths.insert(match b {
-                        Batch::Exact(n) => n.to_string(),
-                        Batch::TileUpTo(n) => format!("<={n}"),
-                    });
+                    p.batch_widths.insert(b.label());
                 }
             }
         }

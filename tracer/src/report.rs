@@ -138,20 +138,29 @@ pub struct IoctlReport {
 pub struct KernelClass {
     pub family: String,
     pub quant: Option<String>,
-    /// "1" (exact columns, MMVQ) or "<=128" (MMQ tile width).
+    /// "1" (exact columns, MMVQ) or "<=128" (MMQ tile width, from the name alone).
     pub batch: Option<String>,
 }
 
 impl KernelClass {
     fn of(name: &str) -> KernelClass {
-        let c = crate::classify::classify(name);
+        KernelClass::from(crate::classify::classify(name))
+    }
+
+    fn of_shape(name: &str, sh: &Shape) -> KernelClass {
+        let blocks = if sh.grid_unit == "work-items" {
+            std::array::from_fn(|i| sh.grid[i].div_ceil(sh.block[i].max(1)))
+        } else {
+            sh.grid
+        };
+        KernelClass::from(crate::classify::classify(name).with_shape(blocks, sh.block))
+    }
+
+    fn from(c: crate::classify::Class) -> KernelClass {
         KernelClass {
             family: c.family.name().to_owned(),
             quant: c.quant.map(str::to_owned),
-            batch: c.batch.map(|b| match b {
-                crate::classify::Batch::Exact(n) => n.to_string(),
-                crate::classify::Batch::TileUpTo(n) => format!("<={n}"),
-            }),
+            batch: c.batch.map(crate::classify::Batch::label),
         }
     }
 
@@ -175,6 +184,11 @@ pub struct KernelReport {
     pub class: KernelClass,
     pub source: String,
     pub handle: u64,
+    /// The file holding the kernel's code and its offload bundles there (see `tracer inspect`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_file: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bundles: Vec<String>,
     pub launches: u64,
     /// Launches whose call returned an error.
     pub failed: u64,
@@ -329,6 +343,8 @@ impl ReportBuilder {
                         k.report.demangled = n.demangled.clone();
                         k.report.source = n.source.clone();
                         k.report.handle = n.handle;
+                        k.report.code_file = n.code_file.clone();
+                        k.report.bundles = n.bundles.clone();
                     } else {
                         k.report.source = "unnamed".into();
                         k.report.handle = l.handle;
@@ -339,7 +355,12 @@ impl ReportBuilder {
                 if l.ret != 0 {
                     k.report.failed += 1;
                 }
-                acc.phases.launch(class_of(&mut acc.classes, kernel_names, id));
+                let blocks = if &*l.grid_unit == "work-items" {
+                    std::array::from_fn(|i| l.grid[i].div_ceil(l.block[i].max(1)))
+                } else {
+                    l.grid
+                };
+                acc.phases.launch(class_of(&mut acc.classes, kernel_names, id).with_shape(blocks, l.block));
                 let o = acc.launch_outcomes.entry(id).or_default();
                 o.0 += 1;
                 o.1 += u64::from(l.ret != 0);
@@ -407,7 +428,9 @@ impl ReportBuilder {
                     acc.barrier_packets += 1;
                 } else {
                     let id = d.kernel.unwrap_or(0);
-                    acc.phases.dispatch(class_of(&mut acc.classes, kernel_names, id));
+                    let block = d.workgroup.map(u32::from);
+                    let blocks = std::array::from_fn(|i| d.grid[i].div_ceil(block[i].max(1)));
+                    acc.phases.dispatch(class_of(&mut acc.classes, kernel_names, id).with_shape(blocks, block));
                     let e = acc
                         .dispatches
                         .entry(d.kernel_object)
@@ -450,7 +473,15 @@ impl ReportBuilder {
             let mut kernels: Vec<KernelReport> = acc
                 .kernels
                 .into_values()
-                .map(|k| KernelReport { shapes: shapes(k.shapes), class: KernelClass::of(&k.report.name), ..k.report })
+                .map(|k| {
+                    let shapes = shapes(k.shapes);
+                    // The batch from the most frequent launch shape where the shape refines it (MMQ's grid).
+                    let class = match shapes.first() {
+                        Some(sh) => KernelClass::of_shape(&k.report.name, sh),
+                        None => KernelClass::of(&k.report.name),
+                    };
+                    KernelReport { shapes, class, ..k.report }
+                })
                 .collect();
             kernels.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.id.cmp(&b.id)));
             let mut api: Vec<ApiReport> = acc
@@ -736,6 +767,12 @@ impl Report {
                 }
                 if k.source == "elf" {
                     let _ = writeln!(s, "  {:>8} {:>7}  (name from {})", "", "", k.source);
+                }
+                if let Some(file) = &k.code_file
+                    && !k.bundles.is_empty()
+                {
+                    let which = if k.bundles.len() == 1 { "bundle" } else { "bundles" };
+                    let _ = writeln!(s, "  {:>8} {:>7}  (code: {file} {which} {})", "", "", k.bundles.join(", "));
                 }
                 let errors: Vec<String> = k
                     .returns

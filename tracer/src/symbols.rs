@@ -105,6 +105,8 @@ pub struct KernelTable {
     /// Mapped files opened when a process was first looked at, by (device, inode): they can still be
     /// read after the process exits, or from another mount namespace.
     files: HashMap<(u64, u64), Option<Arc<fs::File>>>,
+    /// Kernel name -> offload bundle numbers, per file with a `.hip_fatbin`.
+    bundle_index: HashMap<(u64, u64), Option<Arc<crate::inspect::BundleIndex>>>,
     /// Counts for the footer: launches whose handle had no name anywhere.
     pub unnamed: u64,
 }
@@ -124,6 +126,11 @@ impl KernelTable {
     ) -> trace::Kernel {
         let id = self.next_id();
         self.by_handle.insert((pid, handle), Entry { id, source });
+        // A host stub (registered, or named from the ELF) lies in the file that carries the kernel's code.
+        let (code_file, bundles) = match source {
+            Source::Register | Source::Elf if !name.is_empty() => self.bundles_of(pid, handle, name),
+            _ => (None, Vec::new()),
+        };
         trace::Kernel {
             id,
             pid,
@@ -134,6 +141,29 @@ impl KernelTable {
             source: source.as_str().to_owned(),
             truncated,
             ts,
+            code_file,
+            bundles,
+        }
+    }
+
+    /// The file mapping `addr` and the offload bundles of its `.hip_fatbin` that define `name`.
+    fn bundles_of(&mut self, pid: u32, addr: u64, name: &str) -> (Option<String>, Vec<String>) {
+        let Some(m) = self.mapping_at(pid, addr).cloned() else { return (None, Vec::new()) };
+        let index = match self.bundle_index.get(&m.file) {
+            Some(i) => i.clone(),
+            None => {
+                let data = match self.files.get(&m.file) {
+                    Some(Some(f)) => read_whole(f),
+                    _ => fs::read(&m.open_path).ok(),
+                };
+                let index = data.and_then(|d| crate::inspect::BundleIndex::of_elf(&d)).map(Arc::new);
+                self.bundle_index.insert(m.file, index.clone());
+                index
+            }
+        };
+        match index {
+            Some(i) => (Some(m.path), i.bundles_defining(name)),
+            None => (None, Vec::new()),
         }
     }
 

@@ -150,6 +150,14 @@ pub struct Kernel {
     /// True when the name was longer than the probe keeps and was cut.
     pub truncated: bool,
     pub ts: u64,
+    /// The mapped file whose `.hip_fatbin` holds the kernel (a registered host stub lies in it), as the
+    /// process saw its path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_file: Option<String>,
+    /// The offload bundles of that file ("0042", numbered as `tracer inspect` numbers them) whose code
+    /// objects define the kernel: one, or several when a header's static kernel is built into several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bundles: Vec<String>,
 }
 
 /// A kernel launch at the HIP API.

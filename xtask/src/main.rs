@@ -55,7 +55,10 @@ enum Cmd {
 }
 
 /// Debian packages of the real ROCm user space tracer is tested against.
-const ROCM_PACKAGES: &[&str] = &["libamdhip64-5", "libamdhip64-dev", "hipcc", "libhsa-runtime64-1", "rocminfo"];
+/// Debian packages the tests need: ROCm user space (the real targets), and pip, which fetches the real
+/// libggml-hip.so the classification and inspection tests read (a Python wheel).
+const ROCM_PACKAGES: &[&str] =
+    &["libamdhip64-5", "libamdhip64-dev", "hipcc", "libhsa-runtime64-1", "rocminfo", "python3-pip"];
 const BPF_LINKER_VERSION: &str = "0.13.0";
 const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -210,7 +213,7 @@ fn rocm_packages() -> Result<()> {
         })
         .collect();
     if missing.is_empty() {
-        step("ROCm user space from Debian (HIP runtime, hipcc, ROCr, rocminfo): present");
+        step("Debian packages (HIP runtime, hipcc, ROCr, rocminfo, pip): present");
         return Ok(());
     }
     step(&format!("installing Debian packages: {}", missing.join(" ")));

@@ -1,0 +1,231 @@
+//! `tracer inspect` on real code objects: the hipcc-built ggml-named fixture, the same bundles
+//! compressed as clang-offload-bundler compresses them, and the real `libggml-hip.so` of a llama.cpp
+//! ROCm build (from the `cyllama-rocm` wheel), whose every kernel name must classify.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    io::Write as _,
+    path::PathBuf,
+    process::Command,
+};
+
+use integration_tests::{fixture, scratch, tracer};
+use object::{Object as _, ObjectSection as _};
+
+fn inspect_json(args: &[&str]) -> serde_json::Value {
+    let o = tracer(&[&["inspect", "--json"], args].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("inspect --json prints JSON")
+}
+
+#[test]
+fn inspect_lists_bundles_targets_and_ggml_kernels() {
+    let prog = fixture("ggml_steps");
+    let v = inspect_json(&[prog.to_str().unwrap()]);
+    let bundles = v["bundles"].as_array().unwrap();
+    assert_eq!(bundles.len(), 1);
+    assert_eq!(bundles[0]["number"], "0000");
+    assert!(bundles[0]["compressed"].is_null());
+    let entries = bundles[0]["entries"].as_array().unwrap();
+    let triples: Vec<&str> = entries.iter().map(|e| e["triple"].as_str().unwrap()).collect();
+    assert_eq!(triples, ["host-x86_64-unknown-linux", "hipv4-amdgcn-amd-amdhsa--gfx1030"]);
+    let gpu = &entries[1];
+    assert_eq!(gpu["target"], "gfx1030");
+    let kernels = gpu["kernels"].as_array().unwrap();
+    assert_eq!(kernels.len(), 9);
+    let mmvq = kernels.iter().find(|k| k["family"] == "MMVQ").expect("mul_mat_vec_q found");
+    assert_eq!(mmvq["quant"], "Q4_K");
+    assert_eq!(mmvq["name"], "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj");
+    // hipcc's code objects carry the metadata note: every kernel has its resources.
+    assert!(kernels.iter().all(|k| k["resources"]["wavefront_size"].as_u64().is_some()), "{kernels:?}");
+    assert!(kernels.iter().all(|k| k["family"] != "unknown"));
+    // A target filter keeps only that target's entries.
+    let v = inspect_json(&["--target", "gfx90a", prog.to_str().unwrap()]);
+    assert!(v["bundles"][0]["entries"].as_array().unwrap().is_empty());
+    // A file without GPU code: one sentence.
+    let o = tracer(&["inspect", "/bin/true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("has no .hip_fatbin section"));
+}
+
+/// Wraps a plain bundle as clang-offload-bundler's compressed format ("CCOB") of the given version and
+/// method (0 zlib, 1 zstd).
+fn ccob(plain: &[u8], version: u16, method: u16) -> Vec<u8> {
+    let data = match method {
+        0 => {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+            z.write_all(plain).unwrap();
+            z.finish().unwrap()
+        }
+        _ => zstd::bulk::compress(plain, 3).unwrap(),
+    };
+    let mut out = b"CCOB".to_vec();
+    out.extend(version.to_le_bytes());
+    out.extend(method.to_le_bytes());
+    let header = match version {
+        1 => 20,
+        2 => 24,
+        _ => 32,
+    };
+    let total = (header + data.len()) as u64;
+    match version {
+        1 => out.extend((plain.len() as u32).to_le_bytes()),
+        2 => {
+            out.extend((total as u32).to_le_bytes());
+            out.extend((plain.len() as u32).to_le_bytes());
+        }
+        _ => {
+            out.extend(total.to_le_bytes());
+            out.extend((plain.len() as u64).to_le_bytes());
+        }
+    }
+    out.extend(0x1234_5678_9abc_def0u64.to_le_bytes()); // hash: not checked
+    out.extend(data);
+    out
+}
+
+fn kernel_names(v: &serde_json::Value) -> Vec<Vec<String>> {
+    v["bundles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|b| b["entries"].as_array().unwrap().clone())
+        .map(|e| e["kernels"].as_array().unwrap().iter().map(|k| k["name"].as_str().unwrap().to_owned()).collect())
+        .collect()
+}
+
+#[test]
+fn compressed_bundles_open_like_plain_ones() {
+    let prog = fixture("ggml_steps");
+    let elf = std::fs::read(&prog).unwrap();
+    let file = object::File::parse(&*elf).unwrap();
+    let plain = file.section_by_name(".hip_fatbin").unwrap().data().unwrap();
+    let dir = scratch("ccob");
+    // The plain bundle as a file of its own (what `hipcc --genco` writes).
+    let plain_file = dir.join("plain.hipfb");
+    std::fs::write(&plain_file, plain).unwrap();
+    let want = inspect_json(&[plain_file.to_str().unwrap()]);
+    assert_eq!(kernel_names(&want), kernel_names(&inspect_json(&[prog.to_str().unwrap()])));
+    assert_eq!(kernel_names(&want)[1].len(), 9);
+    for (version, method, name) in [(1, 1, "zstd"), (2, 1, "zstd"), (2, 0, "zlib"), (3, 1, "zstd"), (3, 0, "zlib")] {
+        // Two compressed bundles in a row, padded as the section pads them: both open, numbered in order.
+        let mut two = ccob(plain, version, method);
+        two.resize(two.len().next_multiple_of(4096), 0);
+        two.extend(ccob(plain, version, method));
+        let path = dir.join(format!("v{version}-{name}.hipfb"));
+        std::fs::write(&path, &two).unwrap();
+        let got = inspect_json(&[path.to_str().unwrap()]);
+        let bundles = got["bundles"].as_array().unwrap();
+        assert_eq!(bundles.len(), 2, "v{version} {name}: {got}");
+        assert_eq!((bundles[1]["number"].as_str(), bundles[1]["compressed"].as_str()), (Some("0001"), Some(name)));
+        assert!(bundles.iter().all(|b| b["error"].is_null()), "{got}");
+        assert_eq!(kernel_names(&got)[..2], kernel_names(&want)[..], "v{version} {name}");
+    }
+    // Corrupt compressed data: listed with the reason, never a crash.
+    let mut bad = ccob(plain, 2, 1);
+    let n = bad.len();
+    bad[40..n - 8].fill(0xAB);
+    let path = dir.join("corrupt.hipfb");
+    std::fs::write(&path, &bad).unwrap();
+    let got = inspect_json(&[path.to_str().unwrap()]);
+    assert!(got["bundles"][0]["error"].as_str().unwrap().contains("cannot decompress (zstd)"), "{got}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+const WHEEL: &str = "cyllama-rocm==0.2.18";
+
+/// The real `libggml-hip.so` of the `cyllama-rocm` wheel, fetched with pip once and cached under
+/// target/cache; None (the test says it skipped) only when pip cannot reach the package registry.
+fn real_ggml_hip() -> Option<PathBuf> {
+    let fixtures = PathBuf::from(std::env::var_os("TRACER_FIXTURES").expect("set by `cargo xtask test`"));
+    let cache = fixtures.parent().unwrap().join("cache").join("cyllama-rocm-0.2.18");
+    let lib = cache.join("libggml-hip.so");
+    if lib.exists() {
+        return Some(lib);
+    }
+    std::fs::create_dir_all(&cache).unwrap();
+    let o = Command::new("python3")
+        .args(["-m", "pip", "download", "--no-deps", "--timeout", "30", "--retries", "2", "-d"])
+        .arg(&cache)
+        .arg(WHEEL)
+        .output()
+        .expect("python3 runs (`cargo xtask setup` installs python3-pip)");
+    if !o.status.success() {
+        let why = String::from_utf8_lossy(&o.stderr);
+        assert!(!why.contains("No module named pip"), "pip is missing: run `cargo xtask setup`");
+        eprintln!(
+            "SKIPPED: pip could not fetch {WHEEL} (no package registry reachable?): {}",
+            why.lines().last().unwrap_or("")
+        );
+        return None;
+    }
+    let wheel = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "whl"))
+        .expect("pip left the wheel");
+    let part = cache.join("libggml-hip.so.part");
+    let extract = "import shutil, sys, zipfile\n\
+        z = zipfile.ZipFile(sys.argv[1])\n\
+        name = next(n for n in z.namelist() if '/libggml-hip' in n)\n\
+        shutil.copyfileobj(z.open(name), open(sys.argv[2], 'wb'))";
+    let ok = Command::new("python3").args(["-c", extract]).arg(&wheel).arg(&part).status().unwrap();
+    assert!(ok.success(), "cannot extract libggml-hip from {}", wheel.display());
+    std::fs::rename(&part, &lib).unwrap();
+    let _ = std::fs::remove_file(wheel);
+    Some(lib)
+}
+
+fn is_ggml_family(f: &str) -> bool {
+    f != "unknown" && f != "runtime-internal" && f != "BLAS-GEMM"
+}
+
+#[test]
+fn real_libggml_hip_bundles_and_every_kernel_classified() {
+    let Some(lib) = real_ggml_hip() else { return };
+    let v = inspect_json(&[lib.to_str().unwrap()]);
+    let bundles = v["bundles"].as_array().unwrap();
+    // What the wheel's build holds: one bundle per HIP translation unit, each with the host entry and
+    // three GPU targets, none compressed.
+    let targets: BTreeSet<&str> =
+        bundles.iter().flat_map(|b| b["entries"].as_array().unwrap()).filter_map(|e| e["target"].as_str()).collect();
+    println!("{}: {} bundles, targets {targets:?}", lib.display(), bundles.len());
+    assert_eq!(bundles.len(), 130);
+    assert_eq!(targets, BTreeSet::from(["gfx1100", "gfx90a", "gfx942"]));
+    assert!(bundles.iter().all(|b| b["compressed"].is_null() && b["entries"].as_array().unwrap().len() == 4));
+    let numbers: Vec<&str> = bundles.iter().map(|b| b["number"].as_str().unwrap()).collect();
+    assert_eq!((numbers[0], numbers[129]), ("0000", "0129"));
+
+    // Every distinct kernel name, by family; the names of ggml's kernels must all classify.
+    let mut families: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut mmvq_q4k_1: BTreeSet<&str> = BTreeSet::new();
+    for b in bundles {
+        for e in b["entries"].as_array().unwrap() {
+            for k in e["kernels"].as_array().unwrap() {
+                let (name, family) = (k["name"].as_str().unwrap(), k["family"].as_str().unwrap());
+                families.entry(family.to_owned()).or_default().insert(name.to_owned());
+                if family == "MMVQ"
+                    && k["quant"] == "Q4_K"
+                    && k["demangled"].as_str().unwrap().starts_with("void mul_mat_vec_q<(ggml_type)12, 1,")
+                {
+                    assert!(k["resources"]["vgprs"].as_u64().unwrap() > 0, "{k}");
+                    mmvq_q4k_1.insert(e["target"].as_str().unwrap());
+                }
+            }
+        }
+    }
+    let total: usize = families.values().map(BTreeSet::len).sum();
+    println!("{total} distinct kernel names:");
+    for (f, names) in &families {
+        println!("  {f:<20} {:>5}", names.len());
+    }
+    let unknown = families.get("unknown").map_or(0, BTreeSet::len);
+    println!("unknown: {unknown} of {total} ({:.2} %)", 100.0 * unknown as f64 / total as f64);
+    assert_eq!(unknown, 0, "unclassified ggml kernels: {:?}", families.get("unknown"));
+    assert!(families.keys().all(|f| is_ggml_family(f)), "{:?}", families.keys());
+    for f in ["MMVQ", "MMQ", "flash-attention", "RoPE", "quantize", "dequantize/convert", "norm", "softmax"] {
+        assert!(families.get(f).is_some_and(|n| !n.is_empty()), "no {f} kernel in {}", lib.display());
+    }
+    // mul_mat_vec_q for Q4_K, one column: built for every target of the wheel.
+    assert_eq!(mmvq_q4k_1, targets);
+}
