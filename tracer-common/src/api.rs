@@ -12,6 +12,9 @@ pub enum ProbeShape {
     RegisterName,
     /// Entry only: the doorbell store; AQL packets are read from the queue's ring.
     Doorbell,
+    /// Entry only, one trap: a [`crate::CallRecord`] written at entry (no duration, no return value,
+    /// flagged [`crate::CALL_ENTRY_ONLY`]). For per-launch hot paths where the arguments are the news.
+    Launch,
 }
 
 /// Which runtime library exports a function.
@@ -21,6 +24,10 @@ pub enum Library {
     Hip,
     /// libhsa-runtime64 (ROCr).
     Hsa,
+    /// libcuda (the NVIDIA driver API): every CUDA launch passes here.
+    Cuda,
+    /// libcudart (the CUDA runtime API): probed only on request (`--cuda-runtime`).
+    CudaRuntime,
 }
 
 macro_rules! api_funcs {
@@ -132,4 +139,70 @@ api_funcs! {
     HsaAmdMemoryPoolAllocate = 71, Hsa, "hsa_amd_memory_pool_allocate", cookie::out(3), Call;
     /// `hsa_amd_memory_pool_free(ptr)`.
     HsaAmdMemoryPoolFree = 72, Hsa, "hsa_amd_memory_pool_free", NONE, Call;
+
+    /// `cuLaunchKernel(f, gx, gy, gz, bx, by, [bz, shmem(u32), stream, params, extra])`: one trap.
+    CuLaunchKernel = 128, Cuda, "cuLaunchKernel", cookie::STACK, Launch;
+    /// The per-thread-default-stream variant (same arguments).
+    CuLaunchKernelPtsz = 129, Cuda, "cuLaunchKernel_ptsz", cookie::STACK, Launch;
+    /// `cuLaunchKernelEx(const CUlaunchConfig* config, f, params, extra)`: the config's grid, block,
+    /// shared memory and stream are read at entry.
+    CuLaunchKernelEx = 130, Cuda, "cuLaunchKernelEx", cookie::CONFIG, Launch;
+    CuLaunchKernelExPtsz = 131, Cuda, "cuLaunchKernelEx_ptsz", cookie::CONFIG, Launch;
+    /// `cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, [bz, shmem(u32), stream, params])`.
+    CuLaunchCooperativeKernel = 132, Cuda, "cuLaunchCooperativeKernel", cookie::STACK, Launch;
+    CuLaunchCooperativeKernelPtsz = 133, Cuda, "cuLaunchCooperativeKernel_ptsz", cookie::STACK, Launch;
+    /// `cuGraphLaunch(graphExec, stream)`: one replay.
+    CuGraphLaunch = 134, Cuda, "cuGraphLaunch", NONE, Launch;
+    CuGraphLaunchPtsz = 135, Cuda, "cuGraphLaunch_ptsz", NONE, Launch;
+    /// `cuModuleGetFunction(CUfunction* out, CUmodule module, const char* name)`.
+    CuModuleGetFunction = 136, Cuda, "cuModuleGetFunction", cookie::out(0) | cookie::name(2, 1), Call;
+    /// `cuLibraryGetKernel(CUkernel* out, CUlibrary library, const char* name)`.
+    CuLibraryGetKernel = 137, Cuda, "cuLibraryGetKernel", cookie::out(0) | cookie::name(2, 1), Call;
+    /// `cuKernelGetFunction(CUfunction* out, CUkernel kernel)`: the function a kernel has in the current
+    /// context (named as the kernel).
+    CuKernelGetFunction = 138, Cuda, "cuKernelGetFunction", cookie::out(0), Call;
+    /// `cuModuleLoadData(CUmodule* out, const void* image)`.
+    CuModuleLoadData = 139, Cuda, "cuModuleLoadData", cookie::out(0), Call;
+    /// `cuModuleLoadDataEx(CUmodule* out, const void* image, n, options, values)`.
+    CuModuleLoadDataEx = 140, Cuda, "cuModuleLoadDataEx", cookie::out(0), Call;
+    /// `cuLibraryLoadData(CUlibrary* out, const void* code, ...)`.
+    CuLibraryLoadData = 141, Cuda, "cuLibraryLoadData", cookie::out(0), Call;
+    /// `cuMemAlloc_v2(CUdeviceptr* out, size_t size)`.
+    CuMemAlloc = 142, Cuda, "cuMemAlloc_v2", cookie::out(0), Call;
+    /// `cuMemFree_v2(CUdeviceptr ptr)`.
+    CuMemFree = 143, Cuda, "cuMemFree_v2", NONE, Call;
+    /// `cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t size)`.
+    CuMemcpyDtoH = 144, Cuda, "cuMemcpyDtoH_v2", NONE, Call;
+    /// `cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t size)`.
+    CuMemcpyHtoD = 145, Cuda, "cuMemcpyHtoD_v2", NONE, Call;
+    /// `cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t size, stream)`.
+    CuMemcpyDtoHAsync = 146, Cuda, "cuMemcpyDtoHAsync_v2", NONE, Call;
+    /// `cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t size, stream)`: unified addressing, the
+    /// direction is the pointers'.
+    CuMemcpyAsync = 147, Cuda, "cuMemcpyAsync", NONE, Call;
+    /// `cuStreamSynchronize(stream)`.
+    CuStreamSynchronize = 148, Cuda, "cuStreamSynchronize", NONE, Call;
+    /// `cuCtxSynchronize()`.
+    CuCtxSynchronize = 149, Cuda, "cuCtxSynchronize", NONE, Call;
+    /// `cuStreamBeginCapture_v2(stream, mode)`: launches on the stream are graph nodes until EndCapture.
+    CuStreamBeginCapture = 150, Cuda, "cuStreamBeginCapture_v2", NONE, Call;
+    CuStreamBeginCapturePtsz = 151, Cuda, "cuStreamBeginCapture_v2_ptsz", NONE, Call;
+    /// `cuStreamEndCapture(stream, CUgraph* out)`.
+    CuStreamEndCapture = 152, Cuda, "cuStreamEndCapture", cookie::out(1), Call;
+    CuStreamEndCapturePtsz = 153, Cuda, "cuStreamEndCapture_ptsz", cookie::out(1), Call;
+    /// `cuGraphInstantiateWithFlags(CUgraphExec* out, graph, flags)`.
+    CuGraphInstantiateWithFlags = 154, Cuda, "cuGraphInstantiateWithFlags", cookie::out(0), Call;
+    /// `cuGraphInstantiateWithParams(CUgraphExec* out, graph, params)`.
+    CuGraphInstantiateWithParams = 155, Cuda, "cuGraphInstantiateWithParams", cookie::out(0), Call;
+    /// `cuGraphInstantiate_v2(CUgraphExec* out, graph, ...)`.
+    CuGraphInstantiate = 156, Cuda, "cuGraphInstantiate_v2", cookie::out(0), Call;
+    /// `cuStreamSynchronize_ptsz(stream)`.
+    CuStreamSynchronizePtsz = 157, Cuda, "cuStreamSynchronize_ptsz", NONE, Call;
+
+    /// `__cudaRegisterFunction(handle, hostFun, deviceFun, deviceName, ...)`: the runtime's name for a
+    /// host stub (opt-in API view).
+    CudaRegisterFunction = 192, CudaRuntime, "__cudaRegisterFunction", NONE, RegisterName;
+    /// `cudaLaunchKernel(func, dim3 grid, dim3 block, args, shmem, stream)` (opt-in API view; it reaches
+    /// cuLaunchKernel too, a second trap per launch).
+    CudaLaunchKernel = 193, CudaRuntime, "cudaLaunchKernel", cookie::STACK, Launch;
 }

@@ -19,6 +19,8 @@ pub const NAME_MAX: usize = 480;
 pub const ARG_SLOTS: usize = 10;
 /// Stack argument slots read at entry (`[rsp+8]`, `[rsp+16]`, ...) when the probe asks for them.
 pub const STACK_ARGS: usize = 4;
+/// Words of a [`cookie::CONFIG`] structure kept, in argument slots `ARG_SLOTS - CONFIG_SLOTS..`.
+pub const CONFIG_SLOTS: usize = 5;
 
 /// What kind of record follows the header.
 #[repr(u16)]
@@ -103,6 +105,11 @@ pub const CALL_OUT_VALID: u64 = 1 << 0;
 pub const CALL_STACK_FAULT: u64 = 1 << 1;
 /// The out-parameter could not be read at return.
 pub const CALL_OUT_FAULT: u64 = 1 << 2;
+/// Written at entry by a one-trap probe ([`api::ProbeShape::Launch`]): `duration_ns` and `ret` are not
+/// known (zero).
+pub const CALL_ENTRY_ONLY: u64 = 1 << 3;
+/// The structure the first argument points to ([`cookie::CONFIG`]) could not be read.
+pub const CALL_CONFIG_FAULT: u64 = 1 << 4;
 
 /// A kernel name bound to a handle.
 #[repr(C)]
@@ -250,6 +257,9 @@ pub mod cookie {
     /// `hsa_queue_create`: at return, read the `hsa_queue_t` the out-parameter points to and emit a
     /// [`crate::QueueRecord`].
     pub const QUEUE: u64 = 1 << 28;
+    /// At entry, read [`crate::CONFIG_SLOTS`] u64 words from the structure argument 0 points to into the
+    /// last argument slots (`cuLaunchKernelEx`'s `CUlaunchConfig`: grid, block, shared memory, stream).
+    pub const CONFIG: u64 = 1 << 29;
 
     /// Read `*arg[slot]` at return.
     pub const fn out(slot: u64) -> u64 {

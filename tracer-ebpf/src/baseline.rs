@@ -15,3 +15,9 @@ pub fn empty_entry(_ctx: ProbeContext) -> u32 {
 pub fn empty_return(_ctx: RetProbeContext) -> u32 {
     0
 }
+
+/// The empty twin of a one-trap launch probe.
+#[uprobe]
+pub fn empty_launch(_ctx: ProbeContext) -> u32 {
+    0
+}

@@ -1,8 +1,9 @@
-//! API calls of the runtimes (libamdhip64, libhsa-runtime64). Two programs serve every probed call; the
-//! attach cookie says which function and library fired and what to read:
+//! API calls of the runtimes (libamdhip64, libhsa-runtime64, libcuda, libcudart). Generic programs serve
+//! every probed call; the attach cookie says which function and library fired and what to read:
 //! - [`call_entry`] stashes the argument registers (and stack slots) with the entry time;
 //! - [`call_return`] turns the stash into one [`CallRecord`] with duration and return value, reads the
-//!   out-parameter the cookie names, and for name lookups and queue creation emits the name or queue.
+//!   out-parameter the cookie names, and for name lookups and queue creation emits the name or queue;
+//! - [`launch_entry`] writes a [`CallRecord`] at entry alone: one trap for a launch on a hot path.
 
 use aya_ebpf::{
     EbpfContext,
@@ -15,8 +16,9 @@ use aya_ebpf::{
 };
 use aya_log_ebpf::warn;
 use tracer_common::{
-    CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CallRecord, Counter, NAME_FAULT, NAME_MAX, NAME_TRUNCATED,
-    NameRecord, QueueRecord, RecordHeader, RecordKind, STACK_ARGS, cookie,
+    ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
+    CallRecord, Counter, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, QueueRecord, RecordHeader, RecordKind,
+    STACK_ARGS, cookie,
 };
 
 use crate::maps::{EVENTS, STASH, Stash, StashKey, count, submit_flags, traced};
@@ -48,6 +50,51 @@ pub fn call_entry(ctx: ProbeContext) -> u32 {
     if STASH.insert(&key, &stash, 0).is_err() {
         count(Counter::StashFull);
         warn!(&ctx, "tracer: entry stash full, a call goes unrecorded");
+    }
+    0
+}
+
+/// A launch on a hot path (CUDA's driver API): one trap. The record is written at entry with the
+/// arguments (stack slots or the `CUlaunchConfig` the cookie asks for); there is no return probe, so no
+/// duration and no return value.
+#[uprobe]
+pub fn launch_entry(ctx: ProbeContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    if !traced((pid_tgid >> 32) as u32) {
+        return 0;
+    }
+    // SAFETY: see call_entry.
+    let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    // SAFETY: see call_entry.
+    let regs = unsafe { &*ctx.regs };
+    let mut args = [regs.rdi, regs.rsi, regs.rdx, regs.rcx, regs.r8, regs.r9, 0, 0, 0, 0];
+    let mut flags = CALL_ENTRY_ONLY;
+    if c & cookie::STACK != 0 {
+        let at = (regs.rsp + 8) as *const [u64; STACK_ARGS];
+        // SAFETY: bpf_probe_read_user checks the address and never faults the process.
+        match unsafe { bpf_probe_read_user(at) } {
+            Ok(slots) => args[6..].copy_from_slice(&slots),
+            Err(_) => flags |= CALL_STACK_FAULT,
+        }
+    }
+    if c & cookie::CONFIG != 0 {
+        let at = regs.rdi as *const [u64; CONFIG_SLOTS];
+        // SAFETY: as above.
+        match unsafe { bpf_probe_read_user(at) } {
+            Ok(words) => args[ARG_SLOTS - CONFIG_SLOTS..].copy_from_slice(&words),
+            Err(_) => flags |= CALL_CONFIG_FAULT,
+        }
+    }
+    // SAFETY: helper call without preconditions.
+    let ts_ns = unsafe { bpf_ktime_get_ns() };
+    let header =
+        RecordHeader { kind: RecordKind::Call as u16, func: cookie::func(c), lib: cookie::lib(c), pid_tgid, ts_ns };
+    match EVENTS.reserve::<CallRecord>(0) {
+        Some(mut entry) => {
+            entry.write(CallRecord { header, duration_ns: 0, ret: 0, out: 0, flags, args });
+            entry.submit(submit_flags());
+        }
+        None => count(Counter::DropCall),
     }
     0
 }

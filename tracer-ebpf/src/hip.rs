@@ -7,11 +7,12 @@ use aya_ebpf::{
     macros::uprobe,
     programs::ProbeContext,
 };
-use tracer_common::{ApiFunc, RecordHeader, RecordKind, cookie};
+use tracer_common::{RecordHeader, RecordKind, cookie};
 
 use crate::{calls::emit_name, maps::traced};
 
-/// `__hipRegisterFunction(modules, hostFunction, deviceFunction, deviceName, ...)`, at entry.
+/// `__hipRegisterFunction(modules, hostFunction, deviceFunction, deviceName, ...)` (and libcudart's
+/// `__cudaRegisterFunction`, the same arguments), at entry.
 /// Sleepable, because the name may sit on a page the process has not touched yet (the first
 /// registration of a program reads from a fresh page of .rodata): the program may fault it in.
 #[uprobe(sleepable)]
@@ -26,7 +27,7 @@ pub fn register_function(ctx: ProbeContext) -> u32 {
     let regs = unsafe { &*ctx.regs };
     let header = RecordHeader {
         kind: RecordKind::Name as u16,
-        func: ApiFunc::HipRegisterFunction as u16,
+        func: cookie::func(c),
         lib: cookie::lib(c),
         pid_tgid,
         // SAFETY: helper call without preconditions.

@@ -72,12 +72,33 @@ pub enum ProbeMode {
 
 impl ProbeMode {
     /// Programs for (entry, return, registration, doorbell).
-    fn programs(self) -> (&'static str, &'static str, &'static str, &'static str) {
+    fn programs(self) -> Programs {
         match self {
-            ProbeMode::Record => ("call_entry", "call_return", "register_function", "doorbell"),
-            ProbeMode::Empty => ("empty_entry", "empty_return", "empty_entry", "empty_entry"),
+            ProbeMode::Record => Programs {
+                entry: "call_entry",
+                ret: "call_return",
+                register: "register_function",
+                doorbell: "doorbell",
+                launch: "launch_entry",
+            },
+            ProbeMode::Empty => Programs {
+                entry: "empty_entry",
+                ret: "empty_return",
+                register: "empty_entry",
+                doorbell: "empty_entry",
+                launch: "empty_launch",
+            },
         }
     }
+}
+
+/// The program names one probe mode attaches, by probe shape.
+struct Programs {
+    entry: &'static str,
+    ret: &'static str,
+    register: &'static str,
+    doorbell: &'static str,
+    launch: &'static str,
 }
 
 /// Offset of `field` in a tracepoint's format description, if the kernel has that field.
@@ -149,7 +170,16 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         .load(OBJECT)
         .context("loading tracer's eBPF programs into the kernel failed")?;
 
-    for name in ["call_entry", "call_return", "register_function", "doorbell", "empty_entry", "empty_return"] {
+    for name in [
+        "call_entry",
+        "call_return",
+        "register_function",
+        "doorbell",
+        "launch_entry",
+        "empty_entry",
+        "empty_return",
+        "empty_launch",
+    ] {
         let prog: &mut UProbe = program(&mut ebpf, name)?;
         prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
     }
@@ -197,7 +227,7 @@ pub fn function_offsets(path: &Path) -> Result<BTreeMap<String, u64>> {
 /// record per function, with the reason where one could not be attached (a symbol this runtime version
 /// lacks, an alias already probed).
 pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeMode) -> Result<Vec<trace::Probe>> {
-    let (entry, ret, register, doorbell) = mode.programs();
+    let Programs { entry, ret, register, doorbell, launch } = mode.programs();
     let offsets = function_offsets(&copy.open_path)?;
     let mut probed_at: BTreeMap<u64, ApiFunc> = BTreeMap::new();
     let mut out = Vec::new();
@@ -229,6 +259,10 @@ pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeM
             ProbeShape::Doorbell => {
                 rec.kind = "entry".into();
                 attach_one(ebpf, doorbell, off, c, &copy.open_path)
+            }
+            ProbeShape::Launch => {
+                rec.kind = "entry".into();
+                attach_one(ebpf, launch, off, c, &copy.open_path)
             }
         };
         if let Err(e) = result {

@@ -28,6 +28,9 @@ pub struct Attributor {
     hsa_symbols: HashMap<(u32, u64), String>,
     /// Streams capturing a graph, per process.
     capturing: std::collections::HashSet<(u32, u64)>,
+    /// CUDA kernel handles (`CUkernel`) -> name, per process: a `cuKernelGetFunction` names its function
+    /// after them.
+    cuda_kernels: HashMap<(u32, u64), (String, bool)>,
     /// Processes whose maps were looked at after one of their API events (their libraries are loaded by
     /// then); the last one, to skip the set on the hot path.
     scanned: std::collections::HashSet<u32>,
@@ -92,6 +95,7 @@ impl Attributor {
                     ret: l.ret,
                     dur: l.dur,
                     captured,
+                    entry_only: l.entry_only,
                 }));
             }
             Event::Config(c) => {
@@ -115,11 +119,28 @@ impl Attributor {
                 self.see(o.pid, o.ts, out);
                 let ok = c.ret == 0;
                 match c.api {
-                    Some(ApiFunc::HipStreamBeginCapture) if ok => {
+                    Some(
+                        ApiFunc::HipStreamBeginCapture
+                        | ApiFunc::CuStreamBeginCapture
+                        | ApiFunc::CuStreamBeginCapturePtsz,
+                    ) if ok => {
                         self.capturing.insert((o.pid, c.stream.unwrap_or(0)));
                     }
-                    Some(ApiFunc::HipStreamEndCapture) => {
+                    Some(
+                        ApiFunc::HipStreamEndCapture | ApiFunc::CuStreamEndCapture | ApiFunc::CuStreamEndCapturePtsz,
+                    ) => {
                         self.capturing.remove(&(o.pid, c.stream.unwrap_or(0)));
+                    }
+                    // The function a CUDA library kernel has in the current context: named as the kernel.
+                    Some(ApiFunc::CuKernelGetFunction) if ok => {
+                        if let (Some(kernel), Some(function)) = (c.handle, c.function)
+                            && self.kernels.lookup(o.pid, function).is_none()
+                            && let Some((name, truncated)) = self.cuda_kernels.get(&(o.pid, kernel)).cloned()
+                        {
+                            let rec =
+                                self.kernels.bind(o.pid, function, kernel, &name, Source::Library, truncated, o.ts);
+                            out.push(Record::Kernel(rec));
+                        }
                     }
                     // KERNEL_OBJECT of a symbol named earlier: what every dispatch of it will carry.
                     Some(ApiFunc::HsaExecutableSymbolGetInfo) if ok && c.attribute == Some(22) => {
@@ -159,6 +180,7 @@ impl Attributor {
                     value: c.value,
                     file,
                     file_offset,
+                    entry_only: c.entry_only,
                 }));
             }
             Event::Name(n) => self.name(n, out),
@@ -274,6 +296,7 @@ impl Attributor {
                         self.scanned.remove(&p.pid);
                         self.last_scanned = 0;
                         self.capturing.retain(|(pid, _)| *pid != p.pid);
+                        self.cuda_kernels.retain(|(pid, _), _| *pid != p.pid);
                         self.fds.retain(|(pid, _), _| *pid != p.pid);
                         self.processes.forget(p.pid);
                         if self.own_child != Some(p.pid) {
@@ -301,7 +324,11 @@ impl Attributor {
             return;
         }
         let source = match n.api {
-            ApiFunc::HipModuleGetFunction => Source::Module,
+            ApiFunc::HipModuleGetFunction | ApiFunc::CuModuleGetFunction => Source::Module,
+            ApiFunc::CuLibraryGetKernel => {
+                self.cuda_kernels.insert((o.pid, n.handle), (n.name.clone(), n.truncated));
+                Source::Library
+            }
             _ => Source::Register,
         };
         let source = if n.fault { Source::Unnamed } else { source };
@@ -349,6 +376,7 @@ mod tests {
             stream: 0,
             ret,
             dur: 3,
+            entry_only: false,
         })
     }
 

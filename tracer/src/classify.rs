@@ -157,13 +157,26 @@ fn base_name(demangled: &str) -> &str {
     head.rsplit([' ', ':']).next().unwrap_or(head)
 }
 
-/// The source name of a mangled global function read straight from its encoding (`_Z` <length> <name>),
-/// for names the demangler rejects (newer manglings such as `Tn` template parameter declarations).
-fn mangled_base(mangled: &str) -> Option<&str> {
-    let rest = mangled.strip_prefix("_Z")?;
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let len: usize = rest[..digits].parse().ok()?;
-    rest.get(digits..digits + len)
+/// The qualified source name of a mangled function read straight from its encoding (`_Z` <length>
+/// <name>, or `_ZN` <length> <name> ... for names in namespaces), for names the demangler rejects (newer
+/// manglings such as `Tn` template parameter declarations): `at::native::reduce_kernel`.
+fn mangled_path(mangled: &str) -> Option<String> {
+    let mut rest = mangled.strip_prefix("_Z")?;
+    let nested = rest.starts_with('N');
+    if nested {
+        rest = rest[1..].trim_start_matches(['K', 'V', 'r']);
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    loop {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let Ok(len) = rest[..digits].parse::<usize>() else { break };
+        parts.push(rest.get(digits..digits + len)?);
+        rest = &rest[digits + len..];
+        if !nested {
+            break;
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("::"))
 }
 
 /// ggml operator kernels that fall in none of the named families (from ggml-cuda's op sources, shared by
@@ -225,16 +238,26 @@ pub fn classify(mangled: &str) -> Class {
         Some(rest) => format!("_Z{rest}"),
         None => normalized.to_owned(),
     };
-    let demangled = crate::symbols::demangle(&normalized);
-    let base = match mangled_base(&demangled) {
-        Some(b) => b, // not demangled
-        None => base_name(&demangled),
+    let mut demangled = crate::symbols::demangle(&normalized);
+    let base = match mangled_path(&demangled) {
+        // Not demangled: classify by the qualified name, keeping the encoding for its arguments.
+        Some(path) => {
+            let base = path.rsplit("::").next().unwrap_or(&path).to_owned();
+            demangled = format!("{path} {demangled}");
+            base
+        }
+        None => base_name(&demangled.replace("(anonymous namespace)::", "")).to_owned(),
     };
+    let base = base.as_str();
     let args = template_args(&demangled);
     let quant =
         args.iter().find_map(|a| a.strip_prefix("(ggml_type)").and_then(|n| n.parse().ok()).and_then(ggml_type_name));
     let second = args.get(1).and_then(|a| a.parse::<u32>().ok());
-    let family = if normalized.starts_with("Cijk_") || base.starts_with("Cijk_") || normalized.contains("hipblaslt") {
+    let family = if normalized.starts_with("Cijk_")
+        || base.starts_with("Cijk_")
+        || normalized.contains("hipblaslt")
+        || is_cublas_gemm(base, &demangled)
+    {
         Family::BlasGemm
     } else if base.starts_with("__amd_rocclr_") {
         Family::RuntimeInternal
@@ -244,7 +267,13 @@ pub fn classify(mangled: &str) -> Class {
         Family::Mmq
     } else if base.starts_with("mul_mat_vec_f") || base.starts_with("mul_mat_f") || base == "mul_mat_vec" {
         Family::MatMulFloat
-    } else if base.starts_with("flash_attn") {
+    } else if base.starts_with("flash_attn")
+        || base.starts_with("flash_fwd")
+        || base.starts_with("flash_bwd")
+        || base.starts_with("fmha_")
+        || demangled.contains("pytorch_flash::")
+        || demangled.contains("fmha::")
+    {
         Family::FlashAttention
     } else if base.starts_with("rope") {
         Family::Rope
@@ -260,9 +289,11 @@ pub fn classify(mangled: &str) -> Class {
         Family::Convert
     } else if base.contains("norm") {
         Family::Norm
-    } else if base.starts_with("soft_max") {
+    } else if base.starts_with("soft_max") || base.to_ascii_lowercase().contains("softmax") {
         Family::Softmax
-    } else if OTHER_GGML_OPS.iter().any(|op| base.starts_with(op)) {
+    } else if OTHER_GGML_OPS.iter().any(|op| base.starts_with(op))
+        || PYTORCH_NAMESPACES.iter().any(|ns| demangled.contains(ns))
+    {
         Family::Elementwise
     } else {
         Family::Unknown
@@ -276,6 +307,41 @@ pub fn classify(mangled: &str) -> Class {
     let quant = quant.or_else(|| block_quant(&demangled));
     Class { family, quant, batch, moe }
 }
+
+/// cuBLAS / cuBLASLt GEMM and GEMV kernels by their names' prefixes (nvjet for Hopper's generated
+/// kernels, xmma/cutlass tile kernels named by architecture, the older `*gemm*`/`gemv*` kernels).
+fn is_cublas_gemm(base: &str, demangled: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "nvjet_",
+        "sm100_xmma",
+        "sm90_xmma",
+        "sm89_xmma",
+        "sm86_xmma",
+        "sm80_xmma",
+        "sm75_xmma",
+        "sm70_xmma",
+        "xmma_",
+        "ampere_",
+        "volta_",
+        "turing_",
+        "maxwell_",
+        "hopper_",
+        "gemv2",
+        "gemvx",
+        "gemmk1",
+        "gemmSN",
+        "splitKreduce",
+        "cublasLt",
+        "cublas",
+    ];
+    PREFIXES.iter().any(|p| base.starts_with(p))
+        || demangled.contains("cublasLt::")
+        || (demangled.contains("cutlass") && demangled.to_ascii_lowercase().contains("gemm"))
+}
+
+/// PyTorch's own kernels (element-wise, reductions, indexing, RNG, copies): "elementwise/other" unless a
+/// named family matched first (softmax, norm, flash attention).
+const PYTORCH_NAMESPACES: &[&str] = &["at::native::", "at::cuda::", "c10::cuda::"];
 
 /// The quantization type a `block_q4_0`-style struct argument names (ggml's set-rows and copy kernels).
 fn block_quant(demangled: &str) -> Option<&'static str> {
@@ -367,7 +433,8 @@ mod tests {
     fn names_the_demangler_rejects_and_other_ops() {
         // `Tn` (a typed non-type template parameter) is newer than the demangler: read the name itself.
         let set_rows = "_ZL16k_set_rows_quantIi10block_q4_0Li32ETnPFvPKfPT0_EXadL_ZL23quantize_f32_q4_0_blockS2_PS0_EEEvS2_PKT_S4_llllllllllllll15HIP_vector_typeIjLj3EESC_SC_SC_SC_";
-        assert_eq!(mangled_base("_Z16k_set_rows_quantIi"), Some("k_set_rows_quant"));
+        assert_eq!(mangled_path("_Z16k_set_rows_quantIi").as_deref(), Some("k_set_rows_quant"));
+        assert_eq!(mangled_path("_ZN2at6native13reduce_kernelILi512E").as_deref(), Some("at::native::reduce_kernel"));
         assert_eq!((classify(set_rows).family, classify(set_rows).quant), (Family::Quantize, Some("Q4_0")));
         for other in [
             "_ZL10arange_f32Pfiff",
@@ -377,7 +444,39 @@ mod tests {
         ] {
             assert_eq!(classify(other).family, Family::Elementwise, "{other}");
         }
-        assert_eq!(mangled_base("_Znot"), None);
+        assert_eq!(mangled_path("_Znot"), None);
+    }
+
+    #[test]
+    fn cuda_kernel_names() {
+        // cuBLAS on Hopper and Ampere, PyTorch's element-wise and reduction kernels, ggml-cuda's MMVQ.
+        for gemm in [
+            "nvjet_tst_128x64_64x8_2x1_v_bz_coopA_TNT",
+            "sm90_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x32_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+            "ampere_sgemm_128x64_tn",
+            "_ZN8cublasLt19splitKreduce_kernelILi32ELi16EifffLb0ELb1ELb0ELb0EEEv18cublasSplitKParamsIT4_EPKT2_PKT3_PS7_PKS4_SC_PKT1_PvlPS4_Pi",
+        ] {
+            assert_eq!(classify(gemm).family, Family::BlasGemm, "{gemm}");
+        }
+        // As PyTorch 2.11 (CUDA 13) launched them on an H100 (bench/gpu/cuda_check.sh).
+        assert_eq!(
+            classify("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas").family,
+            Family::BlasGemm
+        );
+        for torch in [
+            "_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_49_GLOBAL__N__d2ba64fb_16_TensorCompare_cu_71e06f4e19launch_clamp_scalarERNS_18TensorIteratorBaseEN3c106ScalarES6_NS0_6detail11ClampLimitsEENKUlvE_clEvENKUlvE5_clEvEUlfE_St5arrayIPcLm2EEEEviT0_T1_",
+            "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_21CUDAFunctorOnSelf_addIfEESt5arrayIPcLm2EEEEviT0_T1_",
+            "_ZN2at6native29vectorized_elementwise_kernelILi2ENS0_11FillFunctorIlEESt5arrayIPcLm1EEEEviT0_T1_",
+            "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_14func_wrapper_tIfNS0_15sum_functorIfffEEEEjfLi4ELi4EEEEEvT1_",
+        ] {
+            assert_eq!(classify(torch).family, Family::Elementwise, "{torch}");
+        }
+        let softmax = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, \
+                       at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)";
+        assert_eq!(classify(softmax).family, Family::Softmax);
+        // nvcc mangles ggml's static kernels as clang does for HIP.
+        let mmvq = classify("_ZL13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj");
+        assert_eq!((mmvq.family, mmvq.quant, mmvq.batch), (Family::Mmvq, Some("Q4_K"), Some(Batch::Exact(1))));
     }
 
     #[test]

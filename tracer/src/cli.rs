@@ -80,8 +80,9 @@ pub struct RecordCli {
     /// Ollama's models directory, to name a runner's model (default: $OLLAMA_MODELS, ~/.ollama/models).
     #[arg(long, value_name = "DIR")]
     pub models_dir: Option<PathBuf>,
-    /// Probe this copy of libamdhip64 (repeatable); default: the copies the targets map, else the usual
-    /// places (Ollama bundles, /opt/rocm*/lib, the system library path).
+    /// Probe this runtime library copy (libamdhip64, libhsa-runtime64, libcuda, libcudart; repeatable);
+    /// default: the copies the targets map, else the usual places (Ollama bundles, /opt/rocm*/lib, the
+    /// NVIDIA driver's directories, the system library path).
     #[arg(long = "lib", value_name = "PATH")]
     pub libs: Vec<PathBuf>,
     /// Stop after this long (e.g. 30s, 500ms, 2m; a bare number is seconds).
@@ -93,6 +94,10 @@ pub struct RecordCli {
     /// Print nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Also probe libcudart (cudaLaunchKernel, __cudaRegisterFunction): the runtime API's view of CUDA
+    /// launches, at a second trap per launch. The driver (libcuda) is always probed, one trap per launch.
+    #[arg(long)]
+    pub cuda_runtime: bool,
     /// Testing aid: leave the ring buffer unread for this long after attaching, to provoke overflow.
     #[arg(long, hide = true, value_name = "MS", default_value_t = 0)]
     pub debug_read_delay_ms: u64,

@@ -2,8 +2,9 @@
 //! meaning. Every probed function's argument slots are decoded here, from its signature.
 
 use tracer_common::{
-    ApiFunc, CALL_OUT_VALID, CallRecord, DispatchRecord, IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord, NAME_FAULT,
-    NAME_TRUNCATED, NameRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind,
+    ARG_SLOTS, ApiFunc, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID, CONFIG_SLOTS, CallRecord, DispatchRecord,
+    IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, ProcEvent, ProcRecord,
+    QueueRecord, RecordHeader, RecordKind,
 };
 
 /// A decoded ring-buffer record.
@@ -174,6 +175,8 @@ pub struct Launch {
     pub stream: u64,
     pub ret: i32,
     pub dur: u64,
+    /// Recorded at entry by a one-trap probe: `ret` and `dur` are not known.
+    pub entry_only: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -207,6 +210,8 @@ pub struct Call {
     pub attribute: Option<u32>,
     /// A value the call returned through an out-parameter (KERNEL_OBJECT for get_info).
     pub value: Option<u64>,
+    /// Recorded at entry by a one-trap probe: `ret` and `dur` are not known.
+    pub entry_only: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -345,6 +350,7 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
     let a = &r.args;
     let ret32 = r.ret as u32 as i32;
     let out = (r.flags & CALL_OUT_VALID != 0).then_some(r.out);
+    let entry_only = r.flags & CALL_ENTRY_ONLY != 0;
     let launch = |handle, grid, block, unit, shmem, stream| {
         Event::Launch(Launch {
             origin,
@@ -357,10 +363,16 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
             stream,
             ret: ret32,
             dur: r.duration_ns,
+            entry_only,
         })
     };
     let u32s = |x: &[u64]| [x[0] as u32, x[1] as u32, x[2] as u32];
-    let call = Call { origin, api: Some(api), ret: ret32 as i64, dur: r.duration_ns, ..Default::default() };
+    let call = Call { origin, api: Some(api), ret: ret32 as i64, dur: r.duration_ns, entry_only, ..Default::default() };
+    // cuLaunchKernelEx's CUlaunchConfig, read into the last slots: u32 grid x, y, z, block x, y, z,
+    // sharedMemBytes, (padding), then the stream.
+    let config = &a[ARG_SLOTS - CONFIG_SLOTS..];
+    let lo = |w: u64| w as u32;
+    let hi = |w: u64| (w >> 32) as u32;
     Ok(match api {
         ApiFunc::HipLaunchKernel | ApiFunc::HipExtLaunchKernel => {
             launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, a[6], a[7])
@@ -422,8 +434,86 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
         }
         ApiFunc::HsaAmdMemoryPoolAllocate => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
         ApiFunc::HsaAmdMemoryPoolFree => Event::Call(Call { ptr: Some(a[0]), ..call }),
+        // CUDA's driver API: cuLaunchKernel's shape is hipModuleLaunchKernel's (grid and block as six u32
+        // arguments, shared memory an unsigned int).
+        ApiFunc::CuLaunchKernel
+        | ApiFunc::CuLaunchKernelPtsz
+        | ApiFunc::CuLaunchCooperativeKernel
+        | ApiFunc::CuLaunchCooperativeKernelPtsz => {
+            launch(a[0], u32s(&a[1..4]), u32s(&a[4..7]), GridUnit::Blocks, a[7] as u32 as u64, a[8])
+        }
+        ApiFunc::CuLaunchKernelEx | ApiFunc::CuLaunchKernelExPtsz => {
+            if r.flags & CALL_CONFIG_FAULT != 0 {
+                // The config could not be read: the launch is still a launch, of an unknown shape.
+                launch(a[1], [0; 3], [0; 3], GridUnit::Blocks, 0, 0)
+            } else {
+                let grid = [lo(config[0]), hi(config[0]), lo(config[1])];
+                let block = [hi(config[1]), lo(config[2]), hi(config[2])];
+                launch(a[1], grid, block, GridUnit::Blocks, lo(config[3]) as u64, config[4])
+            }
+        }
+        // The runtime API's launch (opt-in): hipLaunchKernel's shape.
+        ApiFunc::CudaLaunchKernel => launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, a[6], a[7]),
+        ApiFunc::CuGraphLaunch | ApiFunc::CuGraphLaunchPtsz => {
+            Event::Call(Call { handle: Some(a[0]), stream: Some(a[1]), ..call })
+        }
+        ApiFunc::CuModuleGetFunction | ApiFunc::CuLibraryGetKernel => {
+            Event::Call(Call { module: Some(a[1]), function: out, ..call })
+        }
+        ApiFunc::CuKernelGetFunction => Event::Call(Call { handle: Some(a[1]), function: out, ..call }),
+        ApiFunc::CuModuleLoadData | ApiFunc::CuModuleLoadDataEx | ApiFunc::CuLibraryLoadData => {
+            Event::Call(Call { ptr: Some(a[1]), module: out, ..call })
+        }
+        ApiFunc::CuMemAlloc => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
+        ApiFunc::CuMemFree => Event::Call(Call { ptr: Some(a[0]), ..call }),
+        ApiFunc::CuMemcpyDtoH => Event::Call(Call {
+            dst: Some(a[0]),
+            src: Some(a[1]),
+            size: Some(a[2]),
+            kind: Some(MemcpyKind::DeviceToHost),
+            ..call
+        }),
+        ApiFunc::CuMemcpyHtoD => Event::Call(Call {
+            dst: Some(a[0]),
+            src: Some(a[1]),
+            size: Some(a[2]),
+            kind: Some(MemcpyKind::HostToDevice),
+            ..call
+        }),
+        ApiFunc::CuMemcpyDtoHAsync => Event::Call(Call {
+            dst: Some(a[0]),
+            src: Some(a[1]),
+            size: Some(a[2]),
+            kind: Some(MemcpyKind::DeviceToHost),
+            stream: Some(a[3]),
+            ..call
+        }),
+        ApiFunc::CuMemcpyAsync => Event::Call(Call {
+            dst: Some(a[0]),
+            src: Some(a[1]),
+            size: Some(a[2]),
+            kind: Some(MemcpyKind::Default),
+            stream: Some(a[3]),
+            ..call
+        }),
+        ApiFunc::CuStreamSynchronize | ApiFunc::CuStreamSynchronizePtsz => {
+            Event::Call(Call { stream: Some(a[0]), ..call })
+        }
+        ApiFunc::CuCtxSynchronize => Event::Call(call),
+        ApiFunc::CuStreamBeginCapture | ApiFunc::CuStreamBeginCapturePtsz => {
+            Event::Call(Call { stream: Some(a[0]), ..call })
+        }
+        ApiFunc::CuStreamEndCapture | ApiFunc::CuStreamEndCapturePtsz => {
+            Event::Call(Call { stream: Some(a[0]), handle: out, ..call })
+        }
+        ApiFunc::CuGraphInstantiateWithFlags | ApiFunc::CuGraphInstantiateWithParams | ApiFunc::CuGraphInstantiate => {
+            Event::Call(Call { handle: Some(a[1]), value: out, ..call })
+        }
         // Registration and doorbells have their own programs and records, never a call record.
-        ApiFunc::HipRegisterFunction | ApiFunc::HsaSignalStoreScrelease | ApiFunc::HsaSignalStoreRelaxed => {
+        ApiFunc::HipRegisterFunction
+        | ApiFunc::CudaRegisterFunction
+        | ApiFunc::HsaSignalStoreScrelease
+        | ApiFunc::HsaSignalStoreRelaxed => {
             return Err(DecodeError::UnknownFunc(r.header.func));
         }
     })

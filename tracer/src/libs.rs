@@ -16,7 +16,12 @@ use anyhow::{Result, bail};
 /// The libraries tracer knows how to probe, by file-name prefix.
 pub const HIP_RUNTIME: &str = "libamdhip64.so";
 pub const HSA_RUNTIME: &str = "libhsa-runtime64.so";
-pub const RUNTIMES: [&str; 2] = [HIP_RUNTIME, HSA_RUNTIME];
+/// The NVIDIA driver library (every CUDA launch passes through it).
+pub const CUDA_DRIVER: &str = "libcuda.so";
+/// The CUDA runtime library (probed on request only: `--cuda-runtime`).
+pub const CUDA_RUNTIME: &str = "libcudart.so";
+/// The runtimes probed by default.
+pub const RUNTIMES: [&str; 3] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER];
 
 /// Where a copy came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -58,8 +63,17 @@ pub struct LibCopy {
 impl LibCopy {
     /// Which runtime this copy is, from its file name.
     pub fn runtime(&self) -> tracer_common::api::Library {
+        use tracer_common::api::Library;
         let name = self.path.rsplit('/').next().unwrap_or(&self.path);
-        if name.starts_with(HSA_RUNTIME) { tracer_common::api::Library::Hsa } else { tracer_common::api::Library::Hip }
+        if name.starts_with(HSA_RUNTIME) {
+            Library::Hsa
+        } else if name.starts_with(CUDA_DRIVER) {
+            Library::Cuda
+        } else if name.starts_with(CUDA_RUNTIME) {
+            Library::CudaRuntime
+        } else {
+            Library::Hip
+        }
     }
 
     fn stat(path: String, open_path: PathBuf, origin: Origin) -> Option<Self> {
@@ -190,9 +204,17 @@ pub fn usual_places(prefix: &str) -> Vec<LibCopy> {
     rocm.sort();
     dirs.extend(rocm);
     dirs.extend(
-        ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib/x86_64-linux-gnu"]
-            .iter()
-            .map(PathBuf::from),
+        [
+            "/usr/local/nvidia/lib64",
+            "/usr/local/cuda/lib64",
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib",
+            "/usr/local/lib",
+            "/lib/x86_64-linux-gnu",
+        ]
+        .iter()
+        .map(PathBuf::from),
     );
     let mut copies = Vec::new();
     for dir in dirs {

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
             command: r.command,
             ring_bytes: r.ring_size,
             quiet: r.quiet,
+            cuda_runtime: r.cuda_runtime,
             read_delay: std::time::Duration::from_millis(r.debug_read_delay_ms),
             probe_mode: match r.probe_mode {
                 ProbeModeArg::Record => ProbeMode::Record,

@@ -5,7 +5,8 @@
 //! a `hipGraphLaunch` (a replayed graph is a step of its own). Labels: any MMQ or BLAS GEMM, or MMVQ with
 //! more than one column, is a prompt batch (prefill); MMVQ with one column only is token decode; a step
 //! with no quantized or BLAS matrix kernel is "other". Kernels are counted from the queue's dispatches when
-//! the process has any (graph replays reach only the queue), else from its API launches.
+//! the process has any (graph replays reach only the queue), else from its API launches. Only processes
+//! that ran ggml's quantized kernels get phases.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -54,12 +55,19 @@ impl Phases {
     /// An API call: copies to the host, synchronizations and graph replays delimit steps.
     pub fn call(&mut self, api: &str, kind: Option<&str>) {
         match (api, kind) {
-            ("hipMemcpy" | "hipMemcpyAsync", Some("DeviceToHost")) => {
+            ("hipMemcpy" | "hipMemcpyAsync" | "cuMemcpyDtoH_v2" | "cuMemcpyDtoHAsync_v2", Some("DeviceToHost")) => {
                 self.api.copied_to_host = true;
                 self.queue.copied_to_host = true;
             }
-            ("hipStreamSynchronize" | "hipDeviceSynchronize", _) if self.api.copied_to_host => self.close(),
-            ("hipGraphLaunch", _) => self.close(),
+            (
+                "hipStreamSynchronize"
+                | "hipDeviceSynchronize"
+                | "cuStreamSynchronize"
+                | "cuStreamSynchronize_ptsz"
+                | "cuCtxSynchronize",
+                _,
+            ) if self.api.copied_to_host => self.close(),
+            ("hipGraphLaunch" | "cuGraphLaunch" | "cuGraphLaunch_ptsz", _) => self.close(),
             _ => {}
         }
     }
@@ -73,9 +81,15 @@ impl Phases {
         }
     }
 
+    /// The phases; none for a process that ran no ggml quantized kernel (MMVQ, MMQ, q8_1 quantize): the
+    /// prefill/decode labels describe ggml's graph evaluations, not other workloads.
     pub fn finish(mut self) -> Vec<PhaseReport> {
         self.close();
         let steps = if self.saw_dispatch { self.queue_done } else { self.api_done };
+        let ggml = |k: &Class| matches!(k.family, Family::Mmvq | Family::Mmq | Family::Quantize);
+        if !steps.iter().flatten().any(ggml) {
+            return Vec::new();
+        }
         let mut phases: BTreeMap<&'static str, PhaseReport> = BTreeMap::new();
         for kernels in steps {
             let phase = label(&kernels);
@@ -118,6 +132,27 @@ mod tests {
     const MMVQ1: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj";
     const MMVQ4: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi4ELb0EEvPKvS2_PKiPfjjj";
     const MMQ16: &str = "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii";
+
+    #[test]
+    fn cuda_steps_and_no_phases_without_ggml() {
+        // ggml-cuda: the same cuts through the driver API's copy and synchronize.
+        let mut p = Phases::default();
+        p.launch(classify(MMVQ1));
+        p.call("cuMemcpyDtoHAsync_v2", Some("DeviceToHost"));
+        p.call("cuStreamSynchronize", None);
+        p.launch(classify(MMVQ1));
+        p.call("cuGraphLaunch", None);
+        let phases = p.finish();
+        assert_eq!((phases.len(), phases[0].phase.as_str(), phases[0].steps), (1, "decode", 2));
+        // A PyTorch process (cuBLAS GEMM and element-wise kernels): no prefill/decode to speak of.
+        let mut p = Phases::default();
+        p.launch(classify("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas"));
+        p.launch(classify(
+            "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
+        ));
+        p.call("cuGraphLaunch", None);
+        assert!(p.finish().is_empty());
+    }
 
     #[test]
     fn steps_end_at_a_sync_after_the_logits_copy() {

@@ -23,7 +23,7 @@ use crate::{
     attach::{self, ProbeMode, Settings},
     attribute::Attributor,
     decode::decode,
-    libs::{self, HIP_RUNTIME, LibCopy},
+    libs::{self, CUDA_DRIVER, HIP_RUNTIME, LibCopy},
     ollama, process,
     trace::{self, Record, Writer},
 };
@@ -42,6 +42,8 @@ pub struct RecordArgs {
     pub ring_bytes: u32,
     pub quiet: bool,
     pub probe_mode: ProbeMode,
+    /// Also probe libcudart's launch and registration (a second trap per CUDA launch).
+    pub cuda_runtime: bool,
     /// Testing aid: how long to leave the ring unread after attaching (provokes overflow).
     pub read_delay: Duration,
 }
@@ -110,7 +112,7 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32]) -> Result
         return libs::from_user_paths(&args.libs);
     }
     let mut all = Vec::new();
-    for runtime in libs::RUNTIMES {
+    for runtime in runtimes(args) {
         let mut copies: Vec<LibCopy> = targets.iter().flat_map(|&p| libs::mapped_by(p, runtime)).collect();
         // Ollama's runners dlopen the bundle's copy after they start: attach to it before they do.
         for &server in servers {
@@ -125,12 +127,22 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32]) -> Result
     }
     let mut seen = std::collections::BTreeSet::new();
     all.retain(|c| seen.insert((c.dev, c.inode)));
-    if !all.iter().any(|c| c.runtime() == tracer_common::api::Library::Hip) {
+    use tracer_common::api::Library;
+    if !all.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda)) {
         bail!(
-            "no {HIP_RUNTIME} found (not mapped by the target, nor in Ollama's bundles, /opt/rocm*/lib or the system library path): give its path with --lib PATH"
+            "neither {HIP_RUNTIME} nor {CUDA_DRIVER} found (not mapped by the target, nor in Ollama's bundles, /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): give its path with --lib PATH"
         );
     }
     Ok(all)
+}
+
+/// The runtime libraries to probe, by file-name prefix.
+fn runtimes(args: &RecordArgs) -> Vec<&'static str> {
+    let mut r = libs::RUNTIMES.to_vec();
+    if args.cuda_runtime {
+        r.push(libs::CUDA_RUNTIME);
+    }
+    r
 }
 
 /// Every live descendant of `roots` (a /proc scan), so that runners already running are traced too.
@@ -223,7 +235,11 @@ struct Targets {
 
 /// Libraries of interest in a process's maps: the runtimes tracer probes and the GPU libraries a runner
 /// may load without calling them (the "loaded is not dispatched" table).
-const LIBRARIES_OF_INTEREST: [&str; 16] = [
+const LIBRARIES_OF_INTEREST: [&str; 20] = [
+    "libcuda.so",
+    "libcudart",
+    "libcublas",
+    "libggml-cuda",
     "libamdhip64",
     "libhsa-runtime64",
     "libhsakmt",
@@ -245,6 +261,8 @@ const LIBRARIES_OF_INTEREST: [&str; 16] = [
 /// What the recording knows of the libraries its processes map.
 #[derive(Default)]
 struct LibraryWatch {
+    /// File-name prefixes of the runtimes to probe.
+    runtimes: Vec<&'static str>,
     /// Probed copies: (dev, inode) -> library id.
     probed: std::collections::HashMap<(u64, u64), u32>,
     /// Mappings already written: (pid, dev, inode).
@@ -282,7 +300,7 @@ impl LibraryWatch {
         let name = |e: &libs::MapsEntry<'_>| e.path.rsplit('/').next().unwrap_or(e.path).to_owned();
         for e in &entries {
             let file = name(e);
-            if libs::RUNTIMES.iter().any(|r| file.starts_with(r)) && !self.probed.contains_key(&(e.dev, e.inode)) {
+            if self.runtimes.iter().any(|r| file.starts_with(r)) && !self.probed.contains_key(&(e.dev, e.inode)) {
                 match libs::copy_in(pid, e).map(|copy| self.attach(ebpf, &copy, mode).map_err(|err| (copy, err))) {
                     Some(Ok(recs)) => out.extend(recs),
                     Some(Err((copy, err))) => {
@@ -321,14 +339,14 @@ async fn session(
     let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes })?;
     let mut logger = aya_log::EbpfLogger::init(&mut ebpf).ok();
 
-    let mut watch = LibraryWatch::default();
+    let mut watch = LibraryWatch { runtimes: runtimes(args), ..Default::default() };
     let mut setup = Vec::new();
     for copy in &copies {
         setup.extend(watch.attach(&mut ebpf, copy, args.probe_mode)?);
     }
     if !setup.iter().any(|r| matches!(r, Record::Probe(p) if p.error.is_none())) {
         let paths: Vec<&str> = copies.iter().map(|c| c.path.as_str()).collect();
-        bail!("no HIP function could be probed in {}: is this libamdhip64?", paths.join(", "));
+        bail!("no runtime function could be probed in {}: is this libamdhip64 or libcuda?", paths.join(", "));
     }
 
     let mut pids: BpfHashMap<MapData, u32, u32> =

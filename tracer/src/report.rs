@@ -58,6 +58,10 @@ pub struct ProcessReport {
     /// What reached the GPU queues, per kernel (AQL kernel dispatch packets), and barrier packets.
     pub dispatches: Vec<DispatchReport>,
     pub barrier_packets: u64,
+    /// Graph replays (hipGraphLaunch, cuGraphLaunch), and those of an executable whose capture tracer
+    /// did not see (its kernels' executions cannot be counted).
+    pub graph_replays: u64,
+    pub graph_replays_unresolved: u64,
     /// The HIP API launches and the queue dispatches joined by kernel name, differences explained.
     pub crosscheck: Vec<CrossRow>,
     /// Steps (graph evaluations) by phase: prefill, decode, other.
@@ -192,6 +196,11 @@ pub struct KernelReport {
     pub launches: u64,
     /// Launches whose call returned an error.
     pub failed: u64,
+    /// Times the kernel was submitted to run: launches that neither failed nor were captured into a
+    /// graph, plus one per replay of each graph that captured it.
+    pub executions: u64,
+    /// Of those, the graph replays'.
+    pub graph_executions: u64,
     /// Return codes seen, by value.
     pub returns: BTreeMap<i32, u64>,
     pub shapes: Vec<Shape>,
@@ -227,9 +236,9 @@ pub struct ApiReport {
 pub struct MemoryReport {
     pub malloc_calls: u64,
     pub malloc_failed: u64,
-    /// Bytes asked for by successful hipMalloc calls.
+    /// Bytes asked for by successful hipMalloc / cuMemAlloc calls.
     pub malloc_bytes: u64,
-    /// Bytes asked for by all hipMalloc calls, failed ones included.
+    /// Bytes asked for by all hipMalloc / cuMemAlloc calls, failed ones included.
     pub malloc_bytes_requested: u64,
     pub free_calls: u64,
     /// Per hipMemcpyKind: calls and bytes (all calls, failed ones included, as requested).
@@ -262,9 +271,58 @@ struct ProcAcc {
     /// Per kernel id: launches, failed, captured.
     launch_outcomes: BTreeMap<u32, (u64, u64, u64)>,
     graph_launches: u64,
+    graphs: GraphAcc,
     phases: crate::phase::Phases,
     /// Kernel id -> classification, computed once.
     classes: HashMap<u32, crate::classify::Class>,
+}
+
+/// Kernel id -> count.
+type KernelBag = BTreeMap<u32, u64>;
+
+/// What graph replays ran: launches captured per capturing stream, the graph each capture made, the
+/// executables instantiated from them, and per kernel the executions their replays added.
+#[derive(Default)]
+struct GraphAcc {
+    capturing: HashMap<u64, KernelBag>,
+    graphs: HashMap<u64, KernelBag>,
+    execs: HashMap<u64, KernelBag>,
+    replayed: KernelBag,
+    /// Replays of an executable whose capture was not seen (made before tracer started).
+    unknown_replays: u64,
+}
+
+impl GraphAcc {
+    fn call(&mut self, c: &trace::Call) {
+        let ok = c.ret == 0;
+        match &*c.api {
+            "hipStreamEndCapture" | "cuStreamEndCapture" | "cuStreamEndCapture_ptsz" => {
+                let bag = self.capturing.remove(&c.stream.unwrap_or(0)).unwrap_or_default();
+                if let (true, Some(graph)) = (ok, c.handle) {
+                    self.graphs.insert(graph, bag);
+                }
+            }
+            "hipGraphInstantiate"
+            | "cuGraphInstantiateWithFlags"
+            | "cuGraphInstantiateWithParams"
+            | "cuGraphInstantiate_v2" => {
+                if let (true, Some(graph), Some(exec)) = (ok, c.handle, c.value) {
+                    self.execs.insert(exec, self.graphs.get(&graph).cloned().unwrap_or_default());
+                }
+            }
+            "hipGraphLaunch" | "cuGraphLaunch" | "cuGraphLaunch_ptsz" if ok => {
+                match c.handle.and_then(|e| self.execs.get(&e)) {
+                    Some(bag) => {
+                        for (id, n) in bag {
+                            *self.replayed.entry(*id).or_default() += n;
+                        }
+                    }
+                    None => self.unknown_replays += 1,
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// (grid, block, grid counted in work-items, shmem).
@@ -365,6 +423,9 @@ impl ReportBuilder {
                 o.0 += 1;
                 o.1 += u64::from(l.ret != 0);
                 o.2 += u64::from(l.captured);
+                if l.captured {
+                    *acc.graphs.capturing.entry(l.stream).or_default().entry(id).or_default() += 1;
+                }
                 *k.report.returns.entry(l.ret).or_default() += 1;
                 if !k.report.apis.iter().any(|a| *a == l.api) {
                     k.report.apis.push(l.api.to_string());
@@ -387,13 +448,14 @@ impl ReportBuilder {
                 let acc = procs.entry(c.pid).or_default();
                 acc.libs.insert(c.lib);
                 api_stat(&mut acc.api, &c.api, c.ret, c.dur);
-                if c.api == "hipGraphLaunch" && c.ret == 0 {
+                if matches!(&*c.api, "hipGraphLaunch" | "cuGraphLaunch" | "cuGraphLaunch_ptsz") && c.ret == 0 {
                     acc.graph_launches += 1;
                 }
+                acc.graphs.call(&c);
                 acc.phases.call(&c.api, c.kind.as_deref());
                 let m = &mut acc.memory;
                 match &*c.api {
-                    "hipMalloc" => {
+                    "hipMalloc" | "cuMemAlloc_v2" => {
                         m.malloc_calls += 1;
                         m.malloc_bytes_requested += c.size.unwrap_or(0);
                         if c.ret == 0 {
@@ -402,8 +464,13 @@ impl ReportBuilder {
                             m.malloc_failed += 1;
                         }
                     }
-                    "hipFree" => m.free_calls += 1,
-                    "hipMemcpy" | "hipMemcpyAsync" => {
+                    "hipFree" | "cuMemFree_v2" => m.free_calls += 1,
+                    "hipMemcpy"
+                    | "hipMemcpyAsync"
+                    | "cuMemcpyDtoH_v2"
+                    | "cuMemcpyHtoD_v2"
+                    | "cuMemcpyDtoHAsync_v2"
+                    | "cuMemcpyAsync" => {
                         let e = m.memcpy.entry(c.kind.as_deref().unwrap_or("unknown").to_owned()).or_default();
                         e.calls += 1;
                         e.bytes += c.size.unwrap_or(0);
@@ -480,7 +547,11 @@ impl ReportBuilder {
                         Some(sh) => KernelClass::of_shape(&k.report.name, sh),
                         None => KernelClass::of(&k.report.name),
                     };
-                    KernelReport { shapes, class, ..k.report }
+                    let (launched, failed, captured) =
+                        acc.launch_outcomes.get(&k.report.id).copied().unwrap_or_default();
+                    let replayed = acc.graphs.replayed.get(&k.report.id).copied().unwrap_or(0);
+                    let executions = launched - failed - captured + replayed;
+                    KernelReport { shapes, class, executions, graph_executions: replayed, ..k.report }
                 })
                 .collect();
             kernels.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.id.cmp(&b.id)));
@@ -542,6 +613,8 @@ impl ReportBuilder {
                 phases: acc.phases.finish(),
                 dispatches,
                 barrier_packets: acc.barrier_packets,
+                graph_replays: acc.graph_launches,
+                graph_replays_unresolved: acc.graphs.unknown_replays,
                 crosscheck,
                 exit_code: acc.exit.as_ref().and_then(|e| e.code),
                 exit_signal: acc.exit.as_ref().and_then(|e| e.signal),
@@ -768,6 +841,13 @@ impl Report {
                 if k.source == "elf" {
                     let _ = writeln!(s, "  {:>8} {:>7}  (name from {})", "", "", k.source);
                 }
+                if k.graph_executions > 0 {
+                    let _ = writeln!(
+                        s,
+                        "  {:>8} {:>7}  (ran {} times: {} from graph replays)",
+                        "", "", k.executions, k.graph_executions
+                    );
+                }
                 if let Some(file) = &k.code_file
                     && !k.bundles.is_empty()
                 {
@@ -888,7 +968,7 @@ impl Report {
                 let _ = writeln!(s, "\n  memory:");
                 let _ = writeln!(
                     s,
-                    "    hipMalloc {} calls ({} failed), {} allocated of {} requested; hipFree {} calls",
+                    "    allocations (hipMalloc, cuMemAlloc) {} calls ({} failed), {} allocated of {} requested; frees {} calls",
                     m.malloc_calls,
                     m.malloc_failed,
                     bytes(m.malloc_bytes),
@@ -988,6 +1068,7 @@ mod tests {
             ret,
             dur: 1000,
             captured: false,
+            entry_only: false,
         })
     }
 

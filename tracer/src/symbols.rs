@@ -20,6 +20,9 @@ use crate::trace;
 pub enum Source {
     Register,
     Module,
+    /// A CUDA library kernel (`cuLibraryGetKernel`), or the function it has in a context
+    /// (`cuKernelGetFunction`).
+    Library,
     /// An HSA kernel object named at code-object load (symbol lookup + KERNEL_OBJECT).
     Hsa,
     Elf,
@@ -31,6 +34,7 @@ impl Source {
         match self {
             Source::Register => "register",
             Source::Module => "module",
+            Source::Library => "library",
             Source::Hsa => "hsa",
             Source::Elf => "elf",
             Source::Unnamed => "unnamed",

@@ -184,6 +184,9 @@ pub struct Launch {
     /// The stream was capturing a graph: this launch became a graph node, not a dispatch.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub captured: bool,
+    /// Recorded at entry by a one-trap probe (CUDA's driver launches): `ret` and `dur` are not known (0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub entry_only: bool,
 }
 
 /// A `kernel<<<grid, block, shmem, stream>>>` configuration pushed by `__hipPushCallConfiguration`.
@@ -247,6 +250,9 @@ pub struct Call {
     pub file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_offset: Option<u64>,
+    /// Recorded at entry by a one-trap probe (`cuGraphLaunch`): `ret` and `dur` are not known (0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub entry_only: bool,
 }
 
 /// An HSA queue created by `hsa_queue_create`.
@@ -850,6 +856,7 @@ mod tests {
             ret: 101,
             dur: 5000,
             captured: false,
+            entry_only: i.is_multiple_of(2),
         })
     }
 

@@ -278,6 +278,26 @@ fn build_fixtures() -> Result<()> {
         .arg(format!("-L{}", dir.display()))
         .arg("-l:libhsa-runtime64.so.1")
         .arg(format!("-Wl,-rpath,{}", dir.display())))?;
+    // The CUDA test doubles (libcuda, libcudart) and the program that drives them.
+    let dir = out.join("cuda-double");
+    fs::create_dir_all(&dir)?;
+    let src = root().join("fixtures/cuda_double");
+    step("cc fixtures/cuda_double (test doubles of libcuda and libcudart)");
+    for (lib, source) in [("libcuda.so.1", "libcuda_double.c"), ("libcudart.so.13", "libcudart_double.c")] {
+        run(Command::new("cc")
+            .args(["-O2", "-Wall", "-Wno-unused-parameter", "-shared", "-fPIC"])
+            .arg(format!("-Wl,-soname,{lib}"))
+            .arg("-o")
+            .arg(dir.join(lib))
+            .arg(src.join(source)))?;
+    }
+    run(Command::new("cc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(out.join("cuda_driver"))
+        .arg(src.join("cuda_driver.c"))
+        .arg(format!("-L{}", dir.display()))
+        .args(["-l:libcuda.so.1", "-l:libcudart.so.13"])
+        .arg(format!("-Wl,-rpath,{}", dir.display())))?;
     // Plain C fixtures (test doubles and probes that need no HIP).
     for entry in fs::read_dir(root().join("fixtures/c"))? {
         let src = entry?.path();

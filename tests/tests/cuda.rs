@@ -1,0 +1,103 @@
+//! CUDA behind the same probe -> decode -> attribute -> trace -> report path, on TEST DOUBLES of libcuda
+//! and libcudart (fixtures/cuda_double: the real symbols and signatures, fixed handles). The real
+//! libraries are checked against CUPTI on a GPU machine (bench/gpu/cuda_check.sh).
+
+use integration_tests::*;
+
+fn record_driver(dir: &std::path::Path, runtime_view: bool) -> Vec<Record> {
+    let out = dir.join("t.jsonl");
+    let double = fixture("cuda-double");
+    let driver = fixture("cuda_driver");
+    let libcuda = double.join("libcuda.so.1");
+    let libcudart = double.join("libcudart.so.13");
+    let mut args = vec!["record", "-q", "-o", out.to_str().unwrap(), "--lib", libcuda.to_str().unwrap()];
+    if runtime_view {
+        args.extend(["--cuda-runtime", "--lib", libcudart.to_str().unwrap()]);
+    }
+    args.extend(["--", driver.to_str().unwrap()]);
+    let o = tracer(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    read_trace(&out)
+}
+
+#[test]
+fn driver_launches_decoded_named_and_graph_replays_counted() {
+    let dir = scratch("cuda");
+    let records = record_driver(&dir, false);
+    let launches = launches(&records);
+    // Driver launches only: the runtime's cudaLaunchKernel is not probed without --cuda-runtime.
+    assert_eq!(launches.len(), 8, "{launches:#?}");
+    assert!(launches.iter().all(|l| l.entry_only && l.api.starts_with("cu")));
+    // cuLaunchKernel: the six dims, shared memory and stream, exactly; named through
+    // cuLibraryGetKernel -> cuKernelGetFunction.
+    let plain: Vec<_> = launches.iter().filter(|l| &*l.api == "cuLaunchKernel").collect();
+    assert_eq!(plain.len(), 5);
+    for l in &plain {
+        assert_eq!((l.grid, l.block, l.shmem), ([1, 2, 3], [4, 5, 6], 128));
+        assert_eq!(kernel_name(&records, l), "_Z6vecaddPfS_S_i");
+    }
+    assert_eq!(plain.iter().filter(|l| l.captured).count(), 2);
+    assert!(plain.iter().filter(|l| l.captured).all(|l| l.stream == 0x99));
+    assert!(plain.iter().filter(|l| !l.captured).all(|l| l.stream == 0x77));
+    // cuLaunchKernelEx: grid, block, shared memory and stream from the CUlaunchConfig it points to.
+    let ex: Vec<_> = launches.iter().filter(|l| &*l.api == "cuLaunchKernelEx").collect();
+    assert_eq!(ex.len(), 2);
+    for l in &ex {
+        assert_eq!((l.grid, l.block, l.shmem, l.stream), ([7, 8, 9], [10, 11, 12], 256, 0x88));
+        assert_eq!(
+            kernel_name(&records, l),
+            "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
+        );
+    }
+    // A CUkernel passed straight to a launch is named as its library kernel.
+    let coop = launches.iter().find(|l| &*l.api == "cuLaunchCooperativeKernel").unwrap();
+    assert_eq!((coop.grid, coop.block), ([64, 1, 1], [256, 1, 1]));
+    assert_eq!(kernel_name(&records, coop), "_Z6vecaddPfS_S_i");
+    let sources: Vec<&str> = kernels(&records).iter().map(|k| k.source.as_str()).collect();
+    assert_eq!(sources, ["library", "library", "module"]);
+    // Memory calls: sizes, pointers and directions.
+    let calls = calls(&records);
+    let alloc = calls.iter().find(|c| &*c.api == "cuMemAlloc_v2").unwrap();
+    assert_eq!((alloc.size, alloc.ptr), (Some(4096), Some(0x7f00_0000_0000)));
+    let d2h = calls.iter().find(|c| &*c.api == "cuMemcpyDtoH_v2").unwrap();
+    assert_eq!((d2h.size, d2h.src, d2h.kind.as_deref()), (Some(64), Some(0x7f00_0000_0000), Some("DeviceToHost")));
+    assert_eq!(calls.iter().filter(|c| &*c.api == "cuGraphLaunch" && c.handle == Some(0x7000)).count(), 5);
+
+    // The report: the captured kernel ran 3 times plainly and 2 x 5 times in graph replays.
+    let o = tracer(&["report", "--json", dir.join("t.jsonl").to_str().unwrap()]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = &v["processes"][0];
+    assert_eq!((p["graph_replays"].as_u64(), p["graph_replays_unresolved"].as_u64()), (Some(5), Some(0)));
+    let runs: Vec<(u64, u64, u64)> = p["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["launches"].as_u64().unwrap(),
+                k["executions"].as_u64().unwrap(),
+                k["graph_executions"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(runs, [(5, 13, 10), (2, 2, 0), (1, 1, 0)]);
+    let fill = p["kernels"].as_array().unwrap().iter().find(|k| k["launches"] == 2).unwrap();
+    assert_eq!(fill["class"]["family"], "elementwise/other");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn runtime_api_view_is_opt_in() {
+    let dir = scratch("cuda-runtime");
+    let records = record_driver(&dir, true);
+    let rt: Vec<_> = launches(&records).into_iter().filter(|l| &*l.api == "cudaLaunchKernel").collect();
+    assert_eq!(rt.len(), 1);
+    let l = rt[0];
+    assert_eq!((l.grid, l.block, l.shmem, l.stream), ([2, 3, 4], [32, 1, 1], 64, 0x77));
+    // Named by __cudaRegisterFunction's host stub.
+    assert_eq!(kernel_name(&records, l), "_Z6vecaddPfS_S_i");
+    let k = kernels(&records).into_iter().find(|k| k.id == l.kernel.unwrap()).unwrap();
+    assert_eq!(k.source, "register");
+    let _ = std::fs::remove_dir_all(dir);
+}
