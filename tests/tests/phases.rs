@@ -37,6 +37,16 @@ fn prefill_and_decode_steps_with_families_quant_types_and_batch_widths() {
     let kernels = p["kernels"].as_array().unwrap();
     assert_eq!(kernels.len(), 9);
     assert!(kernels.iter().all(|k| k["class"]["family"] != "unknown"), "{kernels:?}");
+    // The Perfetto export shows the steps as spans on their own track, in order.
+    let o = tracer(&["export", out.to_str().unwrap(), "--format", "perfetto"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let steps: Vec<&serde_json::Value> =
+        doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "phase").collect();
+    let labels: Vec<&str> = steps.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["prefill", "prefill", "decode", "decode", "decode"]);
+    assert!(steps.windows(2).all(|w| w[0]["ts"].as_f64() < w[1]["ts"].as_f64()));
+    assert!(steps.iter().all(|e| e["ph"] == "X" && e["dur"].as_f64().unwrap() > 0.0));
     // Each kernel's code: the program's own .hip_fatbin, its one bundle.
     for k in kernels {
         assert!(k["code_file"].as_str().is_some_and(|f| f.ends_with("/ggml_steps")), "{k}");

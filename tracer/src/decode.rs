@@ -646,6 +646,37 @@ mod tests {
     }
 
     #[test]
+    fn cuda_launches_one_trap_each() {
+        // cuLaunchKernel: hipModuleLaunchKernel's shape; sharedMemBytes is 32 bits (upper half garbage).
+        let mut r = call(ApiFunc::CuLaunchKernel, [0xf00, 8, 4, 2, 256, 1, 1, 0xdead_0000_0000_0040, 0x77, 0], 0);
+        r.flags = CALL_ENTRY_ONLY;
+        let Event::Launch(l) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((l.handle, l.grid, l.block, l.shmem, l.stream), (0xf00, [8, 4, 2], [256, 1, 1], 64, 0x77));
+        assert!(l.entry_only);
+        // cuLaunchKernelEx: CUlaunchConfig { u32 gridDim x/y/z, blockDim x/y/z, sharedMemBytes; (pad);
+        // CUstream } read into the last five slots.
+        let config = [2 | 3 << 32, 4 | 128 << 32, 1 | 1 << 32, 4096 | 0xffff_ffff << 32, 0x88];
+        let mut args = [0x7ffc_0000_1000, 0xf0f0, 0, 0, 0, 0, 0, 0, 0, 0];
+        args[ARG_SLOTS - CONFIG_SLOTS..].copy_from_slice(&config);
+        let mut r = call(ApiFunc::CuLaunchKernelEx, args, 0);
+        r.flags = CALL_ENTRY_ONLY;
+        let Event::Launch(l) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((l.handle, l.grid, l.block, l.shmem, l.stream), (0xf0f0, [2, 3, 4], [128, 1, 1], 4096, 0x88));
+        // An unreadable config: still a launch, of an unknown shape.
+        r.flags = CALL_ENTRY_ONLY | CALL_CONFIG_FAULT;
+        let Event::Launch(l) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((l.handle, l.grid, l.block), (0xf0f0, [0; 3], [0; 3]));
+        // cudaLaunchKernel (opt-in): dim3 in register pairs, like hipLaunchKernel.
+        let r = call(ApiFunc::CudaLaunchKernel, [0xabc, 2 | 3 << 32, 4, 32 | 1 << 32, 1, 0, 64, 0x77, 0, 0], 0);
+        let Event::Launch(l) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((l.grid, l.block, l.shmem, l.stream), ([2, 3, 4], [32, 1, 1], 64, 0x77));
+        // A graph replay is a call, the executable its handle.
+        let r = call(ApiFunc::CuGraphLaunch, [0x7000, 0x77, 0, 0, 0, 0, 0, 0, 0, 0], 0);
+        let Event::Call(c) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((c.handle, c.stream), (Some(0x7000), Some(0x77)));
+    }
+
+    #[test]
     fn push_call_configuration_is_shifted_one_register() {
         let r = call(ApiFunc::HipPushCallConfiguration, [0x1_0000_0004, 1, 0x1_0000_0080, 1, 32, 0, 0, 0, 0, 0], 101);
         let Event::Config(c) = decode(&bytes_of(&r)).unwrap() else { panic!() };

@@ -2,7 +2,8 @@
 //! - `perfetto`: Chrome trace-event JSON (Perfetto UI, chrome://tracing): a track per thread with its API
 //!   calls, a track per GPU queue with its dispatches (at the doorbell time; the GPU's own execution time
 //!   is not observable without touching the process), flow arrows from each launch to the dispatch it
-//!   produced, process and thread names. Timestamps in microseconds, as the format requires.
+//!   produced, process and thread names, and for ggml processes a track of inference steps (prefill,
+//!   decode) as spans. Timestamps in microseconds, as the format requires.
 //! - `csv`: rocprofv3's kernel-trace columns, one row per kernel dispatch; End_Timestamp is empty, since
 //!   tracer does not see kernels end.
 
@@ -19,10 +20,14 @@ use crate::trace::{self, Record};
 
 /// Synthetic thread ids for queue tracks start here (real tids are below 2^22).
 const QUEUE_TRACK_BASE: u64 = 1 << 30;
+/// The synthetic thread id of each process's track of inference steps.
+const PHASE_TRACK: u64 = QUEUE_TRACK_BASE - 1;
 
 pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
     let mut events: Vec<Value> = Vec::new();
     let mut kernels: HashMap<u32, String> = HashMap::new();
+    let mut classes: HashMap<u32, crate::classify::Class> = HashMap::new();
+    let mut phases: BTreeMap<u32, crate::phase::Phases> = BTreeMap::new();
     let mut queues: BTreeMap<(u32, u64), u64> = BTreeMap::new();
     // Launches waiting for their dispatch, per (pid, kernel name): flow ids.
     let mut pending: HashMap<(u32, String), VecDeque<u64>> = HashMap::new();
@@ -44,9 +49,18 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
         Record::Kernel(k) => {
             let name = if k.demangled.is_empty() { format!("unnamed {:#x}", k.handle) } else { k.demangled.clone() };
             kernels.insert(k.id, name);
+            classes.insert(k.id, crate::classify::classify(&k.name));
         }
         Record::Launch(l) => {
             let name = l.kernel.and_then(|id| kernels.get(&id)).cloned().unwrap_or_default();
+            let class =
+                l.kernel.and_then(|id| classes.get(&id)).cloned().unwrap_or_else(|| crate::classify::classify(""));
+            let blocks = if &*l.grid_unit == "work-items" {
+                std::array::from_fn(|i| l.grid[i].div_ceil(l.block[i].max(1)))
+            } else {
+                l.grid
+            };
+            phases.entry(l.pid).or_default().launch(class.with_shape(blocks, l.block), l.ts);
             let mut ev = json!({
                 "ph": "X", "cat": "launch", "name": format!("{} {}", l.api, name), "pid": l.pid, "tid": l.tid,
                 "ts": us(l.ts, start), "dur": l.dur as f64 / 1000.0,
@@ -65,10 +79,13 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
             "ts": us(c.ts, start), "dur": c.dur as f64 / 1000.0,
             "args": {"grid": c.grid, "block": c.block, "shmem": c.shmem, "ret": c.ret},
         })),
-        Record::Call(c) => events.push(json!({
-            "ph": "X", "cat": "api", "name": c.api, "pid": c.pid, "tid": c.tid,
-            "ts": us(c.ts, start), "dur": c.dur as f64 / 1000.0, "args": {"ret": c.ret},
-        })),
+        Record::Call(c) => {
+            phases.entry(c.pid).or_default().call(&c.api, c.kind.as_deref(), c.ts);
+            events.push(json!({
+                "ph": "X", "cat": "api", "name": c.api, "pid": c.pid, "tid": c.tid,
+                "ts": us(c.ts, start), "dur": c.dur as f64 / 1000.0, "args": {"ret": c.ret},
+            }))
+        }
         Record::Ioctl(i) => events.push(json!({
             "ph": "X", "cat": "ioctl", "name": i.name, "pid": i.pid, "tid": i.tid,
             "ts": us(i.ts, start), "dur": i.dur as f64 / 1000.0, "args": {"ret": i.ret, "fields": i.fields},
@@ -77,6 +94,12 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
             let n = queues.len() as u64;
             let track = *queues.entry((d.pid, d.queue)).or_insert(QUEUE_TRACK_BASE + n);
             let name = d.kernel.and_then(|id| kernels.get(&id)).cloned().unwrap_or_else(|| d.packet.to_string());
+            if let Some(id) = d.kernel {
+                let class = classes.get(&id).cloned().unwrap_or_else(|| crate::classify::classify(""));
+                let block = d.workgroup.map(u32::from);
+                let blocks = std::array::from_fn(|i| d.grid[i].div_ceil(block[i].max(1)));
+                phases.entry(d.pid).or_default().dispatch(class.with_shape(blocks, block), d.ts);
+            }
             events.push(json!({
                 "ph": "i", "s": "t", "cat": "dispatch", "name": name, "pid": d.pid, "tid": track, "ts": us(d.ts, start),
                 "args": {"index": d.index, "workgroup": d.workgroup, "grid_work_items": d.grid, "group_segment": d.group_segment,
@@ -92,6 +115,21 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
         })),
         Record::Library(_) | Record::Probe(_) | Record::Mapping(_) | Record::Queue(_) | Record::Footer(_) => {}
     })?;
+    // Inference steps (ggml processes only) as spans on a track of their own.
+    for (pid, p) in phases {
+        let spans = p.spans();
+        if spans.is_empty() {
+            continue;
+        }
+        events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": PHASE_TRACK, "args": {"name": "inference steps"}}));
+        for (n, sp) in spans.iter().enumerate() {
+            events.push(json!({
+                "ph": "X", "cat": "phase", "name": sp.phase, "pid": pid, "tid": PHASE_TRACK,
+                "ts": us(sp.start, start), "dur": sp.end.saturating_sub(sp.start) as f64 / 1000.0,
+                "args": {"step": n, "kernels": sp.kernels},
+            }));
+        }
+    }
     for ((pid, queue), track) in &queues {
         events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": track, "args": {"name": format!("GPU queue {queue:#x}")}}));
     }

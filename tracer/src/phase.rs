@@ -30,6 +30,28 @@ pub struct PhaseReport {
 struct Step {
     kernels: Vec<Class>,
     copied_to_host: bool,
+    /// The first kernel's time and the last event's (kernel, or the call that ended the step).
+    start: u64,
+    end: u64,
+}
+
+impl Step {
+    fn push(&mut self, class: Class, ts: u64) {
+        if self.kernels.is_empty() {
+            self.start = ts;
+        }
+        self.end = self.end.max(ts);
+        self.kernels.push(class);
+    }
+}
+
+/// One step as a time span (for timelines).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepSpan {
+    pub phase: &'static str,
+    pub start: u64,
+    pub end: u64,
+    pub kernels: usize,
 }
 
 /// Builds the phases of one process from its records in order.
@@ -37,23 +59,28 @@ struct Step {
 pub struct Phases {
     api: Step,
     queue: Step,
-    api_done: Vec<Vec<Class>>,
-    queue_done: Vec<Vec<Class>>,
+    api_done: Vec<Step>,
+    queue_done: Vec<Step>,
     saw_dispatch: bool,
 }
 
 impl Phases {
-    pub fn launch(&mut self, class: Class) {
-        self.api.kernels.push(class);
+    pub fn launch(&mut self, class: Class, ts: u64) {
+        self.api.push(class, ts);
     }
 
-    pub fn dispatch(&mut self, class: Class) {
+    pub fn dispatch(&mut self, class: Class, ts: u64) {
         self.saw_dispatch = true;
-        self.queue.kernels.push(class);
+        self.queue.push(class, ts);
     }
 
     /// An API call: copies to the host, synchronizations and graph replays delimit steps.
-    pub fn call(&mut self, api: &str, kind: Option<&str>) {
+    pub fn call(&mut self, api: &str, kind: Option<&str>, ts: u64) {
+        for step in [&mut self.api, &mut self.queue] {
+            if !step.kernels.is_empty() {
+                step.end = step.end.max(ts);
+            }
+        }
         match (api, kind) {
             ("hipMemcpy" | "hipMemcpyAsync" | "cuMemcpyDtoH_v2" | "cuMemcpyDtoHAsync_v2", Some("DeviceToHost")) => {
                 self.api.copied_to_host = true;
@@ -76,20 +103,34 @@ impl Phases {
         for (step, done) in [(&mut self.api, &mut self.api_done), (&mut self.queue, &mut self.queue_done)] {
             let s = std::mem::take(step);
             if !s.kernels.is_empty() {
-                done.push(s.kernels);
+                done.push(s);
             }
         }
     }
 
-    /// The phases; none for a process that ran no ggml quantized kernel (MMVQ, MMQ, q8_1 quantize): the
-    /// prefill/decode labels describe ggml's graph evaluations, not other workloads.
-    pub fn finish(mut self) -> Vec<PhaseReport> {
+    /// The steps, in order; none for a process that ran no ggml quantized kernel (MMVQ, MMQ, q8_1
+    /// quantize): the prefill/decode labels describe ggml's graph evaluations, not other workloads.
+    fn steps(mut self) -> Vec<Step> {
         self.close();
         let steps = if self.saw_dispatch { self.queue_done } else { self.api_done };
         let ggml = |k: &Class| matches!(k.family, Family::Mmvq | Family::Mmq | Family::Quantize);
-        if !steps.iter().flatten().any(ggml) {
+        if !steps.iter().flat_map(|s| &s.kernels).any(ggml) {
             return Vec::new();
         }
+        steps
+    }
+
+    /// Each step as a labelled time span.
+    pub fn spans(self) -> Vec<StepSpan> {
+        self.steps()
+            .into_iter()
+            .map(|s| StepSpan { phase: label(&s.kernels), start: s.start, end: s.end, kernels: s.kernels.len() })
+            .collect()
+    }
+
+    /// The phases' totals.
+    pub fn finish(self) -> Vec<PhaseReport> {
+        let steps: Vec<Vec<Class>> = self.steps().into_iter().map(|s| s.kernels).collect();
         let mut phases: BTreeMap<&'static str, PhaseReport> = BTreeMap::new();
         for kernels in steps {
             let phase = label(&kernels);
@@ -134,40 +175,62 @@ mod tests {
     const MMQ16: &str = "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii";
 
     #[test]
+    fn steps_as_time_spans() {
+        let mut p = Phases::default();
+        p.launch(classify(MMQ16), 100);
+        p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 110);
+        p.call("hipMemcpy", Some("DeviceToHost"), 120);
+        p.call("hipStreamSynchronize", None, 130);
+        p.launch(classify(MMVQ1), 200);
+        p.call("hipGraphLaunch", None, 250);
+        let spans = p.spans();
+        assert_eq!(
+            spans,
+            [
+                StepSpan { phase: "prefill", start: 100, end: 130, kernels: 2 },
+                StepSpan { phase: "decode", start: 200, end: 250, kernels: 1 },
+            ]
+        );
+    }
+
+    #[test]
     fn cuda_steps_and_no_phases_without_ggml() {
         // ggml-cuda: the same cuts through the driver API's copy and synchronize.
         let mut p = Phases::default();
-        p.launch(classify(MMVQ1));
-        p.call("cuMemcpyDtoHAsync_v2", Some("DeviceToHost"));
-        p.call("cuStreamSynchronize", None);
-        p.launch(classify(MMVQ1));
-        p.call("cuGraphLaunch", None);
+        p.launch(classify(MMVQ1), 0);
+        p.call("cuMemcpyDtoHAsync_v2", Some("DeviceToHost"), 0);
+        p.call("cuStreamSynchronize", None, 0);
+        p.launch(classify(MMVQ1), 0);
+        p.call("cuGraphLaunch", None, 0);
         let phases = p.finish();
         assert_eq!((phases.len(), phases[0].phase.as_str(), phases[0].steps), (1, "decode", 2));
         // A PyTorch process (cuBLAS GEMM and element-wise kernels): no prefill/decode to speak of.
         let mut p = Phases::default();
-        p.launch(classify("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas"));
-        p.launch(classify(
-            "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
-        ));
-        p.call("cuGraphLaunch", None);
+        p.launch(classify("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas"), 0);
+        p.launch(
+            classify(
+                "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
+            ),
+            0,
+        );
+        p.call("cuGraphLaunch", None, 0);
         assert!(p.finish().is_empty());
     }
 
     #[test]
     fn steps_end_at_a_sync_after_the_logits_copy() {
         let mut p = Phases::default();
-        p.launch(classify(MMQ16));
-        p.call("hipStreamSynchronize", None); // no copy yet: same step
-        p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"));
-        p.call("hipMemcpy", Some("DeviceToHost"));
-        p.call("hipStreamSynchronize", None);
+        p.launch(classify(MMQ16), 0);
+        p.call("hipStreamSynchronize", None, 0); // no copy yet: same step
+        p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 0);
+        p.call("hipMemcpy", Some("DeviceToHost"), 0);
+        p.call("hipStreamSynchronize", None, 0);
         for _ in 0..3 {
-            p.launch(classify(MMVQ1));
-            p.call("hipMemcpyAsync", Some("DeviceToHost"));
-            p.call("hipDeviceSynchronize", None);
+            p.launch(classify(MMVQ1), 0);
+            p.call("hipMemcpyAsync", Some("DeviceToHost"), 0);
+            p.call("hipDeviceSynchronize", None, 0);
         }
-        p.launch(classify(MMVQ4)); // a 4-token prompt goes through MMVQ too
+        p.launch(classify(MMVQ4), 0); // a 4-token prompt goes through MMVQ too
         let phases = p.finish();
         let by: BTreeMap<&str, &PhaseReport> = phases.iter().map(|p| (p.phase.as_str(), p)).collect();
         assert_eq!((by["prefill"].steps, by["decode"].steps), (2, 3));
@@ -181,11 +244,11 @@ mod tests {
     #[test]
     fn dispatches_win_over_launches_and_graph_replays_are_steps() {
         let mut p = Phases::default();
-        p.launch(classify(MMVQ1)); // captured into a graph at the API
-        p.call("hipGraphLaunch", None);
-        p.dispatch(classify(MMVQ1));
-        p.call("hipGraphLaunch", None);
-        p.dispatch(classify(MMVQ1));
+        p.launch(classify(MMVQ1), 0); // captured into a graph at the API
+        p.call("hipGraphLaunch", None, 0);
+        p.dispatch(classify(MMVQ1), 0);
+        p.call("hipGraphLaunch", None, 0);
+        p.dispatch(classify(MMVQ1), 0);
         let phases = p.finish();
         assert_eq!(phases.len(), 1);
         assert_eq!((phases[0].phase.as_str(), phases[0].steps), ("decode", 2));

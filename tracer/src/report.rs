@@ -418,7 +418,7 @@ impl ReportBuilder {
                 } else {
                     l.grid
                 };
-                acc.phases.launch(class_of(&mut acc.classes, kernel_names, id).with_shape(blocks, l.block));
+                acc.phases.launch(class_of(&mut acc.classes, kernel_names, id).with_shape(blocks, l.block), l.ts);
                 let o = acc.launch_outcomes.entry(id).or_default();
                 o.0 += 1;
                 o.1 += u64::from(l.ret != 0);
@@ -452,7 +452,7 @@ impl ReportBuilder {
                     acc.graph_launches += 1;
                 }
                 acc.graphs.call(&c);
-                acc.phases.call(&c.api, c.kind.as_deref());
+                acc.phases.call(&c.api, c.kind.as_deref(), c.ts);
                 let m = &mut acc.memory;
                 match &*c.api {
                     "hipMalloc" | "cuMemAlloc_v2" => {
@@ -497,7 +497,7 @@ impl ReportBuilder {
                     let id = d.kernel.unwrap_or(0);
                     let block = d.workgroup.map(u32::from);
                     let blocks = std::array::from_fn(|i| d.grid[i].div_ceil(block[i].max(1)));
-                    acc.phases.dispatch(class_of(&mut acc.classes, kernel_names, id).with_shape(blocks, block));
+                    acc.phases.dispatch(class_of(&mut acc.classes, kernel_names, id).with_shape(blocks, block), d.ts);
                     let e = acc
                         .dispatches
                         .entry(d.kernel_object)
