@@ -100,6 +100,12 @@ pub struct DispatchReport {
     pub dispatches: u64,
     /// (workgroup, grid in work-items, group segment bytes) with counts.
     pub shapes: Vec<DispatchShape>,
+    /// The file and offload bundles holding the kernel's code, from the process's registration of the
+    /// same kernel name (see `KernelReport`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_file: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bundles: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -682,7 +688,11 @@ fn queue_view(
             .map(|((workgroup, grid, group_segment), count)| DispatchShape { workgroup, grid, group_segment, count })
             .collect();
         shapes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
+        // The queue names a kernel object; the process's registration of the same name knows its bundle.
+        let code = k.and_then(|k| names.values().find(|r| r.pid == k.pid && r.name == k.name && !r.bundles.is_empty()));
         reports.push(DispatchReport {
+            code_file: code.and_then(|c| c.code_file.clone()),
+            bundles: code.map(|c| c.bundles.clone()).unwrap_or_default(),
             kernel,
             class: KernelClass::of(k.map_or("", |k| k.name.as_str())),
             name: k.map(|k| k.name.clone()).unwrap_or_default(),
@@ -932,6 +942,10 @@ impl Report {
                     for sh in d.shapes.iter().skip(1) {
                         let _ = writeln!(s, "  {:>10}  {:<38}", "", dispatch_shape_text(sh));
                     }
+                    if let Some(file) = d.code_file.as_ref().filter(|_| !d.bundles.is_empty()) {
+                        let which = if d.bundles.len() == 1 { "bundle" } else { "bundles" };
+                        let _ = writeln!(s, "  {:>10}  (code: {file} {which} {})", "", d.bundles.join(", "));
+                    }
                 }
                 let _ = writeln!(s, "\n  API launches vs queue dispatches:");
                 let _ = writeln!(s, "  {:>8} {:>10}  {:<50} why they differ", "launches", "dispatches", "kernel");
@@ -1161,6 +1175,44 @@ mod tests {
         let text = r.to_text();
         assert!(text.contains("a()"), "{text}");
         assert!(text.contains("3 records dropped"), "{text}");
+    }
+
+    #[test]
+    fn dispatches_name_the_bundle_of_the_registered_kernel() {
+        let kernel = |id: u32, source: &str, bundles: Vec<String>| {
+            Record::Kernel(Kernel {
+                id,
+                pid: 7,
+                handle: 0x100 * id as u64,
+                name: "_Z1av".into(),
+                demangled: "a()".into(),
+                source: source.into(),
+                code_file: (!bundles.is_empty()).then(|| "/lib/libggml-hip.so".to_owned()),
+                bundles,
+                ..Default::default()
+            })
+        };
+        let dispatch = Record::Dispatch(trace::Dispatch {
+            pid: 7,
+            packet: "kernel-dispatch".into(),
+            workgroup: [64, 1, 1],
+            grid: [256, 1, 1],
+            kernel_object: 0xabc,
+            kernel: Some(2),
+            ..Default::default()
+        });
+        let records = vec![
+            Record::Process(Process { pid: 7, comm: "runner".into(), ..Default::default() }),
+            kernel(1, "register", vec!["0042".into()]),
+            kernel(2, "hsa", Vec::new()),
+            dispatch,
+        ];
+        let r = Report::build(records);
+        let d = &r.processes[0].dispatches[0];
+        assert_eq!(
+            (d.code_file.as_deref(), d.bundles.as_slice()),
+            (Some("/lib/libggml-hip.so"), ["0042".to_owned()].as_slice())
+        );
     }
 
     #[test]
