@@ -357,10 +357,13 @@ fn block_quant(demangled: &str) -> Option<&'static str> {
 }
 
 impl Class {
-    /// Refines the batch width from a launch's shape (blocks in the grid, threads per block): MMQ's grid
-    /// is (row tiles, column tiles, channels) with column tiles of the name's width J, and the MoE MMVQ
-    /// kernel runs one warp row per token.
-    pub fn with_shape(mut self, grid_blocks: [u32; 3], block: [u32; 3]) -> Class {
+    /// Refines the batch width from a launch's shape (the grid in blocks, or in work-items as AQL packets
+    /// and hipExtModuleLaunchKernel count it; threads per block): MMQ's grid is (row tiles, column tiles,
+    /// channels) with column tiles of the name's width J, and the MoE MMVQ kernel runs one warp row per
+    /// token.
+    pub fn with_shape(mut self, grid: [u32; 3], block: [u32; 3], grid_in_work_items: bool) -> Class {
+        let grid_blocks: [u32; 3] =
+            if grid_in_work_items { std::array::from_fn(|i| grid[i].div_ceil(block[i].max(1))) } else { grid };
         match (self.family, self.batch) {
             (Family::Mmq, Some(Batch::TileUpTo(j))) if grid_blocks[1] > 1 => {
                 let ntx = grid_blocks[1];
@@ -417,15 +420,17 @@ mod tests {
     fn launch_shape_refines_batch() {
         // MMQ with J = 16: a grid of 3 column tiles holds 33..=48 columns; one tile, at most 16.
         let mmq = classify("_ZL9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iiiiiiiiiiiiiiiii");
-        assert_eq!(mmq.clone().with_shape([32, 3, 1], [64, 4, 1]).batch, Some(Batch::Range(33, 48)));
-        assert_eq!(mmq.with_shape([32, 1, 1], [64, 4, 1]).batch, Some(Batch::TileUpTo(16)));
+        assert_eq!(mmq.clone().with_shape([32, 3, 1], [64, 4, 1], false).batch, Some(Batch::Range(33, 48)));
+        assert_eq!(mmq.clone().with_shape([32, 1, 1], [64, 4, 1], false).batch, Some(Batch::TileUpTo(16)));
+        // The same 3-tile grid counted in work-items (an AQL packet): 32·64 x 3·4.
+        assert_eq!(mmq.with_shape([2048, 12, 1], [64, 4, 1], true).batch, Some(Batch::Range(33, 48)));
         // MoE MMVQ: the second template argument is rows per block; the block's height is the tokens.
         let moe = classify("_ZL17mul_mat_vec_q_moeIL9ggml_type12ELi2EEvPKvS2_PKiPfj15HIP_vector_typeIjLj3EEjjjjjjjjj");
         assert_eq!((moe.family, moe.quant, moe.batch), (Family::Mmvq, Some("Q4_K"), None));
-        assert_eq!(moe.with_shape([2048, 8, 1], [32, 5, 1]).batch, Some(Batch::Exact(5)));
+        assert_eq!(moe.with_shape([2048, 8, 1], [32, 5, 1], false).batch, Some(Batch::Exact(5)));
         // A plain MMVQ keeps its name's column count whatever the shape.
         let mmvq = classify("_Z13mul_mat_vec_qIL9ggml_type14ELi1EEvPKvS2_PKiPfjj");
-        assert_eq!(mmvq.with_shape([4096, 1, 1], [32, 4, 1]).batch, Some(Batch::Exact(1)));
+        assert_eq!(mmvq.with_shape([4096, 1, 1], [32, 4, 1], false).batch, Some(Batch::Exact(1)));
         assert_eq!(Batch::Range(33, 48).label(), "33-48");
     }
 

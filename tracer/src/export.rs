@@ -55,12 +55,8 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
             let name = l.kernel.and_then(|id| kernels.get(&id)).cloned().unwrap_or_default();
             let class =
                 l.kernel.and_then(|id| classes.get(&id)).cloned().unwrap_or_else(|| crate::classify::classify(""));
-            let blocks = if &*l.grid_unit == "work-items" {
-                std::array::from_fn(|i| l.grid[i].div_ceil(l.block[i].max(1)))
-            } else {
-                l.grid
-            };
-            phases.entry(l.pid).or_default().launch(class.with_shape(blocks, l.block), l.ts);
+            let class = class.with_shape(l.grid, l.block, &*l.grid_unit == "work-items");
+            phases.entry(l.pid).or_default().launch(class, l.ts);
             let mut ev = json!({
                 "ph": "X", "cat": "launch", "name": format!("{} {}", l.api, name), "pid": l.pid, "tid": l.tid,
                 "ts": us(l.ts, start), "dur": l.dur as f64 / 1000.0,
@@ -96,9 +92,8 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
             let name = d.kernel.and_then(|id| kernels.get(&id)).cloned().unwrap_or_else(|| d.packet.to_string());
             if let Some(id) = d.kernel {
                 let class = classes.get(&id).cloned().unwrap_or_else(|| crate::classify::classify(""));
-                let block = d.workgroup.map(u32::from);
-                let blocks = std::array::from_fn(|i| d.grid[i].div_ceil(block[i].max(1)));
-                phases.entry(d.pid).or_default().dispatch(class.with_shape(blocks, block), d.ts);
+                let class = class.with_shape(d.grid, d.workgroup.map(u32::from), true);
+                phases.entry(d.pid).or_default().dispatch(class, d.ts);
             }
             events.push(json!({
                 "ph": "i", "s": "t", "cat": "dispatch", "name": name, "pid": d.pid, "tid": track, "ts": us(d.ts, start),

@@ -26,6 +26,11 @@ pub struct PhaseReport {
     pub batch_widths: BTreeSet<String>,
 }
 
+/// A graph replay: `hipGraphLaunch`, `cuGraphLaunch` (and its per-thread-stream variant).
+pub fn is_graph_launch(api: &str) -> bool {
+    matches!(api, "hipGraphLaunch" | "cuGraphLaunch" | "cuGraphLaunch_ptsz")
+}
+
 #[derive(Default)]
 struct Step {
     kernels: Vec<Class>,
@@ -94,7 +99,7 @@ impl Phases {
                 | "cuCtxSynchronize",
                 _,
             ) if self.api.copied_to_host => self.close(),
-            ("hipGraphLaunch" | "cuGraphLaunch" | "cuGraphLaunch_ptsz", _) => self.close(),
+            (api, _) if is_graph_launch(api) => self.close(),
             _ => {}
         }
     }

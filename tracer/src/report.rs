@@ -158,12 +158,7 @@ impl KernelClass {
     }
 
     fn of_shape(name: &str, sh: &Shape) -> KernelClass {
-        let blocks = if sh.grid_unit == "work-items" {
-            std::array::from_fn(|i| sh.grid[i].div_ceil(sh.block[i].max(1)))
-        } else {
-            sh.grid
-        };
-        KernelClass::from(crate::classify::classify(name).with_shape(blocks, sh.block))
+        KernelClass::from(crate::classify::classify(name).with_shape(sh.grid, sh.block, sh.grid_unit == "work-items"))
     }
 
     fn from(c: crate::classify::Class) -> KernelClass {
@@ -276,7 +271,6 @@ struct ProcAcc {
     barrier_packets: u64,
     /// Per kernel id: launches, failed, captured.
     launch_outcomes: BTreeMap<u32, (u64, u64, u64)>,
-    graph_launches: u64,
     graphs: GraphAcc,
     phases: crate::phase::Phases,
     /// Kernel id -> classification, computed once.
@@ -294,6 +288,8 @@ struct GraphAcc {
     graphs: HashMap<u64, KernelBag>,
     execs: HashMap<u64, KernelBag>,
     replayed: KernelBag,
+    /// Successful graph launches (replays).
+    replays: u64,
     /// Replays of an executable whose capture was not seen (made before tracer started).
     unknown_replays: u64,
 }
@@ -316,7 +312,8 @@ impl GraphAcc {
                     self.execs.insert(exec, self.graphs.get(&graph).cloned().unwrap_or_default());
                 }
             }
-            "hipGraphLaunch" | "cuGraphLaunch" | "cuGraphLaunch_ptsz" if ok => {
+            api if ok && crate::phase::is_graph_launch(api) => {
+                self.replays += 1;
                 match c.handle.and_then(|e| self.execs.get(&e)) {
                     Some(bag) => {
                         for (id, n) in bag {
@@ -419,12 +416,8 @@ impl ReportBuilder {
                 if l.ret != 0 {
                     k.report.failed += 1;
                 }
-                let blocks = if &*l.grid_unit == "work-items" {
-                    std::array::from_fn(|i| l.grid[i].div_ceil(l.block[i].max(1)))
-                } else {
-                    l.grid
-                };
-                acc.phases.launch(class_of(&mut acc.classes, kernel_names, id).with_shape(blocks, l.block), l.ts);
+                let class = class_of(&mut acc.classes, kernel_names, id);
+                acc.phases.launch(class.with_shape(l.grid, l.block, &*l.grid_unit == "work-items"), l.ts);
                 let o = acc.launch_outcomes.entry(id).or_default();
                 o.0 += 1;
                 o.1 += u64::from(l.ret != 0);
@@ -454,9 +447,6 @@ impl ReportBuilder {
                 let acc = procs.entry(c.pid).or_default();
                 acc.libs.insert(c.lib);
                 api_stat(&mut acc.api, &c.api, c.ret, c.dur);
-                if matches!(&*c.api, "hipGraphLaunch" | "cuGraphLaunch" | "cuGraphLaunch_ptsz") && c.ret == 0 {
-                    acc.graph_launches += 1;
-                }
                 acc.graphs.call(&c);
                 acc.phases.call(&c.api, c.kind.as_deref(), c.ts);
                 let m = &mut acc.memory;
@@ -501,9 +491,8 @@ impl ReportBuilder {
                     acc.barrier_packets += 1;
                 } else {
                     let id = d.kernel.unwrap_or(0);
-                    let block = d.workgroup.map(u32::from);
-                    let blocks = std::array::from_fn(|i| d.grid[i].div_ceil(block[i].max(1)));
-                    acc.phases.dispatch(class_of(&mut acc.classes, kernel_names, id).with_shape(blocks, block), d.ts);
+                    let class = class_of(&mut acc.classes, kernel_names, id);
+                    acc.phases.dispatch(class.with_shape(d.grid, d.workgroup.map(u32::from), true), d.ts);
                     let e = acc
                         .dispatches
                         .entry(d.kernel_object)
@@ -602,7 +591,7 @@ impl ReportBuilder {
                 })
                 .collect();
             let (dispatches, crosscheck) =
-                queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, acc.graph_launches);
+                queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, acc.graphs.replays);
             let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
             ioctls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
             report.processes.push(ProcessReport {
@@ -619,7 +608,7 @@ impl ReportBuilder {
                 phases: acc.phases.finish(),
                 dispatches,
                 barrier_packets: acc.barrier_packets,
-                graph_replays: acc.graph_launches,
+                graph_replays: acc.graphs.replays,
                 graph_replays_unresolved: acc.graphs.unknown_replays,
                 crosscheck,
                 exit_code: acc.exit.as_ref().and_then(|e| e.code),
@@ -634,6 +623,13 @@ impl ReportBuilder {
         }
         report
     }
+}
+
+/// "(code: FILE bundle 0042)" for a kernel whose code file and bundles are known.
+fn code_text(file: Option<&str>, bundles: &[String]) -> Option<String> {
+    let file = file.filter(|_| !bundles.is_empty())?;
+    let which = if bundles.len() == 1 { "bundle" } else { "bundles" };
+    Some(format!("(code: {file} {which} {})", bundles.join(", ")))
 }
 
 /// A kernel's classification, computed once per kernel id.
@@ -858,11 +854,8 @@ impl Report {
                         "", "", k.executions, k.graph_executions
                     );
                 }
-                if let Some(file) = &k.code_file
-                    && !k.bundles.is_empty()
-                {
-                    let which = if k.bundles.len() == 1 { "bundle" } else { "bundles" };
-                    let _ = writeln!(s, "  {:>8} {:>7}  (code: {file} {which} {})", "", "", k.bundles.join(", "));
+                if let Some(code) = code_text(k.code_file.as_deref(), &k.bundles) {
+                    let _ = writeln!(s, "  {:>8} {:>7}  {code}", "", "");
                 }
                 let errors: Vec<String> = k
                     .returns
@@ -942,9 +935,8 @@ impl Report {
                     for sh in d.shapes.iter().skip(1) {
                         let _ = writeln!(s, "  {:>10}  {:<38}", "", dispatch_shape_text(sh));
                     }
-                    if let Some(file) = d.code_file.as_ref().filter(|_| !d.bundles.is_empty()) {
-                        let which = if d.bundles.len() == 1 { "bundle" } else { "bundles" };
-                        let _ = writeln!(s, "  {:>10}  (code: {file} {which} {})", "", d.bundles.join(", "));
+                    if let Some(code) = code_text(d.code_file.as_deref(), &d.bundles) {
+                        let _ = writeln!(s, "  {:>10}  {code}", "");
                     }
                 }
                 let _ = writeln!(s, "\n  API launches vs queue dispatches:");

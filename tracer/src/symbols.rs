@@ -150,16 +150,21 @@ impl KernelTable {
         }
     }
 
+    /// The whole file behind a mapping: through the descriptor kept open for it, else by its path.
+    fn read_mapped(&self, m: &Mapping) -> Option<Vec<u8>> {
+        match self.files.get(&m.file) {
+            Some(Some(f)) => read_whole(f),
+            _ => fs::read(&m.open_path).ok(),
+        }
+    }
+
     /// The file mapping `addr` and the offload bundles of its `.hip_fatbin` that define `name`.
     fn bundles_of(&mut self, pid: u32, addr: u64, name: &str) -> (Option<String>, Vec<String>) {
         let Some(m) = self.mapping_at(pid, addr).cloned() else { return (None, Vec::new()) };
         let index = match self.bundle_index.get(&m.file) {
             Some(i) => i.clone(),
             None => {
-                let data = match self.files.get(&m.file) {
-                    Some(Some(f)) => read_whole(f),
-                    _ => fs::read(&m.open_path).ok(),
-                };
+                let data = self.read_mapped(&m);
                 let index = data.and_then(|d| crate::inspect::BundleIndex::of_elf(&d)).map(Arc::new);
                 self.bundle_index.insert(m.file, index.clone());
                 index
@@ -239,10 +244,7 @@ impl KernelTable {
         let syms = match self.elf_cache.get(&m.file) {
             Some(s) => s.clone(),
             None => {
-                let data = match self.files.get(&m.file) {
-                    Some(Some(f)) => read_whole(f),
-                    _ => fs::read(&m.open_path).ok(),
-                };
+                let data = self.read_mapped(&m);
                 let parsed = data.and_then(|d| ElfSymbols::parse(&d)).map(Arc::new);
                 self.elf_cache.insert(m.file, parsed.clone());
                 parsed
