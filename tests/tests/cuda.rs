@@ -27,10 +27,10 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     let launches = launches(&records);
     // Driver launches only: the runtime's cudaLaunchKernel is not probed without --cuda-runtime.
     assert_eq!(launches.len(), 8, "{launches:#?}");
-    assert!(launches.iter().all(|l| l.entry_only && l.api.starts_with("cu")));
+    assert!(launches.iter().all(|l| l.entry_only && l.api.name().starts_with("cu")));
     // cuLaunchKernel: the six dims, shared memory and stream, exactly; named through
     // cuLibraryGetKernel -> cuKernelGetFunction.
-    let plain: Vec<_> = launches.iter().filter(|l| &*l.api == "cuLaunchKernel").collect();
+    let plain: Vec<_> = launches.iter().filter(|l| l.api.name() == "cuLaunchKernel").collect();
     assert_eq!(plain.len(), 5);
     for l in &plain {
         assert_eq!((l.grid, l.block, l.shmem), ([1, 2, 3], [4, 5, 6], 128));
@@ -40,7 +40,7 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     assert!(plain.iter().filter(|l| l.captured).all(|l| l.stream == 0x99));
     assert!(plain.iter().filter(|l| !l.captured).all(|l| l.stream == 0x77));
     // cuLaunchKernelEx: grid, block, shared memory and stream from the CUlaunchConfig it points to.
-    let ex: Vec<_> = launches.iter().filter(|l| &*l.api == "cuLaunchKernelEx").collect();
+    let ex: Vec<_> = launches.iter().filter(|l| l.api.name() == "cuLaunchKernelEx").collect();
     assert_eq!(ex.len(), 2);
     for l in &ex {
         assert_eq!((l.grid, l.block, l.shmem, l.stream), ([7, 8, 9], [10, 11, 12], 256, 0x88));
@@ -50,18 +50,21 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
         );
     }
     // A CUkernel passed straight to a launch is named as its library kernel.
-    let coop = launches.iter().find(|l| &*l.api == "cuLaunchCooperativeKernel").unwrap();
+    let coop = launches.iter().find(|l| l.api.name() == "cuLaunchCooperativeKernel").unwrap();
     assert_eq!((coop.grid, coop.block), ([64, 1, 1], [256, 1, 1]));
     assert_eq!(kernel_name(&records, coop), "_Z6vecaddPfS_S_i");
     let sources: Vec<&str> = kernels(&records).iter().map(|k| k.source.as_str()).collect();
     assert_eq!(sources, ["library", "library", "module"]);
     // Memory calls: sizes, pointers and directions.
     let calls = calls(&records);
-    let alloc = calls.iter().find(|c| &*c.api == "cuMemAlloc_v2").unwrap();
+    let alloc = calls.iter().find(|c| c.api.name() == "cuMemAlloc_v2").unwrap();
     assert_eq!((alloc.size, alloc.ptr), (Some(4096), Some(0x7f00_0000_0000)));
-    let d2h = calls.iter().find(|c| &*c.api == "cuMemcpyDtoH_v2").unwrap();
-    assert_eq!((d2h.size, d2h.src, d2h.kind.as_deref()), (Some(64), Some(0x7f00_0000_0000), Some("DeviceToHost")));
-    assert_eq!(calls.iter().filter(|c| &*c.api == "cuGraphLaunch" && c.handle == Some(0x7000)).count(), 5);
+    let d2h = calls.iter().find(|c| c.api.name() == "cuMemcpyDtoH_v2").unwrap();
+    assert_eq!(
+        (d2h.size, d2h.src, d2h.kind.map(|k| k.name()).as_deref()),
+        (Some(64), Some(0x7f00_0000_0000), Some("DeviceToHost"))
+    );
+    assert_eq!(calls.iter().filter(|c| c.api.name() == "cuGraphLaunch" && c.handle == Some(0x7000)).count(), 5);
 
     // The report: the captured kernel ran 3 times plainly and 2 x 5 times in graph replays.
     let o = tracer(&["report", "--json", dir.join("t.jsonl").to_str().unwrap()]);
@@ -91,13 +94,13 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
 fn runtime_api_view_is_opt_in() {
     let dir = scratch("cuda-runtime");
     let records = record_driver(&dir, true);
-    let rt: Vec<_> = launches(&records).into_iter().filter(|l| &*l.api == "cudaLaunchKernel").collect();
+    let rt: Vec<_> = launches(&records).into_iter().filter(|l| l.api.name() == "cudaLaunchKernel").collect();
     assert_eq!(rt.len(), 1);
     let l = rt[0];
     assert_eq!((l.grid, l.block, l.shmem, l.stream), ([2, 3, 4], [32, 1, 1], 64, 0x77));
     // Named by __cudaRegisterFunction's host stub.
     assert_eq!(kernel_name(&records, l), "_Z6vecaddPfS_S_i");
     let k = kernels(&records).into_iter().find(|k| k.id == l.kernel.unwrap()).unwrap();
-    assert_eq!(k.source, "register");
+    assert_eq!(k.source.as_str(), "register");
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -105,6 +105,7 @@ fn rocminfo_as_a_real_kfd_client() {
             "{api} not attached: {probes:?}"
         );
     }
-    let init = calls(&records).into_iter().find(|c| c.api == "hsa_init" && c.pid == v.pid).expect("hsa_init recorded");
+    let init =
+        calls(&records).into_iter().find(|c| c.api.name() == "hsa_init" && c.pid == v.pid).expect("hsa_init recorded");
     assert_eq!((init.lib, init.ret), (hsa.id, 0x1008));
 }

@@ -161,9 +161,9 @@ fn ollama_runners_are_found_labelled_and_traced_from_their_first_call() {
     assert_eq!(h.options.ollama_servers, vec![server_pid]);
     let procs = processes(&records);
     let server_rec = procs.iter().find(|p| p.pid == server_pid).unwrap();
-    assert_eq!(server_rec.role.as_deref(), Some("ollama-server"));
+    assert_eq!(server_rec.role.map(|r| r.as_str()), Some("ollama-server"));
     let runners: Vec<&&trace::Process> =
-        procs.iter().filter(|p| p.cause == "exec" && p.role.as_deref() == Some("runner")).collect();
+        procs.iter().filter(|p| p.cause.as_str() == "exec" && p.role.map(|r| r.as_str()) == Some("runner")).collect();
     assert_eq!(runners.len(), 2, "{procs:#?}");
     let old = runners.iter().find(|p| p.argv[0] == "ollama").unwrap();
     assert_eq!(old.model.as_deref(), Some(install.blob().as_str()));
@@ -175,13 +175,13 @@ fn ollama_runners_are_found_labelled_and_traced_from_their_first_call() {
     for runner in [old, new] {
         // Traced from its first call: registration was seen live.
         let named: Vec<&trace::Kernel> =
-            kernels(&records).into_iter().filter(|k| k.pid == runner.pid && k.source == "register").collect();
+            kernels(&records).into_iter().filter(|k| k.pid == runner.pid && k.source.as_str() == "register").collect();
         assert_eq!(named.len(), 6, "runner {}: {named:?}", runner.pid);
         let ls: Vec<&trace::Launch> = launches(&records).into_iter().filter(|l| l.pid == runner.pid).collect();
         assert_eq!(ls.len(), 7);
         for l in ls {
             let lib = library(&records, l.lib);
-            assert_eq!(lib.origin, "ollama-bundle", "{lib:?}");
+            assert_eq!(lib.origin.as_str(), "ollama-bundle", "{lib:?}");
             assert!(lib.path.ends_with("lib/ollama/rocm/libamdhip64.so.5"), "{lib:?}");
         }
     }
@@ -231,7 +231,7 @@ fn runner_in_its_own_mount_namespace_is_traced_through_proc_root() {
     let records = stop(rec);
     let runner = processes(&records)
         .into_iter()
-        .find(|p| p.role.as_deref() == Some("runner"))
+        .find(|p| p.role.map(|r| r.as_str()) == Some("runner"))
         .map(|p| p.pid)
         .expect("runner process");
     let ls: Vec<&trace::Launch> = launches(&records).into_iter().filter(|l| l.pid == runner).collect();
@@ -268,7 +268,7 @@ fn churn_of_short_lived_runners_loses_nothing_and_leaves_the_filter_as_it_was() 
     eprintln!("{RUNNERS} runners in {:?}", t.elapsed());
     let records = stop(rec);
     let runners: std::collections::BTreeSet<u32> =
-        processes(&records).iter().filter(|p| p.role.as_deref() == Some("runner")).map(|p| p.pid).collect();
+        processes(&records).iter().filter(|p| p.role.map(|r| r.as_str()) == Some("runner")).map(|p| p.pid).collect();
     assert_eq!(runners.len(), RUNNERS);
     for pid in &runners {
         let n = launches(&records).iter().filter(|l| l.pid == *pid).count();

@@ -40,7 +40,7 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
 
     // Kernel objects named at load, from the symbol lookups.
     let named: std::collections::BTreeMap<u64, &str> =
-        kernels(&records).iter().filter(|k| k.source == "hsa").map(|k| (k.handle, k.name.as_str())).collect();
+        kernels(&records).iter().filter(|k| k.source.as_str() == "hsa").map(|k| (k.handle, k.name.as_str())).collect();
     assert_eq!(named.values().copied().collect::<std::collections::BTreeSet<_>>(), [MATMUL, ROPE, ADD].into());
 
     let queues: Vec<&trace::Queue> =
@@ -71,11 +71,11 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
     ];
     for (d, (kernel, grid, wg, lds)) in q1.iter().zip(expect) {
         if kernel == "barrier" {
-            assert_eq!((&*d.packet, d.kernel), ("barrier-and", None), "{d:?}");
+            assert_eq!((&*d.packet.name(), d.kernel), ("barrier-and", None), "{d:?}");
             assert_eq!(d.completion_signal, 0x5000 + d.index);
             continue;
         }
-        assert_eq!(&*d.packet, "kernel-dispatch");
+        assert_eq!(&*d.packet.name(), "kernel-dispatch");
         assert!(d.barrier);
         assert_eq!((name(d), d.grid, d.workgroup, d.group_segment), (kernel, grid, wg, lds), "index {}", d.index);
         assert_eq!(d.kernarg, 0x7f00_0010_0000 + d.index * 256);
@@ -91,7 +91,8 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
     assert_eq!(f.counters["packet_fault"], 0);
 
     // The code object read from memory lies in the driver's own file.
-    let reader = calls(&records).into_iter().find(|c| c.api == "hsa_code_object_reader_create_from_memory").unwrap();
+    let reader =
+        calls(&records).into_iter().find(|c| c.api.name() == "hsa_code_object_reader_create_from_memory").unwrap();
     assert_eq!(reader.file.as_deref(), Some(driver.to_str().unwrap()));
     let bytes = std::fs::read(&driver).unwrap();
     let off = reader.file_offset.unwrap() as usize;
@@ -132,7 +133,7 @@ fn graph_calls_reach_the_real_runtime() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let records = read_trace(&out);
     let cs = calls(&records);
-    let count = |api: &str| cs.iter().filter(|c| c.api == api).count();
+    let count = |api: &str| cs.iter().filter(|c| c.api.name() == api).count();
     assert_eq!(
         (
             count("hipStreamBeginCapture"),
@@ -145,7 +146,9 @@ fn graph_calls_reach_the_real_runtime() {
     // Without a GPU the stream cannot be created and capture fails (101): the launch between begin and
     // end capture is therefore an ordinary launch, not a graph node.
     assert!(
-        cs.iter().filter(|c| c.api.starts_with("hipGraph") || c.api.starts_with("hipStream")).all(|c| c.ret == 101)
+        cs.iter()
+            .filter(|c| c.api.name().starts_with("hipGraph") || c.api.name().starts_with("hipStream"))
+            .all(|c| c.ret == 101)
     );
     let ls = launches(&records);
     assert_eq!(ls.len(), 1);

@@ -83,8 +83,12 @@ fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
     let ls = launches(records);
     assert_eq!(ls.len(), LAUNCHES.len(), "launches: {ls:#?}");
     for (l, want) in ls.iter().zip(LAUNCHES.iter()) {
-        assert_eq!(l.api, want.api);
-        assert_eq!((l.grid, l.block, &*l.grid_unit, l.shmem), (want.grid, want.block, want.unit, want.shmem), "{l:?}");
+        assert_eq!(l.api.name(), want.api);
+        assert_eq!(
+            (l.grid, l.block, l.grid_unit.as_str(), l.shmem),
+            (want.grid, want.block, want.unit, want.shmem),
+            "{l:?}"
+        );
         assert_eq!(l.pid, pid);
         assert!(l.dur > 0, "{l:?}");
         assert_eq!(l.stream, 0);
@@ -94,7 +98,7 @@ fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
                 assert_eq!(name, k);
                 assert_eq!(l.ret, HIP_ERROR_INVALID_DEVICE, "{l:?}");
                 let rec = kernels(records).into_iter().find(|r| Some(r.id) == l.kernel).unwrap();
-                assert_eq!(rec.source, named_by, "{rec:?}");
+                assert_eq!(rec.source.as_str(), named_by, "{rec:?}");
             }
             None => {
                 assert_eq!(name, "");
@@ -112,10 +116,11 @@ fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
     assert_eq!(cfg[0].pid, pid);
 
     let cs = calls(records);
-    let find = |api: &str| cs.iter().find(|c| c.api == api).unwrap_or_else(|| panic!("no {api} call in {cs:#?}"));
+    let find =
+        |api: &str| cs.iter().find(|c| c.api.name() == api).unwrap_or_else(|| panic!("no {api} call in {cs:#?}"));
     assert_eq!(find("hipMalloc").size, Some(1 << 20));
     let memcpy = find("hipMemcpy");
-    assert_eq!((memcpy.size, memcpy.kind.as_deref()), (Some(256), Some("DeviceToHost")));
+    assert_eq!((memcpy.size, memcpy.kind.map(|k| k.name()).as_deref()), (Some(256), Some("DeviceToHost")));
     assert_ne!(find("hipModuleLoadData").ret, 0);
     assert_ne!(find("hipModuleGetFunction").ret, 0);
     find("hipDeviceSynchronize");
@@ -135,31 +140,31 @@ fn command_is_recorded_from_its_first_instruction() {
     assert_eq!((h.format.as_str(), h.schema, h.options.filter.as_str()), ("tracer-trace", 1, "pid"));
     let libs: Vec<&trace::Library> =
         records.iter().filter_map(|r| if let Record::Library(l) = r { Some(l) } else { None }).collect();
-    assert!(libs.iter().any(|l| l.path.contains("libamdhip64.so") && l.origin == "system"), "{libs:?}");
+    assert!(libs.iter().any(|l| l.path.contains("libamdhip64.so") && l.origin.as_str() == "system"), "{libs:?}");
 
     // The process: started through the shell, then exec'd into the runner.
     let procs: Vec<&trace::Process> =
         records.iter().filter_map(|r| if let Record::Process(p) = r { Some(p) } else { None }).collect();
-    let exec = procs.iter().find(|p| p.cause == "exec").expect("exec record");
+    let exec = procs.iter().find(|p| p.cause.as_str() == "exec").expect("exec record");
     assert!(exec.argv[0].ends_with("mini_runner") && exec.argv[1] == "launches", "{exec:?}");
     let pid = exec.pid;
 
     // Registration, seen live: the exact names, bound to the handles the launches use.
     let names: std::collections::BTreeSet<&str> =
-        kernels(&records).iter().filter(|k| k.source == "register").map(|k| k.name.as_str()).collect();
+        kernels(&records).iter().filter(|k| k.source.as_str() == "register").map(|k| k.name.as_str()).collect();
     let want: std::collections::BTreeSet<&str> =
         [RMS_NORM, MMV1, MMV8, ADD, "_Z8rope_f32PKfPfiPKif", "_Z12soft_max_f32PKfPfi"].into();
     assert_eq!(names, want);
     let mmv8 = kernels(&records).into_iter().find(|k| k.name == MMV8).unwrap();
     assert_eq!(mmv8.demangled, "void mul_mat_vec<8, float>(float const*, float const*, float*, int)");
-    assert!(calls(&records).iter().any(|c| c.api == "__hipRegisterFatBinary" && c.module.unwrap_or(0) != 0));
+    assert!(calls(&records).iter().any(|c| c.api.name() == "__hipRegisterFatBinary" && c.module.unwrap_or(0) != 0));
 
     assert_known_launches(&records, pid, "register");
 
     let exit = records.iter().find_map(|r| if let Record::Exit(e) = r { Some(e) } else { None }).expect("exit");
     assert_eq!((exit.pid, exit.code), (pid, Some(0)));
     let f = footer(&records);
-    assert_eq!(f.stop, "command-exited");
+    assert_eq!(f.stop.as_str(), "command-exited");
     assert_eq!(f.total_drops(), 0);
     assert_eq!(f.records["launch"], LAUNCHES.len() as u64);
     assert_eq!(f.counters["undecodable"], 0);
@@ -182,7 +187,7 @@ fn late_attach_names_launches_from_elf_and_ignores_other_processes() {
     let (status, stderr) = rec.wait();
     assert!(status.success(), "{stderr}");
     let records = read_trace(&out);
-    assert_eq!(footer(&records).stop, "targets-exited");
+    assert_eq!(footer(&records).stop.as_str(), "targets-exited");
     assert_known_launches(&records, target_pid, "elf");
     for r in &records {
         let pid = match r {
@@ -195,7 +200,7 @@ fn late_attach_names_launches_from_elf_and_ignores_other_processes() {
         assert_ne!(pid, other_pid, "unrelated process recorded: {r:?}");
     }
     // No registration was seen (it happened before the tracer started).
-    assert!(kernels(&records).iter().all(|k| k.source != "register"));
+    assert!(kernels(&records).iter().all(|k| k.source.as_str() != "register"));
 }
 
 #[test]
@@ -209,7 +214,7 @@ fn children_of_the_command_are_followed() {
     let records = read_trace(&out);
     let forks: Vec<&trace::Process> = records
         .iter()
-        .filter_map(|r| if let Record::Process(p) = r { (p.cause == "fork").then_some(p) } else { None })
+        .filter_map(|r| if let Record::Process(p) = r { (p.cause.as_str() == "fork").then_some(p) } else { None })
         .collect();
     assert_eq!(forks.len(), 2, "{forks:?}");
     for child in &forks {

@@ -19,10 +19,10 @@ fn target_killed_mid_trace_keeps_its_records_and_its_death() {
     assert!(status.success(), "{stderr}");
     let records = read_trace(&out);
     assert_eq!(launches(&records).len(), 7);
-    assert_eq!(kernels(&records).iter().filter(|k| k.source == "register").count(), 6);
+    assert_eq!(kernels(&records).iter().filter(|k| k.source.as_str() == "register").count(), 6);
     let exit = records.iter().find_map(|r| if let Record::Exit(e) = r { Some(e) } else { None }).expect("exit");
     assert_eq!((exit.pid, exit.code, exit.signal), (pid, None, Some(libc::SIGKILL)));
-    assert_eq!(footer(&records).stop, "command-exited");
+    assert_eq!(footer(&records).stop.as_str(), "command-exited");
 }
 
 #[test]

@@ -16,7 +16,7 @@ fn sigint_and_sigterm_write_the_footer() {
         assert!(target.go().success());
         let records = read_trace(&out);
         let f = footer(&records);
-        assert_eq!(f.stop, "signal");
+        assert_eq!(f.stop.as_str(), "signal");
         // Counts in the footer equal the records in the file.
         let mut counts = std::collections::BTreeMap::<String, u64>::new();
         for r in &records[..records.len() - 1] {
@@ -44,7 +44,7 @@ fn duration_stops_the_recording() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(target.go().success());
-    assert_eq!(footer(&read_trace(&out)).stop, "duration");
+    assert_eq!(footer(&read_trace(&out)).stop.as_str(), "duration");
 }
 
 #[test]
@@ -121,5 +121,5 @@ fn forced_output_replaces_the_file_and_is_private() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
     let records = read_trace(&out);
-    assert_eq!(footer(&records).stop, "command-exited");
+    assert_eq!(footer(&records).stop.as_str(), "command-exited");
 }

@@ -1,5 +1,11 @@
-//! The API functions tracer probes, with their stable numbers (they appear in attach cookies and in
-//! records, so a number never changes meaning).
+//! The API functions tracer probes: one row each, and nothing about a function is written anywhere else.
+//!
+//! A row gives the function's stable number (it appears in attach cookies and in records, so a number
+//! never changes meaning), its library, its exported symbol, what it does ([`Op`], the only fact later
+//! steps use), how its arguments are laid out ([`Layout`], which tells the probe what to read and the
+//! decoder what each slot means) and which probe program it gets ([`ProbeShape`]).
+//!
+//! Adding a function is one row here; a new argument layout also needs one arm in the decoder.
 
 use crate::cookie;
 
@@ -30,8 +36,162 @@ pub enum Library {
     CudaRuntime,
 }
 
+/// What a call does, whatever library it comes from. Attribution, phases and the report decide by this,
+/// never by a function's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Op {
+    /// A kernel launch: grid, block, shared memory, stream.
+    Launch,
+    /// A `kernel<<<...>>>` configuration pushed before the launch stub runs.
+    PushConfig,
+    /// One replay of an instantiated graph.
+    GraphLaunch,
+    /// Launches on the stream become graph nodes from here...
+    CaptureBegin,
+    /// ...to here, which returns the graph.
+    CaptureEnd,
+    /// A graph made executable (graph -> executable).
+    GraphInstantiate,
+    /// Device memory asked for at the programming API.
+    Alloc,
+    /// Device memory given back at the programming API.
+    Free,
+    /// The HSA runtime's pool allocation, below the HIP API (HIP's own allocations pass here too).
+    PoolAlloc,
+    /// The HSA runtime's pool free.
+    PoolFree,
+    /// A copy; its direction is the event's memcpy kind.
+    Memcpy,
+    /// The host waits for a stream, a device or a context.
+    Sync,
+    /// Code loaded: a fat binary registered, a module or library loaded from an image.
+    ModuleLoad,
+    /// A function handle looked up by name in a module (the name is recorded too).
+    FunctionLookup,
+    /// A library kernel looked up by name: context-independent, a context's function is named after it
+    /// (the name is recorded too).
+    KernelLookup,
+    /// The function a library kernel has in the current context (`cuKernelGetFunction`).
+    KernelFunction,
+    /// A kernel registered with its host stub (a name record, sleepable program).
+    Register,
+    /// A code-object symbol looked up by name (`<kernel>.kd`).
+    SymbolLookup,
+    /// A code-object symbol's attribute read (KERNEL_OBJECT names what dispatch packets carry).
+    SymbolInfo,
+    /// A code object handed to the loader from memory.
+    CodeObjectRead,
+    /// A GPU queue created.
+    QueueCreate,
+    /// A queue's doorbell rung: AQL packets were published.
+    Doorbell,
+    /// The runtime initialised.
+    Init,
+}
+
+/// `hsa_executable_symbol_get_info`'s attribute that gives the kernel object dispatch packets carry.
+pub const HSA_SYMBOL_INFO_KERNEL_OBJECT: u32 = 22;
+
+/// hipMemcpyKind values, the direction every copy event carries (CUDA's copies have theirs fixed).
+pub mod memcpy_kind {
+    pub const HOST_TO_DEVICE: u32 = 1;
+    pub const DEVICE_TO_HOST: u32 = 2;
+    /// Direction from the pointers (unified addressing).
+    pub const DEFAULT: u32 = 4;
+}
+
+/// Where a copy's direction comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyDirection {
+    /// An argument slot holding a hipMemcpyKind.
+    Arg(u8),
+    /// Fixed by the function (a [`memcpy_kind`] value).
+    Fixed(u32),
+}
+
+/// How a function's arguments are laid out (x86-64 SysV: six registers, then 8-byte stack slots). The
+/// decoder has one arm per layout; [`Layout::cookie_flags`] tells the probe what to read for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Nothing beyond the return value.
+    Nothing,
+    /// `(f, dim3 grid, dim3 block, args, shmem, stream)`: each dim3 by value in two registers; shared
+    /// memory is 32-bit when `shmem32`.
+    LaunchDim3 { shmem32: bool },
+    /// `(f, gx, gy, gz, bx, by, bz, shmem, stream, ...)`: six scalars; the grid counts work-items when
+    /// `work_items`, else blocks.
+    LaunchScalars { shmem32: bool, work_items: bool },
+    /// `(const CUlaunchConfig* config, f, ...)`: grid, block, shared memory and stream read from the
+    /// structure at entry.
+    LaunchConfig,
+    /// `(dim3 grid, dim3 block, shmem, stream)`.
+    PushConfig,
+    /// `(stream, ...)`.
+    Stream,
+    /// `(stream, T* out)`: the out value is the call's handle (a captured graph).
+    StreamHandleOut,
+    /// `(T* out, graph, ...)`: the graph is the handle, the out value the executable.
+    InstantiateOut,
+    /// `(handle, stream)`.
+    HandleStream,
+    /// `(T* out, size)` or `(pool, size, flags, T* out)`: the size, and the pointer written at `out`.
+    AllocOut { out: u8 },
+    /// `(ptr)`.
+    Ptr,
+    /// `(dst, src, size, ...)`, its direction from [`CopyDirection`], the stream at `stream` when given.
+    Memcpy { direction: CopyDirection, stream: Option<u8> },
+    /// `(const void* wrapper)`: the return value is the module handle.
+    FatBinary,
+    /// `(T* out, const void* image, ...)`: the module written at `out`.
+    ModuleOut,
+    /// `(T* out, module, const char* name)`: the function written at `out`, bound to the name.
+    FunctionOut,
+    /// `(T* out, kernel)`: the function written at `out`.
+    KernelFunctionOut,
+    /// `(executable, const char* name, agent*, T* out)`: the symbol written at `out`, bound to the name.
+    SymbolByName,
+    /// `(symbol, attribute, void* value)`.
+    SymbolInfo,
+    /// `(ptr, size, T* out)`.
+    CodeObjectFromMemory,
+    /// `(agent, size, type, callback, data, private, group, hsa_queue_t** out)`.
+    QueueCreate,
+    /// `(modules, host stub, device function, const char* name, ...)`: read by the registration program.
+    Register,
+    /// `(signal, value)`: read by the doorbell program.
+    Doorbell,
+}
+
+impl Layout {
+    /// Cookie flags telling the generic programs what to read for this layout.
+    pub const fn cookie_flags(self) -> u64 {
+        match self {
+            Layout::LaunchDim3 { .. } | Layout::LaunchScalars { .. } => cookie::STACK,
+            Layout::LaunchConfig => cookie::CONFIG,
+            Layout::StreamHandleOut => cookie::out(1),
+            Layout::InstantiateOut | Layout::ModuleOut | Layout::KernelFunctionOut => cookie::out(0),
+            Layout::AllocOut { out } => cookie::out(out as u64),
+            Layout::FunctionOut => cookie::out(0) | cookie::name(2, 1),
+            Layout::SymbolByName => cookie::out(3) | cookie::name(1, 0),
+            Layout::SymbolInfo => cookie::out(2),
+            Layout::CodeObjectFromMemory => cookie::out(2),
+            Layout::QueueCreate => cookie::STACK | cookie::QUEUE,
+            Layout::Nothing
+            | Layout::PushConfig
+            | Layout::Stream
+            | Layout::HandleStream
+            | Layout::Ptr
+            | Layout::Memcpy { .. }
+            | Layout::FatBinary
+            | Layout::Register
+            | Layout::Doorbell => 0,
+        }
+    }
+}
+
 macro_rules! api_funcs {
-    ($( $(#[$doc:meta])* $variant:ident = $num:literal, $lib:ident, $sym:literal, $flags:expr, $shape:ident; )*) => {
+    ($( $(#[$doc:meta])* $variant:ident = $num:literal, $lib:ident, $sym:literal $(as $name:literal)?,
+        $op:ident, $layout:expr, $shape:ident; )*) => {
         /// A probed API function.
         #[repr(u16)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -54,9 +214,41 @@ macro_rules! api_funcs {
                 match self { $( ApiFunc::$variant => $sym, )* }
             }
 
+            /// The name users know the function by (the symbol, except for C++-mangled exports); the
+            /// trace file spells the function this way.
+            pub const fn name(self) -> &'static str {
+                match self { $( ApiFunc::$variant => api_funcs!(@name $sym $(, $name)?), )* }
+            }
+
+            /// The function a trace names: the first row of that name (a C++ export reads back as its C
+            /// twin, which has the same operation and layout).
+            #[allow(unreachable_patterns)]
+            pub fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $( api_funcs!(@name $sym $(, $name)?) => Some(ApiFunc::$variant), )*
+                    _ => None,
+                }
+            }
+
+            /// The function exported under this symbol.
+            pub fn from_symbol(symbol: &str) -> Option<Self> {
+                match symbol {
+                    $( $sym => Some(ApiFunc::$variant), )*
+                    _ => None,
+                }
+            }
+
+            pub const fn op(self) -> Op {
+                match self { $( ApiFunc::$variant => Op::$op, )* }
+            }
+
+            pub const fn layout(self) -> Layout {
+                match self { $( ApiFunc::$variant => $layout, )* }
+            }
+
             /// Cookie flags telling the generic programs what to read.
             pub const fn cookie_flags(self) -> u64 {
-                match self { $( ApiFunc::$variant => $flags, )* }
+                self.layout().cookie_flags()
             }
 
             pub const fn shape(self) -> ProbeShape {
@@ -68,141 +260,237 @@ macro_rules! api_funcs {
             }
         }
     };
+    (@name $sym:literal) => { $sym };
+    (@name $sym:literal, $name:literal) => { $name };
 }
 
-const NONE: u64 = 0;
+use CopyDirection::{Arg, Fixed};
+use Layout::*;
+
+const DIM3: Layout = LaunchDim3 { shmem32: false };
+const BLOCKS32: Layout = LaunchScalars { shmem32: true, work_items: false };
 
 api_funcs! {
     /// `void** __hipRegisterFatBinary(const void* wrapper)`: returns the module handle.
-    HipRegisterFatBinary = 1, Hip, "__hipRegisterFatBinary", NONE, Call;
+    HipRegisterFatBinary = 1, Hip, "__hipRegisterFatBinary", ModuleLoad, FatBinary, Call;
     /// `__hipRegisterFunction(modules, hostFunction, deviceFunction, deviceName, ...)`.
-    HipRegisterFunction = 2, Hip, "__hipRegisterFunction", NONE, RegisterName;
+    HipRegisterFunction = 2, Hip, "__hipRegisterFunction", Register, Register, RegisterName;
     /// `__hipPushCallConfiguration(dim3 grid, dim3 block, size_t shmem, hipStream_t stream)`: the
     /// `kernel<<<...>>>` configuration, pushed before the launch stub runs.
-    HipPushCallConfiguration = 3, Hip, "__hipPushCallConfiguration", NONE, Call;
+    HipPushCallConfiguration = 3, Hip, "__hipPushCallConfiguration", PushConfig, PushConfig, Call;
     /// `hipLaunchKernel(f, dim3 grid, dim3 block, void** args, size_t shmem, hipStream_t stream)`.
-    HipLaunchKernel = 4, Hip, "hipLaunchKernel", cookie::STACK, Call;
+    HipLaunchKernel = 4, Hip, "hipLaunchKernel", Launch, DIM3, Call;
     /// `hipModuleLoadData(hipModule_t* out, const void* image)`.
-    HipModuleLoadData = 5, Hip, "hipModuleLoadData", cookie::out(0), Call;
+    HipModuleLoadData = 5, Hip, "hipModuleLoadData", ModuleLoad, ModuleOut, Call;
     /// `hipModuleGetFunction(hipFunction_t* out, hipModule_t module, const char* name)`.
-    HipModuleGetFunction = 6, Hip, "hipModuleGetFunction", cookie::out(0) | cookie::name(2, 1), Call;
-    /// `hipModuleLaunchKernel(f, gx, gy, gz, bx, by, [bz, shmem, stream, params, extra])`.
-    HipModuleLaunchKernel = 7, Hip, "hipModuleLaunchKernel", cookie::STACK, Call;
-    /// `hipExtModuleLaunchKernel(f, gwsX, gwsY, gwsZ, lwsX, lwsY, [lwsZ, shmem, stream, params, ...])`,
+    HipModuleGetFunction = 6, Hip, "hipModuleGetFunction", FunctionLookup, FunctionOut, Call;
+    /// `hipModuleLaunchKernel(f, gx, gy, gz, bx, by, [bz, unsigned shmem, stream, params, extra])`.
+    HipModuleLaunchKernel = 7, Hip, "hipModuleLaunchKernel", Launch, BLOCKS32, Call;
+    /// `hipExtModuleLaunchKernel(f, gwsX, gwsY, gwsZ, lwsX, lwsY, [lwsZ, size_t shmem, stream, ...])`,
     /// the C export; sizes in work-items.
-    HipExtModuleLaunchKernel = 8, Hip, "hipExtModuleLaunchKernel", cookie::STACK, Call;
+    HipExtModuleLaunchKernel = 8, Hip, "hipExtModuleLaunchKernel", Launch,
+        LaunchScalars { shmem32: false, work_items: true }, Call;
     /// The C++-mangled export of `hipExtModuleLaunchKernel` (same arguments).
     HipExtModuleLaunchKernelCxx = 9, Hip,
-        "_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j",
-        cookie::STACK, Call;
+        "_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j"
+        as "hipExtModuleLaunchKernel", Launch, LaunchScalars { shmem32: false, work_items: true }, Call;
     /// `hipMalloc(void** out, size_t size)`.
-    HipMalloc = 10, Hip, "hipMalloc", cookie::out(0), Call;
+    HipMalloc = 10, Hip, "hipMalloc", Alloc, AllocOut { out: 0 }, Call;
     /// `hipFree(void* ptr)`.
-    HipFree = 11, Hip, "hipFree", NONE, Call;
+    HipFree = 11, Hip, "hipFree", Free, Ptr, Call;
     /// `hipMemcpy(dst, src, size, kind)`.
-    HipMemcpy = 12, Hip, "hipMemcpy", NONE, Call;
+    HipMemcpy = 12, Hip, "hipMemcpy", Memcpy, Memcpy { direction: Arg(3), stream: None }, Call;
     /// `hipMemcpyAsync(dst, src, size, kind, stream)`.
-    HipMemcpyAsync = 13, Hip, "hipMemcpyAsync", NONE, Call;
+    HipMemcpyAsync = 13, Hip, "hipMemcpyAsync", Memcpy, Memcpy { direction: Arg(3), stream: Some(4) }, Call;
     /// `hipStreamSynchronize(stream)`.
-    HipStreamSynchronize = 14, Hip, "hipStreamSynchronize", NONE, Call;
+    HipStreamSynchronize = 14, Hip, "hipStreamSynchronize", Sync, Stream, Call;
     /// `hipDeviceSynchronize()`.
-    HipDeviceSynchronize = 15, Hip, "hipDeviceSynchronize", NONE, Call;
+    HipDeviceSynchronize = 15, Hip, "hipDeviceSynchronize", Sync, Nothing, Call;
     /// `hipExtLaunchKernel(f, dim3 grid, dim3 block, args, [shmem, stream, start, stop, flags])`.
-    HipExtLaunchKernel = 16, Hip, "hipExtLaunchKernel", cookie::STACK, Call;
-    /// `hipLaunchCooperativeKernel(f, dim3 grid, dim3 block, args, [shmem(u32), stream])`.
-    HipLaunchCooperativeKernel = 17, Hip, "hipLaunchCooperativeKernel", cookie::STACK, Call;
+    HipExtLaunchKernel = 16, Hip, "hipExtLaunchKernel", Launch, DIM3, Call;
+    /// `hipLaunchCooperativeKernel(f, dim3 grid, dim3 block, args, [unsigned shmem, stream])`.
+    HipLaunchCooperativeKernel = 17, Hip, "hipLaunchCooperativeKernel", Launch, LaunchDim3 { shmem32: true }, Call;
     /// `hipStreamBeginCapture(stream, mode)`: launches on the stream are graph nodes until EndCapture.
-    HipStreamBeginCapture = 18, Hip, "hipStreamBeginCapture", NONE, Call;
+    HipStreamBeginCapture = 18, Hip, "hipStreamBeginCapture", CaptureBegin, Stream, Call;
     /// `hipStreamEndCapture(stream, hipGraph_t* out)`.
-    HipStreamEndCapture = 19, Hip, "hipStreamEndCapture", cookie::out(1), Call;
+    HipStreamEndCapture = 19, Hip, "hipStreamEndCapture", CaptureEnd, StreamHandleOut, Call;
     /// `hipGraphInstantiate(hipGraphExec_t* out, graph, ...)`.
-    HipGraphInstantiate = 20, Hip, "hipGraphInstantiate", cookie::out(0), Call;
+    HipGraphInstantiate = 20, Hip, "hipGraphInstantiate", GraphInstantiate, InstantiateOut, Call;
     /// `hipGraphLaunch(graphExec, stream)`: one replay.
-    HipGraphLaunch = 21, Hip, "hipGraphLaunch", NONE, Call;
+    HipGraphLaunch = 21, Hip, "hipGraphLaunch", GraphLaunch, HandleStream, Call;
 
     /// `hsa_init()`.
-    HsaInit = 64, Hsa, "hsa_init", NONE, Call;
+    HsaInit = 64, Hsa, "hsa_init", Init, Nothing, Call;
     /// `hsa_queue_create(agent, size, type, callback, data, private, group, hsa_queue_t** out)`.
-    HsaQueueCreate = 65, Hsa, "hsa_queue_create", cookie::STACK | cookie::QUEUE, Call;
+    HsaQueueCreate = 65, Hsa, "hsa_queue_create", QueueCreate, QueueCreate, Call;
     /// `hsa_signal_store_screlease(signal, value)`: on a queue's doorbell, AQL packets were published.
-    HsaSignalStoreScrelease = 66, Hsa, "hsa_signal_store_screlease", NONE, Doorbell;
+    HsaSignalStoreScrelease = 66, Hsa, "hsa_signal_store_screlease", Doorbell, Doorbell, Doorbell;
     /// `hsa_signal_store_relaxed(signal, value)`.
-    HsaSignalStoreRelaxed = 67, Hsa, "hsa_signal_store_relaxed", NONE, Doorbell;
+    HsaSignalStoreRelaxed = 67, Hsa, "hsa_signal_store_relaxed", Doorbell, Doorbell, Doorbell;
     /// `hsa_executable_get_symbol_by_name(exec, name, agent*, symbol* out)`: a kernel symbol by name.
-    HsaExecutableGetSymbolByName = 68, Hsa, "hsa_executable_get_symbol_by_name", cookie::out(3) | cookie::name(1, 0), Call;
-    /// `hsa_executable_symbol_get_info(symbol, attribute, void* value)`: KERNEL_OBJECT (22) gives the
-    /// address every dispatch packet of this kernel carries.
-    HsaExecutableSymbolGetInfo = 69, Hsa, "hsa_executable_symbol_get_info", cookie::out(2), Call;
+    HsaExecutableGetSymbolByName = 68, Hsa, "hsa_executable_get_symbol_by_name", SymbolLookup, SymbolByName, Call;
+    /// `hsa_executable_symbol_get_info(symbol, attribute, void* value)`: KERNEL_OBJECT
+    /// ([`HSA_SYMBOL_INFO_KERNEL_OBJECT`]) gives the address every dispatch packet of this kernel carries.
+    HsaExecutableSymbolGetInfo = 69, Hsa, "hsa_executable_symbol_get_info", SymbolInfo, SymbolInfo, Call;
     /// `hsa_code_object_reader_create_from_memory(ptr, size, reader* out)`.
-    HsaCodeObjectReaderCreateFromMemory = 70, Hsa, "hsa_code_object_reader_create_from_memory", cookie::out(2), Call;
+    HsaCodeObjectReaderCreateFromMemory = 70, Hsa, "hsa_code_object_reader_create_from_memory", CodeObjectRead,
+        CodeObjectFromMemory, Call;
     /// `hsa_amd_memory_pool_allocate(pool, size, flags, void** out)`.
-    HsaAmdMemoryPoolAllocate = 71, Hsa, "hsa_amd_memory_pool_allocate", cookie::out(3), Call;
+    HsaAmdMemoryPoolAllocate = 71, Hsa, "hsa_amd_memory_pool_allocate", PoolAlloc, AllocOut { out: 3 }, Call;
     /// `hsa_amd_memory_pool_free(ptr)`.
-    HsaAmdMemoryPoolFree = 72, Hsa, "hsa_amd_memory_pool_free", NONE, Call;
+    HsaAmdMemoryPoolFree = 72, Hsa, "hsa_amd_memory_pool_free", PoolFree, Ptr, Call;
 
-    /// `cuLaunchKernel(f, gx, gy, gz, bx, by, [bz, shmem(u32), stream, params, extra])`: one trap.
-    CuLaunchKernel = 128, Cuda, "cuLaunchKernel", cookie::STACK, Launch;
+    /// `cuLaunchKernel(f, gx, gy, gz, bx, by, [bz, unsigned shmem, stream, params, extra])`: one trap.
+    CuLaunchKernel = 128, Cuda, "cuLaunchKernel", Launch, BLOCKS32, Launch;
     /// The per-thread-default-stream variant (same arguments).
-    CuLaunchKernelPtsz = 129, Cuda, "cuLaunchKernel_ptsz", cookie::STACK, Launch;
+    CuLaunchKernelPtsz = 129, Cuda, "cuLaunchKernel_ptsz", Launch, BLOCKS32, Launch;
     /// `cuLaunchKernelEx(const CUlaunchConfig* config, f, params, extra)`: the config's grid, block,
     /// shared memory and stream are read at entry.
-    CuLaunchKernelEx = 130, Cuda, "cuLaunchKernelEx", cookie::CONFIG, Launch;
-    CuLaunchKernelExPtsz = 131, Cuda, "cuLaunchKernelEx_ptsz", cookie::CONFIG, Launch;
-    /// `cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, [bz, shmem(u32), stream, params])`.
-    CuLaunchCooperativeKernel = 132, Cuda, "cuLaunchCooperativeKernel", cookie::STACK, Launch;
-    CuLaunchCooperativeKernelPtsz = 133, Cuda, "cuLaunchCooperativeKernel_ptsz", cookie::STACK, Launch;
+    CuLaunchKernelEx = 130, Cuda, "cuLaunchKernelEx", Launch, LaunchConfig, Launch;
+    CuLaunchKernelExPtsz = 131, Cuda, "cuLaunchKernelEx_ptsz", Launch, LaunchConfig, Launch;
+    /// `cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, [bz, unsigned shmem, stream, params])`.
+    CuLaunchCooperativeKernel = 132, Cuda, "cuLaunchCooperativeKernel", Launch, BLOCKS32, Launch;
+    CuLaunchCooperativeKernelPtsz = 133, Cuda, "cuLaunchCooperativeKernel_ptsz", Launch, BLOCKS32, Launch;
     /// `cuGraphLaunch(graphExec, stream)`: one replay.
-    CuGraphLaunch = 134, Cuda, "cuGraphLaunch", NONE, Launch;
-    CuGraphLaunchPtsz = 135, Cuda, "cuGraphLaunch_ptsz", NONE, Launch;
+    CuGraphLaunch = 134, Cuda, "cuGraphLaunch", GraphLaunch, HandleStream, Launch;
+    CuGraphLaunchPtsz = 135, Cuda, "cuGraphLaunch_ptsz", GraphLaunch, HandleStream, Launch;
     /// `cuModuleGetFunction(CUfunction* out, CUmodule module, const char* name)`.
-    CuModuleGetFunction = 136, Cuda, "cuModuleGetFunction", cookie::out(0) | cookie::name(2, 1), Call;
+    CuModuleGetFunction = 136, Cuda, "cuModuleGetFunction", FunctionLookup, FunctionOut, Call;
     /// `cuLibraryGetKernel(CUkernel* out, CUlibrary library, const char* name)`.
-    CuLibraryGetKernel = 137, Cuda, "cuLibraryGetKernel", cookie::out(0) | cookie::name(2, 1), Call;
+    CuLibraryGetKernel = 137, Cuda, "cuLibraryGetKernel", KernelLookup, FunctionOut, Call;
     /// `cuKernelGetFunction(CUfunction* out, CUkernel kernel)`: the function a kernel has in the current
     /// context (named as the kernel).
-    CuKernelGetFunction = 138, Cuda, "cuKernelGetFunction", cookie::out(0), Call;
+    CuKernelGetFunction = 138, Cuda, "cuKernelGetFunction", KernelFunction, KernelFunctionOut, Call;
     /// `cuModuleLoadData(CUmodule* out, const void* image)`.
-    CuModuleLoadData = 139, Cuda, "cuModuleLoadData", cookie::out(0), Call;
+    CuModuleLoadData = 139, Cuda, "cuModuleLoadData", ModuleLoad, ModuleOut, Call;
     /// `cuModuleLoadDataEx(CUmodule* out, const void* image, n, options, values)`.
-    CuModuleLoadDataEx = 140, Cuda, "cuModuleLoadDataEx", cookie::out(0), Call;
+    CuModuleLoadDataEx = 140, Cuda, "cuModuleLoadDataEx", ModuleLoad, ModuleOut, Call;
     /// `cuLibraryLoadData(CUlibrary* out, const void* code, ...)`.
-    CuLibraryLoadData = 141, Cuda, "cuLibraryLoadData", cookie::out(0), Call;
+    CuLibraryLoadData = 141, Cuda, "cuLibraryLoadData", ModuleLoad, ModuleOut, Call;
     /// `cuMemAlloc_v2(CUdeviceptr* out, size_t size)`.
-    CuMemAlloc = 142, Cuda, "cuMemAlloc_v2", cookie::out(0), Call;
+    CuMemAlloc = 142, Cuda, "cuMemAlloc_v2", Alloc, AllocOut { out: 0 }, Call;
     /// `cuMemFree_v2(CUdeviceptr ptr)`.
-    CuMemFree = 143, Cuda, "cuMemFree_v2", NONE, Call;
+    CuMemFree = 143, Cuda, "cuMemFree_v2", Free, Ptr, Call;
     /// `cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t size)`.
-    CuMemcpyDtoH = 144, Cuda, "cuMemcpyDtoH_v2", NONE, Call;
+    CuMemcpyDtoH = 144, Cuda, "cuMemcpyDtoH_v2", Memcpy,
+        Memcpy { direction: Fixed(memcpy_kind::DEVICE_TO_HOST), stream: None }, Call;
     /// `cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t size)`.
-    CuMemcpyHtoD = 145, Cuda, "cuMemcpyHtoD_v2", NONE, Call;
+    CuMemcpyHtoD = 145, Cuda, "cuMemcpyHtoD_v2", Memcpy,
+        Memcpy { direction: Fixed(memcpy_kind::HOST_TO_DEVICE), stream: None }, Call;
     /// `cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t size, stream)`.
-    CuMemcpyDtoHAsync = 146, Cuda, "cuMemcpyDtoHAsync_v2", NONE, Call;
+    CuMemcpyDtoHAsync = 146, Cuda, "cuMemcpyDtoHAsync_v2", Memcpy,
+        Memcpy { direction: Fixed(memcpy_kind::DEVICE_TO_HOST), stream: Some(3) }, Call;
     /// `cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t size, stream)`: unified addressing, the
     /// direction is the pointers'.
-    CuMemcpyAsync = 147, Cuda, "cuMemcpyAsync", NONE, Call;
+    CuMemcpyAsync = 147, Cuda, "cuMemcpyAsync", Memcpy,
+        Memcpy { direction: Fixed(memcpy_kind::DEFAULT), stream: Some(3) }, Call;
     /// `cuStreamSynchronize(stream)`.
-    CuStreamSynchronize = 148, Cuda, "cuStreamSynchronize", NONE, Call;
+    CuStreamSynchronize = 148, Cuda, "cuStreamSynchronize", Sync, Stream, Call;
     /// `cuCtxSynchronize()`.
-    CuCtxSynchronize = 149, Cuda, "cuCtxSynchronize", NONE, Call;
+    CuCtxSynchronize = 149, Cuda, "cuCtxSynchronize", Sync, Nothing, Call;
     /// `cuStreamBeginCapture_v2(stream, mode)`: launches on the stream are graph nodes until EndCapture.
-    CuStreamBeginCapture = 150, Cuda, "cuStreamBeginCapture_v2", NONE, Call;
-    CuStreamBeginCapturePtsz = 151, Cuda, "cuStreamBeginCapture_v2_ptsz", NONE, Call;
+    CuStreamBeginCapture = 150, Cuda, "cuStreamBeginCapture_v2", CaptureBegin, Stream, Call;
+    CuStreamBeginCapturePtsz = 151, Cuda, "cuStreamBeginCapture_v2_ptsz", CaptureBegin, Stream, Call;
     /// `cuStreamEndCapture(stream, CUgraph* out)`.
-    CuStreamEndCapture = 152, Cuda, "cuStreamEndCapture", cookie::out(1), Call;
-    CuStreamEndCapturePtsz = 153, Cuda, "cuStreamEndCapture_ptsz", cookie::out(1), Call;
+    CuStreamEndCapture = 152, Cuda, "cuStreamEndCapture", CaptureEnd, StreamHandleOut, Call;
+    CuStreamEndCapturePtsz = 153, Cuda, "cuStreamEndCapture_ptsz", CaptureEnd, StreamHandleOut, Call;
     /// `cuGraphInstantiateWithFlags(CUgraphExec* out, graph, flags)`.
-    CuGraphInstantiateWithFlags = 154, Cuda, "cuGraphInstantiateWithFlags", cookie::out(0), Call;
+    CuGraphInstantiateWithFlags = 154, Cuda, "cuGraphInstantiateWithFlags", GraphInstantiate, InstantiateOut, Call;
     /// `cuGraphInstantiateWithParams(CUgraphExec* out, graph, params)`.
-    CuGraphInstantiateWithParams = 155, Cuda, "cuGraphInstantiateWithParams", cookie::out(0), Call;
+    CuGraphInstantiateWithParams = 155, Cuda, "cuGraphInstantiateWithParams", GraphInstantiate, InstantiateOut,
+        Call;
     /// `cuGraphInstantiate_v2(CUgraphExec* out, graph, ...)`.
-    CuGraphInstantiate = 156, Cuda, "cuGraphInstantiate_v2", cookie::out(0), Call;
+    CuGraphInstantiate = 156, Cuda, "cuGraphInstantiate_v2", GraphInstantiate, InstantiateOut, Call;
     /// `cuStreamSynchronize_ptsz(stream)`.
-    CuStreamSynchronizePtsz = 157, Cuda, "cuStreamSynchronize_ptsz", NONE, Call;
+    CuStreamSynchronizePtsz = 157, Cuda, "cuStreamSynchronize_ptsz", Sync, Stream, Call;
 
     /// `__cudaRegisterFunction(handle, hostFun, deviceFun, deviceName, ...)`: the runtime's name for a
     /// host stub (opt-in API view).
-    CudaRegisterFunction = 192, CudaRuntime, "__cudaRegisterFunction", NONE, RegisterName;
+    CudaRegisterFunction = 192, CudaRuntime, "__cudaRegisterFunction", Register, Register, RegisterName;
     /// `cudaLaunchKernel(func, dim3 grid, dim3 block, args, shmem, stream)` (opt-in API view; it reaches
     /// cuLaunchKernel too, a second trap per launch).
-    CudaLaunchKernel = 193, CudaRuntime, "cudaLaunchKernel", cookie::STACK, Launch;
+    CudaLaunchKernel = 193, CudaRuntime, "cudaLaunchKernel", Launch, DIM3, Launch;
+}
+
+#[cfg(feature = "user")]
+mod serde_impls {
+    use super::ApiFunc;
+
+    /// A trace spells a function by its [`ApiFunc::name`].
+    impl serde::Serialize for ApiFunc {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_str(self.name())
+        }
+    }
+
+    impl<'de> serde::Deserialize<'de> for ApiFunc {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Name;
+            impl serde::de::Visitor<'_> for Name {
+                type Value = ApiFunc;
+                fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                    f.write_str("the name of an API function tracer probes")
+                }
+                fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ApiFunc, E> {
+                    ApiFunc::from_name(v).ok_or_else(|| E::custom(UnknownApi))
+                }
+            }
+            d.deserialize_str(Name)
+        }
+    }
+
+    /// The message of a deserialization error for a function this build does not know (a newer
+    /// tracer's): the trace reader skips such records and counts them instead of failing.
+    pub struct UnknownApi;
+
+    impl core::fmt::Display for UnknownApi {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.write_str(super::UNKNOWN_API)
+        }
+    }
+}
+
+/// The text of the error a trace reader gets for an API name this build does not know.
+pub const UNKNOWN_API: &str = "an API function this tracer does not know";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_symbols_and_numbers_round_trip() {
+        for &f in ApiFunc::ALL {
+            assert_eq!(ApiFunc::from_u16(f as u16), Some(f));
+            assert_eq!(ApiFunc::from_symbol(f.symbol()), Some(f));
+            let back = ApiFunc::from_name(f.name()).unwrap();
+            assert_eq!((back.op(), back.layout()), (f.op(), f.layout()), "{f:?}");
+        }
+        assert_eq!(ApiFunc::HipExtModuleLaunchKernelCxx.name(), "hipExtModuleLaunchKernel");
+        assert_eq!(ApiFunc::from_name("hipExtModuleLaunchKernel"), Some(ApiFunc::HipExtModuleLaunchKernel));
+        assert_eq!(ApiFunc::from_name("nope"), None);
+    }
+
+    #[test]
+    fn layouts_give_the_cookie_flags_the_programs_read() {
+        assert_eq!(ApiFunc::HipLaunchKernel.cookie_flags(), cookie::STACK);
+        assert_eq!(ApiFunc::HipModuleGetFunction.cookie_flags(), cookie::out(0) | cookie::name(2, 1));
+        assert_eq!(ApiFunc::HsaExecutableGetSymbolByName.cookie_flags(), cookie::out(3) | cookie::name(1, 0));
+        assert_eq!(ApiFunc::HsaQueueCreate.cookie_flags(), cookie::STACK | cookie::QUEUE);
+        assert_eq!(ApiFunc::HsaAmdMemoryPoolAllocate.cookie_flags(), cookie::out(3));
+        assert_eq!(ApiFunc::CuLaunchKernelEx.cookie_flags(), cookie::CONFIG);
+        assert_eq!(ApiFunc::HipStreamEndCapture.cookie_flags(), cookie::out(1));
+        assert_eq!(ApiFunc::CuGraphLaunch.cookie_flags(), 0);
+    }
+
+    #[test]
+    fn one_trap_programs_only_for_launches() {
+        for &f in ApiFunc::ALL {
+            match f.shape() {
+                ProbeShape::Launch => assert!(matches!(f.op(), Op::Launch | Op::GraphLaunch), "{f:?}"),
+                ProbeShape::RegisterName => assert_eq!(f.layout(), Layout::Register),
+                ProbeShape::Doorbell => assert_eq!(f.layout(), Layout::Doorbell),
+                ProbeShape::Call => {}
+            }
+        }
+    }
 }

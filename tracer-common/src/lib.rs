@@ -55,6 +55,7 @@ impl RecordKind {
 }
 
 /// The first 24 bytes of every record.
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecordHeader {
@@ -82,6 +83,7 @@ impl RecordHeader {
 
 /// A completed call, written at return. The meaning of each argument slot is the function's signature
 /// (see [`api`]); user space decodes it.
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CallRecord {
@@ -112,6 +114,7 @@ pub const CALL_ENTRY_ONLY: u64 = 1 << 3;
 pub const CALL_CONFIG_FAULT: u64 = 1 << 4;
 
 /// A kernel name bound to a handle.
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NameRecord {
@@ -156,6 +159,7 @@ impl ProcEvent {
     }
 }
 
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProcRecord {
@@ -172,6 +176,7 @@ pub struct ProcRecord {
 pub const IOCTL_ARG_BYTES: usize = 64;
 
 /// An ioctl on a GPU driver, written at the syscall's exit.
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IoctlRecord {
@@ -291,6 +296,7 @@ pub mod cookie {
 }
 
 /// An HSA queue as `hsa_queue_create` returned it (the first 40 bytes of `hsa_queue_t`).
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QueueRecord {
@@ -305,6 +311,7 @@ pub struct QueueRecord {
 pub const MAX_PACKETS_PER_DOORBELL: u64 = 16;
 
 /// One AQL packet read from a queue's ring when its doorbell was rung.
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DispatchRecord {
@@ -321,7 +328,8 @@ pub const AQL_PACKET_BYTES: usize = 64;
 
 #[cfg(feature = "user")]
 mod user {
-    // SAFETY: plain old data, `#[repr(C)]`, no padding, every bit pattern valid.
+    // SAFETY: plain old data, `#[repr(C)]`, no padding (bytemuck's Pod derive checks), every bit pattern
+    // valid.
     unsafe impl aya::Pod for super::RecordHeader {}
 }
 

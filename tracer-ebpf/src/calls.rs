@@ -14,7 +14,6 @@ use aya_ebpf::{
     macros::{uprobe, uretprobe},
     programs::{ProbeContext, RetProbeContext},
 };
-use aya_log_ebpf::warn;
 use tracer_common::{
     ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
     CallRecord, Counter, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, QueueRecord, RecordHeader, RecordKind,
@@ -31,13 +30,10 @@ pub fn call_entry(ctx: ProbeContext) -> u32 {
     }
     // SAFETY: the context pointer is the probe's own pt_regs.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    // SAFETY: pt_regs is kernel memory handed to the program; reading it is always valid.
-    let regs = unsafe { &*ctx.regs };
-    let mut stash =
-        Stash { ts_ns: 0, flags: 0, args: [regs.rdi, regs.rsi, regs.rdx, regs.rcx, regs.r8, regs.r9, 0, 0, 0, 0] };
+    let mut stash = Stash { ts_ns: 0, flags: 0, args: register_args(&ctx) };
     if c & cookie::STACK != 0 {
         // [rsp] is the return address; stack arguments start at [rsp+8].
-        let at = (regs.rsp + 8) as *const [u64; STACK_ARGS];
+        let at = (stack_pointer(&ctx) + 8) as *const [u64; STACK_ARGS];
         // SAFETY: bpf_probe_read_user checks the address and never faults the process.
         match unsafe { bpf_probe_read_user(at) } {
             Ok(slots) => stash.args[6..].copy_from_slice(&slots),
@@ -49,9 +45,22 @@ pub fn call_entry(ctx: ProbeContext) -> u32 {
     stash.ts_ns = unsafe { bpf_ktime_get_ns() };
     if STASH.insert(&key, &stash, 0).is_err() {
         count(Counter::StashFull);
-        warn!(&ctx, "tracer: entry stash full, a call goes unrecorded");
     }
     0
+}
+
+/// The six integer argument registers (x86-64 SysV), then room for the stack slots.
+#[inline(always)]
+fn register_args(ctx: &ProbeContext) -> [u64; ARG_SLOTS] {
+    let a = |n: usize| ctx.arg::<u64>(n).unwrap_or(0);
+    [a(0), a(1), a(2), a(3), a(4), a(5), 0, 0, 0, 0]
+}
+
+/// The stack pointer at entry (no `arg` reaches it).
+#[inline(always)]
+fn stack_pointer(ctx: &ProbeContext) -> u64 {
+    // SAFETY: pt_regs is kernel memory handed to the program; reading it is always valid.
+    unsafe { (*ctx.regs).rsp }
 }
 
 /// A launch on a hot path (CUDA's driver API): one trap. The record is written at entry with the
@@ -65,12 +74,10 @@ pub fn launch_entry(ctx: ProbeContext) -> u32 {
     }
     // SAFETY: see call_entry.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    // SAFETY: see call_entry.
-    let regs = unsafe { &*ctx.regs };
-    let mut args = [regs.rdi, regs.rsi, regs.rdx, regs.rcx, regs.r8, regs.r9, 0, 0, 0, 0];
+    let mut args = register_args(&ctx);
     let mut flags = CALL_ENTRY_ONLY;
     if c & cookie::STACK != 0 {
-        let at = (regs.rsp + 8) as *const [u64; STACK_ARGS];
+        let at = (stack_pointer(&ctx) + 8) as *const [u64; STACK_ARGS];
         // SAFETY: bpf_probe_read_user checks the address and never faults the process.
         match unsafe { bpf_probe_read_user(at) } {
             Ok(slots) => args[6..].copy_from_slice(&slots),
@@ -78,7 +85,7 @@ pub fn launch_entry(ctx: ProbeContext) -> u32 {
         }
     }
     if c & cookie::CONFIG != 0 {
-        let at = regs.rdi as *const [u64; CONFIG_SLOTS];
+        let at = args[0] as *const [u64; CONFIG_SLOTS];
         // SAFETY: as above.
         match unsafe { bpf_probe_read_user(at) } {
             Ok(words) => args[ARG_SLOTS - CONFIG_SLOTS..].copy_from_slice(&words),

@@ -23,8 +23,6 @@ pub fn register_function(ctx: ProbeContext) -> u32 {
     }
     // SAFETY: see call_entry.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    // SAFETY: see call_entry.
-    let regs = unsafe { &*ctx.regs };
     let header = RecordHeader {
         kind: RecordKind::Name as u16,
         func: cookie::func(c),
@@ -33,6 +31,8 @@ pub fn register_function(ctx: ProbeContext) -> u32 {
         // SAFETY: helper call without preconditions.
         ts_ns: unsafe { bpf_ktime_get_ns() },
     };
-    emit_name(header, regs.rsi, regs.rdi, regs.rcx as *const u8, true);
+    let arg = |n: usize| ctx.arg::<u64>(n).unwrap_or(0);
+    // (modules, host stub, device function, device name, ...)
+    emit_name(header, arg(1), arg(0), arg(3) as *const u8, true);
     0
 }

@@ -49,9 +49,7 @@ pub fn doorbell(ctx: ProbeContext) -> u32 {
     if !traced(tgid as u32) {
         return 0;
     }
-    // SAFETY: pt_regs is kernel memory handed to the program.
-    let regs = unsafe { &*ctx.regs };
-    let (signal, value) = (regs.rdi, regs.rsi);
+    let (signal, value) = (ctx.arg::<u64>(0).unwrap_or(0), ctx.arg::<u64>(1).unwrap_or(0));
     // SAFETY: bpf_probe_read_user checks every address below.
     let Ok(kind) = (unsafe { bpf_probe_read_user(signal as *const i64) }) else { return 0 };
     if kind != SIGNAL_KIND_DOORBELL && kind != SIGNAL_KIND_LEGACY_DOORBELL {

@@ -6,7 +6,7 @@
 use aya_ebpf::{
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user},
     macros::{map, tracepoint},
-    maps::HashMap,
+    maps::LruHashMap,
     programs::TracePointContext,
 };
 use tracer_common::{Counter, IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord, RecordHeader, RecordKind, ioctl::is_gpu};
@@ -32,8 +32,9 @@ pub struct IoctlEntry {
     pub cmd: u32,
 }
 
+/// LRU: a thread that dies inside an ioctl leaves an entry that is evicted in time, not one that stays.
 #[map]
-static IOCTLS: HashMap<u64, IoctlEntry> = HashMap::with_max_entries(4096, 0);
+static IOCTLS: LruHashMap<u64, IoctlEntry> = LruHashMap::with_max_entries(4096, 0);
 
 #[tracepoint]
 pub fn sys_enter_ioctl(ctx: TracePointContext) -> u32 {

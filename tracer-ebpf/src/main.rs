@@ -9,6 +9,9 @@
 //! write only into their own maps. Filtering happens first, so an untraced process costs only the trap.
 #![no_std]
 #![no_main]
+// Atomic adds for the loss counters (core has no atomic RMW types for the BPF target).
+#![allow(internal_features)]
+#![feature(core_intrinsics)]
 
 mod baseline;
 mod calls;

@@ -3,7 +3,7 @@
 
 use aya_ebpf::{
     macros::map,
-    maps::{HashMap, PerCpuArray, RingBuf},
+    maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
 use tracer_common::{ARG_SLOTS, Counter};
 
@@ -33,8 +33,10 @@ pub struct StashKey {
     pub func: u64,
 }
 
+/// LRU: an entry whose return never fires (its thread died mid-call) is evicted in time instead of
+/// filling the map; a return probe that then finds nothing is counted ([`Counter::ReturnWithoutEntry`]).
 #[map]
-pub static STASH: HashMap<StashKey, Stash> = HashMap::with_max_entries(16384, 0);
+pub static STASH: LruHashMap<StashKey, Stash> = LruHashMap::with_max_entries(16384, 0);
 
 /// Loss and error counters, one slot per [`Counter`], per CPU.
 #[map]
@@ -86,18 +88,19 @@ pub fn traced(tgid: u32) -> bool {
     }
 }
 
+/// Adds to a loss counter with an atomic add: a sleepable program may be preempted on its CPU between
+/// a load and a store, so a plain increment could lose a count.
 #[inline(always)]
 pub fn count_n(counter: Counter, n: u64) {
+    use core::intrinsics::{AtomicOrdering, atomic_xadd};
     if let Some(slot) = COUNTERS.get_ptr_mut(counter as u32) {
-        // SAFETY: per-CPU slot, no concurrent writer on this CPU while the program runs.
-        unsafe { *slot += n };
+        // SAFETY: the map value is a valid, aligned u64 for the program's lifetime. The BPF target has no
+        // atomic types in core, but LLVM lowers this intrinsic to the BPF atomic add.
+        unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(slot, n) };
     }
 }
 
 #[inline(always)]
 pub fn count(counter: Counter) {
-    if let Some(slot) = COUNTERS.get_ptr_mut(counter as u32) {
-        // SAFETY: per-CPU slot, no concurrent writer on this CPU while the program runs.
-        unsafe { *slot += 1 };
-    }
+    count_n(counter, 1);
 }

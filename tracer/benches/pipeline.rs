@@ -9,9 +9,8 @@ use tracer_common::{ARG_SLOTS, ApiFunc, CallRecord, NAME_MAX, NameRecord, Record
 
 const PID: u64 = 0x3fff_ff00; // no such process: /proc lookups fail fast, as for a process that ended
 
-fn bytes_of<T>(v: &T) -> Vec<u8> {
-    // SAFETY: #[repr(C)] records without padding.
-    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()).to_vec() }
+fn bytes_of<T: bytemuck::Pod>(v: &T) -> Vec<u8> {
+    bytemuck::bytes_of(v).to_vec()
 }
 
 /// A stream shaped like a decode loop: 8 registered kernels, launches cycling over them with a few
@@ -87,7 +86,7 @@ fn run(events: &[Vec<u8>], path: &std::path::Path, compress: bool) -> f64 {
             writer.write(&r).unwrap();
         }
     }
-    writer.finish(trace::Footer { stop: "bench".into(), ..Default::default() }).unwrap();
+    writer.finish(trace::Footer { stop: trace::Stop::Signal, ..Default::default() }).unwrap();
     t.elapsed().as_secs_f64()
 }
 

@@ -248,20 +248,20 @@ pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeM
         let c = cookie::make(lib_id, func as u16, func.cookie_flags());
         let result = match func.shape() {
             ProbeShape::Call => {
-                rec.kind = "entry+return".into();
+                rec.kind = trace::ProbeKind::EntryReturn;
                 attach_one(ebpf, entry, off, c, &copy.open_path)
                     .and_then(|_| attach_one(ebpf, ret, off, c, &copy.open_path))
             }
             ProbeShape::RegisterName => {
-                rec.kind = "entry".into();
+                rec.kind = trace::ProbeKind::Entry;
                 attach_one(ebpf, register, off, c, &copy.open_path)
             }
             ProbeShape::Doorbell => {
-                rec.kind = "entry".into();
+                rec.kind = trace::ProbeKind::Entry;
                 attach_one(ebpf, doorbell, off, c, &copy.open_path)
             }
             ProbeShape::Launch => {
-                rec.kind = "entry".into();
+                rec.kind = trace::ProbeKind::Entry;
                 attach_one(ebpf, launch, off, c, &copy.open_path)
             }
         };

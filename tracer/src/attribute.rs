@@ -1,18 +1,19 @@
 //! Attribution: decoded events become trace records naming the process, the library copy and the
 //! kernel. Holds the process table and the kernel table of the recording.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use tracer_common::{ApiFunc, ProcEvent};
+use tracer_common::{ProcEvent, api::Op};
 
 use crate::{
-    decode::{Event, Name},
+    decode::{Event, Name, Proc},
+    event::{Call, PacketType},
+    proc::{LIVE, Procs},
     process::ProcessTable,
     symbols::{KernelTable, Source},
-    trace::{self, Record},
+    trace::{self, Cause, Record},
 };
 
-#[derive(Default)]
 pub struct Attributor {
     pub processes: ProcessTable,
     pub kernels: KernelTable,
@@ -20,21 +21,40 @@ pub struct Attributor {
     pub counters: BTreeMap<String, u64>,
     /// A process whose exit the caller records itself (with its exit status): the command it started.
     pub own_child: Option<u32>,
-    /// What each (pid, fd) of an ioctl points to, read once.
-    fds: HashMap<(u32, u32), Option<String>>,
     /// Processes first seen (or exec'd) since the caller last took this list: it looks at their maps.
     pub newly_seen: Vec<u32>,
+    procs: &'static (dyn Procs + Sync),
+    /// What each (pid, fd) of an ioctl points to, read once.
+    fds: HashMap<(u32, u32), Option<String>>,
     /// HSA symbol handle -> kernel name (without `.kd`), per process, until its KERNEL_OBJECT is asked.
     hsa_symbols: HashMap<(u32, u64), String>,
     /// Streams capturing a graph, per process.
-    capturing: std::collections::HashSet<(u32, u64)>,
-    /// CUDA kernel handles (`CUkernel`) -> name, per process: a `cuKernelGetFunction` names its function
-    /// after them.
-    cuda_kernels: HashMap<(u32, u64), (String, bool)>,
+    capturing: HashSet<(u32, u64)>,
+    /// Library kernel handles (`CUkernel`) -> name, per process: a context's function is named after them.
+    library_kernels: HashMap<(u32, u64), (String, bool)>,
     /// Processes whose maps were looked at after one of their API events (their libraries are loaded by
     /// then); the last one, to skip the set on the hot path.
-    scanned: std::collections::HashSet<u32>,
+    scanned: HashSet<u32>,
     last_scanned: u32,
+}
+
+impl Default for Attributor {
+    fn default() -> Self {
+        Attributor {
+            processes: ProcessTable::default(),
+            kernels: KernelTable::default(),
+            counters: BTreeMap::new(),
+            own_child: None,
+            newly_seen: Vec::new(),
+            procs: &LIVE,
+            fds: HashMap::new(),
+            hsa_symbols: HashMap::new(),
+            capturing: HashSet::new(),
+            library_kernels: HashMap::new(),
+            scanned: HashSet::new(),
+            last_scanned: 0,
+        }
+    }
 }
 
 impl Attributor {
@@ -45,7 +65,7 @@ impl Attributor {
     /// Records for a process being traced from now on (before any of its events).
     pub fn start_process(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
         self.kernels.snapshot(pid);
-        if let Some(p) = self.processes.observe(pid, "start", ts, "") {
+        if let Some(p) = self.processes.observe(pid, Cause::Start, ts, "") {
             out.push(Record::Process(p));
         }
     }
@@ -63,7 +83,7 @@ impl Attributor {
         self.newly_seen.push(pid);
         self.kernels.snapshot(pid);
         if !self.processes.knows(pid)
-            && let Some(p) = self.processes.observe(pid, "seen", ts, "")
+            && let Some(p) = self.processes.observe(pid, Cause::Seen, ts, "")
         {
             out.push(Record::Process(p));
         }
@@ -71,238 +91,129 @@ impl Attributor {
 
     pub fn event(&mut self, ev: Event, out: &mut Vec<Record>) {
         match ev {
-            Event::Launch(l) => {
-                let o = l.origin;
-                self.see(o.pid, o.ts, out);
-                let (kernel, new) = self.kernels.resolve(o.pid, l.handle, o.ts);
+            Event::Launch(mut l) => {
+                self.see(l.pid, l.ts, out);
+                let (kernel, new) = self.kernels.resolve(l.pid, l.handle, l.ts);
                 if let Some(k) = new {
                     out.push(Record::Kernel(k));
                 }
-                let captured = self.capturing.contains(&(o.pid, l.stream));
-                out.push(Record::Launch(trace::Launch {
-                    ts: o.ts,
-                    pid: o.pid,
-                    tid: o.tid,
-                    lib: o.lib,
-                    api: l.api.symbol_name().into(),
-                    kernel: Some(kernel),
-                    handle: l.handle,
-                    grid: l.grid,
-                    block: l.block,
-                    grid_unit: l.grid_unit.as_str().into(),
-                    shmem: l.shmem,
-                    stream: l.stream,
-                    ret: l.ret,
-                    dur: l.dur,
-                    captured,
-                    entry_only: l.entry_only,
-                }));
+                l.kernel = Some(kernel);
+                l.captured = self.capturing.contains(&(l.pid, l.stream));
+                out.push(Record::Launch(l));
             }
             Event::Config(c) => {
-                let o = c.origin;
-                self.see(o.pid, o.ts, out);
-                out.push(Record::Config(trace::Config {
-                    ts: o.ts,
-                    pid: o.pid,
-                    tid: o.tid,
-                    lib: o.lib,
-                    grid: c.grid,
-                    block: c.block,
-                    shmem: c.shmem,
-                    stream: c.stream,
-                    ret: c.ret,
-                    dur: c.dur,
-                }));
+                self.see(c.pid, c.ts, out);
+                out.push(Record::Config(c));
             }
-            Event::Call(c) => {
-                let o = c.origin;
-                self.see(o.pid, o.ts, out);
-                let ok = c.ret == 0;
-                match c.api {
-                    Some(
-                        ApiFunc::HipStreamBeginCapture
-                        | ApiFunc::CuStreamBeginCapture
-                        | ApiFunc::CuStreamBeginCapturePtsz,
-                    ) if ok => {
-                        self.capturing.insert((o.pid, c.stream.unwrap_or(0)));
-                    }
-                    Some(
-                        ApiFunc::HipStreamEndCapture | ApiFunc::CuStreamEndCapture | ApiFunc::CuStreamEndCapturePtsz,
-                    ) => {
-                        self.capturing.remove(&(o.pid, c.stream.unwrap_or(0)));
-                    }
-                    // The function a CUDA library kernel has in the current context: named as the kernel.
-                    Some(ApiFunc::CuKernelGetFunction) if ok => {
-                        if let (Some(kernel), Some(function)) = (c.handle, c.function)
-                            && self.kernels.lookup(o.pid, function).is_none()
-                            && let Some((name, truncated)) = self.cuda_kernels.get(&(o.pid, kernel)).cloned()
-                        {
-                            let rec =
-                                self.kernels.bind(o.pid, function, kernel, &name, Source::Library, truncated, o.ts);
-                            out.push(Record::Kernel(rec));
-                        }
-                    }
-                    // KERNEL_OBJECT of a symbol named earlier: what every dispatch of it will carry.
-                    Some(ApiFunc::HsaExecutableSymbolGetInfo) if ok && c.attribute == Some(22) => {
-                        if let (Some(symbol), Some(object)) = (c.handle, c.value)
-                            && let Some(name) = self.hsa_symbols.get(&(o.pid, symbol)).cloned()
-                        {
-                            let rec = self.kernels.bind(o.pid, object, symbol, &name, Source::Hsa, false, o.ts);
-                            out.push(Record::Kernel(rec));
-                        }
-                    }
-                    _ => {}
-                }
-                let (file, file_offset) = match (c.api, c.ptr) {
-                    (Some(ApiFunc::HsaCodeObjectReaderCreateFromMemory), Some(ptr)) => {
-                        self.kernels.file_of(o.pid, ptr).map_or((None, None), |(f, off)| (Some(f), Some(off)))
-                    }
-                    _ => (None, None),
-                };
-                out.push(Record::Call(trace::Call {
-                    ts: o.ts,
-                    pid: o.pid,
-                    tid: o.tid,
-                    lib: o.lib,
-                    api: c.api.map_or("unknown", |a| a.symbol_name()).into(),
-                    ret: c.ret,
-                    dur: c.dur,
-                    size: c.size,
-                    ptr: c.ptr,
-                    dst: c.dst,
-                    src: c.src,
-                    kind: c.kind.map(|k| k.name()),
-                    stream: c.stream,
-                    module: c.module,
-                    function: c.function,
-                    handle: c.handle,
-                    attribute: c.attribute,
-                    value: c.value,
-                    file,
-                    file_offset,
-                    entry_only: c.entry_only,
-                }));
-            }
+            Event::Call(c) => self.call(c, out),
             Event::Name(n) => self.name(n, out),
             Event::Queue(q) => {
-                let o = q.origin;
-                self.see(o.pid, o.ts, out);
-                out.push(Record::Queue(trace::Queue {
-                    ts: o.ts,
-                    pid: o.pid,
-                    tid: o.tid,
-                    lib: o.lib,
-                    queue: q.queue,
-                    id: q.id,
-                    queue_type: q.queue_type,
-                    base_address: q.base_address,
-                    size: q.size,
-                    doorbell_signal: q.doorbell_signal,
-                }));
+                self.see(q.pid, q.ts, out);
+                out.push(Record::Queue(q));
             }
-            Event::Dispatch(d) => {
-                let o = d.origin;
-                self.see(o.pid, o.ts, out);
-                let kernel = if d.packet_type == crate::decode::PacketType::KernelDispatch {
-                    Some(match self.kernels.lookup(o.pid, d.kernel_object) {
+            Event::Dispatch(mut d) => {
+                self.see(d.pid, d.ts, out);
+                if d.packet == PacketType::KernelDispatch {
+                    d.kernel = Some(match self.kernels.lookup(d.pid, d.kernel_object) {
                         Some(id) => id,
                         None => {
                             // Loaded before the tracer started: never named, but one id per object.
                             self.bump("dispatch_unnamed_objects");
-                            let rec = self.kernels.bind(o.pid, d.kernel_object, 0, "", Source::Unnamed, false, o.ts);
+                            let rec = self.kernels.bind(d.pid, d.kernel_object, 0, "", Source::Unnamed, false, d.ts);
                             let id = rec.id;
                             out.push(Record::Kernel(rec));
                             id
                         }
-                    })
-                } else {
-                    None
-                };
-                out.push(Record::Dispatch(trace::Dispatch {
-                    ts: o.ts,
-                    pid: o.pid,
-                    tid: o.tid,
-                    lib: o.lib,
-                    queue: d.queue,
-                    index: d.index,
-                    packet: d.packet_type.name(),
-                    barrier: d.barrier,
-                    workgroup: d.workgroup,
-                    grid: d.grid,
-                    private_segment: d.private_segment,
-                    group_segment: d.group_segment,
-                    kernel_object: d.kernel_object,
-                    kernarg: d.kernarg,
-                    completion_signal: d.completion_signal,
-                    kernel,
-                }));
+                    });
+                }
+                out.push(Record::Dispatch(d));
             }
-            Event::Ioctl(i) => {
-                let o = i.origin;
-                self.see(o.pid, o.ts, out);
-                let device = self
-                    .fds
-                    .entry((o.pid, i.fd))
-                    .or_insert_with(|| {
-                        std::fs::read_link(format!("/proc/{}/fd/{}", o.pid, i.fd)).ok().map(|p| p.display().to_string())
-                    })
-                    .clone();
+            Event::Ioctl(mut i) => {
+                self.see(i.pid, i.ts, out);
+                let procs = self.procs;
+                i.device = self.fds.entry((i.pid, i.fd)).or_insert_with(|| procs.fd_target(i.pid, i.fd)).clone();
                 if !crate::ioctl::is_known(i.cmd) {
                     self.bump("ioctl_unknown");
                 }
-                let fields = i
-                    .argbuf
-                    .map(|b: [u8; tracer_common::IOCTL_ARG_BYTES]| {
-                        crate::ioctl::fields(i.cmd, &b[..]).into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
-                    })
-                    .unwrap_or_default();
-                out.push(Record::Ioctl(trace::Ioctl {
-                    ts: o.ts,
-                    pid: o.pid,
-                    tid: o.tid,
-                    fd: i.fd,
-                    device,
-                    cmd: i.cmd,
-                    name: crate::ioctl::name(i.cmd),
-                    ret: i.ret,
-                    dur: i.dur,
-                    fields,
-                }));
+                out.push(Record::Ioctl(i));
             }
-            Event::Proc(p) => {
-                let ts = p.origin.ts;
-                match p.event {
-                    ProcEvent::Fork => {
-                        self.kernels.snapshot(p.pid);
-                        if let Some(rec) = self.processes.observe(p.pid, "fork", ts, &p.comm) {
-                            out.push(Record::Process(trace::Process { ppid: p.parent, ..rec }));
-                        }
-                    }
-                    ProcEvent::Exec => {
-                        // A new program: handles of the old image mean nothing now.
-                        self.kernels.forget(p.pid);
-                        self.kernels.snapshot(p.pid);
-                        self.newly_seen.push(p.pid);
-                        // Its libraries load after exec: look again at its first API event.
-                        self.scanned.remove(&p.pid);
-                        self.last_scanned = 0;
-                        if let Some(rec) = self.processes.observe(p.pid, "exec", ts, &p.comm) {
-                            out.push(Record::Process(rec));
-                        }
-                    }
-                    ProcEvent::Exit => {
-                        self.kernels.forget(p.pid);
-                        self.hsa_symbols.retain(|(pid, _), _| *pid != p.pid);
-                        self.scanned.remove(&p.pid);
-                        self.last_scanned = 0;
-                        self.capturing.retain(|(pid, _)| *pid != p.pid);
-                        self.cuda_kernels.retain(|(pid, _), _| *pid != p.pid);
-                        self.fds.retain(|(pid, _), _| *pid != p.pid);
-                        self.processes.forget(p.pid);
-                        if self.own_child != Some(p.pid) {
-                            out.push(Record::Exit(trace::Exit { ts, pid: p.pid, code: None, signal: None }));
-                        }
-                    }
+            Event::Proc(p) => self.proc(p, out),
+        }
+    }
+
+    /// An API call: capture state, names bound by the call, the file a code object comes from.
+    fn call(&mut self, mut c: Call, out: &mut Vec<Record>) {
+        self.see(c.pid, c.ts, out);
+        let ok = c.ret == 0;
+        match c.api.op() {
+            Op::CaptureBegin if ok => {
+                self.capturing.insert((c.pid, c.stream.unwrap_or(0)));
+            }
+            Op::CaptureEnd => {
+                self.capturing.remove(&(c.pid, c.stream.unwrap_or(0)));
+            }
+            // The function a CUDA library kernel has in the current context: named as the kernel.
+            Op::KernelFunction if ok => {
+                if let (Some(kernel), Some(function)) = (c.handle, c.function)
+                    && self.kernels.lookup(c.pid, function).is_none()
+                    && let Some((name, truncated)) = self.library_kernels.get(&(c.pid, kernel)).cloned()
+                {
+                    let rec = self.kernels.bind(c.pid, function, kernel, &name, Source::Library, truncated, c.ts);
+                    out.push(Record::Kernel(rec));
+                }
+            }
+            // KERNEL_OBJECT of a symbol named earlier: what every dispatch of it will carry.
+            Op::SymbolInfo if ok => {
+                if let (Some(symbol), Some(object)) = (c.handle, c.kernel_object())
+                    && let Some(name) = self.hsa_symbols.get(&(c.pid, symbol)).cloned()
+                {
+                    let rec = self.kernels.bind(c.pid, object, symbol, &name, Source::Hsa, false, c.ts);
+                    out.push(Record::Kernel(rec));
+                }
+            }
+            Op::CodeObjectRead => {
+                if let Some((file, offset)) = c.ptr.and_then(|ptr| self.kernels.file_of(c.pid, ptr)) {
+                    c.file = Some(file);
+                    c.file_offset = Some(offset);
+                }
+            }
+            _ => {}
+        }
+        out.push(Record::Call(c));
+    }
+
+    fn proc(&mut self, p: Proc, out: &mut Vec<Record>) {
+        let ts = p.origin.ts;
+        match p.event {
+            ProcEvent::Fork => {
+                self.kernels.snapshot(p.pid);
+                if let Some(rec) = self.processes.observe(p.pid, Cause::Fork, ts, &p.comm) {
+                    out.push(Record::Process(trace::Process { ppid: p.parent, ..rec }));
+                }
+            }
+            ProcEvent::Exec => {
+                // A new program: handles of the old image mean nothing now.
+                self.kernels.forget(p.pid);
+                self.kernels.snapshot(p.pid);
+                self.newly_seen.push(p.pid);
+                // Its libraries load after exec: look again at its first API event.
+                self.scanned.remove(&p.pid);
+                self.last_scanned = 0;
+                if let Some(rec) = self.processes.observe(p.pid, Cause::Exec, ts, &p.comm) {
+                    out.push(Record::Process(rec));
+                }
+            }
+            ProcEvent::Exit => {
+                self.kernels.forget(p.pid);
+                self.hsa_symbols.retain(|(pid, _), _| *pid != p.pid);
+                self.scanned.remove(&p.pid);
+                self.last_scanned = 0;
+                self.capturing.retain(|(pid, _)| *pid != p.pid);
+                self.library_kernels.retain(|(pid, _), _| *pid != p.pid);
+                self.fds.retain(|(pid, _), _| *pid != p.pid);
+                self.processes.forget(p.pid);
+                if self.own_child != Some(p.pid) {
+                    out.push(Record::Exit(trace::Exit { ts, pid: p.pid, code: None, signal: None }));
                 }
             }
         }
@@ -317,18 +228,19 @@ impl Attributor {
         if n.fault {
             self.bump("name_fault");
         }
-        if n.api == ApiFunc::HsaExecutableGetSymbolByName {
+        let source = match n.api.op() {
             // A code-object symbol (`<kernel>.kd`): named now, bound to its kernel object by get_info.
-            let name = n.name.strip_suffix(".kd").unwrap_or(&n.name).to_owned();
-            self.hsa_symbols.insert((o.pid, n.handle), name);
-            return;
-        }
-        let source = match n.api {
-            ApiFunc::HipModuleGetFunction | ApiFunc::CuModuleGetFunction => Source::Module,
-            ApiFunc::CuLibraryGetKernel => {
-                self.cuda_kernels.insert((o.pid, n.handle), (n.name.clone(), n.truncated));
+            Op::SymbolLookup => {
+                let name = n.name.strip_suffix(".kd").unwrap_or(&n.name).to_owned();
+                self.hsa_symbols.insert((o.pid, n.handle), name);
+                return;
+            }
+            // A library kernel: a context's function is named after it (`cuKernelGetFunction`).
+            Op::KernelLookup => {
+                self.library_kernels.insert((o.pid, n.handle), (n.name.clone(), n.truncated));
                 Source::Library
             }
+            Op::FunctionLookup => Source::Module,
             _ => Source::Register,
         };
         let source = if n.fault { Source::Unnamed } else { source };
@@ -337,27 +249,12 @@ impl Attributor {
     }
 }
 
-/// The API name as users know it (the C++ export of hipExtModuleLaunchKernel is reported under its C
-/// name, with the mangled form kept in the probe records).
-trait SymbolName {
-    fn symbol_name(self) -> &'static str;
-}
-
-impl SymbolName for ApiFunc {
-    fn symbol_name(self) -> &'static str {
-        match self {
-            ApiFunc::HipExtModuleLaunchKernelCxx => "hipExtModuleLaunchKernel",
-            f => f.symbol(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use tracer_common::ApiFunc;
 
     use super::*;
-    use crate::decode::{GridUnit, Launch, Origin};
+    use crate::event::{GridUnit, Launch, Origin};
 
     fn origin(ts: u64) -> Origin {
         // A PID that cannot exist, so /proc lookups find nothing and only the events speak.
@@ -365,9 +262,14 @@ mod tests {
     }
 
     fn launch(handle: u64, ret: i32) -> Event {
+        let o = origin(10);
         Event::Launch(Launch {
-            origin: origin(10),
+            ts: o.ts,
+            pid: o.pid,
+            tid: o.tid,
+            lib: o.lib,
             api: ApiFunc::HipLaunchKernel,
+            kernel: None,
             handle,
             grid: [4, 1, 1],
             block: [64, 1, 1],
@@ -376,6 +278,7 @@ mod tests {
             stream: 0,
             ret,
             dur: 3,
+            captured: false,
             entry_only: false,
         })
     }
@@ -384,15 +287,7 @@ mod tests {
     fn launches_on_a_capturing_stream_are_graph_nodes() {
         let mut a = Attributor::default();
         let mut out = Vec::new();
-        let capture = |api, ret| {
-            Event::Call(crate::decode::Call {
-                origin: origin(1),
-                api: Some(api),
-                ret,
-                stream: Some(0),
-                ..Default::default()
-            })
-        };
+        let capture = |api, ret| Event::Call(Call { stream: Some(0), ..Call::new(origin(1), api, ret, 0) });
         a.event(capture(ApiFunc::HipStreamBeginCapture, 0), &mut out);
         a.event(launch(0x1000, 0), &mut out);
         a.event(capture(ApiFunc::HipStreamEndCapture, 0), &mut out);
@@ -429,10 +324,10 @@ mod tests {
             out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
         assert_eq!(kernels.len(), 2);
         assert_eq!(
-            (kernels[0].demangled.as_str(), kernels[0].source.as_str()),
-            ("axpy(float*, float*, float)", "register")
+            (kernels[0].demangled.as_str(), kernels[0].source),
+            ("axpy(float*, float*, float)", Source::Register)
         );
-        assert_eq!(kernels[1].source, "unnamed");
+        assert_eq!(kernels[1].source, Source::Unnamed);
         assert_eq!(launches[0].kernel, Some(kernels[0].id));
         assert_eq!(launches[1].kernel, Some(kernels[1].id));
         assert_eq!(launches[0].ret, 101);

@@ -238,7 +238,7 @@ pub fn classify(mangled: &str) -> Class {
         Some(rest) => format!("_Z{rest}"),
         None => normalized.to_owned(),
     };
-    let mut demangled = crate::symbols::demangle(&normalized);
+    let mut demangled = crate::demangle::demangle(&normalized);
     let base = match mangled_path(&demangled) {
         // Not demangled: classify by the qualified name, keeping the encoding for its arguments.
         Some(path) => {

@@ -1,13 +1,20 @@
 //! Ring-buffer bytes to typed events: the one place where records from `tracer-common` are given
-//! meaning. Every probed function's argument slots are decoded here, from its signature.
+//! meaning. A call's argument slots are decoded by its layout in the API table
+//! ([`tracer_common::api::Layout`]): one arm per layout, never one per function.
 
 use tracer_common::{
     ARG_SLOTS, ApiFunc, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID, CONFIG_SLOTS, CallRecord, DispatchRecord,
-    IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, ProcEvent, ProcRecord,
-    QueueRecord, RecordHeader, RecordKind,
+    IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, ProcEvent, ProcRecord, QueueRecord,
+    RecordHeader, RecordKind,
+    api::{CopyDirection, Layout},
 };
 
-/// A decoded ring-buffer record.
+pub use crate::event::Origin;
+use crate::event::{Call, Config, Dispatch, GridUnit, Ioctl, Launch, MemcpyKind, Queue};
+
+/// A decoded ring-buffer record. Launches, configurations, calls, ioctls, queues and dispatches are the
+/// types the trace file stores; names and process events become kernel and process records through
+/// attribution.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     Launch(Launch),
@@ -20,200 +27,7 @@ pub enum Event {
     Dispatch(Dispatch),
 }
 
-/// An HSA queue (`hsa_queue_t`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Queue {
-    pub origin: Origin,
-    pub queue: u64,
-    /// 0 multiple producers, 1 single, 2 cooperative.
-    pub queue_type: u32,
-    pub features: u32,
-    pub base_address: u64,
-    pub doorbell_signal: u64,
-    /// Ring size in packets.
-    pub size: u32,
-    pub id: u64,
-}
-
-/// AQL packet types (`hsa_packet_type_t`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PacketType {
-    VendorSpecific,
-    Invalid,
-    KernelDispatch,
-    BarrierAnd,
-    AgentDispatch,
-    BarrierOr,
-    Unknown(u8),
-}
-
-impl PacketType {
-    pub fn from_raw(v: u8) -> Self {
-        match v {
-            0 => Self::VendorSpecific,
-            1 => Self::Invalid,
-            2 => Self::KernelDispatch,
-            3 => Self::BarrierAnd,
-            4 => Self::AgentDispatch,
-            5 => Self::BarrierOr,
-            v => Self::Unknown(v),
-        }
-    }
-
-    pub fn name(self) -> std::borrow::Cow<'static, str> {
-        match self {
-            Self::VendorSpecific => "vendor-specific".into(),
-            Self::Invalid => "invalid".into(),
-            Self::KernelDispatch => "kernel-dispatch".into(),
-            Self::BarrierAnd => "barrier-and".into(),
-            Self::AgentDispatch => "agent-dispatch".into(),
-            Self::BarrierOr => "barrier-or".into(),
-            Self::Unknown(v) => format!("unknown({v})").into(),
-        }
-    }
-}
-
-/// One AQL packet read from a queue's ring at its doorbell (`hsa_kernel_dispatch_packet_t`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Dispatch {
-    pub origin: Origin,
-    pub queue: u64,
-    pub index: u64,
-    pub packet_type: PacketType,
-    /// The header's barrier bit.
-    pub barrier: bool,
-    /// Kernel dispatches: dimensions used (setup bits 0-1).
-    pub dimensions: u16,
-    pub workgroup: [u16; 3],
-    /// In work-items.
-    pub grid: [u32; 3],
-    pub private_segment: u32,
-    pub group_segment: u32,
-    pub kernel_object: u64,
-    pub kernarg: u64,
-    pub completion_signal: u64,
-}
-
-impl Dispatch {
-    pub fn from_packet(origin: Origin, queue: u64, index: u64, p: &[u8; 64]) -> Dispatch {
-        let u16_at = |o: usize| u16::from_le_bytes([p[o], p[o + 1]]);
-        let u32_at = |o: usize| u32::from_le_bytes([p[o], p[o + 1], p[o + 2], p[o + 3]]);
-        let u64_at = |o: usize| u64::from_le_bytes(p[o..o + 8].try_into().expect("8 bytes"));
-        let header = u16_at(0);
-        let packet_type = PacketType::from_raw(header as u8);
-        let kernel = packet_type == PacketType::KernelDispatch;
-        Dispatch {
-            origin,
-            queue,
-            index,
-            packet_type,
-            barrier: header >> 8 & 1 != 0,
-            dimensions: if kernel { u16_at(2) & 3 } else { 0 },
-            workgroup: if kernel { [u16_at(4), u16_at(6), u16_at(8)] } else { [0; 3] },
-            grid: if kernel { [u32_at(12), u32_at(16), u32_at(20)] } else { [0; 3] },
-            private_segment: if kernel { u32_at(24) } else { 0 },
-            group_segment: if kernel { u32_at(28) } else { 0 },
-            kernel_object: if kernel { u64_at(32) } else { 0 },
-            kernarg: if kernel { u64_at(40) } else { 0 },
-            completion_signal: u64_at(56),
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Ioctl {
-    pub origin: Origin,
-    pub fd: u32,
-    pub cmd: u32,
-    pub arg: u64,
-    pub ret: i64,
-    pub dur: u64,
-    /// The argument struct as the driver left it, when it could be read.
-    pub argbuf: Option<[u8; IOCTL_ARG_BYTES]>,
-}
-
-/// Who and where, common to every event.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Origin {
-    pub pid: u32,
-    pub tid: u32,
-    pub lib: u32,
-    pub ts: u64,
-}
-
-impl From<&RecordHeader> for Origin {
-    fn from(h: &RecordHeader) -> Self {
-        Origin { pid: h.pid(), tid: h.tid(), lib: h.lib, ts: h.ts_ns }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GridUnit {
-    Blocks,
-    WorkItems,
-}
-
-impl GridUnit {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            GridUnit::Blocks => "blocks",
-            GridUnit::WorkItems => "work-items",
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Launch {
-    pub origin: Origin,
-    pub api: ApiFunc,
-    /// The host function (hipLaunchKernel & co.) or hipFunction_t (module launches).
-    pub handle: u64,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    pub grid_unit: GridUnit,
-    pub shmem: u64,
-    pub stream: u64,
-    pub ret: i32,
-    pub dur: u64,
-    /// Recorded at entry by a one-trap probe: `ret` and `dur` are not known.
-    pub entry_only: bool,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Config {
-    pub origin: Origin,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    pub shmem: u64,
-    pub stream: u64,
-    pub ret: i32,
-    pub dur: u64,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Call {
-    pub origin: Origin,
-    pub api: Option<ApiFunc>,
-    pub ret: i64,
-    pub dur: u64,
-    pub size: Option<u64>,
-    pub ptr: Option<u64>,
-    pub dst: Option<u64>,
-    pub src: Option<u64>,
-    pub kind: Option<MemcpyKind>,
-    pub stream: Option<u64>,
-    pub module: Option<u64>,
-    pub function: Option<u64>,
-    /// A handle the call is about: an HSA symbol, a graph, a graph executable, a code-object reader.
-    pub handle: Option<u64>,
-    /// hsa_executable_symbol_get_info's attribute.
-    pub attribute: Option<u32>,
-    /// A value the call returned through an out-parameter (KERNEL_OBJECT for get_info).
-    pub value: Option<u64>,
-    /// Recorded at entry by a one-trap probe: `ret` and `dur` are not known.
-    pub entry_only: bool,
-}
-
+/// A name bound to a handle: a registration, a function or symbol lookup.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Name {
     pub origin: Origin,
@@ -225,6 +39,7 @@ pub struct Name {
     pub fault: bool,
 }
 
+/// A process event: fork, exec, exit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Proc {
     pub origin: Origin,
@@ -232,44 +47,6 @@ pub struct Proc {
     pub pid: u32,
     pub parent: u32,
     pub comm: String,
-}
-
-/// hipMemcpyKind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MemcpyKind {
-    HostToHost,
-    HostToDevice,
-    DeviceToHost,
-    DeviceToDevice,
-    Default,
-    DeviceToDeviceNoCU,
-    Unknown(u32),
-}
-
-impl MemcpyKind {
-    pub fn from_raw(v: u32) -> Self {
-        match v {
-            0 => Self::HostToHost,
-            1 => Self::HostToDevice,
-            2 => Self::DeviceToHost,
-            3 => Self::DeviceToDevice,
-            4 => Self::Default,
-            1024 => Self::DeviceToDeviceNoCU,
-            v => Self::Unknown(v),
-        }
-    }
-
-    pub fn name(self) -> std::borrow::Cow<'static, str> {
-        match self {
-            Self::HostToHost => "HostToHost".into(),
-            Self::HostToDevice => "HostToDevice".into(),
-            Self::DeviceToHost => "DeviceToHost".into(),
-            Self::DeviceToDevice => "DeviceToDevice".into(),
-            Self::Default => "Default".into(),
-            Self::DeviceToDeviceNoCU => "DeviceToDeviceNoCU".into(),
-            Self::Unknown(v) => format!("unknown({v})").into(),
-        }
-    }
 }
 
 /// Why a buffer could not be decoded. Counted by the caller, never silently dropped.
@@ -292,12 +69,13 @@ impl std::fmt::Display for DecodeError {
     }
 }
 
-fn read<T: Copy>(bytes: &[u8]) -> Result<T, DecodeError> {
-    if bytes.len() < size_of::<T>() {
-        return Err(DecodeError::Short { len: bytes.len() });
-    }
-    // SAFETY: length checked; T is a #[repr(C)] plain-old-data record; read_unaligned needs no alignment.
-    Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+fn read<T: bytemuck::AnyBitPattern>(bytes: &[u8]) -> Result<T, DecodeError> {
+    let b = bytes.get(..size_of::<T>()).ok_or(DecodeError::Short { len: bytes.len() })?;
+    Ok(bytemuck::pod_read_unaligned(b))
+}
+
+fn origin(h: &RecordHeader) -> Origin {
+    Origin { ts: h.ts_ns, pid: h.pid(), tid: h.tid(), lib: h.lib }
 }
 
 /// A dim3 passed by value takes two registers: `x | y << 32`, then `z` in the low half.
@@ -313,8 +91,12 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         Some(RecordKind::Proc) => decode_proc(&read::<ProcRecord>(bytes)?),
         Some(RecordKind::Queue) => {
             let r = read::<QueueRecord>(bytes)?;
+            let o = origin(&r.header);
             Ok(Event::Queue(Queue {
-                origin: Origin::from(&r.header),
+                ts: o.ts,
+                pid: o.pid,
+                tid: o.tid,
+                lib: o.lib,
                 queue: r.queue,
                 queue_type: r.raw[0] as u32,
                 features: (r.raw[0] >> 32) as u32,
@@ -326,18 +108,26 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         }
         Some(RecordKind::Dispatch) => {
             let r = read::<DispatchRecord>(bytes)?;
-            Ok(Event::Dispatch(Dispatch::from_packet(Origin::from(&r.header), r.queue, r.index, &r.packet)))
+            Ok(Event::Dispatch(Dispatch::from_packet(origin(&r.header), r.queue, r.index, &r.packet)))
         }
         Some(RecordKind::Ioctl) => {
             let r = read::<IoctlRecord>(bytes)?;
+            let fields = if r.flags & IOCTL_ARG_READ != 0 {
+                crate::ioctl::fields(r.cmd, &r.argbuf[..]).into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+            } else {
+                Default::default()
+            };
             Ok(Event::Ioctl(Ioctl {
-                origin: Origin::from(&r.header),
+                ts: r.header.ts_ns,
+                pid: r.header.pid(),
+                tid: r.header.tid(),
                 fd: r.fd,
+                device: None,
                 cmd: r.cmd,
-                arg: r.arg,
+                name: crate::ioctl::name(r.cmd),
                 ret: r.ret,
                 dur: r.duration_ns,
-                argbuf: (r.flags & IOCTL_ARG_READ != 0).then_some(r.argbuf),
+                fields,
             }))
         }
         None => Err(DecodeError::UnknownKind(header.kind)),
@@ -346,49 +136,62 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
 
 fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
     let api = ApiFunc::from_u16(r.header.func).ok_or(DecodeError::UnknownFunc(r.header.func))?;
-    let origin = Origin::from(&r.header);
+    let o = origin(&r.header);
     let a = &r.args;
     let ret32 = r.ret as u32 as i32;
     let out = (r.flags & CALL_OUT_VALID != 0).then_some(r.out);
     let entry_only = r.flags & CALL_ENTRY_ONLY != 0;
-    let launch = |handle, grid, block, unit, shmem, stream| {
+    let launch = |handle, grid, block, grid_unit, shmem, stream| {
         Event::Launch(Launch {
-            origin,
+            ts: o.ts,
+            pid: o.pid,
+            tid: o.tid,
+            lib: o.lib,
             api,
+            kernel: None,
             handle,
             grid,
             block,
-            grid_unit: unit,
+            grid_unit,
             shmem,
             stream,
             ret: ret32,
             dur: r.duration_ns,
+            captured: false,
             entry_only,
         })
     };
     let u32s = |x: &[u64]| [x[0] as u32, x[1] as u32, x[2] as u32];
-    let call = Call { origin, api: Some(api), ret: ret32 as i64, dur: r.duration_ns, entry_only, ..Default::default() };
-    // cuLaunchKernelEx's CUlaunchConfig, read into the last slots: u32 grid x, y, z, block x, y, z,
-    // sharedMemBytes, (padding), then the stream.
-    let config = &a[ARG_SLOTS - CONFIG_SLOTS..];
-    let lo = |w: u64| w as u32;
-    let hi = |w: u64| (w >> 32) as u32;
-    Ok(match api {
-        ApiFunc::HipLaunchKernel | ApiFunc::HipExtLaunchKernel => {
-            launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, a[6], a[7])
+    let shmem = |v: u64, shmem32: bool| if shmem32 { v as u32 as u64 } else { v };
+    let call = Call { entry_only, ..Call::new(o, api, ret32 as i64, r.duration_ns) };
+    Ok(match api.layout() {
+        Layout::LaunchDim3 { shmem32 } => {
+            launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, shmem(a[6], shmem32), a[7])
         }
-        // sharedMemBytes is an unsigned int here.
-        ApiFunc::HipLaunchCooperativeKernel => {
-            launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, a[6] as u32 as u64, a[7])
+        Layout::LaunchScalars { shmem32, work_items } => {
+            let unit = if work_items { GridUnit::WorkItems } else { GridUnit::Blocks };
+            launch(a[0], u32s(&a[1..4]), u32s(&a[4..7]), unit, shmem(a[7], shmem32), a[8])
         }
-        ApiFunc::HipModuleLaunchKernel => {
-            launch(a[0], u32s(&a[1..4]), u32s(&a[4..7]), GridUnit::Blocks, a[7] as u32 as u64, a[8])
+        // CUlaunchConfig, read into the last slots: u32 grid x, y, z, block x, y, z, sharedMemBytes,
+        // (padding), then the stream.
+        Layout::LaunchConfig => {
+            if r.flags & CALL_CONFIG_FAULT != 0 {
+                // The config could not be read: the launch is still a launch, of an unknown shape.
+                launch(a[1], [0; 3], [0; 3], GridUnit::Blocks, 0, 0)
+            } else {
+                let c = &a[ARG_SLOTS - CONFIG_SLOTS..];
+                let (lo, hi) = (|w: u64| w as u32, |w: u64| (w >> 32) as u32);
+                let grid = [lo(c[0]), hi(c[0]), lo(c[1])];
+                let block = [hi(c[1]), lo(c[2]), hi(c[2])];
+                launch(a[1], grid, block, GridUnit::Blocks, lo(c[3]) as u64, c[4])
+            }
         }
-        ApiFunc::HipExtModuleLaunchKernel | ApiFunc::HipExtModuleLaunchKernelCxx => {
-            launch(a[0], u32s(&a[1..4]), u32s(&a[4..7]), GridUnit::WorkItems, a[7], a[8])
-        }
-        ApiFunc::HipPushCallConfiguration => Event::Config(Config {
-            origin,
+        Layout::PushConfig => Event::Config(Config {
+            ts: o.ts,
+            pid: o.pid,
+            tid: o.tid,
+            lib: o.lib,
+            api,
             grid: dim3(a[0], a[1]),
             block: dim3(a[2], a[3]),
             shmem: a[4],
@@ -396,126 +199,40 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
             ret: ret32,
             dur: r.duration_ns,
         }),
+        Layout::Nothing => Event::Call(call),
+        Layout::Stream => Event::Call(Call { stream: Some(a[0]), ..call }),
+        Layout::StreamHandleOut => Event::Call(Call { stream: Some(a[0]), handle: out, ..call }),
+        Layout::InstantiateOut => Event::Call(Call { handle: Some(a[1]), value: out, ..call }),
+        Layout::HandleStream => Event::Call(Call { handle: Some(a[0]), stream: Some(a[1]), ..call }),
+        Layout::AllocOut { .. } => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
+        Layout::Ptr => Event::Call(Call { ptr: Some(a[0]), ..call }),
+        Layout::Memcpy { direction, stream } => {
+            let kind = match direction {
+                CopyDirection::Arg(i) => a[i as usize] as u32,
+                CopyDirection::Fixed(k) => k,
+            };
+            Event::Call(Call {
+                dst: Some(a[0]),
+                src: Some(a[1]),
+                size: Some(a[2]),
+                kind: Some(MemcpyKind::from_raw(kind)),
+                stream: stream.map(|i| a[i as usize]),
+                ..call
+            })
+        }
         // The return value is the module handle, not an error code.
-        ApiFunc::HipRegisterFatBinary => Event::Call(Call { ret: 0, ptr: Some(a[0]), module: Some(r.ret), ..call }),
-        ApiFunc::HipModuleLoadData => Event::Call(Call { ptr: Some(a[1]), module: out, ..call }),
-        ApiFunc::HipModuleGetFunction => Event::Call(Call { module: Some(a[1]), function: out, ..call }),
-        ApiFunc::HipMalloc => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
-        ApiFunc::HipFree => Event::Call(Call { ptr: Some(a[0]), ..call }),
-        ApiFunc::HipMemcpy => Event::Call(Call {
-            dst: Some(a[0]),
-            src: Some(a[1]),
-            size: Some(a[2]),
-            kind: Some(MemcpyKind::from_raw(a[3] as u32)),
-            ..call
-        }),
-        ApiFunc::HipMemcpyAsync => Event::Call(Call {
-            dst: Some(a[0]),
-            src: Some(a[1]),
-            size: Some(a[2]),
-            kind: Some(MemcpyKind::from_raw(a[3] as u32)),
-            stream: Some(a[4]),
-            ..call
-        }),
-        ApiFunc::HipStreamSynchronize => Event::Call(Call { stream: Some(a[0]), ..call }),
-        ApiFunc::HipDeviceSynchronize => Event::Call(call),
-        ApiFunc::HipStreamBeginCapture => Event::Call(Call { stream: Some(a[0]), ..call }),
-        ApiFunc::HipStreamEndCapture => Event::Call(Call { stream: Some(a[0]), handle: out, ..call }),
-        ApiFunc::HipGraphInstantiate => Event::Call(Call { handle: Some(a[1]), value: out, ..call }),
-        ApiFunc::HipGraphLaunch => Event::Call(Call { handle: Some(a[0]), stream: Some(a[1]), ..call }),
-        ApiFunc::HsaInit => Event::Call(call),
-        ApiFunc::HsaQueueCreate => Event::Call(Call { size: Some(a[1] as u32 as u64), ..call }),
-        ApiFunc::HsaExecutableGetSymbolByName => Event::Call(Call { module: Some(a[0]), handle: out, ..call }),
-        ApiFunc::HsaExecutableSymbolGetInfo => {
+        Layout::FatBinary => Event::Call(Call { ret: 0, ptr: Some(a[0]), module: Some(r.ret), ..call }),
+        Layout::ModuleOut => Event::Call(Call { ptr: Some(a[1]), module: out, ..call }),
+        Layout::FunctionOut => Event::Call(Call { module: Some(a[1]), function: out, ..call }),
+        Layout::KernelFunctionOut => Event::Call(Call { handle: Some(a[1]), function: out, ..call }),
+        Layout::SymbolByName => Event::Call(Call { module: Some(a[0]), handle: out, ..call }),
+        Layout::SymbolInfo => {
             Event::Call(Call { handle: Some(a[0]), attribute: Some(a[1] as u32), value: out, ..call })
         }
-        ApiFunc::HsaCodeObjectReaderCreateFromMemory => {
-            Event::Call(Call { ptr: Some(a[0]), size: Some(a[1]), handle: out, ..call })
-        }
-        ApiFunc::HsaAmdMemoryPoolAllocate => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
-        ApiFunc::HsaAmdMemoryPoolFree => Event::Call(Call { ptr: Some(a[0]), ..call }),
-        // CUDA's driver API: cuLaunchKernel's shape is hipModuleLaunchKernel's (grid and block as six u32
-        // arguments, shared memory an unsigned int).
-        ApiFunc::CuLaunchKernel
-        | ApiFunc::CuLaunchKernelPtsz
-        | ApiFunc::CuLaunchCooperativeKernel
-        | ApiFunc::CuLaunchCooperativeKernelPtsz => {
-            launch(a[0], u32s(&a[1..4]), u32s(&a[4..7]), GridUnit::Blocks, a[7] as u32 as u64, a[8])
-        }
-        ApiFunc::CuLaunchKernelEx | ApiFunc::CuLaunchKernelExPtsz => {
-            if r.flags & CALL_CONFIG_FAULT != 0 {
-                // The config could not be read: the launch is still a launch, of an unknown shape.
-                launch(a[1], [0; 3], [0; 3], GridUnit::Blocks, 0, 0)
-            } else {
-                let grid = [lo(config[0]), hi(config[0]), lo(config[1])];
-                let block = [hi(config[1]), lo(config[2]), hi(config[2])];
-                launch(a[1], grid, block, GridUnit::Blocks, lo(config[3]) as u64, config[4])
-            }
-        }
-        // The runtime API's launch (opt-in): hipLaunchKernel's shape.
-        ApiFunc::CudaLaunchKernel => launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, a[6], a[7]),
-        ApiFunc::CuGraphLaunch | ApiFunc::CuGraphLaunchPtsz => {
-            Event::Call(Call { handle: Some(a[0]), stream: Some(a[1]), ..call })
-        }
-        ApiFunc::CuModuleGetFunction | ApiFunc::CuLibraryGetKernel => {
-            Event::Call(Call { module: Some(a[1]), function: out, ..call })
-        }
-        ApiFunc::CuKernelGetFunction => Event::Call(Call { handle: Some(a[1]), function: out, ..call }),
-        ApiFunc::CuModuleLoadData | ApiFunc::CuModuleLoadDataEx | ApiFunc::CuLibraryLoadData => {
-            Event::Call(Call { ptr: Some(a[1]), module: out, ..call })
-        }
-        ApiFunc::CuMemAlloc => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
-        ApiFunc::CuMemFree => Event::Call(Call { ptr: Some(a[0]), ..call }),
-        ApiFunc::CuMemcpyDtoH => Event::Call(Call {
-            dst: Some(a[0]),
-            src: Some(a[1]),
-            size: Some(a[2]),
-            kind: Some(MemcpyKind::DeviceToHost),
-            ..call
-        }),
-        ApiFunc::CuMemcpyHtoD => Event::Call(Call {
-            dst: Some(a[0]),
-            src: Some(a[1]),
-            size: Some(a[2]),
-            kind: Some(MemcpyKind::HostToDevice),
-            ..call
-        }),
-        ApiFunc::CuMemcpyDtoHAsync => Event::Call(Call {
-            dst: Some(a[0]),
-            src: Some(a[1]),
-            size: Some(a[2]),
-            kind: Some(MemcpyKind::DeviceToHost),
-            stream: Some(a[3]),
-            ..call
-        }),
-        ApiFunc::CuMemcpyAsync => Event::Call(Call {
-            dst: Some(a[0]),
-            src: Some(a[1]),
-            size: Some(a[2]),
-            kind: Some(MemcpyKind::Default),
-            stream: Some(a[3]),
-            ..call
-        }),
-        ApiFunc::CuStreamSynchronize | ApiFunc::CuStreamSynchronizePtsz => {
-            Event::Call(Call { stream: Some(a[0]), ..call })
-        }
-        ApiFunc::CuCtxSynchronize => Event::Call(call),
-        ApiFunc::CuStreamBeginCapture | ApiFunc::CuStreamBeginCapturePtsz => {
-            Event::Call(Call { stream: Some(a[0]), ..call })
-        }
-        ApiFunc::CuStreamEndCapture | ApiFunc::CuStreamEndCapturePtsz => {
-            Event::Call(Call { stream: Some(a[0]), handle: out, ..call })
-        }
-        ApiFunc::CuGraphInstantiateWithFlags | ApiFunc::CuGraphInstantiateWithParams | ApiFunc::CuGraphInstantiate => {
-            Event::Call(Call { handle: Some(a[1]), value: out, ..call })
-        }
+        Layout::CodeObjectFromMemory => Event::Call(Call { ptr: Some(a[0]), size: Some(a[1]), handle: out, ..call }),
+        Layout::QueueCreate => Event::Call(Call { size: Some(a[1] as u32 as u64), ..call }),
         // Registration and doorbells have their own programs and records, never a call record.
-        ApiFunc::HipRegisterFunction
-        | ApiFunc::CudaRegisterFunction
-        | ApiFunc::HsaSignalStoreScrelease
-        | ApiFunc::HsaSignalStoreRelaxed => {
-            return Err(DecodeError::UnknownFunc(r.header.func));
-        }
+        Layout::Register | Layout::Doorbell => return Err(DecodeError::UnknownFunc(r.header.func)),
     })
 }
 
@@ -525,7 +242,7 @@ fn decode_name(r: &NameRecord) -> Result<Event, DecodeError> {
     let bytes = &r.name[..len];
     let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
     Ok(Event::Name(Name {
-        origin: Origin::from(&r.header),
+        origin: origin(&r.header),
         api,
         handle: r.handle,
         module: r.module,
@@ -537,42 +254,7 @@ fn decode_name(r: &NameRecord) -> Result<Event, DecodeError> {
 
 fn decode_proc(r: &ProcRecord) -> Result<Event, DecodeError> {
     let event = ProcEvent::from_u16(r.header.func).ok_or(DecodeError::UnknownProcEvent(r.header.func))?;
-    Ok(Event::Proc(Proc {
-        origin: Origin::from(&r.header),
-        event,
-        pid: r.pid,
-        parent: r.parent,
-        comm: c_string(&r.comm),
-    }))
-}
-
-/// The name of a hipError_t value (the subset a launch, copy or allocation returns), for reports.
-pub fn hip_error_name(code: i64) -> Option<&'static str> {
-    Some(match code {
-        0 => "hipSuccess",
-        1 => "hipErrorInvalidValue",
-        2 => "hipErrorOutOfMemory",
-        3 => "hipErrorNotInitialized",
-        9 => "hipErrorInvalidConfiguration",
-        13 => "hipErrorInvalidSymbol",
-        17 => "hipErrorInvalidDevicePointer",
-        21 => "hipErrorInvalidMemcpyDirection",
-        35 => "hipErrorInsufficientDriver",
-        52 => "hipErrorMissingConfiguration",
-        98 => "hipErrorInvalidDeviceFunction",
-        100 => "hipErrorNoDevice",
-        101 => "hipErrorInvalidDevice",
-        200 => "hipErrorInvalidImage",
-        201 => "hipErrorInvalidContext",
-        209 => "hipErrorNoBinaryForGpu",
-        400 => "hipErrorInvalidHandle",
-        500 => "hipErrorNotFound",
-        600 => "hipErrorNotReady",
-        700 => "hipErrorIllegalAddress",
-        701 => "hipErrorLaunchOutOfResources",
-        719 => "hipErrorLaunchFailure",
-        _ => return None,
-    })
+    Ok(Event::Proc(Proc { origin: origin(&r.header), event, pid: r.pid, parent: r.parent, comm: c_string(&r.comm) }))
 }
 
 pub fn c_string(b: &[u8]) -> String {
@@ -585,10 +267,10 @@ mod tests {
     use tracer_common::{ARG_SLOTS, CALL_OUT_VALID, NAME_MAX, RecordHeader};
 
     use super::*;
+    use crate::event::PacketType;
 
-    fn bytes_of<T>(v: &T) -> Vec<u8> {
-        // SAFETY: test helper over #[repr(C)] records without padding.
-        unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), size_of::<T>()).to_vec() }
+    fn bytes_of<T: bytemuck::Pod>(v: &T) -> Vec<u8> {
+        bytemuck::bytes_of(v).to_vec()
     }
 
     fn call(func: ApiFunc, args: [u64; ARG_SLOTS], ret: u64) -> CallRecord {
@@ -631,7 +313,7 @@ mod tests {
         assert_eq!(l.stream, 0x5000);
         assert_eq!(l.ret, 101);
         assert_eq!(l.grid_unit, GridUnit::Blocks);
-        assert_eq!(l.origin, Origin { pid: 100, tid: 101, lib: 3, ts: 5_000 });
+        assert_eq!((l.pid, l.tid, l.lib, l.ts), (100, 101, 3, 5_000));
         assert_eq!(l.dur, 700);
     }
 
@@ -712,7 +394,7 @@ mod tests {
         p[40..48].copy_from_slice(&0x7f00_5000_0000u64.to_le_bytes());
         p[56..64].copy_from_slice(&0x55aa_0000u64.to_le_bytes());
         let d = Dispatch::from_packet(Origin::default(), 0x1000, 7, &p);
-        assert_eq!(d.packet_type, PacketType::KernelDispatch);
+        assert_eq!(d.packet, PacketType::KernelDispatch);
         assert!(d.barrier);
         assert_eq!((d.dimensions, d.workgroup, d.grid), (3, [256, 1, 1], [4096, 2, 1]));
         assert_eq!((d.private_segment, d.group_segment), (16, 1024));
@@ -723,7 +405,7 @@ mod tests {
         // A barrier-AND packet: no kernel fields, whatever bytes follow the header.
         p[0] = 3;
         let b = Dispatch::from_packet(Origin::default(), 0x1000, 8, &p);
-        assert_eq!((b.packet_type, b.kernel_object, b.grid), (PacketType::BarrierAnd, 0, [0; 3]));
+        assert_eq!((b.packet, b.kernel_object, b.grid), (PacketType::BarrierAnd, 0, [0; 3]));
         assert_eq!(b.completion_signal, 0x55aa_0000);
     }
 

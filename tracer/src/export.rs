@@ -16,7 +16,10 @@ use std::{
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use crate::trace::{self, Record};
+use crate::{
+    event::GridUnit,
+    trace::{self, Record},
+};
 
 /// Synthetic thread ids for queue tracks start here (real tids are below 2^22).
 const QUEUE_TRACK_BASE: u64 = 1 << 30;
@@ -55,10 +58,10 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
             let name = l.kernel.and_then(|id| kernels.get(&id)).cloned().unwrap_or_default();
             let class =
                 l.kernel.and_then(|id| classes.get(&id)).cloned().unwrap_or_else(|| crate::classify::classify(""));
-            let class = class.with_shape(l.grid, l.block, &*l.grid_unit == "work-items");
+            let class = class.with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems);
             phases.entry(l.pid).or_default().launch(class, l.ts);
             let mut ev = json!({
-                "ph": "X", "cat": "launch", "name": format!("{} {}", l.api, name), "pid": l.pid, "tid": l.tid,
+                "ph": "X", "cat": "launch", "name": format!("{} {}", l.api.name(), name), "pid": l.pid, "tid": l.tid,
                 "ts": us(l.ts, start), "dur": l.dur as f64 / 1000.0,
                 "args": {"grid": l.grid, "block": l.block, "grid_unit": l.grid_unit, "shmem": l.shmem, "stream": l.stream, "ret": l.ret, "captured": l.captured},
             });
@@ -71,12 +74,12 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
             }
         }
         Record::Config(c) => events.push(json!({
-            "ph": "X", "cat": "api", "name": "__hipPushCallConfiguration", "pid": c.pid, "tid": c.tid,
+            "ph": "X", "cat": "api", "name": c.api.name(), "pid": c.pid, "tid": c.tid,
             "ts": us(c.ts, start), "dur": c.dur as f64 / 1000.0,
             "args": {"grid": c.grid, "block": c.block, "shmem": c.shmem, "ret": c.ret},
         })),
         Record::Call(c) => {
-            phases.entry(c.pid).or_default().call(&c.api, c.kind.as_deref(), c.ts);
+            phases.entry(c.pid).or_default().call(c.api.op(), c.kind, c.ts);
             events.push(json!({
                 "ph": "X", "cat": "api", "name": c.api, "pid": c.pid, "tid": c.tid,
                 "ts": us(c.ts, start), "dur": c.dur as f64 / 1000.0, "args": {"ret": c.ret},
@@ -89,7 +92,8 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
         Record::Dispatch(d) => {
             let n = queues.len() as u64;
             let track = *queues.entry((d.pid, d.queue)).or_insert(QUEUE_TRACK_BASE + n);
-            let name = d.kernel.and_then(|id| kernels.get(&id)).cloned().unwrap_or_else(|| d.packet.to_string());
+            let name =
+                d.kernel.and_then(|id| kernels.get(&id)).cloned().unwrap_or_else(|| d.packet.name().into_owned());
             if let Some(id) = d.kernel {
                 let class = classes.get(&id).cloned().unwrap_or_else(|| crate::classify::classify(""));
                 let class = class.with_shape(d.grid, d.workgroup.map(u32::from), true);
@@ -213,7 +217,10 @@ pub fn csv(input: &Path, out: &mut impl Write) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Dispatch, Header, Kernel, Launch, Writer};
+    use crate::{
+        event::{ApiFunc, PacketType},
+        trace::{Dispatch, Header, Kernel, Launch, Source, Writer},
+    };
 
     /// A launch at the API and the dispatch it produced at the queue, joined by an arrow; a failed launch
     /// gets none, and nothing dangles.
@@ -223,13 +230,13 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.jsonl");
         let mut w = Writer::new(std::fs::File::create(&path).unwrap(), false).unwrap();
-        let k = |id, source: &str| {
+        let k = |id, source: Source| {
             Record::Kernel(Kernel {
                 id,
                 pid: 7,
                 name: "_Z1kv".into(),
                 demangled: "k()".into(),
-                source: source.into(),
+                source,
                 ..Default::default()
             })
         };
@@ -238,12 +245,19 @@ mod tests {
                 ts,
                 pid: 7,
                 tid: 8,
-                api: "hipLaunchKernel".into(),
+                lib: 0,
+                api: ApiFunc::HipLaunchKernel,
                 kernel: Some(1),
+                handle: 0,
+                grid: [0; 3],
+                block: [0; 3],
+                grid_unit: GridUnit::Blocks,
+                shmem: 0,
+                stream: 0,
                 ret,
                 dur: 2000,
-                grid_unit: "blocks".into(),
-                ..Default::default()
+                captured: false,
+                entry_only: false,
             })
         };
         for r in [
@@ -253,8 +267,8 @@ mod tests {
                 start_mono_ns: 1_000,
                 ..Default::default()
             }),
-            k(1, "register"),
-            k(2, "hsa"),
+            k(1, Source::Register),
+            k(2, Source::Hsa),
             launch(10_000, 101),
             launch(20_000, 0),
             Record::Dispatch(Dispatch {
@@ -262,7 +276,7 @@ mod tests {
                 pid: 7,
                 tid: 8,
                 queue: 0x99,
-                packet: "kernel-dispatch".into(),
+                packet: PacketType::KernelDispatch,
                 kernel: Some(2),
                 ..Default::default()
             }),

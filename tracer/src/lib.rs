@@ -1,21 +1,28 @@
 //! tracer's user space. The data path, one module per step:
-//! [`attach`] (probe plan, load) → ring buffer → [`decode`] → [`attribute`] (with [`process`],
-//! [`symbols`], [`libs`], [`ollama`], [`ioctl`]) → [`trace`] (file format) → [`report`]. [`record`] runs the
-//! recording session.
+//! [`attach`] (probe plan, load) → [`ring`] (the ring buffer) → [`decode`] (bytes to [`event`]s) →
+//! [`attribute`] (process, library, kernel name; with [`process`], [`symbols`], [`libs`], [`ollama`],
+//! [`ioctl`]) → [`trace`] (the file: schema, writer, reader) → [`report`] / [`export`] (with [`classify`]
+//! and [`phase`]). [`record`] runs the recording session. Leaves that many steps share: [`proc`] (/proc),
+//! [`demangle`], [`bundle`] (offload bundles; [`inspect`] presents them).
 
 pub mod attach;
 pub mod attribute;
+pub mod bundle;
 pub mod classify;
 pub mod cli;
 pub mod decode;
+pub mod demangle;
+pub mod event;
 pub mod export;
 pub mod inspect;
 pub mod ioctl;
 pub mod libs;
 pub mod ollama;
 pub mod phase;
+pub mod proc;
 pub mod process;
 pub mod record;
 pub mod report;
+pub mod ring;
 pub mod symbols;
 pub mod trace;

@@ -23,29 +23,10 @@ pub const CUDA_RUNTIME: &str = "libcudart.so";
 /// The runtimes probed by default.
 pub const RUNTIMES: [&str; 3] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER];
 
-/// Where a copy came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Origin {
-    /// Ollama's own ROCm bundle (`.../lib/ollama/...`).
-    OllamaBundle,
-    /// A system install (/opt/rocm, the distribution's library path).
-    System,
-    /// Named with --lib.
-    User,
-}
+pub use crate::trace::LibOrigin as Origin;
 
-impl Origin {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Origin::OllamaBundle => "ollama-bundle",
-            Origin::System => "system",
-            Origin::User => "user",
-        }
-    }
-
-    fn of_path(path: &str) -> Self {
-        if path.contains("/lib/ollama/") { Origin::OllamaBundle } else { Origin::System }
-    }
+fn origin_of_path(path: &str) -> Origin {
+    if path.contains("/lib/ollama/") { Origin::OllamaBundle } else { Origin::System }
 }
 
 /// One library file to attach probes to.
@@ -110,57 +91,16 @@ pub fn from_user_paths(paths: &[PathBuf]) -> Result<Vec<LibCopy>> {
 /// Mapped files of a process whose name starts with `prefix`, reached through /proc/PID/root so that a
 /// process in a container is handled like any other.
 pub fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
-    let Ok(maps) = fs::read_to_string(format!("/proc/{pid}/maps")) else { return Vec::new() };
-    let copies = parse_maps(&maps)
-        .iter()
-        .filter(|e| e.path.rsplit('/').next().unwrap_or(e.path).starts_with(prefix))
-        .filter_map(|e| copy_in(pid, e))
-        .collect();
+    use crate::proc::Procs as _;
+    let Some(maps) = crate::proc::LIVE.maps(pid) else { return Vec::new() };
+    let copies = maps.iter().filter(|e| e.file_name().starts_with(prefix)).filter_map(|e| copy_in(pid, e)).collect();
     dedupe(copies)
 }
 
-/// One file mapping from /proc/PID/maps.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MapsEntry<'a> {
-    pub start: u64,
-    pub end: u64,
-    pub offset: u64,
-    /// The file's device as `st_dev` encodes it, and its inode: no stat needed.
-    pub dev: u64,
-    pub inode: u64,
-    pub path: &'a str,
-}
-
-/// File mappings of a /proc/PID/maps text (anonymous and deleted mappings left out).
-pub fn parse_maps(maps: &str) -> Vec<MapsEntry<'_>> {
-    maps.lines()
-        .filter_map(|l| {
-            let mut it = l.splitn(6, ' ');
-            let (range, _perms, offset, dev, inode) = (it.next()?, it.next()?, it.next()?, it.next()?, it.next()?);
-            let path = it.next()?.trim_start();
-            if !path.starts_with('/') || path.ends_with(" (deleted)") {
-                return None;
-            }
-            let (s, e) = range.split_once('-')?;
-            let (major, minor) = dev.split_once(':')?;
-            let (major, minor) = (u64::from_str_radix(major, 16).ok()?, u64::from_str_radix(minor, 16).ok()?);
-            Some(MapsEntry {
-                start: u64::from_str_radix(s, 16).ok()?,
-                end: u64::from_str_radix(e, 16).ok()?,
-                offset: u64::from_str_radix(offset, 16).ok()?,
-                // glibc's makedev.
-                dev: (major & 0xfff) << 8 | (major & !0xfff) << 32 | (minor & 0xff) | (minor & !0xff) << 12,
-                inode: inode.parse().ok()?,
-                path,
-            })
-        })
-        .collect()
-}
-
 /// A copy found in a process's maps, reached through /proc/PID/root.
-pub fn copy_in(pid: u32, e: &MapsEntry<'_>) -> Option<LibCopy> {
+pub fn copy_in(pid: u32, e: &crate::proc::MapsEntry) -> Option<LibCopy> {
     let open = PathBuf::from(format!("/proc/{pid}/root{}", e.path));
-    LibCopy::stat(e.path.to_owned(), open, Origin::of_path(e.path))
+    LibCopy::stat(e.path.clone(), open, origin_of_path(&e.path))
 }
 
 /// The usual places, most specific first: Ollama bundles (next to an `ollama` on PATH and the standard
@@ -237,7 +177,7 @@ pub fn in_dir(dir: &Path, prefix: &str) -> Vec<LibCopy> {
         .filter_map(|p| {
             let real = fs::canonicalize(&p).ok()?;
             let s = real.to_string_lossy().into_owned();
-            LibCopy::stat(s.clone(), real, Origin::of_path(&s))
+            LibCopy::stat(s.clone(), real, origin_of_path(&s))
         })
         .collect()
 }
@@ -256,35 +196,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn maps_paths_are_parsed() {
-        let maps = "\
-55d0c0000000-55d0c0001000 r--p 00000000 08:01 123 /usr/bin/prog
-7f0000000000-7f0000100000 r-xp 00010000 08:01 456 /home/u/lib/ollama/rocm/libamdhip64.so.6.1
-7f0000200000-7f0000300000 rw-p 00000000 00:00 0
-7f0000300000-7f0000400000 r--p 00000000 00:00 0 [heap]
-7f0000400000-7f0000500000 r--p 00000000 08:01 789 /tmp/with space/libx.so
-7f0000500000-7f0000600000 r--p 00000000 08:01 790 /tmp/gone.so (deleted)
-";
-        let paths: Vec<&str> = parse_maps(maps).iter().map(|e| e.path).collect::<BTreeSet<_>>().into_iter().collect();
-        assert_eq!(paths, ["/home/u/lib/ollama/rocm/libamdhip64.so.6.1", "/tmp/with space/libx.so", "/usr/bin/prog"]);
-    }
-
-    #[test]
-    fn maps_devices_match_stat() {
-        use std::os::unix::fs::MetadataExt;
-        let maps = fs::read_to_string("/proc/self/maps").unwrap();
-        let exe = fs::canonicalize("/proc/self/exe").unwrap();
-        let meta = fs::metadata(&exe).unwrap();
-        let entries = parse_maps(&maps);
-        let e = entries.iter().find(|e| e.path == exe.to_str().unwrap()).expect("own executable mapped");
-        assert_eq!((e.dev, e.inode), (meta.dev(), meta.ino()));
-        assert!(e.end > e.start);
-    }
-
-    #[test]
     fn origin_from_path() {
-        assert_eq!(Origin::of_path("/usr/lib/ollama/rocm/libamdhip64.so.6"), Origin::OllamaBundle);
-        assert_eq!(Origin::of_path("/opt/rocm/lib/libamdhip64.so.6"), Origin::System);
+        assert_eq!(origin_of_path("/usr/lib/ollama/rocm/libamdhip64.so.6"), Origin::OllamaBundle);
+        assert_eq!(origin_of_path("/opt/rocm/lib/libamdhip64.so.6"), Origin::System);
     }
 
     #[test]

@@ -10,6 +10,8 @@ use std::{
     path::{Path, PathBuf},
 };
 
+use crate::proc::Procs;
+
 /// What a process is to Ollama.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -19,11 +21,12 @@ pub enum Role {
 }
 
 impl Role {
-    pub fn name(&self) -> &'static str {
+    /// The role a trace's process record carries, with the runner's model.
+    pub fn recorded(self) -> (Option<crate::trace::Role>, Option<String>) {
         match self {
-            Role::Server => "ollama-server",
-            Role::Runner { .. } => "runner",
-            Role::Other => "other",
+            Role::Server => (Some(crate::trace::Role::OllamaServer), None),
+            Role::Runner { model } => (Some(crate::trace::Role::Runner), model),
+            Role::Other => (None, None),
         }
     }
 }
@@ -106,21 +109,16 @@ fn walk(dir: &Path, depth: usize, f: &mut impl FnMut(&Path)) {
 }
 
 /// Processes whose argv is `ollama serve`.
-pub fn find_servers() -> Vec<u32> {
-    let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
-    let mut pids: Vec<u32> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .filter(|&pid| role(&crate::process::read_argv(pid)) == Role::Server)
-        .collect();
+pub fn find_servers(procs: &dyn Procs) -> Vec<u32> {
+    let mut pids: Vec<u32> = procs.pids().into_iter().filter(|&pid| role(&procs.argv(pid)) == Role::Server).collect();
     pids.sort();
     pids
 }
 
 /// Library directories of an Ollama install, from the server's executable: `<exe>/../lib/ollama` and its
 /// `rocm*` subdirectories, reached through /proc/PID/root (a server in a container).
-pub fn bundle_dirs(server: u32) -> Vec<PathBuf> {
-    let Ok(exe) = fs::read_link(format!("/proc/{server}/exe")) else { return Vec::new() };
+pub fn bundle_dirs(procs: &dyn Procs, server: u32) -> Vec<PathBuf> {
+    let Some(exe) = procs.exe(server) else { return Vec::new() };
     let root = PathBuf::from(format!("/proc/{server}/root"));
     let Some(prefix) = exe.parent().and_then(Path::parent) else { return Vec::new() };
     let lib = root.join(prefix.strip_prefix("/").unwrap_or(prefix)).join("lib/ollama");

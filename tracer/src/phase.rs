@@ -2,7 +2,7 @@
 //! prefill or decode from its matrix kernels.
 //!
 //! A step ends where ggml waits for its result: a synchronize after a device-to-host copy (the logits), or
-//! a `hipGraphLaunch` (a replayed graph is a step of its own). Labels: any MMQ or BLAS GEMM, or MMVQ with
+//! a graph replay (a replayed graph is a step of its own). Labels: any MMQ or BLAS GEMM, or MMVQ with
 //! more than one column, is a prompt batch (prefill); MMVQ with one column only is token decode; a step
 //! with no quantized or BLAS matrix kernel is "other". Kernels are counted from the queue's dispatches when
 //! the process has any (graph replays reach only the queue), else from its API launches. Only processes
@@ -12,7 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::classify::{Batch, Class, Family};
+use tracer_common::api::Op;
+
+use crate::{
+    classify::{Batch, Class, Family},
+    event::MemcpyKind,
+};
 
 /// One phase's totals.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -24,11 +29,6 @@ pub struct PhaseReport {
     pub kernels: BTreeMap<String, u64>,
     /// Batch widths the matrix kernels' names fix ("1", "<=16").
     pub batch_widths: BTreeSet<String>,
-}
-
-/// A graph replay: `hipGraphLaunch`, `cuGraphLaunch` (and its per-thread-stream variant).
-pub fn is_graph_launch(api: &str) -> bool {
-    matches!(api, "hipGraphLaunch" | "cuGraphLaunch" | "cuGraphLaunch_ptsz")
 }
 
 #[derive(Default)]
@@ -80,26 +80,19 @@ impl Phases {
     }
 
     /// An API call: copies to the host, synchronizations and graph replays delimit steps.
-    pub fn call(&mut self, api: &str, kind: Option<&str>, ts: u64) {
+    pub fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64) {
         for step in [&mut self.api, &mut self.queue] {
             if !step.kernels.is_empty() {
                 step.end = step.end.max(ts);
             }
         }
-        match (api, kind) {
-            ("hipMemcpy" | "hipMemcpyAsync" | "cuMemcpyDtoH_v2" | "cuMemcpyDtoHAsync_v2", Some("DeviceToHost")) => {
+        match (op, kind) {
+            (Op::Memcpy, Some(MemcpyKind::DeviceToHost)) => {
                 self.api.copied_to_host = true;
                 self.queue.copied_to_host = true;
             }
-            (
-                "hipStreamSynchronize"
-                | "hipDeviceSynchronize"
-                | "cuStreamSynchronize"
-                | "cuStreamSynchronize_ptsz"
-                | "cuCtxSynchronize",
-                _,
-            ) if self.api.copied_to_host => self.close(),
-            (api, _) if is_graph_launch(api) => self.close(),
+            (Op::Sync, _) if self.api.copied_to_host => self.close(),
+            (Op::GraphLaunch, _) => self.close(),
             _ => {}
         }
     }
@@ -172,6 +165,8 @@ fn label(kernels: &[Class]) -> &'static str {
 
 #[cfg(test)]
 mod tests {
+    use tracer_common::ApiFunc;
+
     use super::*;
     use crate::classify::classify;
 
@@ -184,10 +179,10 @@ mod tests {
         let mut p = Phases::default();
         p.launch(classify(MMQ16), 100);
         p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 110);
-        p.call("hipMemcpy", Some("DeviceToHost"), 120);
-        p.call("hipStreamSynchronize", None, 130);
+        p.call(ApiFunc::HipMemcpy.op(), Some(MemcpyKind::DeviceToHost), 120);
+        p.call(ApiFunc::HipStreamSynchronize.op(), None, 130);
         p.launch(classify(MMVQ1), 200);
-        p.call("hipGraphLaunch", None, 250);
+        p.call(ApiFunc::HipGraphLaunch.op(), None, 250);
         let spans = p.spans();
         assert_eq!(
             spans,
@@ -203,10 +198,10 @@ mod tests {
         // ggml-cuda: the same cuts through the driver API's copy and synchronize.
         let mut p = Phases::default();
         p.launch(classify(MMVQ1), 0);
-        p.call("cuMemcpyDtoHAsync_v2", Some("DeviceToHost"), 0);
-        p.call("cuStreamSynchronize", None, 0);
+        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0);
+        p.call(ApiFunc::CuStreamSynchronize.op(), None, 0);
         p.launch(classify(MMVQ1), 0);
-        p.call("cuGraphLaunch", None, 0);
+        p.call(ApiFunc::CuGraphLaunch.op(), None, 0);
         let phases = p.finish();
         assert_eq!((phases.len(), phases[0].phase.as_str(), phases[0].steps), (1, "decode", 2));
         // A PyTorch process (cuBLAS GEMM and element-wise kernels): no prefill/decode to speak of.
@@ -218,7 +213,7 @@ mod tests {
             ),
             0,
         );
-        p.call("cuGraphLaunch", None, 0);
+        p.call(ApiFunc::CuGraphLaunch.op(), None, 0);
         assert!(p.finish().is_empty());
     }
 
@@ -226,14 +221,14 @@ mod tests {
     fn steps_end_at_a_sync_after_the_logits_copy() {
         let mut p = Phases::default();
         p.launch(classify(MMQ16), 0);
-        p.call("hipStreamSynchronize", None, 0); // no copy yet: same step
+        p.call(ApiFunc::HipStreamSynchronize.op(), None, 0); // no copy yet: same step
         p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 0);
-        p.call("hipMemcpy", Some("DeviceToHost"), 0);
-        p.call("hipStreamSynchronize", None, 0);
+        p.call(ApiFunc::HipMemcpy.op(), Some(MemcpyKind::DeviceToHost), 0);
+        p.call(ApiFunc::HipStreamSynchronize.op(), None, 0);
         for _ in 0..3 {
             p.launch(classify(MMVQ1), 0);
-            p.call("hipMemcpyAsync", Some("DeviceToHost"), 0);
-            p.call("hipDeviceSynchronize", None, 0);
+            p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0);
+            p.call(ApiFunc::HipDeviceSynchronize.op(), None, 0);
         }
         p.launch(classify(MMVQ4), 0); // a 4-token prompt goes through MMVQ too
         let phases = p.finish();
@@ -250,9 +245,9 @@ mod tests {
     fn dispatches_win_over_launches_and_graph_replays_are_steps() {
         let mut p = Phases::default();
         p.launch(classify(MMVQ1), 0); // captured into a graph at the API
-        p.call("hipGraphLaunch", None, 0);
+        p.call(ApiFunc::HipGraphLaunch.op(), None, 0);
         p.dispatch(classify(MMVQ1), 0);
-        p.call("hipGraphLaunch", None, 0);
+        p.call(ApiFunc::HipGraphLaunch.op(), None, 0);
         p.dispatch(classify(MMVQ1), 0);
         let phases = p.finish();
         assert_eq!(phases.len(), 1);

@@ -1,69 +1,50 @@
 //! The process table: which processes the trace speaks of, read from /proc when first seen.
 //! A process is named by (pid, start time), so a reused PID is a new process.
 
-use std::{collections::HashMap, fs, path::PathBuf};
+use std::{collections::HashMap, path::PathBuf};
 
-use crate::{ollama, trace};
+use crate::{
+    ollama,
+    proc::{LIVE, Procs},
+    trace::{self, Cause},
+};
 
-#[derive(Default)]
 pub struct ProcessTable {
     known: HashMap<u32, u64>,
     /// Where Ollama keeps its models, to name a runner's model blob.
     pub models_dir: Option<PathBuf>,
+    procs: &'static (dyn Procs + Sync),
 }
 
-/// Reads what /proc says of a process, or None when it is gone.
-pub fn read_proc(pid: u32) -> Option<(u32, u64, String)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&stat)
-}
-
-/// (ppid, start time, comm) from a /proc/PID/stat line. comm may hold spaces and parentheses, so the
-/// fields after it are found from the last ')'.
-pub fn parse_stat(stat: &str) -> Option<(u32, u64, String)> {
-    let open = stat.find('(')?;
-    let close = stat.rfind(')')?;
-    let comm = stat.get(open + 1..close)?.to_owned();
-    let rest: Vec<&str> = stat.get(close + 2..)?.split_whitespace().collect();
-    // rest[0] is field 3 (state); ppid is field 4, starttime field 22.
-    let ppid = rest.get(1)?.parse().ok()?;
-    let start = rest.get(19)?.parse().ok()?;
-    Some((ppid, start, comm))
-}
-
-pub fn read_argv(pid: u32) -> Vec<String> {
-    fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| {
-            b.split(|&c| c == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8_lossy(s).into_owned()).collect()
-        })
-        .unwrap_or_default()
-}
-
-pub fn is_running(pid: u32) -> bool {
-    read_proc(pid).is_some()
+impl Default for ProcessTable {
+    fn default() -> Self {
+        ProcessTable::with_procs(&LIVE)
+    }
 }
 
 impl ProcessTable {
-    /// A process record when `pid` is new to the trace (or was reused, or `cause` is "exec"), else None.
-    pub fn observe(&mut self, pid: u32, cause: &str, ts: u64, comm_hint: &str) -> Option<trace::Process> {
-        let info = read_proc(pid);
-        let start = info.as_ref().map_or(0, |i| i.1);
-        if cause != "exec" && self.known.get(&pid) == Some(&start) {
+    /// A table reading processes from `procs` (the live /proc, or a test's).
+    pub fn with_procs(procs: &'static (dyn Procs + Sync)) -> Self {
+        ProcessTable { known: HashMap::new(), models_dir: None, procs }
+    }
+
+    /// A process record when `pid` is new to the trace (or was reused, or `cause` is exec), else None.
+    pub fn observe(&mut self, pid: u32, cause: Cause, ts: u64, comm_hint: &str) -> Option<trace::Process> {
+        let info = self.procs.stat(pid);
+        let start = info.as_ref().map_or(0, |i| i.start_time);
+        if cause != Cause::Exec && self.known.get(&pid) == Some(&start) {
             return None;
         }
         self.known.insert(pid, start);
-        let (ppid, start_time, comm) = info.unwrap_or((0, 0, comm_hint.to_owned()));
-        let argv = read_argv(pid);
+        let (ppid, start_time, comm) =
+            info.map_or_else(|| (0, 0, comm_hint.to_owned()), |i| (i.ppid, i.start_time, i.comm));
+        let argv = self.procs.argv(pid);
         // A process that already ended has no cmdline: its comm still tells a llama-server runner.
         let for_role = if argv.is_empty() { vec![comm.clone()] } else { argv.clone() };
-        let (role, model) = match ollama::role(&for_role) {
-            ollama::Role::Other => (None, None),
-            r @ ollama::Role::Server => (Some(r.name().to_owned()), None),
-            ollama::Role::Runner { model } => (Some("runner".to_owned()), model),
-        };
+        let (role, model) = ollama::role(&for_role).recorded();
         let model_name =
             model.as_deref().zip(self.models_dir.as_deref()).and_then(|(m, dir)| ollama::model_label(m, dir));
-        Some(trace::Process { pid, ppid, start_time, comm, argv, cause: cause.to_owned(), ts, role, model, model_name })
+        Some(trace::Process { pid, ppid, start_time, comm, argv, cause, ts, role, model, model_name })
     }
 
     pub fn knows(&self, pid: u32) -> bool {
@@ -78,22 +59,57 @@ impl ProcessTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proc::{MapsEntry, Stat};
 
-    #[test]
-    fn parses_stat_with_odd_comm() {
-        let stat = "1234 (my (odd) prog) S 99 1234 1234 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 5555 1000 10";
-        assert_eq!(parse_stat(stat), Some((99, 5555, "my (odd) prog".to_owned())));
+    /// A made-up process table: one Ollama runner, pid 500.
+    struct Fake;
+
+    impl Procs for Fake {
+        fn stat(&self, pid: u32) -> Option<Stat> {
+            (pid == 500).then(|| Stat { ppid: 1, start_time: 77, comm: "ollama".into() })
+        }
+        fn argv(&self, pid: u32) -> Vec<String> {
+            if pid == 500 { ["ollama", "runner", "--model", "/m/blob"].map(String::from).to_vec() } else { Vec::new() }
+        }
+        fn maps(&self, _: u32) -> Option<Vec<MapsEntry>> {
+            None
+        }
+        fn pids(&self) -> Vec<u32> {
+            vec![500]
+        }
+        fn exe(&self, _: u32) -> Option<PathBuf> {
+            None
+        }
+        fn fd_target(&self, _: u32, _: u32) -> Option<String> {
+            None
+        }
+        fn same_mount_ns(&self, _: u32) -> bool {
+            true
+        }
     }
+
+    static FAKE: Fake = Fake;
 
     #[test]
     fn observes_self_once() {
         let mut t = ProcessTable::default();
         let me = std::process::id();
-        let p = t.observe(me, "start", 1, "").unwrap();
+        let p = t.observe(me, Cause::Start, 1, "").unwrap();
         assert_eq!(p.pid, me);
         assert!(!p.argv.is_empty());
         assert!(p.start_time > 0);
-        assert!(t.observe(me, "seen", 2, "").is_none());
-        assert!(t.observe(me, "exec", 3, "").is_some());
+        assert!(t.observe(me, Cause::Seen, 2, "").is_none());
+        assert!(t.observe(me, Cause::Exec, 3, "").is_some());
+    }
+
+    #[test]
+    fn roles_from_a_made_up_table() {
+        let mut t = ProcessTable::with_procs(&FAKE);
+        let p = t.observe(500, Cause::Seen, 1, "").unwrap();
+        assert_eq!((p.role, p.model.as_deref(), p.start_time), (Some(trace::Role::Runner), Some("/m/blob"), 77));
+        // A process the table does not know: named by the event's comm, no role.
+        let gone = t.observe(501, Cause::Fork, 2, "llama-server").unwrap();
+        assert_eq!((gone.comm.as_str(), gone.role), ("llama-server", Some(trace::Role::Runner)));
+        assert_eq!(crate::ollama::find_servers(&FAKE), Vec::<u32>::new());
     }
 }

@@ -15,43 +15,8 @@ use object::{Object, ObjectSegment, ObjectSymbol};
 
 use crate::trace;
 
-/// Where a kernel's name came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Source {
-    Register,
-    Module,
-    /// A CUDA library kernel (`cuLibraryGetKernel`), or the function it has in a context
-    /// (`cuKernelGetFunction`).
-    Library,
-    /// An HSA kernel object named at code-object load (symbol lookup + KERNEL_OBJECT).
-    Hsa,
-    Elf,
-    Unnamed,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Register => "register",
-            Source::Module => "module",
-            Source::Library => "library",
-            Source::Hsa => "hsa",
-            Source::Elf => "elf",
-            Source::Unnamed => "unnamed",
-        }
-    }
-}
-
-/// Demangles a C++ (Itanium) name; other names come back unchanged.
-pub fn demangle(name: &str) -> String {
-    if !name.starts_with("_Z") {
-        return name.to_owned();
-    }
-    cpp_demangle::Symbol::new(name)
-        .ok()
-        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-        .unwrap_or_else(|| name.to_owned())
-}
+pub use crate::demangle::demangle;
+pub use crate::trace::Source;
 
 /// Symbols of one ELF file by virtual address, and how file offsets map to addresses.
 #[derive(Debug, Default)]
@@ -110,7 +75,7 @@ pub struct KernelTable {
     /// read after the process exits, or from another mount namespace.
     files: HashMap<(u64, u64), Option<Arc<fs::File>>>,
     /// Kernel name -> offload bundle numbers, per file with a `.hip_fatbin`.
-    bundle_index: HashMap<(u64, u64), Option<Arc<crate::inspect::BundleIndex>>>,
+    bundle_index: HashMap<(u64, u64), Option<Arc<crate::bundle::BundleIndex>>>,
     /// Counts for the footer: launches whose handle had no name anywhere.
     pub unnamed: u64,
 }
@@ -142,7 +107,7 @@ impl KernelTable {
             module,
             name: name.to_owned(),
             demangled: demangle(name),
-            source: source.as_str().to_owned(),
+            source,
             truncated,
             ts,
             code_file,
@@ -165,7 +130,7 @@ impl KernelTable {
             Some(i) => i.clone(),
             None => {
                 let data = self.read_mapped(&m);
-                let index = data.and_then(|d| crate::inspect::BundleIndex::of_elf(&d)).map(Arc::new);
+                let index = data.and_then(|d| crate::bundle::BundleIndex::of_elf(&d)).map(Arc::new);
                 self.bundle_index.insert(m.file, index.clone());
                 index
             }
@@ -281,18 +246,18 @@ struct Mapping {
 }
 
 fn read_mappings(pid: u32) -> Option<Vec<Mapping>> {
-    let text = fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
-    let same_ns = fs::read_link(format!("/proc/{pid}/ns/mnt")).ok() == fs::read_link("/proc/self/ns/mnt").ok();
+    use crate::proc::Procs as _;
+    let maps = crate::proc::LIVE.maps(pid)?;
+    let same_ns = crate::proc::LIVE.same_mount_ns(pid);
     Some(
-        crate::libs::parse_maps(&text)
-            .into_iter()
+        maps.into_iter()
             .map(|e| Mapping {
                 start: e.start,
                 end: e.end,
                 offset: e.offset,
                 file: (e.dev, e.inode),
-                open_path: if same_ns { e.path.to_owned() } else { format!("/proc/{pid}/root{}", e.path) },
-                path: e.path.to_owned(),
+                open_path: if same_ns { e.path.clone() } else { format!("/proc/{pid}/root{}", e.path) },
+                path: e.path,
             })
             .collect(),
     )
@@ -301,17 +266,6 @@ fn read_mappings(pid: u32) -> Option<Vec<Mapping>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn demangles_kernel_names() {
-        assert_eq!(demangle("_Z4axpyPfS_f"), "axpy(float*, float*, float)");
-        assert_eq!(
-            demangle("_Z13mul_mat_vec_qIL9ggml_type12ELi1EEvPKvS2_PKiPfjj"),
-            "void mul_mat_vec_q<(ggml_type)12, 1>(void const*, void const*, int const*, float*, unsigned int, unsigned int)"
-        );
-        assert_eq!(demangle("plain_c_kernel"), "plain_c_kernel");
-        assert_eq!(demangle("_Znot a name"), "_Znot a name");
-    }
 
     /// Names this test binary's own function through the maps + ELF path used on a late attach.
     #[inline(never)]
@@ -327,11 +281,11 @@ mod tests {
         let pid = std::process::id();
         let (id, rec) = t.resolve(pid, addr, 1);
         let rec = rec.unwrap();
-        assert_eq!((rec.name.as_str(), rec.source.as_str()), ("tracer_symbols_test_marker", "elf"));
+        assert_eq!((rec.name.as_str(), rec.source), ("tracer_symbols_test_marker", Source::Elf));
         // Known now: same id, no second record.
         assert_eq!(t.resolve(pid, addr, 2), (id, None));
         let (_, rec) = t.resolve(pid, 8, 3);
-        assert_eq!(rec.unwrap().source, "unnamed");
+        assert_eq!(rec.unwrap().source, Source::Unnamed);
         assert_eq!(t.unnamed, 1);
         t.forget(pid);
         assert!(t.resolve(pid, addr, 4).1.is_some());

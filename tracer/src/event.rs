@@ -1,0 +1,405 @@
+//! The events a recording stores, one type each, from decode to the trace file.
+//!
+//! [`crate::decode`] builds these from ring records, filling what the probe saw; [`crate::attribute`]
+//! only adds its enrichment (the kernel a launch or dispatch names, whether a launch was captured into a
+//! graph, the file a code object came from, the device an ioctl's fd points to); the trace writer stores
+//! them as they are. Enumerations are serde enums, written as the strings `docs/trace-format.md` lists.
+
+use std::{borrow::Cow, collections::BTreeMap};
+
+use serde::{Deserialize, Serialize};
+pub use tracer_common::ApiFunc;
+
+/// Whether a launch's grid counts work-groups or work-items.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GridUnit {
+    /// The grid counts work-groups (CUDA and HIP's usual form).
+    #[default]
+    Blocks,
+    /// The grid counts work-items (`hipExtModuleLaunchKernel`, AQL packets).
+    WorkItems,
+}
+
+impl GridUnit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GridUnit::Blocks => "blocks",
+            GridUnit::WorkItems => "work-items",
+        }
+    }
+}
+
+/// A copy's direction (hipMemcpyKind's values; CUDA's copies map onto them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemcpyKind {
+    HostToHost,
+    HostToDevice,
+    DeviceToHost,
+    DeviceToDevice,
+    /// From the pointers (unified addressing).
+    Default,
+    DeviceToDeviceNoCU,
+    Unknown(u32),
+}
+
+impl MemcpyKind {
+    pub fn from_raw(v: u32) -> Self {
+        match v {
+            0 => Self::HostToHost,
+            1 => Self::HostToDevice,
+            2 => Self::DeviceToHost,
+            3 => Self::DeviceToDevice,
+            4 => Self::Default,
+            1024 => Self::DeviceToDeviceNoCU,
+            v => Self::Unknown(v),
+        }
+    }
+
+    pub fn name(self) -> Cow<'static, str> {
+        match self {
+            Self::HostToHost => "HostToHost".into(),
+            Self::HostToDevice => "HostToDevice".into(),
+            Self::DeviceToHost => "DeviceToHost".into(),
+            Self::DeviceToDevice => "DeviceToDevice".into(),
+            Self::Default => "Default".into(),
+            Self::DeviceToDeviceNoCU => "DeviceToDeviceNoCU".into(),
+            Self::Unknown(v) => format!("unknown({v})").into(),
+        }
+    }
+
+    fn from_name(s: &str) -> Option<Self> {
+        Some(match s {
+            "HostToHost" => Self::HostToHost,
+            "HostToDevice" => Self::HostToDevice,
+            "DeviceToHost" => Self::DeviceToHost,
+            "DeviceToDevice" => Self::DeviceToDevice,
+            "Default" => Self::Default,
+            "DeviceToDeviceNoCU" => Self::DeviceToDeviceNoCU,
+            s => Self::Unknown(s.strip_prefix("unknown(")?.strip_suffix(')')?.parse().ok()?),
+        })
+    }
+}
+
+/// AQL packet types (`hsa_packet_type_t`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PacketType {
+    VendorSpecific,
+    #[default]
+    Invalid,
+    KernelDispatch,
+    BarrierAnd,
+    AgentDispatch,
+    BarrierOr,
+    Unknown(u8),
+}
+
+impl PacketType {
+    pub fn from_raw(v: u8) -> Self {
+        match v {
+            0 => Self::VendorSpecific,
+            1 => Self::Invalid,
+            2 => Self::KernelDispatch,
+            3 => Self::BarrierAnd,
+            4 => Self::AgentDispatch,
+            5 => Self::BarrierOr,
+            v => Self::Unknown(v),
+        }
+    }
+
+    pub fn name(self) -> Cow<'static, str> {
+        match self {
+            Self::VendorSpecific => "vendor-specific".into(),
+            Self::Invalid => "invalid".into(),
+            Self::KernelDispatch => "kernel-dispatch".into(),
+            Self::BarrierAnd => "barrier-and".into(),
+            Self::AgentDispatch => "agent-dispatch".into(),
+            Self::BarrierOr => "barrier-or".into(),
+            Self::Unknown(v) => format!("unknown({v})").into(),
+        }
+    }
+
+    fn from_name(s: &str) -> Option<Self> {
+        Some(match s {
+            "vendor-specific" => Self::VendorSpecific,
+            "invalid" => Self::Invalid,
+            "kernel-dispatch" => Self::KernelDispatch,
+            "barrier-and" => Self::BarrierAnd,
+            "agent-dispatch" => Self::AgentDispatch,
+            "barrier-or" => Self::BarrierOr,
+            s => Self::Unknown(s.strip_prefix("unknown(")?.strip_suffix(')')?.parse().ok()?),
+        })
+    }
+}
+
+/// Enums with an open "unknown(N)" case are written as their name.
+macro_rules! serde_by_name {
+    ($t:ty, $what:literal) => {
+        impl Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.name())
+            }
+        }
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <Cow<'de, str>>::deserialize(d)?;
+                <$t>::from_name(&s).ok_or_else(|| serde::de::Error::custom(format!(concat!("not ", $what, ": {}"), s)))
+            }
+        }
+    };
+}
+serde_by_name!(MemcpyKind, "a copy direction");
+serde_by_name!(PacketType, "an AQL packet type");
+
+/// A kernel launch at the programming API (HIP, CUDA driver or runtime).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Launch {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    pub api: ApiFunc,
+    /// Kernel table id (see `kernel` records); set by attribution, null only when the handle could not
+    /// be named at all.
+    pub kernel: Option<u32>,
+    /// The host function (hipLaunchKernel & co.), hipFunction_t or CUfunction (module launches).
+    pub handle: u64,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub grid_unit: GridUnit,
+    pub shmem: u64,
+    pub stream: u64,
+    pub ret: i32,
+    pub dur: u64,
+    /// The stream was capturing a graph: this launch became a graph node, not a dispatch (attribution).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub captured: bool,
+    /// Recorded at entry by a one-trap probe (CUDA's driver launches): `ret` and `dur` are not known (0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub entry_only: bool,
+}
+
+fn push_config_api() -> ApiFunc {
+    ApiFunc::HipPushCallConfiguration
+}
+
+/// A `kernel<<<grid, block, shmem, stream>>>` configuration pushed before the launch stub runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Config {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    #[serde(default = "push_config_api")]
+    pub api: ApiFunc,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shmem: u64,
+    pub stream: u64,
+    pub ret: i32,
+    pub dur: u64,
+}
+
+/// Any other API call; fields that do not apply to the call's layout are absent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Call {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    pub api: ApiFunc,
+    /// The call's return value: hipError_t / CUresult / hsa_status_t (0 = success).
+    pub ret: i64,
+    pub dur: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ptr: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dst: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<u64>,
+    /// A copy's direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<MemcpyKind>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<u64>,
+    /// Module handle (module loads, function lookups, __hipRegisterFatBinary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<u64>,
+    /// Function handle (function lookups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<u64>,
+    /// A handle the call is about: an HSA symbol, a graph or graph executable, a code-object reader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handle: Option<u64>,
+    /// hsa_executable_symbol_get_info's attribute (22 = KERNEL_OBJECT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attribute: Option<u32>,
+    /// A value returned through an out-parameter (the kernel object for get_info, the executable for a
+    /// graph instantiation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<u64>,
+    /// For code objects read from memory: the mapped file and offset the pointer falls in (attribution).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_offset: Option<u64>,
+    /// Recorded at entry by a one-trap probe (`cuGraphLaunch`): `ret` and `dur` are not known (0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub entry_only: bool,
+}
+
+impl Call {
+    /// A call with only its origin, function, result and duration set.
+    pub fn new(o: Origin, api: ApiFunc, ret: i64, dur: u64) -> Call {
+        let Origin { ts, pid, tid, lib } = o;
+        Call {
+            ts,
+            pid,
+            tid,
+            lib,
+            api,
+            ret,
+            dur,
+            size: None,
+            ptr: None,
+            dst: None,
+            src: None,
+            kind: None,
+            stream: None,
+            module: None,
+            function: None,
+            handle: None,
+            attribute: None,
+            value: None,
+            file: None,
+            file_offset: None,
+            entry_only: false,
+        }
+    }
+
+    /// The kernel object `hsa_executable_symbol_get_info` returned, when that is what it was asked for.
+    pub fn kernel_object(&self) -> Option<u64> {
+        (self.attribute == Some(tracer_common::api::HSA_SYMBOL_INFO_KERNEL_OBJECT)).then_some(self.value).flatten()
+    }
+}
+
+/// An HSA queue created by `hsa_queue_create` (the first 40 bytes of `hsa_queue_t`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Queue {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    /// The `hsa_queue_t*`: what `dispatch.queue` refers to.
+    pub queue: u64,
+    pub id: u64,
+    /// 0 multiple producers, 1 single, 2 cooperative.
+    pub queue_type: u32,
+    #[serde(default)]
+    pub features: u32,
+    pub base_address: u64,
+    /// Ring size in 64-byte packets.
+    pub size: u32,
+    pub doorbell_signal: u64,
+}
+
+/// An AQL packet as it reached a GPU queue (read from the ring when the doorbell was rung).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Dispatch {
+    /// When the doorbell was rung.
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    pub queue: u64,
+    /// The packet's index in the queue.
+    pub index: u64,
+    pub packet: PacketType,
+    /// The header's barrier bit.
+    pub barrier: bool,
+    /// Kernel dispatches only (zero otherwise): dimensions used (setup bits 0-1).
+    #[serde(default)]
+    pub dimensions: u16,
+    /// Work-items per work-group.
+    pub workgroup: [u16; 3],
+    /// In work-items.
+    pub grid: [u32; 3],
+    pub private_segment: u32,
+    /// LDS bytes, dynamic shared memory included.
+    pub group_segment: u32,
+    pub kernel_object: u64,
+    pub kernarg: u64,
+    pub completion_signal: u64,
+    /// Kernel table id (a `kernel` record with source "hsa", or "unnamed" for an object loaded before the
+    /// tracer started); set by attribution, null for packets that are not kernel dispatches.
+    pub kernel: Option<u32>,
+}
+
+/// Who and where, common to every event: when, which process and thread, which library copy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+}
+
+impl Dispatch {
+    /// Decodes a 64-byte AQL packet (`hsa_kernel_dispatch_packet_t` for kernel dispatches).
+    pub fn from_packet(o: Origin, queue: u64, index: u64, p: &[u8; 64]) -> Dispatch {
+        let Origin { ts, pid, tid, lib } = o;
+        let u16_at = |o: usize| u16::from_le_bytes([p[o], p[o + 1]]);
+        let u32_at = |o: usize| u32::from_le_bytes([p[o], p[o + 1], p[o + 2], p[o + 3]]);
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&p[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        let header = u16_at(0);
+        let packet = PacketType::from_raw(header as u8);
+        let kernel = packet == PacketType::KernelDispatch;
+        let when = |v| if kernel { v } else { Default::default() };
+        Dispatch {
+            ts,
+            pid,
+            tid,
+            lib,
+            queue,
+            index,
+            packet,
+            barrier: header >> 8 & 1 != 0,
+            dimensions: if kernel { u16_at(2) & 3 } else { 0 },
+            workgroup: if kernel { [u16_at(4), u16_at(6), u16_at(8)] } else { [0; 3] },
+            grid: if kernel { [u32_at(12), u32_at(16), u32_at(20)] } else { [0; 3] },
+            private_segment: when(u32_at(24)),
+            group_segment: when(u32_at(28)),
+            kernel_object: if kernel { u64_at(32) } else { 0 },
+            kernarg: if kernel { u64_at(40) } else { 0 },
+            completion_signal: u64_at(56),
+            kernel: None,
+        }
+    }
+}
+
+/// An ioctl on a GPU driver (KFD or DRM amdgpu).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ioctl {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub fd: u32,
+    /// What the fd pointed to when the record was attributed (`/dev/kfd`, `/dev/dri/renderD128`).
+    pub device: Option<String>,
+    /// The full request number.
+    pub cmd: u32,
+    /// Its name, by type and number (`AMDKFD_IOC_CREATE_QUEUE`).
+    pub name: String,
+    /// The syscall's return value: negative errno on failure.
+    pub ret: i64,
+    pub dur: u64,
+    /// Key argument fields (see docs/trace-format.md), as the driver left them at return.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, u64>,
+}

@@ -1,0 +1,229 @@
+//! `tracer record`: finds the libraries, creates the output, and runs one [`session`]: the data path end
+//! to end, probes → [`crate::ring`] → [`crate::decode`] → [`crate::attribute`] → [`crate::trace::Writer`].
+
+mod session;
+mod watch;
+
+use std::{
+    collections::BTreeMap,
+    fs::{File, OpenOptions},
+    io::ErrorKind,
+    os::unix::fs::OpenOptionsExt,
+    path::{Path, PathBuf},
+    process::{Child, Command},
+    time::Duration,
+};
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::{
+    attach::{self, ProbeMode},
+    libs::{self, CUDA_DRIVER, HIP_RUNTIME, LibCopy},
+    ollama,
+    proc::{LIVE, Procs as _},
+    trace::Writer,
+};
+
+pub struct RecordArgs {
+    pub output: PathBuf,
+    /// Follow Ollama: its server (found, or these PIDs) and every runner it starts.
+    pub ollama: bool,
+    pub ollama_pids: Vec<u32>,
+    pub models_dir: Option<PathBuf>,
+    pub force: bool,
+    pub pids: Vec<u32>,
+    pub libs: Vec<PathBuf>,
+    pub duration: Option<Duration>,
+    pub command: Vec<String>,
+    pub ring_bytes: u32,
+    pub quiet: bool,
+    pub probe_mode: ProbeMode,
+    /// Also probe libcudart's launch and registration (a second trap per CUDA launch).
+    pub cuda_runtime: bool,
+    /// Testing aid: how long to leave the ring unread after attaching (provokes overflow).
+    pub read_delay: Duration,
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`, so of every `ts` in a trace.
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid pointer to a timespec.
+    unsafe { libc::clock_gettime(clock, &mut t) };
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Creates the output file: never through a symlink, never over an existing file unless `force`, mode
+/// 0600 (a trace shows what a process did).
+pub fn create_output(path: &Path, force: bool) -> Result<File> {
+    if force {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => bail!("{} is a directory: choose a file name with -o", path.display()),
+            Ok(_) => std::fs::remove_file(path)
+                .with_context(|| format!("cannot replace {}: choose another path with -o", path.display()))?,
+            Err(_) => {}
+        }
+    }
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            ErrorKind::AlreadyExists => {
+                anyhow!("{} already exists: choose another path with -o, or pass --force to replace it", path.display())
+            }
+            _ if e.raw_os_error() == Some(libc::ELOOP) => {
+                anyhow!(
+                    "{} is a symbolic link; tracer does not write through links: choose another path with -o",
+                    path.display()
+                )
+            }
+            _ => anyhow!("cannot create {} ({e}): choose a writable path with -o", path.display()),
+        })
+}
+
+/// Removes a half-made output file when recording fails before it started.
+struct OutputGuard<'a> {
+    path: &'a Path,
+    armed: bool,
+}
+
+impl Drop for OutputGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = std::fs::remove_file(self.path);
+        }
+    }
+}
+
+/// The runtime copies to probe from the start: those given with --lib; else those the targets map, the
+/// Ollama bundles, and (for a runtime found nowhere else) the usual places.
+fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32]) -> Result<Vec<LibCopy>> {
+    if !args.libs.is_empty() {
+        return libs::from_user_paths(&args.libs);
+    }
+    let mut all = Vec::new();
+    for runtime in runtimes(args) {
+        let mut copies: Vec<LibCopy> = targets.iter().flat_map(|&p| libs::mapped_by(p, runtime)).collect();
+        // Ollama's runners dlopen the bundle's copy after they start: attach to it before they do.
+        for &server in servers {
+            for dir in ollama::bundle_dirs(&LIVE, server) {
+                copies.extend(libs::in_dir(&dir, runtime));
+            }
+        }
+        if copies.is_empty() {
+            copies = libs::usual_places(runtime);
+        }
+        all.extend(copies);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    all.retain(|c| seen.insert((c.dev, c.inode)));
+    use tracer_common::api::Library;
+    if !all.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda)) {
+        bail!(
+            "neither {HIP_RUNTIME} nor {CUDA_DRIVER} found (not mapped by the target, nor in Ollama's bundles, /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): give its path with --lib PATH"
+        );
+    }
+    Ok(all)
+}
+
+/// The runtime libraries to probe, by file-name prefix.
+fn runtimes(args: &RecordArgs) -> Vec<&'static str> {
+    let mut r = libs::RUNTIMES.to_vec();
+    if args.cuda_runtime {
+        r.push(libs::CUDA_RUNTIME);
+    }
+    r
+}
+
+/// Starts the command stopped before its first instruction, so its PID joins the filter before it
+/// runs; the caller resumes it. A shell stops itself and then execs the command, keeping its PID
+/// (std's spawn waits for the exec, so the child cannot stop itself before it).
+fn spawn_stopped(command: &[String]) -> Result<Child> {
+    let prog = command.first().ok_or_else(|| anyhow!("no command given after --"))?;
+    let child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg("kill -STOP $$; exec \"$@\"")
+        .arg("tracer-command")
+        .args(command)
+        .spawn()
+        .map_err(|e| anyhow!("cannot start /bin/sh to run {prog} ({e})"))?;
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: waiting for our own child with a valid status pointer.
+    let rc = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+    if rc != pid || !libc::WIFSTOPPED(status) {
+        bail!("{prog} did not start (the shell that starts it ended early)");
+    }
+    Ok(child)
+}
+
+pub fn run(args: RecordArgs) -> Result<()> {
+    attach::preflight()?;
+    for &pid in args.pids.iter().chain(&args.ollama_pids) {
+        if !LIVE.is_running(pid) {
+            bail!("process {pid} is not running: check the PID (ps -p {pid})");
+        }
+    }
+    let servers = if !args.ollama {
+        Vec::new()
+    } else if !args.ollama_pids.is_empty() {
+        args.ollama_pids.clone()
+    } else {
+        let found = ollama::find_servers(&LIVE);
+        if found.is_empty() {
+            bail!(
+                "no `ollama serve` process is running: start Ollama first, or give the server's PID with --ollama-pid"
+            );
+        }
+        found
+    };
+    // The processes traced from the start: those named, the Ollama servers, and all their descendants.
+    let mut targets: Vec<u32> = args.pids.iter().chain(&servers).copied().collect();
+    targets.extend(LIVE.descendants(&targets));
+    targets.sort();
+    targets.dedup();
+    let copies = find_libraries(&args, &targets, &servers)?;
+    let file = create_output(&args.output, args.force)?;
+    let mut guard = OutputGuard { path: &args.output, armed: true };
+    let compress = args.output.extension().is_some_and(|e| e == "zst");
+    let writer = Writer::new(file, compress)?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let (mut session, child) =
+            session::Session::set_up(&args, Targets { pids: targets, servers }, &copies, writer)?;
+        // From here on the file is a trace, whatever ends the recording; one that never started leaves none.
+        guard.armed = false;
+        let ended = session.record(child).await?;
+        session.finish(ended)
+    })
+}
+
+/// The processes traced from the start, and the Ollama servers among them.
+struct Targets {
+    pids: Vec<u32>,
+    servers: Vec<u32>,
+}
+
+fn units() -> BTreeMap<String, String> {
+    [
+        ("ts", "CLOCK_MONOTONIC nanoseconds (see start_mono_ns)"),
+        ("dur", "nanoseconds from the call's entry to its return"),
+        (
+            "grid",
+            "per launch, in grid_unit: blocks for hipLaunchKernel-style calls, work-items for hipExtModuleLaunchKernel",
+        ),
+        ("block", "work-items per block"),
+        ("shmem", "bytes of dynamic shared memory (LDS)"),
+        ("size", "bytes"),
+        ("start_time", "clock ticks since boot (/proc/PID/stat field 22)"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect()
+}

@@ -1,0 +1,309 @@
+//! One recording, in three steps: [`Session::set_up`] (load, attach, fill the filter, write the header),
+//! [`Session::record`] (the loop: ring, periodic looks at the traced processes, stop conditions) and
+//! [`Session::finish`] (last drain, exit status, footer with every loss counted).
+
+use std::{collections::BTreeMap, io, process::Child, process::ExitStatus, time::Duration};
+
+use anyhow::{Result, anyhow, bail};
+use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use tokio::signal::unix::{SignalKind, signal};
+use tracer_common::Counter;
+
+use super::{RecordArgs, Targets, clock_ns, monotonic_ns, runtimes, spawn_stopped, units, watch::LibraryWatch};
+use crate::{
+    attach::{self, Settings},
+    attribute::Attributor,
+    libs::LibCopy,
+    ollama,
+    ring::Ring,
+    trace::{self, Record, Stop, Writer},
+};
+
+pub(super) struct Session<'a> {
+    args: &'a RecordArgs,
+    ebpf: aya::Ebpf,
+    watch: LibraryWatch,
+    pids: BpfHashMap<MapData, u32, u32>,
+    counters: PerCpuArray<MapData, u64>,
+    ring: Ring,
+    attr: Attributor,
+    writer: Writer,
+    filter_by_pid: bool,
+    /// Targets given by PID (no command): the recording ends once they have all exited.
+    until_targets_exit: bool,
+    child_pid: Option<u32>,
+    filter_at_start: u64,
+}
+
+/// How a recording ended: why, and the started command's exit status.
+pub(super) struct Ended {
+    stop: Stop,
+    exit_status: Option<io::Result<ExitStatus>>,
+}
+
+impl<'a> Session<'a> {
+    /// Loads the programs, attaches to every copy, fills the PID filter, starts the command stopped,
+    /// and writes the header and what is known of each process at the start.
+    pub(super) fn set_up(
+        args: &'a RecordArgs,
+        targets: Targets,
+        copies: &[LibCopy],
+        mut writer: Writer,
+    ) -> Result<(Session<'a>, Option<Child>)> {
+        let filter_by_pid = !targets.pids.is_empty() || !args.command.is_empty() || args.ollama;
+        let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes })?;
+        let mut watch = LibraryWatch::new(runtimes(args));
+        let mut setup = Vec::new();
+        for copy in copies {
+            setup.extend(watch.attach(&mut ebpf, copy, args.probe_mode)?);
+        }
+        if !setup.iter().any(|r| matches!(r, Record::Probe(p) if p.error.is_none())) {
+            let paths: Vec<&str> = copies.iter().map(|c| c.path.as_str()).collect();
+            bail!("no runtime function could be probed in {}: is this libamdhip64 or libcuda?", paths.join(", "));
+        }
+        let mut take = |name: &str| ebpf.take_map(name).ok_or_else(|| anyhow!("eBPF object has no {name} map"));
+        let mut pids: BpfHashMap<MapData, u32, u32> = BpfHashMap::try_from(take("PIDS")?)?;
+        let counters: PerCpuArray<MapData, u64> = PerCpuArray::try_from(take("COUNTERS")?)?;
+        let ring = Ring::new(RingBuf::try_from(take("EVENTS")?)?)?;
+
+        for &pid in &targets.pids {
+            pids.insert(pid, 1, 0)?;
+        }
+        let child = if args.command.is_empty() { None } else { Some(spawn_stopped(&args.command)?) };
+        let child_pid = child.as_ref().map(Child::id);
+        if let Some(pid) = child_pid {
+            pids.insert(pid, 1, 0)?;
+        }
+
+        let start_mono = monotonic_ns();
+        writer.write(&Record::Header(header(args, &targets, filter_by_pid, start_mono)))?;
+        for r in setup {
+            writer.write(&r)?;
+        }
+        let mut attr = Attributor::default();
+        attr.own_child = child_pid;
+        attr.processes.models_dir = ollama::models_dir(args.models_dir.as_deref());
+        let mut out = Vec::new();
+        for &pid in targets.pids.iter().chain(child_pid.iter()) {
+            attr.start_process(pid, start_mono, &mut out);
+            out.extend(watch.scan(&mut ebpf, pid, start_mono, args.probe_mode));
+        }
+        let filter_at_start = pids.keys().count() as u64;
+        for r in out.drain(..) {
+            writer.write(&r)?;
+        }
+        writer.flush()?;
+        let session = Session {
+            args,
+            ebpf,
+            watch,
+            pids,
+            counters,
+            ring,
+            attr,
+            writer,
+            filter_by_pid,
+            until_targets_exit: !targets.pids.is_empty() && child_pid.is_none(),
+            child_pid,
+            filter_at_start,
+        };
+        Ok((session, child))
+    }
+
+    /// Resumes the command (its first instruction runs traced) and records until a stop condition.
+    pub(super) async fn record(&mut self, child: Option<Child>) -> Result<Ended> {
+        let mut child_exit = child.map(|c| {
+            // SAFETY: signalling our own stopped child.
+            unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGCONT) };
+            tokio::task::spawn_blocking(move || {
+                let mut c = c;
+                c.wait()
+            })
+        });
+        if !self.args.quiet {
+            let n = self.watch.probed.len();
+            eprintln!(
+                "tracer: recording to {} ({n} library cop{}); stop with Ctrl-C",
+                self.args.output.display(),
+                if n == 1 { "y" } else { "ies" }
+            );
+        }
+        let mut sigint = signal(SignalKind::interrupt())?;
+        let mut sigterm = signal(SignalKind::terminate())?;
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        let mut poll = tokio::time::interval(Duration::from_millis(10));
+        let deadline = self.args.duration.map(|d| tokio::time::Instant::now() + d);
+        let sleep = tokio::time::sleep_until(
+            deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400 * 365)),
+        );
+        tokio::pin!(sleep);
+        let mut prev_live: Vec<u32> = Vec::new();
+        let mut exit_status = None;
+        if !self.args.read_delay.is_zero() {
+            tokio::time::sleep(self.args.read_delay).await;
+        }
+        let stop = loop {
+            tokio::select! {
+                r = self.ring.wait_and_drain(&mut self.attr, &mut self.writer) => {
+                    r?;
+                    self.scan_new()?;
+                }
+                _ = poll.tick() => {
+                    self.ring.drain(&mut self.attr, &mut self.writer)?;
+                    self.scan_new()?;
+                }
+                _ = tick.tick() => {
+                    self.writer.flush()?;
+                    if self.filter_by_pid && !self.look_at_processes(&mut prev_live)? {
+                        break Stop::TargetsExited;
+                    }
+                }
+                _ = sigint.recv() => break Stop::Signal,
+                _ = sigterm.recv() => break Stop::Signal,
+                _ = &mut sleep, if deadline.is_some() => break Stop::Duration,
+                status = async { child_exit.as_mut().expect("guarded").await }, if child_exit.is_some() => {
+                    exit_status = Some(status.unwrap_or_else(|e| Err(io::Error::other(e))));
+                    break Stop::CommandExited;
+                }
+            }
+        };
+        Ok(Ended { stop, exit_status })
+    }
+
+    /// New runners, late dlopens, containers: looks at what each traced process maps now. False when
+    /// every --pid target has exited (the exit tracepoint removes each from the filter as it ends).
+    fn look_at_processes(&mut self, prev_live: &mut Vec<u32>) -> Result<bool> {
+        let now = monotonic_ns();
+        let live: Vec<u32> = self.pids.keys().flatten().collect();
+        for gone in prev_live.iter().filter(|p| !live.contains(p)) {
+            self.watch.forget(*gone);
+        }
+        for pid in &live {
+            self.attr.kernels.snapshot(*pid);
+            for r in self.watch.scan(&mut self.ebpf, *pid, now, self.args.probe_mode) {
+                self.writer.write(&r)?;
+            }
+        }
+        let any_left = !(self.until_targets_exit && live.is_empty());
+        *prev_live = live;
+        Ok(any_left)
+    }
+
+    /// Looks at the maps of processes that just appeared (their first event, an exec): the libraries they
+    /// use are mapped by now, even if they end before the next periodic look.
+    fn scan_new(&mut self) -> Result<()> {
+        if self.attr.newly_seen.is_empty() {
+            return Ok(());
+        }
+        let now = monotonic_ns();
+        for pid in std::mem::take(&mut self.attr.newly_seen) {
+            for r in self.watch.scan(&mut self.ebpf, pid, now, self.args.probe_mode) {
+                self.writer.write(&r)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads what the probes committed before the stop, records the command's exit, and writes the
+    /// footer: drops per CPU, every loss counter, the tracer's own cost.
+    pub(super) fn finish(mut self, ended: Ended) -> Result<()> {
+        self.ring.drain(&mut self.attr, &mut self.writer)?;
+        if let (Some(pid), Some(Ok(status))) = (self.child_pid, &ended.exit_status) {
+            use std::os::unix::process::ExitStatusExt;
+            self.writer.write(&Record::Exit(trace::Exit {
+                ts: monotonic_ns(),
+                pid,
+                code: status.code(),
+                signal: status.signal(),
+            }))?;
+        }
+        let mut footer = trace::Footer { end_mono_ns: monotonic_ns(), stop: ended.stop, ..Default::default() };
+        let per_cpu = |c: Counter| -> Vec<u64> {
+            self.counters.get(&(c as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default()
+        };
+        for (name, c) in [
+            ("call", Counter::DropCall),
+            ("name", Counter::DropName),
+            ("proc", Counter::DropProc),
+            ("ioctl", Counter::DropIoctl),
+            ("dispatch", Counter::DropDispatch),
+        ] {
+            footer.drops.insert(name.into(), per_cpu(c));
+        }
+        for (name, c) in [
+            ("stash_full", Counter::StashFull),
+            ("return_without_entry", Counter::ReturnWithoutEntry),
+            ("filter_full", Counter::FilterFull),
+            ("packets_cut", Counter::PacketsCut),
+            ("packet_fault", Counter::PacketFault),
+        ] {
+            footer.counters.insert(name.into(), per_cpu(c).iter().sum());
+        }
+        footer.counters.insert("undecodable".into(), self.ring.undecodable);
+        if self.filter_by_pid {
+            footer.counters.insert("filter_entries_start".into(), self.filter_at_start);
+            footer.counters.insert("filter_entries_end".into(), self.pids.keys().count() as u64);
+        }
+        footer.counters.insert("unnamed_kernels".into(), self.attr.kernels.unnamed);
+        for (k, v) in &self.attr.counters {
+            footer.counters.insert(k.clone(), *v);
+        }
+        // The tracer's own cost, for users and for `cargo xtask bench`.
+        // SAFETY: rusage is plain data, for which all-zero bytes are valid.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointer to a rusage.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0 {
+            let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+            footer.counters.insert("tracer_cpu_us".into(), us(usage.ru_utime) + us(usage.ru_stime));
+        }
+        // Peak RSS of this program image (VmHWM): ru_maxrss would also count the image of the process that
+        // started tracer, inherited across fork and exec.
+        if let Some(kib) = crate::proc::own_peak_rss_kib() {
+            footer.counters.insert("tracer_max_rss_kib".into(), kib);
+        }
+        let drops = footer.total_drops();
+        let counts: BTreeMap<String, u64> = self.writer.counts().clone();
+        self.writer.finish(footer)?;
+        if !self.args.quiet {
+            let n = |k: &str| counts.get(k).copied().unwrap_or(0);
+            eprintln!(
+                "tracer: stopped ({}); wrote {} launches, {} configs, {} calls, {} kernels to {}; {} records dropped",
+                ended.stop.as_str(),
+                n("launch"),
+                n("config"),
+                n("call"),
+                n("kernel"),
+                self.args.output.display(),
+                drops
+            );
+        }
+        Ok(())
+    }
+}
+
+fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono: u64) -> trace::Header {
+    trace::Header {
+        format: trace::FORMAT.into(),
+        schema: trace::SCHEMA,
+        tracer_version: env!("CARGO_PKG_VERSION").into(),
+        host: read_trimmed("/proc/sys/kernel/hostname"),
+        kernel_release: read_trimmed("/proc/sys/kernel/osrelease"),
+        start_unix_ns: clock_ns(libc::CLOCK_REALTIME),
+        start_mono_ns: start_mono,
+        options: trace::Options {
+            pids: args.pids.clone(),
+            command: args.command.clone(),
+            libs: args.libs.iter().map(|p| p.display().to_string()).collect(),
+            duration_s: args.duration.map(|d| d.as_secs_f64()),
+            filter: if filter_by_pid { "pid" } else { "all" }.into(),
+            ring_bytes: args.ring_bytes,
+            ollama_servers: targets.servers.clone(),
+            kernel_tracepoints: attach::gpu_tracepoint_groups(),
+        },
+        units: units(),
+    }
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path).map(|s| s.trim().to_owned()).unwrap_or_default()
+}

@@ -1,0 +1,393 @@
+//! Builds a [`Report`] from records in one streaming pass: per process, per kernel, per API function.
+
+use std::collections::{BTreeMap, HashMap};
+
+use tracer_common::api::Op;
+
+use super::{
+    ApiReport, ConfigReport, IoctlReport, KernelClass, KernelReport, MapStatus, MappedReport, MemoryReport,
+    ProcessReport, Report, Shape, crosscheck,
+};
+use crate::{
+    event::{ApiFunc, Call, GridUnit, MemcpyKind},
+    trace::{self, Record},
+};
+
+#[derive(Default)]
+struct ProcAcc {
+    info: trace::Process,
+    exit: Option<trace::Exit>,
+    kernels: BTreeMap<u32, KernelAcc>,
+    configs: ConfigReport,
+    config_shapes: HashMap<ShapeKey, u64>,
+    api: BTreeMap<ApiFunc, ApiReport>,
+    memory: MemoryReport,
+    libs: std::collections::BTreeSet<u32>,
+    mapped: Vec<trace::Mapping>,
+    ioctls: BTreeMap<String, IoctlReport>,
+    queues: Vec<trace::Queue>,
+    /// Per kernel object: kernel id, count, object, shapes.
+    dispatches: crosscheck::DispatchAcc,
+    barrier_packets: u64,
+    /// Per kernel id: launches, failed, captured.
+    launch_outcomes: BTreeMap<u32, (u64, u64, u64)>,
+    graphs: GraphAcc,
+    phases: crate::phase::Phases,
+    /// Kernel id -> classification, computed once.
+    classes: HashMap<u32, crate::classify::Class>,
+}
+
+/// Kernel id -> count.
+type KernelBag = BTreeMap<u32, u64>;
+
+/// What graph replays ran: launches captured per capturing stream, the graph each capture made, the
+/// executables instantiated from them, and per kernel the executions their replays added.
+#[derive(Default)]
+struct GraphAcc {
+    capturing: HashMap<u64, KernelBag>,
+    graphs: HashMap<u64, KernelBag>,
+    execs: HashMap<u64, KernelBag>,
+    replayed: KernelBag,
+    /// Successful graph launches (replays).
+    replays: u64,
+    /// Replays of an executable whose capture was not seen (made before tracer started).
+    unknown_replays: u64,
+}
+
+impl GraphAcc {
+    fn call(&mut self, c: &Call) {
+        let ok = c.ret == 0;
+        match c.api.op() {
+            Op::CaptureEnd => {
+                let bag = self.capturing.remove(&c.stream.unwrap_or(0)).unwrap_or_default();
+                if let (true, Some(graph)) = (ok, c.handle) {
+                    self.graphs.insert(graph, bag);
+                }
+            }
+            Op::GraphInstantiate => {
+                if let (true, Some(graph), Some(exec)) = (ok, c.handle, c.value) {
+                    self.execs.insert(exec, self.graphs.get(&graph).cloned().unwrap_or_default());
+                }
+            }
+            Op::GraphLaunch if ok => {
+                self.replays += 1;
+                match c.handle.and_then(|e| self.execs.get(&e)) {
+                    Some(bag) => {
+                        for (id, n) in bag {
+                            *self.replayed.entry(*id).or_default() += n;
+                        }
+                    }
+                    None => self.unknown_replays += 1,
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// (grid, block, grid unit, shmem).
+type ShapeKey = ([u32; 3], [u32; 3], GridUnit, u64);
+
+#[derive(Default)]
+struct KernelAcc {
+    report: KernelReport,
+    shapes: HashMap<ShapeKey, u64>,
+}
+
+fn shapes(m: HashMap<ShapeKey, u64>) -> Vec<Shape> {
+    let mut v: Vec<Shape> = m
+        .into_iter()
+        .map(|((grid, block, grid_unit, shmem), count)| Shape { grid, block, grid_unit, shmem, count })
+        .collect();
+    v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
+    v
+}
+
+/// Builds a [`Report`] one record at a time, so a trace of any length is summarized in bounded memory.
+#[derive(Default)]
+pub struct ReportBuilder {
+    report: Report,
+    procs: BTreeMap<u32, ProcAcc>,
+    kernel_names: HashMap<u32, trace::Kernel>,
+    start: u64,
+    last_ts: u64,
+}
+
+impl ReportBuilder {
+    pub fn add(&mut self, rec: Record) {
+        let report = &mut self.report;
+        let procs = &mut self.procs;
+        let kernel_names = &mut self.kernel_names;
+        let last_ts = &mut self.last_ts;
+        match rec {
+            Record::Header(h) => {
+                self.start = h.start_mono_ns;
+                report.trace.schema = h.schema;
+                report.trace.tracer_version = h.tracer_version;
+                report.trace.host = h.host;
+                report.trace.kernel_release = h.kernel_release;
+            }
+            Record::Library(l) => report.libraries.push(l),
+            Record::Probe(p) => {
+                if p.error.is_some() {
+                    report.probes_missing.push(p);
+                }
+            }
+            Record::Process(p) => {
+                let acc = procs.entry(p.pid).or_default();
+                acc.info = p;
+            }
+            Record::Kernel(k) => {
+                procs.entry(k.pid).or_default();
+                kernel_names.insert(k.id, k);
+            }
+            Record::Launch(l) => {
+                *last_ts = (*last_ts).max(l.ts);
+                let acc = procs.entry(l.pid).or_default();
+                acc.libs.insert(l.lib);
+                api_stat(&mut acc.api, l.api, l.ret as i64, l.dur);
+                let id = l.kernel.unwrap_or(0);
+                let k = acc.kernels.entry(id).or_insert_with(|| {
+                    let mut k = KernelAcc::default();
+                    k.report.id = id;
+                    if let Some(n) = kernel_names.get(&id) {
+                        k.report.name = n.name.clone();
+                        k.report.demangled = n.demangled.clone();
+                        k.report.source = n.source;
+                        k.report.handle = n.handle;
+                        k.report.code_file = n.code_file.clone();
+                        k.report.bundles = n.bundles.clone();
+                    } else {
+                        k.report.source = trace::Source::Unnamed;
+                        k.report.handle = l.handle;
+                    }
+                    k
+                });
+                k.report.launches += 1;
+                if l.ret != 0 {
+                    k.report.failed += 1;
+                }
+                let class = class_of(&mut acc.classes, kernel_names, id);
+                acc.phases.launch(class.with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems), l.ts);
+                let o = acc.launch_outcomes.entry(id).or_default();
+                o.0 += 1;
+                o.1 += u64::from(l.ret != 0);
+                o.2 += u64::from(l.captured);
+                if l.captured {
+                    *acc.graphs.capturing.entry(l.stream).or_default().entry(id).or_default() += 1;
+                }
+                *k.report.returns.entry(l.ret).or_default() += 1;
+                if !k.report.apis.contains(&l.api) {
+                    k.report.apis.push(l.api);
+                }
+                *k.shapes.entry((l.grid, l.block, l.grid_unit, l.shmem)).or_default() += 1;
+            }
+            Record::Config(c) => {
+                *last_ts = (*last_ts).max(c.ts);
+                let acc = procs.entry(c.pid).or_default();
+                acc.libs.insert(c.lib);
+                api_stat(&mut acc.api, c.api, c.ret as i64, c.dur);
+                acc.configs.count += 1;
+                if c.ret != 0 {
+                    acc.configs.failed += 1;
+                }
+                *acc.config_shapes.entry((c.grid, c.block, GridUnit::Blocks, c.shmem)).or_default() += 1;
+            }
+            Record::Call(c) => {
+                *last_ts = (*last_ts).max(c.ts);
+                let acc = procs.entry(c.pid).or_default();
+                acc.libs.insert(c.lib);
+                api_stat(&mut acc.api, c.api, c.ret, c.dur);
+                acc.graphs.call(&c);
+                acc.phases.call(c.api.op(), c.kind, c.ts);
+                let m = &mut acc.memory;
+                match c.api.op() {
+                    Op::Alloc => {
+                        m.malloc_calls += 1;
+                        m.malloc_bytes_requested += c.size.unwrap_or(0);
+                        if c.ret == 0 {
+                            m.malloc_bytes += c.size.unwrap_or(0);
+                        } else {
+                            m.malloc_failed += 1;
+                        }
+                    }
+                    Op::Free => m.free_calls += 1,
+                    Op::Memcpy => {
+                        let kind = c.kind.map_or_else(|| "unknown".into(), MemcpyKind::name);
+                        let e = m.memcpy.entry(kind.into_owned()).or_default();
+                        e.calls += 1;
+                        e.bytes += c.size.unwrap_or(0);
+                        if c.ret != 0 {
+                            e.failed += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Record::Exit(e) => {
+                let acc = procs.entry(e.pid).or_default();
+                acc.exit = Some(e);
+            }
+            Record::Mapping(m) => procs.entry(m.pid).or_default().mapped.push(m),
+            Record::Queue(q) => procs.entry(q.pid).or_default().queues.push(q),
+            Record::Dispatch(d) => {
+                *last_ts = (*last_ts).max(d.ts);
+                let acc = procs.entry(d.pid).or_default();
+                acc.libs.insert(d.lib);
+                if d.kernel.is_none() {
+                    acc.barrier_packets += 1;
+                } else {
+                    let id = d.kernel.unwrap_or(0);
+                    let class = class_of(&mut acc.classes, kernel_names, id);
+                    acc.phases.dispatch(class.with_shape(d.grid, d.workgroup.map(u32::from), true), d.ts);
+                    let e = acc
+                        .dispatches
+                        .entry(d.kernel_object)
+                        .or_insert_with(|| (d.kernel, 0, d.kernel_object, HashMap::new()));
+                    e.1 += 1;
+                    *e.3.entry((d.workgroup, d.grid, d.group_segment)).or_default() += 1;
+                }
+            }
+            Record::Ioctl(i) => {
+                *last_ts = (*last_ts).max(i.ts);
+                let acc = procs.entry(i.pid).or_default();
+                let e = acc.ioctls.entry(i.name.clone()).or_insert_with(|| IoctlReport {
+                    name: i.name.clone(),
+                    device: i.device.clone(),
+                    ..Default::default()
+                });
+                e.calls += 1;
+                e.total_ns += i.dur;
+                if i.ret < 0 {
+                    e.errors += 1;
+                    let errno =
+                        crate::ioctl::errno_name(i.ret).map_or_else(|| format!("errno {}", -i.ret), str::to_owned);
+                    *e.errnos.entry(errno).or_default() += 1;
+                }
+            }
+            Record::Footer(f) => {
+                *last_ts = (*last_ts).max(f.end_mono_ns);
+                report.trace.stop = Some(f.stop);
+                report.drops_total = f.total_drops();
+                report.drops = f.drops.iter().map(|(k, v)| (k.clone(), v.iter().sum())).collect();
+                report.counters = f.counters;
+            }
+        }
+    }
+
+    pub fn finish(self) -> Report {
+        let mut report = self.report;
+        report.trace.duration_s = self.last_ts.saturating_sub(self.start) as f64 / 1e9;
+        for (pid, acc) in self.procs {
+            let mut kernels: Vec<KernelReport> = acc
+                .kernels
+                .into_values()
+                .map(|k| {
+                    let shapes = shapes(k.shapes);
+                    // The batch from the most frequent launch shape where the shape refines it (MMQ's grid).
+                    let class = match shapes.first() {
+                        Some(sh) => KernelClass::of_shape(&k.report.name, sh),
+                        None => KernelClass::of(&k.report.name),
+                    };
+                    let (launched, failed, captured) =
+                        acc.launch_outcomes.get(&k.report.id).copied().unwrap_or_default();
+                    let replayed = acc.graphs.replayed.get(&k.report.id).copied().unwrap_or(0);
+                    let executions = launched - failed - captured + replayed;
+                    KernelReport { shapes, class, executions, graph_executions: replayed, ..k.report }
+                })
+                .collect();
+            kernels.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.id.cmp(&b.id)));
+            let mut api: Vec<ApiReport> = acc
+                .api
+                .into_values()
+                .map(|mut a| {
+                    a.mean_ns = a.total_ns / a.calls.max(1);
+                    a
+                })
+                .collect();
+            api.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.api.name().cmp(b.api.name())));
+            let origins: HashMap<u32, trace::LibOrigin> = report.libraries.iter().map(|l| (l.id, l.origin)).collect();
+            // A probed copy this process called is mapped by it, even if it ended before its maps were read.
+            let mut seen_maps: Vec<trace::Mapping> = acc.mapped;
+            for id in &acc.libs {
+                if !seen_maps.iter().any(|m| m.lib == Some(*id))
+                    && let Some(l) = report.libraries.iter().find(|l| l.id == *id)
+                {
+                    seen_maps.push(trace::Mapping {
+                        ts: 0,
+                        pid,
+                        path: l.path.clone(),
+                        dev: l.dev,
+                        inode: l.inode,
+                        lib: Some(*id),
+                    });
+                }
+            }
+            let mapped = seen_maps
+                .into_iter()
+                .map(|m| MappedReport {
+                    status: match m.lib {
+                        Some(id) if acc.libs.contains(&id) => MapStatus::Called,
+                        Some(_) => MapStatus::MappedOnly,
+                        None => MapStatus::NotProbed,
+                    },
+                    origin: m.lib.and_then(|id| origins.get(&id).copied()),
+                    lib: m.lib,
+                    path: m.path,
+                })
+                .collect();
+            let (dispatches, crosscheck) =
+                crosscheck::queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, acc.graphs.replays);
+            let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
+            ioctls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
+            report.processes.push(ProcessReport {
+                pid,
+                ppid: acc.info.ppid,
+                comm: acc.info.comm,
+                argv: acc.info.argv,
+                role: acc.info.role,
+                model: acc.info.model,
+                model_name: acc.info.model_name,
+                mapped,
+                ioctls,
+                queues: acc.queues,
+                phases: acc.phases.finish(),
+                dispatches,
+                barrier_packets: acc.barrier_packets,
+                graph_replays: acc.graphs.replays,
+                graph_replays_unresolved: acc.graphs.unknown_replays,
+                crosscheck,
+                exit_code: acc.exit.as_ref().and_then(|e| e.code),
+                exit_signal: acc.exit.as_ref().and_then(|e| e.signal),
+                exited: acc.exit.is_some(),
+                kernels,
+                configs: ConfigReport { shapes: shapes(acc.config_shapes), ..acc.configs },
+                api,
+                memory: acc.memory,
+                libraries: acc.libs.into_iter().collect(),
+            });
+        }
+        report
+    }
+}
+
+/// A kernel's classification, computed once per kernel id.
+pub(super) fn class_of(
+    classes: &mut HashMap<u32, crate::classify::Class>,
+    names: &HashMap<u32, trace::Kernel>,
+    id: u32,
+) -> crate::classify::Class {
+    classes
+        .entry(id)
+        .or_insert_with(|| crate::classify::classify(names.get(&id).map_or("", |k| k.name.as_str())))
+        .clone()
+}
+
+fn api_stat(api: &mut BTreeMap<ApiFunc, ApiReport>, func: ApiFunc, ret: i64, dur: u64) {
+    let a = api.entry(func).or_insert(ApiReport { api: func, calls: 0, errors: 0, total_ns: 0, mean_ns: 0 });
+    a.calls += 1;
+    if ret != 0 {
+        a.errors += 1;
+    }
+    a.total_ns += dur;
+}

@@ -1,0 +1,446 @@
+//! `tracer report`: what a trace says, per process: kernels launched (with shapes and failures), the
+//! `<<<>>>` configurations pushed, API calls with their errors and time, memory traffic, what reached the
+//! GPU queues and how it compares with the launches, phases, and losses.
+//!
+//! This module is the report's model; [`aggregate`] builds it from records in one streaming pass,
+//! [`crosscheck`] joins API launches with queue dispatches, [`text`] renders it for a terminal.
+
+mod aggregate;
+mod crosscheck;
+mod text;
+
+use std::{collections::BTreeMap, path::Path};
+
+pub use aggregate::ReportBuilder;
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::{
+    event::{ApiFunc, GridUnit},
+    trace::{self, Record},
+};
+
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    pub trace: TraceInfo,
+    pub libraries: Vec<trace::Library>,
+    /// Probes that could not be attached, with the reason.
+    pub probes_missing: Vec<trace::Probe>,
+    pub processes: Vec<ProcessReport>,
+    pub drops: BTreeMap<String, u64>,
+    pub drops_total: u64,
+    pub counters: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct TraceInfo {
+    pub path: String,
+    pub schema: u32,
+    pub tracer_version: String,
+    pub host: String,
+    pub kernel_release: String,
+    pub duration_s: f64,
+    pub stop: Option<trace::Stop>,
+    /// Set when the file did not end normally.
+    pub warning: Option<String>,
+    /// Records of types this tracer does not know (from a newer tracer), skipped.
+    pub unknown_records: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct ProcessReport {
+    pub pid: u32,
+    pub ppid: u32,
+    pub comm: String,
+    pub argv: Vec<String>,
+    pub role: Option<trace::Role>,
+    pub model: Option<String>,
+    pub model_name: Option<String>,
+    /// GPU libraries this process mapped, and whether it called the ones tracer probes.
+    pub mapped: Vec<MappedReport>,
+    /// GPU driver ioctls by name.
+    pub ioctls: Vec<IoctlReport>,
+    /// HSA queues the process created.
+    pub queues: Vec<trace::Queue>,
+    /// What reached the GPU queues, per kernel (AQL kernel dispatch packets), and barrier packets.
+    pub dispatches: Vec<DispatchReport>,
+    pub barrier_packets: u64,
+    /// Graph replays (hipGraphLaunch, cuGraphLaunch), and those of an executable whose capture tracer
+    /// did not see (its kernels' executions cannot be counted).
+    pub graph_replays: u64,
+    pub graph_replays_unresolved: u64,
+    /// The HIP API launches and the queue dispatches joined by kernel name, differences explained.
+    pub crosscheck: Vec<CrossRow>,
+    /// Steps (graph evaluations) by phase: prefill, decode, other.
+    pub phases: Vec<crate::phase::PhaseReport>,
+    pub exit_code: Option<i32>,
+    pub exit_signal: Option<i32>,
+    pub exited: bool,
+    pub kernels: Vec<KernelReport>,
+    pub configs: ConfigReport,
+    pub api: Vec<ApiReport>,
+    pub memory: MemoryReport,
+    /// Library ids whose probes fired for this process.
+    pub libraries: Vec<u32>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct MappedReport {
+    pub path: String,
+    /// The probed library id, when tracer probes this copy.
+    pub lib: Option<u32>,
+    pub status: MapStatus,
+    /// The probed copy's origin.
+    pub origin: Option<trace::LibOrigin>,
+}
+
+/// Whether a process called a GPU library it maps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MapStatus {
+    /// Probes on it fired for this process.
+    Called,
+    /// Probed, never called.
+    MappedOnly,
+    /// A library tracer does not instrument.
+    NotProbed,
+}
+
+impl MapStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MapStatus::Called => "called",
+            MapStatus::MappedOnly => "mapped-only",
+            MapStatus::NotProbed => "not-probed",
+        }
+    }
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct DispatchReport {
+    pub kernel: Option<u32>,
+    pub name: String,
+    pub demangled: String,
+    pub class: KernelClass,
+    pub source: trace::Source,
+    pub kernel_object: u64,
+    pub dispatches: u64,
+    /// (workgroup, grid in work-items, group segment bytes) with counts.
+    pub shapes: Vec<DispatchShape>,
+    /// The file and offload bundles holding the kernel's code, from the process's registration of the
+    /// same kernel name (see `KernelReport`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_file: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bundles: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct DispatchShape {
+    pub workgroup: [u16; 3],
+    pub grid: [u32; 3],
+    pub group_segment: u32,
+    pub count: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct CrossRow {
+    /// The kernel's mangled name, or `kernel_object 0x...` when the queue saw an unnamed object.
+    pub kernel: String,
+    pub demangled: String,
+    /// Launch calls at the HIP API (all of them).
+    pub api_launches: u64,
+    pub api_failed: u64,
+    /// Launches made while their stream was capturing a graph (graph nodes, not dispatches).
+    pub api_captured: u64,
+    /// Kernel dispatch packets seen at the queues.
+    pub queue_dispatches: u64,
+    /// Why the two counts differ; empty when they agree.
+    pub explanation: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct IoctlReport {
+    pub name: String,
+    pub device: Option<String>,
+    pub calls: u64,
+    pub errors: u64,
+    /// Failed calls by errno name.
+    pub errnos: BTreeMap<String, u64>,
+    pub total_ns: u64,
+}
+
+/// What a kernel's name says it does (see `classify`).
+#[derive(Debug, Default, Serialize)]
+pub struct KernelClass {
+    pub family: String,
+    pub quant: Option<String>,
+    /// "1" (exact columns, MMVQ) or "<=128" (MMQ tile width, from the name alone).
+    pub batch: Option<String>,
+}
+
+impl KernelClass {
+    fn of(name: &str) -> KernelClass {
+        KernelClass::from(crate::classify::classify(name))
+    }
+
+    fn of_shape(name: &str, sh: &Shape) -> KernelClass {
+        let work_items = sh.grid_unit == GridUnit::WorkItems;
+        KernelClass::from(crate::classify::classify(name).with_shape(sh.grid, sh.block, work_items))
+    }
+
+    fn from(c: crate::classify::Class) -> KernelClass {
+        KernelClass {
+            family: c.family.name().to_owned(),
+            quant: c.quant.map(str::to_owned),
+            batch: c.batch.map(crate::classify::Batch::label),
+        }
+    }
+
+    pub(crate) fn text(&self) -> String {
+        let mut s = self.family.clone();
+        if let Some(q) = &self.quant {
+            s += &format!(" {q}");
+        }
+        if let Some(b) = &self.batch {
+            s += &format!(" b{b}");
+        }
+        s
+    }
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct KernelReport {
+    pub id: u32,
+    pub name: String,
+    pub demangled: String,
+    pub class: KernelClass,
+    pub source: trace::Source,
+    pub handle: u64,
+    /// The file holding the kernel's code and its offload bundles there (see `tracer inspect`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code_file: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bundles: Vec<String>,
+    pub launches: u64,
+    /// Launches whose call returned an error.
+    pub failed: u64,
+    /// Times the kernel was submitted to run: launches that neither failed nor were captured into a
+    /// graph, plus one per replay of each graph that captured it.
+    pub executions: u64,
+    /// Of those, the graph replays'.
+    pub graph_executions: u64,
+    /// Return codes seen, by value.
+    pub returns: BTreeMap<i32, u64>,
+    pub shapes: Vec<Shape>,
+    pub apis: Vec<ApiFunc>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Shape {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub grid_unit: GridUnit,
+    pub shmem: u64,
+    pub count: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct ConfigReport {
+    pub count: u64,
+    pub failed: u64,
+    pub shapes: Vec<Shape>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ApiReport {
+    pub api: ApiFunc,
+    pub calls: u64,
+    pub errors: u64,
+    pub total_ns: u64,
+    pub mean_ns: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct MemoryReport {
+    pub malloc_calls: u64,
+    pub malloc_failed: u64,
+    /// Bytes asked for by successful hipMalloc / cuMemAlloc calls.
+    pub malloc_bytes: u64,
+    /// Bytes asked for by all hipMalloc / cuMemAlloc calls, failed ones included.
+    pub malloc_bytes_requested: u64,
+    pub free_calls: u64,
+    /// Per hipMemcpyKind: calls and bytes (all calls, failed ones included, as requested).
+    pub memcpy: BTreeMap<String, MemcpyReport>,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct MemcpyReport {
+    pub calls: u64,
+    pub failed: u64,
+    pub bytes: u64,
+}
+
+impl Report {
+    /// Reads a trace file and summarizes it, streaming.
+    pub fn from_file(path: &Path) -> Result<Report> {
+        let mut b = ReportBuilder::default();
+        let status = trace::for_each_record(path, |r| b.add(r))?;
+        let mut r = b.finish();
+        r.trace.path = path.display().to_string();
+        r.trace.warning = status.warning();
+        r.trace.unknown_records = status.unknown_records;
+        Ok(r)
+    }
+
+    pub fn build(records: Vec<Record>) -> Report {
+        let mut b = ReportBuilder::default();
+        for r in records {
+            b.add(r);
+        }
+        b.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        event::{Call, Config, MemcpyKind, Origin},
+        trace::{Footer, Header, Kernel, Launch, Process, Source, Stop},
+    };
+
+    fn launch(kernel: u32, grid: [u32; 3], ret: i32) -> Record {
+        Record::Launch(Launch {
+            ts: 2_000_000_000,
+            pid: 7,
+            tid: 7,
+            lib: 1,
+            api: ApiFunc::HipLaunchKernel,
+            kernel: Some(kernel),
+            handle: 0x100 * kernel as u64,
+            grid,
+            block: [256, 1, 1],
+            grid_unit: GridUnit::Blocks,
+            shmem: 0,
+            stream: 0,
+            ret,
+            dur: 1000,
+            captured: false,
+            entry_only: false,
+        })
+    }
+
+    #[test]
+    fn aggregates_per_process() {
+        let o = Origin { ts: 0, pid: 7, tid: 0, lib: 1 };
+        let records = vec![
+            Record::Header(Header {
+                format: trace::FORMAT.into(),
+                schema: 1,
+                start_mono_ns: 1_000_000_000,
+                ..Default::default()
+            }),
+            Record::Process(Process {
+                pid: 7,
+                comm: "runner".into(),
+                argv: vec!["runner".into()],
+                ..Default::default()
+            }),
+            Record::Kernel(Kernel {
+                id: 1,
+                pid: 7,
+                handle: 0x100,
+                name: "_Z1av".into(),
+                demangled: "a()".into(),
+                source: Source::Register,
+                ..Default::default()
+            }),
+            launch(1, [4, 1, 1], 101),
+            launch(1, [4, 1, 1], 101),
+            launch(1, [8, 1, 1], 0),
+            Record::Config(Config {
+                ts: 0,
+                pid: 7,
+                tid: 0,
+                lib: 1,
+                api: ApiFunc::HipPushCallConfiguration,
+                grid: [2, 1, 1],
+                block: [64, 1, 1],
+                shmem: 0,
+                stream: 0,
+                ret: 101,
+                dur: 500,
+            }),
+            Record::Call(Call { size: Some(4096), ..Call::new(o, ApiFunc::HipMalloc, 0, 100) }),
+            Record::Call(Call { size: Some(1 << 30), ..Call::new(o, ApiFunc::HipMalloc, 2, 100) }),
+            Record::Call(Call {
+                size: Some(64),
+                kind: Some(MemcpyKind::DeviceToHost),
+                ..Call::new(o, ApiFunc::HipMemcpy, 0, 300)
+            }),
+            Record::Footer(Footer {
+                end_mono_ns: 3_000_000_000,
+                drops: [("call".to_owned(), vec![1, 2])].into(),
+                stop: Stop::Signal,
+                ..Default::default()
+            }),
+        ];
+        let r = Report::build(records);
+        assert_eq!(r.trace.duration_s, 2.0);
+        assert_eq!(r.drops_total, 3);
+        let p = &r.processes[0];
+        assert_eq!(p.comm, "runner");
+        let k = &p.kernels[0];
+        assert_eq!((k.launches, k.failed, k.demangled.as_str()), (3, 2, "a()"));
+        assert_eq!(k.returns, [(0, 1), (101, 2)].into());
+        assert_eq!(k.shapes[0].grid, [4, 1, 1]);
+        assert_eq!(k.shapes[0].count, 2);
+        assert_eq!((p.configs.count, p.configs.failed), (1, 1));
+        assert_eq!((p.memory.malloc_calls, p.memory.malloc_failed, p.memory.malloc_bytes), (2, 1, 4096));
+        assert_eq!(p.memory.memcpy["DeviceToHost"].bytes, 64);
+        let launch_api = p.api.iter().find(|a| a.api == ApiFunc::HipLaunchKernel).unwrap();
+        assert_eq!((launch_api.calls, launch_api.errors, launch_api.mean_ns), (3, 2, 1000));
+        let text = r.to_text();
+        assert!(text.contains("a()"), "{text}");
+        assert!(text.contains("3 records dropped"), "{text}");
+    }
+
+    #[test]
+    fn dispatches_name_the_bundle_of_the_registered_kernel() {
+        let kernel = |id: u32, source: Source, bundles: Vec<String>| {
+            Record::Kernel(Kernel {
+                id,
+                pid: 7,
+                handle: 0x100 * id as u64,
+                name: "_Z1av".into(),
+                demangled: "a()".into(),
+                source,
+                code_file: (!bundles.is_empty()).then(|| "/lib/libggml-hip.so".to_owned()),
+                bundles,
+                ..Default::default()
+            })
+        };
+        let dispatch = Record::Dispatch(trace::Dispatch {
+            pid: 7,
+            packet: crate::event::PacketType::KernelDispatch,
+            workgroup: [64, 1, 1],
+            grid: [256, 1, 1],
+            kernel_object: 0xabc,
+            kernel: Some(2),
+            ..Default::default()
+        });
+        let records = vec![
+            Record::Process(Process { pid: 7, comm: "runner".into(), ..Default::default() }),
+            kernel(1, Source::Register, vec!["0042".into()]),
+            kernel(2, Source::Hsa, Vec::new()),
+            dispatch,
+        ];
+        let r = Report::build(records);
+        let d = &r.processes[0].dispatches[0];
+        assert_eq!(
+            (d.code_file.as_deref(), d.bundles.as_slice()),
+            (Some("/lib/libggml-hip.so"), ["0042".to_owned()].as_slice())
+        );
+    }
+}

@@ -1,0 +1,171 @@
+//! The trace file: [`schema`] (what each line holds), [`writer`], [`reader`].
+
+mod reader;
+mod schema;
+mod writer;
+
+pub use reader::{MAX_LINE, ReadStatus, for_each_record, read_file, read_from, read_records};
+pub use schema::*;
+pub use writer::Writer;
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+    use std::{fs::File, path::Path};
+
+    fn header() -> Record {
+        Record::Header(Header { format: FORMAT.into(), schema: SCHEMA, ..Default::default() })
+    }
+
+    fn launch(i: u32) -> Record {
+        Record::Launch(Launch {
+            ts: 1000 + i as u64,
+            pid: 42,
+            tid: 43,
+            lib: 1,
+            api: crate::event::ApiFunc::HipLaunchKernel,
+            kernel: Some(i),
+            handle: 0x5555_0000 + i as u64,
+            grid: [i, 2, 3],
+            block: [64, 1, 1],
+            grid_unit: crate::event::GridUnit::Blocks,
+            shmem: 128,
+            stream: 0,
+            ret: 101,
+            dur: 5000,
+            captured: false,
+            entry_only: i.is_multiple_of(2),
+        })
+    }
+
+    fn write_trace(path: &Path, compress: bool, n: u32, footer: bool) -> Vec<Record> {
+        let file = File::create(path).unwrap();
+        let mut w = Writer::new(file, compress).unwrap();
+        let mut all = vec![header()];
+        w.write(&all[0]).unwrap();
+        for i in 0..n {
+            let r = launch(i);
+            w.write(&r).unwrap();
+            all.push(r);
+        }
+        if footer {
+            w.finish(Footer { stop: Stop::Signal, ..Default::default() }).unwrap();
+        } else {
+            w.flush().unwrap();
+        }
+        all
+    }
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("tracer-trace-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(name)
+    }
+
+    #[test]
+    fn round_trip_plain_and_compressed() {
+        for compress in [false, true] {
+            let path = tmp(&format!("rt-{compress}.jsonl"));
+            let written = write_trace(&path, compress, 100, true);
+            let (read, status) = read_file(&path).unwrap();
+            assert_eq!(&read[..written.len()], &written[..]);
+            let Some(Record::Footer(f)) = read.last() else { panic!("no footer") };
+            assert_eq!(f.records["launch"], 100);
+            assert_eq!(f.records["header"], 1);
+            assert_eq!(status, ReadStatus { has_footer: true, ..Default::default() });
+            assert!(status.warning().is_none());
+        }
+    }
+
+    #[test]
+    fn cut_at_every_byte_reads_complete_records() {
+        let path = tmp("cut-src.jsonl");
+        write_trace(&path, false, 5, true);
+        let bytes = std::fs::read(&path).unwrap();
+        let line_ends: Vec<usize> =
+            bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
+        let cut = tmp("cut.jsonl");
+        for at in 1..bytes.len() {
+            std::fs::write(&cut, &bytes[..at]).unwrap();
+            let complete = line_ends.iter().filter(|&&e| e <= at).count();
+            match read_file(&cut) {
+                Ok((records, status)) => {
+                    assert_eq!(records.len(), complete, "cut at {at}");
+                    let last_end = line_ends.iter().rfind(|&&e| e <= at).copied().unwrap_or(0);
+                    assert_eq!(status.cut_bytes, (at - last_end) as u64, "cut at {at}");
+                    assert_eq!(status.has_footer, complete == line_ends.len());
+                }
+                Err(e) => {
+                    assert_eq!(complete, 0, "cut at {at}: {e}");
+                    assert!(e.to_string().contains("no complete record"), "{e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn killed_compressed_writer_keeps_flushed_records() {
+        let path = tmp("killed.jsonl.zst");
+        let written = write_trace(&path, true, 50, false);
+        // Append half a zstd block, as a writer killed mid-write would leave.
+        let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&[0x10, 0x20, 0x30]).unwrap();
+        let (read, status) = read_file(&path).unwrap();
+        assert_eq!(read, written);
+        assert!(!status.has_footer);
+        assert!(status.warning().is_some());
+    }
+
+    #[test]
+    fn rejects_files_that_are_not_traces() {
+        let cases: [(&str, &[u8], &str); 5] = [
+            ("empty", b"", "is empty"),
+            ("text", b"hello world\n", "not a tracer trace file"),
+            ("json", b"{\"type\":\"launch\"}\n", "not a tracer trace file"),
+            ("other-header", b"{\"type\":\"header\",\"format\":\"other\",\"schema\":1,\"tracer_version\":\"\",\"host\":\"\",\"kernel_release\":\"\",\"start_unix_ns\":0,\"start_mono_ns\":0,\"options\":{\"pids\":[],\"command\":[],\"libs\":[],\"duration_s\":null,\"filter\":\"\",\"ring_bytes\":0},\"units\":{}}\n", "not a tracer trace file"),
+            ("binary", &[0u8, 159, 146, 150, b'\n'], "not a tracer trace file"),
+        ];
+        for (name, bytes, want) in cases {
+            let p = tmp(name);
+            std::fs::write(&p, bytes).unwrap();
+            let err = read_file(&p).unwrap_err().to_string();
+            assert!(err.contains(want), "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn rejects_newer_schema_and_corrupt_lines() {
+        let p = tmp("newer.jsonl");
+        let mut h = Header { format: FORMAT.into(), schema: SCHEMA + 1, ..Default::default() };
+        std::fs::write(&p, serde_json::to_string(&Record::Header(h.clone())).unwrap() + "\n").unwrap();
+        let err = read_file(&p).unwrap_err().to_string();
+        assert!(err.contains("use a newer tracer"), "{err}");
+
+        h.schema = SCHEMA;
+        let mut text = serde_json::to_string(&Record::Header(h)).unwrap() + "\n";
+        text += "{\"type\":\"launch\",\"garbage\n";
+        text += &(serde_json::to_string(&launch(1)).unwrap() + "\n");
+        std::fs::write(&p, &text).unwrap();
+        let err = read_file(&p).unwrap_err().to_string();
+        assert!(err.contains("line 2 is not a valid trace record"), "{err}");
+
+        // A record type from a newer tracer is skipped and counted, not an error.
+        let text = text.replace("{\"type\":\"launch\",\"garbage\n", "{\"type\":\"future_record\",\"queue\":1}\n");
+        std::fs::write(&p, &text).unwrap();
+        let (records, status) = read_file(&p).unwrap();
+        assert_eq!((records.len(), status.unknown_records), (2, 1));
+    }
+
+    #[test]
+    fn huge_line_is_refused_without_buffering_it_all() {
+        let p = tmp("huge.jsonl");
+        let mut text = serde_json::to_string(&header()).unwrap() + "\n";
+        text += &"x".repeat(MAX_LINE + 10);
+        text += "\n";
+        std::fs::write(&p, text).unwrap();
+        let err = read_file(&p).unwrap_err().to_string();
+        assert!(err.contains("longer than"), "{err}");
+    }
+}

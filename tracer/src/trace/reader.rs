@@ -1,0 +1,330 @@
+//! The trace reader: every complete record of a file, plain or zstd (detected by its magic bytes), in
+//! order, and how the file ended. A file cut at any byte reads up to its last complete record.
+
+use std::{
+    collections::BTreeMap,
+    fs::File,
+    io::{self, BufRead, BufReader, Read},
+    path::Path,
+    sync::{Arc, Mutex, mpsc},
+};
+
+use anyhow::{Context, Result, bail};
+
+use super::schema::{FORMAT, KNOWN_TYPES, Record, SCHEMA};
+
+/// A line longer than this is not a record: the reader stops there instead of buffering without bound.
+pub const MAX_LINE: usize = 1 << 20;
+
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// What reading a trace found besides its records.
+#[derive(Debug, Default, PartialEq)]
+pub struct ReadStatus {
+    /// Bytes after the last complete record (a recording that was killed).
+    pub cut_bytes: u64,
+    /// The compressed stream ended in the middle of a frame.
+    pub stream_cut: bool,
+    /// Whether the file has its footer (false: the recording did not end normally).
+    pub has_footer: bool,
+    /// Records of a type this reader does not know (written by a newer tracer), skipped.
+    pub unknown_records: u64,
+}
+
+impl ReadStatus {
+    /// One sentence for the user when the file was not closed normally, else None.
+    pub fn warning(&self) -> Option<String> {
+        if self.has_footer && self.cut_bytes == 0 && !self.stream_cut {
+            return None;
+        }
+        let mut s = String::from("the trace was not closed normally (the tracer was killed?)");
+        if self.cut_bytes > 0 {
+            s += &format!(": {} bytes after the last complete record were ignored", self.cut_bytes);
+        } else if self.stream_cut {
+            s += ": the compressed stream ends early; every complete record before that was read";
+        } else {
+            s += ": it has no footer, so drop counts are unknown";
+        }
+        Some(s)
+    }
+}
+
+/// Reads a whole trace file: every complete record, and how the file ended.
+pub fn read_file(path: &Path) -> Result<(Vec<Record>, ReadStatus)> {
+    let mut records = Vec::new();
+    let status = for_each_record(path, |r| records.push(r))?;
+    Ok((records, status))
+}
+
+/// Streams a trace file (plain or zstd, detected by its magic bytes) through `each`.
+pub fn for_each_record(path: &Path, each: impl FnMut(Record)) -> Result<ReadStatus> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    read_from(file, path, each)
+}
+
+/// Streams trace bytes from any reader (plain or zstd, detected by the magic bytes) through `each`;
+/// `path` names the source in errors.
+pub fn read_from(mut input: impl Read + Send, path: &Path, each: impl FnMut(Record)) -> Result<ReadStatus> {
+    let mut magic = [0u8; 4];
+    let n = read_up_to(&mut input, &mut magic)?;
+    let head = io::Cursor::new(magic[..n].to_vec());
+    if n == 4 && magic == ZSTD_MAGIC {
+        let dec = zstd::Decoder::new(head.chain(input))?;
+        read_records(BufReader::with_capacity(1 << 16, dec), path, each)
+    } else {
+        read_records(BufReader::with_capacity(1 << 16, head.chain(input)), path, each)
+    }
+}
+
+fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Reads records from a line stream, calling `each` for every one, in order, after validating the header.
+pub fn read_records(input: impl BufRead + Send, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
+    // Three stages on their own threads: split lines (and decompress), parse (two workers), then, here,
+    // check and hand over the records in file order.
+    const BATCH: usize = 4096;
+    const WORKERS: usize = 2;
+    std::thread::scope(|scope| {
+        let (line_tx, line_rx) = mpsc::sync_channel::<(u64, u64, Vec<Vec<u8>>)>(2 * WORKERS);
+        let (rec_tx, rec_rx) = mpsc::sync_channel::<(u64, u64, Vec<(Vec<u8>, Parsed)>)>(2 * WORKERS);
+        let reader = scope.spawn(move || split_lines(input, path, BATCH, line_tx));
+        let line_rx = Arc::new(Mutex::new(line_rx));
+        for _ in 0..WORKERS {
+            let rx = Arc::clone(&line_rx);
+            let tx = rec_tx.clone();
+            scope.spawn(move || {
+                loop {
+                    let next = rx.lock().map(|r| r.recv());
+                    let Ok(Ok((seq, first, lines))) = next else { return };
+                    let parsed = lines.into_iter().map(|l| {
+                        let p = parse_line(&l);
+                        (l, p)
+                    });
+                    if tx.send((seq, first, parsed.collect())).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(rec_tx);
+        let mut status = ReadStatus::default();
+        let mut pending = BTreeMap::new();
+        let mut next_seq = 0u64;
+        let mut lines = 0u64;
+        for (seq, first, batch) in rec_rx {
+            pending.insert(seq, (first, batch));
+            while let Some((first, batch)) = pending.remove(&next_seq) {
+                next_seq += 1;
+                for (i, (line, parsed)) in batch.into_iter().enumerate() {
+                    let lineno = first + i as u64;
+                    lines = lineno;
+                    let record = match parsed {
+                        Parsed::Record(r) => r,
+                        Parsed::Unknown if lineno > 1 => {
+                            status.unknown_records += 1;
+                            continue;
+                        }
+                        Parsed::Unknown | Parsed::Bad(_) if lineno == 1 => bail!(
+                            "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
+                            path.display()
+                        ),
+                        Parsed::Unknown => unreachable!("handled above"),
+                        Parsed::Bad(e) => {
+                            drop(line);
+                            bail!(
+                                "{}: line {lineno} is not a valid trace record ({e}); the file is corrupted",
+                                path.display()
+                            )
+                        }
+                    };
+                    if lineno == 1 {
+                        check_header(&record, path)?;
+                    }
+                    if matches!(record, Record::Footer(_)) {
+                        status.has_footer = true;
+                    }
+                    each(record);
+                }
+            }
+        }
+        let tail = reader.join().map_err(|_| anyhow::anyhow!("the trace reader thread failed"))??;
+        status.cut_bytes = tail.cut_bytes;
+        status.stream_cut = tail.stream_cut;
+        if lines == 0 && status.cut_bytes == 0 {
+            bail!("{} is empty: it holds no trace (record one with `tracer record -o FILE`)", path.display());
+        }
+        if lines == 0 {
+            bail!(
+                "{} holds no complete record: it is not a tracer trace, or was cut before its header",
+                path.display()
+            );
+        }
+        Ok(status)
+    })
+}
+
+// Records are built once and moved once, in batches: boxing them would add an allocation per line.
+#[allow(clippy::large_enum_variant)]
+enum Parsed {
+    Record(Record),
+    /// A record type this reader does not know.
+    Unknown,
+    Bad(serde_json::Error),
+}
+
+fn parse_line(line: &[u8]) -> Parsed {
+    match parse_record(line) {
+        Ok(r) => Parsed::Record(r),
+        Err(e) => {
+            // A record type from a newer tracer is skipped and counted; anything else is corruption.
+            // So is a record naming an API function this build does not know.
+            if let Ok(serde_json::Value::Object(obj)) = serde_json::from_slice::<serde_json::Value>(line)
+                && let Some(serde_json::Value::String(t)) = obj.get("type")
+                && (!KNOWN_TYPES.contains(&t.as_str()) || e.to_string().contains(tracer_common::api::UNKNOWN_API))
+            {
+                Parsed::Unknown
+            } else {
+                Parsed::Bad(e)
+            }
+        }
+    }
+}
+
+fn check_header(record: &Record, path: &Path) -> Result<()> {
+    match record {
+        Record::Header(h) if h.format == FORMAT => {
+            if h.schema > SCHEMA {
+                bail!(
+                    "{} was written with trace schema {} but this tracer reads up to {SCHEMA}; use a newer tracer",
+                    path.display(),
+                    h.schema
+                );
+            }
+            Ok(())
+        }
+        _ => bail!(
+            "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
+            path.display()
+        ),
+    }
+}
+
+/// Splits the input into batches of complete lines, numbered from 1; returns how the input ended.
+fn split_lines(
+    mut input: impl BufRead,
+    path: &Path,
+    batch_size: usize,
+    tx: mpsc::SyncSender<(u64, u64, Vec<Vec<u8>>)>,
+) -> Result<ReadStatus> {
+    let mut status = ReadStatus::default();
+    let mut lineno = 0u64;
+    let mut seq = 0u64;
+    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(batch_size);
+    let mut first = 1u64;
+    let mut send = |batch: &mut Vec<Vec<u8>>, first: u64| -> bool {
+        let full = std::mem::replace(batch, Vec::with_capacity(batch_size));
+        let ok = tx.send((seq, first, full)).is_ok();
+        seq += 1;
+        ok
+    };
+    loop {
+        let mut line = Vec::with_capacity(256);
+        let got = match read_line_bounded(&mut input, &mut line) {
+            Ok(got) => got,
+            // A compressed stream that stops mid-frame: keep what was decoded.
+            Err(e) if lineno > 0 && is_cut_stream(&e) => {
+                status.stream_cut = true;
+                status.cut_bytes += line.len() as u64;
+                break;
+            }
+            Err(e) if e.kind() == io::ErrorKind::InvalidData && line.len() >= MAX_LINE => {
+                send(&mut batch, first);
+                bail!(
+                    "{}: line {} is longer than {} bytes; this is not a tracer trace",
+                    path.display(),
+                    lineno + 1,
+                    MAX_LINE
+                )
+            }
+            Err(e) if lineno == 0 => {
+                bail!("{} is not a tracer trace file ({e}); record one with `tracer record -o FILE`", path.display())
+            }
+            Err(e) => {
+                send(&mut batch, first);
+                return Err(e).with_context(|| format!("reading {}", path.display()));
+            }
+        };
+        if got == 0 {
+            break;
+        }
+        if line.last() != Some(&b'\n') {
+            // The last line has no newline: a record cut by a killed writer.
+            status.cut_bytes += line.len() as u64;
+            break;
+        }
+        lineno += 1;
+        batch.push(line);
+        if batch.len() == batch_size {
+            if !send(&mut batch, first) {
+                return Ok(status);
+            }
+            first = lineno + 1;
+        }
+    }
+    if !batch.is_empty() {
+        send(&mut batch, first);
+    }
+    Ok(status)
+}
+
+/// Parses one line. Lines as the writer makes them start with their type, so the record is read straight
+/// into its struct (the `type` key is ignored there); serde's tagged-enum path, which first buffers the
+/// whole object, is kept for other spellings of the same JSON.
+fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
+    const PREFIX: &[u8] = b"{\"type\":\"";
+    if let Some(rest) = line.strip_prefix(PREFIX)
+        && let Some(end) = rest.iter().position(|&b| b == b'"')
+    {
+        return Ok(match &rest[..end] {
+            b"launch" => Record::Launch(serde_json::from_slice(line)?),
+            b"call" => Record::Call(serde_json::from_slice(line)?),
+            b"ioctl" => Record::Ioctl(serde_json::from_slice(line)?),
+            b"mapping" => Record::Mapping(serde_json::from_slice(line)?),
+            b"dispatch" => Record::Dispatch(serde_json::from_slice(line)?),
+            b"queue" => Record::Queue(serde_json::from_slice(line)?),
+            b"config" => Record::Config(serde_json::from_slice(line)?),
+            b"kernel" => Record::Kernel(serde_json::from_slice(line)?),
+            b"process" => Record::Process(serde_json::from_slice(line)?),
+            b"exit" => Record::Exit(serde_json::from_slice(line)?),
+            b"probe" => Record::Probe(serde_json::from_slice(line)?),
+            b"library" => Record::Library(serde_json::from_slice(line)?),
+            b"header" => Record::Header(serde_json::from_slice(line)?),
+            b"footer" => Record::Footer(serde_json::from_slice(line)?),
+            _ => serde_json::from_slice(line)?,
+        });
+    }
+    serde_json::from_slice(line)
+}
+
+fn is_cut_stream(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::UnexpectedEof | io::ErrorKind::Other)
+}
+
+/// Reads one line, at most [`MAX_LINE`] bytes; returns the bytes read (0 at the end).
+fn read_line_bounded(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize> {
+    // read_until finds the newline with a vectorized search; take() bounds what one line may buffer.
+    let n = input.take(MAX_LINE as u64 + 1).read_until(b'\n', line)?;
+    if line.len() > MAX_LINE {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
+    }
+    Ok(n)
+}

@@ -1,0 +1,359 @@
+//! What a trace file holds: the [`Record`] of each line. Events come from [`crate::event`] as they are;
+//! the other records describe the recording (header, libraries, probes, footer) and what attribution
+//! learnt (processes, kernels, mappings, exits). Documented for users in `docs/trace-format.md`;
+//! [`SCHEMA`] changes whenever a field changes meaning.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::event::{Call, Config, Dispatch, Ioctl, Launch, Queue};
+
+/// The value of the header's `format` field.
+pub const FORMAT: &str = "tracer-trace";
+/// Version of the record schema this build writes and reads.
+pub const SCHEMA: u32 = 1;
+
+/// One line of a trace file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    Header(Header),
+    Library(Library),
+    Probe(Probe),
+    Process(Process),
+    Kernel(Kernel),
+    Launch(Launch),
+    Config(Config),
+    Call(Call),
+    Ioctl(Ioctl),
+    Mapping(Mapping),
+    Queue(Queue),
+    Dispatch(Dispatch),
+    Exit(Exit),
+    Footer(Footer),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Header {
+    /// Always [`FORMAT`].
+    pub format: String,
+    pub schema: u32,
+    pub tracer_version: String,
+    pub host: String,
+    pub kernel_release: String,
+    /// Wall-clock time at the start, Unix nanoseconds.
+    pub start_unix_ns: u64,
+    /// CLOCK_MONOTONIC at the same instant: every `ts` in the file is on this clock, in nanoseconds.
+    pub start_mono_ns: u64,
+    pub options: Options,
+    /// Units of the numeric fields, spelled out.
+    pub units: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// PIDs given with --pid (empty: see `command` and `filter`).
+    pub pids: Vec<u32>,
+    /// The command started with `-- COMMAND ARGS`, if any.
+    pub command: Vec<String>,
+    /// Libraries given with --lib.
+    pub libs: Vec<String>,
+    pub duration_s: Option<f64>,
+    /// "pid" when the kernel filters by PID, "all" when every process is recorded.
+    pub filter: String,
+    pub ring_bytes: u32,
+    /// --ollama: the `ollama serve` processes followed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ollama_servers: Vec<u32>,
+    /// Kernel tracepoint groups tracer would use for the GPU scheduler view, and whether this kernel has
+    /// them ("amdgpu", "gpu_scheduler").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kernel_tracepoints: BTreeMap<String, bool>,
+}
+
+/// Where a library copy came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LibOrigin {
+    /// Ollama's own ROCm bundle (`.../lib/ollama/...`).
+    OllamaBundle,
+    /// A system install (/opt/rocm, the distribution's library path).
+    #[default]
+    System,
+    /// Named with --lib.
+    User,
+}
+
+impl LibOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LibOrigin::OllamaBundle => "ollama-bundle",
+            LibOrigin::System => "system",
+            LibOrigin::User => "user",
+        }
+    }
+}
+
+/// Which programs a probe runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProbeKind {
+    /// Entry and return (duration, return value, out-parameters).
+    #[default]
+    #[serde(rename = "entry+return")]
+    EntryReturn,
+    /// Entry only (one trap).
+    #[serde(rename = "entry")]
+    Entry,
+}
+
+/// Why a process record was written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Cause {
+    /// Traced from the beginning of the recording (a --pid target, the command tracer started).
+    #[default]
+    Start,
+    /// A traced process forked it.
+    Fork,
+    /// It called exec.
+    Exec,
+    /// First seen through one of its events.
+    Seen,
+}
+
+impl Cause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::Start => "start",
+            Cause::Fork => "fork",
+            Cause::Exec => "exec",
+            Cause::Seen => "seen",
+        }
+    }
+}
+
+/// A process's part in an Ollama installation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// `ollama serve`.
+    OllamaServer,
+    /// A model runner (`ollama runner`, or `llama-server` started by Ollama).
+    Runner,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::OllamaServer => "ollama-server",
+            Role::Runner => "runner",
+        }
+    }
+}
+
+/// Where a kernel's name came from, in order of trust.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// `__hipRegisterFunction` / `__cudaRegisterFunction` seen live.
+    Register,
+    /// A module function lookup (`hipModuleGetFunction`, `cuModuleGetFunction`).
+    Module,
+    /// A CUDA library kernel (`cuLibraryGetKernel`), or the function it has in a context
+    /// (`cuKernelGetFunction`).
+    Library,
+    /// An HSA kernel object named at code-object load (symbol lookup + KERNEL_OBJECT).
+    Hsa,
+    /// The ELF symbol table of the file that maps the handle (a late attach to an unstripped program).
+    Elf,
+    /// No name anywhere: the raw handle is kept.
+    #[default]
+    Unnamed,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Register => "register",
+            Source::Module => "module",
+            Source::Library => "library",
+            Source::Hsa => "hsa",
+            Source::Elf => "elf",
+            Source::Unnamed => "unnamed",
+        }
+    }
+}
+
+/// Why recording stopped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stop {
+    /// SIGINT or SIGTERM.
+    #[default]
+    Signal,
+    /// `--duration` ran out.
+    Duration,
+    /// The command after `--` ended.
+    CommandExited,
+    /// Every --pid process and its children ended.
+    TargetsExited,
+}
+
+impl Stop {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stop::Signal => "signal",
+            Stop::Duration => "duration",
+            Stop::CommandExited => "command-exited",
+            Stop::TargetsExited => "targets-exited",
+        }
+    }
+}
+
+/// The enumerations above print as they are written in a trace.
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+display_as_str!(LibOrigin, Role, Source, Stop);
+
+/// A library copy that probes are attached to. `id` is what events carry in `lib`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Library {
+    pub id: u32,
+    /// The path as the traced process sees it.
+    pub path: String,
+    pub dev: u64,
+    pub inode: u64,
+    pub build_id: Option<String>,
+    pub origin: LibOrigin,
+}
+
+/// One attached probe, or one that could not be attached (`error`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    pub lib: u32,
+    pub api: String,
+    /// File offset of the probed instruction, when the symbol was found.
+    pub offset: Option<u64>,
+    pub kind: ProbeKind,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Process {
+    pub pid: u32,
+    pub ppid: u32,
+    /// Start time in clock ticks since boot (/proc/PID/stat field 22): with `pid`, names one process.
+    pub start_time: u64,
+    pub comm: String,
+    pub argv: Vec<String>,
+    /// Why this record was written.
+    pub cause: Cause,
+    pub ts: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<Role>,
+    /// A runner's `--model` path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The model's `name:tag` when the path is a blob of the Ollama models directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_name: Option<String>,
+}
+
+/// A kernel named in a process: a handle (host function, hipFunction_t) bound to its name.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Kernel {
+    pub id: u32,
+    pub pid: u32,
+    pub handle: u64,
+    pub module: u64,
+    /// The mangled name as the runtime saw it ("" when unnamed).
+    pub name: String,
+    pub demangled: String,
+    pub source: Source,
+    /// True when the name was longer than the probe keeps and was cut.
+    pub truncated: bool,
+    pub ts: u64,
+    /// The mapped file whose `.hip_fatbin` holds the kernel (a registered host stub lies in it), as the
+    /// process saw its path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_file: Option<String>,
+    /// The offload bundles of that file ("0042", numbered as `tracer inspect` numbers them) whose code
+    /// objects define the kernel: one, or several when a header's static kernel is built into several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bundles: Vec<String>,
+}
+
+/// A library of interest mapped by a traced process (the "loaded" side of loaded vs dispatched).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Mapping {
+    pub ts: u64,
+    pub pid: u32,
+    pub path: String,
+    pub dev: u64,
+    pub inode: u64,
+    /// The library id when tracer probes this copy; null for libraries it only sees mapped.
+    pub lib: Option<u32>,
+}
+
+/// A traced process ended.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Exit {
+    pub ts: u64,
+    pub pid: u32,
+    /// Exit status when the tracer started the process itself (`-- COMMAND`); otherwise null.
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Footer {
+    pub end_mono_ns: u64,
+    /// Records written, by type (this footer excluded).
+    pub records: BTreeMap<String, u64>,
+    /// Records lost because the ring buffer was full, by record kind, one count per CPU.
+    pub drops: BTreeMap<String, Vec<u64>>,
+    /// Other losses and oddities counted by the probes ("stash_full", "return_without_entry",
+    /// "filter_full") and by user space ("undecodable", "name_truncated", "name_fault", ...).
+    pub counters: BTreeMap<String, u64>,
+    pub stop: Stop,
+}
+
+impl Footer {
+    pub fn total_drops(&self) -> u64 {
+        self.drops.values().flatten().sum()
+    }
+}
+
+pub(crate) const KNOWN_TYPES: [&str; 14] = [
+    "header", "library", "probe", "process", "kernel", "launch", "config", "call", "ioctl", "mapping", "queue",
+    "dispatch", "exit", "footer",
+];
+
+impl Record {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Record::Header(_) => "header",
+            Record::Library(_) => "library",
+            Record::Probe(_) => "probe",
+            Record::Process(_) => "process",
+            Record::Kernel(_) => "kernel",
+            Record::Launch(_) => "launch",
+            Record::Config(_) => "config",
+            Record::Call(_) => "call",
+            Record::Ioctl(_) => "ioctl",
+            Record::Mapping(_) => "mapping",
+            Record::Queue(_) => "queue",
+            Record::Dispatch(_) => "dispatch",
+            Record::Exit(_) => "exit",
+            Record::Footer(_) => "footer",
+        }
+    }
+}
