@@ -245,6 +245,45 @@ pub enum Counter {
 /// Number of [`Counter`] slots.
 pub const COUNTERS: u32 = 10;
 
+impl Counter {
+    pub const ALL: [Counter; COUNTERS as usize] = [
+        Counter::DropCall,
+        Counter::DropName,
+        Counter::DropProc,
+        Counter::StashFull,
+        Counter::ReturnWithoutEntry,
+        Counter::FilterFull,
+        Counter::DropIoctl,
+        Counter::DropDispatch,
+        Counter::PacketsCut,
+        Counter::PacketFault,
+    ];
+
+    /// Where the trace footer reports this counter: `Drop(kind)` in `drops`, per CPU, under the record
+    /// kind that was lost; `Count(name)` in `counters`, summed.
+    pub const fn footer(self) -> Footer {
+        match self {
+            Counter::DropCall => Footer::Drop("call"),
+            Counter::DropName => Footer::Drop("name"),
+            Counter::DropProc => Footer::Drop("proc"),
+            Counter::DropIoctl => Footer::Drop("ioctl"),
+            Counter::DropDispatch => Footer::Drop("dispatch"),
+            Counter::StashFull => Footer::Count("stash_full"),
+            Counter::ReturnWithoutEntry => Footer::Count("return_without_entry"),
+            Counter::FilterFull => Footer::Count("filter_full"),
+            Counter::PacketsCut => Footer::Count("packets_cut"),
+            Counter::PacketFault => Footer::Count("packet_fault"),
+        }
+    }
+}
+
+/// How a [`Counter`] appears in the trace footer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Footer {
+    Drop(&'static str),
+    Count(&'static str),
+}
+
 /// Attach cookie layout: the library id in the upper 32 bits, probe flags in bits 16..32, the
 /// [`ApiFunc`] in the low 16 bits.
 pub mod cookie {
@@ -358,6 +397,17 @@ mod tests {
         assert!(ioctl::is_gpu(0xc0206440)); // DRM_IOCTL_AMDGPU_GEM_CREATE
         assert!(!ioctl::is_gpu(0xc0106400)); // DRM_IOCTL_VERSION (core DRM, nr < 0x40)
         assert!(!ioctl::is_gpu(0x5401)); // TCGETS
+    }
+
+    #[test]
+    fn every_counter_once_in_the_footer() {
+        for (i, c) in Counter::ALL.iter().enumerate() {
+            assert_eq!(*c as usize, i);
+        }
+        let names: [Footer; COUNTERS as usize] = Counter::ALL.map(Counter::footer);
+        for (i, a) in names.iter().enumerate() {
+            assert!(!names[i + 1..].contains(a), "{a:?}");
+        }
     }
 
     #[test]

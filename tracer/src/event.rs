@@ -30,126 +30,86 @@ impl GridUnit {
     }
 }
 
-/// A copy's direction (hipMemcpyKind's values; CUDA's copies map onto them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum MemcpyKind {
-    HostToHost,
-    HostToDevice,
-    DeviceToHost,
-    DeviceToDevice,
-    /// From the pointers (unified addressing).
-    Default,
-    DeviceToDeviceNoCU,
-    Unknown(u32),
-}
-
-impl MemcpyKind {
-    pub fn from_raw(v: u32) -> Self {
-        match v {
-            0 => Self::HostToHost,
-            1 => Self::HostToDevice,
-            2 => Self::DeviceToHost,
-            3 => Self::DeviceToDevice,
-            4 => Self::Default,
-            1024 => Self::DeviceToDeviceNoCU,
-            v => Self::Unknown(v),
+/// An enumeration of raw values with an open case for values it does not know: each known variant is
+/// one row (variant, raw value, the name a trace writes), and `Unknown(raw)` is written `unknown(raw)`.
+macro_rules! raw_named_enum {
+    ($(#[$meta:meta])* $name:ident($raw:ty) { $($(#[$vmeta:meta])* $variant:ident = $value:literal, $text:literal;)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+            Unknown($raw),
         }
-    }
 
-    pub fn name(self) -> Cow<'static, str> {
-        match self {
-            Self::HostToHost => "HostToHost".into(),
-            Self::HostToDevice => "HostToDevice".into(),
-            Self::DeviceToHost => "DeviceToHost".into(),
-            Self::DeviceToDevice => "DeviceToDevice".into(),
-            Self::Default => "Default".into(),
-            Self::DeviceToDeviceNoCU => "DeviceToDeviceNoCU".into(),
-            Self::Unknown(v) => format!("unknown({v})").into(),
+        impl $name {
+            pub fn from_raw(v: $raw) -> Self {
+                match v {
+                    $($value => Self::$variant,)*
+                    v => Self::Unknown(v),
+                }
+            }
+
+            pub fn name(self) -> Cow<'static, str> {
+                match self {
+                    $(Self::$variant => $text.into(),)*
+                    Self::Unknown(v) => format!("unknown({v})").into(),
+                }
+            }
+
+            fn from_name(s: &str) -> Option<Self> {
+                Some(match s {
+                    $($text => Self::$variant,)*
+                    s => Self::Unknown(s.strip_prefix("unknown(")?.strip_suffix(')')?.parse().ok()?),
+                })
+            }
         }
-    }
 
-    fn from_name(s: &str) -> Option<Self> {
-        Some(match s {
-            "HostToHost" => Self::HostToHost,
-            "HostToDevice" => Self::HostToDevice,
-            "DeviceToHost" => Self::DeviceToHost,
-            "DeviceToDevice" => Self::DeviceToDevice,
-            "Default" => Self::Default,
-            "DeviceToDeviceNoCU" => Self::DeviceToDeviceNoCU,
-            s => Self::Unknown(s.strip_prefix("unknown(")?.strip_suffix(')')?.parse().ok()?),
-        })
-    }
-}
-
-/// AQL packet types (`hsa_packet_type_t`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum PacketType {
-    VendorSpecific,
-    #[default]
-    Invalid,
-    KernelDispatch,
-    BarrierAnd,
-    AgentDispatch,
-    BarrierOr,
-    Unknown(u8),
-}
-
-impl PacketType {
-    pub fn from_raw(v: u8) -> Self {
-        match v {
-            0 => Self::VendorSpecific,
-            1 => Self::Invalid,
-            2 => Self::KernelDispatch,
-            3 => Self::BarrierAnd,
-            4 => Self::AgentDispatch,
-            5 => Self::BarrierOr,
-            v => Self::Unknown(v),
-        }
-    }
-
-    pub fn name(self) -> Cow<'static, str> {
-        match self {
-            Self::VendorSpecific => "vendor-specific".into(),
-            Self::Invalid => "invalid".into(),
-            Self::KernelDispatch => "kernel-dispatch".into(),
-            Self::BarrierAnd => "barrier-and".into(),
-            Self::AgentDispatch => "agent-dispatch".into(),
-            Self::BarrierOr => "barrier-or".into(),
-            Self::Unknown(v) => format!("unknown({v})").into(),
-        }
-    }
-
-    fn from_name(s: &str) -> Option<Self> {
-        Some(match s {
-            "vendor-specific" => Self::VendorSpecific,
-            "invalid" => Self::Invalid,
-            "kernel-dispatch" => Self::KernelDispatch,
-            "barrier-and" => Self::BarrierAnd,
-            "agent-dispatch" => Self::AgentDispatch,
-            "barrier-or" => Self::BarrierOr,
-            s => Self::Unknown(s.strip_prefix("unknown(")?.strip_suffix(')')?.parse().ok()?),
-        })
-    }
-}
-
-/// Enums with an open "unknown(N)" case are written as their name.
-macro_rules! serde_by_name {
-    ($t:ty, $what:literal) => {
-        impl Serialize for $t {
+        impl Serialize for $name {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(&self.name())
             }
         }
-        impl<'de> Deserialize<'de> for $t {
+
+        impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let s = <Cow<'de, str>>::deserialize(d)?;
-                <$t>::from_name(&s).ok_or_else(|| serde::de::Error::custom(format!(concat!("not ", $what, ": {}"), s)))
+                Self::from_name(&s)
+                    .ok_or_else(|| serde::de::Error::custom(format!("not a {}: {s}", stringify!($name))))
             }
         }
     };
 }
-serde_by_name!(MemcpyKind, "a copy direction");
-serde_by_name!(PacketType, "an AQL packet type");
+
+raw_named_enum! {
+    /// A copy's direction (hipMemcpyKind's values; CUDA's copies map onto them).
+    MemcpyKind(u32) {
+        HostToHost = 0, "HostToHost";
+        HostToDevice = 1, "HostToDevice";
+        DeviceToHost = 2, "DeviceToHost";
+        DeviceToDevice = 3, "DeviceToDevice";
+        /// From the pointers (unified addressing).
+        Default = 4, "Default";
+        DeviceToDeviceNoCU = 1024, "DeviceToDeviceNoCU";
+    }
+}
+
+raw_named_enum! {
+    /// AQL packet types (`hsa_packet_type_t`).
+    PacketType(u8) {
+        VendorSpecific = 0, "vendor-specific";
+        Invalid = 1, "invalid";
+        KernelDispatch = 2, "kernel-dispatch";
+        BarrierAnd = 3, "barrier-and";
+        AgentDispatch = 4, "agent-dispatch";
+        BarrierOr = 5, "barrier-or";
+    }
+}
+
+impl Default for PacketType {
+    fn default() -> Self {
+        PacketType::Invalid
+    }
+}
 
 /// A kernel launch at the programming API (HIP, CUDA driver or runtime).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -402,4 +362,25 @@ pub struct Ioctl {
     /// Key argument fields (see docs/trace-format.md), as the driver left them at return.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fields: BTreeMap<String, u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_values_names_and_unknowns_round_trip() {
+        for v in [0, 1, 2, 3, 4, 1024, 77] {
+            let k = MemcpyKind::from_raw(v);
+            assert_eq!(MemcpyKind::from_name(&k.name()), Some(k));
+        }
+        assert_eq!(MemcpyKind::from_raw(2).name(), "DeviceToHost");
+        assert_eq!(MemcpyKind::from_raw(77).name(), "unknown(77)");
+        for v in 0..=7 {
+            let p = PacketType::from_raw(v);
+            assert_eq!(serde_json::from_str::<PacketType>(&serde_json::to_string(&p).unwrap()).unwrap(), p);
+        }
+        assert_eq!(serde_json::to_string(&PacketType::KernelDispatch).unwrap(), "\"kernel-dispatch\"");
+        assert!(serde_json::from_str::<MemcpyKind>("\"Sideways\"").is_err());
+    }
 }

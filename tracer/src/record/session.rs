@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, io, process::Child, process::ExitStatus, time::
 use anyhow::{Result, anyhow, bail};
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use tokio::signal::unix::{SignalKind, signal};
-use tracer_common::Counter;
+use tracer_common::{Counter, Footer};
 
 use super::{RecordArgs, Targets, clock_ns, monotonic_ns, runtimes, spawn_stopped, units, watch::LibraryWatch};
 use crate::{
@@ -221,23 +221,15 @@ impl<'a> Session<'a> {
         let per_cpu = |c: Counter| -> Vec<u64> {
             self.counters.get(&(c as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default()
         };
-        for (name, c) in [
-            ("call", Counter::DropCall),
-            ("name", Counter::DropName),
-            ("proc", Counter::DropProc),
-            ("ioctl", Counter::DropIoctl),
-            ("dispatch", Counter::DropDispatch),
-        ] {
-            footer.drops.insert(name.into(), per_cpu(c));
-        }
-        for (name, c) in [
-            ("stash_full", Counter::StashFull),
-            ("return_without_entry", Counter::ReturnWithoutEntry),
-            ("filter_full", Counter::FilterFull),
-            ("packets_cut", Counter::PacketsCut),
-            ("packet_fault", Counter::PacketFault),
-        ] {
-            footer.counters.insert(name.into(), per_cpu(c).iter().sum());
+        for c in Counter::ALL {
+            match c.footer() {
+                Footer::Drop(kind) => {
+                    footer.drops.insert(kind.into(), per_cpu(c));
+                }
+                Footer::Count(name) => {
+                    footer.counters.insert(name.into(), per_cpu(c).iter().sum());
+                }
+            }
         }
         footer.counters.insert("undecodable".into(), self.ring.undecodable);
         if self.filter_by_pid {
