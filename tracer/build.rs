@@ -3,6 +3,9 @@
 //! `cargo xtask setup` installs what this needs.
 use std::path::Path;
 
+// A build-dependency only so that cargo rebuilds the object when the eBPF crate changes.
+use tracer_ebpf as _;
+
 fn main() -> anyhow::Result<()> {
     // AYA_BUILD_SKIP=1 (fuzzing, IDEs): no eBPF build; an empty object stands in so the crate compiles,
     // and recording then fails at load with a clear error.

@@ -1,10 +1,14 @@
 //! Helpers for the integration tests: they run the real `tracer` binary (loading the real eBPF programs)
 //! against real processes built with hipcc on the real HIP runtime, and read back what it recorded.
 //!
-//! `cargo xtask test` sets TRACER_BIN and TRACER_FIXTURES and runs these as root, one at a time.
+//! `cargo xtask test` sets `TRACER_BIN` and `TRACER_FIXTURES` and runs these as root, one at a time.
+#![expect(
+    unused_crate_dependencies,
+    reason = "the integration tests share one dependency list; each file uses a part of it"
+)]
 
 use std::{
-    io::{BufRead, BufReader},
+    io::{BufRead as _, BufReader},
     path::{Path, PathBuf},
     process::{Child, ChildStderr, Command, Output, Stdio},
     time::{Duration, Instant},
@@ -26,7 +30,7 @@ pub fn fixture(name: &str) -> PathBuf {
 /// A fresh directory for one test's files.
 pub fn scratch(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tracer-it-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(std::fs::remove_dir_all(&dir));
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
@@ -52,7 +56,7 @@ pub struct Recording {
 }
 
 impl Recording {
-    pub fn start(output: &Path, args: &[&str]) -> Recording {
+    pub fn start(output: &Path, args: &[&str]) -> Self {
         let mut child = Command::new(tracer_bin())
             .arg("record")
             .arg("-o")
@@ -63,7 +67,7 @@ impl Recording {
             .expect("tracer starts");
         let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
         let mut line = String::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_mins(1);
         loop {
             line.clear();
             let n = stderr.read_line(&mut line).expect("tracer stderr");
@@ -73,7 +77,7 @@ impl Recording {
             }
             assert!(Instant::now() < deadline, "tracer did not start recording");
         }
-        Recording { child, stderr, output: output.to_path_buf() }
+        Self { child, stderr, output: output.to_path_buf() }
     }
 
     pub fn pid(&self) -> i32 {
@@ -82,13 +86,15 @@ impl Recording {
 
     pub fn signal(&self, sig: i32) {
         // SAFETY: signalling our own child.
-        unsafe { libc::kill(self.pid(), sig) };
+        unsafe {
+            libc::kill(self.pid(), sig);
+        }
     }
 
     /// Waits for the tracer to end; returns its exit status and the rest of its stderr.
     pub fn wait(mut self) -> (std::process::ExitStatus, String) {
         let mut rest = String::new();
-        let _ = std::io::Read::read_to_string(&mut self.stderr, &mut rest);
+        drop(std::io::Read::read_to_string(&mut self.stderr, &mut rest));
         let status = self.child.wait().expect("tracer waits");
         (status, rest)
     }
@@ -101,14 +107,14 @@ pub struct Waiting {
 }
 
 impl Waiting {
-    pub fn start(bin: &Path, mode: &str) -> Waiting {
+    pub fn start(bin: &Path, mode: &str) -> Self {
         let mut child =
             Command::new(bin).arg(mode).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("fixture starts");
         let mut out = BufReader::new(child.stdout.take().expect("piped"));
         let mut line = String::new();
         out.read_line(&mut line).expect("fixture stdout");
         assert_eq!(line.trim(), "ready", "fixture did not get ready");
-        Waiting { child }
+        Self { child }
     }
 
     pub fn pid(&self) -> u32 {
@@ -117,7 +123,7 @@ impl Waiting {
 
     /// Lets it run its launches and waits for it to exit.
     pub fn go(mut self) -> std::process::ExitStatus {
-        use std::io::Write;
+        use std::io::Write as _;
         let mut stdin = self.child.stdin.take().expect("piped");
         stdin.write_all(b"go\n").expect("fixture stdin");
         drop(stdin);
@@ -142,10 +148,10 @@ pub fn configs(records: &[Record]) -> Vec<&trace::Config> {
 }
 
 pub fn footer(records: &[Record]) -> &trace::Footer {
-    match records.last() {
-        Some(Record::Footer(f)) => f,
-        other => panic!("last record is not a footer: {other:?}"),
-    }
+    records
+        .last()
+        .and_then(|r| if let Record::Footer(f) = r { Some(f) } else { None })
+        .expect("the last record is the footer")
 }
 
 /// The name of the kernel a launch was attributed to.

@@ -1,6 +1,11 @@
 //! CUDA behind the same probe -> decode -> attribute -> trace -> report path, on TEST DOUBLES of libcuda
-//! and libcudart (fixtures/cuda_double: the real symbols and signatures, fixed handles). The real
-//! libraries are checked against CUPTI on a GPU machine (bench/gpu/cuda_check.sh).
+//! and libcudart (`fixtures/cuda_double`: the real symbols and signatures, fixed handles). The real
+//! libraries are checked against CUPTI on a GPU machine (`bench/gpu/cuda_check.sh`).
+#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
+#![expect(
+    unused_crate_dependencies,
+    reason = "the integration tests share one dependency list; each file uses a part of it"
+)]
 
 use integration_tests::*;
 
@@ -61,7 +66,7 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     assert_eq!((alloc.size, alloc.ptr), (Some(4096), Some(0x7f00_0000_0000)));
     let d2h = calls.iter().find(|c| c.api.name() == "cuMemcpyDtoH_v2").unwrap();
     assert_eq!(
-        (d2h.size, d2h.src, d2h.kind.map(|k| k.name()).as_deref()),
+        (d2h.size, d2h.src, d2h.kind.map(tracer::event::MemcpyKind::name).as_deref()),
         (Some(64), Some(0x7f00_0000_0000), Some("DeviceToHost"))
     );
     assert_eq!(calls.iter().filter(|c| c.api.name() == "cuGraphLaunch" && c.handle == Some(0x7000)).count(), 5);
@@ -87,7 +92,7 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     assert_eq!(runs, [(5, 13, 10), (2, 2, 0), (1, 1, 0)]);
     let fill = p["kernels"].as_array().unwrap().iter().find(|k| k["launches"] == 2).unwrap();
     assert_eq!(fill["class"]["family"], "elementwise/other");
-    let _ = std::fs::remove_dir_all(dir);
+    drop(std::fs::remove_dir_all(dir));
 }
 
 #[test]
@@ -102,5 +107,5 @@ fn runtime_api_view_is_opt_in() {
     assert_eq!(kernel_name(&records, l), "_Z6vecaddPfS_S_i");
     let k = kernels(&records).into_iter().find(|k| k.id == l.kernel.unwrap()).unwrap();
     assert_eq!(k.source.as_str(), "register");
-    let _ = std::fs::remove_dir_all(dir);
+    drop(std::fs::remove_dir_all(dir));
 }

@@ -1,4 +1,9 @@
 //! The kernel-driver view: ioctls on the GPU drivers, by name, from real syscalls.
+#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
+#![expect(
+    unused_crate_dependencies,
+    reason = "the integration tests share one dependency list; each file uses a part of it"
+)]
 
 use std::process::Command;
 
@@ -40,7 +45,7 @@ fn ioctl_numbers_are_decoded_across_the_table() {
         "core DRM and non-GPU requests must not be recorded"
     );
     for i in ioctls(&records) {
-        assert_eq!(i.ret, -libc::ENOTTY as i64, "{i:?}");
+        assert_eq!(i.ret, i64::from(-libc::ENOTTY), "{i:?}");
         assert!(i.dur > 0);
     }
     let q = ioctls(&records).into_iter().find(|i| i.cmd == 0xc0604b02).unwrap();
@@ -79,7 +84,7 @@ fn rocminfo_as_a_real_kfd_client() {
     let exit = records.iter().find_map(|r| if let Record::Exit(e) = r { e.code.map(|_| e) } else { None }).unwrap();
     assert_eq!(exit.code, Some(8), "rocminfo should fail with HSA_STATUS_ERROR_OUT_OF_RESOURCES");
     let v = ioctls(&records).into_iter().find(|i| i.name == "AMDKFD_IOC_GET_VERSION").expect("GET_VERSION recorded");
-    assert_eq!((v.cmd, v.ret), (0x80084b01, -libc::ENOTTY as i64));
+    assert_eq!((v.cmd, v.ret), (0x80084b01, i64::from(-libc::ENOTTY)));
     let procs: Vec<&trace::Process> =
         records.iter().filter_map(|r| if let Record::Process(p) = r { Some(p) } else { None }).collect();
     assert!(procs.iter().any(|p| p.pid == v.pid && p.comm == "rocminfo"), "{procs:?}");

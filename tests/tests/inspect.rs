@@ -1,6 +1,17 @@
 //! `tracer inspect` on real code objects: the hipcc-built ggml-named fixture, the same bundles
 //! compressed as clang-offload-bundler compresses them, and the real `libggml-hip.so` of a llama.cpp
-//! ROCm build (from the `cyllama-rocm` wheel), whose every kernel name must classify.
+//! `ROCm` build (from the `cyllama-rocm` wheel), whose every kernel name must classify.
+#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
+#![expect(
+    unused_crate_dependencies,
+    reason = "the integration tests share one dependency list; each file uses a part of it"
+)]
+#![expect(
+    clippy::little_endian_bytes,
+    clippy::cast_precision_loss,
+    clippy::print_stderr,
+    reason = "builds little-endian bundles by hand and prints the coverage table it measured"
+)]
 
 use std::{
     collections::{BTreeMap, BTreeSet},
@@ -129,7 +140,7 @@ fn compressed_bundles_open_like_plain_ones() {
     std::fs::write(&path, &bad).unwrap();
     let got = inspect_json(&[path.to_str().unwrap()]);
     assert!(got["bundles"][0]["error"].as_str().unwrap().contains("cannot decompress (zstd)"), "{got}");
-    let _ = std::fs::remove_dir_all(dir);
+    drop(std::fs::remove_dir_all(dir));
 }
 
 const WHEEL: &str = "cyllama-rocm==0.2.18";
@@ -172,7 +183,7 @@ fn real_ggml_hip() -> Option<PathBuf> {
     let ok = Command::new("python3").args(["-c", extract]).arg(&wheel).arg(&part).status().unwrap();
     assert!(ok.success(), "cannot extract libggml-hip from {}", wheel.display());
     std::fs::rename(&part, &lib).unwrap();
-    let _ = std::fs::remove_file(wheel);
+    drop(std::fs::remove_file(wheel));
     Some(lib)
 }
 

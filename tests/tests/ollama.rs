@@ -3,9 +3,18 @@
 //! HIP programs (`mini_runner`) started with the argv Ollama gives them — `ollama runner --model P --port
 //! N` (older releases) and `llama-server --model P --port N` (newer) — loading libamdhip64 from a
 //! bundle-style directory `<tmp>/lib/ollama/rocm/`, as Ollama's own copy.
+#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
+#![expect(
+    clippy::many_single_char_names,
+    reason = "short names for a record, a footer, an output and a value read in one test"
+)]
+#![expect(
+    unused_crate_dependencies,
+    reason = "the integration tests share one dependency list; each file uses a part of it"
+)]
 
 use std::{
-    io::{BufRead, BufReader, Write},
+    io::{BufRead as _, BufReader, Write as _},
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     time::{Duration, Instant},
@@ -23,7 +32,7 @@ struct Install {
 }
 
 impl Install {
-    fn new(test: &str) -> Install {
+    fn new(test: &str) -> Self {
         let root = scratch(test);
         std::fs::create_dir_all(root.join("bin")).unwrap();
         std::fs::create_dir_all(root.join("lib/ollama/rocm")).unwrap();
@@ -42,7 +51,7 @@ impl Install {
         .unwrap();
         std::fs::create_dir_all(root.join("models/blobs")).unwrap();
         std::fs::write(root.join(format!("models/blobs/sha256-{BLOB_HEX}")), b"GGUF").unwrap();
-        Install { root }
+        Self { root }
     }
 
     fn bundle(&self) -> PathBuf {
@@ -109,8 +118,8 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        drop(self.child.kill());
+        drop(self.child.wait());
     }
 }
 
@@ -161,9 +170,11 @@ fn ollama_runners_are_found_labelled_and_traced_from_their_first_call() {
     assert_eq!(h.options.ollama_servers, vec![server_pid]);
     let procs = processes(&records);
     let server_rec = procs.iter().find(|p| p.pid == server_pid).unwrap();
-    assert_eq!(server_rec.role.map(|r| r.as_str()), Some("ollama-server"));
-    let runners: Vec<&&trace::Process> =
-        procs.iter().filter(|p| p.cause.as_str() == "exec" && p.role.map(|r| r.as_str()) == Some("runner")).collect();
+    assert_eq!(server_rec.role.map(trace::Role::as_str), Some("ollama-server"));
+    let runners: Vec<&&trace::Process> = procs
+        .iter()
+        .filter(|p| p.cause.as_str() == "exec" && p.role.map(trace::Role::as_str) == Some("runner"))
+        .collect();
     assert_eq!(runners.len(), 2, "{procs:#?}");
     let old = runners.iter().find(|p| p.argv[0] == "ollama").unwrap();
     assert_eq!(old.model.as_deref(), Some(install.blob().as_str()));
@@ -231,7 +242,7 @@ fn runner_in_its_own_mount_namespace_is_traced_through_proc_root() {
     let records = stop(rec);
     let runner = processes(&records)
         .into_iter()
-        .find(|p| p.role.map(|r| r.as_str()) == Some("runner"))
+        .find(|p| p.role.map(trace::Role::as_str) == Some("runner"))
         .map(|p| p.pid)
         .expect("runner process");
     let ls: Vec<&trace::Launch> = launches(&records).into_iter().filter(|l| l.pid == runner).collect();
@@ -253,7 +264,7 @@ fn churn_of_short_lived_runners_loses_nothing_and_leaves_the_filter_as_it_was() 
     // Four at a time, each one launch: `llama-server --model ... loop 1` runs `known_launches`.
     let children: Vec<String> = (0..RUNNERS)
         .map(|i| {
-            let parallel = if i % 4 == 3 { 0 } else { 1 };
+            let parallel = i32::from(i % 4 != 3);
             format!(
                 "0|{parallel}|{}|llama-server|--model|/m{i}.gguf|--port|{}",
                 install.root.join("lib/ollama/llama-server").display(),
@@ -267,8 +278,11 @@ fn churn_of_short_lived_runners_loses_nothing_and_leaves_the_filter_as_it_was() 
     server.go_and_wait();
     eprintln!("{RUNNERS} runners in {:?}", t.elapsed());
     let records = stop(rec);
-    let runners: std::collections::BTreeSet<u32> =
-        processes(&records).iter().filter(|p| p.role.map(|r| r.as_str()) == Some("runner")).map(|p| p.pid).collect();
+    let runners: std::collections::BTreeSet<u32> = processes(&records)
+        .iter()
+        .filter(|p| p.role.map(trace::Role::as_str) == Some("runner"))
+        .map(|p| p.pid)
+        .collect();
     assert_eq!(runners.len(), RUNNERS);
     for pid in &runners {
         let n = launches(&records).iter().filter(|l| l.pid == *pid).count();

@@ -1,5 +1,14 @@
 //! The seeds' question on a ggml-shaped workload: kernels named as ggml names them, launched on the real HIP
-//! runtime in a prefill step and three decode steps (fixtures/hip/ggml_steps.hip).
+//! runtime in a prefill step and three decode steps (`fixtures/hip/ggml_steps.hip`).
+#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
+#![expect(
+    clippy::many_single_char_names,
+    reason = "short names for an output, a value, a process and a step read in one test"
+)]
+#![expect(
+    unused_crate_dependencies,
+    reason = "the integration tests share one dependency list; each file uses a part of it"
+)]
 
 use integration_tests::*;
 
@@ -45,7 +54,7 @@ fn prefill_and_decode_steps_with_families_quant_types_and_batch_widths() {
         doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "phase").collect();
     let labels: Vec<&str> = steps.iter().map(|e| e["name"].as_str().unwrap()).collect();
     assert_eq!(labels, ["prefill", "prefill", "decode", "decode", "decode"]);
-    assert!(steps.windows(2).all(|w| w[0]["ts"].as_f64() < w[1]["ts"].as_f64()));
+    assert!(steps.windows(2).all(|w| matches!(w, [a, b] if a["ts"].as_f64() < b["ts"].as_f64())));
     assert!(steps.iter().all(|e| e["ph"] == "X" && e["dur"].as_f64().unwrap() > 0.0));
     // Each kernel's code: the program's own .hip_fatbin, its one bundle.
     for k in kernels {

@@ -1,9 +1,14 @@
 //! Recording real HIP programs on Debian's real libamdhip64 (no GPU: launches return
 //! hipErrorInvalidDevice, 101, but every probed call reaches the runtime).
+#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
+#![expect(
+    unused_crate_dependencies,
+    reason = "the integration tests share one dependency list; each file uses a part of it"
+)]
 
 use integration_tests::*;
 
-/// What `mini_runner launches` does (see fixtures/hip/mini_runner.hip, `known_launches`).
+/// What `mini_runner launches` does (see `fixtures/hip/mini_runner.hip`, `known_launches`).
 const RMS_NORM: &str = "_Z12rms_norm_f32PKfPfif";
 const MMV1: &str = "_Z11mul_mat_vecILi1EfEvPKT0_PKfPfi";
 const MMV8: &str = "_Z11mul_mat_vecILi8EfEvPKT0_PKfPfi";
@@ -93,18 +98,15 @@ fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
         assert!(l.dur > 0, "{l:?}");
         assert_eq!(l.stream, 0);
         let name = kernel_name(records, l);
-        match want.kernel {
-            Some(k) => {
-                assert_eq!(name, k);
-                assert_eq!(l.ret, HIP_ERROR_INVALID_DEVICE, "{l:?}");
-                let rec = kernels(records).into_iter().find(|r| Some(r.id) == l.kernel).unwrap();
-                assert_eq!(rec.source.as_str(), named_by, "{rec:?}");
-            }
-            None => {
-                assert_eq!(name, "");
-                assert_eq!(l.handle, 0);
-                assert_ne!(l.ret, 0);
-            }
+        if let Some(k) = want.kernel {
+            assert_eq!(name, k);
+            assert_eq!(l.ret, HIP_ERROR_INVALID_DEVICE, "{l:?}");
+            let rec = kernels(records).into_iter().find(|r| Some(r.id) == l.kernel).unwrap();
+            assert_eq!(rec.source.as_str(), named_by, "{rec:?}");
+        } else {
+            assert_eq!(name, "");
+            assert_eq!(l.handle, 0);
+            assert_ne!(l.ret, 0);
         }
     }
     let cfg = configs(records);
@@ -117,10 +119,13 @@ fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
 
     let cs = calls(records);
     let find =
-        |api: &str| cs.iter().find(|c| c.api.name() == api).unwrap_or_else(|| panic!("no {api} call in {cs:#?}"));
+        |api: &str| cs.iter().find(|c| c.api.name() == api).ok_or_else(|| format!("no {api} call in {cs:#?}")).unwrap();
     assert_eq!(find("hipMalloc").size, Some(1 << 20));
     let memcpy = find("hipMemcpy");
-    assert_eq!((memcpy.size, memcpy.kind.map(|k| k.name()).as_deref()), (Some(256), Some("DeviceToHost")));
+    assert_eq!(
+        (memcpy.size, memcpy.kind.map(tracer::event::MemcpyKind::name).as_deref()),
+        (Some(256), Some("DeviceToHost"))
+    );
     assert_ne!(find("hipModuleLoadData").ret, 0);
     assert_ne!(find("hipModuleGetFunction").ret, 0);
     find("hipDeviceSynchronize");

@@ -1,5 +1,10 @@
 //! The worst moments: a target killed mid-trace, a ring buffer that overflows, a full disk, and a machine
 //! that lacks what recording needs.
+#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
+#![expect(
+    unused_crate_dependencies,
+    reason = "the integration tests share one dependency list; each file uses a part of it"
+)]
 
 use std::process::Command;
 
@@ -14,7 +19,9 @@ fn target_killed_mid_trace_keeps_its_records_and_its_death() {
     wait_for_launches(&out, 7);
     let pid = exec_pid(&out);
     // SAFETY: killing the test's own grandchild.
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    unsafe {
+        libc::kill(pid as i32, libc::SIGKILL);
+    }
     let (status, stderr) = rec.wait();
     assert!(status.success(), "{stderr}");
     let records = read_trace(&out);
@@ -70,7 +77,7 @@ struct Tmpfs(std::path::PathBuf);
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
+        drop(Command::new("umount").arg(&self.0).status());
     }
 }
 

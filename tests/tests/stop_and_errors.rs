@@ -1,4 +1,9 @@
 //! How recording ends (signals, duration, a killed tracer) and what a user sees when something is wrong.
+#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
+#![expect(
+    unused_crate_dependencies,
+    reason = "the integration tests share one dependency list; each file uses a part of it"
+)]
 
 use integration_tests::*;
 
@@ -59,8 +64,10 @@ fn sigkill_leaves_every_complete_record_readable() {
     let runner_pid = exec_pid(&out);
     // SAFETY: ending the test's own grandchild, orphaned by the killed tracer (it holds the tracer's
     // stderr open, so it must end before the tracer's output can be read to its end).
-    unsafe { libc::kill(runner_pid as i32, libc::SIGKILL) };
-    let _ = rec.wait();
+    unsafe {
+        libc::kill(runner_pid as i32, libc::SIGKILL);
+    }
+    drop(rec.wait());
     let (records, status) = trace::read_file(&out).expect("a killed recording still reads");
     assert!(!status.has_footer);
     assert!(status.warning().is_some());
@@ -113,7 +120,7 @@ fn user_errors_are_one_clear_sentence() {
 
 #[test]
 fn forced_output_replaces_the_file_and_is_private() {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::PermissionsExt as _;
     let dir = scratch("force");
     let out = dir.join("t.jsonl");
     std::fs::write(&out, "old").unwrap();

@@ -28,7 +28,7 @@ pub enum ProbeShape {
 pub enum Library {
     /// libamdhip64 (HIP, CLR).
     Hip,
-    /// libhsa-runtime64 (ROCr).
+    /// libhsa-runtime64 (`ROCr`).
     Hsa,
     /// libcuda (the NVIDIA driver API): every CUDA launch passes here.
     Cuda,
@@ -77,7 +77,7 @@ pub enum Op {
     Register,
     /// A code-object symbol looked up by name (`<kernel>.kd`).
     SymbolLookup,
-    /// A code-object symbol's attribute read (KERNEL_OBJECT names what dispatch packets carry).
+    /// A code-object symbol's attribute read (`KERNEL_OBJECT` names what dispatch packets carry).
     SymbolInfo,
     /// A code object handed to the loader from memory.
     CodeObjectRead,
@@ -109,7 +109,7 @@ pub enum CopyDirection {
     Fixed(u32),
 }
 
-/// How a function's arguments are laid out (x86-64 SysV: six registers, then 8-byte stack slots). The
+/// How a function's arguments are laid out (x86-64 `SysV`: six registers, then 8-byte stack slots). The
 /// decoder has one arm per layout; [`Layout::cookie_flags`] tells the probe what to read for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {
@@ -166,25 +166,25 @@ impl Layout {
     /// Cookie flags telling the generic programs what to read for this layout.
     pub const fn cookie_flags(self) -> u64 {
         match self {
-            Layout::LaunchDim3 { .. } | Layout::LaunchScalars { .. } => cookie::STACK,
-            Layout::LaunchConfig => cookie::CONFIG,
-            Layout::StreamHandleOut => cookie::out(1),
-            Layout::InstantiateOut | Layout::ModuleOut | Layout::KernelFunctionOut => cookie::out(0),
-            Layout::AllocOut { out } => cookie::out(out as u64),
-            Layout::FunctionOut => cookie::out(0) | cookie::name(2, 1),
-            Layout::SymbolByName => cookie::out(3) | cookie::name(1, 0),
-            Layout::SymbolInfo => cookie::out(2),
-            Layout::CodeObjectFromMemory => cookie::out(2),
-            Layout::QueueCreate => cookie::STACK | cookie::QUEUE,
-            Layout::Nothing
-            | Layout::PushConfig
-            | Layout::Stream
-            | Layout::HandleStream
-            | Layout::Ptr
-            | Layout::Memcpy { .. }
-            | Layout::FatBinary
-            | Layout::Register
-            | Layout::Doorbell => 0,
+            Self::LaunchDim3 { .. } | Self::LaunchScalars { .. } => cookie::STACK,
+            Self::LaunchConfig => cookie::CONFIG,
+            Self::StreamHandleOut => cookie::out(1),
+            Self::InstantiateOut | Self::ModuleOut | Self::KernelFunctionOut => cookie::out(0),
+            Self::AllocOut { out } => cookie::out(out as u64),
+            Self::FunctionOut => cookie::out(0) | cookie::name(2, 1),
+            Self::SymbolByName => cookie::out(3) | cookie::name(1, 0),
+            Self::SymbolInfo => cookie::out(2),
+            Self::CodeObjectFromMemory => cookie::out(2),
+            Self::QueueCreate => cookie::STACK | cookie::QUEUE,
+            Self::Nothing
+            | Self::PushConfig
+            | Self::Stream
+            | Self::HandleStream
+            | Self::Ptr
+            | Self::Memcpy { .. }
+            | Self::FatBinary
+            | Self::Register
+            | Self::Doorbell => 0,
         }
     }
 }
@@ -222,7 +222,7 @@ macro_rules! api_funcs {
 
             /// The function a trace names: the first row of that name (a C++ export reads back as its C
             /// twin, which has the same operation and layout).
-            #[allow(unreachable_patterns)]
+            #[expect(unreachable_patterns, reason = "a C++ export shares its name with its C twin, which comes first")]
             pub fn from_name(name: &str) -> Option<Self> {
                 match name {
                     $( api_funcs!(@name $sym $(, $name)?) => Some(ApiFunc::$variant), )*
@@ -265,7 +265,11 @@ macro_rules! api_funcs {
 }
 
 use CopyDirection::{Arg, Fixed};
-use Layout::*;
+use Layout::{
+    AllocOut, CodeObjectFromMemory, Doorbell, FatBinary, FunctionOut, HandleStream, InstantiateOut, KernelFunctionOut,
+    LaunchConfig, LaunchDim3, LaunchScalars, Memcpy, ModuleOut, Nothing, Ptr, PushConfig, QueueCreate, Register,
+    Stream, StreamHandleOut, SymbolByName, SymbolInfo,
+};
 
 const DIM3: Layout = LaunchDim3 { shmem32: false };
 const BLOCKS32: Layout = LaunchScalars { shmem32: true, work_items: false };
@@ -310,7 +314,7 @@ api_funcs! {
     HipExtLaunchKernel = 16, Hip, "hipExtLaunchKernel", Launch, DIM3, Call;
     /// `hipLaunchCooperativeKernel(f, dim3 grid, dim3 block, args, [unsigned shmem, stream])`.
     HipLaunchCooperativeKernel = 17, Hip, "hipLaunchCooperativeKernel", Launch, LaunchDim3 { shmem32: true }, Call;
-    /// `hipStreamBeginCapture(stream, mode)`: launches on the stream are graph nodes until EndCapture.
+    /// `hipStreamBeginCapture(stream, mode)`: launches on the stream are graph nodes until `EndCapture`.
     HipStreamBeginCapture = 18, Hip, "hipStreamBeginCapture", CaptureBegin, Stream, Call;
     /// `hipStreamEndCapture(stream, hipGraph_t* out)`.
     HipStreamEndCapture = 19, Hip, "hipStreamEndCapture", CaptureEnd, StreamHandleOut, Call;
@@ -329,7 +333,7 @@ api_funcs! {
     HsaSignalStoreRelaxed = 67, Hsa, "hsa_signal_store_relaxed", Doorbell, Doorbell, Doorbell;
     /// `hsa_executable_get_symbol_by_name(exec, name, agent*, symbol* out)`: a kernel symbol by name.
     HsaExecutableGetSymbolByName = 68, Hsa, "hsa_executable_get_symbol_by_name", SymbolLookup, SymbolByName, Call;
-    /// `hsa_executable_symbol_get_info(symbol, attribute, void* value)`: KERNEL_OBJECT
+    /// `hsa_executable_symbol_get_info(symbol, attribute, void* value)`: `KERNEL_OBJECT`
     /// ([`HSA_SYMBOL_INFO_KERNEL_OBJECT`]) gives the address every dispatch packet of this kernel carries.
     HsaExecutableSymbolGetInfo = 69, Hsa, "hsa_executable_symbol_get_info", SymbolInfo, SymbolInfo, Call;
     /// `hsa_code_object_reader_create_from_memory(ptr, size, reader* out)`.
@@ -388,7 +392,7 @@ api_funcs! {
     CuStreamSynchronize = 148, Cuda, "cuStreamSynchronize", Sync, Stream, Call;
     /// `cuCtxSynchronize()`.
     CuCtxSynchronize = 149, Cuda, "cuCtxSynchronize", Sync, Nothing, Call;
-    /// `cuStreamBeginCapture_v2(stream, mode)`: launches on the stream are graph nodes until EndCapture.
+    /// `cuStreamBeginCapture_v2(stream, mode)`: launches on the stream are graph nodes until `EndCapture`.
     CuStreamBeginCapture = 150, Cuda, "cuStreamBeginCapture_v2", CaptureBegin, Stream, Call;
     CuStreamBeginCapturePtsz = 151, Cuda, "cuStreamBeginCapture_v2_ptsz", CaptureBegin, Stream, Call;
     /// `cuStreamEndCapture(stream, CUgraph* out)`.
@@ -418,30 +422,30 @@ mod serde_impls {
 
     /// A trace spells a function by its [`ApiFunc::name`].
     impl serde::Serialize for ApiFunc {
-        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            s.serialize_str(self.name())
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_str(self.name())
         }
     }
 
     impl<'de> serde::Deserialize<'de> for ApiFunc {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
             struct Name;
             impl serde::de::Visitor<'_> for Name {
                 type Value = ApiFunc;
-                fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                    f.write_str("the name of an API function tracer probes")
+                fn expecting(&self, formatter: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                    formatter.write_str("the name of an API function tracer probes")
                 }
                 fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ApiFunc, E> {
                     ApiFunc::from_name(v).ok_or_else(|| E::custom(UnknownApi))
                 }
             }
-            d.deserialize_str(Name)
+            deserializer.deserialize_str(Name)
         }
     }
 
     /// The message of a deserialization error for a function this build does not know (a newer
     /// tracer's): the trace reader skips such records and counts them instead of failing.
-    pub struct UnknownApi;
+    pub(super) struct UnknownApi;
 
     impl core::fmt::Display for UnknownApi {
         fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -487,8 +491,8 @@ mod tests {
         for &f in ApiFunc::ALL {
             match f.shape() {
                 ProbeShape::Launch => assert!(matches!(f.op(), Op::Launch | Op::GraphLaunch), "{f:?}"),
-                ProbeShape::RegisterName => assert_eq!(f.layout(), Layout::Register),
-                ProbeShape::Doorbell => assert_eq!(f.layout(), Layout::Doorbell),
+                ProbeShape::RegisterName => assert_eq!(f.layout(), Register),
+                ProbeShape::Doorbell => assert_eq!(f.layout(), Doorbell),
                 ProbeShape::Call => {}
             }
         }

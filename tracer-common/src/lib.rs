@@ -14,7 +14,7 @@ pub use api::ApiFunc;
 /// ([`NAME_TRUNCATED`]), never silently.
 pub const NAME_MAX: usize = 480;
 
-/// Argument slots captured at a call's entry: the six integer argument registers of the x86-64 SysV ABI,
+/// Argument slots captured at a call's entry: the six integer argument registers of the x86-64 `SysV` ABI,
 /// then the first [`STACK_ARGS`] 8-byte stack slots above the return address.
 pub const ARG_SLOTS: usize = 10;
 /// Stack argument slots read at entry (`[rsp+8]`, `[rsp+16]`, ...) when the probe asks for them.
@@ -68,7 +68,7 @@ pub struct RecordHeader {
     pub lib: u32,
     /// `bpf_get_current_pid_tgid()`: tgid in the upper 32 bits, thread id in the lower.
     pub pid_tgid: u64,
-    /// CLOCK_MONOTONIC nanoseconds (`bpf_ktime_get_ns`) at the call's entry or the event.
+    /// `CLOCK_MONOTONIC` nanoseconds (`bpf_ktime_get_ns`) at the call's entry or the event.
     pub ts_ns: u64,
 }
 
@@ -90,7 +90,7 @@ pub struct CallRecord {
     pub header: RecordHeader,
     /// Return minus entry time.
     pub duration_ns: u64,
-    /// `rax` at return (the hipError_t for HIP calls; the module handle for `__hipRegisterFatBinary`).
+    /// `rax` at return (the `hipError_t` for HIP calls; the module handle for `__hipRegisterFatBinary`).
     pub ret: u64,
     /// `*arg0` read at return for calls that write an out-parameter through their first argument
     /// (`hipMalloc`, `hipModuleLoadData`, `hipModuleGetFunction`), when the call succeeded.
@@ -246,33 +246,33 @@ pub enum Counter {
 pub const COUNTERS: u32 = 10;
 
 impl Counter {
-    pub const ALL: [Counter; COUNTERS as usize] = [
-        Counter::DropCall,
-        Counter::DropName,
-        Counter::DropProc,
-        Counter::StashFull,
-        Counter::ReturnWithoutEntry,
-        Counter::FilterFull,
-        Counter::DropIoctl,
-        Counter::DropDispatch,
-        Counter::PacketsCut,
-        Counter::PacketFault,
+    pub const ALL: [Self; COUNTERS as usize] = [
+        Self::DropCall,
+        Self::DropName,
+        Self::DropProc,
+        Self::StashFull,
+        Self::ReturnWithoutEntry,
+        Self::FilterFull,
+        Self::DropIoctl,
+        Self::DropDispatch,
+        Self::PacketsCut,
+        Self::PacketFault,
     ];
 
     /// Where the trace footer reports this counter: `Drop(kind)` in `drops`, per CPU, under the record
     /// kind that was lost; `Count(name)` in `counters`, summed.
     pub const fn footer(self) -> Footer {
         match self {
-            Counter::DropCall => Footer::Drop("call"),
-            Counter::DropName => Footer::Drop("name"),
-            Counter::DropProc => Footer::Drop("proc"),
-            Counter::DropIoctl => Footer::Drop("ioctl"),
-            Counter::DropDispatch => Footer::Drop("dispatch"),
-            Counter::StashFull => Footer::Count("stash_full"),
-            Counter::ReturnWithoutEntry => Footer::Count("return_without_entry"),
-            Counter::FilterFull => Footer::Count("filter_full"),
-            Counter::PacketsCut => Footer::Count("packets_cut"),
-            Counter::PacketFault => Footer::Count("packet_fault"),
+            Self::DropCall => Footer::Drop("call"),
+            Self::DropName => Footer::Drop("name"),
+            Self::DropProc => Footer::Drop("proc"),
+            Self::DropIoctl => Footer::Drop("ioctl"),
+            Self::DropDispatch => Footer::Drop("dispatch"),
+            Self::StashFull => Footer::Count("stash_full"),
+            Self::ReturnWithoutEntry => Footer::Count("return_without_entry"),
+            Self::FilterFull => Footer::Count("filter_full"),
+            Self::PacketsCut => Footer::Count("packets_cut"),
+            Self::PacketFault => Footer::Count("packet_fault"),
         }
     }
 }
@@ -307,11 +307,11 @@ pub mod cookie {
 
     /// Read `*arg[slot]` at return.
     pub const fn out(slot: u64) -> u64 {
-        OUT | (slot & 7) << OUT_SHIFT
+        OUT | ((slot & 7) << OUT_SHIFT)
     }
     /// Bind the out value to the name at `name` with module `module` (argument slots).
     pub const fn name(name: u64, module: u64) -> u64 {
-        NAME | (name & 7) << NAME_SHIFT | (module & 7) << MODULE_SHIFT
+        NAME | ((name & 7) << NAME_SHIFT) | ((module & 7) << MODULE_SHIFT)
     }
     pub const fn out_arg(c: u64) -> usize {
         ((c >> OUT_SHIFT) & 7) as usize
@@ -342,7 +342,7 @@ pub struct QueueRecord {
     pub header: RecordHeader,
     /// The `hsa_queue_t*` (also the `amd_queue_t*` a doorbell signal points back to).
     pub queue: u64,
-    /// u32 type, u32 features, u64 base_address, u64 doorbell_signal, u32 size, u32 reserved, u64 id.
+    /// u32 type, u32 features, u64 `base_address`, u64 `doorbell_signal`, u32 size, u32 reserved, u64 id.
     pub raw: [u64; 5],
 }
 
@@ -374,7 +374,6 @@ mod user {
 
 #[cfg(test)]
 mod tests {
-    use core::mem::{align_of, size_of};
 
     use super::*;
 

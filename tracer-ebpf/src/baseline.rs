@@ -7,17 +7,17 @@ use aya_ebpf::{
 };
 
 #[uprobe]
-pub fn empty_entry(_ctx: ProbeContext) -> u32 {
+pub(crate) const fn empty_entry(_ctx: ProbeContext) -> u32 {
     0
 }
 
 #[uretprobe]
-pub fn empty_return(_ctx: RetProbeContext) -> u32 {
+pub(crate) const fn empty_return(_ctx: RetProbeContext) -> u32 {
     0
 }
 
 /// The empty twin of a one-trap launch probe.
 #[uprobe]
-pub fn empty_launch(_ctx: ProbeContext) -> u32 {
+pub(crate) const fn empty_launch(_ctx: ProbeContext) -> u32 {
     0
 }

@@ -6,7 +6,7 @@
 //! - [`launch_entry`] writes a [`CallRecord`] at entry alone: one trap for a launch on a hot path.
 
 use aya_ebpf::{
-    EbpfContext,
+    EbpfContext as _,
     helpers::{
         bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, bpf_probe_read_user_str_bytes,
         generated::{bpf_copy_from_user, bpf_get_attach_cookie},
@@ -23,7 +23,7 @@ use tracer_common::{
 use crate::maps::{EVENTS, STASH, Stash, StashKey, count, submit_flags, traced};
 
 #[uprobe]
-pub fn call_entry(ctx: ProbeContext) -> u32 {
+pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     if !traced((pid_tgid >> 32) as u32) {
         return 0;
@@ -40,16 +40,16 @@ pub fn call_entry(ctx: ProbeContext) -> u32 {
             Err(_) => stash.flags |= CALL_STACK_FAULT,
         }
     }
-    let key = StashKey { pid_tgid, func: cookie::func(c) as u64 };
+    let key = StashKey { pid_tgid, func: u64::from(cookie::func(c)) };
     // SAFETY: helper call without preconditions.
     stash.ts_ns = unsafe { bpf_ktime_get_ns() };
-    if STASH.insert(&key, &stash, 0).is_err() {
+    if STASH.insert(key, stash, 0).is_err() {
         count(Counter::StashFull);
     }
     0
 }
 
-/// The six integer argument registers (x86-64 SysV), then room for the stack slots.
+/// The six integer argument registers (x86-64 `SysV`), then room for the stack slots.
 #[inline(always)]
 fn register_args(ctx: &ProbeContext) -> [u64; ARG_SLOTS] {
     let a = |n: usize| ctx.arg::<u64>(n).unwrap_or(0);
@@ -67,7 +67,7 @@ fn stack_pointer(ctx: &ProbeContext) -> u64 {
 /// arguments (stack slots or the `CUlaunchConfig` the cookie asks for); there is no return probe, so no
 /// duration and no return value.
 #[uprobe]
-pub fn launch_entry(ctx: ProbeContext) -> u32 {
+pub(crate) fn launch_entry(ctx: ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     if !traced((pid_tgid >> 32) as u32) {
         return 0;
@@ -107,20 +107,24 @@ pub fn launch_entry(ctx: ProbeContext) -> u32 {
 }
 
 #[uretprobe]
-pub fn call_return(ctx: RetProbeContext) -> u32 {
+pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: see call_entry.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    let key = StashKey { pid_tgid, func: cookie::func(c) as u64 };
+    let key = StashKey { pid_tgid, func: u64::from(cookie::func(c)) };
     // SAFETY: the entry is copied out before it is removed.
-    let Some(stash) = (unsafe { STASH.get(&key) }).copied() else {
+    let Some(stash) = (unsafe { STASH.get(key) }).copied() else {
         // Untraced process (no entry was made), or the call began before the probe was attached.
         if traced((pid_tgid >> 32) as u32) {
             count(Counter::ReturnWithoutEntry);
         }
         return 0;
     };
-    let _ = STASH.remove(&key);
+    #[expect(
+        clippy::let_underscore_must_use,
+        reason = "an entry already gone (evicted, or taken by a racing return) needs nothing done"
+    )]
+    let _: Result<(), _> = STASH.remove(key);
     // SAFETY: helper call without preconditions.
     let now = unsafe { bpf_ktime_get_ns() };
     let ret: u64 = ctx.ret();
@@ -179,7 +183,11 @@ fn emit_queue(header: RecordHeader, out_param: u64) {
     let Ok(queue) = (unsafe { bpf_probe_read_user(out_param as *const u64) }) else { return };
     let Ok(raw) = (unsafe { bpf_probe_read_user(queue as *const [u64; 5]) }) else { return };
     let key = crate::hsa::QueueKey { tgid: header.pid_tgid >> 32, queue };
-    let _ = crate::hsa::LAST_INDEX.insert(&key, &crate::hsa::FROM_START, 0);
+    #[expect(
+        clippy::let_underscore_must_use,
+        reason = "an LRU map makes room itself; a failed insert only means the first doorbell reads from the ring state"
+    )]
+    let _: Result<(), _> = crate::hsa::LAST_INDEX.insert(key, crate::hsa::FROM_START, 0);
     match EVENTS.reserve::<QueueRecord>(0) {
         Some(mut entry) => {
             entry.write(QueueRecord { header, queue, raw });
@@ -191,7 +199,7 @@ fn emit_queue(header: RecordHeader, out_param: u64) {
 
 /// Writes one [`NameRecord`] straight into the ring (it is too big for the stack).
 #[inline(always)]
-pub fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *const u8, may_sleep: bool) {
+pub(crate) fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *const u8, may_sleep: bool) {
     let Some(mut entry) = EVENTS.reserve::<NameRecord>(0) else {
         count(Counter::DropName);
         return;
@@ -204,33 +212,30 @@ pub fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *const u8
         (*rec).handle = handle;
         (*rec).module = module;
         let buf = &mut (*rec).name;
-        let mut result = bpf_probe_read_user_str_bytes(name, buf).map(|s| s.len());
+        let mut result = bpf_probe_read_user_str_bytes(name, buf).map(<[u8]>::len);
         if result.is_err() && may_sleep {
             // Fault in the page holding the name's first byte, then the next page (a name may cross
             // into it), retrying the read after each.
             let mut byte = 0u8;
-            let _ = bpf_copy_from_user((&raw mut byte).cast(), 1, name.cast());
-            result = bpf_probe_read_user_str_bytes(name, buf).map(|s| s.len());
+            let _: aya_ebpf::cty::c_long = bpf_copy_from_user((&raw mut byte).cast(), 1, name.cast());
+            result = bpf_probe_read_user_str_bytes(name, buf).map(<[u8]>::len);
             if result.is_err() {
                 let next = ((name as u64 | 0xfff) + 1) as *const u8;
-                let _ = bpf_copy_from_user((&raw mut byte).cast(), 1, next.cast());
-                result = bpf_probe_read_user_str_bytes(name, buf).map(|s| s.len());
+                let _: aya_ebpf::cty::c_long = bpf_copy_from_user((&raw mut byte).cast(), 1, next.cast());
+                result = bpf_probe_read_user_str_bytes(name, buf).map(<[u8]>::len);
             }
         }
-        match result {
-            Ok(len) => {
-                (*rec).len = len as u32;
-                // The helper stops at NAME_MAX - 1 bytes and a NUL; a full buffer means the name was cut.
-                (*rec).flags = if len >= NAME_MAX - 1 { NAME_TRUNCATED } else { 0 };
-            }
-            Err(_) => {
-                (*rec).len = 0;
-                (*rec).flags = NAME_FAULT;
-                buf[0] = 0;
-            }
+        if let Ok(len) = result {
+            (*rec).len = len as u32;
+            // The helper stops at NAME_MAX - 1 bytes and a NUL; a full buffer means the name was cut.
+            (*rec).flags = if len >= NAME_MAX - 1 { NAME_TRUNCATED } else { 0 };
+        } else {
+            (*rec).len = 0;
+            (*rec).flags = NAME_FAULT;
+            buf[0] = 0;
         }
     }
     // Names are rare (registration at start, lookups at load) and tell user space a process is using
     // the runtime now: wake it, so it reads the process's maps while the process lives.
-    entry.submit(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP as u64);
+    entry.submit(u64::from(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP));
 }

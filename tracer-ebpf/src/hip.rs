@@ -2,7 +2,7 @@
 //! generic programs in [`crate::calls`].
 
 use aya_ebpf::{
-    EbpfContext,
+    EbpfContext as _,
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, generated::bpf_get_attach_cookie},
     macros::uprobe,
     programs::ProbeContext,
@@ -16,7 +16,7 @@ use crate::{calls::emit_name, maps::traced};
 /// Sleepable, because the name may sit on a page the process has not touched yet (the first
 /// registration of a program reads from a fresh page of .rodata): the program may fault it in.
 #[uprobe(sleepable)]
-pub fn register_function(ctx: ProbeContext) -> u32 {
+pub(crate) fn register_function(ctx: ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     if !traced((pid_tgid >> 32) as u32) {
         return 0;

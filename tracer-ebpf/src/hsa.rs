@@ -4,12 +4,12 @@
 //! the last index it saw for that queue and the stored one: the dispatch as the GPU will see it —
 //! graph replays and library GEMMs included, which never pass through `hipLaunchKernel`.
 //!
-//! Layouts (ROCr headers): a signal handle is the address of its `amd_signal_t` (kind at 0: -1 doorbell,
-//! -2 legacy doorbell; queue_ptr at 48, the `amd_queue_t`, which begins with the `hsa_queue_t`:
-//! base_address at 8, size (packets) at 24).
+//! Layouts (`ROCr` headers): a signal handle is the address of its `amd_signal_t` (kind at 0: -1 doorbell,
+//! -2 legacy doorbell; `queue_ptr` at 48, the `amd_queue_t`, which begins with the `hsa_queue_t`:
+//! `base_address` at 8, size (packets) at 24).
 
 use aya_ebpf::{
-    EbpfContext,
+    EbpfContext as _,
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, generated::bpf_get_attach_cookie},
     macros::{map, uprobe},
     maps::LruHashMap,
@@ -30,20 +30,20 @@ const QUEUE_SIZE: u64 = 24;
 /// A queue in one process (queue addresses are per address space).
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct QueueKey {
+pub(crate) struct QueueKey {
     pub tgid: u64,
     pub queue: u64,
 }
 
 /// The last packet index decoded per queue; [`FROM_START`] for a queue created while tracing.
 #[map]
-pub static LAST_INDEX: LruHashMap<QueueKey, u64> = LruHashMap::with_max_entries(4096, 0);
+pub(crate) static LAST_INDEX: LruHashMap<QueueKey, u64> = LruHashMap::with_max_entries(4096, 0);
 
 /// A queue whose creation was seen: its first doorbell publishes every packet from index 0.
-pub const FROM_START: u64 = u64::MAX;
+pub(crate) const FROM_START: u64 = u64::MAX;
 
 #[uprobe]
-pub fn doorbell(ctx: ProbeContext) -> u32 {
+pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = pid_tgid >> 32;
     if !traced(tgid as u32) {
@@ -58,13 +58,13 @@ pub fn doorbell(ctx: ProbeContext) -> u32 {
     let Ok(queue) = (unsafe { bpf_probe_read_user((signal + SIGNAL_QUEUE_PTR) as *const u64) }) else { return 0 };
     let Ok(base) = (unsafe { bpf_probe_read_user((queue + QUEUE_BASE_ADDRESS) as *const u64) }) else { return 0 };
     let Ok(size) = (unsafe { bpf_probe_read_user((queue + QUEUE_SIZE) as *const u32) }) else { return 0 };
-    let size = size as u64;
+    let size = u64::from(size);
     if size == 0 || size & (size - 1) != 0 {
         return 0;
     }
     let key = QueueKey { tgid, queue };
     // SAFETY: the value is copied out.
-    let first = match unsafe { LAST_INDEX.get(&key) } {
+    let first = match unsafe { LAST_INDEX.get(key) } {
         Some(&FROM_START) => 0,
         Some(&last) if last < value => last + 1,
         // A queue created before the tracer started (or an index that went back): this packet only.
@@ -76,7 +76,11 @@ pub fn doorbell(ctx: ProbeContext) -> u32 {
         count_n(Counter::PacketsCut, pending - MAX_PACKETS_PER_DOORBELL);
         first = value + 1 - MAX_PACKETS_PER_DOORBELL;
     }
-    let _ = LAST_INDEX.insert(&key, &value, 0);
+    #[expect(
+        clippy::let_underscore_must_use,
+        reason = "an LRU map makes room itself; a failed insert only means the next doorbell reads from the ring state"
+    )]
+    let _: Result<(), _> = LAST_INDEX.insert(key, value, 0);
     // SAFETY: see call_entry in calls.rs.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
     // SAFETY: helper call without preconditions.

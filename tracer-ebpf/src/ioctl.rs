@@ -25,7 +25,7 @@ static IOCTL_RET_OFFSET: u32 = 16;
 
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct IoctlEntry {
+pub(crate) struct IoctlEntry {
     pub ts_ns: u64,
     pub arg: u64,
     pub fd: u32,
@@ -37,7 +37,7 @@ pub struct IoctlEntry {
 static IOCTLS: LruHashMap<u64, IoctlEntry> = LruHashMap::with_max_entries(4096, 0);
 
 #[tracepoint]
-pub fn sys_enter_ioctl(ctx: TracePointContext) -> u32 {
+pub(crate) fn sys_enter_ioctl(ctx: TracePointContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     if !traced((pid_tgid >> 32) as u32) {
         return 0;
@@ -56,18 +56,19 @@ pub fn sys_enter_ioctl(ctx: TracePointContext) -> u32 {
     };
     // SAFETY: helper call without preconditions.
     let entry = IoctlEntry { ts_ns: unsafe { bpf_ktime_get_ns() }, arg, fd, cmd };
-    if IOCTLS.insert(&pid_tgid, &entry, 0).is_err() {
+    if IOCTLS.insert(pid_tgid, entry, 0).is_err() {
         count(Counter::StashFull);
     }
     0
 }
 
 #[tracepoint]
-pub fn sys_exit_ioctl(ctx: TracePointContext) -> u32 {
+pub(crate) fn sys_exit_ioctl(ctx: TracePointContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: the entry is copied out before it is removed.
-    let Some(entry) = (unsafe { IOCTLS.get(&pid_tgid) }).copied() else { return 0 };
-    let _ = IOCTLS.remove(&pid_tgid);
+    let Some(entry) = (unsafe { IOCTLS.get(pid_tgid) }).copied() else { return 0 };
+    #[expect(clippy::let_underscore_must_use, reason = "an entry already gone (evicted) needs nothing done")]
+    let _: Result<(), _> = IOCTLS.remove(pid_tgid);
     // SAFETY: offset from this kernel's format file.
     let ret = unsafe { ctx.read_at::<i64>(setting(&IOCTL_RET_OFFSET) as usize) }.unwrap_or(0);
     // SAFETY: helper call without preconditions.
@@ -85,15 +86,12 @@ pub fn sys_exit_ioctl(ctx: TracePointContext) -> u32 {
         (*rec).arg = entry.arg;
         (*rec).ret = ret;
         (*rec).duration_ns = now.saturating_sub(entry.ts_ns);
-        match bpf_probe_read_user(entry.arg as *const [u8; IOCTL_ARG_BYTES]) {
-            Ok(buf) => {
-                (*rec).argbuf = buf;
-                (*rec).flags = IOCTL_ARG_READ;
-            }
-            Err(_) => {
-                (*rec).argbuf = [0; IOCTL_ARG_BYTES];
-                (*rec).flags = 0;
-            }
+        if let Ok(buf) = bpf_probe_read_user(entry.arg as *const [u8; IOCTL_ARG_BYTES]) {
+            (*rec).argbuf = buf;
+            (*rec).flags = IOCTL_ARG_READ;
+        } else {
+            (*rec).argbuf = [0; IOCTL_ARG_BYTES];
+            (*rec).flags = 0;
         }
     }
     slot.submit(submit_flags());

@@ -9,9 +9,15 @@
 //! write only into their own maps. Filtering happens first, so an untraced process costs only the trap.
 #![no_std]
 #![no_main]
-// Atomic adds for the loss counters (core has no atomic RMW types for the BPF target).
-#![allow(internal_features)]
+#![expect(
+    internal_features,
+    unstable_features,
+    reason = "atomic adds for the loss counters: core has no atomic RMW types for the BPF target"
+)]
 #![feature(core_intrinsics)]
+
+// The library target exists for rebuild tracking only.
+use tracer_ebpf as _;
 
 mod baseline;
 mod calls;
@@ -23,7 +29,7 @@ mod process;
 
 #[cfg(not(test))]
 #[panic_handler]
-fn panic(_info: &core::panic::PanicInfo) -> ! {
+const fn panic(_info: &core::panic::PanicInfo<'_>) -> ! {
     // Never reached: the verifier rejects any program with a reachable panic.
     loop {}
 }

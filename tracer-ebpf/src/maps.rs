@@ -9,16 +9,16 @@ use tracer_common::{ARG_SLOTS, Counter};
 
 /// Every record goes through this ring. Its size is set by user space at load (`--ring-size`).
 #[map]
-pub static EVENTS: RingBuf = RingBuf::with_byte_size(1 << 22, 0);
+pub(crate) static EVENTS: RingBuf = RingBuf::with_byte_size(1 << 22, 0);
 
 /// Traced processes (tgid -> 1) when [`FILTER_ENABLED`] is set.
 #[map]
-pub static PIDS: HashMap<u32, u32> = HashMap::with_max_entries(8192, 0);
+pub(crate) static PIDS: HashMap<u32, u32> = HashMap::with_max_entries(8192, 0);
 
 /// A call's entry, kept until its return probe fires.
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct Stash {
+pub(crate) struct Stash {
     pub ts_ns: u64,
     pub flags: u64,
     pub args: [u64; ARG_SLOTS],
@@ -28,7 +28,7 @@ pub struct Stash {
 /// the same thread keeps both entries apart.
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct StashKey {
+pub(crate) struct StashKey {
     pub pid_tgid: u64,
     pub func: u64,
 }
@@ -36,11 +36,11 @@ pub struct StashKey {
 /// LRU: an entry whose return never fires (its thread died mid-call) is evicted in time instead of
 /// filling the map; a return probe that then finds nothing is counted ([`Counter::ReturnWithoutEntry`]).
 #[map]
-pub static STASH: LruHashMap<StashKey, Stash> = LruHashMap::with_max_entries(16384, 0);
+pub(crate) static STASH: LruHashMap<StashKey, Stash> = LruHashMap::with_max_entries(16384, 0);
 
 /// Loss and error counters, one slot per [`Counter`], per CPU.
 #[map]
-pub static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(tracer_common::COUNTERS, 0);
+pub(crate) static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(tracer_common::COUNTERS, 0);
 
 // Load-time settings, written by user space through `EbpfLoader::override_global`.
 
@@ -57,32 +57,32 @@ static WAKEUP_BYTES: u32 = 1 << 20;
 
 /// Flags for `submit`: no wake-up until the ring holds [`WAKEUP_BYTES`].
 #[inline(always)]
-pub fn submit_flags() -> u64 {
+pub(crate) fn submit_flags() -> u64 {
     use aya_ebpf::bindings::{BPF_RB_AVAIL_DATA, BPF_RB_FORCE_WAKEUP, BPF_RB_NO_WAKEUP};
-    if EVENTS.query(BPF_RB_AVAIL_DATA as u64) >= setting(&WAKEUP_BYTES) as u64 {
-        BPF_RB_FORCE_WAKEUP as u64
+    if EVENTS.query(u64::from(BPF_RB_AVAIL_DATA)) >= u64::from(setting(&WAKEUP_BYTES)) {
+        u64::from(BPF_RB_FORCE_WAKEUP)
     } else {
-        BPF_RB_NO_WAKEUP as u64
+        u64::from(BPF_RB_NO_WAKEUP)
     }
 }
 
 #[inline(always)]
-pub fn setting(v: &'static u32) -> u32 {
+pub(crate) fn setting(v: &'static u32) -> u32 {
     // SAFETY: a plain read of a global; volatile so the compiler keeps the load that user space patches.
     unsafe { core::ptr::read_volatile(v) }
 }
 
 #[inline(always)]
-pub fn filter_enabled() -> bool {
+pub(crate) fn filter_enabled() -> bool {
     setting(&FILTER_ENABLED) != 0
 }
 
 /// Whether calls of this process are recorded.
 #[inline(always)]
-pub fn traced(tgid: u32) -> bool {
+pub(crate) fn traced(tgid: u32) -> bool {
     if filter_enabled() {
         // SAFETY: the value is only tested for presence.
-        unsafe { PIDS.get(&tgid).is_some() }
+        unsafe { PIDS.get(tgid).is_some() }
     } else {
         tgid != setting(&TRACER_TGID)
     }
@@ -91,16 +91,18 @@ pub fn traced(tgid: u32) -> bool {
 /// Adds to a loss counter with an atomic add: a sleepable program may be preempted on its CPU between
 /// a load and a store, so a plain increment could lose a count.
 #[inline(always)]
-pub fn count_n(counter: Counter, n: u64) {
+pub(crate) fn count_n(counter: Counter, n: u64) {
     use core::intrinsics::{AtomicOrdering, atomic_xadd};
     if let Some(slot) = COUNTERS.get_ptr_mut(counter as u32) {
         // SAFETY: the map value is a valid, aligned u64 for the program's lifetime. The BPF target has no
         // atomic types in core, but LLVM lowers this intrinsic to the BPF atomic add.
-        unsafe { atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(slot, n) };
+        unsafe {
+            atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(slot, n);
+        }
     }
 }
 
 #[inline(always)]
-pub fn count(counter: Counter) {
+pub(crate) fn count(counter: Counter) {
     count_n(counter, 1);
 }

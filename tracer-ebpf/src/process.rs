@@ -27,7 +27,7 @@ const CLONE_THREAD: u64 = 0x0001_0000;
 
 /// Runs in the parent when any task is created.
 #[tracepoint]
-pub fn task_newtask(ctx: TracePointContext) -> u32 {
+pub(crate) fn task_newtask(ctx: TracePointContext) -> u32 {
     if !filter_enabled() {
         return 0;
     }
@@ -45,7 +45,7 @@ pub fn task_newtask(ctx: TracePointContext) -> u32 {
         return 0;
     };
     let child = child as u32;
-    if PIDS.insert(&child, &1, 0).is_err() {
+    if PIDS.insert(child, 1, 0).is_err() {
         count(Counter::FilterFull);
     }
     emit(ProcEvent::Fork, child, parent);
@@ -53,7 +53,7 @@ pub fn task_newtask(ctx: TracePointContext) -> u32 {
 }
 
 #[tracepoint]
-pub fn sched_process_exec(_ctx: TracePointContext) -> u32 {
+pub(crate) fn sched_process_exec(_ctx: TracePointContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     if traced(tgid) {
         emit(ProcEvent::Exec, tgid, 0);
@@ -62,7 +62,7 @@ pub fn sched_process_exec(_ctx: TracePointContext) -> u32 {
 }
 
 #[tracepoint]
-pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
+pub(crate) fn sched_process_exit(ctx: TracePointContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
     if !traced(tgid) {
@@ -80,7 +80,8 @@ pub fn sched_process_exit(ctx: TracePointContext) -> u32 {
     }
     emit(ProcEvent::Exit, tgid, 0);
     if filter_enabled() {
-        let _ = PIDS.remove(&tgid);
+        #[expect(clippy::let_underscore_must_use, reason = "a process not in the filter needs nothing done")]
+        let _: Result<(), _> = PIDS.remove(tgid);
     }
     0
 }
@@ -106,5 +107,5 @@ fn emit(event: ProcEvent, pid: u32, parent: u32) {
     });
     // Process events are rare and user space must read /proc/PID while the process lives (argv, maps):
     // wake the reader now.
-    entry.submit(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP as u64);
+    entry.submit(u64::from(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP));
 }

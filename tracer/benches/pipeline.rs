@@ -1,6 +1,13 @@
 //! The user-space path alone: ring-buffer bytes → decode → attribute → trace writer, no traps.
 //! Prints events per second on one core; with `--big PATH`, also writes a 10 M-launch compressed trace
 //! for the analysis benchmark. Run by `cargo xtask bench` (`cargo bench -p tracer --bench pipeline`).
+#![expect(
+    unused_crate_dependencies,
+    clippy::print_stdout,
+    clippy::float_arithmetic,
+    clippy::cast_precision_loss,
+    reason = "a benchmark prints rates computed from timings"
+)]
 
 use std::{fs::File, time::Instant};
 
@@ -26,7 +33,7 @@ fn stream(n: usize) -> Vec<Vec<u8>> {
                 kind: RecordKind::Name as u16,
                 func: ApiFunc::HipRegisterFunction as u16,
                 lib: 1,
-                pid_tgid: PID << 32 | PID,
+                pid_tgid: (PID << 32) | PID,
                 ts_ns: k,
             },
             handle: 0x1000 + k * 8,
@@ -55,7 +62,7 @@ fn stream(n: usize) -> Vec<Vec<u8>> {
                 kind: RecordKind::Call as u16,
                 func: func as u16,
                 lib: 1,
-                pid_tgid: PID << 32 | PID,
+                pid_tgid: (PID << 32) | PID,
                 ts_ns: 1_000_000 + i * 16_667,
             },
             duration_ns: 6_000 + i % 500,
@@ -68,6 +75,7 @@ fn stream(n: usize) -> Vec<Vec<u8>> {
     out
 }
 
+#[expect(clippy::iter_with_drain, reason = "one buffer serves every record")]
 fn run(events: &[Vec<u8>], path: &std::path::Path, compress: bool) -> f64 {
     let mut writer = trace::Writer::new(File::create(path).expect("bench output"), compress).expect("writer");
     writer
@@ -98,7 +106,7 @@ fn main() {
     let events = stream(n);
     let secs = run(&events, &dir.join("pipeline.jsonl"), false);
     println!("pipeline events={} seconds={:.3} events_per_s={:.0}", events.len(), secs, events.len() as f64 / secs);
-    let _ = std::fs::remove_file(dir.join("pipeline.jsonl"));
+    drop(std::fs::remove_file(dir.join("pipeline.jsonl")));
     if let Some(i) = args.iter().position(|a| a == "--big") {
         let path = std::path::PathBuf::from(&args[i + 1]);
         let big = stream(10_000_000);

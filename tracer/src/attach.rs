@@ -1,10 +1,16 @@
-//! The probe plan and its execution: checks the machine can load tracer's programs, loads them with the
-//! recording's settings, and attaches each probed function of each library copy with a cookie naming
-//! (library, function), plus the process tracepoints.
+//! The probe plan and its execution.
+//!
+//! Checks the machine can load tracer's programs, loads them with the recording's settings, and attaches
+//! each probed function of each library copy with a cookie naming (library, function), plus the process
+//! tracepoints.
+#![expect(
+    clippy::little_endian_bytes,
+    reason = "the formats read here (AQL packets, offload bundles, ELF notes, driver argument structs) are little-endian by definition"
+)]
 
 use std::{collections::BTreeMap, fs, path::Path};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use aya::{
     Ebpf, EbpfLoader,
     programs::{
@@ -12,7 +18,7 @@ use aya::{
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
     },
 };
-use object::{Object, ObjectSection, ObjectSymbol};
+use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 use tracer_common::{ApiFunc, api::ProbeShape, cookie};
 
 use crate::{libs::LibCopy, trace};
@@ -72,16 +78,16 @@ pub enum ProbeMode {
 
 impl ProbeMode {
     /// Programs for (entry, return, registration, doorbell).
-    fn programs(self) -> Programs {
+    const fn programs(self) -> Programs {
         match self {
-            ProbeMode::Record => Programs {
+            Self::Record => Programs {
                 entry: "call_entry",
                 ret: "call_return",
                 register: "register_function",
                 doorbell: "doorbell",
                 launch: "launch_entry",
             },
-            ProbeMode::Empty => Programs {
+            Self::Empty => Programs {
                 entry: "empty_entry",
                 ret: "empty_return",
                 register: "empty_entry",
@@ -116,7 +122,7 @@ pub fn field_offset(format: &str, field: &str) -> Option<u32> {
     })
 }
 
-/// Which GPU tracepoint groups this kernel has (amdgpu, gpu_scheduler). tracer records whether they are
+/// Which GPU tracepoint groups this kernel has (amdgpu, `gpu_scheduler`). tracer records whether they are
 /// there; it does not attach to them yet.
 pub fn gpu_tracepoint_groups() -> BTreeMap<String, bool> {
     ["amdgpu", "gpu_scheduler"]
@@ -135,7 +141,7 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
     // the load still works, so a failure here is not an error.
     let unlimited = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
     // SAFETY: plain syscall with a valid struct.
-    let _ = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &unlimited) };
+    let _: libc::c_int = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &raw const unlimited) };
 
     let newtask = tracepoint_format("task", "task_newtask")?;
     let exit = tracepoint_format("sched", "sched_process_exit")?;
@@ -223,9 +229,10 @@ pub fn function_offsets(path: &Path) -> Result<BTreeMap<String, u64>> {
     Ok(out)
 }
 
-/// Attaches every probed function of the copy's runtime (HIP or HSA) found in `copy`; returns one probe
-/// record per function, with the reason where one could not be attached (a symbol this runtime version
-/// lacks, an alias already probed).
+/// Attaches every probed function of the copy's runtime found in `copy`.
+///
+/// Returns one probe record per function, with the reason where one could not be attached (a symbol this
+/// runtime version lacks, an alias already probed).
 pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeMode) -> Result<Vec<trace::Probe>> {
     let Programs { entry, ret, register, doorbell, launch } = mode.programs();
     let offsets = function_offsets(&copy.open_path)?;
@@ -250,7 +257,7 @@ pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeM
             ProbeShape::Call => {
                 rec.kind = trace::ProbeKind::EntryReturn;
                 attach_one(ebpf, entry, off, c, &copy.open_path)
-                    .and_then(|_| attach_one(ebpf, ret, off, c, &copy.open_path))
+                    .and_then(|()| attach_one(ebpf, ret, off, c, &copy.open_path))
             }
             ProbeShape::RegisterName => {
                 rec.kind = trace::ProbeKind::Entry;
@@ -289,12 +296,13 @@ pub const FORBIDDEN_HELPERS: [(i32, &str); 4] = [
     (117, "bpf_send_signal_thread"),
 ];
 
-/// Helper ids called by BPF code: `BPF_JMP | BPF_CALL` (0x85) with src_reg 0 calls a helper whose id is
-/// the immediate; src_reg 1 is a call to another BPF function, src_reg 2 a kfunc.
+/// Helper ids called by BPF code: `BPF_JMP | BPF_CALL` (0x85) with `src_reg` 0 calls a helper whose id is
+/// the immediate; `src_reg` 1 is a call to another BPF function, `src_reg` 2 a kfunc.
 pub fn helper_ids(code: &[u8]) -> impl Iterator<Item = i32> + '_ {
-    code.chunks_exact(8)
-        .filter(|insn| insn[0] == 0x85 && insn[1] >> 4 == 0)
-        .map(|insn| i32::from_le_bytes([insn[4], insn[5], insn[6], insn[7]]))
+    code.chunks_exact(8).filter_map(|insn| match *insn {
+        [0x85, regs, _, _, a, b, c, d] if regs >> 4 == 0 => Some(i32::from_le_bytes([a, b, c, d])),
+        _ => None,
+    })
 }
 
 /// Helper calls in an eBPF object's code sections, by helper id: (section, helper id) for each call.

@@ -26,7 +26,7 @@ pub struct Attributor {
     procs: &'static (dyn Procs + Sync),
     /// What each (pid, fd) of an ioctl points to, read once.
     fds: HashMap<(u32, u32), Option<String>>,
-    /// HSA symbol handle -> kernel name (without `.kd`), per process, until its KERNEL_OBJECT is asked.
+    /// HSA symbol handle -> kernel name (without `.kd`), per process, until its `KERNEL_OBJECT` is asked.
     hsa_symbols: HashMap<(u32, u64), String>,
     /// Streams capturing a graph, per process.
     capturing: HashSet<(u32, u64)>,
@@ -40,7 +40,7 @@ pub struct Attributor {
 
 impl Default for Attributor {
     fn default() -> Self {
-        Attributor {
+        Self {
             processes: ProcessTable::default(),
             kernels: KernelTable::default(),
             counters: BTreeMap::new(),
@@ -114,16 +114,15 @@ impl Attributor {
             Event::Dispatch(mut d) => {
                 self.see(d.pid, d.ts, out);
                 if d.packet == PacketType::KernelDispatch {
-                    d.kernel = Some(match self.kernels.lookup(d.pid, d.kernel_object) {
-                        Some(id) => id,
-                        None => {
-                            // Loaded before the tracer started: never named, but one id per object.
-                            self.bump("dispatch_unnamed_objects");
-                            let rec = self.kernels.bind(d.pid, d.kernel_object, 0, "", Source::Unnamed, false, d.ts);
-                            let id = rec.id;
-                            out.push(Record::Kernel(rec));
-                            id
-                        }
+                    d.kernel = Some(if let Some(id) = self.kernels.lookup(d.pid, d.kernel_object) {
+                        id
+                    } else {
+                        // Loaded before the tracer started: never named, but one id per object.
+                        self.bump("dispatch_unnamed_objects");
+                        let rec = self.kernels.bind(d.pid, d.kernel_object, 0, "", Source::Unnamed, false, d.ts);
+                        let id = rec.id;
+                        out.push(Record::Kernel(rec));
+                        id
                     });
                 }
                 out.push(Record::Dispatch(d));
@@ -131,7 +130,7 @@ impl Attributor {
             Event::Ioctl(mut i) => {
                 self.see(i.pid, i.ts, out);
                 let procs = self.procs;
-                i.device = self.fds.entry((i.pid, i.fd)).or_insert_with(|| procs.fd_target(i.pid, i.fd)).clone();
+                i.device.clone_from(self.fds.entry((i.pid, i.fd)).or_insert_with(|| procs.fd_target(i.pid, i.fd)));
                 if !crate::ioctl::is_known(i.cmd) {
                     self.bump("ioctl_unknown");
                 }
@@ -320,7 +319,7 @@ mod tests {
         a.event(launch(0x2000, 0), &mut out);
         let kernels: Vec<&trace::Kernel> =
             out.iter().filter_map(|r| if let Record::Kernel(k) = r { Some(k) } else { None }).collect();
-        let launches: Vec<&trace::Launch> =
+        let launches: Vec<&Launch> =
             out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
         assert_eq!(kernels.len(), 2);
         assert_eq!(

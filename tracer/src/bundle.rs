@@ -1,12 +1,18 @@
-//! clang offload bundles: the `.hip_fatbin` section of a HIP library or program (or a bundle file of its
-//! own) read bundle by bundle, in order, numbered 0000, 0001, … as extraction tools number them; each
+//! clang offload bundles: the GPU code a HIP library or program carries.
+//!
+//! The `.hip_fatbin` section (or a bundle file of its own) is read bundle by bundle, in order, numbered
+//! 0000, 0001, … as extraction tools number them; each
 //! bundle's entries (target triple, gfx target, size), compressed ones (CCOB, zstd or zlib) opened; and
 //! per AMDGPU code object, its kernels (the `<name>.kd` kernel descriptor symbols) with the resources
 //! the compiler recorded in its metadata note. A leaf: names only, no classification.
+#![expect(
+    clippy::little_endian_bytes,
+    reason = "the formats read here (AQL packets, offload bundles, ELF notes, driver argument structs) are little-endian by definition"
+)]
 
 use std::collections::HashMap;
 
-use object::{Object, ObjectSection, ObjectSymbol, read::elf::ElfFile64};
+use object::{Object as _, ObjectSection as _, ObjectSymbol as _, read::elf::ElfFile64};
 use serde::Serialize;
 
 pub const BUNDLE_MAGIC: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
@@ -66,7 +72,7 @@ pub struct CodeKernel {
     pub resources: Option<Resources>,
 }
 
-/// A kernel's resource use as the compiler recorded it (`amdhsa.kernels` in the NT_AMDGPU_METADATA note).
+/// A kernel's resource use as the compiler recorded it (`amdhsa.kernels` in the `NT_AMDGPU_METADATA` note).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Resources {
     pub sgprs: Option<u64>,
@@ -181,7 +187,10 @@ fn plain_bundle(b: &[u8], target: Option<&str>, detail: bool) -> Option<(Vec<Ent
 /// then by version: v1 u32 uncompressed size; v2 u32 total size, u32 uncompressed size; v3 u64 total
 /// size, u64 uncompressed size; then a u64 hash and the compressed bytes. Gives the decompressed bundle
 /// (or why not) and the bytes the compressed one takes.
-#[allow(clippy::type_complexity)]
+#[expect(
+    clippy::type_complexity,
+    reason = "the decompressed bytes, or the method and why not, and the length either way"
+)]
 fn compressed_bundle(b: &[u8]) -> (Result<(&'static str, Vec<u8>), (Option<&'static str>, String)>, usize) {
     let version = u16_at(b, 4).unwrap_or(0);
     let method = match u16_at(b, 6) {
@@ -208,26 +217,21 @@ fn compressed_bundle(b: &[u8]) -> (Result<(&'static str, Vec<u8>), (Option<&'sta
     };
     let capacity = uncompressed.unwrap_or(0).min(1 << 32) as usize;
     let data = &b[header.min(b.len())..total.map_or(b.len(), |t| (t as usize).clamp(header, b.len()))];
-    let decoded = match method {
-        "zstd" => {
-            // v1 gives no total size: the frame says how long it is.
-            let data = match total {
-                Some(_) => data,
-                None => {
-                    &data[..zstd::zstd_safe::find_frame_compressed_size(data).unwrap_or(data.len()).min(data.len())]
-                }
-            };
-            let len = header + data.len();
-            (zstd::bulk::decompress(data, capacity).map_err(|e| e.to_string()), len)
-        }
-        _ => {
-            use std::io::Read as _;
-            let mut z = flate2::read::ZlibDecoder::new(data);
-            let mut inner = Vec::with_capacity(capacity);
-            let r = z.read_to_end(&mut inner).map(|_| inner).map_err(|e| e.to_string());
-            let len = header + z.total_in() as usize;
-            (r, total.map_or(len, |t| t as usize))
-        }
+    let decoded = if method == "zstd" {
+        // v1 gives no total size: the frame says how long it is.
+        let data = match total {
+            Some(_) => data,
+            None => &data[..zstd::zstd_safe::find_frame_compressed_size(data).unwrap_or(data.len()).min(data.len())],
+        };
+        let len = header + data.len();
+        (zstd::bulk::decompress(data, capacity).map_err(|e| e.to_string()), len)
+    } else {
+        use std::io::Read as _;
+        let mut z = flate2::read::ZlibDecoder::new(data);
+        let mut inner = Vec::with_capacity(capacity);
+        let r = z.read_to_end(&mut inner).map(|_| inner).map_err(|e| e.to_string());
+        let len = header + z.total_in() as usize;
+        (r, total.map_or(len, |t| t as usize))
     };
     let (result, len) = decoded;
     (result.map(|inner| (method, inner)).map_err(|e| (Some(method), format!("cannot decompress ({method}): {e}"))), len)
@@ -242,10 +246,10 @@ pub struct BundleIndex {
 
 impl BundleIndex {
     /// The index of an ELF file's `.hip_fatbin`; None when it has none.
-    pub fn of_elf(data: &[u8]) -> Option<BundleIndex> {
+    pub fn of_elf(data: &[u8]) -> Option<Self> {
         let file = object::File::parse(data).ok()?;
         let section = file.section_by_name(".hip_fatbin")?;
-        let mut index = BundleIndex::default();
+        let mut index = Self::default();
         for (number, bundle) in walk(section.data().ok()?, 0, None, false).into_iter().enumerate() {
             for name in bundle.entries.into_iter().flat_map(|e| e.kernels).map(|k| k.name) {
                 let numbers = index.by_name.entry(name).or_default();
@@ -285,7 +289,7 @@ fn kernels_of(code_object: &[u8], detail: bool) -> Vec<CodeKernel> {
 
 const NT_AMDGPU_METADATA: u32 = 32;
 
-/// Kernel resources by name from the NT_AMDGPU_METADATA note (owner "AMDGPU", MessagePack; code objects
+/// Kernel resources by name from the `NT_AMDGPU_METADATA` note (owner "AMDGPU", `MessagePack`; code objects
 /// v3 and later), found with `object`'s note iterator.
 fn metadata(code_object: &[u8]) -> HashMap<String, Resources> {
     use object::read::elf::{FileHeader as _, SectionHeader as _};
@@ -314,7 +318,10 @@ fn kernel_resources(doc: &rmpv::Value, out: &mut HashMap<String, Resources>) {
     let Some(kernels) = get(doc, "amdhsa.kernels") else { return };
     for k in kernels.as_array().into_iter().flatten() {
         let Some(name) = get(k, ".name").and_then(|v| v.as_str().map(str::to_owned)) else { continue };
-        let n = |key: &str| get(k, key).and_then(|v| v.as_u64());
+        let n = |key: &str| {
+            let v = get(k, key)?;
+            v.as_u64()
+        };
         out.insert(
             name,
             Resources {

@@ -1,5 +1,7 @@
-//! Kernel names to what ggml (and the libraries under it) is doing: the family of a kernel, the
-//! quantization type in its template arguments, and the batch width its name fixes. Rules from ggml's
+//! Kernel names to what ggml (and the libraries under it) is doing.
+//!
+//! The family of a kernel, the quantization type in its template arguments, and the batch width its
+//! name fixes. Rules from ggml's
 //! CUDA/HIP sources (see `shared/reference` §4): match by prefix, never by full signature, since
 //! parameters change between releases. Unknown stays unknown.
 
@@ -32,21 +34,21 @@ pub enum Family {
 }
 
 impl Family {
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
-            Family::Mmvq => "MMVQ",
-            Family::Mmq => "MMQ",
-            Family::MatMulFloat => "matmul-float",
-            Family::BlasGemm => "BLAS-GEMM",
-            Family::FlashAttention => "flash-attention",
-            Family::Rope => "RoPE",
-            Family::Convert => "dequantize/convert",
-            Family::Quantize => "quantize",
-            Family::Norm => "norm",
-            Family::Softmax => "softmax",
-            Family::Elementwise => "elementwise/other",
-            Family::RuntimeInternal => "runtime-internal",
-            Family::Unknown => "unknown",
+            Self::Mmvq => "MMVQ",
+            Self::Mmq => "MMQ",
+            Self::MatMulFloat => "matmul-float",
+            Self::BlasGemm => "BLAS-GEMM",
+            Self::FlashAttention => "flash-attention",
+            Self::Rope => "RoPE",
+            Self::Convert => "dequantize/convert",
+            Self::Quantize => "quantize",
+            Self::Norm => "norm",
+            Self::Softmax => "softmax",
+            Self::Elementwise => "elementwise/other",
+            Self::RuntimeInternal => "runtime-internal",
+            Self::Unknown => "unknown",
         }
     }
 }
@@ -55,7 +57,7 @@ impl Family {
 /// right-hand matrix, ggml's ne11.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Batch {
-    /// Exactly this many columns: MMVQ's `ncols_dst` template argument, or the MoE MMVQ kernel's block
+    /// Exactly this many columns: MMVQ's `ncols_dst` template argument, or the `MoE` MMVQ kernel's block
     /// height (one warp per token).
     Exact(u32),
     /// MMQ's tile width `mmq_x` (J) with no launch shape, or a grid one tile wide: at most this many.
@@ -69,9 +71,9 @@ pub enum Batch {
 impl Batch {
     pub fn label(self) -> String {
         match self {
-            Batch::Exact(n) => n.to_string(),
-            Batch::TileUpTo(n) => format!("<={n}"),
-            Batch::Range(lo, hi) => format!("{lo}-{hi}"),
+            Self::Exact(n) => n.to_string(),
+            Self::TileUpTo(n) => format!("<={n}"),
+            Self::Range(lo, hi) => format!("{lo}-{hi}"),
         }
     }
 }
@@ -82,12 +84,12 @@ pub struct Class {
     /// The ggml quantization type of the weights, from `(ggml_type)N` in the template arguments.
     pub quant: Option<&'static str>,
     pub batch: Option<Batch>,
-    /// ggml's MoE MMVQ kernel (`mul_mat_vec_q_moe`): its batch comes from the block shape.
+    /// ggml's `MoE` MMVQ kernel (`mul_mat_vec_q_moe`): its batch comes from the block shape.
     pub moe: bool,
 }
 
 /// `ggml_type` numbers (ggml.h) to names.
-pub fn ggml_type_name(n: u32) -> Option<&'static str> {
+pub const fn ggml_type_name(n: u32) -> Option<&'static str> {
     Some(match n {
         0 => "F32",
         1 => "F16",
@@ -339,7 +341,7 @@ fn is_cublas_gemm(base: &str, demangled: &str) -> bool {
         || (demangled.contains("cutlass") && demangled.to_ascii_lowercase().contains("gemm"))
 }
 
-/// PyTorch's own kernels (element-wise, reductions, indexing, RNG, copies): "elementwise/other" unless a
+/// `PyTorch`'s own kernels (element-wise, reductions, indexing, RNG, copies): "elementwise/other" unless a
 /// named family matched first (softmax, norm, flash attention).
 const PYTORCH_NAMESPACES: &[&str] = &["at::native::", "at::cuda::", "c10::cuda::"];
 
@@ -359,9 +361,10 @@ fn block_quant(demangled: &str) -> Option<&'static str> {
 impl Class {
     /// Refines the batch width from a launch's shape (the grid in blocks, or in work-items as AQL packets
     /// and hipExtModuleLaunchKernel count it; threads per block): MMQ's grid is (row tiles, column tiles,
-    /// channels) with column tiles of the name's width J, and the MoE MMVQ kernel runs one warp row per
+    /// channels) with column tiles of the name's width J, and the `MoE` MMVQ kernel runs one warp row per
     /// token.
-    pub fn with_shape(mut self, grid: [u32; 3], block: [u32; 3], grid_in_work_items: bool) -> Class {
+    #[must_use]
+    pub fn with_shape(mut self, grid: [u32; 3], block: [u32; 3], grid_in_work_items: bool) -> Self {
         let grid_blocks: [u32; 3] =
             if grid_in_work_items { std::array::from_fn(|i| grid[i].div_ceil(block[i].max(1))) } else { grid };
         match (self.family, self.batch) {

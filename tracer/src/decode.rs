@@ -1,5 +1,6 @@
-//! Ring-buffer bytes to typed events: the one place where records from `tracer-common` are given
-//! meaning. A call's argument slots are decoded by its layout in the API table
+//! Ring-buffer bytes to typed events.
+//!
+//! The one place where records from `tracer-common` are given meaning. A call's argument slots are decoded by its layout in the API table
 //! ([`tracer_common::api::Layout`]): one arm per layout, never one per function.
 
 use tracer_common::{
@@ -12,10 +13,11 @@ use tracer_common::{
 pub use crate::event::Origin;
 use crate::event::{Call, Config, Dispatch, GridUnit, Ioctl, Launch, MemcpyKind, Queue};
 
-/// A decoded ring-buffer record. Launches, configurations, calls, ioctls, queues and dispatches are the
-/// types the trace file stores; names and process events become kernel and process records through
+/// A decoded ring-buffer record.
+///
+/// Launches, configurations, calls, ioctls, queues and dispatches are the types the trace file stores; names and process events become kernel and process records through
 /// attribution.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     Launch(Launch),
     Config(Config),
@@ -28,7 +30,7 @@ pub enum Event {
 }
 
 /// A name bound to a handle: a registration, a function or symbol lookup.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Name {
     pub origin: Origin,
     pub api: ApiFunc,
@@ -40,7 +42,7 @@ pub struct Name {
 }
 
 /// A process event: fork, exec, exit.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Proc {
     pub origin: Origin,
     pub event: ProcEvent,
@@ -61,10 +63,10 @@ pub enum DecodeError {
 impl std::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            DecodeError::Short { len } => write!(f, "record of {len} bytes is shorter than its kind"),
-            DecodeError::UnknownKind(k) => write!(f, "unknown record kind {k}"),
-            DecodeError::UnknownFunc(k) => write!(f, "unknown API function {k}"),
-            DecodeError::UnknownProcEvent(k) => write!(f, "unknown process event {k}"),
+            Self::Short { len } => write!(f, "record of {len} bytes is shorter than its kind"),
+            Self::UnknownKind(k) => write!(f, "unknown record kind {k}"),
+            Self::UnknownFunc(k) => write!(f, "unknown API function {k}"),
+            Self::UnknownProcEvent(k) => write!(f, "unknown process event {k}"),
         }
     }
 }
@@ -74,12 +76,12 @@ fn read<T: bytemuck::AnyBitPattern>(bytes: &[u8]) -> Result<T, DecodeError> {
     Ok(bytemuck::pod_read_unaligned(b))
 }
 
-fn origin(h: &RecordHeader) -> Origin {
+const fn origin(h: &RecordHeader) -> Origin {
     Origin { ts: h.ts_ns, pid: h.pid(), tid: h.tid(), lib: h.lib }
 }
 
 /// A dim3 passed by value takes two registers: `x | y << 32`, then `z` in the low half.
-pub fn dim3(xy: u64, z: u64) -> [u32; 3] {
+pub const fn dim3(xy: u64, z: u64) -> [u32; 3] {
     [xy as u32, (xy >> 32) as u32, z as u32]
 }
 
@@ -161,9 +163,9 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
             entry_only,
         })
     };
-    let u32s = |x: &[u64]| [x[0] as u32, x[1] as u32, x[2] as u32];
-    let shmem = |v: u64, shmem32: bool| if shmem32 { v as u32 as u64 } else { v };
-    let call = Call { entry_only, ..Call::new(o, api, ret32 as i64, r.duration_ns) };
+    let u32s = |x: &[u64]| -> [u32; 3] { std::array::from_fn(|i| x[i] as u32) };
+    let shmem = |v: u64, shmem32: bool| if shmem32 { u64::from(v as u32) } else { v };
+    let call = Call { entry_only, ..Call::new(o, api, i64::from(ret32), r.duration_ns) };
     Ok(match api.layout() {
         Layout::LaunchDim3 { shmem32 } => {
             launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, shmem(a[6], shmem32), a[7])
@@ -179,11 +181,11 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
                 // The config could not be read: the launch is still a launch, of an unknown shape.
                 launch(a[1], [0; 3], [0; 3], GridUnit::Blocks, 0, 0)
             } else {
-                let c = &a[ARG_SLOTS - CONFIG_SLOTS..];
+                let c: [u64; CONFIG_SLOTS] = std::array::from_fn(|i| a[ARG_SLOTS - CONFIG_SLOTS + i]);
                 let (lo, hi) = (|w: u64| w as u32, |w: u64| (w >> 32) as u32);
                 let grid = [lo(c[0]), hi(c[0]), lo(c[1])];
                 let block = [hi(c[1]), lo(c[2]), hi(c[2])];
-                launch(a[1], grid, block, GridUnit::Blocks, lo(c[3]) as u64, c[4])
+                launch(a[1], grid, block, GridUnit::Blocks, u64::from(lo(c[3])), c[4])
             }
         }
         Layout::PushConfig => Event::Config(Config {
@@ -230,7 +232,7 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
             Event::Call(Call { handle: Some(a[0]), attribute: Some(a[1] as u32), value: out, ..call })
         }
         Layout::CodeObjectFromMemory => Event::Call(Call { ptr: Some(a[0]), size: Some(a[1]), handle: out, ..call }),
-        Layout::QueueCreate => Event::Call(Call { size: Some(a[1] as u32 as u64), ..call }),
+        Layout::QueueCreate => Event::Call(Call { size: Some(u64::from(a[1] as u32)), ..call }),
         // Registration and doorbells have their own programs and records, never a call record.
         Layout::Register | Layout::Doorbell => return Err(DecodeError::UnknownFunc(r.header.func)),
     })
@@ -263,8 +265,9 @@ pub fn c_string(b: &[u8]) -> String {
 }
 
 #[cfg(test)]
+#[expect(clippy::little_endian_bytes, reason = "AQL packets are little-endian by definition")]
 mod tests {
-    use tracer_common::{ARG_SLOTS, CALL_OUT_VALID, NAME_MAX, RecordHeader};
+    use tracer_common::NAME_MAX;
 
     use super::*;
     use crate::event::PacketType;
@@ -279,7 +282,7 @@ mod tests {
                 kind: RecordKind::Call as u16,
                 func: func as u16,
                 lib: 3,
-                pid_tgid: (100u64 << 32) | 101,
+                pid_tgid: (100u64 << 32) | 0x65, // tgid 100, thread 101
                 ts_ns: 5_000,
             },
             duration_ns: 700,
@@ -337,7 +340,7 @@ mod tests {
         assert!(l.entry_only);
         // cuLaunchKernelEx: CUlaunchConfig { u32 gridDim x/y/z, blockDim x/y/z, sharedMemBytes; (pad);
         // CUstream } read into the last five slots.
-        let config = [2 | 3 << 32, 4 | 128 << 32, 1 | 1 << 32, 4096 | 0xffff_ffff << 32, 0x88];
+        let config = [2 | (3 << 32), 4 | (128 << 32), 1 | (1 << 32), 4096 | (0xffff_ffff << 32), 0x88];
         let mut args = [0x7ffc_0000_1000, 0xf0f0, 0, 0, 0, 0, 0, 0, 0, 0];
         args[ARG_SLOTS - CONFIG_SLOTS..].copy_from_slice(&config);
         let mut r = call(ApiFunc::CuLaunchKernelEx, args, 0);
@@ -349,7 +352,7 @@ mod tests {
         let Event::Launch(l) = decode(&bytes_of(&r)).unwrap() else { panic!() };
         assert_eq!((l.handle, l.grid, l.block), (0xf0f0, [0; 3], [0; 3]));
         // cudaLaunchKernel (opt-in): dim3 in register pairs, like hipLaunchKernel.
-        let r = call(ApiFunc::CudaLaunchKernel, [0xabc, 2 | 3 << 32, 4, 32 | 1 << 32, 1, 0, 64, 0x77, 0, 0], 0);
+        let r = call(ApiFunc::CudaLaunchKernel, [0xabc, 2 | (3 << 32), 4, 32 | (1 << 32), 1, 0, 64, 0x77, 0, 0], 0);
         let Event::Launch(l) = decode(&bytes_of(&r)).unwrap() else { panic!() };
         assert_eq!((l.grid, l.block, l.shmem, l.stream), ([2, 3, 4], [32, 1, 1], 64, 0x77));
         // A graph replay is a call, the executable its handle.
@@ -382,7 +385,7 @@ mod tests {
     #[test]
     fn aql_kernel_dispatch_packet() {
         let mut p = [0u8; 64];
-        p[0..2].copy_from_slice(&(2u16 | 1 << 8 | 2 << 9 | 2 << 11).to_le_bytes()); // dispatch, barrier, system fences
+        p[0..2].copy_from_slice(&(2u16 | (1 << 8) | (2 << 9) | (2 << 11)).to_le_bytes()); // dispatch, barrier, system fences
         p[2..4].copy_from_slice(&3u16.to_le_bytes());
         for (o, v) in [(4, 256u16), (6, 1), (8, 1)] {
             p[o..o + 2].copy_from_slice(&v.to_le_bytes());
@@ -418,7 +421,7 @@ mod tests {
                 kind: RecordKind::Name as u16,
                 func: ApiFunc::HipRegisterFunction as u16,
                 lib: 1,
-                pid_tgid: 7 << 32 | 7,
+                pid_tgid: (7 << 32) | 7,
                 ts_ns: 9,
             },
             handle: 0x1234,

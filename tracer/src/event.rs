@@ -4,6 +4,10 @@
 //! only adds its enrichment (the kernel a launch or dispatch names, whether a launch was captured into a
 //! graph, the file a code object came from, the device an ioctl's fd points to); the trace writer stores
 //! them as they are. Enumerations are serde enums, written as the strings `docs/trace-format.md` lists.
+#![expect(
+    clippy::little_endian_bytes,
+    reason = "the formats read here (AQL packets, offload bundles, ELF notes, driver argument structs) are little-endian by definition"
+)]
 
 use std::{borrow::Cow, collections::BTreeMap};
 
@@ -22,10 +26,10 @@ pub enum GridUnit {
 }
 
 impl GridUnit {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
-            GridUnit::Blocks => "blocks",
-            GridUnit::WorkItems => "work-items",
+            Self::Blocks => "blocks",
+            Self::WorkItems => "work-items",
         }
     }
 }
@@ -42,7 +46,7 @@ macro_rules! raw_named_enum {
         }
 
         impl $name {
-            pub fn from_raw(v: $raw) -> Self {
+            pub const fn from_raw(v: $raw) -> Self {
                 match v {
                     $($value => Self::$variant,)*
                     v => Self::Unknown(v),
@@ -105,14 +109,15 @@ raw_named_enum! {
     }
 }
 
+#[expect(clippy::derivable_impls, reason = "the enum is made by a macro that takes no #[default]")]
 impl Default for PacketType {
     fn default() -> Self {
-        PacketType::Invalid
+        Self::Invalid
     }
 }
 
 /// A kernel launch at the programming API (HIP, CUDA driver or runtime).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Launch {
     pub ts: u64,
     pub pid: u32,
@@ -122,7 +127,7 @@ pub struct Launch {
     /// Kernel table id (see `kernel` records); set by attribution, null only when the handle could not
     /// be named at all.
     pub kernel: Option<u32>,
-    /// The host function (hipLaunchKernel & co.), hipFunction_t or CUfunction (module launches).
+    /// The host function (hipLaunchKernel & co.), `hipFunction_t` or `CUfunction` (module launches).
     pub handle: u64,
     pub grid: [u32; 3],
     pub block: [u32; 3],
@@ -139,12 +144,12 @@ pub struct Launch {
     pub entry_only: bool,
 }
 
-fn push_config_api() -> ApiFunc {
+const fn push_config_api() -> ApiFunc {
     ApiFunc::HipPushCallConfiguration
 }
 
 /// A `kernel<<<grid, block, shmem, stream>>>` configuration pushed before the launch stub runs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Config {
     pub ts: u64,
     pub pid: u32,
@@ -161,14 +166,14 @@ pub struct Config {
 }
 
 /// Any other API call; fields that do not apply to the call's layout are absent.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Call {
     pub ts: u64,
     pub pid: u32,
     pub tid: u32,
     pub lib: u32,
     pub api: ApiFunc,
-    /// The call's return value: hipError_t / CUresult / hsa_status_t (0 = success).
+    /// The call's return value: `hipError_t` / `CUresult` / `hsa_status_t` (0 = success).
     pub ret: i64,
     pub dur: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -193,10 +198,10 @@ pub struct Call {
     /// A handle the call is about: an HSA symbol, a graph or graph executable, a code-object reader.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handle: Option<u64>,
-    /// hsa_executable_symbol_get_info's attribute (22 = KERNEL_OBJECT).
+    /// `hsa_executable_symbol_get_info`'s attribute (22 = `KERNEL_OBJECT`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribute: Option<u32>,
-    /// A value returned through an out-parameter (the kernel object for get_info, the executable for a
+    /// A value returned through an out-parameter (the kernel object for `get_info`, the executable for a
     /// graph instantiation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<u64>,
@@ -212,9 +217,9 @@ pub struct Call {
 
 impl Call {
     /// A call with only its origin, function, result and duration set.
-    pub fn new(o: Origin, api: ApiFunc, ret: i64, dur: u64) -> Call {
+    pub const fn new(o: Origin, api: ApiFunc, ret: i64, dur: u64) -> Self {
         let Origin { ts, pid, tid, lib } = o;
-        Call {
+        Self {
             ts,
             pid,
             tid,
@@ -246,7 +251,7 @@ impl Call {
 }
 
 /// An HSA queue created by `hsa_queue_create` (the first 40 bytes of `hsa_queue_t`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Queue {
     pub ts: u64,
     pub pid: u32,
@@ -266,7 +271,7 @@ pub struct Queue {
 }
 
 /// An AQL packet as it reached a GPU queue (read from the ring when the doorbell was rung).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Dispatch {
     /// When the doorbell was rung.
     pub ts: u64,
@@ -308,7 +313,7 @@ pub struct Origin {
 
 impl Dispatch {
     /// Decodes a 64-byte AQL packet (`hsa_kernel_dispatch_packet_t` for kernel dispatches).
-    pub fn from_packet(o: Origin, queue: u64, index: u64, p: &[u8; 64]) -> Dispatch {
+    pub fn from_packet(o: Origin, queue: u64, index: u64, p: &[u8; 64]) -> Self {
         let Origin { ts, pid, tid, lib } = o;
         let u16_at = |o: usize| u16::from_le_bytes([p[o], p[o + 1]]);
         let u32_at = |o: usize| u32::from_le_bytes([p[o], p[o + 1], p[o + 2], p[o + 3]]);
@@ -321,7 +326,7 @@ impl Dispatch {
         let packet = PacketType::from_raw(header as u8);
         let kernel = packet == PacketType::KernelDispatch;
         let when = |v| if kernel { v } else { Default::default() };
-        Dispatch {
+        Self {
             ts,
             pid,
             tid,
@@ -329,7 +334,7 @@ impl Dispatch {
             queue,
             index,
             packet,
-            barrier: header >> 8 & 1 != 0,
+            barrier: (header >> 8) & 1 != 0,
             dimensions: if kernel { u16_at(2) & 3 } else { 0 },
             workgroup: if kernel { [u16_at(4), u16_at(6), u16_at(8)] } else { [0; 3] },
             grid: if kernel { [u32_at(12), u32_at(16), u32_at(20)] } else { [0; 3] },
@@ -344,7 +349,7 @@ impl Dispatch {
 }
 
 /// An ioctl on a GPU driver (KFD or DRM amdgpu).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ioctl {
     pub ts: u64,
     pub pid: u32,
@@ -381,6 +386,6 @@ mod tests {
             assert_eq!(serde_json::from_str::<PacketType>(&serde_json::to_string(&p).unwrap()).unwrap(), p);
         }
         assert_eq!(serde_json::to_string(&PacketType::KernelDispatch).unwrap(), "\"kernel-dispatch\"");
-        assert!(serde_json::from_str::<MemcpyKind>("\"Sideways\"").is_err());
+        serde_json::from_str::<MemcpyKind>("\"Sideways\"").unwrap_err();
     }
 }

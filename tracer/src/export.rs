@@ -1,11 +1,16 @@
 //! `tracer export`: a trace in formats other tools open.
-//! - `perfetto`: Chrome trace-event JSON (Perfetto UI, chrome://tracing): a track per thread with its API
+//! - `perfetto`: Chrome trace-event JSON (Perfetto UI, <chrome://tracing)>: a track per thread with its API
 //!   calls, a track per GPU queue with its dispatches (at the doorbell time; the GPU's own execution time
 //!   is not observable without touching the process), flow arrows from each launch to the dispatch it
 //!   produced, process and thread names, and for ggml processes a track of inference steps (prefill,
 //!   decode) as spans. Timestamps in microseconds, as the format requires.
-//! - `csv`: rocprofv3's kernel-trace columns, one row per kernel dispatch; End_Timestamp is empty, since
+//! - `csv`: rocprofv3's kernel-trace columns, one row per kernel dispatch; `End_Timestamp` is empty, since
 //!   tracer does not see kernels end.
+#![expect(
+    clippy::float_arithmetic,
+    clippy::cast_precision_loss,
+    reason = "durations and rates are shown as decimal fractions of nanosecond counts"
+)]
 
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
@@ -70,7 +75,7 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
                 let id = next_flow;
                 next_flow += 1;
                 pending.entry((l.pid, name)).or_default().push_back(id);
-                events.push(json!({"ph": "s", "cat": "dispatch", "name": "launch→dispatch", "id": id, "pid": l.pid, "tid": l.tid, "ts": us(l.ts, start)}));
+                events.push(json!({"ph": "s", "cat": "dispatch", "name": "launch\u{2192}dispatch", "id": id, "pid": l.pid, "tid": l.tid, "ts": us(l.ts, start)}));
             }
         }
         Record::Config(c) => events.push(json!({
@@ -105,7 +110,7 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
                          "private_segment": d.private_segment, "kernel_object": format!("{:#x}", d.kernel_object)},
             }));
             if let Some(id) = pending.get_mut(&(d.pid, name)).and_then(VecDeque::pop_front) {
-                events.push(json!({"ph": "f", "bp": "e", "cat": "dispatch", "name": "launch→dispatch", "id": id, "pid": d.pid, "tid": track, "ts": us(d.ts, start)}));
+                events.push(json!({"ph": "f", "bp": "e", "cat": "dispatch", "name": "launch\u{2192}dispatch", "id": id, "pid": d.pid, "tid": track, "ts": us(d.ts, start)}));
             }
         }
         Record::Exit(e) => events.push(json!({

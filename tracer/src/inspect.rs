@@ -1,12 +1,14 @@
-//! `tracer inspect LIB`: what GPU code a library or program carries in its `.hip_fatbin` section — each
+//! `tracer inspect LIB`: what GPU code a library or program carries.
+//!
+//! From its `.hip_fatbin` section: each
 //! clang offload bundle in order (numbered 0000, 0001, … as extraction tools number them), its entries
 //! (target triple, gfx target, size, compression) and, per AMDGPU code object, its kernels (from the
 //! `<name>.kd` kernel descriptor symbols), with their classification.
 
 use std::{fs, path::Path};
 
-use anyhow::{Context, Result, bail};
-use object::{Object, ObjectSection};
+use anyhow::{Context as _, Result, bail};
+use object::{Object as _, ObjectSection as _};
 use serde::Serialize;
 
 use crate::bundle::{self, Bundle, Resources};
@@ -54,9 +56,9 @@ pub fn inspect(path: &Path, target: Option<&str>) -> Result<Inspection> {
     if bundle::is_bundle_file(&data) {
         return Ok(Inspection { path: path.display().to_string(), bundles: bundles(&data, 0, target) });
     }
-    let file = object::File::parse(&*data).map_err(|_| {
+    let file = object::File::parse(&*data).map_err(|e| {
         anyhow::anyhow!(
-            "{} is neither an ELF file nor an offload bundle: give the path of a library or program built with HIP",
+            "{} is neither an ELF file nor an offload bundle ({e}): give the path of a library or program built with HIP",
             path.display()
         )
     })?;
@@ -69,29 +71,35 @@ pub fn inspect(path: &Path, target: Option<&str>) -> Result<Inspection> {
 
 impl Inspection {
     pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        self.write_text(&mut s).expect("writing to a String cannot fail");
+        s
+    }
+
+    fn write_text(&self, s: &mut String) -> std::fmt::Result {
         use std::fmt::Write as _;
-        let mut s = format!("{}: {} offload bundle(s)\n", self.path, self.bundles.len());
+        writeln!(s, "{}: {} offload bundle(s)", self.path, self.bundles.len())?;
         for b in &self.bundles {
             let how = match (&b.compressed, &b.error) {
                 (_, Some(e)) => format!(" (not opened: {e})"),
                 (Some(m), None) => format!(" ({m}-compressed)"),
                 (None, None) => String::new(),
             };
-            let _ = writeln!(s, "\nbundle {} at {:#x}{how}", b.number, b.offset);
+            writeln!(s, "\nbundle {} at {:#x}{how}", b.number, b.offset)?;
             for e in &b.entries {
-                let _ = writeln!(s, "  {} ({} bytes){}", e.triple, e.size, if e.kernels.is_empty() { "" } else { ":" });
+                writeln!(s, "  {} ({} bytes){}", e.triple, e.size, if e.kernels.is_empty() { "" } else { ":" })?;
                 if !e.kernels.is_empty() {
-                    let _ = writeln!(
+                    writeln!(
                         s,
                         "    {:<22} {:>5} {:>5} {:>6} {:>7}  kernel",
                         "family", "sgpr", "vgpr", "lds", "scratch"
-                    );
+                    )?;
                 }
                 for k in &e.kernels {
                     let q = k.quant.as_deref().map(|q| format!(" {q}")).unwrap_or_default();
                     let r = k.resources.clone().unwrap_or_default();
-                    let f = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
-                    let _ = writeln!(
+                    let f = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
+                    writeln!(
                         s,
                         "    {:<22} {:>5} {:>5} {:>6} {:>7}  {}",
                         format!("{}{q}", k.family),
@@ -100,10 +108,10 @@ impl Inspection {
                         f(r.lds),
                         f(r.scratch),
                         k.demangled
-                    );
+                    )?;
                 }
             }
         }
-        s
+        Ok(())
     }
 }

@@ -1,7 +1,12 @@
-//! GPU driver ioctls by name: KFD (`/dev/kfd`, type 'K') and DRM amdgpu (`/dev/dri/*`, type 'd', numbers
-//! from 0x40), matched on type and number only, since argument struct sizes (and so full request numbers)
+//! GPU driver ioctls by name.
+//!
+//! KFD (`/dev/kfd`, type 'K') and DRM amdgpu (`/dev/dri/*`, type 'd', numbers from 0x40), matched on type and number only, since argument struct sizes (and so full request numbers)
 //! differ between driver versions. The fields decoded are those whose offsets are the same in every
 //! version (numbers and layouts: the kernel's `kfd_ioctl.h` and `amdgpu_drm.h`).
+#![expect(
+    clippy::little_endian_bytes,
+    reason = "the formats read here (AQL packets, offload bundles, ELF notes, driver argument structs) are little-endian by definition"
+)]
 
 use std::collections::BTreeMap;
 
@@ -54,7 +59,7 @@ const KFD: &[(u32, &str)] = &[
     (0x85, "AMDKFD_IOC_PC_SAMPLE"),
 ];
 
-/// DRM_AMDGPU_* numbers, relative to DRM_COMMAND_BASE.
+/// `DRM_AMDGPU`_* numbers, relative to `DRM_COMMAND_BASE`.
 const AMDGPU: &[(u32, &str)] = &[
     (0x00, "DRM_IOCTL_AMDGPU_GEM_CREATE"),
     (0x01, "DRM_IOCTL_AMDGPU_GEM_MMAP"),
@@ -78,7 +83,7 @@ const AMDGPU: &[(u32, &str)] = &[
     (0x19, "DRM_IOCTL_AMDGPU_GEM_LIST_HANDLES"),
 ];
 
-/// The request's name, or a spelled-out unknown ("AMDKFD_IOC_0x5a", "DRM_IOCTL_AMDGPU_0x3f").
+/// The request's name, or a spelled-out unknown ("`AMDKFD_IOC_0x5a`", "`DRM_IOCTL_AMDGPU_0x3f`").
 pub fn name(cmd: u32) -> String {
     let (t, nr) = (request_type(cmd), number(cmd));
     let find = |table: &[(u32, &'static str)], n: u32| table.iter().find(|(k, _)| *k == n).map(|(_, v)| *v);
@@ -96,7 +101,7 @@ pub fn is_known(cmd: u32) -> bool {
 }
 
 fn u32_at(b: &[u8], off: usize) -> u64 {
-    b.get(off..off + 4).map_or(0, |s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]) as u64)
+    b.get(off..off + 4).and_then(|s| s.try_into().ok()).map_or(0, |s| u64::from(u32::from_le_bytes(s)))
 }
 
 fn u64_at(b: &[u8], off: usize) -> u64 {
@@ -152,7 +157,7 @@ pub fn fields(cmd: u32, arg: &[u8]) -> BTreeMap<&'static str, u64> {
 }
 
 /// A negative syscall return as an errno name.
-pub fn errno_name(ret: i64) -> Option<&'static str> {
+pub const fn errno_name(ret: i64) -> Option<&'static str> {
     Some(match -ret {
         1 => "EPERM",
         2 => "ENOENT",

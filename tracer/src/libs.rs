@@ -7,7 +7,7 @@
 use std::{
     collections::BTreeSet,
     fs,
-    os::unix::fs::MetadataExt,
+    os::unix::fs::MetadataExt as _,
     path::{Path, PathBuf},
 };
 
@@ -59,7 +59,7 @@ impl LibCopy {
 
     fn stat(path: String, open_path: PathBuf, origin: Origin) -> Option<Self> {
         let meta = fs::metadata(&open_path).ok()?;
-        meta.is_file().then(|| LibCopy { path, open_path, dev: meta.dev(), inode: meta.ino(), origin })
+        meta.is_file().then(|| Self { path, open_path, dev: meta.dev(), inode: meta.ino(), origin })
     }
 }
 
@@ -104,7 +104,7 @@ pub fn copy_in(pid: u32, e: &crate::proc::MapsEntry) -> Option<LibCopy> {
 }
 
 /// The usual places, most specific first: Ollama bundles (next to an `ollama` on PATH and the standard
-/// install prefixes), LD_LIBRARY_PATH (a command we start inherits it), /opt/rocm*, the system path.
+/// install prefixes), `LD_LIBRARY_PATH` (a command we start inherits it), /opt/rocm*, the system path.
 pub fn usual_places(prefix: &str) -> Vec<LibCopy> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     let mut ollama_roots: Vec<PathBuf> =
@@ -184,11 +184,12 @@ pub fn in_dir(dir: &Path, prefix: &str) -> Vec<LibCopy> {
 
 /// The GNU build-id of an ELF file, as hex, when it has one.
 pub fn build_id(path: &Path) -> Option<String> {
-    use object::{Object, read::elf::ElfFile64};
+    use object::{Object as _, read::elf::ElfFile64};
     let data = fs::read(path).ok()?;
     let elf = ElfFile64::<object::Endianness>::parse(&*data).ok()?;
     let id = elf.build_id().ok()??;
-    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+    use std::fmt::Write as _;
+    id.iter().try_fold(String::new(), |mut s, b| write!(s, "{b:02x}").map(|()| s)).ok()
 }
 
 #[cfg(test)]

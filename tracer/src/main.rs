@@ -1,6 +1,12 @@
+#![expect(
+    unused_crate_dependencies,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the binary is the library's thin front: the library uses the dependencies, and a CLI prints its answers and errors"
+)]
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::Parser as _;
 use tracer::{
     attach::ProbeMode,
     cli::{Cli, Cmd, ExportFormat, ProbeModeArg},
@@ -40,7 +46,7 @@ fn main() -> ExitCode {
         }),
         Cmd::Export(e) => (|| {
             let mut out: Box<dyn std::io::Write> = match &e.output {
-                Some(path) => Box::new(std::io::BufWriter::new(tracer::record::create_output(path, true)?)),
+                Some(path) => Box::new(std::io::BufWriter::new(record::create_output(path, true)?)),
                 None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
             };
             match e.format {

@@ -24,9 +24,9 @@ impl Role {
     /// The role a trace's process record carries, with the runner's model.
     pub fn recorded(self) -> (Option<crate::trace::Role>, Option<String>) {
         match self {
-            Role::Server => (Some(crate::trace::Role::OllamaServer), None),
-            Role::Runner { model } => (Some(crate::trace::Role::Runner), model),
-            Role::Other => (None, None),
+            Self::Server => (Some(crate::trace::Role::OllamaServer), None),
+            Self::Runner { model } => (Some(crate::trace::Role::Runner), model),
+            Self::Other => (None, None),
         }
     }
 }
@@ -111,7 +111,7 @@ fn walk(dir: &Path, depth: usize, f: &mut impl FnMut(&Path)) {
 /// Processes whose argv is `ollama serve`.
 pub fn find_servers(procs: &dyn Procs) -> Vec<u32> {
     let mut pids: Vec<u32> = procs.pids().into_iter().filter(|&pid| role(&procs.argv(pid)) == Role::Server).collect();
-    pids.sort();
+    pids.sort_unstable();
     pids
 }
 
@@ -173,6 +173,6 @@ mod tests {
         assert_eq!(model_label("/x/blobs/sha256-def456", &dir).as_deref(), Some("someone/tiny:latest"));
         assert_eq!(model_label("/x/blobs/sha256-999", &dir), None);
         assert_eq!(model_label("/x/model.gguf", &dir), None);
-        let _ = fs::remove_dir_all(&dir);
+        drop(fs::remove_dir_all(&dir));
     }
 }

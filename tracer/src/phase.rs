@@ -25,7 +25,7 @@ pub struct PhaseReport {
     /// "prefill", "decode" or "other".
     pub phase: String,
     pub steps: u64,
-    /// Kernels by family, and by family and quant type ("MMVQ Q4_K").
+    /// Kernels by family, and by family and quant type ("MMVQ `Q4_K`").
     pub kernels: BTreeMap<String, u64>,
     /// Batch widths the matrix kernels' names fix ("1", "<=16").
     pub batch_widths: BTreeSet<String>,
@@ -106,7 +106,7 @@ impl Phases {
         }
     }
 
-    /// The steps, in order; none for a process that ran no ggml quantized kernel (MMVQ, MMQ, q8_1
+    /// The steps, in order; none for a process that ran no ggml quantized kernel (MMVQ, MMQ, `q8_1`
     /// quantize): the prefill/decode labels describe ggml's graph evaluations, not other workloads.
     fn steps(mut self) -> Vec<Step> {
         self.close();

@@ -1,4 +1,6 @@
-//! What `/proc` says of processes, read with the `procfs` crate. A leaf: the process table, the library
+//! What `/proc` says of processes, read with the `procfs` crate.
+//!
+//! A leaf: the process table, the library
 //! finder, the kernel table, Ollama discovery and the recording session read processes through
 //! [`Procs`], so a test can hand them a made-up process table.
 
@@ -90,8 +92,8 @@ fn mount_ns(p: &procfs::process::Process) -> Option<u64> {
 }
 
 /// glibc's makedev: how `st_dev` encodes (major, minor).
-fn makedev(major: u64, minor: u64) -> u64 {
-    (major & 0xfff) << 8 | (major & !0xfff) << 32 | (minor & 0xff) | (minor & !0xff) << 12
+const fn makedev(major: u64, minor: u64) -> u64 {
+    ((major & 0xfff) << 8) | ((major & !0xfff) << 32) | (minor & 0xff) | ((minor & !0xff) << 12)
 }
 
 /// The file mappings of a parsed maps table.
@@ -151,7 +153,7 @@ impl Procs for Live {
     }
 }
 
-/// The tracer's own peak resident memory (VmHWM), in KiB.
+/// The tracer's own peak resident memory (`VmHWM`), in KiB.
 pub fn own_peak_rss_kib() -> Option<u64> {
     procfs::process::Process::myself().ok()?.status().ok()?.vmhwm
 }
@@ -189,7 +191,7 @@ mod tests {
         let exe = std::fs::canonicalize("/proc/self/exe").unwrap();
         let own = maps.iter().find(|m| std::path::Path::new(&m.path) == exe).expect("own executable mapped");
         let meta = std::fs::metadata(&exe).unwrap();
-        use std::os::unix::fs::MetadataExt;
+        use std::os::unix::fs::MetadataExt as _;
         assert_eq!((own.dev, own.inode), (meta.dev(), meta.ino()));
         assert!(LIVE.same_mount_ns(me));
         assert!(LIVE.pids().contains(&me));

@@ -18,14 +18,14 @@ pub struct ProcessTable {
 
 impl Default for ProcessTable {
     fn default() -> Self {
-        ProcessTable::with_procs(&LIVE)
+        Self::with_procs(&LIVE)
     }
 }
 
 impl ProcessTable {
     /// A table reading processes from `procs` (the live /proc, or a test's).
     pub fn with_procs(procs: &'static (dyn Procs + Sync)) -> Self {
-        ProcessTable { known: HashMap::new(), models_dir: None, procs }
+        Self { known: HashMap::new(), models_dir: None, procs }
     }
 
     /// A process record when `pid` is new to the trace (or was reused, or `cause` is exec), else None.
@@ -110,6 +110,6 @@ mod tests {
         // A process the table does not know: named by the event's comm, no role.
         let gone = t.observe(501, Cause::Fork, 2, "llama-server").unwrap();
         assert_eq!((gone.comm.as_str(), gone.role), ("llama-server", Some(trace::Role::Runner)));
-        assert_eq!(crate::ollama::find_servers(&FAKE), Vec::<u32>::new());
+        assert_eq!(ollama::find_servers(&FAKE), Vec::<u32>::new());
     }
 }

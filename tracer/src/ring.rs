@@ -1,5 +1,6 @@
-//! The ring buffer step: records the probes committed, read in order, decoded and attributed, then
-//! written. Probes wake the reader only when the ring is a quarter full, so the session also drains it
+//! The ring buffer step.
+//!
+//! Records the probes committed are read in order, decoded and attributed, then written. Probes wake the reader only when the ring is a quarter full, so the session also drains it
 //! on a short timer.
 
 use anyhow::{Result, anyhow};
@@ -16,11 +17,11 @@ pub struct Ring {
 }
 
 impl Ring {
-    pub fn new(ring: RingBuf<MapData>) -> Result<Ring> {
+    pub fn new(ring: RingBuf<MapData>) -> Result<Self> {
         // SAFETY: the ring buffer owns its map fd, which stays open and unchanged until the AsyncFd drops it.
         let fd = unsafe { AsyncFd::register_with_interest(ring, tokio::io::Interest::READABLE) }
             .map_err(|e| anyhow!("cannot poll the ring buffer: {e}"))?;
-        Ok(Ring { fd, undecodable: 0 })
+        Ok(Self { fd, undecodable: 0 })
     }
 
     /// Waits until the kernel says the ring has data, then drains it.
@@ -37,6 +38,7 @@ impl Ring {
     }
 }
 
+#[expect(clippy::iter_with_drain, reason = "one buffer serves every record")]
 fn drain(ring: &mut RingBuf<MapData>, attr: &mut Attributor, writer: &mut Writer, undecodable: &mut u64) -> Result<()> {
     let mut out = Vec::new();
     while let Some(item) = ring.next() {

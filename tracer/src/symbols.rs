@@ -11,7 +11,7 @@ use std::{
     sync::Arc,
 };
 
-use object::{Object, ObjectSegment, ObjectSymbol};
+use object::{Object as _, ObjectSegment as _, ObjectSymbol as _};
 
 use crate::trace;
 
@@ -22,7 +22,7 @@ pub use crate::trace::Source;
 #[derive(Debug, Default)]
 struct ElfSymbols {
     by_addr: BTreeMap<u64, String>,
-    /// PT_LOAD segments: (file offset, file size, virtual address).
+    /// `PT_LOAD` segments: (file offset, file size, virtual address).
     segments: Vec<(u64, u64, u64)>,
 }
 
@@ -45,7 +45,7 @@ impl ElfSymbols {
                 (off, size, s.address())
             })
             .collect();
-        Some(ElfSymbols { by_addr, segments })
+        Some(Self { by_addr, segments })
     }
 
     fn name_at_file_offset(&self, off: u64) -> Option<&str> {
@@ -82,7 +82,7 @@ pub struct KernelTable {
 
 impl KernelTable {
     /// Binds a name seen live. Returns the kernel record to write.
-    #[allow(clippy::too_many_arguments)]
+    #[expect(clippy::too_many_arguments, reason = "a kernel record's fields, each from a different source")]
     pub fn bind(
         &mut self,
         pid: u32,
@@ -126,14 +126,13 @@ impl KernelTable {
     /// The file mapping `addr` and the offload bundles of its `.hip_fatbin` that define `name`.
     fn bundles_of(&mut self, pid: u32, addr: u64, name: &str) -> (Option<String>, Vec<String>) {
         let Some(m) = self.mapping_at(pid, addr).cloned() else { return (None, Vec::new()) };
-        let index = match self.bundle_index.get(&m.file) {
-            Some(i) => i.clone(),
-            None => {
-                let data = self.read_mapped(&m);
-                let index = data.and_then(|d| crate::bundle::BundleIndex::of_elf(&d)).map(Arc::new);
-                self.bundle_index.insert(m.file, index.clone());
-                index
-            }
+        let index = if let Some(i) = self.bundle_index.get(&m.file) {
+            i.clone()
+        } else {
+            let data = self.read_mapped(&m);
+            let index = data.and_then(|d| crate::bundle::BundleIndex::of_elf(&d)).map(Arc::new);
+            self.bundle_index.insert(m.file, index.clone());
+            index
         };
         match index {
             Some(i) => (Some(m.path), i.bundles_defining(name)),
@@ -147,12 +146,11 @@ impl KernelTable {
         if let Some(e) = self.by_handle.get(&(pid, handle)) {
             return (e.id, None);
         }
-        let (name, source) = match self.elf_name(pid, handle) {
-            Some(n) => (n, Source::Elf),
-            None => {
-                self.unnamed += 1;
-                (String::new(), Source::Unnamed)
-            }
+        let (name, source) = if let Some(n) = self.elf_name(pid, handle) {
+            (n, Source::Elf)
+        } else {
+            self.unnamed += 1;
+            (String::new(), Source::Unnamed)
         };
         let rec = self.bind(pid, handle, 0, &name, source, false, ts);
         (rec.id, Some(rec))
@@ -185,7 +183,7 @@ impl KernelTable {
         self.maps.remove(&pid);
     }
 
-    fn next_id(&mut self) -> u32 {
+    const fn next_id(&mut self) -> u32 {
         self.next_id += 1;
         self.next_id
     }
@@ -206,14 +204,13 @@ impl KernelTable {
 
     fn elf_name(&mut self, pid: u32, addr: u64) -> Option<String> {
         let m = self.mapping_at(pid, addr)?.clone();
-        let syms = match self.elf_cache.get(&m.file) {
-            Some(s) => s.clone(),
-            None => {
-                let data = self.read_mapped(&m);
-                let parsed = data.and_then(|d| ElfSymbols::parse(&d)).map(Arc::new);
-                self.elf_cache.insert(m.file, parsed.clone());
-                parsed
-            }
+        let syms = if let Some(s) = self.elf_cache.get(&m.file) {
+            s.clone()
+        } else {
+            let data = self.read_mapped(&m);
+            let parsed = data.and_then(|d| ElfSymbols::parse(&d)).map(Arc::new);
+            self.elf_cache.insert(m.file, parsed.clone());
+            parsed
         }?;
         syms.name_at_file_offset(addr - m.start + m.offset).map(str::to_owned)
     }
@@ -223,7 +220,7 @@ impl KernelTable {
 const MAX_OPEN_FILES: usize = 2048;
 
 fn read_whole(f: &fs::File) -> Option<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
+    use std::os::unix::fs::FileExt as _;
     let len = f.metadata().ok()?.len() as usize;
     let mut buf = vec![0; len];
     f.read_exact_at(&mut buf, 0).ok()?;
@@ -270,13 +267,14 @@ mod tests {
     /// Names this test binary's own function through the maps + ELF path used on a late attach.
     #[inline(never)]
     #[unsafe(no_mangle)]
-    pub extern "C" fn tracer_symbols_test_marker() -> u64 {
+    pub(super) extern "C" fn tracer_symbols_test_marker() -> u64 {
         std::hint::black_box(42)
     }
 
     #[test]
     fn names_a_handle_from_the_mapped_file() {
         let mut t = KernelTable::default();
+        #[expect(clippy::fn_to_numeric_cast_any, reason = "the function's address is the handle to name")]
         let addr = tracer_symbols_test_marker as *const () as u64;
         let pid = std::process::id();
         let (id, rec) = t.resolve(pid, addr, 1);

@@ -4,27 +4,33 @@
 //! Probe costs are timed on a stand-in libamdhip64 (`bench/standin`, a test double whose entry points
 //! return at once), because the real runtime spends ~30 µs failing each launch without a GPU, which would
 //! drown the probes; the real library's figures are printed beside it.
+#![expect(
+    clippy::float_arithmetic,
+    clippy::cast_precision_loss,
+    clippy::print_stdout,
+    reason = "a benchmark prints rates computed from timings"
+)]
 
 use std::{
     fs,
-    os::unix::process::ExitStatusExt,
+    os::unix::process::ExitStatusExt as _,
     path::{Path, PathBuf},
     process::Command,
     time::Instant,
 };
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 
 use crate::{fixtures_dir, root, run, step, tracer_bin};
 
-pub struct Opts {
+pub(crate) struct Opts {
     /// Shorter runs, for checking the harness itself.
     pub quick: bool,
 }
 
 struct Dir {
-    dir: PathBuf,
+    work: PathBuf,
     standin: PathBuf,
     driver: PathBuf,
 }
@@ -49,7 +55,7 @@ fn build_tools() -> Result<Dir> {
         .arg("-l:libamdhip64.so.5")
         .arg(format!("-Wl,-rpath,{}", dir.display()))
         .arg("-lpthread"))?;
-    Ok(Dir { dir, standin, driver })
+    Ok(Dir { work: dir, standin, driver })
 }
 
 /// `key=value` pairs of a driver's output line.
@@ -72,19 +78,20 @@ fn stdout_of(cmd: &mut Command) -> Result<String> {
 fn traced(d: &Dir, out: &Path, extra: &[&str], lib: &Path, cmd: &[&str]) -> Result<String> {
     let mut c = Command::new(tracer_bin());
     c.args(["record", "-q", "--force", "--ring-size", "16777216"]).arg("--lib").arg(lib).arg("-o").arg(out);
-    c.args(extra).arg("--").args(cmd).current_dir(&d.dir);
+    c.args(extra).arg("--").args(cmd).current_dir(&d.work);
     stdout_of(&mut c)
 }
 
 fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(|a, b| a.total_cmp(b));
+    v.sort_by(f64::total_cmp);
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
+#[expect(clippy::verbose_file_reads, reason = "only the tail after a seek is read, not the whole file")]
 fn footer(path: &Path) -> Result<(Value, u64)> {
     // Only the end of the file: the benchmark's own memory must stay small, since the tracer it starts
     // next inherits its image until exec.
-    use std::io::{Read, Seek, SeekFrom};
+    use std::io::{Read as _, Seek as _, SeekFrom};
     let mut f = fs::File::open(path)?;
     let len = f.metadata()?.len();
     f.seek(SeekFrom::Start(len.saturating_sub(64 * 1024)))?;
@@ -108,7 +115,7 @@ fn cpu_of(cmd: &mut Command) -> Result<(f64, f64, String)> {
     // SAFETY: rusage is plain data; valid pointers; waiting for our own child.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    let rc = unsafe { libc::wait4(pid, &raw mut status, 0, &raw mut ru) };
     if rc != pid || std::process::ExitStatus::from_raw(status).code() != Some(0) {
         bail!("{cmd:?} failed (status {status})");
     }
@@ -116,12 +123,16 @@ fn cpu_of(cmd: &mut Command) -> Result<(f64, f64, String)> {
     Ok((s(ru.ru_utime) + s(ru.ru_stime), t.elapsed().as_secs_f64(), text))
 }
 
-pub fn bench(opts: Opts) -> Result<()> {
+#[expect(
+    clippy::many_single_char_names,
+    reason = "the tools, the quick flag, the count: short names read in one screen"
+)]
+pub(crate) fn bench(opts: Opts) -> Result<()> {
     let d = build_tools()?;
     let q = opts.quick;
     let mut results = serde_json::Map::new();
     let mut table: Vec<(String, String, String, String)> = Vec::new();
-    let trace = d.dir.join("bench.jsonl");
+    let trace = d.work.join("bench.jsonl");
     let driver = d.driver.to_str().context("path")?;
 
     // 1. Cost per traced call.
@@ -175,10 +186,9 @@ pub fn bench(opts: Opts) -> Result<()> {
     let calls = 2 * per_thread.parse::<u64>()?;
     traced(&d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
     let (f, recorded) = footer(&trace)?;
-    let drops: u64 = f["drops"]
-        .as_object()
-        .map(|m| m.values().flat_map(|v| v.as_array().cloned().unwrap_or_default()).filter_map(|x| x.as_u64()).sum())
-        .unwrap_or(0);
+    let drops: u64 = f["drops"].as_object().map_or(0, |m| {
+        m.values().flat_map(|v| v.as_array().cloned().unwrap_or_default()).filter_map(|x| x.as_u64()).sum()
+    });
     let tracer_cpu = f["counters"]["tracer_cpu_us"].as_f64().unwrap_or(0.0) / 1e6;
     let tracer_ns_per_event = tracer_cpu * 1e9 / recorded.max(1) as f64;
     let bpftrace = bpftrace_run(&d, driver, per_thread)?;
@@ -205,7 +215,7 @@ pub fn bench(opts: Opts) -> Result<()> {
 
     // 3 and 6 come from the pipeline benchmark (which also writes the 10 M-event trace).
     step("3/6 user-space path alone (decode -> attribute -> write), and a 10 M-launch trace for 6/6");
-    let big = d.dir.join("big.jsonl.zst");
+    let big = d.work.join("big.jsonl.zst");
     let mut c = Command::new("cargo");
     c.current_dir(root()).args(["bench", "-q", "-p", "tracer", "--bench", "pipeline", "--"]);
     if !q {
@@ -246,10 +256,10 @@ pub fn bench(opts: Opts) -> Result<()> {
 
     // 5. Size on disk.
     step("5/6 bytes per dispatch on disk, plain and compressed");
-    let zst = d.dir.join("bench.jsonl.zst");
+    let zst = d.work.join("bench.jsonl.zst");
     let zsecs = if q { "2" } else { "10" };
     traced(&d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
-    let zlaunches = crate::bench::launches_in(&zst)?;
+    let zlaunches = launches_in(&zst)?;
     let z_bytes = fs::metadata(&zst)?.len() as f64 / zlaunches.max(1) as f64;
     results.insert("bytes_per_dispatch".into(), json!({"plain": plain_bytes, "zstd": z_bytes, "target_zstd": 24}));
     table.push((
@@ -276,9 +286,9 @@ pub fn bench(opts: Opts) -> Result<()> {
         println!("{a:<36} {b:<110} {c:<28} {v}");
     }
     let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    results.insert("machine".into(), json!({"kernel": host.trim(), "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0), "quick": q}));
+    results.insert("machine".into(), json!({"kernel": host.trim(), "cpus": std::thread::available_parallelism().map_or(0, std::num::NonZero::get), "quick": q}));
     let path = root().join("bench/results.json");
-    fs::write(&path, serde_json::to_string_pretty(&Value::Object(results))? + "\n")?;
+    fs::write(&path, format!("{}\n", serde_json::to_string_pretty(&Value::Object(results))?))?;
     step(&format!("wrote {}", path.display()));
     Ok(())
 }
@@ -287,18 +297,15 @@ fn verdict(ok: bool) -> String {
     if ok { "yes".into() } else { "NO".into() }
 }
 
-pub fn launches_in(path: &Path) -> Result<u64> {
+pub(crate) fn launches_in(path: &Path) -> Result<u64> {
     let out = stdout_of(Command::new(tracer_bin()).arg("report").arg("--json").arg(path))?;
     let v: Value = serde_json::from_str(&out)?;
-    Ok(v["processes"]
-        .as_array()
-        .map(|ps| {
-            ps.iter()
-                .flat_map(|p| p["kernels"].as_array().cloned().unwrap_or_default())
-                .filter_map(|k| k["launches"].as_u64())
-                .sum()
-        })
-        .unwrap_or(0))
+    Ok(v["processes"].as_array().map_or(0, |ps| {
+        ps.iter()
+            .flat_map(|p| p["kernels"].as_array().cloned().unwrap_or_default())
+            .filter_map(|k| k["launches"].as_u64())
+            .sum()
+    }))
 }
 
 /// bpftrace with the same probes (entry + return on hipLaunchKernel) printing the same fields; returns
@@ -317,7 +324,7 @@ fn bpftrace_run(d: &Dir, driver: &str, per_thread: &str) -> Result<(f64, u64)> {
            printf(\"%d %d %lx %lx %lx %d %d\\n\", pid, tid, @f[tid], @g[tid], @b[tid], retval, nsecs - @t[tid]);
            delete(@t[tid]); delete(@f[tid]); delete(@g[tid]); delete(@b[tid]); }}"
     );
-    let out = d.dir.join("bpftrace.out");
+    let out = d.work.join("bpftrace.out");
     let (cpu, _wall, stdout) = cpu_of(
         Command::new("bpftrace")
             .arg("-o")

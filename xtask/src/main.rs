@@ -1,7 +1,8 @@
 //! Project tasks cargo cannot do alone: installing the toolchain pieces the eBPF build needs and the
-//! ROCm user space the tests run against, building the HIP fixtures, running the demo and the tests.
+//! `ROCm` user space the tests run against, building the HIP fixtures, running the demo and the tests.
 //!
 //! `cargo xtask setup` is idempotent: each step checks first and says what it does.
+#![expect(clippy::print_stderr, reason = "xtask says what it does at each step")]
 
 use std::{
     env,
@@ -11,7 +12,7 @@ use std::{
     process::Command,
 };
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context as _, Result, bail};
 use clap::{Parser, Subcommand};
 
 mod bench;
@@ -26,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Install what a fresh Debian 12 machine lacks: rust-src for nightly, bpf-linker built against the
-    /// nightly's LLVM, Debian's ROCm packages; mount tracefs.
+    /// nightly's LLVM, Debian's `ROCm` packages; mount tracefs.
     Setup,
     /// Build tracer (release) and the HIP fixtures.
     Build,
@@ -54,8 +55,8 @@ enum Cmd {
     },
 }
 
-/// Debian packages of the real ROCm user space tracer is tested against.
-/// Debian packages the tests need: ROCm user space (the real targets), and pip, which fetches the real
+/// Debian packages of the real `ROCm` user space tracer is tested against.
+/// Debian packages the tests need: `ROCm` user space (the real targets), and pip, which fetches the real
 /// libggml-hip.so the classification and inspection tests read (a Python wheel).
 const ROCM_PACKAGES: &[&str] =
     &["libamdhip64-5", "libamdhip64-dev", "hipcc", "libhsa-runtime64-1", "rocminfo", "python3-pip"];
@@ -66,11 +67,11 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Setup => setup(),
-        Cmd::Build => setup().and_then(|_| build()),
-        Cmd::Demo => setup().and_then(|_| build()).and_then(|_| demo()),
-        Cmd::Bench { quick } => setup().and_then(|_| build()).and_then(|_| bench::bench(bench::Opts { quick })),
-        Cmd::Fuzz { seconds } => setup().and_then(|_| fuzz(seconds)),
-        Cmd::Test { filter, no_lint } => setup().and_then(|_| build()).and_then(|_| test(filter, no_lint)),
+        Cmd::Build => setup().and_then(|()| build()),
+        Cmd::Demo => setup().and_then(|()| build()).and_then(|()| demo()),
+        Cmd::Bench { quick } => setup().and_then(|()| build()).and_then(|()| bench::bench(bench::Opts { quick })),
+        Cmd::Fuzz { seconds } => setup().and_then(|()| fuzz(seconds)),
+        Cmd::Test { filter, no_lint } => setup().and_then(|()| build()).and_then(|()| test(filter, no_lint)),
     };
     if let Err(e) = result {
         eprintln!("xtask: error: {e:#}");
@@ -83,11 +84,11 @@ fn root() -> PathBuf {
 }
 
 fn cargo_home() -> PathBuf {
-    env::var_os("CARGO_HOME").map(PathBuf::from).unwrap_or_else(|| home().join(".cargo"))
+    env::var_os("CARGO_HOME").map_or_else(|| home().join(".cargo"), PathBuf::from)
 }
 
 fn home() -> PathBuf {
-    env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"))
+    env::var_os("HOME").map_or_else(|| PathBuf::from("/root"), PathBuf::from)
 }
 
 /// PATH with cargo's bin directory first, so the eBPF build finds bpf-linker.
@@ -130,16 +131,16 @@ fn setup() -> Result<()> {
 fn nightly_rust_src() -> Result<()> {
     let installed = output(Command::new("rustup").args(["component", "list", "--toolchain", "nightly", "--installed"]));
     match installed {
-        Ok(list) if list.lines().any(|l| l.starts_with("rust-src")) => {
-            step("nightly toolchain with rust-src: present");
+        Ok(list) if ["rust-src", "clippy"].iter().all(|c| list.lines().any(|l| l.starts_with(c))) => {
+            step("nightly toolchain with rust-src and clippy: present");
             Ok(())
         }
         Ok(_) => {
-            step("adding rust-src to the nightly toolchain (the eBPF crate builds core from source)");
-            run(Command::new("rustup").args(["component", "add", "rust-src", "--toolchain", "nightly"]))
+            step("adding rust-src and clippy to the nightly toolchain (the eBPF crate builds core from source)");
+            run(Command::new("rustup").args(["component", "add", "rust-src", "clippy", "--toolchain", "nightly"]))
         }
         Err(_) => {
-            step("installing the nightly toolchain with rust-src (the eBPF crate needs it)");
+            step("installing the nightly toolchain with rust-src and clippy (the eBPF crate needs them)");
             run(Command::new("rustup").args([
                 "toolchain",
                 "install",
@@ -148,6 +149,8 @@ fn nightly_rust_src() -> Result<()> {
                 "minimal",
                 "--component",
                 "rust-src",
+                "--component",
+                "clippy",
             ]))
         }
     }
@@ -185,7 +188,7 @@ fn bpf_linker() -> Result<()> {
     // bpf-linker's build looks for libLLVM.so under $LLVM_PREFIX/lib: a throw-away directory with a link
     // to the nightly's library; the rpath lets the binary find it at run time.
     let shim = env::temp_dir().join(format!("tracer-llvm-shim-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&shim);
+    drop(fs::remove_dir_all(&shim));
     fs::create_dir_all(shim.join("lib"))?;
     std::os::unix::fs::symlink(libdir.join(&so), shim.join("lib/libLLVM.so"))?;
     let result = run(Command::new("cargo")
@@ -195,7 +198,7 @@ fn bpf_linker() -> Result<()> {
         .arg(cargo_home())
         .env("LLVM_PREFIX", &shim)
         .env("RUSTFLAGS", format!("-C link-arg=-Wl,-rpath,{}", libdir.display())));
-    let _ = fs::remove_dir_all(&shim);
+    drop(fs::remove_dir_all(&shim));
     result?;
     fs::write(&stamp, want)?;
     Ok(())
@@ -374,6 +377,18 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
             "--exclude",
             "tracer-ebpf",
             "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]))?;
+        step("cargo +nightly clippy (the eBPF crate, for bpfel-unknown-none) -- -D warnings");
+        run(Command::new("cargo").current_dir(root.join("tracer-ebpf")).args([
+            "+nightly",
+            "clippy",
+            "--target",
+            "bpfel-unknown-none",
+            "-Z",
+            "build-std=core",
             "--",
             "-D",
             "warnings",

@@ -1,5 +1,6 @@
-//! `tracer record`: finds the libraries, creates the output, and runs one [`session`]: the data path end
-//! to end, probes → [`crate::ring`] → [`crate::decode`] → [`crate::attribute`] → [`crate::trace::Writer`].
+//! `tracer record`: finds the libraries, creates the output, and runs one [`session`].
+//!
+//! The session runs the data path end to end, probes → [`crate::ring`] → [`crate::decode`] → [`crate::attribute`] → [`crate::trace::Writer`].
 
 mod session;
 mod watch;
@@ -8,13 +9,13 @@ use std::{
     collections::BTreeMap,
     fs::{File, OpenOptions},
     io::ErrorKind,
-    os::unix::fs::OpenOptionsExt,
+    os::unix::fs::OpenOptionsExt as _,
     path::{Path, PathBuf},
     process::{Child, Command},
     time::Duration,
 };
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 
 use crate::{
     attach::{self, ProbeMode},
@@ -44,7 +45,7 @@ pub struct RecordArgs {
     pub read_delay: Duration,
 }
 
-/// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`, so of every `ts` in a trace.
+/// `CLOCK_MONOTONIC` in nanoseconds: the clock of `bpf_ktime_get_ns`, so of every `ts` in a trace.
 pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
@@ -52,7 +53,9 @@ pub fn monotonic_ns() -> u64 {
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: valid pointer to a timespec.
-    unsafe { libc::clock_gettime(clock, &mut t) };
+    unsafe {
+        libc::clock_gettime(clock, &raw mut t);
+    }
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
@@ -96,7 +99,7 @@ struct OutputGuard<'a> {
 impl Drop for OutputGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            let _ = std::fs::remove_file(self.path);
+            drop(std::fs::remove_file(self.path));
         }
     }
 }
@@ -156,7 +159,7 @@ fn spawn_stopped(command: &[String]) -> Result<Child> {
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: waiting for our own child with a valid status pointer.
-    let rc = unsafe { libc::waitpid(pid, &mut status, libc::WUNTRACED) };
+    let rc = unsafe { libc::waitpid(pid, &raw mut status, libc::WUNTRACED) };
     if rc != pid || !libc::WIFSTOPPED(status) {
         bail!("{prog} did not start (the shell that starts it ended early)");
     }
@@ -186,7 +189,7 @@ pub fn run(args: RecordArgs) -> Result<()> {
     // The processes traced from the start: those named, the Ollama servers, and all their descendants.
     let mut targets: Vec<u32> = args.pids.iter().chain(&servers).copied().collect();
     targets.extend(LIVE.descendants(&targets));
-    targets.sort();
+    targets.sort_unstable();
     targets.dedup();
     let copies = find_libraries(&args, &targets, &servers)?;
     let file = create_output(&args.output, args.force)?;

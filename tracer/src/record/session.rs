@@ -1,6 +1,7 @@
 //! One recording, in three steps: [`Session::set_up`] (load, attach, fill the filter, write the header),
 //! [`Session::record`] (the loop: ring, periodic looks at the traced processes, stop conditions) and
 //! [`Session::finish`] (last drain, exit status, footer with every loss counted).
+#![expect(clippy::print_stderr, reason = "a recording tells its user on stderr that it started, warned or stopped")]
 
 use std::{collections::BTreeMap, io, process::Child, process::ExitStatus, time::Duration};
 
@@ -49,7 +50,7 @@ impl<'a> Session<'a> {
         targets: Targets,
         copies: &[LibCopy],
         mut writer: Writer,
-    ) -> Result<(Session<'a>, Option<Child>)> {
+    ) -> Result<(Self, Option<Child>)> {
         let filter_by_pid = !targets.pids.is_empty() || !args.command.is_empty() || args.ollama;
         let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes })?;
         let mut watch = LibraryWatch::new(runtimes(args));
@@ -89,7 +90,7 @@ impl<'a> Session<'a> {
             out.extend(watch.scan(&mut ebpf, pid, start_mono, args.probe_mode));
         }
         let filter_at_start = pids.keys().count() as u64;
-        for r in out.drain(..) {
+        for r in out {
             writer.write(&r)?;
         }
         writer.flush()?;
@@ -114,7 +115,9 @@ impl<'a> Session<'a> {
     pub(super) async fn record(&mut self, child: Option<Child>) -> Result<Ended> {
         let mut child_exit = child.map(|c| {
             // SAFETY: signalling our own stopped child.
-            unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGCONT) };
+            unsafe {
+                libc::kill(c.id() as libc::pid_t, libc::SIGCONT);
+            }
             tokio::task::spawn_blocking(move || {
                 let mut c = c;
                 c.wait()
@@ -134,7 +137,7 @@ impl<'a> Session<'a> {
         let mut poll = tokio::time::interval(Duration::from_millis(10));
         let deadline = self.args.duration.map(|d| tokio::time::Instant::now() + d);
         let sleep = tokio::time::sleep_until(
-            deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400 * 365)),
+            deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_hours(8760)),
         );
         tokio::pin!(sleep);
         let mut prev_live: Vec<u32> = Vec::new();
@@ -160,7 +163,7 @@ impl<'a> Session<'a> {
                 }
                 _ = sigint.recv() => break Stop::Signal,
                 _ = sigterm.recv() => break Stop::Signal,
-                _ = &mut sleep, if deadline.is_some() => break Stop::Duration,
+                () = &mut sleep, if deadline.is_some() => break Stop::Duration,
                 status = async { child_exit.as_mut().expect("guarded").await }, if child_exit.is_some() => {
                     exit_status = Some(status.unwrap_or_else(|e| Err(io::Error::other(e))));
                     break Stop::CommandExited;
@@ -209,7 +212,7 @@ impl<'a> Session<'a> {
     pub(super) fn finish(mut self, ended: Ended) -> Result<()> {
         self.ring.drain(&mut self.attr, &mut self.writer)?;
         if let (Some(pid), Some(Ok(status))) = (self.child_pid, &ended.exit_status) {
-            use std::os::unix::process::ExitStatusExt;
+            use std::os::unix::process::ExitStatusExt as _;
             self.writer.write(&Record::Exit(trace::Exit {
                 ts: monotonic_ns(),
                 pid,
@@ -244,7 +247,7 @@ impl<'a> Session<'a> {
         // SAFETY: rusage is plain data, for which all-zero bytes are valid.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         // SAFETY: valid pointer to a rusage.
-        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } == 0 {
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &raw mut usage) } == 0 {
             let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
             footer.counters.insert("tracer_cpu_us".into(), us(usage.ru_utime) + us(usage.ru_stime));
         }

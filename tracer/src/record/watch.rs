@@ -1,5 +1,6 @@
 //! What the recording knows of the libraries its processes map: runtime copies to probe as they appear
 //! (a dlopen after the start, a copy inside a container), and the GPU libraries each process maps.
+#![expect(clippy::print_stderr, reason = "a recording tells its user on stderr that it started, warned or stopped")]
 
 use anyhow::Result;
 
@@ -48,7 +49,7 @@ pub(super) struct LibraryWatch {
 
 impl LibraryWatch {
     pub(super) fn new(runtimes: Vec<&'static str>) -> Self {
-        LibraryWatch { runtimes, ..Default::default() }
+        Self { runtimes, ..Default::default() }
     }
 
     /// Attaches to `copy` unless it is probed already; returns the records to write.

@@ -1,4 +1,9 @@
 //! Builds a [`Report`] from records in one streaming pass: per process, per kernel, per API function.
+#![expect(
+    clippy::float_arithmetic,
+    clippy::cast_precision_loss,
+    reason = "durations and rates are shown as decimal fractions of nanosecond counts"
+)]
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -145,18 +150,18 @@ impl ReportBuilder {
                 *last_ts = (*last_ts).max(l.ts);
                 let acc = procs.entry(l.pid).or_default();
                 acc.libs.insert(l.lib);
-                api_stat(&mut acc.api, l.api, l.ret as i64, l.dur);
+                api_stat(&mut acc.api, l.api, i64::from(l.ret), l.dur);
                 let id = l.kernel.unwrap_or(0);
                 let k = acc.kernels.entry(id).or_insert_with(|| {
                     let mut k = KernelAcc::default();
                     k.report.id = id;
                     if let Some(n) = kernel_names.get(&id) {
-                        k.report.name = n.name.clone();
-                        k.report.demangled = n.demangled.clone();
+                        k.report.name.clone_from(&n.name);
+                        k.report.demangled.clone_from(&n.demangled);
                         k.report.source = n.source;
                         k.report.handle = n.handle;
-                        k.report.code_file = n.code_file.clone();
-                        k.report.bundles = n.bundles.clone();
+                        k.report.code_file.clone_from(&n.code_file);
+                        k.report.bundles.clone_from(&n.bundles);
                     } else {
                         k.report.source = trace::Source::Unnamed;
                         k.report.handle = l.handle;
@@ -186,7 +191,7 @@ impl ReportBuilder {
                 *last_ts = (*last_ts).max(c.ts);
                 let acc = procs.entry(c.pid).or_default();
                 acc.libs.insert(c.lib);
-                api_stat(&mut acc.api, c.api, c.ret as i64, c.dur);
+                api_stat(&mut acc.api, c.api, i64::from(c.ret), c.dur);
                 acc.configs.count += 1;
                 if c.ret != 0 {
                     acc.configs.failed += 1;

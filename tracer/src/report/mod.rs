@@ -1,4 +1,6 @@
-//! `tracer report`: what a trace says, per process: kernels launched (with shapes and failures), the
+//! `tracer report`: what a trace says, per process.
+//!
+//! Kernels launched (with shapes and failures), the
 //! `<<<>>>` configurations pushed, API calls with their errors and time, memory traffic, what reached the
 //! GPU queues and how it compares with the launches, phases, and losses.
 //!
@@ -107,11 +109,11 @@ pub enum MapStatus {
 }
 
 impl MapStatus {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
-            MapStatus::Called => "called",
-            MapStatus::MappedOnly => "mapped-only",
-            MapStatus::NotProbed => "not-probed",
+            Self::Called => "called",
+            Self::MappedOnly => "mapped-only",
+            Self::NotProbed => "not-probed",
         }
     }
 }
@@ -180,17 +182,17 @@ pub struct KernelClass {
 }
 
 impl KernelClass {
-    fn of(name: &str) -> KernelClass {
-        KernelClass::from(crate::classify::classify(name))
+    fn of(name: &str) -> Self {
+        Self::from(crate::classify::classify(name))
     }
 
-    fn of_shape(name: &str, sh: &Shape) -> KernelClass {
+    fn of_shape(name: &str, sh: &Shape) -> Self {
         let work_items = sh.grid_unit == GridUnit::WorkItems;
-        KernelClass::from(crate::classify::classify(name).with_shape(sh.grid, sh.block, work_items))
+        Self::from(crate::classify::classify(name).with_shape(sh.grid, sh.block, work_items))
     }
 
-    fn from(c: crate::classify::Class) -> KernelClass {
-        KernelClass {
+    fn from(c: crate::classify::Class) -> Self {
+        Self {
             family: c.family.name().to_owned(),
             quant: c.quant.map(str::to_owned),
             batch: c.batch.map(crate::classify::Batch::label),
@@ -198,14 +200,9 @@ impl KernelClass {
     }
 
     pub(crate) fn text(&self) -> String {
-        let mut s = self.family.clone();
-        if let Some(q) = &self.quant {
-            s += &format!(" {q}");
-        }
-        if let Some(b) = &self.batch {
-            s += &format!(" b{b}");
-        }
-        s
+        let quant = self.quant.as_deref().map(|q| format!(" {q}")).unwrap_or_default();
+        let batch = self.batch.as_deref().map(|b| format!(" b{b}")).unwrap_or_default();
+        format!("{}{quant}{batch}", self.family)
     }
 }
 
@@ -283,7 +280,7 @@ pub struct MemcpyReport {
 
 impl Report {
     /// Reads a trace file and summarizes it, streaming.
-    pub fn from_file(path: &Path) -> Result<Report> {
+    pub fn from_file(path: &Path) -> Result<Self> {
         let mut b = ReportBuilder::default();
         let status = trace::for_each_record(path, |r| b.add(r))?;
         let mut r = b.finish();
@@ -293,7 +290,7 @@ impl Report {
         Ok(r)
     }
 
-    pub fn build(records: Vec<Record>) -> Report {
+    pub fn build(records: Vec<Record>) -> Self {
         let mut b = ReportBuilder::default();
         for r in records {
             b.add(r);
@@ -318,7 +315,7 @@ mod tests {
             lib: 1,
             api: ApiFunc::HipLaunchKernel,
             kernel: Some(kernel),
-            handle: 0x100 * kernel as u64,
+            handle: 0x100 * u64::from(kernel),
             grid,
             block: [256, 1, 1],
             grid_unit: GridUnit::Blocks,
@@ -387,7 +384,7 @@ mod tests {
             }),
         ];
         let r = Report::build(records);
-        assert_eq!(r.trace.duration_s, 2.0);
+        assert_eq!(r.trace.duration_s.to_bits(), 2.0f64.to_bits(), "exactly 2 s of integer nanoseconds");
         assert_eq!(r.drops_total, 3);
         let p = &r.processes[0];
         assert_eq!(p.comm, "runner");
@@ -412,7 +409,7 @@ mod tests {
             Record::Kernel(Kernel {
                 id,
                 pid: 7,
-                handle: 0x100 * id as u64,
+                handle: 0x100 * u64::from(id),
                 name: "_Z1av".into(),
                 demangled: "a()".into(),
                 source,

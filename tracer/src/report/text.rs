@@ -1,4 +1,9 @@
 //! The report as text for a terminal.
+#![expect(
+    clippy::float_arithmetic,
+    clippy::cast_precision_loss,
+    reason = "durations and rates are shown as decimal fractions of nanosecond counts"
+)]
 
 use std::fmt::Write as _;
 
@@ -11,68 +16,71 @@ use crate::{
 impl Report {
     pub fn to_text(&self) -> String {
         let mut s = String::new();
+        self.write_text(&mut s).expect("writing to a String cannot fail");
+        s
+    }
+
+    fn write_text(&self, s: &mut String) -> std::fmt::Result {
         let t = &self.trace;
-        let _ =
-            writeln!(s, "trace {} — tracer {}, host {}, kernel {}", t.path, t.tracer_version, t.host, t.kernel_release);
-        let _ = writeln!(
+        writeln!(s, "trace {} — tracer {}, host {}, kernel {}", t.path, t.tracer_version, t.host, t.kernel_release)?;
+        writeln!(
             s,
             "recorded {:.3} s, stopped by {}",
             t.duration_s,
             t.stop.map_or("(no footer)", trace::Stop::as_str)
-        );
+        )?;
         if let Some(w) = &t.warning {
-            let _ = writeln!(s, "warning: {w}");
+            writeln!(s, "warning: {w}")?;
         }
         if t.unknown_records > 0 {
-            let _ = writeln!(s, "note: {} records of types this tracer does not know were skipped", t.unknown_records);
+            writeln!(s, "note: {} records of types this tracer does not know were skipped", t.unknown_records)?;
         }
-        let _ = writeln!(s, "\nlibraries");
+        writeln!(s, "\nlibraries")?;
         for l in &self.libraries {
-            let _ = writeln!(s, "  [{}] {} ({}, inode {})", l.id, l.path, l.origin, l.inode);
+            writeln!(s, "  [{}] {} ({}, inode {})", l.id, l.path, l.origin, l.inode)?;
         }
         for p in &self.probes_missing {
-            let _ = writeln!(
+            writeln!(
                 s,
                 "  [{}] not probed: {}: {}",
                 p.lib,
                 probe_label(&p.api),
                 p.error.as_deref().unwrap_or_default()
-            );
+            )?;
         }
         for p in &self.processes {
-            let _ = writeln!(s, "\nprocess {} {} — {}", p.pid, p.comm, p.argv.join(" "));
+            writeln!(s, "\nprocess {} {} — {}", p.pid, p.comm, p.argv.join(" "))?;
             if let Some(role) = &p.role {
                 let model = match (&p.model_name, &p.model) {
                     (Some(name), Some(path)) => format!(", model {name} ({path})"),
                     (None, Some(path)) => format!(", model {path}"),
                     _ => String::new(),
                 };
-                let _ = writeln!(s, "  role: {}{model}", role.as_str());
+                writeln!(s, "  role: {}{model}", role.as_str())?;
             }
             if !p.mapped.is_empty() {
-                let _ = writeln!(s, "  GPU libraries (mapped vs called):");
+                writeln!(s, "  GPU libraries (mapped vs called):")?;
                 for m in &p.mapped {
                     let copy = m.origin.map(|o| format!(" [{}]", o.as_str())).unwrap_or_default();
-                    let _ = writeln!(s, "    {:<12} {}{copy}", m.status.as_str(), m.path);
+                    writeln!(s, "    {:<12} {}{copy}", m.status.as_str(), m.path)?;
                 }
             }
             if p.exited {
                 match (p.exit_code, p.exit_signal) {
                     (Some(c), _) => {
-                        let _ = writeln!(s, "  exited with status {c}");
+                        writeln!(s, "  exited with status {c}")?;
                     }
                     (_, Some(sig)) => {
-                        let _ = writeln!(s, "  killed by signal {sig}");
+                        writeln!(s, "  killed by signal {sig}")?;
                     }
                     _ => {
-                        let _ = writeln!(s, "  exited");
+                        writeln!(s, "  exited")?;
                     }
                 }
             }
             if !p.kernels.is_empty() {
-                let _ = writeln!(s, "\n  kernels launched ({}):", p.kernels.len());
-                let _ =
-                    writeln!(s, "  {:>8} {:>7}  {:<34} kernel", "launches", "failed", "grid x block (shmem) [count]");
+                writeln!(s, "\n  kernels launched ({}):", p.kernels.len())?;
+                writeln!(s, "  {:>8} {:>7}  {:<34} kernel", "launches", "failed", "grid x block (shmem) [count]")?;
             }
             for k in &p.kernels {
                 let name = if k.demangled.is_empty() {
@@ -81,51 +89,53 @@ impl Report {
                     k.demangled.clone()
                 };
                 let first = k.shapes.first().map(shape_text).unwrap_or_default();
-                let _ =
-                    writeln!(s, "  {:>8} {:>7}  {:<34} {:<22} {}", k.launches, k.failed, first, k.class.text(), name);
+                writeln!(s, "  {:>8} {:>7}  {:<34} {:<22} {}", k.launches, k.failed, first, k.class.text(), name)?;
                 for sh in k.shapes.iter().skip(1) {
-                    let _ = writeln!(s, "  {:>8} {:>7}  {:<34}", "", "", shape_text(sh));
+                    writeln!(s, "  {:>8} {:>7}  {:<34}", "", "", shape_text(sh))?;
                 }
                 if k.source == trace::Source::Elf {
-                    let _ = writeln!(s, "  {:>8} {:>7}  (name from {})", "", "", k.source.as_str());
+                    writeln!(s, "  {:>8} {:>7}  (name from {})", "", "", k.source.as_str())?;
                 }
                 if k.graph_executions > 0 {
-                    let _ = writeln!(
+                    writeln!(
                         s,
                         "  {:>8} {:>7}  (ran {} times: {} from graph replays)",
                         "", "", k.executions, k.graph_executions
-                    );
+                    )?;
                 }
                 if let Some(code) = code_text(k.code_file.as_deref(), &k.bundles) {
-                    let _ = writeln!(s, "  {:>8} {:>7}  {code}", "", "");
+                    writeln!(s, "  {:>8} {:>7}  {code}", "", "")?;
                 }
                 let errors: Vec<String> = k
                     .returns
                     .iter()
                     .filter(|(code, _)| **code != 0)
-                    .map(|(code, n)| format!("{} x{n}", error_text(*code as i64)))
+                    .map(|(code, n)| format!("{} x{n}", error_text(i64::from(*code))))
                     .collect();
                 if !errors.is_empty() {
-                    let _ = writeln!(s, "  {:>8} {:>7}  returned {}", "", "", errors.join(", "));
+                    writeln!(s, "  {:>8} {:>7}  returned {}", "", "", errors.join(", "))?;
                 }
             }
             if p.configs.count > 0 {
-                let _ = writeln!(
+                writeln!(
                     s,
                     "\n  kernel<<<>>> configurations pushed: {} ({} failed)",
                     p.configs.count, p.configs.failed
-                );
+                )?;
                 for sh in &p.configs.shapes {
-                    let _ = writeln!(s, "    {}", shape_text(sh));
+                    writeln!(s, "    {}", shape_text(sh))?;
                 }
             }
             if !p.api.is_empty() {
-                let _ = writeln!(s, "\n  API calls:");
-                let _ =
-                    writeln!(s, "  {:<42} {:>8} {:>8} {:>12} {:>10}", "api", "calls", "errors", "total µs", "mean µs");
+                writeln!(s, "\n  API calls:")?;
+                writeln!(
+                    s,
+                    "  {:<42} {:>8} {:>8} {:>12} {:>10}",
+                    "api", "calls", "errors", "total \u{b5}s", "mean \u{b5}s"
+                )?;
             }
             for a in &p.api {
-                let _ = writeln!(
+                writeln!(
                     s,
                     "  {:<42} {:>8} {:>8} {:>12.1} {:>10.2}",
                     a.api.name(),
@@ -133,39 +143,38 @@ impl Report {
                     a.errors,
                     a.total_ns as f64 / 1e3,
                     a.mean_ns as f64 / 1e3
-                );
+                )?;
             }
             if p.phases.iter().any(|ph| ph.phase != "other") {
-                let _ =
-                    writeln!(s, "\n  phases (a step ends at the sync after the logits copy, or at a graph replay):");
-                let _ = writeln!(s, "  {:<8} {:>6}  {:<16} kernels", "phase", "steps", "batch widths");
+                writeln!(s, "\n  phases (a step ends at the sync after the logits copy, or at a graph replay):")?;
+                writeln!(s, "  {:<8} {:>6}  {:<16} kernels", "phase", "steps", "batch widths")?;
                 for ph in &p.phases {
                     let widths: Vec<&str> = ph.batch_widths.iter().map(String::as_str).collect();
                     let kernels: Vec<String> = ph.kernels.iter().map(|(k, n)| format!("{k} x{n}")).collect();
-                    let _ = writeln!(
+                    writeln!(
                         s,
                         "  {:<8} {:>6}  {:<16} {}",
                         ph.phase,
                         ph.steps,
                         if widths.is_empty() { "-".to_owned() } else { widths.join(", ") },
                         kernels.join(", ")
-                    );
+                    )?;
                 }
             }
             if !p.queues.is_empty() || !p.dispatches.is_empty() {
-                let _ = writeln!(
+                writeln!(
                     s,
                     "\n  at the GPU queues ({} queue{}, {} barrier packet{}):",
                     p.queues.len(),
                     if p.queues.len() == 1 { "" } else { "s" },
                     p.barrier_packets,
                     if p.barrier_packets == 1 { "" } else { "s" }
-                );
-                let _ = writeln!(
+                )?;
+                writeln!(
                     s,
                     "  {:>10}  {:<38} {:<22} kernel",
                     "dispatches", "workgroup / grid work-items (LDS)", "family"
-                );
+                )?;
                 for d in &p.dispatches {
                     let name = if d.demangled.is_empty() {
                         format!("unnamed kernel_object {:#x} (loaded before the tracer started)", d.kernel_object)
@@ -173,34 +182,34 @@ impl Report {
                         d.demangled.clone()
                     };
                     let first = d.shapes.first().map(dispatch_shape_text).unwrap_or_default();
-                    let _ = writeln!(s, "  {:>10}  {:<38} {:<22} {}", d.dispatches, first, d.class.text(), name);
+                    writeln!(s, "  {:>10}  {:<38} {:<22} {}", d.dispatches, first, d.class.text(), name)?;
                     for sh in d.shapes.iter().skip(1) {
-                        let _ = writeln!(s, "  {:>10}  {:<38}", "", dispatch_shape_text(sh));
+                        writeln!(s, "  {:>10}  {:<38}", "", dispatch_shape_text(sh))?;
                     }
                     if let Some(code) = code_text(d.code_file.as_deref(), &d.bundles) {
-                        let _ = writeln!(s, "  {:>10}  {code}", "");
+                        writeln!(s, "  {:>10}  {code}", "")?;
                     }
                 }
-                let _ = writeln!(s, "\n  API launches vs queue dispatches:");
-                let _ = writeln!(s, "  {:>8} {:>10}  {:<50} why they differ", "launches", "dispatches", "kernel");
+                writeln!(s, "\n  API launches vs queue dispatches:")?;
+                writeln!(s, "  {:>8} {:>10}  {:<50} why they differ", "launches", "dispatches", "kernel")?;
                 for r in &p.crosscheck {
                     let name = if r.demangled.is_empty() { &r.kernel } else { &r.demangled };
-                    let _ = writeln!(
+                    writeln!(
                         s,
                         "  {:>8} {:>10}  {:<50} {}",
                         r.api_launches,
                         r.queue_dispatches,
                         name,
                         if r.explanation.is_empty() { "-" } else { &r.explanation }
-                    );
+                    )?;
                 }
             }
             if !p.ioctls.is_empty() {
-                let _ = writeln!(s, "\n  GPU driver ioctls:");
-                let _ = writeln!(s, "  {:<40} {:>8} {:>8} {:>12}  errors", "ioctl", "calls", "failed", "total µs");
+                writeln!(s, "\n  GPU driver ioctls:")?;
+                writeln!(s, "  {:<40} {:>8} {:>8} {:>12}  errors", "ioctl", "calls", "failed", "total \u{b5}s")?;
                 for i in &p.ioctls {
                     let errs: Vec<String> = i.errnos.iter().map(|(k, v)| format!("{k} x{v}")).collect();
-                    let _ = writeln!(
+                    writeln!(
                         s,
                         "  {:<40} {:>8} {:>8} {:>12.1}  {}",
                         i.name,
@@ -208,13 +217,13 @@ impl Report {
                         i.errors,
                         i.total_ns as f64 / 1e3,
                         errs.join(", ")
-                    );
+                    )?;
                 }
             }
             let m = &p.memory;
             if m.malloc_calls + m.free_calls > 0 || !m.memcpy.is_empty() {
-                let _ = writeln!(s, "\n  memory:");
-                let _ = writeln!(
+                writeln!(s, "\n  memory:")?;
+                writeln!(
                     s,
                     "    allocations (hipMalloc, cuMemAlloc) {} calls ({} failed), {} allocated of {} requested; frees {} calls",
                     m.malloc_calls,
@@ -222,20 +231,19 @@ impl Report {
                     bytes(m.malloc_bytes),
                     bytes(m.malloc_bytes_requested),
                     m.free_calls
-                );
+                )?;
                 for (kind, c) in &m.memcpy {
-                    let _ =
-                        writeln!(s, "    memcpy {kind}: {} calls ({} failed), {}", c.calls, c.failed, bytes(c.bytes));
+                    writeln!(s, "    memcpy {kind}: {} calls ({} failed), {}", c.calls, c.failed, bytes(c.bytes))?;
                 }
             }
         }
-        let _ = writeln!(s, "\nlosses: {} records dropped (ring buffer full)", self.drops_total);
+        writeln!(s, "\nlosses: {} records dropped (ring buffer full)", self.drops_total)?;
         let nonzero: Vec<String> =
             self.counters.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect();
         if !nonzero.is_empty() {
-            let _ = writeln!(s, "counted: {}", nonzero.join(", "));
+            writeln!(s, "counted: {}", nonzero.join(", "))?;
         }
-        s
+        Ok(())
     }
 }
 
@@ -288,8 +296,8 @@ fn bytes(b: u64) -> String {
     if i == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[i]) }
 }
 
-/// The name of a hipError_t value (the subset a launch, copy or allocation returns).
-fn hip_error_name(code: i64) -> Option<&'static str> {
+/// The name of a `hipError_t` value (the subset a launch, copy or allocation returns).
+const fn hip_error_name(code: i64) -> Option<&'static str> {
     Some(match code {
         0 => "hipSuccess",
         1 => "hipErrorInvalidValue",

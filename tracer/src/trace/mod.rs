@@ -21,13 +21,13 @@ mod tests {
 
     fn launch(i: u32) -> Record {
         Record::Launch(Launch {
-            ts: 1000 + i as u64,
+            ts: 1000 + u64::from(i),
             pid: 42,
             tid: 43,
             lib: 1,
             api: crate::event::ApiFunc::HipLaunchKernel,
             kernel: Some(i),
-            handle: 0x5555_0000 + i as u64,
+            handle: 0x5555_0000 + u64::from(i),
             grid: [i, 2, 3],
             block: [64, 1, 1],
             grid_unit: crate::event::GridUnit::Blocks,
@@ -70,7 +70,7 @@ mod tests {
             let path = tmp(&format!("rt-{compress}.jsonl"));
             let written = write_trace(&path, compress, 100, true);
             let (read, status) = read_file(&path).unwrap();
-            assert_eq!(&read[..written.len()], &written[..]);
+            assert_eq!(&read[..written.len()], &*written);
             let Some(Record::Footer(f)) = read.last() else { panic!("no footer") };
             assert_eq!(f.records["launch"], 100);
             assert_eq!(f.records["header"], 1);
@@ -139,14 +139,15 @@ mod tests {
     fn rejects_newer_schema_and_corrupt_lines() {
         let p = tmp("newer.jsonl");
         let mut h = Header { format: FORMAT.into(), schema: SCHEMA + 1, ..Default::default() };
-        std::fs::write(&p, serde_json::to_string(&Record::Header(h.clone())).unwrap() + "\n").unwrap();
+        std::fs::write(&p, format!("{}\n", serde_json::to_string(&Record::Header(h.clone())).unwrap())).unwrap();
         let err = read_file(&p).unwrap_err().to_string();
         assert!(err.contains("use a newer tracer"), "{err}");
 
         h.schema = SCHEMA;
-        let mut text = serde_json::to_string(&Record::Header(h)).unwrap() + "\n";
+        let mut text = format!("{}\n", serde_json::to_string(&Record::Header(h)).unwrap());
         text += "{\"type\":\"launch\",\"garbage\n";
-        text += &(serde_json::to_string(&launch(1)).unwrap() + "\n");
+        text.push_str(&serde_json::to_string(&launch(1)).unwrap());
+        text.push('\n');
         std::fs::write(&p, &text).unwrap();
         let err = read_file(&p).unwrap_err().to_string();
         assert!(err.contains("line 2 is not a valid trace record"), "{err}");
@@ -161,7 +162,7 @@ mod tests {
     #[test]
     fn huge_line_is_refused_without_buffering_it_all() {
         let p = tmp("huge.jsonl");
-        let mut text = serde_json::to_string(&header()).unwrap() + "\n";
+        let mut text = format!("{}\n", serde_json::to_string(&header()).unwrap());
         text += &"x".repeat(MAX_LINE + 10);
         text += "\n";
         std::fs::write(&p, text).unwrap();

@@ -9,7 +9,7 @@ use std::{
     sync::{Arc, Mutex, mpsc},
 };
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context as _, Result, bail};
 
 use super::schema::{FORMAT, KNOWN_TYPES, Record, SCHEMA};
 
@@ -19,7 +19,7 @@ pub const MAX_LINE: usize = 1 << 20;
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
 /// What reading a trace found besides its records.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct ReadStatus {
     /// Bytes after the last complete record (a recording that was killed).
     pub cut_bytes: u64,
@@ -37,15 +37,14 @@ impl ReadStatus {
         if self.has_footer && self.cut_bytes == 0 && !self.stream_cut {
             return None;
         }
-        let mut s = String::from("the trace was not closed normally (the tracer was killed?)");
-        if self.cut_bytes > 0 {
-            s += &format!(": {} bytes after the last complete record were ignored", self.cut_bytes);
+        let why = if self.cut_bytes > 0 {
+            format!("{} bytes after the last complete record were ignored", self.cut_bytes)
         } else if self.stream_cut {
-            s += ": the compressed stream ends early; every complete record before that was read";
+            "the compressed stream ends early; every complete record before that was read".to_owned()
         } else {
-            s += ": it has no footer, so drop counts are unknown";
-        }
-        Some(s)
+            "it has no footer, so drop counts are unknown".to_owned()
+        };
+        Some(format!("the trace was not closed normally (the tracer was killed?): {why}"))
     }
 }
 
@@ -103,8 +102,10 @@ pub fn read_records(input: impl BufRead + Send, path: &Path, mut each: impl FnMu
             let tx = rec_tx.clone();
             scope.spawn(move || {
                 loop {
-                    let next = rx.lock().map(|r| r.recv());
-                    let Ok(Ok((seq, first, lines))) = next else { return };
+                    let Ok(guard) = rx.lock() else { return };
+                    let next = guard.recv();
+                    drop(guard);
+                    let Ok((seq, first, lines)) = next else { return };
                     let parsed = lines.into_iter().map(|l| {
                         let p = parse_line(&l);
                         (l, p)
@@ -129,15 +130,14 @@ pub fn read_records(input: impl BufRead + Send, path: &Path, mut each: impl FnMu
                     lines = lineno;
                     let record = match parsed {
                         Parsed::Record(r) => r,
-                        Parsed::Unknown if lineno > 1 => {
-                            status.unknown_records += 1;
-                            continue;
-                        }
                         Parsed::Unknown | Parsed::Bad(_) if lineno == 1 => bail!(
                             "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
                             path.display()
                         ),
-                        Parsed::Unknown => unreachable!("handled above"),
+                        Parsed::Unknown => {
+                            status.unknown_records += 1;
+                            continue;
+                        }
                         Parsed::Bad(e) => {
                             drop(line);
                             bail!(
@@ -156,7 +156,7 @@ pub fn read_records(input: impl BufRead + Send, path: &Path, mut each: impl FnMu
                 }
             }
         }
-        let tail = reader.join().map_err(|_| anyhow::anyhow!("the trace reader thread failed"))??;
+        let tail = reader.join().map_err(|panic| anyhow::anyhow!("the trace reader thread failed: {panic:?}"))??;
         status.cut_bytes = tail.cut_bytes;
         status.stream_cut = tail.stream_cut;
         if lines == 0 && status.cut_bytes == 0 {
@@ -173,7 +173,10 @@ pub fn read_records(input: impl BufRead + Send, path: &Path, mut each: impl FnMu
 }
 
 // Records are built once and moved once, in batches: boxing them would add an allocation per line.
-#[allow(clippy::large_enum_variant)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "records are built once and moved once, in batches: boxing would add an allocation per line"
+)]
 enum Parsed {
     Record(Record),
     /// A record type this reader does not know.

@@ -44,7 +44,7 @@ pub struct Header {
     pub kernel_release: String,
     /// Wall-clock time at the start, Unix nanoseconds.
     pub start_unix_ns: u64,
-    /// CLOCK_MONOTONIC at the same instant: every `ts` in the file is on this clock, in nanoseconds.
+    /// `CLOCK_MONOTONIC` at the same instant: every `ts` in the file is on this clock, in nanoseconds.
     pub start_mono_ns: u64,
     pub options: Options,
     /// Units of the numeric fields, spelled out.
@@ -67,7 +67,7 @@ pub struct Options {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ollama_servers: Vec<u32>,
     /// Kernel tracepoint groups tracer would use for the GPU scheduler view, and whether this kernel has
-    /// them ("amdgpu", "gpu_scheduler").
+    /// them ("amdgpu", "`gpu_scheduler`").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub kernel_tracepoints: BTreeMap<String, bool>,
 }
@@ -76,7 +76,7 @@ pub struct Options {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LibOrigin {
-    /// Ollama's own ROCm bundle (`.../lib/ollama/...`).
+    /// Ollama's own `ROCm` bundle (`.../lib/ollama/...`).
     OllamaBundle,
     /// A system install (/opt/rocm, the distribution's library path).
     #[default]
@@ -86,11 +86,11 @@ pub enum LibOrigin {
 }
 
 impl LibOrigin {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
-            LibOrigin::OllamaBundle => "ollama-bundle",
-            LibOrigin::System => "system",
-            LibOrigin::User => "user",
+            Self::OllamaBundle => "ollama-bundle",
+            Self::System => "system",
+            Self::User => "user",
         }
     }
 }
@@ -123,12 +123,12 @@ pub enum Cause {
 }
 
 impl Cause {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
-            Cause::Start => "start",
-            Cause::Fork => "fork",
-            Cause::Exec => "exec",
-            Cause::Seen => "seen",
+            Self::Start => "start",
+            Self::Fork => "fork",
+            Self::Exec => "exec",
+            Self::Seen => "seen",
         }
     }
 }
@@ -144,10 +144,10 @@ pub enum Role {
 }
 
 impl Role {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
-            Role::OllamaServer => "ollama-server",
-            Role::Runner => "runner",
+            Self::OllamaServer => "ollama-server",
+            Self::Runner => "runner",
         }
     }
 }
@@ -163,7 +163,7 @@ pub enum Source {
     /// A CUDA library kernel (`cuLibraryGetKernel`), or the function it has in a context
     /// (`cuKernelGetFunction`).
     Library,
-    /// An HSA kernel object named at code-object load (symbol lookup + KERNEL_OBJECT).
+    /// An HSA kernel object named at code-object load (symbol lookup + `KERNEL_OBJECT`).
     Hsa,
     /// The ELF symbol table of the file that maps the handle (a late attach to an unstripped program).
     Elf,
@@ -173,14 +173,14 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
-            Source::Register => "register",
-            Source::Module => "module",
-            Source::Library => "library",
-            Source::Hsa => "hsa",
-            Source::Elf => "elf",
-            Source::Unnamed => "unnamed",
+            Self::Register => "register",
+            Self::Module => "module",
+            Self::Library => "library",
+            Self::Hsa => "hsa",
+            Self::Elf => "elf",
+            Self::Unnamed => "unnamed",
         }
     }
 }
@@ -201,12 +201,12 @@ pub enum Stop {
 }
 
 impl Stop {
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
-            Stop::Signal => "signal",
-            Stop::Duration => "duration",
-            Stop::CommandExited => "command-exited",
-            Stop::TargetsExited => "targets-exited",
+            Self::Signal => "signal",
+            Self::Duration => "duration",
+            Self::CommandExited => "command-exited",
+            Self::TargetsExited => "targets-exited",
         }
     }
 }
@@ -224,7 +224,7 @@ macro_rules! display_as_str {
 display_as_str!(LibOrigin, Role, Source, Stop);
 
 /// A library copy that probes are attached to. `id` is what events carry in `lib`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Library {
     pub id: u32,
     /// The path as the traced process sees it.
@@ -236,7 +236,7 @@ pub struct Library {
 }
 
 /// One attached probe, or one that could not be attached (`error`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Probe {
     pub lib: u32,
     pub api: String,
@@ -246,7 +246,7 @@ pub struct Probe {
     pub error: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Process {
     pub pid: u32,
     pub ppid: u32,
@@ -267,8 +267,8 @@ pub struct Process {
     pub model_name: Option<String>,
 }
 
-/// A kernel named in a process: a handle (host function, hipFunction_t) bound to its name.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// A kernel named in a process: a handle (host function, `hipFunction_t`) bound to its name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Kernel {
     pub id: u32,
     pub pid: u32,
@@ -292,7 +292,7 @@ pub struct Kernel {
 }
 
 /// A library of interest mapped by a traced process (the "loaded" side of loaded vs dispatched).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mapping {
     pub ts: u64,
     pub pid: u32,
@@ -304,7 +304,7 @@ pub struct Mapping {
 }
 
 /// A traced process ended.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Exit {
     pub ts: u64,
     pub pid: u32,
@@ -313,15 +313,15 @@ pub struct Exit {
     pub signal: Option<i32>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Footer {
     pub end_mono_ns: u64,
     /// Records written, by type (this footer excluded).
     pub records: BTreeMap<String, u64>,
     /// Records lost because the ring buffer was full, by record kind, one count per CPU.
     pub drops: BTreeMap<String, Vec<u64>>,
-    /// Other losses and oddities counted by the probes ("stash_full", "return_without_entry",
-    /// "filter_full") and by user space ("undecodable", "name_truncated", "name_fault", ...).
+    /// Other losses and oddities counted by the probes ("`stash_full`", "`return_without_entry`",
+    /// "`filter_full`") and by user space ("undecodable", "`name_truncated`", "`name_fault`", ...).
     pub counters: BTreeMap<String, u64>,
     pub stop: Stop,
 }
@@ -338,22 +338,22 @@ pub(crate) const KNOWN_TYPES: [&str; 14] = [
 ];
 
 impl Record {
-    pub fn type_name(&self) -> &'static str {
+    pub const fn type_name(&self) -> &'static str {
         match self {
-            Record::Header(_) => "header",
-            Record::Library(_) => "library",
-            Record::Probe(_) => "probe",
-            Record::Process(_) => "process",
-            Record::Kernel(_) => "kernel",
-            Record::Launch(_) => "launch",
-            Record::Config(_) => "config",
-            Record::Call(_) => "call",
-            Record::Ioctl(_) => "ioctl",
-            Record::Mapping(_) => "mapping",
-            Record::Queue(_) => "queue",
-            Record::Dispatch(_) => "dispatch",
-            Record::Exit(_) => "exit",
-            Record::Footer(_) => "footer",
+            Self::Header(_) => "header",
+            Self::Library(_) => "library",
+            Self::Probe(_) => "probe",
+            Self::Process(_) => "process",
+            Self::Kernel(_) => "kernel",
+            Self::Launch(_) => "launch",
+            Self::Config(_) => "config",
+            Self::Call(_) => "call",
+            Self::Ioctl(_) => "ioctl",
+            Self::Mapping(_) => "mapping",
+            Self::Queue(_) => "queue",
+            Self::Dispatch(_) => "dispatch",
+            Self::Exit(_) => "exit",
+            Self::Footer(_) => "footer",
         }
     }
 }

@@ -7,10 +7,10 @@
 use std::{
     collections::BTreeMap,
     fs::File,
-    io::{self, Write},
+    io::{self, Write as _},
 };
 
-use anyhow::{Context, Result};
+use anyhow::{Context as _, Result};
 
 use super::schema::{Footer, Record};
 
@@ -47,7 +47,7 @@ impl Writer {
         Ok(())
     }
 
-    pub fn counts(&self) -> &BTreeMap<String, u64> {
+    pub const fn counts(&self) -> &BTreeMap<String, u64> {
         &self.counts
     }
 
