@@ -407,6 +407,9 @@ api_funcs! {
     CuGraphInstantiate = 156, Cuda, "cuGraphInstantiate_v2", GraphInstantiate, InstantiateOut, Call;
     /// `cuStreamSynchronize_ptsz(stream)`.
     CuStreamSynchronizePtsz = 157, Cuda, "cuStreamSynchronize_ptsz", Sync, Stream, Call;
+    /// `cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t size, stream)`.
+    CuMemcpyHtoDAsync = 158, Cuda, "cuMemcpyHtoDAsync_v2", Memcpy,
+        Memcpy { direction: Fixed(memcpy_kind::HOST_TO_DEVICE), stream: Some(3) }, Call;
 
     /// `__cudaRegisterFunction(handle, hostFun, deviceFun, deviceName, ...)`: the runtime's name for a
     /// host stub (opt-in API view).

@@ -361,6 +361,21 @@ mod tests {
         assert_eq!((c.handle, c.stream), (Some(0x7000), Some(0x77)));
     }
 
+    /// A function added as one row of the API table (`cuMemcpyHtoDAsync_v2`): decoded by its layout, and
+    /// counted by its category, with no other change anywhere.
+    #[test]
+    fn a_new_table_row_is_decoded_and_counted_by_its_category() {
+        let r = call(ApiFunc::CuMemcpyHtoDAsync, [0xd000, 0x7f00, 4096, 0x77, 0, 0, 0, 0, 0, 0], 0);
+        let Event::Call(c) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!(
+            (c.dst, c.src, c.size, c.kind, c.stream),
+            (Some(0xd000), Some(0x7f00), Some(4096), Some(MemcpyKind::HostToDevice), Some(0x77))
+        );
+        let report = crate::report::Report::build(vec![crate::trace::Record::Call(c)]);
+        let copies = &report.processes[0].memory.memcpy["HostToDevice"];
+        assert_eq!((copies.calls, copies.bytes), (1, 4096));
+    }
+
     #[test]
     fn push_call_configuration_is_shifted_one_register() {
         let r = call(ApiFunc::HipPushCallConfiguration, [0x1_0000_0004, 1, 0x1_0000_0080, 1, 32, 0, 0, 0, 0, 0], 101);

@@ -169,12 +169,9 @@ pub const CSV_COLUMNS: [&str; 19] = [
     "Grid_Size_Z",
 ];
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_owned() }
-}
-
 pub fn csv(input: &Path, out: &mut impl Write) -> Result<()> {
-    writeln!(out, "{}", CSV_COLUMNS.join(","))?;
+    let mut w = ::csv::Writer::from_writer(out);
+    w.write_record(CSV_COLUMNS)?;
     let mut kernels: HashMap<u32, String> = HashMap::new();
     let mut queues: BTreeMap<(u32, u64), u64> = BTreeMap::new();
     let mut dispatch_id = 0u64;
@@ -191,23 +188,31 @@ pub fn csv(input: &Path, out: &mut impl Write) -> Result<()> {
             let n = queues.len() as u64;
             let queue_id = *queues.entry((d.pid, d.queue)).or_insert(n);
             let name = d.kernel.and_then(|id| kernels.get(&id)).cloned().unwrap_or_default();
-            // Agent and stream are not visible at the doorbell: empty, as rocprofv3 leaves unknowns.
-            let row = format!(
-                "KERNEL_DISPATCH,,{queue_id},,{},{dispatch_id},{},{},,{},,{},{},{},{},{},{},{},{}",
-                d.tid,
-                d.kernel.unwrap_or(0),
-                csv_field(&name),
-                d.ts,
-                d.private_segment,
-                d.group_segment,
-                d.workgroup[0],
-                d.workgroup[1],
-                d.workgroup[2],
-                d.grid[0],
-                d.grid[1],
-                d.grid[2],
-            );
-            if let Err(e) = writeln!(out, "{row}") {
+            let num = |v: u64| v.to_string();
+            // Agent, stream, correlation and end time are not visible at the doorbell: empty, as rocprofv3
+            // leaves unknowns.
+            let row = [
+                "KERNEL_DISPATCH".to_owned(),
+                String::new(),
+                num(queue_id),
+                String::new(),
+                num(d.tid.into()),
+                num(dispatch_id),
+                num(d.kernel.unwrap_or(0).into()),
+                name,
+                String::new(),
+                num(d.ts),
+                String::new(),
+                num(d.private_segment.into()),
+                num(d.group_segment.into()),
+                num(d.workgroup[0].into()),
+                num(d.workgroup[1].into()),
+                num(d.workgroup[2].into()),
+                num(d.grid[0].into()),
+                num(d.grid[1].into()),
+                num(d.grid[2].into()),
+            ];
+            if let Err(e) = w.write_record(&row) {
                 failure = Some(e);
             }
         }
@@ -216,6 +221,7 @@ pub fn csv(input: &Path, out: &mut impl Write) -> Result<()> {
     if let Some(e) = failure {
         return Err(e.into());
     }
+    w.flush()?;
     Ok(())
 }
 
@@ -317,8 +323,10 @@ mod tests {
 
     #[test]
     fn csv_quotes_names_with_commas() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("f<1, 2>(int, int)"), "\"f<1, 2>(int, int)\"");
-        assert_eq!(csv_field("a\"b"), "\"a\"\"b\"");
+        let mut out = Vec::new();
+        let mut w = ::csv::Writer::from_writer(&mut out);
+        w.write_record(["plain", "f<1, 2>(int, int)", "a\"b"]).unwrap();
+        drop(w);
+        assert_eq!(String::from_utf8(out).unwrap(), "plain,\"f<1, 2>(int, int)\",\"a\"\"b\"\n");
     }
 }

@@ -152,6 +152,12 @@ mod tests {
         let err = read_file(&p).unwrap_err().to_string();
         assert!(err.contains("line 2 is not a valid trace record"), "{err}");
 
+        // A call of an API function a newer tracer probes is skipped and counted the same way.
+        let future_api = text.replace("{\"type\":\"launch\",\"garbage\n", "{\"type\":\"call\",\"ts\":1,\"pid\":1,\"tid\":1,\"lib\":1,\"api\":\"hipFutureCall\",\"ret\":0,\"dur\":1}\n");
+        std::fs::write(&p, &future_api).unwrap();
+        let (records, status) = read_file(&p).unwrap();
+        assert_eq!((records.len(), status.unknown_records), (2, 1));
+
         // A record type from a newer tracer is skipped and counted, not an error.
         let text = text.replace("{\"type\":\"launch\",\"garbage\n", "{\"type\":\"future_record\",\"queue\":1}\n");
         std::fs::write(&p, &text).unwrap();
