@@ -6,7 +6,7 @@
 //! parameters change between releases. Unknown stays unknown.
 
 /// What a kernel does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Family {
     /// `mul_mat_vec_q`: quantized matrix × vector (token decode, up to 8 columns).
     Mmvq,
@@ -30,7 +30,15 @@ pub enum Family {
     Elementwise,
     /// The HIP runtime's own kernels (`__amd_rocclr_*`: copies and fills).
     RuntimeInternal,
+    #[default]
     Unknown,
+}
+
+/// A trace's report and `inspect` write a family as its name.
+impl serde::Serialize for Family {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
 }
 
 impl Family {

@@ -128,7 +128,7 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
         events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": PHASE_TRACK, "args": {"name": "inference steps"}}));
         for (n, sp) in spans.iter().enumerate() {
             events.push(json!({
-                "ph": "X", "cat": "phase", "name": sp.phase, "pid": pid, "tid": PHASE_TRACK,
+                "ph": "X", "cat": "phase", "name": sp.phase.as_str(), "pid": pid, "tid": PHASE_TRACK,
                 "ts": us(sp.start, start), "dur": sp.end.saturating_sub(sp.start) as f64 / 1000.0,
                 "args": {"step": n, "kernels": sp.kernels},
             }));

@@ -24,7 +24,7 @@ pub struct Inspection {
 pub struct KernelInfo {
     pub name: String,
     pub demangled: String,
-    pub family: String,
+    pub family: crate::classify::Family,
     pub quant: Option<String>,
     /// From the code object's AMDGPU metadata note, where present.
     pub resources: Option<Resources>,
@@ -39,7 +39,7 @@ pub fn bundles(section: &[u8], file_offset: u64, target: Option<&str>) -> Vec<Bu
                 let class = crate::classify::classify(&k.name);
                 KernelInfo {
                     demangled: crate::demangle::demangle(&k.name),
-                    family: class.family.name().to_owned(),
+                    family: class.family,
                     quant: class.quant.map(str::to_owned),
                     resources: k.resources,
                     name: k.name,
@@ -102,7 +102,7 @@ impl Inspection {
                     writeln!(
                         s,
                         "    {:<22} {:>5} {:>5} {:>6} {:>7}  {}",
-                        format!("{}{q}", k.family),
+                        format!("{}{q}", k.family.name()),
                         f(r.sgprs),
                         f(r.vgprs),
                         f(r.lds),

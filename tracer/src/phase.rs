@@ -19,11 +19,33 @@ use crate::{
     event::MemcpyKind,
 };
 
+/// What a step of a ggml process did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// A prompt batch: MMQ or a BLAS GEMM, or MMVQ over more than one column.
+    Prefill,
+    /// One token: MMVQ over one column.
+    Decode,
+    /// No quantized or BLAS matrix kernel.
+    #[default]
+    Other,
+}
+
+impl Phase {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Prefill => "prefill",
+            Self::Decode => "decode",
+            Self::Other => "other",
+        }
+    }
+}
+
 /// One phase's totals.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct PhaseReport {
-    /// "prefill", "decode" or "other".
-    pub phase: String,
+    pub phase: Phase,
     pub steps: u64,
     /// Kernels by family, and by family and quant type ("MMVQ `Q4_K`").
     pub kernels: BTreeMap<String, u64>,
@@ -53,7 +75,7 @@ impl Step {
 /// One step as a time span (for timelines).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StepSpan {
-    pub phase: &'static str,
+    pub phase: Phase,
     pub start: u64,
     pub end: u64,
     pub kernels: usize,
@@ -129,11 +151,10 @@ impl Phases {
     /// The phases' totals.
     pub fn finish(self) -> Vec<PhaseReport> {
         let steps: Vec<Vec<Class>> = self.steps().into_iter().map(|s| s.kernels).collect();
-        let mut phases: BTreeMap<&'static str, PhaseReport> = BTreeMap::new();
+        let mut phases: BTreeMap<Phase, PhaseReport> = BTreeMap::new();
         for kernels in steps {
             let phase = label(&kernels);
-            let p =
-                phases.entry(phase).or_insert_with(|| PhaseReport { phase: phase.to_owned(), ..Default::default() });
+            let p = phases.entry(phase).or_insert_with(|| PhaseReport { phase, ..Default::default() });
             p.steps += 1;
             for k in &kernels {
                 let key = match k.quant {
@@ -150,16 +171,16 @@ impl Phases {
     }
 }
 
-fn label(kernels: &[Class]) -> &'static str {
+fn label(kernels: &[Class]) -> Phase {
     let batch_gt_1 = |k: &Class| !matches!(k.batch, Some(Batch::Exact(1)));
     let prompt_batch =
         |k: &Class| matches!(k.family, Family::Mmq | Family::BlasGemm) || (k.family == Family::Mmvq && batch_gt_1(k));
     if kernels.iter().any(prompt_batch) {
-        "prefill"
+        Phase::Prefill
     } else if kernels.iter().any(|k| k.family == Family::Mmvq) {
-        "decode"
+        Phase::Decode
     } else {
-        "other"
+        Phase::Other
     }
 }
 
@@ -187,8 +208,8 @@ mod tests {
         assert_eq!(
             spans,
             [
-                StepSpan { phase: "prefill", start: 100, end: 130, kernels: 2 },
-                StepSpan { phase: "decode", start: 200, end: 250, kernels: 1 },
+                StepSpan { phase: Phase::Prefill, start: 100, end: 130, kernels: 2 },
+                StepSpan { phase: Phase::Decode, start: 200, end: 250, kernels: 1 },
             ]
         );
     }

@@ -290,7 +290,7 @@ fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono:
             command: args.command.clone(),
             libs: args.libs.iter().map(|p| p.display().to_string()).collect(),
             duration_s: args.duration.map(|d| d.as_secs_f64()),
-            filter: if filter_by_pid { "pid" } else { "all" }.into(),
+            filter: if filter_by_pid { trace::Filter::Pid } else { trace::Filter::All },
             ring_bytes: args.ring_bytes,
             ollama_servers: targets.servers.clone(),
             kernel_tracepoints: attach::gpu_tracepoint_groups(),

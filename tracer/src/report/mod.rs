@@ -175,7 +175,7 @@ pub struct IoctlReport {
 /// What a kernel's name says it does (see `classify`).
 #[derive(Debug, Default, Serialize)]
 pub struct KernelClass {
-    pub family: String,
+    pub family: crate::classify::Family,
     pub quant: Option<String>,
     /// "1" (exact columns, MMVQ) or "<=128" (MMQ tile width, from the name alone).
     pub batch: Option<String>,
@@ -192,17 +192,13 @@ impl KernelClass {
     }
 
     fn from(c: crate::classify::Class) -> Self {
-        Self {
-            family: c.family.name().to_owned(),
-            quant: c.quant.map(str::to_owned),
-            batch: c.batch.map(crate::classify::Batch::label),
-        }
+        Self { family: c.family, quant: c.quant.map(str::to_owned), batch: c.batch.map(crate::classify::Batch::label) }
     }
 
     pub(crate) fn text(&self) -> String {
         let quant = self.quant.as_deref().map(|q| format!(" {q}")).unwrap_or_default();
         let batch = self.batch.as_deref().map(|b| format!(" b{b}")).unwrap_or_default();
-        format!("{}{quant}{batch}", self.family)
+        format!("{}{quant}{batch}", self.family.name())
     }
 }
 

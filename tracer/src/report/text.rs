@@ -145,7 +145,7 @@ impl Report {
                     a.mean_ns as f64 / 1e3
                 )?;
             }
-            if p.phases.iter().any(|ph| ph.phase != "other") {
+            if p.phases.iter().any(|ph| ph.phase != crate::phase::Phase::Other) {
                 writeln!(s, "\n  phases (a step ends at the sync after the logits copy, or at a graph replay):")?;
                 writeln!(s, "  {:<8} {:>6}  {:<16} kernels", "phase", "steps", "batch widths")?;
                 for ph in &p.phases {
@@ -154,7 +154,7 @@ impl Report {
                     writeln!(
                         s,
                         "  {:<8} {:>6}  {:<16} {}",
-                        ph.phase,
+                        ph.phase.as_str(),
                         ph.steps,
                         if widths.is_empty() { "-".to_owned() } else { widths.join(", ") },
                         kernels.join(", ")

@@ -61,7 +61,7 @@ pub struct Options {
     pub libs: Vec<String>,
     pub duration_s: Option<f64>,
     /// "pid" when the kernel filters by PID, "all" when every process is recorded.
-    pub filter: String,
+    pub filter: Filter,
     pub ring_bytes: u32,
     /// --ollama: the `ollama serve` processes followed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -70,6 +70,26 @@ pub struct Options {
     /// them ("amdgpu", "`gpu_scheduler`").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub kernel_tracepoints: BTreeMap<String, bool>,
+}
+
+/// Which processes a recording traces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Filter {
+    /// The processes named (--pid, the command, Ollama's) and their children: a PID map in the kernel.
+    Pid,
+    /// Every process that calls a probed library, except the tracer.
+    #[default]
+    All,
+}
+
+impl Filter {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Pid => "pid",
+            Self::All => "all",
+        }
+    }
 }
 
 /// Where a library copy came from.

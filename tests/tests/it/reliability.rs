@@ -1,10 +1,5 @@
 //! The worst moments: a target killed mid-trace, a ring buffer that overflows, a full disk, and a machine
 //! that lacks what recording needs.
-#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
-#![expect(
-    unused_crate_dependencies,
-    reason = "the integration tests share one dependency list; each file uses a part of it"
-)]
 
 use std::process::Command;
 

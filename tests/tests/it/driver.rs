@@ -1,9 +1,4 @@
 //! The kernel-driver view: ioctls on the GPU drivers, by name, from real syscalls.
-#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
-#![expect(
-    unused_crate_dependencies,
-    reason = "the integration tests share one dependency list; each file uses a part of it"
-)]
 
 use std::process::Command;
 

@@ -1,11 +1,6 @@
 //! `tracer inspect` on real code objects: the hipcc-built ggml-named fixture, the same bundles
 //! compressed as clang-offload-bundler compresses them, and the real `libggml-hip.so` of a llama.cpp
 //! `ROCm` build (from the `cyllama-rocm` wheel), whose every kernel name must classify.
-#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
-#![expect(
-    unused_crate_dependencies,
-    reason = "the integration tests share one dependency list; each file uses a part of it"
-)]
 #![expect(
     clippy::little_endian_bytes,
     clippy::cast_precision_loss,

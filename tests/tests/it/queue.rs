@@ -2,11 +2,6 @@
 //! cannot create a queue, so the queue path runs on a test double with the real layouts
 //! (`fixtures/hsa_double`); the real library's entry points are attached and fire in
 //! `driver.rs::rocminfo_as_a_real_kfd_client`. The HIP graph calls run on the real runtime.
-#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
-#![expect(
-    unused_crate_dependencies,
-    reason = "the integration tests share one dependency list; each file uses a part of it"
-)]
 
 use integration_tests::*;
 

@@ -1,10 +1,5 @@
 //! Recording real HIP programs on Debian's real libamdhip64 (no GPU: launches return
 //! hipErrorInvalidDevice, 101, but every probed call reaches the runtime).
-#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
-#![expect(
-    unused_crate_dependencies,
-    reason = "the integration tests share one dependency list; each file uses a part of it"
-)]
 
 use integration_tests::*;
 

@@ -1,11 +1,6 @@
 //! CUDA behind the same probe -> decode -> attribute -> trace -> report path, on TEST DOUBLES of libcuda
 //! and libcudart (`fixtures/cuda_double`: the real symbols and signatures, fixed handles). The real
 //! libraries are checked against CUPTI on a GPU machine (`bench/gpu/cuda_check.sh`).
-#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
-#![expect(
-    unused_crate_dependencies,
-    reason = "the integration tests share one dependency list; each file uses a part of it"
-)]
 
 use integration_tests::*;
 

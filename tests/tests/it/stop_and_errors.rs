@@ -1,9 +1,4 @@
 //! How recording ends (signals, duration, a killed tracer) and what a user sees when something is wrong.
-#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
-#![expect(
-    unused_crate_dependencies,
-    reason = "the integration tests share one dependency list; each file uses a part of it"
-)]
 
 use integration_tests::*;
 

@@ -3,14 +3,9 @@
 //! HIP programs (`mini_runner`) started with the argv Ollama gives them — `ollama runner --model P --port
 //! N` (older releases) and `llama-server --model P --port N` (newer) — loading libamdhip64 from a
 //! bundle-style directory `<tmp>/lib/ollama/rocm/`, as Ollama's own copy.
-#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
 #![expect(
     clippy::many_single_char_names,
     reason = "short names for a record, a footer, an output and a value read in one test"
-)]
-#![expect(
-    unused_crate_dependencies,
-    reason = "the integration tests share one dependency list; each file uses a part of it"
 )]
 
 use std::{

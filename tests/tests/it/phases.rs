@@ -1,13 +1,8 @@
 //! The seeds' question on a ggml-shaped workload: kernels named as ggml names them, launched on the real HIP
 //! runtime in a prefill step and three decode steps (`fixtures/hip/ggml_steps.hip`).
-#![expect(clippy::tests_outside_test_module, reason = "an integration test file is a test crate of its own")]
 #![expect(
     clippy::many_single_char_names,
     reason = "short names for an output, a value, a process and a step read in one test"
-)]
-#![expect(
-    unused_crate_dependencies,
-    reason = "the integration tests share one dependency list; each file uses a part of it"
 )]
 
 use integration_tests::*;

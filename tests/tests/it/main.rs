@@ -1,0 +1,15 @@
+//! The integration tests: the real `tracer` binary, with its real eBPF programs, against real processes
+//! (hipcc-built programs on Debian's HIP runtime, Debian's rocminfo, and named test doubles where the real
+//! library cannot reach a path without a GPU). One test crate, a module per subject; `cargo xtask test`
+//! runs it as root, one test at a time.
+#![expect(clippy::tests_outside_test_module, reason = "an integration test crate is a test of its own")]
+
+mod cuda;
+mod driver;
+mod inspect;
+mod ollama;
+mod phases;
+mod queue;
+mod record;
+mod reliability;
+mod stop_and_errors;
