@@ -63,7 +63,7 @@ impl Family {
 
 /// How exactly the name (and, where given, the launch shape) fixes the batch width: the columns of the
 /// right-hand matrix, ggml's ne11.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Batch {
     /// Exactly this many columns: MMVQ's `ncols_dst` template argument, or the `MoE` MMVQ kernel's block
     /// height (one warp per token).

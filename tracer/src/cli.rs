@@ -49,9 +49,13 @@ pub struct ExportCli {
     pub file: PathBuf,
     #[arg(long, value_enum)]
     pub format: ExportFormat,
-    /// Where to write (default: standard output).
+    /// Where to write: a file that appears only when the export is complete, or `-` (the default) for
+    /// standard output.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Replace the output file if it exists (never the trace being read, a link, or a device).
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -62,7 +66,8 @@ pub enum ExportFormat {
 
 #[derive(Debug, Args)]
 pub struct RecordCli {
-    /// Trace file to write (JSON Lines; zstd-compressed when the name ends in .zst).
+    /// Trace file to write (JSON Lines; zstd-compressed when the name ends in .zst; `-` for standard
+    /// output, uncompressed).
     #[arg(short, long, default_value = "trace.jsonl")]
     pub output: PathBuf,
     /// Replace the output file if it exists.

@@ -31,14 +31,46 @@ const QUEUE_TRACK_BASE: u64 = 1 << 30;
 /// The synthetic thread id of each process's track of inference steps.
 const PHASE_TRACK: u64 = QUEUE_TRACK_BASE - 1;
 
-pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
-    let mut events: Vec<Value> = Vec::new();
+/// Launches waiting for their dispatch, per process and kernel name, at most this many each; beyond it
+/// the oldest launch's arrow is given up (and counted), so memory stays bounded.
+const MAX_PENDING_FLOWS: usize = 4096;
+
+/// Writes trace events one by one, as the JSON array's elements.
+struct EventStream<'a> {
+    out: &'a mut dyn Write,
+    first: bool,
+    failure: Option<std::io::Error>,
+}
+
+impl EventStream<'_> {
+    fn emit(&mut self, ev: &Value) {
+        if self.failure.is_some() {
+            return;
+        }
+        let sep: &[u8] = if self.first { b"\n" } else { b",\n" };
+        self.first = false;
+        if let Err(e) = self
+            .out
+            .write_all(sep)
+            .and_then(|()| serde_json::to_writer(&mut *self.out, ev).map_err(std::io::Error::from))
+        {
+            self.failure = Some(e);
+        }
+    }
+}
+
+/// Streams a trace as Chrome trace-event JSON: memory stays bounded by the number of kernels, queues,
+/// processes and inference steps, not by the number of events.
+pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
+    out.write_all(b"{\"traceEvents\":[")?;
+    let mut events = EventStream { out, first: true, failure: None };
     let mut kernels: HashMap<u32, String> = HashMap::new();
     let mut classes: HashMap<u32, crate::classify::Class> = HashMap::new();
     let mut phases: BTreeMap<u32, crate::phase::Phases> = BTreeMap::new();
     let mut queues: BTreeMap<(u32, u64), u64> = BTreeMap::new();
-    // Launches waiting for their dispatch, per (pid, kernel name): flow ids.
-    let mut pending: HashMap<(u32, String), VecDeque<u64>> = HashMap::new();
+    // Launches waiting for their dispatch, per (pid, kernel name): (tid, ts).
+    let mut pending: HashMap<(u32, String), VecDeque<(u32, u64)>> = HashMap::new();
+    let mut flows_given_up = 0u64;
     let mut next_flow = 1u64;
     let mut start = 0u64;
     let us = |ts: u64, start: u64| ts.saturating_sub(start) as f64 / 1000.0;
@@ -52,7 +84,7 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
                 _ => name,
             };
             events
-                .push(json!({"ph": "M", "name": "process_name", "pid": p.pid, "tid": p.pid, "args": {"name": label}}));
+                .emit(&json!({"ph": "M", "name": "process_name", "pid": p.pid, "tid": p.pid, "args": {"name": label}}));
         }
         Record::Kernel(k) => {
             let name = if k.demangled.is_empty() { format!("unnamed {:#x}", k.handle) } else { k.demangled.clone() };
@@ -65,32 +97,33 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
                 l.kernel.and_then(|id| classes.get(&id)).cloned().unwrap_or_else(|| crate::classify::classify(""));
             let class = class.with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems);
             phases.entry(l.pid).or_default().launch(class, l.ts);
-            let mut ev = json!({
+            events.emit(&json!({
                 "ph": "X", "cat": "launch", "name": format!("{} {}", l.api.name(), name), "pid": l.pid, "tid": l.tid,
                 "ts": us(l.ts, start), "dur": l.dur as f64 / 1000.0,
                 "args": {"grid": l.grid, "block": l.block, "grid_unit": l.grid_unit, "shmem": l.shmem, "stream": l.stream, "ret": l.ret, "captured": l.captured},
-            });
-            events.push(ev.take());
+            }));
             if l.ret == 0 && !l.captured {
-                let id = next_flow;
-                next_flow += 1;
-                pending.entry((l.pid, name)).or_default().push_back(id);
-                events.push(json!({"ph": "s", "cat": "dispatch", "name": "launch\u{2192}dispatch", "id": id, "pid": l.pid, "tid": l.tid, "ts": us(l.ts, start)}));
+                let q = pending.entry((l.pid, name)).or_default();
+                if q.len() == MAX_PENDING_FLOWS {
+                    q.pop_front();
+                    flows_given_up += 1;
+                }
+                q.push_back((l.tid, l.ts));
             }
         }
-        Record::Config(c) => events.push(json!({
+        Record::Config(c) => events.emit(&json!({
             "ph": "X", "cat": "api", "name": c.api.name(), "pid": c.pid, "tid": c.tid,
             "ts": us(c.ts, start), "dur": c.dur as f64 / 1000.0,
             "args": {"grid": c.grid, "block": c.block, "shmem": c.shmem, "ret": c.ret},
         })),
         Record::Call(c) => {
             phases.entry(c.pid).or_default().call(c.api.op(), c.kind, c.ts);
-            events.push(json!({
-                "ph": "X", "cat": "api", "name": c.api, "pid": c.pid, "tid": c.tid,
+            events.emit(&json!({
+                "ph": "X", "cat": "api", "name": c.api.name(), "pid": c.pid, "tid": c.tid,
                 "ts": us(c.ts, start), "dur": c.dur as f64 / 1000.0, "args": {"ret": c.ret},
-            }))
+            }));
         }
-        Record::Ioctl(i) => events.push(json!({
+        Record::Ioctl(i) => events.emit(&json!({
             "ph": "X", "cat": "ioctl", "name": i.name, "pid": i.pid, "tid": i.tid,
             "ts": us(i.ts, start), "dur": i.dur as f64 / 1000.0, "args": {"ret": i.ret, "fields": i.fields},
         })),
@@ -104,16 +137,21 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
                 let class = class.with_shape(d.grid, d.workgroup.map(u32::from), true);
                 phases.entry(d.pid).or_default().dispatch(class, d.ts);
             }
-            events.push(json!({
+            events.emit(&json!({
                 "ph": "i", "s": "t", "cat": "dispatch", "name": name, "pid": d.pid, "tid": track, "ts": us(d.ts, start),
                 "args": {"index": d.index, "workgroup": d.workgroup, "grid_work_items": d.grid, "group_segment": d.group_segment,
                          "private_segment": d.private_segment, "kernel_object": format!("{:#x}", d.kernel_object)},
             }));
-            if let Some(id) = pending.get_mut(&(d.pid, name)).and_then(VecDeque::pop_front) {
-                events.push(json!({"ph": "f", "bp": "e", "cat": "dispatch", "name": "launch\u{2192}dispatch", "id": id, "pid": d.pid, "tid": track, "ts": us(d.ts, start)}));
+            // The launch that produced this dispatch, joined by an arrow: both ends are written now, so
+            // none dangles.
+            if let Some((tid, ts)) = pending.get_mut(&(d.pid, name)).and_then(VecDeque::pop_front) {
+                let id = next_flow;
+                next_flow += 1;
+                events.emit(&json!({"ph": "s", "cat": "dispatch", "name": "launch\u{2192}dispatch", "id": id, "pid": d.pid, "tid": tid, "ts": us(ts, start)}));
+                events.emit(&json!({"ph": "f", "bp": "e", "cat": "dispatch", "name": "launch\u{2192}dispatch", "id": id, "pid": d.pid, "tid": track, "ts": us(d.ts, start)}));
             }
         }
-        Record::Exit(e) => events.push(json!({
+        Record::Exit(e) => events.emit(&json!({
             "ph": "i", "s": "p", "cat": "process", "name": "exit", "pid": e.pid, "tid": e.pid, "ts": us(e.ts, start),
             "args": {"code": e.code, "signal": e.signal},
         })),
@@ -125,9 +163,9 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
         if spans.is_empty() {
             continue;
         }
-        events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": PHASE_TRACK, "args": {"name": "inference steps"}}));
+        events.emit(&json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": PHASE_TRACK, "args": {"name": "inference steps"}}));
         for (n, sp) in spans.iter().enumerate() {
-            events.push(json!({
+            events.emit(&json!({
                 "ph": "X", "cat": "phase", "name": sp.phase.as_str(), "pid": pid, "tid": PHASE_TRACK,
                 "ts": us(sp.start, start), "dur": sp.end.saturating_sub(sp.start) as f64 / 1000.0,
                 "args": {"step": n, "kernels": sp.kernels},
@@ -135,19 +173,23 @@ pub fn perfetto(input: &Path, out: &mut impl Write) -> Result<()> {
         }
     }
     for ((pid, queue), track) in &queues {
-        events.push(json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": track, "args": {"name": format!("GPU queue {queue:#x}")}}));
+        events.emit(&json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": track, "args": {"name": format!("GPU queue {queue:#x}")}}));
     }
-    // Flow starts whose dispatch was never seen would dangle: drop them.
-    let unmatched: std::collections::HashSet<u64> = pending.values().flatten().copied().collect();
-    events.retain(|e| !(e["ph"] == "s" && e["id"].as_u64().is_some_and(|id| unmatched.contains(&id))));
-    let doc = json!({"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"source": "tracer", "warning": status.warning()}});
-    serde_json::to_writer(&mut *out, &doc)?;
-    out.write_all(b"\n")?;
+    if let Some(e) = events.failure {
+        return Err(e.into());
+    }
+    let other = json!({"source": "tracer", "warning": status.warning(), "flows_given_up": flows_given_up});
+    write!(out, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{other}}}\n")?;
     Ok(())
 }
 
-/// rocprofv3's kernel-trace CSV columns.
-pub const CSV_COLUMNS: [&str; 19] = [
+/// rocprofv3's kernel-trace CSV columns, in its order.
+///
+/// As rocprofiler-sdk's `generateCSV.cpp` writes the kernel trace with streams. Empty where tracer cannot know the value without touching the process: the agent and
+/// stream (not in an AQL packet), the correlation id and end time (the GPU's side), and the register
+/// counts (the code object the device ran is one of several per-target ones; `tracer inspect --target`
+/// lists them).
+pub const CSV_COLUMNS: [&str; 22] = [
     "Kind",
     "Agent_Id",
     "Queue_Id",
@@ -159,8 +201,11 @@ pub const CSV_COLUMNS: [&str; 19] = [
     "Correlation_Id",
     "Start_Timestamp",
     "End_Timestamp",
-    "Private_Segment_Size",
-    "Group_Segment_Size",
+    "LDS_Block_Size",
+    "Scratch_Size",
+    "VGPR_Count",
+    "Accum_VGPR_Count",
+    "SGPR_Count",
     "Workgroup_Size_X",
     "Workgroup_Size_Y",
     "Workgroup_Size_Z",
@@ -169,7 +214,7 @@ pub const CSV_COLUMNS: [&str; 19] = [
     "Grid_Size_Z",
 ];
 
-pub fn csv(input: &Path, out: &mut impl Write) -> Result<()> {
+pub fn csv(input: &Path, out: &mut dyn Write) -> Result<()> {
     let mut w = ::csv::Writer::from_writer(out);
     w.write_record(CSV_COLUMNS)?;
     let mut kernels: HashMap<u32, String> = HashMap::new();
@@ -178,7 +223,8 @@ pub fn csv(input: &Path, out: &mut impl Write) -> Result<()> {
     let mut failure = None;
     trace::for_each_record(input, |r| match r {
         Record::Kernel(k) => {
-            kernels.insert(k.id, k.name);
+            let name = if k.demangled.is_empty() { k.name } else { k.demangled };
+            kernels.insert(k.id, name);
         }
         Record::Queue(q) => {
             queues.insert((q.pid, q.queue), q.id);
@@ -189,8 +235,9 @@ pub fn csv(input: &Path, out: &mut impl Write) -> Result<()> {
             let queue_id = *queues.entry((d.pid, d.queue)).or_insert(n);
             let name = d.kernel.and_then(|id| kernels.get(&id)).cloned().unwrap_or_default();
             let num = |v: u64| v.to_string();
-            // Agent, stream, correlation and end time are not visible at the doorbell: empty, as rocprofv3
-            // leaves unknowns.
+            // See CSV_COLUMNS for what stays empty and why. LDS is the packet's group segment (dynamic
+            // shared memory included, not rounded to the allocation granule as rocprofv3 rounds the
+            // kernel's static size).
             let row = [
                 "KERNEL_DISPATCH".to_owned(),
                 String::new(),
@@ -203,8 +250,11 @@ pub fn csv(input: &Path, out: &mut impl Write) -> Result<()> {
                 String::new(),
                 num(d.ts),
                 String::new(),
-                num(d.private_segment.into()),
                 num(d.group_segment.into()),
+                num(d.private_segment.into()),
+                String::new(),
+                String::new(),
+                String::new(),
                 num(d.workgroup[0].into()),
                 num(d.workgroup[1].into()),
                 num(d.workgroup[2].into()),
@@ -318,7 +368,7 @@ mod tests {
         assert_eq!(lines[0], CSV_COLUMNS.join(","));
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[1].split(',').count(), CSV_COLUMNS.len());
-        assert!(lines[1].starts_with("KERNEL_DISPATCH,,0,,8,1,2,_Z1kv,,25000,,"), "{}", lines[1]);
+        assert!(lines[1].starts_with("KERNEL_DISPATCH,,0,,8,1,2,k(),,25000,,0,0,,,,"), "{}", lines[1]);
     }
 
     #[test]

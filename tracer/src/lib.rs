@@ -18,6 +18,7 @@ pub mod inspect;
 pub mod ioctl;
 pub mod libs;
 pub mod ollama;
+pub mod output;
 pub mod phase;
 pub mod proc;
 pub mod process;

@@ -1,15 +1,23 @@
+//! The `tracer` command: parses the command line and runs one subcommand.
+//!
+//! Exit status: 0 on success; for `record -- COMMAND`, the command's own status (128 + N when a signal N
+//! ended it); 1 with one sentence on stderr when something failed; 2 for a usage error. A closed output
+//! pipe (`tracer report t.jsonl | head`) ends quietly with 0.
 #![expect(
     unused_crate_dependencies,
-    clippy::print_stdout,
     clippy::print_stderr,
-    reason = "the binary is the library's thin front: the library uses the dependencies, and a CLI prints its answers and errors"
+    reason = "the binary is the library's thin front: the library uses the dependencies, and a CLI reports its errors"
 )]
-use std::process::ExitCode;
+use std::{
+    io::{BufWriter, Write as _},
+    process::ExitCode,
+};
 
 use clap::Parser as _;
 use tracer::{
     attach::ProbeMode,
-    cli::{Cli, Cmd, ExportFormat, ProbeModeArg},
+    cli::{Cli, Cmd, ExportCli, ExportFormat, ProbeModeArg},
+    output::{self, Dest, Staged},
     record::{self, RecordArgs},
     report::Report,
 };
@@ -35,44 +43,62 @@ fn main() -> ExitCode {
                 ProbeModeArg::Record => ProbeMode::Record,
                 ProbeModeArg::Empty => ProbeMode::Empty,
             },
-        }),
+        })
+        .map(|status| status.map_or(ExitCode::SUCCESS, ExitCode::from)),
         Cmd::Inspect(i) => tracer::inspect::inspect(&i.file, i.target.as_deref()).and_then(|ins| {
-            if i.json {
-                println!("{}", serde_json::to_string_pretty(&ins)?);
-            } else {
-                print!("{}", ins.to_text());
-            }
-            Ok(())
+            let text = if i.json { format!("{}\n", serde_json::to_string_pretty(&ins)?) } else { ins.to_text() };
+            print(&text)
         }),
-        Cmd::Export(e) => (|| {
-            let mut out: Box<dyn std::io::Write> = match &e.output {
-                Some(path) => Box::new(std::io::BufWriter::new(record::create_output(path, true)?)),
-                None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-            };
-            match e.format {
-                ExportFormat::Perfetto => tracer::export::perfetto(&e.file, &mut out)?,
-                ExportFormat::Csv => tracer::export::csv(&e.file, &mut out)?,
-            }
-            out.flush()?;
-            Ok(())
-        })(),
+        Cmd::Export(e) => export(&e),
         Cmd::Report(r) => Report::from_file(&r.file).and_then(|rep| {
             if r.json {
-                println!("{}", serde_json::to_string_pretty(&rep)?);
+                print(&format!("{}\n", serde_json::to_string_pretty(&rep)?))
             } else {
                 if let Some(w) = &rep.trace.warning {
                     eprintln!("tracer: warning: {w}");
                 }
-                print!("{}", rep.to_text());
+                print(&rep.to_text())
             }
-            Ok(())
         }),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
+        // The reader of our output went away (`| head`): it has what it wanted.
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tracer: error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn print(text: &str) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Exports to standard output, or to a file that appears only when the export is complete.
+fn export(e: &ExportCli) -> anyhow::Result<ExitCode> {
+    let run = |out: &mut dyn std::io::Write| match e.format {
+        ExportFormat::Perfetto => tracer::export::perfetto(&e.file, out),
+        ExportFormat::Csv => tracer::export::csv(&e.file, out),
+    };
+    match e.output.as_deref().map_or(Dest::Stdout, Dest::parse) {
+        Dest::Stdout => {
+            let mut out = BufWriter::new(std::io::stdout().lock());
+            run(&mut out)?;
+            out.flush()?;
+        }
+        Dest::File(path) => {
+            let mut staged = Staged::create(&path, e.force, &[&e.file])?;
+            let mut out = BufWriter::new(staged.file());
+            run(&mut out)?;
+            out.flush()?;
+            drop(out);
+            staged.commit()?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

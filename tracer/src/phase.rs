@@ -53,9 +53,21 @@ pub struct PhaseReport {
     pub batch_widths: BTreeSet<String>,
 }
 
+/// Kernels of one family (and quantization type) counted.
+type FamilyCounts = BTreeMap<(Family, Option<&'static str>), u64>;
+
+/// The step being built: what its kernels add up to, not the kernels themselves, so that memory stays
+/// flat however long the trace.
 #[derive(Default)]
 struct Step {
-    kernels: Vec<Class>,
+    kernels: usize,
+    counts: FamilyCounts,
+    batches: BTreeSet<Batch>,
+    /// MMQ or a BLAS GEMM, or MMVQ over more than one column.
+    prompt_batch: bool,
+    mmvq: bool,
+    /// A ggml quantized kernel (MMVQ, MMQ, `q8_1` quantize).
+    ggml: bool,
     copied_to_host: bool,
     /// The first kernel's time and the last event's (kernel, or the call that ended the step).
     start: u64,
@@ -64,11 +76,32 @@ struct Step {
 
 impl Step {
     fn push(&mut self, class: Class, ts: u64) {
-        if self.kernels.is_empty() {
+        if self.kernels == 0 {
             self.start = ts;
         }
         self.end = self.end.max(ts);
-        self.kernels.push(class);
+        self.kernels += 1;
+        let one_column = matches!(class.batch, Some(Batch::Exact(1)));
+        self.prompt_batch |=
+            matches!(class.family, Family::Mmq | Family::BlasGemm) || (class.family == Family::Mmvq && !one_column);
+        self.mmvq |= class.family == Family::Mmvq;
+        self.ggml |= matches!(class.family, Family::Mmvq | Family::Mmq | Family::Quantize);
+        *self.counts.entry((class.family, class.quant)).or_default() += 1;
+        if let Some(b) = class.batch {
+            self.batches.insert(b);
+        }
+    }
+
+    /// Any MMQ or BLAS GEMM, or MMVQ with more than one column, is a prompt batch (prefill); MMVQ with one
+    /// column only is token decode; a step with no quantized or BLAS matrix kernel is "other".
+    const fn label(&self) -> Phase {
+        if self.prompt_batch {
+            Phase::Prefill
+        } else if self.mmvq {
+            Phase::Decode
+        } else {
+            Phase::Other
+        }
     }
 }
 
@@ -81,13 +114,35 @@ pub struct StepSpan {
     pub kernels: usize,
 }
 
+/// The closed steps of one view (API launches or queue dispatches): totals per phase and a span each.
+#[derive(Default)]
+struct Done {
+    steps: BTreeMap<Phase, (u64, FamilyCounts, BTreeSet<Batch>)>,
+    spans: Vec<StepSpan>,
+    ggml: bool,
+}
+
+impl Done {
+    fn add(&mut self, step: Step) {
+        let phase = step.label();
+        let (n, counts, batches) = self.steps.entry(phase).or_default();
+        *n += 1;
+        for (k, c) in step.counts {
+            *counts.entry(k).or_default() += c;
+        }
+        batches.extend(step.batches);
+        self.ggml |= step.ggml;
+        self.spans.push(StepSpan { phase, start: step.start, end: step.end, kernels: step.kernels });
+    }
+}
+
 /// Builds the phases of one process from its records in order.
 #[derive(Default)]
 pub struct Phases {
     api: Step,
     queue: Step,
-    api_done: Vec<Step>,
-    queue_done: Vec<Step>,
+    api_done: Done,
+    queue_done: Done,
     saw_dispatch: bool,
 }
 
@@ -104,7 +159,7 @@ impl Phases {
     /// An API call: copies to the host, synchronizations and graph replays delimit steps.
     pub fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64) {
         for step in [&mut self.api, &mut self.queue] {
-            if !step.kernels.is_empty() {
+            if step.kernels > 0 {
                 step.end = step.end.max(ts);
             }
         }
@@ -122,65 +177,44 @@ impl Phases {
     fn close(&mut self) {
         for (step, done) in [(&mut self.api, &mut self.api_done), (&mut self.queue, &mut self.queue_done)] {
             let s = std::mem::take(step);
-            if !s.kernels.is_empty() {
-                done.push(s);
+            if s.kernels > 0 {
+                done.add(s);
             }
         }
     }
 
-    /// The steps, in order; none for a process that ran no ggml quantized kernel (MMVQ, MMQ, `q8_1`
-    /// quantize): the prefill/decode labels describe ggml's graph evaluations, not other workloads.
-    fn steps(mut self) -> Vec<Step> {
+    /// The closed steps of the view that counts (the queue's when the process has dispatches: graph
+    /// replays reach only the queue); none for a process that ran no ggml quantized kernel: the
+    /// prefill/decode labels describe ggml's graph evaluations, not other workloads.
+    fn done(mut self) -> Option<Done> {
         self.close();
-        let steps = if self.saw_dispatch { self.queue_done } else { self.api_done };
-        let ggml = |k: &Class| matches!(k.family, Family::Mmvq | Family::Mmq | Family::Quantize);
-        if !steps.iter().flat_map(|s| &s.kernels).any(ggml) {
-            return Vec::new();
-        }
-        steps
+        let done = if self.saw_dispatch { self.queue_done } else { self.api_done };
+        done.ggml.then_some(done)
     }
 
     /// Each step as a labelled time span.
     pub fn spans(self) -> Vec<StepSpan> {
-        self.steps()
-            .into_iter()
-            .map(|s| StepSpan { phase: label(&s.kernels), start: s.start, end: s.end, kernels: s.kernels.len() })
-            .collect()
+        self.done().map(|d| d.spans).unwrap_or_default()
     }
 
     /// The phases' totals.
     pub fn finish(self) -> Vec<PhaseReport> {
-        let steps: Vec<Vec<Class>> = self.steps().into_iter().map(|s| s.kernels).collect();
-        let mut phases: BTreeMap<Phase, PhaseReport> = BTreeMap::new();
-        for kernels in steps {
-            let phase = label(&kernels);
-            let p = phases.entry(phase).or_insert_with(|| PhaseReport { phase, ..Default::default() });
-            p.steps += 1;
-            for k in &kernels {
-                let key = match k.quant {
-                    Some(q) => format!("{} {q}", k.family.name()),
-                    None => k.family.name().to_owned(),
-                };
-                *p.kernels.entry(key).or_default() += 1;
-                if let Some(b) = k.batch {
-                    p.batch_widths.insert(b.label());
-                }
-            }
-        }
-        phases.into_values().collect()
-    }
-}
-
-fn label(kernels: &[Class]) -> Phase {
-    let batch_gt_1 = |k: &Class| !matches!(k.batch, Some(Batch::Exact(1)));
-    let prompt_batch =
-        |k: &Class| matches!(k.family, Family::Mmq | Family::BlasGemm) || (k.family == Family::Mmvq && batch_gt_1(k));
-    if kernels.iter().any(prompt_batch) {
-        Phase::Prefill
-    } else if kernels.iter().any(|k| k.family == Family::Mmvq) {
-        Phase::Decode
-    } else {
-        Phase::Other
+        let Some(done) = self.done() else { return Vec::new() };
+        done.steps
+            .into_iter()
+            .map(|(phase, (steps, counts, batches))| PhaseReport {
+                phase,
+                steps,
+                kernels: counts
+                    .into_iter()
+                    .map(|((family, quant), n)| {
+                        let key = quant.map_or_else(|| family.name().to_owned(), |q| format!("{} {q}", family.name()));
+                        (key, n)
+                    })
+                    .collect(),
+                batch_widths: batches.into_iter().map(Batch::label).collect(),
+            })
+            .collect()
     }
 }
 

@@ -54,6 +54,11 @@ pub trait Procs {
         self.stat(pid).is_some()
     }
 
+    /// Whether the process is a kernel thread (it runs no program of its own).
+    fn is_kernel_thread(&self, _pid: u32) -> bool {
+        false
+    }
+
     /// Every live descendant of `roots`, in pid order.
     fn descendants(&self, roots: &[u32]) -> Vec<u32> {
         let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
@@ -147,6 +152,12 @@ impl Procs for Live {
         }
     }
 
+    fn is_kernel_thread(&self, pid: u32) -> bool {
+        // PF_KTHREAD in the task's flags (stat field 9).
+        const PF_KTHREAD: u32 = 0x0020_0000;
+        process(pid).and_then(|p| p.stat().ok()).is_some_and(|s| s.flags & PF_KTHREAD != 0)
+    }
+
     fn same_mount_ns(&self, pid: u32) -> bool {
         let mine = procfs::process::Process::myself().ok().and_then(|p| mount_ns(&p));
         mine.is_some() && process(pid).and_then(|p| mount_ns(&p)) == mine
@@ -196,5 +207,7 @@ mod tests {
         assert!(LIVE.same_mount_ns(me));
         assert!(LIVE.pids().contains(&me));
         assert!(LIVE.descendants(&[stat.ppid]).contains(&me));
+        assert!(!LIVE.is_kernel_thread(me));
+        assert!(LIVE.is_kernel_thread(2), "pid 2 is kthreadd");
     }
 }

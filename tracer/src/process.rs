@@ -11,6 +11,8 @@ use crate::{
 
 pub struct ProcessTable {
     known: HashMap<u32, u64>,
+    /// The command tracer started, by PID: its argv until its first exec has been recorded.
+    commands: HashMap<u32, Vec<String>>,
     /// Where Ollama keeps its models, to name a runner's model blob.
     pub models_dir: Option<PathBuf>,
     procs: &'static (dyn Procs + Sync),
@@ -25,7 +27,7 @@ impl Default for ProcessTable {
 impl ProcessTable {
     /// A table reading processes from `procs` (the live /proc, or a test's).
     pub fn with_procs(procs: &'static (dyn Procs + Sync)) -> Self {
-        Self { known: HashMap::new(), models_dir: None, procs }
+        Self { known: HashMap::new(), commands: HashMap::new(), models_dir: None, procs }
     }
 
     /// A process record when `pid` is new to the trace (or was reused, or `cause` is exec), else None.
@@ -38,13 +40,27 @@ impl ProcessTable {
         self.known.insert(pid, start);
         let (ppid, start_time, comm) =
             info.map_or_else(|| (0, 0, comm_hint.to_owned()), |i| (i.ppid, i.start_time, i.comm));
-        let argv = self.procs.argv(pid);
+        let mut argv = self.procs.argv(pid);
+        let mut comm = comm;
+        // The command tracer started: a copy of tracer until it execs, and maybe gone before its exec is
+        // seen. Its argv is the one given after `--`.
+        let known = if cause == Cause::Exec { self.commands.remove(&pid) } else { self.commands.get(&pid).cloned() };
+        if let Some(command) = known.filter(|_| cause != Cause::Exec || argv.is_empty()) {
+            comm =
+                command.first().map(|p| p.rsplit('/').next().unwrap_or(p).chars().take(15).collect()).unwrap_or(comm);
+            argv = command;
+        }
         // A process that already ended has no cmdline: its comm still tells a llama-server runner.
         let for_role = if argv.is_empty() { vec![comm.clone()] } else { argv.clone() };
         let (role, model) = ollama::role(&for_role).recorded();
         let model_name =
             model.as_deref().zip(self.models_dir.as_deref()).and_then(|(m, dir)| ollama::model_label(m, dir));
         Some(trace::Process { pid, ppid, start_time, comm, argv, cause, ts, role, model, model_name })
+    }
+
+    /// Names the command tracer started (`-- COMMAND ARGS`) before it has exec'd.
+    pub fn name_command(&mut self, pid: u32, argv: Vec<String>) {
+        self.commands.insert(pid, argv);
     }
 
     pub fn knows(&self, pid: u32) -> bool {

@@ -4,6 +4,7 @@
 //! runs it as root, one test at a time.
 #![expect(clippy::tests_outside_test_module, reason = "an integration test crate is a test of its own")]
 
+mod cli;
 mod cuda;
 mod driver;
 mod inspect;

@@ -2,25 +2,24 @@
 //!
 //! The session runs the data path end to end, probes → [`crate::ring`] → [`crate::decode`] → [`crate::attribute`] → [`crate::trace::Writer`].
 
+mod command;
 mod session;
 mod watch;
 
 use std::{
     collections::BTreeMap,
-    fs::{File, OpenOptions},
-    io::ErrorKind,
-    os::unix::fs::OpenOptionsExt as _,
+    fs::File,
+    os::fd::AsFd as _,
     path::{Path, PathBuf},
-    process::{Child, Command},
     time::Duration,
 };
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Result, bail};
 
 use crate::{
     attach::{self, ProbeMode},
     libs::{self, CUDA_DRIVER, HIP_RUNTIME, LibCopy},
-    ollama,
+    ollama, output,
     proc::{LIVE, Procs as _},
     trace::Writer,
 };
@@ -59,35 +58,25 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
-/// Creates the output file: never through a symlink, never over an existing file unless `force`, mode
-/// 0600 (a trace shows what a process did).
+/// Creates the output: `-` is standard output.
+///
+/// A path must be a new regular file, or with `force` an existing regular file that is not read by this
+/// run (never a link, a device, a pipe or a directory). Mode 0600: a trace shows what a process did.
 pub fn create_output(path: &Path, force: bool) -> Result<File> {
+    if output::Dest::parse(path) == output::Dest::Stdout {
+        let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
+        return Ok(File::from(fd));
+    }
+    output::check(path, force, &[])?;
     if force {
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if m.is_dir() => bail!("{} is a directory: choose a file name with -o", path.display()),
-            Ok(_) => std::fs::remove_file(path)
-                .with_context(|| format!("cannot replace {}: choose another path with -o", path.display()))?,
-            Err(_) => {}
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                bail!("cannot replace {} ({e}): choose another path with -o", path.display())
+            }
+            _ => {}
         }
     }
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| match e.kind() {
-            ErrorKind::AlreadyExists => {
-                anyhow!("{} already exists: choose another path with -o, or pass --force to replace it", path.display())
-            }
-            _ if e.raw_os_error() == Some(libc::ELOOP) => {
-                anyhow!(
-                    "{} is a symbolic link; tracer does not write through links: choose another path with -o",
-                    path.display()
-                )
-            }
-            _ => anyhow!("cannot create {} ({e}): choose a writable path with -o", path.display()),
-        })
+    output::create_new(path)
 }
 
 /// Removes a half-made output file when recording fails before it started.
@@ -144,33 +133,18 @@ fn runtimes(args: &RecordArgs) -> Vec<&'static str> {
     r
 }
 
-/// Starts the command stopped before its first instruction, so its PID joins the filter before it
-/// runs; the caller resumes it. A shell stops itself and then execs the command, keeping its PID
-/// (std's spawn waits for the exec, so the child cannot stop itself before it).
-fn spawn_stopped(command: &[String]) -> Result<Child> {
-    let prog = command.first().ok_or_else(|| anyhow!("no command given after --"))?;
-    let child = Command::new("/bin/sh")
-        .arg("-c")
-        .arg("kill -STOP $$; exec \"$@\"")
-        .arg("tracer-command")
-        .args(command)
-        .spawn()
-        .map_err(|e| anyhow!("cannot start /bin/sh to run {prog} ({e})"))?;
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: waiting for our own child with a valid status pointer.
-    let rc = unsafe { libc::waitpid(pid, &raw mut status, libc::WUNTRACED) };
-    if rc != pid || !libc::WIFSTOPPED(status) {
-        bail!("{prog} did not start (the shell that starts it ended early)");
-    }
-    Ok(child)
-}
-
-pub fn run(args: RecordArgs) -> Result<()> {
+/// Records until a stop condition; returns the started command's exit status (the shell's convention),
+/// if a command was started.
+pub fn run(args: RecordArgs) -> Result<Option<u8>> {
     attach::preflight()?;
     for &pid in args.pids.iter().chain(&args.ollama_pids) {
         if !LIVE.is_running(pid) {
             bail!("process {pid} is not running: check the PID (ps -p {pid})");
+        }
+        if LIVE.is_kernel_thread(pid) {
+            bail!(
+                "process {pid} is a kernel thread, which calls no GPU library: give the PID of a program (ps -p {pid})"
+            );
         }
     }
     let servers = if !args.ollama {
@@ -193,8 +167,9 @@ pub fn run(args: RecordArgs) -> Result<()> {
     targets.dedup();
     let copies = find_libraries(&args, &targets, &servers)?;
     let file = create_output(&args.output, args.force)?;
-    let mut guard = OutputGuard { path: &args.output, armed: true };
-    let compress = args.output.extension().is_some_and(|e| e == "zst");
+    let to_stdout = output::Dest::parse(&args.output) == output::Dest::Stdout;
+    let mut guard = OutputGuard { path: &args.output, armed: !to_stdout };
+    let compress = !to_stdout && args.output.extension().is_some_and(|e| e == "zst");
     let writer = Writer::new(file, compress)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {

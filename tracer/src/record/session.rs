@@ -3,14 +3,19 @@
 //! [`Session::finish`] (last drain, exit status, footer with every loss counted).
 #![expect(clippy::print_stderr, reason = "a recording tells its user on stderr that it started, warned or stopped")]
 
-use std::{collections::BTreeMap, io, process::Child, process::ExitStatus, time::Duration};
+use std::{collections::BTreeMap, time::Duration};
 
 use anyhow::{Result, anyhow, bail};
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use tokio::signal::unix::{SignalKind, signal};
 use tracer_common::{Counter, Footer};
 
-use super::{RecordArgs, Targets, clock_ns, monotonic_ns, runtimes, spawn_stopped, units, watch::LibraryWatch};
+use super::{
+    RecordArgs, Targets, clock_ns,
+    command::{self, Command},
+    monotonic_ns, runtimes, units,
+    watch::LibraryWatch,
+};
 use crate::{
     attach::{self, Settings},
     attribute::Attributor,
@@ -36,10 +41,12 @@ pub(super) struct Session<'a> {
     filter_at_start: u64,
 }
 
-/// How a recording ended: why, and the started command's exit status.
+/// How a recording ended: why, the started command's end if it has ended, and the signal that stopped
+/// the recording.
 pub(super) struct Ended {
     stop: Stop,
-    exit_status: Option<io::Result<ExitStatus>>,
+    command: Option<command::Ended>,
+    signal: Option<libc::c_int>,
 }
 
 impl<'a> Session<'a> {
@@ -50,7 +57,7 @@ impl<'a> Session<'a> {
         targets: Targets,
         copies: &[LibCopy],
         mut writer: Writer,
-    ) -> Result<(Self, Option<Child>)> {
+    ) -> Result<(Self, Option<Command>)> {
         let filter_by_pid = !targets.pids.is_empty() || !args.command.is_empty() || args.ollama;
         let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes })?;
         let mut watch = LibraryWatch::new(runtimes(args));
@@ -70,8 +77,8 @@ impl<'a> Session<'a> {
         for &pid in &targets.pids {
             pids.insert(pid, 1, 0)?;
         }
-        let child = if args.command.is_empty() { None } else { Some(spawn_stopped(&args.command)?) };
-        let child_pid = child.as_ref().map(Child::id);
+        let child = if args.command.is_empty() { None } else { Some(Command::start_stopped(&args.command)?) };
+        let child_pid = child.as_ref().map(|c| c.pid);
         if let Some(pid) = child_pid {
             pids.insert(pid, 1, 0)?;
         }
@@ -83,6 +90,10 @@ impl<'a> Session<'a> {
         }
         let mut attr = Attributor::default();
         attr.own_child = child_pid;
+        if let Some(pid) = child_pid {
+            // Until it execs, the stopped child is a copy of tracer: record it under the command's argv.
+            attr.processes.name_command(pid, args.command.clone());
+        }
         attr.processes.models_dir = ollama::models_dir(args.models_dir.as_deref());
         let mut out = Vec::new();
         for &pid in targets.pids.iter().chain(child_pid.iter()) {
@@ -112,17 +123,10 @@ impl<'a> Session<'a> {
     }
 
     /// Resumes the command (its first instruction runs traced) and records until a stop condition.
-    pub(super) async fn record(&mut self, child: Option<Child>) -> Result<Ended> {
-        let mut child_exit = child.map(|c| {
-            // SAFETY: signalling our own stopped child.
-            unsafe {
-                libc::kill(c.id() as libc::pid_t, libc::SIGCONT);
-            }
-            tokio::task::spawn_blocking(move || {
-                let mut c = c;
-                c.wait()
-            })
-        });
+    pub(super) async fn record(&mut self, mut child: Option<Command>) -> Result<Ended> {
+        if let Some(c) = &child {
+            c.resume();
+        }
         if !self.args.quiet {
             let n = self.watch.probed.len();
             eprintln!(
@@ -141,7 +145,7 @@ impl<'a> Session<'a> {
         );
         tokio::pin!(sleep);
         let mut prev_live: Vec<u32> = Vec::new();
-        let mut exit_status = None;
+        let mut signal_seen = None;
         if !self.args.read_delay.is_zero() {
             tokio::time::sleep(self.args.read_delay).await;
         }
@@ -154,6 +158,9 @@ impl<'a> Session<'a> {
                 _ = poll.tick() => {
                     self.ring.drain(&mut self.attr, &mut self.writer)?;
                     self.scan_new()?;
+                    if child.as_mut().is_some_and(|c| c.try_wait().is_some()) {
+                        break Stop::CommandExited;
+                    }
                 }
                 _ = tick.tick() => {
                     self.writer.flush()?;
@@ -161,16 +168,28 @@ impl<'a> Session<'a> {
                         break Stop::TargetsExited;
                     }
                 }
-                _ = sigint.recv() => break Stop::Signal,
-                _ = sigterm.recv() => break Stop::Signal,
-                () = &mut sleep, if deadline.is_some() => break Stop::Duration,
-                status = async { child_exit.as_mut().expect("guarded").await }, if child_exit.is_some() => {
-                    exit_status = Some(status.unwrap_or_else(|e| Err(io::Error::other(e))));
-                    break Stop::CommandExited;
+                _ = sigint.recv() => {
+                    signal_seen = Some(libc::SIGINT);
+                    break Stop::Signal;
                 }
+                _ = sigterm.recv() => {
+                    signal_seen = Some(libc::SIGTERM);
+                    break Stop::Signal;
+                }
+                () = &mut sleep, if deadline.is_some() => break Stop::Duration,
             }
         };
-        Ok(Ended { stop, exit_status })
+        if let Some(sig) = signal_seen {
+            // The recording stops now, without waiting for the command: it gets the same signal (as a
+            // terminal's Ctrl-C would give it), and a second signal ends tracer at once, leaving every
+            // record written so far readable.
+            if let Some(c) = &child {
+                c.signal(sig);
+            }
+            restore_default_signals();
+        }
+        let command = child.as_mut().and_then(Command::try_wait);
+        Ok(Ended { stop, command, signal: signal_seen })
     }
 
     /// New runners, late dlopens, containers: looks at what each traced process maps now. False when
@@ -209,16 +228,14 @@ impl<'a> Session<'a> {
 
     /// Reads what the probes committed before the stop, records the command's exit, and writes the
     /// footer: drops per CPU, every loss counter, the tracer's own cost.
-    pub(super) fn finish(mut self, ended: Ended) -> Result<()> {
+    pub(super) fn finish(mut self, ended: Ended) -> Result<Option<u8>> {
         self.ring.drain(&mut self.attr, &mut self.writer)?;
-        if let (Some(pid), Some(Ok(status))) = (self.child_pid, &ended.exit_status) {
-            use std::os::unix::process::ExitStatusExt as _;
-            self.writer.write(&Record::Exit(trace::Exit {
-                ts: monotonic_ns(),
-                pid,
-                code: status.code(),
-                signal: status.signal(),
-            }))?;
+        if let (Some(pid), Some(end)) = (self.child_pid, ended.command) {
+            let (code, signal) = match end {
+                command::Ended::Exited(c) => (Some(c), None),
+                command::Ended::Killed(s) => (None, Some(s)),
+            };
+            self.writer.write(&Record::Exit(trace::Exit { ts: monotonic_ns(), pid, code, signal }))?;
         }
         let mut footer = trace::Footer { end_mono_ns: monotonic_ns(), stop: ended.stop, ..Default::default() };
         let per_cpu = |c: Counter| -> Vec<u64> {
@@ -259,6 +276,9 @@ impl<'a> Session<'a> {
         let drops = footer.total_drops();
         let counts: BTreeMap<String, u64> = self.writer.counts().clone();
         self.writer.finish(footer)?;
+        // The trace is complete. Detaching the probes takes the kernel about 100 ms each, one after the
+        // other; a child keeps them so that this process can end now.
+        attach::release_in_background();
         if !self.args.quiet {
             let n = |k: &str| counts.get(k).copied().unwrap_or(0);
             eprintln!(
@@ -272,7 +292,13 @@ impl<'a> Session<'a> {
                 drops
             );
         }
-        Ok(())
+        // The command's status; a recording stopped by a signal before the command ended answers as a
+        // process that signal ended.
+        Ok(self.child_pid.map(|_| match (ended.command, ended.signal) {
+            (Some(end), _) => end.status(),
+            (None, Some(sig)) => command::Ended::Killed(sig).status(),
+            (None, None) => 0,
+        }))
     }
 }
 
@@ -296,6 +322,16 @@ fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono:
             kernel_tracepoints: attach::gpu_tracepoint_groups(),
         },
         units: units(),
+    }
+}
+
+/// A second SIGINT or SIGTERM ends the process at once.
+fn restore_default_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: resetting a signal's disposition to its default has no preconditions.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+        }
     }
 }
 

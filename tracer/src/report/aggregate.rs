@@ -345,6 +345,7 @@ impl ReportBuilder {
                 crosscheck::queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, acc.graphs.replays);
             let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
             ioctls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
+            let (has_ioctls, has_queues) = (!ioctls.is_empty(), !acc.queues.is_empty());
             report.processes.push(ProcessReport {
                 pid,
                 ppid: acc.info.ppid,
@@ -369,6 +370,7 @@ impl ReportBuilder {
                 configs: ConfigReport { shapes: shapes(acc.config_shapes), ..acc.configs },
                 api,
                 memory: acc.memory,
+                gpu_activity: !acc.libs.is_empty() || has_ioctls || has_queues,
                 libraries: acc.libs.into_iter().collect(),
             });
         }

@@ -84,6 +84,9 @@ pub struct ProcessReport {
     pub memory: MemoryReport,
     /// Library ids whose probes fired for this process.
     pub libraries: Vec<u32>,
+    /// Whether the process did anything on a GPU that tracer saw: an API call, a dispatch, a queue, a
+    /// driver ioctl. The text report folds the others into one line.
+    pub gpu_activity: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -397,6 +400,19 @@ mod tests {
         let text = r.to_text();
         assert!(text.contains("a()"), "{text}");
         assert!(text.contains("3 records dropped"), "{text}");
+    }
+
+    #[test]
+    fn processes_with_no_gpu_activity_fold_into_one_line() {
+        let process = |pid: u32, comm: &str| Record::Process(Process { pid, comm: comm.into(), ..Default::default() });
+        let records = vec![process(7, "runner"), launch(1, [1, 1, 1], 0), process(8, "gcc"), process(9, "ld")];
+        let r = Report::build(records);
+        let active: Vec<u32> = r.processes.iter().filter(|p| p.gpu_activity).map(|p| p.pid).collect();
+        assert_eq!((active, r.processes.len()), (vec![7], 3));
+        let text = r.to_text();
+        assert!(text.contains("process 7 runner"), "{text}");
+        assert!(!text.contains("process 8 gcc"), "{text}");
+        assert!(text.contains("2 processes with no GPU activity: 8 gcc, 9 ld"), "{text}");
     }
 
     #[test]

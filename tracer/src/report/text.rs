@@ -48,7 +48,8 @@ impl Report {
                 p.error.as_deref().unwrap_or_default()
             )?;
         }
-        for p in &self.processes {
+        let (active, idle): (Vec<_>, Vec<_>) = self.processes.iter().partition(|p| p.gpu_activity);
+        for p in active {
             writeln!(s, "\nprocess {} {} — {}", p.pid, p.comm, p.argv.join(" "))?;
             if let Some(role) = &p.role {
                 let model = match (&p.model_name, &p.model) {
@@ -236,6 +237,19 @@ impl Report {
                     writeln!(s, "    memcpy {kind}: {} calls ({} failed), {}", c.calls, c.failed, bytes(c.bytes))?;
                 }
             }
+        }
+        if !idle.is_empty() {
+            const SHOWN: usize = 20;
+            let names: Vec<String> = idle.iter().take(SHOWN).map(|p| format!("{} {}", p.pid, p.comm)).collect();
+            let more = idle.len().saturating_sub(SHOWN);
+            let more = if more > 0 { format!(" and {more} more (all in --json)") } else { String::new() };
+            writeln!(
+                s,
+                "\n{} process{} with no GPU activity: {}{more}",
+                idle.len(),
+                if idle.len() == 1 { "" } else { "es" },
+                names.join(", ")
+            )?;
         }
         writeln!(s, "\nlosses: {} records dropped (ring buffer full)", self.drops_total)?;
         let nonzero: Vec<String> =
