@@ -136,6 +136,9 @@ mod tests {
         assert!(resolve("sh").unwrap().is_absolute());
         assert!(resolve("/nonexistent/cmd").unwrap_err().to_string().contains("does not exist"));
         assert!(resolve("no-such-command-here").unwrap_err().to_string().contains("not found on PATH"));
-        assert!(resolve("/etc/hostname").unwrap_err().to_string().contains("not an executable"));
+        let plain = std::env::temp_dir().join(format!("tracer-not-executable-{}", std::process::id()));
+        std::fs::write(&plain, "data").unwrap();
+        assert!(resolve(plain.to_str().unwrap()).unwrap_err().to_string().contains("not an executable"));
+        drop(std::fs::remove_file(&plain));
     }
 }
