@@ -174,13 +174,20 @@ pub fn wait_for_launches(path: &Path, n: usize) {
 }
 
 /// The PID of the command a recording exec'd (its `process` record with cause "exec"), read from a
-/// trace still being written.
+/// trace still being written: waits until the recording has flushed it.
 pub fn exec_pid(path: &Path) -> u32 {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|v| v["type"] == "process" && v["cause"] == "exec")
-        .and_then(|v| v["pid"].as_u64())
-        .expect("exec record") as u32
+    let deadline = Instant::now() + Duration::from_mins(1);
+    loop {
+        let found = std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|v| v["type"] == "process" && v["cause"] == "exec")
+            .and_then(|v| v["pid"].as_u64());
+        if let Some(pid) = found {
+            return pid as u32;
+        }
+        assert!(Instant::now() < deadline, "no exec record in {}", path.display());
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

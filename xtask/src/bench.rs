@@ -87,6 +87,19 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
+/// Runs a command to completion; returns its wall time and its own peak RSS in KiB (wait4's rusage).
+fn measured(c: &mut Command) -> Result<(f64, u64)> {
+    let t = Instant::now();
+    let child = c.stdout(std::process::Stdio::null()).spawn()?;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; all-zero bytes are a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for our own child with valid pointers.
+    let rc = unsafe { libc::wait4(child.id() as libc::pid_t, &raw mut status, 0, &raw mut usage) };
+    anyhow::ensure!(rc > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{c:?} failed");
+    Ok((t.elapsed().as_secs_f64(), usage.ru_maxrss as u64))
+}
+
 #[expect(clippy::verbose_file_reads, reason = "only the tail after a seek is read, not the whole file")]
 fn footer(path: &Path) -> Result<(Value, u64)> {
     // Only the end of the file: the benchmark's own memory must stay small, since the tracer it starts
@@ -136,7 +149,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     let driver = d.driver.to_str().context("path")?;
 
     // 1. Cost per traced call.
-    step("1/6 cost per traced call: none, empty programs, tracer (stand-in library)");
+    step("1/8 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = if q { ("20000", 3) } else { ("100000", 7) };
     let mut none = Vec::new();
     let mut empty = Vec::new();
@@ -181,7 +194,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     ));
 
     // 2. Loss under load, tracer vs bpftrace.
-    step("2/6 loss: both cores calling as fast as they can, tracer and bpftrace");
+    step("2/8 loss: both cores calling as fast as they can, tracer and bpftrace");
     let per_thread = if q { "100000" } else { "500000" };
     let calls = 2 * per_thread.parse::<u64>()?;
     traced(&d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
@@ -214,7 +227,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     ));
 
     // 3 and 6 come from the pipeline benchmark (which also writes the 10 M-event trace).
-    step("3/6 user-space path alone (decode -> attribute -> write), and a 10 M-launch trace for 6/6");
+    step("3/8 user-space path alone (decode -> attribute -> write), and a 10 M-launch trace for 6/8 and 7/8");
     let big = d.work.join("big.jsonl.zst");
     let mut c = Command::new("cargo");
     c.current_dir(root()).args(["bench", "-q", "-p", "tracer", "--bench", "pipeline", "--"]);
@@ -234,7 +247,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
 
     // 4. Realistic load.
     let secs = if q { "5" } else { "60" };
-    step(&format!("4/6 realistic load: 60000 launches/s for {secs} s"));
+    step(&format!("4/8 realistic load: 60000 launches/s for {secs} s"));
     let t = Instant::now();
     traced(&d, &trace, &[], &d.standin, &[driver, "paced", "60000", secs])?;
     let wall = t.elapsed().as_secs_f64();
@@ -255,7 +268,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     ));
 
     // 5. Size on disk.
-    step("5/6 bytes per dispatch on disk, plain and compressed");
+    step("5/8 bytes per dispatch on disk, plain and compressed");
     let zst = d.work.join("bench.jsonl.zst");
     let zsecs = if q { "2" } else { "10" };
     traced(&d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
@@ -273,13 +286,67 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     if q {
         table.push(("6 report over 10 M events".into(), "skipped (--quick)".into(), "<= 5 s".into(), "-".into()));
     } else {
-        step("6/6 tracer report over the 10 M-launch trace");
+        step("6/8 tracer report over the 10 M-launch trace");
         let t = Instant::now();
         stdout_of(Command::new(tracer_bin()).arg("report").arg(&big))?;
         let s = t.elapsed().as_secs_f64();
         results.insert("report_10m_s".into(), json!({"value": s, "target": 5}));
         table.push(("6 report over 10 M events".into(), format!("{s:.2} s"), "<= 5 s".into(), verdict(s <= 5.0)));
     }
+
+    // 7. Export of a long trace: streamed, so memory stays flat.
+    if q {
+        table.push((
+            "7 export over 10 M events".into(),
+            "skipped (--quick)".into(),
+            "bounded memory".into(),
+            "-".into(),
+        ));
+    } else {
+        step("7/8 tracer export --format perfetto over the 10 M-launch trace (to a file)");
+        let out = d.work.join("big.perfetto.json");
+        drop(fs::remove_file(&out));
+        let mut c = Command::new(tracer_bin());
+        c.arg("export").arg(&big).args(["--format", "perfetto", "-o"]).arg(&out);
+        let (s, rss_kib) = measured(&mut c)?;
+        let size_mib = fs::metadata(&out).map_or(0, |m| m.len()) / (1 << 20);
+        drop(fs::remove_file(&out));
+        let rss_mib = rss_kib as f64 / 1024.0;
+        results.insert("export_perfetto_10m".into(), json!({"seconds": s, "peak_rss_mib": rss_mib, "output_mib": size_mib, "target": "memory bounded (<= 256 MiB)"}));
+        table.push((
+            "7 export perfetto, 10 M events".into(),
+            format!("{s:.1} s, peak RSS {rss_mib:.0} MiB, {size_mib} MiB written"),
+            "<= 256 MiB".into(),
+            verdict(rss_mib <= 256.0),
+        ));
+    }
+
+    // 8. Teardown: how long a recording of nothing takes from start to exit.
+    step("8/8 tracer record -- /bin/true, start to exit (attach, record, detach)");
+    let trace_true = d.work.join("true.jsonl");
+    let mut walls = Vec::new();
+    for _ in 0..5 {
+        drop(fs::remove_file(&trace_true));
+        let t = Instant::now();
+        let st = Command::new(tracer_bin())
+            .arg("record")
+            .arg("-q")
+            .arg("-o")
+            .arg(&trace_true)
+            .args(["--", "/bin/true"])
+            .status()?;
+        walls.push(t.elapsed().as_secs_f64());
+        anyhow::ensure!(st.success(), "tracer record -- /bin/true failed");
+    }
+    walls.sort_by(f64::total_cmp);
+    let median = walls[walls.len() / 2];
+    results.insert("record_true_wall_s".into(), json!({"median": median, "runs": walls, "target": "< 0.5 s"}));
+    table.push((
+        "8 record -- /bin/true, start to exit".into(),
+        format!("median {median:.3} s of 5"),
+        "< 0.5 s".into(),
+        verdict(median < 0.5),
+    ));
 
     println!("\n{:<36} {:<110} {:<28} met", "benchmark", "measured", "target");
     for (a, b, c, v) in &table {

@@ -102,7 +102,9 @@ fn user_errors_are_one_clear_sentence() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep me");
     let link = dir.join("link.jsonl");
     std::os::unix::fs::symlink(&out, &link).unwrap();
-    assert_fails(&["record", "-o", link.to_str().unwrap(), "--", "true"], "already exists");
+    // A link is refused as a link (tracer never writes through one), and its target is untouched.
+    assert_fails(&["record", "-o", link.to_str().unwrap(), "--", "true"], "symbolic link");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep me");
 
     let not_trace = dir.join("notes.txt");
     std::fs::write(&not_trace, "hello\n").unwrap();
