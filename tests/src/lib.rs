@@ -100,6 +100,16 @@ impl Recording {
     }
 }
 
+/// A test that fails before it stops its recording leaves no tracer running behind it.
+impl Drop for Recording {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            drop(self.child.kill());
+            drop(self.child.wait());
+        }
+    }
+}
+
 /// A fixture process started in `late` mode: it has registered its kernels once it prints "ready",
 /// and launches when `go` is called.
 pub struct Waiting {

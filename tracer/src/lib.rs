@@ -3,7 +3,8 @@
 //! [`attribute`] (process, library, kernel name; with [`process`], [`symbols`], [`libs`], [`ollama`],
 //! [`ioctl`]) → [`trace`] (the file: schema, writer, reader) → [`report`] / [`export`] (with [`classify`]
 //! and [`phase`]). [`record`] runs the recording session. Leaves that many steps share: [`proc`] (/proc),
-//! [`demangle`], [`bundle`] (offload bundles; [`inspect`] presents them).
+//! [`demangle`], [`bundle`] (offload bundles; [`inspect`] presents them), [`registration`] (kernel names
+//! decoded from a stripped binary's registration calls).
 
 pub mod attach;
 pub mod attribute;
@@ -23,6 +24,7 @@ pub mod phase;
 pub mod proc;
 pub mod process;
 pub mod record;
+pub mod registration;
 pub mod report;
 pub mod ring;
 pub mod symbols;

@@ -18,10 +18,12 @@ use crate::trace;
 pub use crate::demangle::demangle;
 pub use crate::trace::Source;
 
-/// Symbols of one ELF file by virtual address, and how file offsets map to addresses.
+/// Symbols of one ELF file by virtual address, the kernel handles its registration calls name (for a
+/// stripped file), and how file offsets map to addresses.
 #[derive(Debug, Default)]
 struct ElfSymbols {
     by_addr: BTreeMap<u64, String>,
+    registered: HashMap<u64, String>,
     /// `PT_LOAD` segments: (file offset, file size, virtual address).
     segments: Vec<(u64, u64, u64)>,
 }
@@ -45,16 +47,21 @@ impl ElfSymbols {
                 (off, size, s.address())
             })
             .collect();
-        Some(Self { by_addr, segments })
+        let registered = crate::registration::decode(data).map(|r| r.by_handle).unwrap_or_default();
+        Some(Self { by_addr, registered, segments })
     }
 
-    fn name_at_file_offset(&self, off: u64) -> Option<&str> {
+    /// The name at a file offset: its symbol, else the kernel name its registration call gives.
+    fn name_at_file_offset(&self, off: u64) -> Option<(&str, Source)> {
         let vaddr = self
             .segments
             .iter()
             .find(|(o, size, _)| off >= *o && off < o + size)
             .map(|(o, _, vaddr)| off - o + vaddr)?;
-        self.by_addr.get(&vaddr).map(String::as_str)
+        self.by_addr
+            .get(&vaddr)
+            .map(|n| (n.as_str(), Source::Elf))
+            .or_else(|| self.registered.get(&vaddr).map(|n| (n.as_str(), Source::RegisterCall)))
     }
 }
 
@@ -97,7 +104,9 @@ impl KernelTable {
         self.by_handle.insert((pid, handle), Entry { id, source });
         // A host stub (registered, or named from the ELF) lies in the file that carries the kernel's code.
         let (code_file, bundles) = match source {
-            Source::Register | Source::Elf if !name.is_empty() => self.bundles_of(pid, handle, name),
+            Source::Register | Source::Elf | Source::RegisterCall if !name.is_empty() => {
+                self.bundles_of(pid, handle, name)
+            }
             _ => (None, Vec::new()),
         };
         trace::Kernel {
@@ -146,8 +155,8 @@ impl KernelTable {
         if let Some(e) = self.by_handle.get(&(pid, handle)) {
             return (e.id, None);
         }
-        let (name, source) = if let Some(n) = self.elf_name(pid, handle) {
-            (n, Source::Elf)
+        let (name, source) = if let Some(named) = self.elf_name(pid, handle) {
+            named
         } else {
             self.unnamed += 1;
             (String::new(), Source::Unnamed)
@@ -202,7 +211,7 @@ impl KernelTable {
         }
     }
 
-    fn elf_name(&mut self, pid: u32, addr: u64) -> Option<String> {
+    fn elf_name(&mut self, pid: u32, addr: u64) -> Option<(String, Source)> {
         let m = self.mapping_at(pid, addr)?.clone();
         let syms = if let Some(s) = self.elf_cache.get(&m.file) {
             s.clone()
@@ -212,7 +221,7 @@ impl KernelTable {
             self.elf_cache.insert(m.file, parsed.clone());
             parsed
         }?;
-        syms.name_at_file_offset(addr - m.start + m.offset).map(str::to_owned)
+        syms.name_at_file_offset(addr - m.start + m.offset).map(|(n, s)| (n.to_owned(), s))
     }
 }
 

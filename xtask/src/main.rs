@@ -262,6 +262,11 @@ fn build_fixtures() -> Result<()> {
         step(&format!("hipcc {}", src.display()));
         run(Command::new("hipcc").args(["--offload-arch=gfx1030", "-O2", "-o"]).arg(&bin).arg(&src))?;
     }
+    // The demo runner stripped as release builds are (Ollama strips libggml-hip.so): late attach must
+    // name its kernels without a symbol table.
+    let (runner, stripped) = (out.join("mini_runner"), out.join("mini_runner_stripped"));
+    step("strip mini_runner -> mini_runner_stripped");
+    run(Command::new("strip").arg("--strip-all").arg("-o").arg(&stripped).arg(&runner))?;
     // The HSA queue-path test double and the program that drives it (linked to the double by rpath).
     let dir = out.join("hsa-double");
     fs::create_dir_all(&dir)?;

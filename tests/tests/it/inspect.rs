@@ -235,3 +235,53 @@ fn real_libggml_hip_bundles_and_every_kernel_classified() {
     // mul_mat_vec_q for Q4_K, one column: built for every target of the wheel.
     assert_eq!(mmvq_q4k_1, targets);
 }
+
+/// Issue 12's static decode on a real third-party binary: a stripped copy of the real `libggml-hip.so`
+/// still names every kernel handle, through its registration calls, exactly as the unstripped symbol
+/// table does.
+#[test]
+fn registration_calls_of_a_stripped_libggml_hip_name_every_kernel_as_its_symbol_table() {
+    use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+    let Some(lib) = real_ggml_hip() else { return };
+    let dir = scratch("stripped-ggml");
+    let stripped = dir.join("libggml-hip.stripped.so");
+    let st = Command::new("strip").arg("--strip-all").arg("-o").arg(&stripped).arg(&lib).status().unwrap();
+    assert!(st.success(), "strip failed");
+
+    // The truth, from the unstripped file: each kernel of its fatbin has a host handle whose symbol is
+    // the kernel's mangled name.
+    let full = std::fs::read(&lib).unwrap();
+    let elf = object::File::parse(&*full).unwrap();
+    let fatbin = elf.section_by_name(".hip_fatbin").unwrap().data().unwrap();
+    let kernel_names: BTreeSet<String> = tracer::bundle::walk(fatbin, 0, None, false)
+        .into_iter()
+        .flat_map(|b| b.entries)
+        .flat_map(|e| e.kernels)
+        .map(|k| k.name)
+        .collect();
+    // A kernel of internal linkage built into several translation units has a handle in each.
+    let truth: BTreeMap<u64, String> = elf
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Data)
+        .filter_map(|s| Some((s.address(), s.name().ok()?.to_owned())))
+        .filter(|(_, n)| kernel_names.contains(n))
+        .collect();
+
+    let data = std::fs::read(&stripped).unwrap();
+    assert!(object::File::parse(&*data).unwrap().symbol_table().is_none(), "strip left a symbol table");
+    let reg = tracer::registration::decode(&data).expect("the stripped library imports __hipRegisterFunction");
+    let recovered: BTreeMap<u64, String> = reg.by_handle.into_iter().collect();
+    println!(
+        "{}: {} kernel names in the fatbin, {} with a host handle symbol; stripped copy: {} registration calls, {} handles named, {} calls unresolved",
+        lib.display(),
+        kernel_names.len(),
+        truth.len(),
+        reg.calls,
+        recovered.len(),
+        reg.unresolved.len()
+    );
+    let first: Vec<String> = reg.unresolved.iter().take(8).map(|a| format!("{a:#x}")).collect();
+    assert!(reg.unresolved.is_empty(), "unresolved registration calls at {first:?}");
+    assert!(truth.len() > 5000, "{}", truth.len());
+    assert_eq!(recovered, truth);
+}

@@ -1,6 +1,8 @@
 //! Recording real HIP programs on Debian's real libamdhip64 (no GPU: launches return
 //! hipErrorInvalidDevice, 101, but every probed call reaches the runtime).
 
+use std::process::Command;
+
 use integration_tests::*;
 
 /// What `mini_runner launches` does (see `fixtures/hip/mini_runner.hip`, `known_launches`).
@@ -201,6 +203,28 @@ fn late_attach_names_launches_from_elf_and_ignores_other_processes() {
     }
     // No registration was seen (it happened before the tracer started).
     assert!(kernels(&records).iter().all(|k| k.source.as_str() != "register"));
+}
+
+/// The same late attach to a stripped runner (no symbol table): every launch is named from the
+/// registration calls decoded in its code.
+#[test]
+fn late_attach_names_launches_of_a_stripped_program_from_its_registration_calls() {
+    let dir = scratch("late-stripped");
+    let out = dir.join("t.jsonl");
+    let runner = fixture("mini_runner_stripped");
+    let symbols = Command::new("readelf").arg("-S").arg(&runner).output().unwrap();
+    assert!(!String::from_utf8_lossy(&symbols.stdout).contains(".symtab"), "the fixture is not stripped");
+    let target = Waiting::start(&runner, "late");
+    let target_pid = target.pid();
+    let rec = Recording::start(&out, &["--pid", &target_pid.to_string()]);
+    assert!(target.go().success());
+    let (status, stderr) = rec.wait();
+    assert!(status.success(), "{stderr}");
+    let records = read_trace(&out);
+    assert_known_launches(&records, target_pid, "register-call");
+    // Only the runner's deliberate null-handle launch stays unnamed.
+    assert_eq!(footer(&records).counters["unnamed_kernels"], 1);
+    assert!(kernels(&records).iter().all(|k| k.handle == 0 || k.source.as_str() == "register-call"));
 }
 
 #[test]

@@ -187,6 +187,9 @@ pub enum Source {
     Hsa,
     /// The ELF symbol table of the file that maps the handle (a late attach to an unstripped program).
     Elf,
+    /// The registration call for the handle, decoded in the code of the file that maps it (a late attach
+    /// to a stripped library).
+    RegisterCall,
     /// No name anywhere: the raw handle is kept.
     #[default]
     Unnamed,
@@ -200,6 +203,7 @@ impl Source {
             Self::Library => "library",
             Self::Hsa => "hsa",
             Self::Elf => "elf",
+            Self::RegisterCall => "register-call",
             Self::Unnamed => "unnamed",
         }
     }
