@@ -106,6 +106,10 @@ pub struct RecordCli {
     /// Testing aid: leave the ring buffer unread for this long after attaching, to provoke overflow.
     #[arg(long, hide = true, value_name = "MS", default_value_t = 0)]
     pub debug_read_delay_ms: u64,
+    /// Benchmarking aid: wait until the kernel has released every probe before exiting (by default the
+    /// release finishes in the background after tracer has ended).
+    #[arg(long, hide = true)]
+    pub debug_sync_teardown: bool,
     /// Run empty programs at the same attach points instead of recording (benchmarks measure the traps).
     #[arg(long, hide = true, value_enum, default_value = "record")]
     pub probe_mode: ProbeModeArg,

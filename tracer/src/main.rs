@@ -39,6 +39,7 @@ fn main() -> ExitCode {
             quiet: r.quiet,
             cuda_runtime: r.cuda_runtime,
             read_delay: std::time::Duration::from_millis(r.debug_read_delay_ms),
+            sync_teardown: r.debug_sync_teardown,
             probe_mode: match r.probe_mode {
                 ProbeModeArg::Record => ProbeMode::Record,
                 ProbeModeArg::Empty => ProbeMode::Empty,

@@ -77,7 +77,9 @@ fn stdout_of(cmd: &mut Command) -> Result<String> {
 /// Runs `tracer record` around a command; returns the command's stdout.
 fn traced(d: &Dir, out: &Path, extra: &[&str], lib: &Path, cmd: &[&str]) -> Result<String> {
     let mut c = Command::new(tracer_bin());
-    c.args(["record", "-q", "--force", "--ring-size", "16777216"]).arg("--lib").arg(lib).arg("-o").arg(out);
+    // Probes released before tracer exits: the next measurement must not meet the last run's probes.
+    c.args(["record", "-q", "--force", "--debug-sync-teardown", "--ring-size", "16777216"]);
+    c.arg("--lib").arg(lib).arg("-o").arg(out);
     c.args(extra).arg("--").args(cmd).current_dir(&d.work);
     stdout_of(&mut c)
 }

@@ -42,6 +42,8 @@ pub struct RecordArgs {
     pub cuda_runtime: bool,
     /// Testing aid: how long to leave the ring unread after attaching (provokes overflow).
     pub read_delay: Duration,
+    /// Benchmarking aid: release the probes before exiting instead of in the background.
+    pub sync_teardown: bool,
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the clock of `bpf_ktime_get_ns`, so of every `ts` in a trace.

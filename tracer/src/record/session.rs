@@ -277,8 +277,11 @@ impl<'a> Session<'a> {
         let counts: BTreeMap<String, u64> = self.writer.counts().clone();
         self.writer.finish(footer)?;
         // The trace is complete. Detaching the probes takes the kernel about 100 ms each, one after the
-        // other; a child keeps them so that this process can end now.
-        attach::release_in_background();
+        // other; a child keeps them so that this process can end now (the probes stay in place, recording
+        // nothing, until the kernel has released them).
+        if !self.args.sync_teardown {
+            attach::release_in_background();
+        }
         if !self.args.quiet {
             let n = |k: &str| counts.get(k).copied().unwrap_or(0);
             eprintln!(
