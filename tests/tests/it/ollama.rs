@@ -220,20 +220,37 @@ fn runner_in_its_own_mount_namespace_is_traced_through_proc_root() {
     let install = Install::new("ollama-ns");
     let out = install.root.join("t.jsonl");
     // The runner mounts a private tmpfs, copies the runtime there and runs from it: that copy exists only
-    // in its mount namespace. It waits before launching, as a runner loading a model would.
+    // in its mount namespace. It waits before launching, as a runner loading a model would, until the
+    // trace shows that copy probed (how long attaching takes is not what this test is about).
     let private = install.root.join("private");
+    let go_file = install.root.join("runner-may-launch");
     std::fs::create_dir_all(&private).unwrap();
     let script = format!(
-        "mount -t tmpfs none {p} && cp {lib} {p}/libamdhip64.so.5 && LD_LIBRARY_PATH={p} TRACER_TEST_RUNNER_DELAY_MS=1500 \
-         exec -a llama-server {runner} --model /m.gguf --port 40003",
+        "mount -t tmpfs none {p} && cp {lib} {p}/libamdhip64.so.5 && LD_LIBRARY_PATH={p} \
+         TRACER_TEST_RUNNER_WAIT_FILE={go} exec -a llama-server {runner} --model /m.gguf --port 40003",
         p = private.display(),
+        go = go_file.display(),
         lib = std::fs::canonicalize(DEBIAN_HIP).unwrap().display(),
         runner = fixture("mini_runner").display(),
     );
     let child = format!("0|0|/usr/bin/unshare|unshare|-m|/bin/bash|-c|{script}");
     let mut server = install.serve(&[child], 0);
     let rec = Recording::start(&out, &["--ollama-pid", &server.child.id().to_string()]);
+    let private_lib = format!("\"path\":\"{}/libamdhip64.so.5\"", private.display());
+    let trace = out;
+    let opener = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_mins(1);
+        while Instant::now() < deadline {
+            let text = std::fs::read_to_string(&trace).unwrap_or_default();
+            if text.find(&private_lib).is_some_and(|at| text[at..].contains("\"api\":\"hipLaunchKernel\"")) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::fs::write(&go_file, b"").unwrap();
+    });
     server.go_and_wait();
+    opener.join().unwrap();
     let records = stop(rec);
     let runner = processes(&records)
         .into_iter()

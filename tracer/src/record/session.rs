@@ -124,6 +124,9 @@ impl<'a> Session<'a> {
 
     /// Resumes the command (its first instruction runs traced) and records until a stop condition.
     pub(super) async fn record(&mut self, mut child: Option<Command>) -> Result<Ended> {
+        // Handlers first: a signal sent as soon as the user reads "recording to" must stop the recording.
+        let mut sigint = signal(SignalKind::interrupt())?;
+        let mut sigterm = signal(SignalKind::terminate())?;
         if let Some(c) = &child {
             c.resume();
         }
@@ -135,8 +138,6 @@ impl<'a> Session<'a> {
                 if n == 1 { "y" } else { "ies" }
             );
         }
-        let mut sigint = signal(SignalKind::interrupt())?;
-        let mut sigterm = signal(SignalKind::terminate())?;
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         let mut poll = tokio::time::interval(Duration::from_millis(10));
         let deadline = self.args.duration.map(|d| tokio::time::Instant::now() + d);
