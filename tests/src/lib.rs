@@ -67,11 +67,13 @@ impl Recording {
             .expect("tracer starts");
         let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
         let mut line = String::new();
+        let mut said = String::new();
         let deadline = Instant::now() + Duration::from_mins(1);
         loop {
             line.clear();
             let n = stderr.read_line(&mut line).expect("tracer stderr");
-            assert!(n > 0, "tracer exited before recording: {:?}", child.wait());
+            assert!(n > 0, "tracer exited before recording: {:?}: {said}", child.wait());
+            said.push_str(&line);
             if line.contains("recording to") {
                 break;
             }

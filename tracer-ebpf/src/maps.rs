@@ -55,6 +55,36 @@ static TRACER_TGID: u32 = 0;
 #[unsafe(no_mangle)]
 static WAKEUP_BYTES: u32 = 1 << 20;
 
+/// A command name (`comm`, little-endian, two halves; 0: none) whose exec joins the filter: `ollama`, so
+/// that `--ollama` follows a server started after tracer, or restarted, from its exec.
+#[unsafe(no_mangle)]
+static WATCH_COMM_LO: u64 = 0;
+#[unsafe(no_mangle)]
+static WATCH_COMM_HI: u64 = 0;
+
+/// Whether the current task's command name is the watched one.
+#[inline(always)]
+pub(crate) fn watched_comm() -> bool {
+    // SAFETY: plain reads of globals user space patches at load; volatile keeps the loads.
+    let (lo, hi) = unsafe {
+        (core::ptr::read_volatile(&raw const WATCH_COMM_LO), core::ptr::read_volatile(&raw const WATCH_COMM_HI))
+    };
+    if lo == 0 {
+        return false;
+    }
+    let Ok(comm) = aya_ebpf::helpers::bpf_get_current_comm() else { return false };
+    let half = |at: usize| {
+        let mut v = 0u64;
+        let mut i = 0;
+        while i < 8 {
+            v |= u64::from(comm[at + i]) << (8 * i);
+            i += 1;
+        }
+        v
+    };
+    half(0) == lo && half(8) == hi
+}
+
 /// Flags for `submit`: no wake-up until the ring holds [`WAKEUP_BYTES`].
 #[inline(always)]
 pub(crate) fn submit_flags() -> u64 {

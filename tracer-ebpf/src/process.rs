@@ -11,7 +11,7 @@ use aya_ebpf::{
 };
 use tracer_common::{Counter, ProcEvent, ProcRecord, RecordHeader, RecordKind};
 
-use crate::maps::{EVENTS, PIDS, count, filter_enabled, setting, traced};
+use crate::maps::{EVENTS, PIDS, count, filter_enabled, setting, traced, watched_comm};
 
 /// `task:task_newtask` offset of `pid` (the new task's id).
 #[unsafe(no_mangle)]
@@ -56,6 +56,13 @@ pub(crate) fn task_newtask(ctx: TracePointContext) -> u32 {
 pub(crate) fn sched_process_exec(_ctx: TracePointContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     if traced(tgid) {
+        emit(ProcEvent::Exec, tgid, 0);
+    } else if filter_enabled() && watched_comm() {
+        // A program with the watched name (`ollama`) starts: traced from its first instruction; user space
+        // keeps it if it is a server and takes it out again if not.
+        if PIDS.insert(tgid, 1, 0).is_err() {
+            count(Counter::FilterFull);
+        }
         emit(ProcEvent::Exec, tgid, 0);
     }
     0

@@ -65,6 +65,8 @@ fn ensure_tracefs() -> Result<()> {
 pub struct Settings {
     pub filter_by_pid: bool,
     pub ring_bytes: u32,
+    /// A command name whose exec joins the PID filter (`ollama`), at most 15 bytes.
+    pub watch_comm: Option<&'static str>,
 }
 
 /// Which programs the HIP probes run.
@@ -160,10 +162,19 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
     let ioctl_ret = field(&exit_ioctl, "sys_exit_ioctl", "ret")?;
     let filter = u32::from(settings.filter_by_pid);
     let tgid = std::process::id();
+    let mut comm = [0u8; 16];
+    if let Some(name) = settings.watch_comm {
+        let n = name.len().min(15);
+        comm[..n].copy_from_slice(&name.as_bytes()[..n]);
+    }
+    let half = |at: usize| u64::from_le_bytes(comm[at..at + 8].try_into().expect("8 bytes"));
+    let (comm_lo, comm_hi) = (half(0), half(8));
 
     let mut ebpf = EbpfLoader::new()
         .override_global("FILTER_ENABLED", &filter, true)
         .override_global("TRACER_TGID", &tgid, true)
+        .override_global("WATCH_COMM_LO", &comm_lo, true)
+        .override_global("WATCH_COMM_HI", &comm_hi, true)
         .override_global("WAKEUP_BYTES", &(settings.ring_bytes / 4), true)
         .override_global("NEWTASK_PID_OFFSET", &newtask_pid, true)
         .override_global("NEWTASK_FLAGS_OFFSET", &newtask_flags, true)

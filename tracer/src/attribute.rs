@@ -62,6 +62,11 @@ impl Attributor {
         *self.counters.entry(name.to_owned()).or_default() += 1;
     }
 
+    /// Processes whose events reached the trace so far.
+    pub fn processes_seen(&self) -> usize {
+        self.scanned.len()
+    }
+
     /// Records for a process being traced from now on (before any of its events).
     pub fn start_process(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
         self.kernels.snapshot(pid);

@@ -14,9 +14,20 @@ pub enum Family {
     Mmq,
     /// `mul_mat_vec_f` / `mul_mat_f`: float matrix products.
     MatMulFloat,
-    /// Tensile (`Cijk_*`) and hipBLASLt GEMMs: the hipBLAS/rocBLAS fallback.
+    /// Vendor GEMMs: Tensile (`Cijk_*`) and hipBLASLt on AMD (ggml's hipBLAS/rocBLAS fallback), cuBLAS
+    /// and cuBLASLt on NVIDIA; [`Class::library`] says which.
     BlasGemm,
+    /// Attention kernels of any library: ggml's, `PyTorch`'s flash and memory-efficient ones, cuDNN's
+    /// generated SDPA kernels.
     FlashAttention,
+    /// Convolutions (cuDNN's implicit-GEMM and other conv kernels, `MIOpen`'s).
+    Convolution,
+    /// Triton kernels; Inductor's generated ones are named `triton_{poi,per,red,tem,for}_*`.
+    Triton,
+    /// Reductions, scans and sorts of the CUB/hipCUB/rocPRIM/Thrust kind and `PyTorch`'s `reduce_kernel`.
+    ReduceScan,
+    /// NCCL/RCCL collectives.
+    Collective,
     Rope,
     /// `dequantize_*`, `convert_*`, `cpy_*`, `k_get_rows*`, `k_set_rows*`.
     Convert,
@@ -49,6 +60,10 @@ impl Family {
             Self::MatMulFloat => "matmul-float",
             Self::BlasGemm => "BLAS-GEMM",
             Self::FlashAttention => "flash-attention",
+            Self::Convolution => "convolution",
+            Self::Triton => "triton",
+            Self::ReduceScan => "reduce/scan/sort",
+            Self::Collective => "collective",
             Self::Rope => "RoPE",
             Self::Convert => "dequantize/convert",
             Self::Quantize => "quantize",
@@ -94,6 +109,9 @@ pub struct Class {
     pub batch: Option<Batch>,
     /// ggml's `MoE` MMVQ kernel (`mul_mat_vec_q_moe`): its batch comes from the block shape.
     pub moe: bool,
+    /// The library the name says the kernel comes from, where it says so (cuBLASLt, cuDNN, Tensile,
+    /// Inductor, NCCL, ...).
+    pub library: Option<&'static str>,
 }
 
 /// `ggml_type` numbers (ggml.h) to names.
@@ -263,7 +281,16 @@ pub fn classify(mangled: &str) -> Class {
     let quant =
         args.iter().find_map(|a| a.strip_prefix("(ggml_type)").and_then(|n| n.parse().ok()).and_then(ggml_type_name));
     let second = args.get(1).and_then(|a| a.parse::<u32>().ok());
-    let family = if normalized.starts_with("Cijk_")
+    let library = library_of(&normalized, base, &demangled);
+    let family = if base.starts_with("triton_") {
+        // Before the op names: Inductor names fused kernels after the ops they fuse
+        // (`triton_poi_fused__scaled_dot_product_cudnn_attention_...`).
+        Family::Triton
+    } else if is_collective(base, &demangled) {
+        Family::Collective
+    } else if is_convolution(base, &demangled) {
+        Family::Convolution
+    } else if normalized.starts_with("Cijk_")
         || base.starts_with("Cijk_")
         || normalized.contains("hipblaslt")
         || is_cublas_gemm(base, &demangled)
@@ -283,6 +310,7 @@ pub fn classify(mangled: &str) -> Class {
         || base.starts_with("fmha_")
         || demangled.contains("pytorch_flash::")
         || demangled.contains("fmha::")
+        || (base.starts_with("cudnn_generated") && (base.contains("sdpa") || base.contains("flash")))
     {
         Family::FlashAttention
     } else if base.starts_with("rope") {
@@ -301,6 +329,11 @@ pub fn classify(mangled: &str) -> Class {
         Family::Norm
     } else if base.starts_with("soft_max") || base.to_ascii_lowercase().contains("softmax") {
         Family::Softmax
+    } else if is_reduce_scan(base, &demangled) {
+        Family::ReduceScan
+    } else if base.contains("nchwToNhwc") || base.contains("nhwcToNchw") {
+        // cuDNN's layout transforms
+        Family::Convert
     } else if OTHER_GGML_OPS.iter().any(|op| base.starts_with(op))
         || PYTORCH_NAMESPACES.iter().any(|ns| demangled.contains(ns))
     {
@@ -315,7 +348,74 @@ pub fn classify(mangled: &str) -> Class {
     };
     let moe = base == "mul_mat_vec_q_moe";
     let quant = quant.or_else(|| block_quant(&demangled));
-    Class { family, quant, batch, moe }
+    Class { family, quant, batch, moe, library }
+}
+
+/// The library a kernel's name says it comes from.
+fn library_of(normalized: &str, base: &str, demangled: &str) -> Option<&'static str> {
+    let lower = normalized.to_ascii_lowercase();
+    if base.starts_with("triton_") {
+        Some("Inductor")
+    } else if base.starts_with("nvjet_") || demangled.contains("cublasLt") {
+        Some("cuBLASLt")
+    } else if base.starts_with("cudnn")
+        || demangled.contains("cudnn::")
+        || base.contains("xmma_fprop")
+        || base.contains("xmma_dgrad")
+        || base.contains("xmma_wgrad")
+    {
+        Some("cuDNN")
+    } else if lower.contains("hipblaslt") {
+        Some("hipBLASLt")
+    } else if normalized.starts_with("Cijk_") || base.starts_with("Cijk_") {
+        Some("Tensile")
+    } else if base.starts_with("nccl") || demangled.contains("nccl") {
+        Some("NCCL")
+    } else if lower.contains("rccl") {
+        Some("RCCL")
+    } else if base.starts_with("miopen") || demangled.contains("miopen::") {
+        Some("MIOpen")
+    } else if base.starts_with("cutlass") || demangled.contains("cutlass_") {
+        // cuBLAS ships CUTLASS-built kernels (`cutlass::Kernel2<cutlass_80_simt_sgemm_...>`); so can anyone.
+        Some("CUTLASS")
+    } else if is_cublas_gemm(base, demangled) {
+        Some("cuBLAS")
+    } else if demangled.contains("pytorch_flash::") || demangled.contains("PyTorchMemEffAttention") {
+        Some("PyTorch")
+    } else {
+        None
+    }
+}
+
+/// NCCL/RCCL kernels (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`, the older `ncclKernel_*`) and NCCL's
+/// one-rank reduction.
+fn is_collective(base: &str, demangled: &str) -> bool {
+    base.starts_with("nccl")
+        || base.starts_with("rccl")
+        || base == "oneRankReduce"
+        || demangled.contains("ncclDevKernel")
+        || demangled.contains("rccl::")
+}
+
+/// Convolution kernels: cuDNN's implicit-GEMM forward/backward (`sm80_xmma_fprop_implicit_gemm_*`,
+/// `*_dgrad_*`, `*_wgrad_*`), its named conv kernels, `MIOpen`'s.
+fn is_convolution(base: &str, demangled: &str) -> bool {
+    let lower = base.to_ascii_lowercase();
+    lower.contains("xmma_fprop")
+        || lower.contains("xmma_dgrad")
+        || lower.contains("xmma_wgrad")
+        || lower.contains("implicit_convolve")
+        || lower.contains("conv2d")
+        || (demangled.contains("cudnn::") && lower.contains("conv"))
+        || (lower.starts_with("miopen") && lower.contains("conv"))
+}
+
+/// CUB/hipCUB/rocPRIM/Thrust device algorithms and `PyTorch`'s reduction kernel.
+fn is_reduce_scan(base: &str, demangled: &str) -> bool {
+    const NAMESPACES: &[&str] = &["cub::", "hipcub::", "rocprim::", "thrust::"];
+    NAMESPACES.iter().any(|ns| demangled.contains(ns))
+        && ["Scan", "Reduce", "Sort", "Select", "Histogram", "scan", "reduce", "sort"].iter().any(|w| base.contains(w))
+        || (base == "reduce_kernel" && demangled.contains("at::native::"))
 }
 
 /// cuBLAS / cuBLASLt GEMM and GEMV kernels by their names' prefixes (nvjet for Hopper's generated
@@ -397,11 +497,26 @@ mod tests {
         let mmvq = classify(
             "_ZL13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKi31ggml_cuda_mm_fusion_args_devicePfj15HIP_vector_typeIjLj3EEjjjS8_jjjS8_jjj",
         );
-        assert_eq!(mmvq, Class { family: Family::Mmvq, quant: Some("Q4_K"), batch: Some(Batch::Exact(1)), moe: false });
+        assert_eq!(
+            mmvq,
+            Class {
+                family: Family::Mmvq,
+                quant: Some("Q4_K"),
+                batch: Some(Batch::Exact(1)),
+                moe: false,
+                library: None
+            }
+        );
         let mmq = classify("_ZL9mul_mat_qIL9ggml_type12ELi128ELb0EEvPKcPKiS4_S4_PfS5_iiiiiiiiiiiiiiiii");
         assert_eq!(
             mmq,
-            Class { family: Family::Mmq, quant: Some("Q4_K"), batch: Some(Batch::TileUpTo(128)), moe: false }
+            Class {
+                family: Family::Mmq,
+                quant: Some("Q4_K"),
+                batch: Some(Batch::TileUpTo(128)),
+                moe: false,
+                library: None
+            }
         );
         assert_eq!(classify("_ZL13quantize_q8_1PKfPvlllllj15HIP_vector_typeIjLj3EE").family, Family::Quantize);
         assert_eq!(
@@ -483,10 +598,12 @@ mod tests {
             "_ZN2at6native29vectorized_elementwise_kernelILi4EZZZNS0_49_GLOBAL__N__d2ba64fb_16_TensorCompare_cu_71e06f4e19launch_clamp_scalarERNS_18TensorIteratorBaseEN3c106ScalarES6_NS0_6detail11ClampLimitsEENKUlvE_clEvENKUlvE5_clEvEUlfE_St5arrayIPcLm2EEEEviT0_T1_",
             "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_21CUDAFunctorOnSelf_addIfEESt5arrayIPcLm2EEEEviT0_T1_",
             "_ZN2at6native29vectorized_elementwise_kernelILi2ENS0_11FillFunctorIlEESt5arrayIPcLm1EEEEviT0_T1_",
-            "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_14func_wrapper_tIfNS0_15sum_functorIfffEEEEjfLi4ELi4EEEEEvT1_",
         ] {
             assert_eq!(classify(torch).family, Family::Elementwise, "{torch}");
         }
+        let reduce = "_ZN2at6native13reduce_kernelILi512ELi1ENS0_8ReduceOpIfNS0_14func_wrapper_tIfNS0_15sum_functorIfffEEEEjfLi4E\
+                      Li4EEEEEvT1_";
+        assert_eq!(classify(reduce).family, Family::ReduceScan);
         let softmax = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, \
                        at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)";
         assert_eq!(classify(softmax).family, Family::Softmax);
@@ -501,5 +618,54 @@ mod tests {
         assert_eq!(template_args("void g<a<b, c>, 2>()"), ["a<b, c>", "2"]);
         assert!(template_args("h(int)").is_empty());
         assert_eq!(base_name("void mul_mat_vec_q<(ggml_type)12, 1>(void const*)"), "mul_mat_vec_q");
+    }
+
+    #[test]
+    fn real_pytorch_names_by_family_and_library() {
+        // Names from a real PyTorch 2.11 / transformers / Inductor run on an H100 (fixtures/pytorch-mix).
+        let cases: &[(&str, Family, Option<&str>)] = &[
+            ("nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN", Family::BlasGemm, Some("cuBLASLt")),
+            (
+                "_ZN7cutlass7Kernel2I42cutlass_80_simt_sgemm_128x32_8x5_tn_align1EEvNT_6ParamsE",
+                Family::BlasGemm,
+                Some("CUTLASS"),
+            ),
+            (
+                "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0",
+                Family::FlashAttention,
+                Some("cuDNN"),
+            ),
+            (
+                "sm80_xmma_fprop_implicit_gemm_indexed_wo_smem_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x32x64_\
+                 stage1_warpsize4x1x1_g1_tensor16x8x16_alignc4_execute_kernel__5x_cudnn",
+                Family::Convolution,
+                Some("cuDNN"),
+            ),
+            ("triton_poi_fused__unsafe_view_mul_silu_8", Family::Triton, Some("Inductor")),
+            (
+                "triton_poi_fused__scaled_dot_product_cudnn_attention__to_copy__unsafe_view_add_arange_bmm_cat_0",
+                Family::Triton,
+                Some("Inductor"),
+            ),
+            ("triton_per_fused__to_copy__unsafe_view_add_mean_mul_pow_rsqrt_11", Family::Triton, Some("Inductor")),
+            ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", Family::Collective, Some("NCCL")),
+            ("Cijk_Ailk_Bljk_HHS_BH_MT64x64x32_MI16x16x16x1_SN_1LDSB0", Family::BlasGemm, Some("Tensile")),
+            (
+                "_ZN5cudnn19engines_precompiled16nchwToNhwcKernelI6__halfS2_fLb0ELb1EL21cudnnKernelDataType_t0EEEvNS0_\
+                 18nchw2nhwc_params_tIT1_EEPKT_PT0_",
+                Family::Convert,
+                Some("cuDNN"),
+            ),
+            (
+                "_ZN14at_cuda_detail3cub6detail4scan16DeviceScanKernelINS2_10policy_hubIllljSt4plusIlEE10Policy1000EPKlPlNS0\
+                 _13ScanTileStateIlLb1EEES6_NS0_8NullTypeEjlLb0ESE_EEvT0_T1_T2_iT3_T4_T5_",
+                Family::ReduceScan,
+                None,
+            ),
+        ];
+        for (name, family, library) in cases {
+            let c = classify(name);
+            assert_eq!((c.family, c.library), (*family, *library), "{name}");
+        }
     }
 }

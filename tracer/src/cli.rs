@@ -66,9 +66,9 @@ pub enum ExportFormat {
 
 #[derive(Debug, Args)]
 pub struct RecordCli {
-    /// Trace file to write (JSON Lines; zstd-compressed when the name ends in .zst; `-` for standard
-    /// output, uncompressed).
-    #[arg(short, long, default_value = "trace.jsonl")]
+    /// Trace file to write: JSON Lines, zstd-compressed when the name ends in .zst (the default), plain
+    /// when it does not (`-o run.jsonl`); `-` for standard output, plain.
+    #[arg(short, long, default_value = "trace.jsonl.zst")]
     pub output: PathBuf,
     /// Replace the output file if it exists.
     #[arg(long)]
@@ -128,9 +128,16 @@ pub enum ProbeModeArg {
 pub struct ReportCli {
     /// The trace file.
     pub file: PathBuf,
-    /// Print the report as one JSON object.
+    /// Print the report as one JSON object (whole kernel names, every kernel).
     #[arg(long)]
     pub json: bool,
+    /// Show whole kernel names (template arguments, parameters), one row per name, instead of short
+    /// names with the variants of one function folded into a row.
+    #[arg(long)]
+    pub full_names: bool,
+    /// Kernels listed per process, most executions first (0: all).
+    #[arg(long, value_name = "N", default_value_t = 25)]
+    pub top: usize,
 }
 
 #[expect(clippy::float_arithmetic, reason = "durations are given in decimal fractions of their unit")]

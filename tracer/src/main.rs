@@ -58,7 +58,7 @@ fn main() -> ExitCode {
                 if let Some(w) = &rep.trace.warning {
                     eprintln!("tracer: warning: {w}");
                 }
-                print(&rep.to_text())
+                print(&rep.to_text(&tracer::report::TextOptions { full_names: r.full_names, top: r.top }))
             }
         }),
     };

@@ -108,10 +108,14 @@ fn walk(dir: &Path, depth: usize, f: &mut impl FnMut(&Path)) {
     }
 }
 
-/// Processes whose argv is `ollama serve`.
+/// Processes whose argv is `ollama serve`, less their children: a child the server has forked shows the
+/// server's argv until it execs its runner.
 pub fn find_servers(procs: &dyn Procs) -> Vec<u32> {
     let mut pids: Vec<u32> = procs.pids().into_iter().filter(|&pid| role(&procs.argv(pid)) == Role::Server).collect();
     pids.sort_unstable();
+    let parent_is_server = |pid: u32| procs.stat(pid).is_some_and(|s| pids.binary_search(&s.ppid).is_ok());
+    let children: Vec<u32> = pids.iter().copied().filter(|&p| parent_is_server(p)).collect();
+    pids.retain(|p| !children.contains(p));
     pids
 }
 
@@ -137,6 +141,50 @@ mod tests {
 
     fn argv(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    /// Two servers (one in a container), a child the first has forked and not yet exec'd (it still
+    /// shows `ollama serve`), a runner and a client command.
+    struct Tree;
+
+    impl Procs for Tree {
+        fn stat(&self, pid: u32) -> Option<crate::proc::Stat> {
+            let ppid = match pid {
+                10 | 30 | 50 => 1,
+                11 | 12 => 10,
+                _ => return None,
+            };
+            Some(crate::proc::Stat { ppid, start_time: 1, comm: "ollama".into() })
+        }
+        fn argv(&self, pid: u32) -> Vec<String> {
+            argv(match pid {
+                10 | 11 => "/usr/bin/ollama serve",
+                12 => "/usr/bin/ollama runner --model /m",
+                30 => "ollama serve",
+                50 => "ollama list",
+                _ => "",
+            })
+        }
+        fn maps(&self, _pid: u32) -> Option<Vec<crate::proc::MapsEntry>> {
+            None
+        }
+        fn pids(&self) -> Vec<u32> {
+            vec![10, 11, 12, 30, 50]
+        }
+        fn exe(&self, _pid: u32) -> Option<PathBuf> {
+            None
+        }
+        fn fd_target(&self, _pid: u32, _fd: u32) -> Option<String> {
+            None
+        }
+        fn same_mount_ns(&self, _pid: u32) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn servers_are_not_their_forked_children() {
+        assert_eq!(find_servers(&Tree), vec![10, 30]);
     }
 
     #[test]

@@ -37,7 +37,7 @@ impl MapsEntry {
 
 /// A process table: the live one ([`LIVE`]) or a test's.
 pub trait Procs {
-    /// None when the process is gone.
+    /// None when the process is gone (a zombie included).
     fn stat(&self, pid: u32) -> Option<Stat>;
     /// Empty when the process is gone or is a kernel thread.
     fn argv(&self, pid: u32) -> Vec<String>;
@@ -125,6 +125,10 @@ fn file_mappings(maps: procfs::process::MemoryMaps) -> Vec<MapsEntry> {
 impl Procs for Live {
     fn stat(&self, pid: u32) -> Option<Stat> {
         let s = process(pid)?.stat().ok()?;
+        // A zombie (or a task being torn down) has ended: nothing of it can be traced or read any more.
+        if matches!(s.state, 'Z' | 'X' | 'x') {
+            return None;
+        }
         Some(Stat { ppid: u32::try_from(s.ppid).unwrap_or(0), start_time: s.starttime, comm: s.comm })
     }
 

@@ -200,3 +200,60 @@ fn kernel_threads_are_refused_in_one_sentence() {
     assert!(err.contains("kernel thread") && err.lines().count() == 1, "{err}");
     assert!(!out.exists());
 }
+
+#[test]
+fn default_output_is_compressed_and_a_plain_name_gives_plain_lines() {
+    let dir = scratch("default-output");
+    let runner = fixture("mini_runner");
+    let o = Command::new(tracer_bin())
+        .args(["record", "-q", "--", runner.to_str().unwrap(), "launches"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr_of(&o));
+    let raw = std::fs::read(dir.join("trace.jsonl.zst")).unwrap();
+    assert_eq!(&raw[..4], &[0x28, 0xb5, 0x2f, 0xfd], "not a zstd stream");
+    assert_eq!(launches(&read_trace(&dir.join("trace.jsonl.zst"))).len(), 7, "the known launches of mini_runner");
+    let plain = small_trace(&dir);
+    assert!(std::fs::read_to_string(plain).unwrap().starts_with("{\"type\":\"header\""));
+}
+
+/// The live line shows on a terminal only (util-linux's `script` gives the recording one), and never
+/// with -q; the final summary shows on a terminal and in a pipe.
+#[test]
+fn live_status_on_a_terminal_only() {
+    let dir = scratch("live");
+    let runner = fixture("mini_runner");
+    let record = |out: &str, quiet: bool| -> String {
+        let cmd = format!(
+            "{} record {}-o {} -- {} runner",
+            tracer_bin().display(),
+            if quiet { "-q " } else { "" },
+            dir.join(out).display(),
+            runner.display()
+        );
+        let o = Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .env("TRACER_TEST_RUNNER_DELAY_MS", "2500")
+            .output()
+            .expect("script (util-linux) runs");
+        assert!(o.status.success(), "{}", stderr_of(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let tty = record("tty.jsonl", false);
+    let live = tty.split("\r\x1b[K").find(|l| l.contains("launches/s")).expect("a live line");
+    assert!(
+        live.starts_with("tracer: ") && live.ends_with(" s, 1 process, 0 launches/s, 0 dispatches/s, 0 dropped"),
+        "{tty:?}"
+    );
+    assert!(tty.contains("\r\x1b[Ktracer: stopped (command-exited); wrote 7 launches"), "{tty:?}");
+    let quiet = record("quiet.jsonl", true);
+    assert!(!quiet.contains("launches/s") && !quiet.contains("stopped"), "{quiet:?}");
+    let o = Command::new(tracer_bin())
+        .args(["record", "-o", dir.join("pipe.jsonl").to_str().unwrap(), "--", runner.to_str().unwrap(), "runner"])
+        .env("TRACER_TEST_RUNNER_DELAY_MS", "1500")
+        .output()
+        .unwrap();
+    let piped = stderr_of(&o);
+    assert!(!piped.contains("launches/s") && piped.contains("stopped (command-exited)"), "{piped}");
+}

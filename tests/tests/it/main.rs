@@ -13,4 +13,5 @@ mod phases;
 mod queue;
 mod record;
 mod reliability;
+mod report;
 mod stop_and_errors;

@@ -305,3 +305,67 @@ fn churn_of_short_lived_runners_loses_nothing_and_leaves_the_filter_as_it_was() 
     assert_eq!((f.counters["filter_entries_start"], f.counters["filter_entries_end"]), (1, 1));
     assert_eq!(f.counters["filter_full"], 0);
 }
+
+/// Waits until the trace file holds every one of `needles` (the writer flushes every 100 ms).
+fn wait_for_trace_text(path: &Path, needles: &[&str]) {
+    let deadline = Instant::now() + Duration::from_mins(1);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if needles.iter().all(|n| text.contains(n)) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{needles:?} never reached {}", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn ollama_started_after_tracer_and_restarted_is_followed_from_its_exec() {
+    let install = Install::new("ollama-late-start");
+    let out = install.root.join("t.jsonl");
+    // No server yet: tracer says it waits, and records nothing of the unrelated processes meanwhile.
+    let rec = Recording::start(&out, &["--ollama"]);
+    let bundle_copy = format!("\"path\":\"{}/libamdhip64.so.5\"", install.bundle().display());
+    let mut pids = Vec::new();
+    for port in [40011, 40012] {
+        let mut server = install.serve(&[install.old_runner(0, port)], 0);
+        pids.push(server.child.id());
+        // Ollama starts its runners seconds after its own start; here, once tracer has probed the bundle.
+        wait_for_trace_text(
+            &out,
+            &[&format!("\"pid\":{},", server.child.id()), "\"role\":\"ollama-server\"", &bundle_copy],
+        );
+        server.go_and_wait();
+        drop(server); // killed: the next round is a restart
+    }
+    // An `ollama` client command (not a server, not started by one) leaves the filter.
+    let client = Command::new(install.root.join("bin/ollama")).arg("list").output().unwrap();
+    let records = stop(rec);
+    let procs = processes(&records);
+    for server in &pids {
+        let s = procs.iter().find(|p| p.pid == *server).expect("each server recorded");
+        assert_eq!((s.cause.as_str(), s.role.map(trace::Role::as_str)), ("exec", Some("ollama-server")));
+        let runner = procs
+            .iter()
+            .find(|p| p.ppid == *server && p.role.map(trace::Role::as_str) == Some("runner"))
+            .expect("the server's runner");
+        // Traced from its first call: its kernels were registered while tracer watched.
+        let ls: Vec<&trace::Launch> = launches(&records).into_iter().filter(|l| l.pid == runner.pid).collect();
+        assert_eq!(ls.len(), 7, "runner {}", runner.pid);
+        assert!(kernels(&records).iter().any(|k| k.pid == runner.pid && k.source.as_str() == "register"));
+        assert!(library(&records, ls[0].lib).path.starts_with(install.bundle().to_str().unwrap()));
+    }
+    assert_eq!(client.status.code(), Some(2), "the double answers `ollama list` with its usage");
+    // The client was seen from its exec (by its name), then let go: no role, nothing recorded for it.
+    let seen: Vec<&&trace::Process> = procs
+        .iter()
+        .filter(|p| p.cause.as_str() == "exec" && p.argv.get(1).map(String::as_str) == Some("list"))
+        .collect();
+    assert_eq!(seen.len(), 1, "{procs:#?}");
+    assert_eq!((seen[0].comm.as_str(), seen[0].role), ("ollama", None));
+    // The client and the killed servers left the filter; only a server found running at the start (a
+    // process another test left behind, if any) may still be in it.
+    let Record::Header(h) = &records[0] else { panic!() };
+    let f = footer(&records);
+    assert!(f.counters["filter_entries_end"] <= h.options.ollama_servers.len() as u64, "{:?}", f.counters);
+}

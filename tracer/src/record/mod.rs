@@ -96,8 +96,9 @@ impl Drop for OutputGuard<'_> {
 }
 
 /// The runtime copies to probe from the start: those given with --lib; else those the targets map, the
-/// Ollama bundles, and (for a runtime found nowhere else) the usual places.
-fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32]) -> Result<Vec<LibCopy>> {
+/// Ollama bundles, and (for a runtime found nowhere else) the usual places. `later`: copies may come
+/// later (an Ollama server not started yet brings its own), so none now is no error.
+fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32], later: bool) -> Result<Vec<LibCopy>> {
     if !args.libs.is_empty() {
         return libs::from_user_paths(&args.libs);
     }
@@ -118,7 +119,7 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32]) -> Result
     let mut seen = std::collections::BTreeSet::new();
     all.retain(|c| seen.insert((c.dev, c.inode)));
     use tracer_common::api::Library;
-    if !all.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda)) {
+    if !later && !all.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda)) {
         bail!(
             "neither {HIP_RUNTIME} nor {CUDA_DRIVER} found (not mapped by the target, nor in Ollama's bundles, /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): give its path with --lib PATH"
         );
@@ -149,25 +150,22 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
             );
         }
     }
+    // --ollama without PIDs: the servers running now, and any `ollama serve` that starts later (a first
+    // start or a restart), followed from its exec.
+    let watch_ollama = args.ollama && args.ollama_pids.is_empty();
     let servers = if !args.ollama {
         Vec::new()
     } else if !args.ollama_pids.is_empty() {
         args.ollama_pids.clone()
     } else {
-        let found = ollama::find_servers(&LIVE);
-        if found.is_empty() {
-            bail!(
-                "no `ollama serve` process is running: start Ollama first, or give the server's PID with --ollama-pid"
-            );
-        }
-        found
+        ollama::find_servers(&LIVE)
     };
     // The processes traced from the start: those named, the Ollama servers, and all their descendants.
     let mut targets: Vec<u32> = args.pids.iter().chain(&servers).copied().collect();
     targets.extend(LIVE.descendants(&targets));
     targets.sort_unstable();
     targets.dedup();
-    let copies = find_libraries(&args, &targets, &servers)?;
+    let copies = find_libraries(&args, &targets, &servers, watch_ollama)?;
     let file = create_output(&args.output, args.force)?;
     let to_stdout = output::Dest::parse(&args.output) == output::Dest::Stdout;
     let mut guard = OutputGuard { path: &args.output, armed: !to_stdout };
@@ -176,7 +174,7 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         let (mut session, child) =
-            session::Session::set_up(&args, Targets { pids: targets, servers }, &copies, writer)?;
+            session::Session::set_up(&args, Targets { pids: targets, servers, watch_ollama }, &copies, writer)?;
         // From here on the file is a trace, whatever ends the recording; one that never started leaves none.
         guard.armed = false;
         let ended = session.record(child).await?;
@@ -188,6 +186,8 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
 struct Targets {
     pids: Vec<u32>,
     servers: Vec<u32>,
+    /// Follow any `ollama serve` that starts during the recording.
+    watch_ollama: bool,
 }
 
 fn units() -> BTreeMap<String, String> {

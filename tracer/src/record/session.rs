@@ -3,7 +3,7 @@
 //! [`Session::finish`] (last drain, exit status, footer with every loss counted).
 #![expect(clippy::print_stderr, reason = "a recording tells its user on stderr that it started, warned or stopped")]
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{collections::BTreeMap, io::IsTerminal as _, time::Duration};
 
 use anyhow::{Result, anyhow, bail};
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
@@ -39,6 +39,9 @@ pub(super) struct Session<'a> {
     until_targets_exit: bool,
     child_pid: Option<u32>,
     filter_at_start: u64,
+    /// Ollama servers followed, those running at the start and those started since.
+    servers: Vec<u32>,
+    watch_ollama: bool,
 }
 
 /// How a recording ended: why, the started command's end if it has ended, and the signal that stopped
@@ -59,13 +62,23 @@ impl<'a> Session<'a> {
         mut writer: Writer,
     ) -> Result<(Self, Option<Command>)> {
         let filter_by_pid = !targets.pids.is_empty() || !args.command.is_empty() || args.ollama;
-        let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes })?;
+        let watch_comm = targets.watch_ollama.then_some("ollama");
+        let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm })?;
         let mut watch = LibraryWatch::new(runtimes(args));
         let mut setup = Vec::new();
         for copy in copies {
-            setup.extend(watch.attach(&mut ebpf, copy, args.probe_mode)?);
+            match watch.attach(&mut ebpf, copy, args.probe_mode) {
+                Ok(records) => setup.extend(records),
+                // A copy that vanished since it was found (an upgrade, a removed install) is skipped; the
+                // check below still wants one probed runtime.
+                Err(e) if copies.len() > 1 || targets.watch_ollama => {
+                    eprintln!("tracer: warning: {} skipped: {e:#}", copy.path);
+                }
+                Err(e) => return Err(e),
+            }
         }
-        if !setup.iter().any(|r| matches!(r, Record::Probe(p) if p.error.is_none())) {
+        // Watching for Ollama, the runtimes may come later with a server not started yet.
+        if !targets.watch_ollama && !setup.iter().any(|r| matches!(r, Record::Probe(p) if p.error.is_none())) {
             let paths: Vec<&str> = copies.iter().map(|c| c.path.as_str()).collect();
             bail!("no runtime function could be probed in {}: is this libamdhip64 or libcuda?", paths.join(", "));
         }
@@ -115,9 +128,11 @@ impl<'a> Session<'a> {
             attr,
             writer,
             filter_by_pid,
-            until_targets_exit: !targets.pids.is_empty() && child_pid.is_none(),
+            until_targets_exit: !targets.pids.is_empty() && child_pid.is_none() && !targets.watch_ollama,
             child_pid,
             filter_at_start,
+            servers: targets.servers,
+            watch_ollama: targets.watch_ollama,
         };
         Ok((session, child))
     }
@@ -137,6 +152,11 @@ impl<'a> Session<'a> {
                 self.args.output.display(),
                 if n == 1 { "y" } else { "ies" }
             );
+            if self.watch_ollama && self.servers.is_empty() {
+                eprintln!(
+                    "tracer: no `ollama serve` is running yet: waiting for one to start (it and its runners are traced from their first instruction)"
+                );
+            }
         }
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         let mut poll = tokio::time::interval(Duration::from_millis(10));
@@ -147,6 +167,7 @@ impl<'a> Session<'a> {
         tokio::pin!(sleep);
         let mut prev_live: Vec<u32> = Vec::new();
         let mut signal_seen = None;
+        let mut status = LiveStatus::new(!self.args.quiet && std::io::stderr().is_terminal());
         if !self.args.read_delay.is_zero() {
             tokio::time::sleep(self.args.read_delay).await;
         }
@@ -165,6 +186,10 @@ impl<'a> Session<'a> {
                 }
                 _ = tick.tick() => {
                     self.writer.flush()?;
+                    if status.due() {
+                        let line = self.status_line(&mut status);
+                        status.show(&line);
+                    }
                     if self.filter_by_pid && !self.look_at_processes(&mut prev_live)? {
                         break Stop::TargetsExited;
                     }
@@ -180,6 +205,7 @@ impl<'a> Session<'a> {
                 () = &mut sleep, if deadline.is_some() => break Stop::Duration,
             }
         };
+        status.clear();
         if let Some(sig) = signal_seen {
             // The recording stops now, without waiting for the command: it gets the same signal (as a
             // terminal's Ctrl-C would give it), and a second signal ends tracer at once, leaving every
@@ -193,11 +219,37 @@ impl<'a> Session<'a> {
         Ok(Ended { stop, command, signal: signal_seen })
     }
 
+    /// "tracer: 12 s, 3 processes, 41200 launches/s, 0 dispatches/s, 0 dropped": what arrived since the
+    /// last line.
+    fn status_line(&self, status: &mut LiveStatus) -> String {
+        let counts = self.writer.counts();
+        let n = |k: &str| counts.get(k).copied().unwrap_or(0);
+        let (launches, dispatches) = (n("launch"), n("dispatch"));
+        let dropped: u64 = Counter::ALL
+            .iter()
+            .filter(|c| matches!(c.footer(), Footer::Drop(_)))
+            .filter_map(|c| self.counters.get(&(*c as u32), 0).ok())
+            .map(|v| v.iter().sum::<u64>())
+            .sum();
+        let processes = if self.filter_by_pid { self.pids.keys().count() } else { self.attr.processes_seen() };
+        status.line(processes, launches, dispatches, dropped)
+    }
+
     /// New runners, late dlopens, containers: looks at what each traced process maps now. False when
     /// every --pid target has exited (the exit tracepoint removes each from the filter as it ends).
     fn look_at_processes(&mut self, prev_live: &mut Vec<u32>) -> Result<bool> {
+        use crate::proc::{LIVE, Procs as _};
         let now = monotonic_ns();
-        let live: Vec<u32> = self.pids.keys().flatten().collect();
+        let mut live: Vec<u32> = self.pids.keys().flatten().collect();
+        // A process that ended before it joined the filter (found in /proc as it exited) has no exit event
+        // to take it out: take it out here.
+        live.retain(|&pid| {
+            let running = LIVE.is_running(pid);
+            if !running {
+                drop(self.pids.remove(&pid));
+            }
+            running
+        });
         for gone in prev_live.iter().filter(|p| !live.contains(p)) {
             self.watch.forget(*gone);
         }
@@ -220,8 +272,53 @@ impl<'a> Session<'a> {
         }
         let now = monotonic_ns();
         for pid in std::mem::take(&mut self.attr.newly_seen) {
+            if self.watch_ollama {
+                self.follow_if_server(pid)?;
+            }
             for r in self.watch.scan(&mut self.ebpf, pid, now, self.args.probe_mode) {
                 self.writer.write(&r)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A process that joined the filter by its name (`ollama`) at its exec, or a descendant of one: a new
+    /// server is followed (its bundled runtimes probed before its runners load them); an `ollama` client
+    /// command that no traced process started leaves the filter.
+    fn follow_if_server(&mut self, pid: u32) -> Result<()> {
+        use crate::proc::{LIVE, Procs as _};
+        if self.servers.contains(&pid) {
+            return Ok(());
+        }
+        match ollama::role(&LIVE.argv(pid)) {
+            ollama::Role::Server => {
+                self.servers.push(pid);
+                for runtime in runtimes(self.args) {
+                    for dir in ollama::bundle_dirs(&LIVE, pid) {
+                        for copy in crate::libs::in_dir(&dir, runtime) {
+                            match self.watch.attach(&mut self.ebpf, &copy, self.args.probe_mode) {
+                                Ok(records) => {
+                                    for r in records {
+                                        self.writer.write(&r)?;
+                                    }
+                                }
+                                Err(e) => eprintln!("\rtracer: warning: {} skipped: {e:#}", copy.path),
+                            }
+                        }
+                    }
+                }
+                if !self.args.quiet {
+                    eprintln!("\rtracer: following `ollama serve` (pid {pid}) and its runners");
+                }
+            }
+            ollama::Role::Runner { .. } => {}
+            ollama::Role::Other => {
+                let parent = LIVE.stat(pid).map_or(0, |s| s.ppid);
+                if LIVE.argv(pid).first().is_some_and(|a| a.rsplit('/').next() == Some("ollama"))
+                    && self.pids.get(&parent, 0).is_err()
+                {
+                    drop(self.pids.remove(&pid));
+                }
             }
         }
         Ok(())
@@ -326,6 +423,55 @@ fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono:
             kernel_tracepoints: attach::gpu_tracepoint_groups(),
         },
         units: units(),
+    }
+}
+
+/// The live line on stderr while recording (a terminal only, and not with -q), redrawn each second.
+struct LiveStatus {
+    enabled: bool,
+    started: std::time::Instant,
+    last: std::time::Instant,
+    last_counts: (u64, u64),
+    shown: bool,
+}
+
+impl LiveStatus {
+    fn new(enabled: bool) -> Self {
+        let now = std::time::Instant::now();
+        Self { enabled, started: now, last: now, last_counts: (0, 0), shown: false }
+    }
+
+    fn due(&self) -> bool {
+        self.enabled && self.last.elapsed() >= Duration::from_secs(1)
+    }
+
+    #[expect(clippy::float_arithmetic, clippy::cast_precision_loss, reason = "rates per second")]
+    fn line(&mut self, processes: usize, launches: u64, dispatches: u64, dropped: u64) -> String {
+        let secs = self.last.elapsed().as_secs_f64().max(1e-3);
+        let rate = |now: u64, before: u64| (now.saturating_sub(before) as f64 / secs).round() as u64;
+        let line = format!(
+            "tracer: {} s, {processes} process{}, {} launches/s, {} dispatches/s, {dropped} dropped",
+            self.started.elapsed().as_secs(),
+            if processes == 1 { "" } else { "es" },
+            rate(launches, self.last_counts.0),
+            rate(dispatches, self.last_counts.1),
+        );
+        self.last = std::time::Instant::now();
+        self.last_counts = (launches, dispatches);
+        line
+    }
+
+    fn show(&mut self, line: &str) {
+        eprint!("\r\x1b[K{line}");
+        self.shown = true;
+    }
+
+    /// Takes the line away before the final summary.
+    fn clear(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+            self.shown = false;
+        }
     }
 }
 

@@ -99,6 +99,61 @@ struct KernelAcc {
     shapes: HashMap<ShapeKey, u64>,
 }
 
+/// One row per kernel name: a name loaded under several handles (cuDNN loads a module per graph; each
+/// process load of the same code gives a new handle) is one kernel. Unnamed handles stay apart.
+fn merge_by_name(kernels: Vec<KernelReport>) -> Vec<KernelReport> {
+    let mut out: Vec<KernelReport> = Vec::with_capacity(kernels.len());
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    for k in kernels {
+        let at = if k.name.is_empty() { None } else { by_name.get(&k.name).copied() };
+        let Some(at) = at else {
+            if !k.name.is_empty() {
+                by_name.insert(k.name.clone(), out.len());
+            }
+            out.push(KernelReport { short_name: crate::demangle::short_name(&k.demangled), ids: vec![k.id], ..k });
+            continue;
+        };
+        let m = &mut out[at];
+        m.ids.push(k.id);
+        m.launches += k.launches;
+        m.failed += k.failed;
+        m.executions += k.executions;
+        m.graph_executions += k.graph_executions;
+        for (code, n) in k.returns {
+            *m.returns.entry(code).or_default() += n;
+        }
+        for sh in k.shapes {
+            match m
+                .shapes
+                .iter_mut()
+                .find(|x| (x.grid, x.block, x.grid_unit, x.shmem) == (sh.grid, sh.block, sh.grid_unit, sh.shmem))
+            {
+                Some(x) => x.count += sh.count,
+                None => m.shapes.push(sh),
+            }
+        }
+        for a in k.apis {
+            if !m.apis.contains(&a) {
+                m.apis.push(a);
+            }
+        }
+        if m.code_file.is_none() {
+            m.code_file = k.code_file;
+            m.bundles = k.bundles;
+        }
+    }
+    for m in &mut out {
+        if m.ids.len() > 1 {
+            m.shapes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
+            m.class = match m.shapes.first() {
+                Some(sh) => KernelClass::of_shape(&m.name, sh),
+                None => KernelClass::of(&m.name),
+            };
+        }
+    }
+    out
+}
+
 fn shapes(m: HashMap<ShapeKey, u64>) -> Vec<Shape> {
     let mut v: Vec<Shape> = m
         .into_iter()
@@ -284,7 +339,7 @@ impl ReportBuilder {
         let mut report = self.report;
         report.trace.duration_s = self.last_ts.saturating_sub(self.start) as f64 / 1e9;
         for (pid, acc) in self.procs {
-            let mut kernels: Vec<KernelReport> = acc
+            let kernels: Vec<KernelReport> = acc
                 .kernels
                 .into_values()
                 .map(|k| {
@@ -301,7 +356,10 @@ impl ReportBuilder {
                     KernelReport { shapes, class, executions, graph_executions: replayed, ..k.report }
                 })
                 .collect();
-            kernels.sort_by(|a, b| b.launches.cmp(&a.launches).then(a.id.cmp(&b.id)));
+            let mut kernels = merge_by_name(kernels);
+            kernels.sort_by(|a, b| {
+                b.executions.cmp(&a.executions).then(b.launches.cmp(&a.launches)).then(a.id.cmp(&b.id))
+            });
             let mut api: Vec<ApiReport> = acc
                 .api
                 .into_values()

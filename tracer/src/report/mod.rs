@@ -16,6 +16,7 @@ use std::{collections::BTreeMap, path::Path};
 pub use aggregate::ReportBuilder;
 use anyhow::Result;
 use serde::Serialize;
+pub use text::TextOptions;
 
 use crate::{
     event::{ApiFunc, GridUnit},
@@ -182,6 +183,8 @@ pub struct KernelClass {
     pub quant: Option<String>,
     /// "1" (exact columns, MMVQ) or "<=128" (MMQ tile width, from the name alone).
     pub batch: Option<String>,
+    /// The library the name says the kernel comes from (cuBLASLt, cuDNN, Tensile, Inductor, NCCL, ...).
+    pub library: Option<String>,
 }
 
 impl KernelClass {
@@ -195,21 +198,32 @@ impl KernelClass {
     }
 
     fn from(c: crate::classify::Class) -> Self {
-        Self { family: c.family, quant: c.quant.map(str::to_owned), batch: c.batch.map(crate::classify::Batch::label) }
+        Self {
+            family: c.family,
+            quant: c.quant.map(str::to_owned),
+            batch: c.batch.map(crate::classify::Batch::label),
+            library: c.library.map(str::to_owned),
+        }
     }
 
     pub(crate) fn text(&self) -> String {
         let quant = self.quant.as_deref().map(|q| format!(" {q}")).unwrap_or_default();
         let batch = self.batch.as_deref().map(|b| format!(" b{b}")).unwrap_or_default();
-        format!("{}{quant}{batch}", self.family.name())
+        let library = self.library.as_deref().map(|l| format!(" ({l})")).unwrap_or_default();
+        format!("{}{quant}{batch}{library}", self.family.name())
     }
 }
 
 #[derive(Debug, Default, Serialize)]
 pub struct KernelReport {
+    /// The first kernel id of this name in the trace; `ids` lists all of them (one per handle: a name
+    /// loaded more than once is one row).
     pub id: u32,
+    pub ids: Vec<u32>,
     pub name: String,
     pub demangled: String,
+    /// The function's own name, without namespaces, template arguments and parameters.
+    pub short_name: String,
     pub class: KernelClass,
     pub source: trace::Source,
     pub handle: u64,
@@ -397,7 +411,7 @@ mod tests {
         assert_eq!(p.memory.memcpy["DeviceToHost"].bytes, 64);
         let launch_api = p.api.iter().find(|a| a.api == ApiFunc::HipLaunchKernel).unwrap();
         assert_eq!((launch_api.calls, launch_api.errors, launch_api.mean_ns), (3, 2, 1000));
-        let text = r.to_text();
+        let text = r.to_text(&TextOptions::default());
         assert!(text.contains("a()"), "{text}");
         assert!(text.contains("3 records dropped"), "{text}");
     }
@@ -409,7 +423,7 @@ mod tests {
         let r = Report::build(records);
         let active: Vec<u32> = r.processes.iter().filter(|p| p.gpu_activity).map(|p| p.pid).collect();
         assert_eq!((active, r.processes.len()), (vec![7], 3));
-        let text = r.to_text();
+        let text = r.to_text(&TextOptions::default());
         assert!(text.contains("process 7 runner"), "{text}");
         assert!(!text.contains("process 8 gcc"), "{text}");
         assert!(text.contains("2 processes with no GPU activity: 8 gcc, 9 ld"), "{text}");

@@ -7,20 +7,37 @@
 
 use std::fmt::Write as _;
 
-use super::{DispatchShape, Report, Shape};
+use std::collections::{BTreeMap, HashMap};
+
+use super::{DispatchShape, KernelReport, Report, Shape};
 use crate::{
     event::{ApiFunc, GridUnit},
     trace,
 };
 
+/// How the text report shows kernels.
+#[derive(Clone, Copy, Debug)]
+pub struct TextOptions {
+    /// Whole demangled names, one row per name; else short names, variants of one function folded.
+    pub full_names: bool,
+    /// Kernel rows per process, most executions first; 0 for all.
+    pub top: usize,
+}
+
+impl Default for TextOptions {
+    fn default() -> Self {
+        Self { full_names: false, top: 25 }
+    }
+}
+
 impl Report {
-    pub fn to_text(&self) -> String {
+    pub fn to_text(&self, opts: &TextOptions) -> String {
         let mut s = String::new();
-        self.write_text(&mut s).expect("writing to a String cannot fail");
+        self.write_text(&mut s, opts).expect("writing to a String cannot fail");
         s
     }
 
-    fn write_text(&self, s: &mut String) -> std::fmt::Result {
+    fn write_text(&self, s: &mut String, opts: &TextOptions) -> std::fmt::Result {
         let t = &self.trace;
         writeln!(s, "trace {} — tracer {}, host {}, kernel {}", t.path, t.tracer_version, t.host, t.kernel_release)?;
         writeln!(
@@ -79,44 +96,7 @@ impl Report {
                     }
                 }
             }
-            if !p.kernels.is_empty() {
-                writeln!(s, "\n  kernels launched ({}):", p.kernels.len())?;
-                writeln!(s, "  {:>8} {:>7}  {:<34} kernel", "launches", "failed", "grid x block (shmem) [count]")?;
-            }
-            for k in &p.kernels {
-                let name = if k.demangled.is_empty() {
-                    format!("unnamed handle {:#x}", k.handle)
-                } else {
-                    k.demangled.clone()
-                };
-                let first = k.shapes.first().map(shape_text).unwrap_or_default();
-                writeln!(s, "  {:>8} {:>7}  {:<34} {:<22} {}", k.launches, k.failed, first, k.class.text(), name)?;
-                for sh in k.shapes.iter().skip(1) {
-                    writeln!(s, "  {:>8} {:>7}  {:<34}", "", "", shape_text(sh))?;
-                }
-                if k.source == trace::Source::Elf {
-                    writeln!(s, "  {:>8} {:>7}  (name from {})", "", "", k.source.as_str())?;
-                }
-                if k.graph_executions > 0 {
-                    writeln!(
-                        s,
-                        "  {:>8} {:>7}  (ran {} times: {} from graph replays)",
-                        "", "", k.executions, k.graph_executions
-                    )?;
-                }
-                if let Some(code) = code_text(k.code_file.as_deref(), &k.bundles) {
-                    writeln!(s, "  {:>8} {:>7}  {code}", "", "")?;
-                }
-                let errors: Vec<String> = k
-                    .returns
-                    .iter()
-                    .filter(|(code, _)| **code != 0)
-                    .map(|(code, n)| format!("{} x{n}", error_text(i64::from(*code))))
-                    .collect();
-                if !errors.is_empty() {
-                    writeln!(s, "  {:>8} {:>7}  returned {}", "", "", errors.join(", "))?;
-                }
-            }
+            write_kernels(s, &p.kernels, opts)?;
             if p.configs.count > 0 {
                 writeln!(
                     s,
@@ -180,7 +160,7 @@ impl Report {
                     let name = if d.demangled.is_empty() {
                         format!("unnamed kernel_object {:#x} (loaded before the tracer started)", d.kernel_object)
                     } else {
-                        d.demangled.clone()
+                        display_name(&d.demangled, opts)
                     };
                     let first = d.shapes.first().map(dispatch_shape_text).unwrap_or_default();
                     writeln!(s, "  {:>10}  {:<38} {:<22} {}", d.dispatches, first, d.class.text(), name)?;
@@ -194,7 +174,7 @@ impl Report {
                 writeln!(s, "\n  API launches vs queue dispatches:")?;
                 writeln!(s, "  {:>8} {:>10}  {:<50} why they differ", "launches", "dispatches", "kernel")?;
                 for r in &p.crosscheck {
-                    let name = if r.demangled.is_empty() { &r.kernel } else { &r.demangled };
+                    let name = if r.demangled.is_empty() { r.kernel.clone() } else { display_name(&r.demangled, opts) };
                     writeln!(
                         s,
                         "  {:>8} {:>10}  {:<50} {}",
@@ -239,13 +219,25 @@ impl Report {
             }
         }
         if !idle.is_empty() {
-            const SHOWN: usize = 20;
-            let names: Vec<String> = idle.iter().take(SHOWN).map(|p| format!("{} {}", p.pid, p.comm)).collect();
-            let more = idle.len().saturating_sub(SHOWN);
-            let more = if more > 0 { format!(" and {more} more (all in --json)") } else { String::new() };
+            // By command name, most first: "60 ptxas, 31 ldconfig.real, 1 nvcc (pid 517)".
+            let mut by_comm: Vec<(&str, Vec<u32>)> = Vec::new();
+            for p in &idle {
+                match by_comm.iter_mut().find(|(c, _)| *c == p.comm) {
+                    Some((_, pids)) => pids.push(p.pid),
+                    None => by_comm.push((&p.comm, vec![p.pid])),
+                }
+            }
+            by_comm.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+            let names: Vec<String> = by_comm
+                .iter()
+                .map(|(comm, pids)| match pids.as_slice() {
+                    [one] => format!("{comm} (pid {one})"),
+                    many => format!("{} {comm}", many.len()),
+                })
+                .collect();
             writeln!(
                 s,
-                "\n{} process{} with no GPU activity: {}{more}",
+                "\n{} process{} with no GPU activity (all in --json): {}",
                 idle.len(),
                 if idle.len() == 1 { "" } else { "es" },
                 names.join(", ")
@@ -259,6 +251,146 @@ impl Report {
         }
         Ok(())
     }
+}
+
+/// One row of the kernel table: a kernel name, or (short names) the variants of one function that fall
+/// in the same family.
+struct KernelRow<'a> {
+    name: String,
+    class: String,
+    runs: u64,
+    launches: u64,
+    failed: u64,
+    graph_runs: u64,
+    shapes: Vec<Shape>,
+    /// Kernel names folded into this row.
+    variants: usize,
+    from_elf: bool,
+    code: Option<String>,
+    returns: BTreeMap<i32, u64>,
+    first: &'a KernelReport,
+}
+
+fn kernel_rows<'a>(kernels: &'a [KernelReport], full_names: bool) -> Vec<KernelRow<'a>> {
+    let mut rows: Vec<KernelRow<'a>> = Vec::new();
+    let mut at: HashMap<(String, String), usize> = HashMap::new();
+    for k in kernels {
+        let unnamed = k.demangled.is_empty();
+        let name = if unnamed {
+            format!("unnamed handle {:#x}", k.handle)
+        } else if full_names {
+            k.demangled.clone()
+        } else {
+            k.short_name.clone()
+        };
+        let class = k.class.text();
+        let key = (name.clone(), class.clone());
+        if let Some(&i) = at.get(&key).filter(|_| !full_names && !unnamed) {
+            let r = &mut rows[i];
+            r.runs += k.executions;
+            r.launches += k.launches;
+            r.failed += k.failed;
+            r.graph_runs += k.graph_executions;
+            r.variants += 1;
+            r.from_elf |= k.source == trace::Source::Elf;
+            for sh in &k.shapes {
+                match r
+                    .shapes
+                    .iter_mut()
+                    .find(|x| (x.grid, x.block, x.grid_unit, x.shmem) == (sh.grid, sh.block, sh.grid_unit, sh.shmem))
+                {
+                    Some(x) => x.count += sh.count,
+                    None => r.shapes.push(sh.clone()),
+                }
+            }
+            for (code, n) in &k.returns {
+                *r.returns.entry(*code).or_default() += n;
+            }
+            continue;
+        }
+        at.insert(key, rows.len());
+        rows.push(KernelRow {
+            name,
+            class,
+            runs: k.executions,
+            launches: k.launches,
+            failed: k.failed,
+            graph_runs: k.graph_executions,
+            shapes: k.shapes.clone(),
+            variants: 1,
+            from_elf: k.source == trace::Source::Elf,
+            code: code_text(k.code_file.as_deref(), &k.bundles),
+            returns: k.returns.clone(),
+            first: k,
+        });
+    }
+    for r in &mut rows {
+        r.shapes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
+    }
+    rows.sort_by(|a, b| b.runs.cmp(&a.runs).then(b.launches.cmp(&a.launches)).then(a.first.id.cmp(&b.first.id)));
+    rows
+}
+
+/// A demangled name as the options ask: whole, or its short name.
+fn display_name(demangled: &str, opts: &TextOptions) -> String {
+    if opts.full_names { demangled.to_owned() } else { crate::demangle::short_name(demangled) }
+}
+
+/// Shapes shown per kernel row; the rest are counted.
+const SHAPES_SHOWN: usize = 3;
+
+fn write_kernels(s: &mut String, kernels: &[KernelReport], opts: &TextOptions) -> std::fmt::Result {
+    if kernels.is_empty() {
+        return Ok(());
+    }
+    let rows = kernel_rows(kernels, opts.full_names);
+    let shown = if opts.top == 0 { rows.len() } else { opts.top.min(rows.len()) };
+    let what = if opts.full_names { "kernel names" } else { "kernels" };
+    writeln!(s, "\n  kernels launched ({} {what}, most runs first):", rows.len())?;
+    writeln!(
+        s,
+        "  {:>8} {:>8} {:>6}  {:<34} {:<30} kernel",
+        "runs", "launches", "failed", "grid x block (shmem) [count]", "family"
+    )?;
+    for r in &rows[..shown] {
+        let first = r.shapes.first().map(shape_text).unwrap_or_default();
+        let variants = if r.variants > 1 { format!("  [{} variants]", r.variants) } else { String::new() };
+        writeln!(
+            s,
+            "  {:>8} {:>8} {:>6}  {:<34} {:<30} {}{variants}",
+            r.runs, r.launches, r.failed, first, r.class, r.name
+        )?;
+        for sh in r.shapes.iter().skip(1).take(SHAPES_SHOWN - 1) {
+            writeln!(s, "  {:>8} {:>8} {:>6}  {:<34}", "", "", "", shape_text(sh))?;
+        }
+        if r.shapes.len() > SHAPES_SHOWN {
+            writeln!(s, "  {:>8} {:>8} {:>6}  (and {} more shapes)", "", "", "", r.shapes.len() - SHAPES_SHOWN)?;
+        }
+        if r.from_elf {
+            writeln!(s, "  {:>8} {:>8} {:>6}  (name from {})", "", "", "", trace::Source::Elf.as_str())?;
+        }
+        if r.graph_runs > 0 {
+            writeln!(s, "  {:>8} {:>8} {:>6}  ({} of the runs from graph replays)", "", "", "", r.graph_runs)?;
+        }
+        if let Some(code) = &r.code {
+            writeln!(s, "  {:>8} {:>8} {:>6}  {code}", "", "", "")?;
+        }
+        let errors: Vec<String> = r
+            .returns
+            .iter()
+            .filter(|(code, _)| **code != 0)
+            .map(|(code, n)| format!("{} x{n}", error_text(i64::from(*code))))
+            .collect();
+        if !errors.is_empty() {
+            writeln!(s, "  {:>8} {:>8} {:>6}  returned {}", "", "", "", errors.join(", "))?;
+        }
+    }
+    if shown < rows.len() {
+        let rest = &rows[shown..];
+        let runs: u64 = rest.iter().map(|r| r.runs).sum();
+        writeln!(s, "  ... and {} more ({runs} runs); --top 0 lists all", rest.len())?;
+    }
+    Ok(())
 }
 
 /// "(code: FILE bundle 0042)" for a kernel whose code file and bundles are known.

@@ -1,0 +1,70 @@
+//! The report of real recordings kept under `fixtures/traces/` (no eBPF needed to read them).
+
+use std::path::Path;
+
+use integration_tests::*;
+
+fn recorded(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/traces").join(name)
+}
+
+/// `fixtures/traces/pytorch-mix.jsonl.zst`: `bench/gpu/record_real.sh` on an H100 (`PyTorch` 2.11,
+/// transformers 5.17 Llama generate, torch.compile/Inductor/Triton, the cuDNN/flash/memory-efficient SDPA
+/// backends, a cuDNN convolution), recorded from the start with the driver probes.
+#[test]
+fn real_pytorch_trace_reads_with_short_names_one_row_per_kernel_and_no_unknown_family() {
+    let trace = recorded("pytorch-mix.jsonl.zst");
+    let o = tracer(&["report", "--json", trace.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let procs = v["processes"].as_array().unwrap();
+    let active: Vec<&serde_json::Value> = procs.iter().filter(|p| p["gpu_activity"] == true).collect();
+    assert_eq!(active.len(), 1, "one process used the GPU");
+    let p = active[0];
+    let kernels = p["kernels"].as_array().unwrap();
+    // One row per kernel name: cuDNN loads one module per graph, so one name has many handles.
+    let mut names: Vec<&str> = kernels.iter().map(|k| k["name"].as_str().unwrap()).collect();
+    let rows = names.len();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), rows, "a kernel name on two rows");
+    let merged = kernels.iter().filter(|k| k["ids"].as_array().unwrap().len() > 1).count();
+    assert!(merged > 0, "no name was loaded under several handles in this trace");
+    // Every kernel named and in a family; executions add up to the launches (no graphs in this mix).
+    for k in kernels {
+        assert_ne!(k["source"], "unnamed", "{k}");
+        assert_ne!(k["class"]["family"], "unknown", "{}", k["demangled"]);
+        assert!(!k["short_name"].as_str().unwrap().is_empty());
+    }
+    let launches: u64 = kernels.iter().map(|k| k["launches"].as_u64().unwrap()).sum();
+    let lib_launches: u64 = p["api"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["api"].as_str().unwrap().starts_with("cuLaunchKernel"))
+        .map(|a| a["calls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(launches, lib_launches);
+    let families: std::collections::BTreeSet<&str> =
+        kernels.iter().map(|k| k["class"]["family"].as_str().unwrap()).collect();
+    for f in ["BLAS-GEMM", "flash-attention", "triton", "convolution", "reduce/scan/sort", "elementwise/other"] {
+        assert!(families.contains(f), "{f} missing from {families:?}");
+    }
+    // Triton's compiler helpers (ptxas, gcc, as, ld) were followed and did nothing on the GPU.
+    let idle = procs.len() - 1;
+    assert!(procs.iter().any(|p| p["comm"] == "ptxas" && p["gpu_activity"] == false));
+
+    let o = tracer(&["report", trace.to_str().unwrap()]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    // Short names by default: no parameter lists or template arguments in kernel rows.
+    assert!(text.contains(" vectorized_elementwise_kernel  ["), "{text}");
+    assert!(!text.contains("std::array<char*"), "{text}");
+    assert!(!text.contains("unknown"), "{text}");
+    assert!(text.contains(&format!("{idle} processes with no GPU activity")), "{text}");
+    assert!(text.contains("more (") && text.contains("--top 0 lists all"), "{text}");
+    // The whole names on request, one row per name.
+    let o = tracer(&["report", "--full-names", "--top", "0", trace.to_str().unwrap()]);
+    let full = String::from_utf8(o.stdout).unwrap();
+    assert!(full.contains("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>"), "{full}");
+    assert!(full.contains(&format!("kernels launched ({rows} kernel names")), "{full}");
+}
