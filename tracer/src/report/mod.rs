@@ -412,8 +412,10 @@ mod tests {
         let launch_api = p.api.iter().find(|a| a.api == ApiFunc::HipLaunchKernel).unwrap();
         assert_eq!((launch_api.calls, launch_api.errors, launch_api.mean_ns), (3, 2, 1000));
         let text = r.to_text(&TextOptions::default());
-        assert!(text.contains("a()"), "{text}");
+        assert!(text.contains("unknown                        a\n"), "{text}");
         assert!(text.contains("3 records dropped"), "{text}");
+        let full = r.to_text(&TextOptions { full_names: true, top: 0 });
+        assert!(full.contains("unknown                        a()\n"), "{full}");
     }
 
     #[test]
@@ -426,7 +428,7 @@ mod tests {
         let text = r.to_text(&TextOptions::default());
         assert!(text.contains("process 7 runner"), "{text}");
         assert!(!text.contains("process 8 gcc"), "{text}");
-        assert!(text.contains("2 processes with no GPU activity: 8 gcc, 9 ld"), "{text}");
+        assert!(text.contains("2 processes with no GPU activity (all in --json): gcc (pid 8), ld (pid 9)"), "{text}");
     }
 
     #[test]
