@@ -290,7 +290,8 @@ impl<'a> Session<'a> {
         if self.servers.contains(&pid) {
             return Ok(());
         }
-        match ollama::role(&LIVE.argv(pid)) {
+        let argv = LIVE.argv(pid);
+        match ollama::role(&argv) {
             ollama::Role::Server => {
                 self.servers.push(pid);
                 for runtime in runtimes(self.args) {
@@ -314,7 +315,7 @@ impl<'a> Session<'a> {
             ollama::Role::Runner { .. } => {}
             ollama::Role::Other => {
                 let parent = LIVE.stat(pid).map_or(0, |s| s.ppid);
-                if LIVE.argv(pid).first().is_some_and(|a| a.rsplit('/').next() == Some("ollama"))
+                if argv.first().is_some_and(|a| a.rsplit('/').next() == Some("ollama"))
                     && self.pids.get(&parent, 0).is_err()
                 {
                     drop(self.pids.remove(&pid));

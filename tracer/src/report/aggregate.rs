@@ -123,14 +123,7 @@ fn merge_by_name(kernels: Vec<KernelReport>) -> Vec<KernelReport> {
             *m.returns.entry(code).or_default() += n;
         }
         for sh in k.shapes {
-            match m
-                .shapes
-                .iter_mut()
-                .find(|x| (x.grid, x.block, x.grid_unit, x.shmem) == (sh.grid, sh.block, sh.grid_unit, sh.shmem))
-            {
-                Some(x) => x.count += sh.count,
-                None => m.shapes.push(sh),
-            }
+            sh.add_to(&mut m.shapes);
         }
         for a in k.apis {
             if !m.apis.contains(&a) {

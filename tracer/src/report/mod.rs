@@ -255,6 +255,18 @@ pub struct Shape {
     pub count: u64,
 }
 
+impl Shape {
+    /// Adds `sh`'s count to the entry of the same launch shape in `shapes`, or appends it: how the rows of
+    /// one kernel name (across handles) and of one short name (across variants) merge their shapes.
+    pub(crate) fn add_to(self, shapes: &mut Vec<Self>) {
+        let key = |x: &Self| (x.grid, x.block, x.grid_unit, x.shmem);
+        match shapes.iter_mut().find(|x| key(x) == key(&self)) {
+            Some(x) => x.count += self.count,
+            None => shapes.push(self),
+        }
+    }
+}
+
 #[derive(Debug, Default, Serialize)]
 pub struct ConfigReport {
     pub count: u64,

@@ -294,14 +294,7 @@ fn kernel_rows<'a>(kernels: &'a [KernelReport], full_names: bool) -> Vec<KernelR
             r.variants += 1;
             r.from_elf |= k.source == trace::Source::Elf;
             for sh in &k.shapes {
-                match r
-                    .shapes
-                    .iter_mut()
-                    .find(|x| (x.grid, x.block, x.grid_unit, x.shmem) == (sh.grid, sh.block, sh.grid_unit, sh.shmem))
-                {
-                    Some(x) => x.count += sh.count,
-                    None => r.shapes.push(sh.clone()),
-                }
+                sh.clone().add_to(&mut r.shapes);
             }
             for (code, n) in &k.returns {
                 *r.returns.entry(*code).or_default() += n;
