@@ -13,11 +13,7 @@
 # Results go to $OUT (or ./gpu-results) as files too.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-tracer="${1:-target/release/tracer}"
-out="${OUT:-gpu-results}"
-mkdir -p "$out"
-[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
-export PYTHONUNBUFFERED=1
+. "$here/common.sh"
 py=python3
 
 match=0
@@ -35,8 +31,6 @@ fi
 
 echo "== 2. overhead: launch-bound loop (x.add_(1)), microseconds per launch"
 libcudart="$($py -c 'import glob, os, torch; d = os.path.dirname(os.path.dirname(torch.__file__)); print((glob.glob(d + "/nvidia/*/lib/libcudart.so*") + glob.glob(d + "/nvidia/cuda_runtime/lib/libcudart.so*"))[0])' 2>/dev/null || true)"
-libcuda="$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')"
-[ -n "$libcuda" ] || libcuda=/usr/local/nvidia/lib64/libcuda.so.1
 # The loop runs pinned to one core, tracer's reader elsewhere: the figure is the launching thread's.
 cpu=$(( $(nproc) - 1 ))
 loop() { "$@" taskset -c $cpu $py "$here/workload.py" --mode loop | tail -1; }

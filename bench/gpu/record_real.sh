@@ -7,13 +7,8 @@
 #   bench/gpu/record_real.sh [TRACER_BINARY]      (default: target/release/tracer)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-tracer="${1:-target/release/tracer}"
-out="${OUT:-gpu-results}"
-mkdir -p "$out"
-[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
-export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-libcuda="$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')"
-[ -n "$libcuda" ] || libcuda=/usr/local/nvidia/lib64/libcuda.so.1
+. "$here/common.sh"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 trace="$out/pytorch-mix.jsonl.zst"
 "$tracer" record --force -o "$trace" --lib "$libcuda" -- python3 "$here/real_mix.py"
 "$tracer" report "$trace" > "$out/report.txt"

@@ -100,60 +100,51 @@ pub fn is_known(cmd: u32) -> bool {
     !name(cmd).contains("_0x") && !name(cmd).starts_with("ioctl_")
 }
 
-fn u32_at(b: &[u8], off: usize) -> u64 {
-    b.get(off..off + 4).and_then(|s| s.try_into().ok()).map_or(0, |s| u64::from(u32::from_le_bytes(s)))
-}
+/// A field of a KFD argument struct: name, byte offset, width in bytes (4 or 8, little-endian).
+type Field = (&'static str, usize, usize);
 
-fn u64_at(b: &[u8], off: usize) -> u64 {
-    b.get(off..off + 8).map_or(0, |s| u64::from_le_bytes(s.try_into().expect("8 bytes")))
-}
+/// The key argument fields of the KFD requests whose layouts are stable across versions, by number.
+const FIELDS: &[(u32, &[Field])] = &[
+    (0x01, &[("major_version", 0, 4), ("minor_version", 4, 4)]),
+    (
+        0x02,
+        &[
+            ("ring_base_address", 0, 8),
+            ("write_pointer_address", 8, 8),
+            ("ring_size", 32, 4),
+            ("gpu_id", 36, 4),
+            ("queue_type", 40, 4),
+            ("queue_id", 52, 4),
+        ],
+    ),
+    (0x03, &[("queue_id", 0, 4)]),
+    (0x0c, &[("num_events", 8, 4), ("wait_for_all", 12, 4), ("timeout_ms", 16, 4), ("wait_result", 20, 4)]),
+    (0x16, &[("va_addr", 0, 8), ("size", 8, 8), ("handle", 16, 8), ("gpu_id", 32, 4), ("flags", 36, 4)]),
+    (0x17, &[("handle", 0, 8)]),
+    (0x18, MAP_MEMORY),
+    (0x19, MAP_MEMORY),
+];
+
+/// MAP_MEMORY_TO_GPU's and UNMAP_MEMORY_FROM_GPU's shared argument struct.
+const MAP_MEMORY: &[Field] = &[("handle", 0, 8), ("n_devices", 16, 4), ("n_success", 20, 4)];
 
 /// The key argument fields of the requests whose layouts are stable across versions.
 pub fn fields(cmd: u32, arg: &[u8]) -> BTreeMap<&'static str, u64> {
-    let mut f = BTreeMap::new();
     if request_type(cmd) != KFD_TYPE {
-        return f;
+        return BTreeMap::new();
     }
-    match number(cmd) {
-        0x01 => {
-            f.insert("major_version", u32_at(arg, 0));
-            f.insert("minor_version", u32_at(arg, 4));
-        }
-        0x02 => {
-            f.insert("ring_base_address", u64_at(arg, 0));
-            f.insert("write_pointer_address", u64_at(arg, 8));
-            f.insert("ring_size", u32_at(arg, 32));
-            f.insert("gpu_id", u32_at(arg, 36));
-            f.insert("queue_type", u32_at(arg, 40));
-            f.insert("queue_id", u32_at(arg, 52));
-        }
-        0x03 => {
-            f.insert("queue_id", u32_at(arg, 0));
-        }
-        0x0c => {
-            f.insert("num_events", u32_at(arg, 8));
-            f.insert("wait_for_all", u32_at(arg, 12));
-            f.insert("timeout_ms", u32_at(arg, 16));
-            f.insert("wait_result", u32_at(arg, 20));
-        }
-        0x16 => {
-            f.insert("va_addr", u64_at(arg, 0));
-            f.insert("size", u64_at(arg, 8));
-            f.insert("handle", u64_at(arg, 16));
-            f.insert("gpu_id", u32_at(arg, 32));
-            f.insert("flags", u32_at(arg, 36));
-        }
-        0x17 => {
-            f.insert("handle", u64_at(arg, 0));
-        }
-        0x18 | 0x19 => {
-            f.insert("handle", u64_at(arg, 0));
-            f.insert("n_devices", u32_at(arg, 16));
-            f.insert("n_success", u32_at(arg, 20));
-        }
-        _ => {}
-    }
-    f
+    let Some((_, layout)) = FIELDS.iter().find(|(nr, _)| *nr == number(cmd)) else { return BTreeMap::new() };
+    layout
+        .iter()
+        .map(|&(name, off, width)| {
+            let value = arg.get(off..off + width).map_or(0, |b| {
+                let mut le = [0u8; 8];
+                le[..width].copy_from_slice(b);
+                u64::from_le_bytes(le)
+            });
+            (name, value)
+        })
+        .collect()
 }
 
 /// A negative syscall return as an errno name.

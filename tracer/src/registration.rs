@@ -16,9 +16,14 @@ use iced_x86::{
 use object::{
     Object as _, ObjectSection as _, ObjectSymbol as _, ObjectSymbolTable as _, RelocationTarget, SectionKind,
 };
+use tracer_common::api::{ApiFunc, Op};
 
-/// The registration functions, whose second argument is a launch handle and fourth its device name.
-const REGISTER_FUNCTIONS: [&str; 2] = ["__hipRegisterFunction", "__cudaRegisterFunction"];
+/// Whether a dynamic symbol (`name` or `name@VERSION`) is a registration function of the API table
+/// ([`Op::Register`]): its second argument is a launch handle and its fourth the device name.
+fn is_registration_symbol(name: &str) -> bool {
+    let base = name.split_once('@').map_or(name, |(base, _)| base);
+    ApiFunc::from_symbol(base).is_some_and(|f| f.op() == Op::Register)
+}
 
 /// What the registration calls of one file say.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -80,7 +85,7 @@ fn got_slots(file: &object::File<'_>) -> HashSet<u64> {
         .filter_map(|(offset, r)| match r.target() {
             RelocationTarget::Symbol(i) => {
                 let name = dynsym.symbol_by_index(i).ok()?.name().ok()?;
-                REGISTER_FUNCTIONS.iter().any(|f| name == *f || name.starts_with(&format!("{f}@"))).then_some(offset)
+                is_registration_symbol(name).then_some(offset)
             }
             _ => None,
         })

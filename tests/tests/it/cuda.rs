@@ -64,6 +64,16 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
         (d2h.size, d2h.src, d2h.kind.map(tracer::event::MemcpyKind::name).as_deref()),
         (Some(64), Some(0x7f00_0000_0000), Some("DeviceToHost"))
     );
+    let h2d_async = calls.iter().find(|c| c.api.name() == "cuMemcpyHtoDAsync_v2").unwrap();
+    assert_eq!(
+        (
+            h2d_async.size,
+            h2d_async.dst,
+            h2d_async.stream,
+            h2d_async.kind.map(tracer::event::MemcpyKind::name).as_deref()
+        ),
+        (Some(32), Some(0x7f00_0000_0000), Some(0x77), Some("HostToDevice"))
+    );
     assert_eq!(calls.iter().filter(|c| c.api.name() == "cuGraphLaunch" && c.handle == Some(0x7000)).count(), 5);
 
     // The report: the captured kernel ran 3 times plainly and 2 x 5 times in graph replays.

@@ -22,64 +22,28 @@ struct Expected {
 }
 
 const LAUNCHES: [Expected; 7] = [
-    Expected {
-        api: "hipLaunchKernel",
-        kernel: Some(RMS_NORM),
-        grid: [17, 3, 2],
-        block: [64, 2, 1],
-        unit: "blocks",
-        shmem: 512,
-    },
-    Expected {
-        api: "hipLaunchKernel",
-        kernel: Some(MMV1),
-        grid: [4096, 1, 1],
-        block: [32, 4, 1],
-        unit: "blocks",
-        shmem: 0,
-    },
-    Expected {
-        api: "hipLaunchKernel",
-        kernel: Some(MMV8),
-        grid: [512, 2, 1],
-        block: [32, 4, 1],
-        unit: "blocks",
-        shmem: 0,
-    },
-    Expected {
-        api: "hipLaunchKernel",
-        kernel: Some(ADD),
-        grid: [33, 1, 1],
-        block: [128, 1, 1],
-        unit: "blocks",
-        shmem: 0,
-    },
-    Expected {
-        api: "hipLaunchKernel",
-        kernel: Some(ADD),
-        grid: [33, 1, 1],
-        block: [128, 1, 1],
-        unit: "blocks",
-        shmem: 0,
-    },
+    Expected::new("hipLaunchKernel", Some(RMS_NORM), [17, 3, 2], [64, 2, 1], "blocks", 512),
+    Expected::new("hipLaunchKernel", Some(MMV1), [4096, 1, 1], [32, 4, 1], "blocks", 0),
+    Expected::new("hipLaunchKernel", Some(MMV8), [512, 2, 1], [32, 4, 1], "blocks", 0),
+    Expected::new("hipLaunchKernel", Some(ADD), [33, 1, 1], [128, 1, 1], "blocks", 0),
+    Expected::new("hipLaunchKernel", Some(ADD), [33, 1, 1], [128, 1, 1], "blocks", 0),
     // The module failed to load, so the function handle is null: named by nothing.
-    Expected {
-        api: "hipModuleLaunchKernel",
-        kernel: None,
-        grid: [9, 8, 7],
-        block: [64, 2, 1],
-        unit: "blocks",
-        shmem: 256,
-    },
-    Expected {
-        api: "hipExtModuleLaunchKernel",
-        kernel: None,
-        grid: [1024, 16, 1],
-        block: [256, 4, 1],
-        unit: "work-items",
-        shmem: 2048,
-    },
+    Expected::new("hipModuleLaunchKernel", None, [9, 8, 7], [64, 2, 1], "blocks", 256),
+    Expected::new("hipExtModuleLaunchKernel", None, [1024, 16, 1], [256, 4, 1], "work-items", 2048),
 ];
+
+impl Expected {
+    const fn new(
+        api: &'static str,
+        kernel: Option<&'static str>,
+        grid: [u32; 3],
+        block: [u32; 3],
+        unit: &'static str,
+        shmem: u64,
+    ) -> Self {
+        Self { api, kernel, grid, block, unit, shmem }
+    }
+}
 
 fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
     let ls = launches(records);
@@ -129,14 +93,19 @@ fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
     assert!(cs.iter().all(|c| c.pid == pid));
 }
 
-#[test]
-fn command_is_recorded_from_its_first_instruction() {
-    let dir = scratch("command");
-    let out = dir.join("t.jsonl");
+/// Records `mini_runner launches` from its start into `FILE` of a fresh scratch folder.
+fn record_mini_runner_launches(scratch_name: &str, file: &str) -> (std::path::PathBuf, Vec<Record>) {
+    let out = scratch(scratch_name).join(file);
     let runner = fixture("mini_runner");
     let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", runner.to_str().unwrap(), "launches"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let records = read_trace(&out);
+    (out, records)
+}
+
+#[test]
+fn command_is_recorded_from_its_first_instruction() {
+    let (_, records) = record_mini_runner_launches("command", "t.jsonl");
 
     let Record::Header(h) = &records[0] else { panic!("first record is not the header") };
     assert_eq!((h.format.as_str(), h.schema, h.options.filter.as_str()), ("tracer-trace", 1, "pid"));
@@ -259,14 +228,9 @@ fn children_of_the_command_are_followed() {
 
 #[test]
 fn compressed_trace_reads_back() {
-    let dir = scratch("zst");
-    let out = dir.join("t.jsonl.zst");
-    let runner = fixture("mini_runner");
-    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", runner.to_str().unwrap(), "launches"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (out, records) = record_mini_runner_launches("zst", "t.jsonl.zst");
     let raw = std::fs::read(&out).unwrap();
     assert_eq!(&raw[..4], &[0x28, 0xb5, 0x2f, 0xfd], "not a zstd stream");
-    let records = read_trace(&out);
     assert_eq!(launches(&records).len(), LAUNCHES.len());
     let report = tracer(&["report", "--json", out.to_str().unwrap()]);
     assert!(report.status.success());
