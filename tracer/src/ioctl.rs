@@ -125,7 +125,7 @@ const FIELDS: &[(u32, &[Field])] = &[
     (0x19, MAP_MEMORY),
 ];
 
-/// MAP_MEMORY_TO_GPU's and UNMAP_MEMORY_FROM_GPU's shared argument struct.
+/// The shared argument struct of `MAP_MEMORY_TO_GPU` and `UNMAP_MEMORY_FROM_GPU`.
 const MAP_MEMORY: &[Field] = &[("handle", 0, 8), ("n_devices", 16, 4), ("n_success", 20, 4)];
 
 /// The key argument fields of the requests whose layouts are stable across versions.
