@@ -113,7 +113,18 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8(o.stdout).unwrap();
     assert_eq!(text.lines().count(), 1 + 13 + 16);
+    // Current rocprofv3's kernel-trace columns, in its order, with demangled names.
+    assert_eq!(
+        text.lines().next().unwrap(),
+        "Kind,Agent_Id,Queue_Id,Stream_Id,Thread_Id,Dispatch_Id,Kernel_Id,Kernel_Name,Correlation_Id,\
+         Start_Timestamp,End_Timestamp,LDS_Block_Size,Scratch_Size,VGPR_Count,Accum_VGPR_Count,SGPR_Count,\
+         Workgroup_Size_X,Workgroup_Size_Y,Workgroup_Size_Z,Grid_Size_X,Grid_Size_Y,Grid_Size_Z"
+    );
     assert!(text.lines().skip(1).all(|l| l.starts_with("KERNEL_DISPATCH,")));
+    let csv_names: std::collections::BTreeSet<&str> =
+        text.lines().skip(1).map(|l| l.split(',').nth(7).unwrap()).collect();
+    assert!(csv_names.contains("rope_f3(float*)"), "{csv_names:?}");
+    assert!(!csv_names.iter().any(|n| n.starts_with("_Z")), "{csv_names:?}");
     let json = dir.join("t.perfetto.json");
     let o = tracer(&["export", out.to_str().unwrap(), "--format", "perfetto", "-o", json.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
