@@ -1,7 +1,10 @@
 /* Benchmark driver: calls hipLaunchKernel in a loop, from several threads, optionally paced.
  *   launch_loop count N [threads]      N calls per thread as fast as possible; prints ns per call
  *   launch_loop paced RATE SECONDS     RATE calls per second for SECONDS, one thread
- * Prints one line: "calls=<total> ns_per_call=<mean over all threads> cpu_s=<own CPU seconds>". */
+ *   launch_loop tokens N               N decode "tokens" shaped like ggml's HIP/CUDA backend with graphs:
+ *                                      per token one hipGraphLaunch and 14 hipStreamSynchronize
+ * Prints one line: "calls=<total> ns_per_call=<mean over all threads> cpu_s=<own CPU seconds>"
+ * (tokens: "tokens=<N> ns_per_token=<mean> cpu_s=<own CPU seconds>"). */
 #include <pthread.h>
 #include <sys/resource.h>
 #include <stdint.h>
@@ -12,6 +15,8 @@
 
 typedef struct { uint32_t x, y, z; } dim3;
 int hipLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t shmem, void* stream);
+int hipGraphLaunch(void* exec, void* stream);
+int hipStreamSynchronize(void* stream);
 
 static void kernel_stub(void) {}
 
@@ -74,6 +79,17 @@ int main(int argc, char** argv) {
         printf("calls=%ld ns_per_call=%.1f cpu_s=%.3f\n", total, (double)(now_ns() - t0) / total, cpu_s());
         return 0;
     }
-    fprintf(stderr, "usage: launch_loop count N [threads] | paced RATE SECONDS\n");
+    if (argc >= 3 && strcmp(argv[1], "tokens") == 0) {
+        long tokens = atol(argv[2]);
+        static char exec;
+        uint64_t t0 = now_ns();
+        for (long i = 0; i < tokens; i++) {
+            hipGraphLaunch(&exec, 0);
+            for (int s = 0; s < 14; s++) hipStreamSynchronize(0);
+        }
+        printf("tokens=%ld ns_per_token=%.1f cpu_s=%.3f\n", tokens, (double)(now_ns() - t0) / tokens, cpu_s());
+        return 0;
+    }
+    fprintf(stderr, "usage: launch_loop count N [threads] | paced RATE SECONDS | tokens N\n");
     return 2;
 }

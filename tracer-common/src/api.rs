@@ -19,8 +19,10 @@ pub enum ProbeShape {
     /// Entry only: the doorbell store; AQL packets are read from the queue's ring.
     Doorbell,
     /// Entry only, one trap: a [`crate::CallRecord`] written at entry (no duration, no return value,
-    /// flagged [`crate::CALL_ENTRY_ONLY`]). For per-launch hot paths where the arguments are the news.
-    Launch,
+    /// flagged [`crate::CALL_ENTRY_ONLY`]). For hot paths where the arguments and the order are the news:
+    /// driver launches, graph replays, and synchronizations (a decode loop calls one about 14 times per
+    /// token; where it is in the sequence cuts the inference steps, its wait time is not needed).
+    OneTrap,
 }
 
 /// Which runtime library exports a function.
@@ -307,9 +309,9 @@ api_funcs! {
     /// `hipMemcpyAsync(dst, src, size, kind, stream)`.
     HipMemcpyAsync = 13, Hip, "hipMemcpyAsync", Memcpy, Memcpy { direction: Arg(3), stream: Some(4) }, Call;
     /// `hipStreamSynchronize(stream)`.
-    HipStreamSynchronize = 14, Hip, "hipStreamSynchronize", Sync, Stream, Call;
+    HipStreamSynchronize = 14, Hip, "hipStreamSynchronize", Sync, Stream, OneTrap;
     /// `hipDeviceSynchronize()`.
-    HipDeviceSynchronize = 15, Hip, "hipDeviceSynchronize", Sync, Nothing, Call;
+    HipDeviceSynchronize = 15, Hip, "hipDeviceSynchronize", Sync, Nothing, OneTrap;
     /// `hipExtLaunchKernel(f, dim3 grid, dim3 block, args, [shmem, stream, start, stop, flags])`.
     HipExtLaunchKernel = 16, Hip, "hipExtLaunchKernel", Launch, DIM3, Call;
     /// `hipLaunchCooperativeKernel(f, dim3 grid, dim3 block, args, [unsigned shmem, stream])`.
@@ -345,19 +347,19 @@ api_funcs! {
     HsaAmdMemoryPoolFree = 72, Hsa, "hsa_amd_memory_pool_free", PoolFree, Ptr, Call;
 
     /// `cuLaunchKernel(f, gx, gy, gz, bx, by, [bz, unsigned shmem, stream, params, extra])`: one trap.
-    CuLaunchKernel = 128, Cuda, "cuLaunchKernel", Launch, BLOCKS32, Launch;
+    CuLaunchKernel = 128, Cuda, "cuLaunchKernel", Launch, BLOCKS32, OneTrap;
     /// The per-thread-default-stream variant (same arguments).
-    CuLaunchKernelPtsz = 129, Cuda, "cuLaunchKernel_ptsz", Launch, BLOCKS32, Launch;
+    CuLaunchKernelPtsz = 129, Cuda, "cuLaunchKernel_ptsz", Launch, BLOCKS32, OneTrap;
     /// `cuLaunchKernelEx(const CUlaunchConfig* config, f, params, extra)`: the config's grid, block,
     /// shared memory and stream are read at entry.
-    CuLaunchKernelEx = 130, Cuda, "cuLaunchKernelEx", Launch, LaunchConfig, Launch;
-    CuLaunchKernelExPtsz = 131, Cuda, "cuLaunchKernelEx_ptsz", Launch, LaunchConfig, Launch;
+    CuLaunchKernelEx = 130, Cuda, "cuLaunchKernelEx", Launch, LaunchConfig, OneTrap;
+    CuLaunchKernelExPtsz = 131, Cuda, "cuLaunchKernelEx_ptsz", Launch, LaunchConfig, OneTrap;
     /// `cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, [bz, unsigned shmem, stream, params])`.
-    CuLaunchCooperativeKernel = 132, Cuda, "cuLaunchCooperativeKernel", Launch, BLOCKS32, Launch;
-    CuLaunchCooperativeKernelPtsz = 133, Cuda, "cuLaunchCooperativeKernel_ptsz", Launch, BLOCKS32, Launch;
+    CuLaunchCooperativeKernel = 132, Cuda, "cuLaunchCooperativeKernel", Launch, BLOCKS32, OneTrap;
+    CuLaunchCooperativeKernelPtsz = 133, Cuda, "cuLaunchCooperativeKernel_ptsz", Launch, BLOCKS32, OneTrap;
     /// `cuGraphLaunch(graphExec, stream)`: one replay.
-    CuGraphLaunch = 134, Cuda, "cuGraphLaunch", GraphLaunch, HandleStream, Launch;
-    CuGraphLaunchPtsz = 135, Cuda, "cuGraphLaunch_ptsz", GraphLaunch, HandleStream, Launch;
+    CuGraphLaunch = 134, Cuda, "cuGraphLaunch", GraphLaunch, HandleStream, OneTrap;
+    CuGraphLaunchPtsz = 135, Cuda, "cuGraphLaunch_ptsz", GraphLaunch, HandleStream, OneTrap;
     /// `cuModuleGetFunction(CUfunction* out, CUmodule module, const char* name)`.
     CuModuleGetFunction = 136, Cuda, "cuModuleGetFunction", FunctionLookup, FunctionOut, Call;
     /// `cuLibraryGetKernel(CUkernel* out, CUlibrary library, const char* name)`.
@@ -389,9 +391,9 @@ api_funcs! {
     CuMemcpyAsync = 147, Cuda, "cuMemcpyAsync", Memcpy,
         Memcpy { direction: Fixed(memcpy_kind::DEFAULT), stream: Some(3) }, Call;
     /// `cuStreamSynchronize(stream)`.
-    CuStreamSynchronize = 148, Cuda, "cuStreamSynchronize", Sync, Stream, Call;
+    CuStreamSynchronize = 148, Cuda, "cuStreamSynchronize", Sync, Stream, OneTrap;
     /// `cuCtxSynchronize()`.
-    CuCtxSynchronize = 149, Cuda, "cuCtxSynchronize", Sync, Nothing, Call;
+    CuCtxSynchronize = 149, Cuda, "cuCtxSynchronize", Sync, Nothing, OneTrap;
     /// `cuStreamBeginCapture_v2(stream, mode)`: launches on the stream are graph nodes until `EndCapture`.
     CuStreamBeginCapture = 150, Cuda, "cuStreamBeginCapture_v2", CaptureBegin, Stream, Call;
     CuStreamBeginCapturePtsz = 151, Cuda, "cuStreamBeginCapture_v2_ptsz", CaptureBegin, Stream, Call;
@@ -406,7 +408,7 @@ api_funcs! {
     /// `cuGraphInstantiate_v2(CUgraphExec* out, graph, ...)`.
     CuGraphInstantiate = 156, Cuda, "cuGraphInstantiate_v2", GraphInstantiate, InstantiateOut, Call;
     /// `cuStreamSynchronize_ptsz(stream)`.
-    CuStreamSynchronizePtsz = 157, Cuda, "cuStreamSynchronize_ptsz", Sync, Stream, Call;
+    CuStreamSynchronizePtsz = 157, Cuda, "cuStreamSynchronize_ptsz", Sync, Stream, OneTrap;
     /// `cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t size, stream)`.
     CuMemcpyHtoDAsync = 158, Cuda, "cuMemcpyHtoDAsync_v2", Memcpy,
         Memcpy { direction: Fixed(memcpy_kind::HOST_TO_DEVICE), stream: Some(3) }, Call;
@@ -416,7 +418,7 @@ api_funcs! {
     CudaRegisterFunction = 192, CudaRuntime, "__cudaRegisterFunction", Register, Register, RegisterName;
     /// `cudaLaunchKernel(func, dim3 grid, dim3 block, args, shmem, stream)` (opt-in API view; it reaches
     /// cuLaunchKernel too, a second trap per launch).
-    CudaLaunchKernel = 193, CudaRuntime, "cudaLaunchKernel", Launch, DIM3, Launch;
+    CudaLaunchKernel = 193, CudaRuntime, "cudaLaunchKernel", Launch, DIM3, OneTrap;
 }
 
 #[cfg(feature = "user")]
@@ -490,10 +492,10 @@ mod tests {
     }
 
     #[test]
-    fn one_trap_programs_only_for_launches() {
+    fn one_trap_programs_only_for_launches_graph_replays_and_syncs() {
         for &f in ApiFunc::ALL {
             match f.shape() {
-                ProbeShape::Launch => assert!(matches!(f.op(), Op::Launch | Op::GraphLaunch), "{f:?}"),
+                ProbeShape::OneTrap => assert!(matches!(f.op(), Op::Launch | Op::GraphLaunch | Op::Sync), "{f:?}"),
                 ProbeShape::RegisterName => assert_eq!(f.layout(), Register),
                 ProbeShape::Doorbell => assert_eq!(f.layout(), Doorbell),
                 ProbeShape::Call => {}

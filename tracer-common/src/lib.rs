@@ -107,7 +107,7 @@ pub const CALL_OUT_VALID: u64 = 1 << 0;
 pub const CALL_STACK_FAULT: u64 = 1 << 1;
 /// The out-parameter could not be read at return.
 pub const CALL_OUT_FAULT: u64 = 1 << 2;
-/// Written at entry by a one-trap probe ([`api::ProbeShape::Launch`]): `duration_ns` and `ret` are not
+/// Written at entry by a one-trap probe ([`api::ProbeShape::OneTrap`]): `duration_ns` and `ret` are not
 /// known (zero).
 pub const CALL_ENTRY_ONLY: u64 = 1 << 3;
 /// The structure the first argument points to ([`cookie::CONFIG`]) could not be read.

@@ -18,6 +18,6 @@ pub(crate) const fn empty_return(_ctx: RetProbeContext) -> u32 {
 
 /// The empty twin of a one-trap launch probe.
 #[uprobe]
-pub(crate) const fn empty_launch(_ctx: ProbeContext) -> u32 {
+pub(crate) const fn empty_one_trap(_ctx: ProbeContext) -> u32 {
     0
 }

@@ -3,7 +3,8 @@
 //! - [`call_entry`] stashes the argument registers (and stack slots) with the entry time;
 //! - [`call_return`] turns the stash into one [`CallRecord`] with duration and return value, reads the
 //!   out-parameter the cookie names, and for name lookups and queue creation emits the name or queue;
-//! - [`launch_entry`] writes a [`CallRecord`] at entry alone: one trap for a launch on a hot path.
+//! - [`one_trap_entry`] writes a [`CallRecord`] at entry alone: one trap for a call on a hot path (launches,
+//!   graph replays, synchronizations), where the duration and result are not needed.
 
 use aya_ebpf::{
     EbpfContext as _,
@@ -63,11 +64,11 @@ fn stack_pointer(ctx: &ProbeContext) -> u64 {
     unsafe { (*ctx.regs).rsp }
 }
 
-/// A launch on a hot path (CUDA's driver API): one trap. The record is written at entry with the
-/// arguments (stack slots or the `CUlaunchConfig` the cookie asks for); there is no return probe, so no
-/// duration and no return value.
+/// A call on a hot path (CUDA's driver launches, graph replays, synchronizations): one trap. The record
+/// is written at entry with the arguments (stack slots or the `CUlaunchConfig` the cookie asks for);
+/// there is no return probe, so no duration and no return value.
 #[uprobe]
-pub(crate) fn launch_entry(ctx: ProbeContext) -> u32 {
+pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     if !traced((pid_tgid >> 32) as u32) {
         return 0;

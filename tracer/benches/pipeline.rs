@@ -21,14 +21,18 @@ fn bytes_of<T: bytemuck::Pod>(v: &T) -> Vec<u8> {
 }
 
 /// A stream shaped like a decode loop: 8 registered kernels, launches cycling over them with a few
-/// shapes, one synchronize-like call every 8 launches.
-fn stream(n: usize) -> Vec<Vec<u8>> {
-    let mut out = Vec::with_capacity(n + 8);
-    for k in 0..8u64 {
+/// shapes, one synchronize-like call every 8 launches. Made as it is consumed (100 M events do not fit
+/// in memory as bytes).
+fn stream(n: usize) -> impl Iterator<Item = Vec<u8>> {
+    (0..8u64).map(register).chain((0..n as u64).map(call))
+}
+
+fn register(k: u64) -> Vec<u8> {
+    {
         let mut name = [0u8; NAME_MAX];
         let s = format!("_Z13mul_mat_vec_qIL9ggml_type{}ELi1EEvPKvS2_PKiPfjj", 10 + k);
         name[..s.len()].copy_from_slice(s.as_bytes());
-        out.push(bytes_of(&NameRecord {
+        bytes_of(&NameRecord {
             header: RecordHeader {
                 kind: RecordKind::Name as u16,
                 func: ApiFunc::HipRegisterFunction as u16,
@@ -41,9 +45,12 @@ fn stream(n: usize) -> Vec<Vec<u8>> {
             len: s.len() as u32,
             flags: 0,
             name,
-        }));
+        })
     }
-    for i in 0..n as u64 {
+}
+
+fn call(i: u64) -> Vec<u8> {
+    {
         let (func, args) = if i % 9 == 8 {
             (ApiFunc::HipStreamSynchronize, [0u64; ARG_SLOTS])
         } else {
@@ -57,7 +64,7 @@ fn stream(n: usize) -> Vec<Vec<u8>> {
             a[5] = 0x7ffd_0000;
             (ApiFunc::HipLaunchKernel, a)
         };
-        out.push(bytes_of(&CallRecord {
+        bytes_of(&CallRecord {
             header: RecordHeader {
                 kind: RecordKind::Call as u16,
                 func: func as u16,
@@ -70,13 +77,12 @@ fn stream(n: usize) -> Vec<Vec<u8>> {
             out: 0,
             flags: 0,
             args,
-        }));
+        })
     }
-    out
 }
 
 #[expect(clippy::iter_with_drain, reason = "one buffer serves every record")]
-fn run(events: &[Vec<u8>], path: &std::path::Path, compress: bool) -> f64 {
+fn run<E: AsRef<[u8]>>(events: impl IntoIterator<Item = E>, path: &std::path::Path, compress: bool) -> (usize, f64) {
     let mut writer = trace::Writer::new(File::create(path).expect("bench output"), compress).expect("writer");
     writer
         .write(&trace::Record::Header(trace::Header {
@@ -88,29 +94,33 @@ fn run(events: &[Vec<u8>], path: &std::path::Path, compress: bool) -> f64 {
     let mut attr = Attributor::default();
     let mut out = Vec::new();
     let t = Instant::now();
+    let mut n = 0;
     for e in events {
-        attr.event(decode(e).expect("decodes"), &mut out);
+        n += 1;
+        attr.event(decode(e.as_ref()).expect("decodes"), &mut out);
         for r in out.drain(..) {
             writer.write(&r).unwrap();
         }
     }
     writer.finish(trace::Footer { stop: trace::Stop::Signal, ..Default::default() }).unwrap();
-    t.elapsed().as_secs_f64()
+    (n, t.elapsed().as_secs_f64())
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
     std::fs::create_dir_all(&dir).unwrap();
-    let n = 2_000_000;
-    let events = stream(n);
-    let secs = run(&events, &dir.join("pipeline.jsonl"), false);
-    println!("pipeline events={} seconds={:.3} events_per_s={:.0}", events.len(), secs, events.len() as f64 / secs);
+    let events: Vec<Vec<u8>> = stream(2_000_000).collect();
+    let (n, secs) = run(&events, &dir.join("pipeline.jsonl"), false);
+    println!("pipeline events={n} seconds={secs:.3} events_per_s={:.0}", n as f64 / secs);
     drop(std::fs::remove_file(dir.join("pipeline.jsonl")));
-    if let Some(i) = args.iter().position(|a| a == "--big") {
-        let path = std::path::PathBuf::from(&args[i + 1]);
-        let big = stream(10_000_000);
-        let secs = run(&big, &path, true);
-        println!("big events={} seconds={:.3} path={}", big.len(), secs, path.display());
+    // Long traces for the analysis benchmarks: `--big PATH` (10 M launches and calls), `--huge PATH`
+    // (100 M), both compressed.
+    for (flag, events) in [("--big", 10_000_000), ("--huge", 100_000_000)] {
+        if let Some(i) = args.iter().position(|a| a == flag) {
+            let path = std::path::PathBuf::from(&args[i + 1]);
+            let (n, secs) = run(stream(events), &path, true);
+            println!("{} events={n} seconds={secs:.3} path={}", &flag[2..], path.display());
+        }
     }
 }

@@ -87,14 +87,14 @@ impl ProbeMode {
                 ret: "call_return",
                 register: "register_function",
                 doorbell: "doorbell",
-                launch: "launch_entry",
+                one_trap: "one_trap_entry",
             },
             Self::Empty => Programs {
                 entry: "empty_entry",
                 ret: "empty_return",
                 register: "empty_entry",
                 doorbell: "empty_entry",
-                launch: "empty_launch",
+                one_trap: "empty_one_trap",
             },
         }
     }
@@ -106,7 +106,7 @@ struct Programs {
     ret: &'static str,
     register: &'static str,
     doorbell: &'static str,
-    launch: &'static str,
+    one_trap: &'static str,
 }
 
 /// Offset of `field` in a tracepoint's format description, if the kernel has that field.
@@ -192,10 +192,10 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         "call_return",
         "register_function",
         "doorbell",
-        "launch_entry",
+        "one_trap_entry",
         "empty_entry",
         "empty_return",
-        "empty_launch",
+        "empty_one_trap",
     ] {
         let prog: &mut UProbe = program(&mut ebpf, name)?;
         prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
@@ -245,7 +245,7 @@ pub fn function_offsets(path: &Path) -> Result<BTreeMap<String, u64>> {
 /// Returns one probe record per function, with the reason where one could not be attached (a symbol this
 /// runtime version lacks, an alias already probed).
 pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeMode) -> Result<Vec<trace::Probe>> {
-    let Programs { entry, ret, register, doorbell, launch } = mode.programs();
+    let Programs { entry, ret, register, doorbell, one_trap } = mode.programs();
     let offsets = function_offsets(&copy.open_path)?;
     let mut probed_at: BTreeMap<u64, ApiFunc> = BTreeMap::new();
     let mut out = Vec::new();
@@ -278,9 +278,9 @@ pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeM
                 rec.kind = trace::ProbeKind::Entry;
                 attach_one(ebpf, doorbell, off, c, &copy.open_path)
             }
-            ProbeShape::Launch => {
+            ProbeShape::OneTrap => {
                 rec.kind = trace::ProbeKind::Entry;
-                attach_one(ebpf, launch, off, c, &copy.open_path)
+                attach_one(ebpf, one_trap, off, c, &copy.open_path)
             }
         };
         if let Err(e) = result {

@@ -60,7 +60,7 @@ macro_rules! raw_named_enum {
                 }
             }
 
-            fn from_name(s: &str) -> Option<Self> {
+            pub fn from_name(s: &str) -> Option<Self> {
                 Some(match s {
                     $($text => Self::$variant,)*
                     s => Self::Unknown(s.strip_prefix("unknown(")?.strip_suffix(')')?.parse().ok()?),

@@ -151,7 +151,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     let driver = d.driver.to_str().context("path")?;
 
     // 1. Cost per traced call.
-    step("1/8 cost per traced call: none, empty programs, tracer (stand-in library)");
+    step("1/9 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = if q { ("20000", 3) } else { ("100000", 7) };
     let mut none = Vec::new();
     let mut empty = Vec::new();
@@ -196,7 +196,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     ));
 
     // 2. Loss under load, tracer vs bpftrace.
-    step("2/8 loss: both cores calling as fast as they can, tracer and bpftrace");
+    step("2/9 loss: both cores calling as fast as they can, tracer and bpftrace");
     let per_thread = if q { "100000" } else { "500000" };
     let calls = 2 * per_thread.parse::<u64>()?;
     traced(&d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
@@ -229,12 +229,15 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     ));
 
     // 3 and 6 come from the pipeline benchmark (which also writes the 10 M-event trace).
-    step("3/8 user-space path alone (decode -> attribute -> write), and a 10 M-launch trace for 6/8 and 7/8");
+    step(
+        "3/9 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/9 and 7/9",
+    );
     let big = d.work.join("big.jsonl.zst");
     let mut c = Command::new("cargo");
     c.current_dir(root()).args(["bench", "-q", "-p", "tracer", "--bench", "pipeline", "--"]);
+    let huge = d.work.join("huge.jsonl.zst");
     if !q {
-        c.arg("--big").arg(&big);
+        c.arg("--big").arg(&big).arg("--huge").arg(&huge);
     }
     let out = stdout_of(c.env("PATH", crate::path_with_cargo_bin()))?;
     let line = out.lines().find(|l| l.starts_with("pipeline")).context("no pipeline line")?;
@@ -249,7 +252,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
 
     // 4. Realistic load.
     let secs = if q { "5" } else { "60" };
-    step(&format!("4/8 realistic load: 60000 launches/s for {secs} s"));
+    step(&format!("4/9 realistic load: 60000 launches/s for {secs} s"));
     let t = Instant::now();
     traced(&d, &trace, &[], &d.standin, &[driver, "paced", "60000", secs])?;
     let wall = t.elapsed().as_secs_f64();
@@ -270,7 +273,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     ));
 
     // 5. Size on disk.
-    step("5/8 bytes per dispatch on disk, plain and compressed");
+    step("5/9 bytes per dispatch on disk, plain and compressed");
     let zst = d.work.join("bench.jsonl.zst");
     let zsecs = if q { "2" } else { "10" };
     traced(&d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
@@ -284,16 +287,36 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
         verdict(z_bytes <= 24.0),
     ));
 
-    // 6. Analysis.
+    // 6. Analysis: 10 M and 100 M events (an hour at ~28 000 launches/s), time and peak memory.
     if q {
-        table.push(("6 report over 10 M events".into(), "skipped (--quick)".into(), "<= 5 s".into(), "-".into()));
+        table.push((
+            "6 report over 10 M / 100 M events".into(),
+            "skipped (--quick)".into(),
+            "<= 5 s / <= 30 s".into(),
+            "-".into(),
+        ));
     } else {
-        step("6/8 tracer report over the 10 M-launch trace");
-        let t = Instant::now();
-        stdout_of(Command::new(tracer_bin()).arg("report").arg(&big))?;
-        let s = t.elapsed().as_secs_f64();
-        results.insert("report_10m_s".into(), json!({"value": s, "target": 5}));
-        table.push(("6 report over 10 M events".into(), format!("{s:.2} s"), "<= 5 s".into(), verdict(s <= 5.0)));
+        step("6/9 tracer report over the 10 M- and the 100 M-event traces");
+        let mut c = Command::new(tracer_bin());
+        let (s10, rss10) = measured(c.arg("report").arg(&big))?;
+        let mut c = Command::new(tracer_bin());
+        let (s100, rss100) = measured(c.arg("report").arg(&huge))?;
+        let huge_mib = fs::metadata(&huge).map_or(0, |m| m.len()) / (1 << 20);
+        drop(fs::remove_file(&huge));
+        let (rss10, rss100) = (rss10 as f64 / 1024.0, rss100 as f64 / 1024.0);
+        results.insert("report_10m_s".into(), json!({"value": s10, "peak_rss_mib": rss10, "target": 5}));
+        results.insert(
+            "report_100m_s".into(),
+            json!({"value": s100, "peak_rss_mib": rss100, "trace_mib": huge_mib, "target": 30}),
+        );
+        table.push((
+            "6 report over 10 M / 100 M events".into(),
+            format!(
+                "{s10:.2} s (peak RSS {rss10:.0} MiB) / {s100:.1} s (peak RSS {rss100:.0} MiB, {huge_mib} MiB zstd)"
+            ),
+            "<= 5 s / <= 30 s".into(),
+            verdict(s10 <= 5.0 && s100 <= 30.0),
+        ));
     }
 
     // 7. Export of a long trace: streamed, so memory stays flat.
@@ -305,7 +328,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("7/8 tracer export --format perfetto over the 10 M-launch trace (to a file)");
+        step("7/9 tracer export --format perfetto over the 10 M-launch trace (to a file)");
         let out = d.work.join("big.perfetto.json");
         drop(fs::remove_file(&out));
         let mut c = Command::new(tracer_bin());
@@ -324,7 +347,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     }
 
     // 8. Teardown: how long a recording of nothing takes from start to exit.
-    step("8/8 tracer record -- /bin/true, start to exit (attach, record, detach)");
+    step("8/9 tracer record -- /bin/true, start to exit (attach, record, detach)");
     let trace_true = d.work.join("true.jsonl");
     let mut walls = Vec::new();
     for _ in 0..5 {
@@ -350,6 +373,43 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
         verdict(median < 0.5),
     ));
 
+    // 9. The decode loop's call pattern (ggml with graphs): per token one graph launch and 14 syncs.
+    step("9/9 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
+    let tokens = if q { "5000" } else { "20000" };
+    let (mut none, mut empty, mut full) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..reps {
+        none.push(field(&stdout_of(Command::new(&d.driver).args(["tokens", tokens]))?, "ns_per_token")?);
+        empty.push(field(
+            &traced(&d, &trace, &["--probe-mode", "empty"], &d.standin, &[driver, "tokens", tokens])?,
+            "ns_per_token",
+        )?);
+        full.push(field(&traced(&d, &trace, &[], &d.standin, &[driver, "tokens", tokens])?, "ns_per_token")?);
+    }
+    let (none_m, _, _) = stats(none);
+    let (empty_m, empty_lo, empty_hi) = stats(empty);
+    let (full_m, full_lo, full_hi) = stats(full);
+    let token_ratio = (full_m - none_m) / (empty_m - none_m);
+    // Traps per token, from the probes the last recording lists: one for an entry probe, two for entry+return.
+    let traps = 14 * traps_per_call(&trace, "hipStreamSynchronize")? + traps_per_call(&trace, "hipGraphLaunch")?;
+    results.insert(
+        "ggml_token".into(),
+        json!({
+            "tokens_per_run": tokens, "repeats": reps, "traps_per_token": traps,
+            "none_ns": none_m,
+            "empty_probes_ns": {"median": empty_m, "min": empty_lo, "max": empty_hi},
+            "tracer_ns": {"median": full_m, "min": full_lo, "max": full_hi},
+            "ratio": token_ratio, "target_ratio": 1.15,
+        }),
+    );
+    table.push((
+        "9 ggml-shaped token, 15 calls".into(),
+        format!(
+            "none {none_m:.0} ns, empty probes {empty_m:.0} ns [{empty_lo:.0}-{empty_hi:.0}], tracer {full_m:.0} ns [{full_lo:.0}-{full_hi:.0}]; ratio {token_ratio:.3}; {traps} traps per token"
+        ),
+        "ratio <= 1.15".into(),
+        verdict(token_ratio <= 1.15),
+    ));
+
     println!("\n{:<36} {:<110} {:<28} met", "benchmark", "measured", "target");
     for (a, b, c, v) in &table {
         println!("{a:<36} {b:<110} {c:<28} {v}");
@@ -360,6 +420,18 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     fs::write(&path, format!("{}\n", serde_json::to_string_pretty(&Value::Object(results))?))?;
     step(&format!("wrote {}", path.display()));
     Ok(())
+}
+
+/// How many traps one call of `api` costs under the probes a trace lists (its `probe` records).
+fn traps_per_call(trace: &Path, api: &str) -> Result<u64> {
+    let text = fs::read_to_string(trace)?;
+    let probe = text
+        .lines()
+        .take_while(|l| !l.contains("\"type\":\"launch\"") && !l.contains("\"type\":\"call\""))
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "probe" && v["api"] == api && v["error"].is_null())
+        .with_context(|| format!("no attached probe for {api} in {}", trace.display()))?;
+    Ok(if probe["kind"] == "entry" { 1 } else { 2 })
 }
 
 fn verdict(ok: bool) -> String {

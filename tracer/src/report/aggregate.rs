@@ -198,7 +198,7 @@ impl ReportBuilder {
                 *last_ts = (*last_ts).max(l.ts);
                 let acc = procs.entry(l.pid).or_default();
                 acc.libs.insert(l.lib);
-                api_stat(&mut acc.api, l.api, i64::from(l.ret), l.dur);
+                api_stat(&mut acc.api, l.api, (!l.entry_only).then_some((i64::from(l.ret), l.dur)));
                 let id = l.kernel.unwrap_or(0);
                 let k = acc.kernels.entry(id).or_insert_with(|| {
                     let mut k = KernelAcc::default();
@@ -239,7 +239,7 @@ impl ReportBuilder {
                 *last_ts = (*last_ts).max(c.ts);
                 let acc = procs.entry(c.pid).or_default();
                 acc.libs.insert(c.lib);
-                api_stat(&mut acc.api, c.api, i64::from(c.ret), c.dur);
+                api_stat(&mut acc.api, c.api, Some((i64::from(c.ret), c.dur)));
                 acc.configs.count += 1;
                 if c.ret != 0 {
                     acc.configs.failed += 1;
@@ -250,7 +250,7 @@ impl ReportBuilder {
                 *last_ts = (*last_ts).max(c.ts);
                 let acc = procs.entry(c.pid).or_default();
                 acc.libs.insert(c.lib);
-                api_stat(&mut acc.api, c.api, c.ret, c.dur);
+                api_stat(&mut acc.api, c.api, (!c.entry_only).then_some((c.ret, c.dur)));
                 acc.graphs.call(&c);
                 acc.phases.call(c.api.op(), c.kind, c.ts);
                 let m = &mut acc.memory;
@@ -357,7 +357,7 @@ impl ReportBuilder {
                 .api
                 .into_values()
                 .map(|mut a| {
-                    a.mean_ns = a.total_ns / a.calls.max(1);
+                    a.mean_ns = a.total_ns / (a.calls - a.untimed).max(1);
                     a
                 })
                 .collect();
@@ -441,11 +441,18 @@ pub(super) fn class_of(
         .clone()
 }
 
-fn api_stat(api: &mut BTreeMap<ApiFunc, ApiReport>, func: ApiFunc, ret: i64, dur: u64) {
-    let a = api.entry(func).or_insert(ApiReport { api: func, calls: 0, errors: 0, total_ns: 0, mean_ns: 0 });
+/// Counts one call; `timed` is its result and duration, None for a call recorded at entry only.
+fn api_stat(api: &mut BTreeMap<ApiFunc, ApiReport>, func: ApiFunc, timed: Option<(i64, u64)>) {
+    let a =
+        api.entry(func).or_insert(ApiReport { api: func, calls: 0, untimed: 0, errors: 0, total_ns: 0, mean_ns: 0 });
     a.calls += 1;
-    if ret != 0 {
-        a.errors += 1;
+    match timed {
+        Some((ret, dur)) => {
+            if ret != 0 {
+                a.errors += 1;
+            }
+            a.total_ns += dur;
+        }
+        None => a.untimed += 1,
     }
-    a.total_ns += dur;
 }

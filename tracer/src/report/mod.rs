@@ -278,8 +278,12 @@ pub struct ConfigReport {
 pub struct ApiReport {
     pub api: ApiFunc,
     pub calls: u64,
+    /// Calls recorded at entry by a one-trap probe: their result and duration were not observed, so
+    /// `errors`, `total_ns` and `mean_ns` count the other calls only.
+    pub untimed: u64,
     pub errors: u64,
     pub total_ns: u64,
+    /// Over the timed calls.
     pub mean_ns: u64,
 }
 

@@ -116,15 +116,24 @@ impl Report {
                 )?;
             }
             for a in &p.api {
+                if a.untimed == a.calls {
+                    // One-trap probes: no result or duration observed.
+                    writeln!(s, "  {:<42} {:>8} {:>8} {:>12} {:>10}", a.api.name(), a.calls, "-", "-", "-")?;
+                    continue;
+                }
+                let part = if a.untimed > 0 { format!(" ({} at entry only)", a.untimed) } else { String::new() };
                 writeln!(
                     s,
-                    "  {:<42} {:>8} {:>8} {:>12.1} {:>10.2}",
+                    "  {:<42} {:>8} {:>8} {:>12.1} {:>10.2}{part}",
                     a.api.name(),
                     a.calls,
                     a.errors,
                     a.total_ns as f64 / 1e3,
                     a.mean_ns as f64 / 1e3
                 )?;
+            }
+            if p.api.iter().any(|a| a.untimed > 0) {
+                writeln!(s, "  (-: recorded at entry by a one-trap probe: counted, result and duration not observed)")?;
             }
             if p.phases.iter().any(|ph| ph.phase != crate::phase::Phase::Other) {
                 writeln!(s, "\n  phases (a step ends at the sync after the logits copy, or at a graph replay):")?;

@@ -1,6 +1,8 @@
-//! The trace file: [`schema`] (what each line holds), [`writer`], [`reader`].
+//! The trace file: [`schema`] (what each line holds), [`writer`], [`reader`] (with [`scan`], its fast
+//! path for the writer's own launch and call lines).
 
 mod reader;
+mod scan;
 mod schema;
 mod writer;
 

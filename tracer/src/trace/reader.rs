@@ -88,29 +88,32 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 
 /// Reads records from a line stream, calling `each` for every one, in order, after validating the header.
 pub fn read_records(input: impl BufRead + Send, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
-    // Three stages on their own threads: split lines (and decompress), parse (two workers), then, here,
-    // check and hand over the records in file order.
-    const BATCH: usize = 4096;
+    // Three stages on their own threads: cut the (decompressed) bytes into chunks of whole lines, parse
+    // them (two workers), then, here, check and hand over the records in file order. A chunk is one
+    // buffer: no allocation or copy per line.
     const WORKERS: usize = 2;
     std::thread::scope(|scope| {
-        let (line_tx, line_rx) = mpsc::sync_channel::<(u64, u64, Vec<Vec<u8>>)>(2 * WORKERS);
-        let (rec_tx, rec_rx) = mpsc::sync_channel::<(u64, u64, Vec<(Vec<u8>, Parsed)>)>(2 * WORKERS);
-        let reader = scope.spawn(move || split_lines(input, path, BATCH, line_tx));
-        let line_rx = Arc::new(Mutex::new(line_rx));
+        let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(2 * WORKERS);
+        let (rec_tx, rec_rx) = mpsc::sync_channel::<(u64, u64, Vec<Parsed>)>(2 * WORKERS);
+        let reader = scope.spawn(move || split_chunks(input, path, chunk_tx));
+        let chunk_rx = Arc::new(Mutex::new(chunk_rx));
         for _ in 0..WORKERS {
-            let rx = Arc::clone(&line_rx);
+            let rx = Arc::clone(&chunk_rx);
             let tx = rec_tx.clone();
             scope.spawn(move || {
                 loop {
                     let Ok(guard) = rx.lock() else { return };
                     let next = guard.recv();
                     drop(guard);
-                    let Ok((seq, first, lines)) = next else { return };
-                    let parsed = lines.into_iter().map(|l| {
-                        let p = parse_line(&l);
-                        (l, p)
-                    });
-                    if tx.send((seq, first, parsed.collect())).is_err() {
+                    let Ok(chunk) = next else { return };
+                    let parsed = memchr::memchr_iter(b'\n', &chunk.bytes)
+                        .scan(0, |start, end| {
+                            let line = &chunk.bytes[*start..end];
+                            *start = end + 1;
+                            Some(parse_line(line))
+                        })
+                        .collect();
+                    if tx.send((chunk.seq, chunk.first_line, parsed)).is_err() {
                         return;
                     }
                 }
@@ -125,7 +128,7 @@ pub fn read_records(input: impl BufRead + Send, path: &Path, mut each: impl FnMu
             pending.insert(seq, (first, batch));
             while let Some((first, batch)) = pending.remove(&next_seq) {
                 next_seq += 1;
-                for (i, (line, parsed)) in batch.into_iter().enumerate() {
+                for (i, parsed) in batch.into_iter().enumerate() {
                     let lineno = first + i as u64;
                     lines = lineno;
                     let record = match parsed {
@@ -139,7 +142,6 @@ pub fn read_records(input: impl BufRead + Send, path: &Path, mut each: impl FnMu
                             continue;
                         }
                         Parsed::Bad(e) => {
-                            drop(line);
                             bail!(
                                 "{}: line {lineno} is not a valid trace record ({e}); the file is corrupted",
                                 path.display()
@@ -170,6 +172,15 @@ pub fn read_records(input: impl BufRead + Send, path: &Path, mut each: impl FnMu
         }
         Ok(status)
     })
+}
+
+/// Whole lines, each ending in a newline, in one buffer.
+struct Chunk {
+    /// The chunk's place in the file (records are handed over in this order).
+    seq: u64,
+    /// The number of its first line (from 1).
+    first_line: u64,
+    bytes: Vec<u8>,
 }
 
 // Records are built once and moved once, in batches: boxing them would add an allocation per line.
@@ -221,70 +232,54 @@ fn check_header(record: &Record, path: &Path) -> Result<()> {
     }
 }
 
-/// Splits the input into batches of complete lines, numbered from 1; returns how the input ended.
-fn split_lines(
-    mut input: impl BufRead,
-    path: &Path,
-    batch_size: usize,
-    tx: mpsc::SyncSender<(u64, u64, Vec<Vec<u8>>)>,
-) -> Result<ReadStatus> {
+/// Bytes read per chunk (less than [`MAX_LINE`], so only a chunk's first line, begun in the chunk
+/// before, can be too long).
+const CHUNK: usize = 256 << 10;
+
+/// Cuts the input into chunks of whole lines (about [`CHUNK`] bytes each); returns how the input ended.
+fn split_chunks(mut input: impl BufRead, path: &Path, tx: mpsc::SyncSender<Chunk>) -> Result<ReadStatus> {
     let mut status = ReadStatus::default();
-    let mut lineno = 0u64;
+    let mut lines = 0u64;
     let mut seq = 0u64;
-    let mut batch: Vec<Vec<u8>> = Vec::with_capacity(batch_size);
-    let mut first = 1u64;
-    let mut send = |batch: &mut Vec<Vec<u8>>, first: u64| -> bool {
-        let full = std::mem::replace(batch, Vec::with_capacity(batch_size));
-        let ok = tx.send((seq, first, full)).is_ok();
-        seq += 1;
-        ok
-    };
+    // The bytes after the last newline so far: the start of a line that a later read completes.
+    let mut carry: Vec<u8> = Vec::new();
     loop {
-        let mut line = Vec::with_capacity(256);
-        let got = match read_line_bounded(&mut input, &mut line) {
-            Ok(got) => got,
+        let mut bytes = Vec::with_capacity(CHUNK + carry.len());
+        bytes.append(&mut carry);
+        let end = match (&mut input).take(CHUNK as u64).read_to_end(&mut bytes) {
+            Ok(got) => got == 0,
             // A compressed stream that stops mid-frame: keep what was decoded.
-            Err(e) if lineno > 0 && is_cut_stream(&e) => {
+            Err(e) if is_cut_stream(&e) && (lines > 0 || memchr::memchr(b'\n', &bytes).is_some()) => {
                 status.stream_cut = true;
-                status.cut_bytes += line.len() as u64;
-                break;
+                true
             }
-            Err(e) if e.kind() == io::ErrorKind::InvalidData && line.len() >= MAX_LINE => {
-                send(&mut batch, first);
-                bail!(
-                    "{}: line {} is longer than {} bytes; this is not a tracer trace",
-                    path.display(),
-                    lineno + 1,
-                    MAX_LINE
-                )
-            }
-            Err(e) if lineno == 0 => {
+            Err(e) if lines == 0 => {
                 bail!("{} is not a tracer trace file ({e}); record one with `tracer record -o FILE`", path.display())
             }
-            Err(e) => {
-                send(&mut batch, first);
-                return Err(e).with_context(|| format!("reading {}", path.display()));
-            }
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        if got == 0 {
-            break;
+        let first_line_len = memchr::memchr(b'\n', &bytes).unwrap_or(bytes.len());
+        if first_line_len > MAX_LINE {
+            bail!("{}: line {} is longer than {MAX_LINE} bytes; this is not a tracer trace", path.display(), lines + 1)
         }
-        if line.last() != Some(&b'\n') {
-            // The last line has no newline: a record cut by a killed writer.
-            status.cut_bytes += line.len() as u64;
-            break;
+        if let Some(last) = memchr::memrchr(b'\n', &bytes) {
+            carry = bytes.split_off(last + 1);
+        } else {
+            carry = std::mem::take(&mut bytes);
         }
-        lineno += 1;
-        batch.push(line);
-        if batch.len() == batch_size {
-            if !send(&mut batch, first) {
+        if !bytes.is_empty() {
+            let first_line = lines + 1;
+            lines += memchr::memchr_iter(b'\n', &bytes).count() as u64;
+            if tx.send(Chunk { seq, first_line, bytes }).is_err() {
                 return Ok(status);
             }
-            first = lineno + 1;
+            seq += 1;
         }
-    }
-    if !batch.is_empty() {
-        send(&mut batch, first);
+        if end {
+            // A last line with no newline: a record cut by a killed writer.
+            status.cut_bytes += carry.len() as u64;
+            break;
+        }
     }
     Ok(status)
 }
@@ -298,8 +293,14 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
         && let Some(end) = rest.iter().position(|&b| b == b'"')
     {
         return Ok(match &rest[..end] {
-            b"launch" => Record::Launch(serde_json::from_slice(line)?),
-            b"call" => Record::Call(serde_json::from_slice(line)?),
+            b"launch" => Record::Launch(match super::scan::launch(line) {
+                Some(launch) => launch,
+                None => serde_json::from_slice(line)?,
+            }),
+            b"call" => Record::Call(match super::scan::call(line) {
+                Some(call) => call,
+                None => serde_json::from_slice(line)?,
+            }),
             b"ioctl" => Record::Ioctl(serde_json::from_slice(line)?),
             b"mapping" => Record::Mapping(serde_json::from_slice(line)?),
             b"dispatch" => Record::Dispatch(serde_json::from_slice(line)?),
@@ -320,14 +321,4 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
 
 fn is_cut_stream(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::UnexpectedEof | io::ErrorKind::Other)
-}
-
-/// Reads one line, at most [`MAX_LINE`] bytes; returns the bytes read (0 at the end).
-fn read_line_bounded(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<usize> {
-    // read_until finds the newline with a vectorized search; take() bounds what one line may buffer.
-    let n = input.take(MAX_LINE as u64 + 1).read_until(b'\n', line)?;
-    if line.len() > MAX_LINE {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
-    }
-    Ok(n)
 }

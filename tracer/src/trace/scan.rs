@@ -1,0 +1,350 @@
+//! A fast path for the two hot record types, as this tracer's own writer spells them.
+//!
+//! A long recording is almost all `launch` and `call` lines, and parsing them with serde is what bounds
+//! `tracer report` over hundreds of millions of events (each key is read as a string and matched by
+//! name). The writer always emits the same keys in the same order with no spaces, so those lines are read
+//! here by walking the expected keys. Anything else — another key order, whitespace, an escape, a number
+//! out of range, a field this scanner does not know — returns `None`, and the reader parses the line with
+//! serde as before: this is a shortcut for the canonical spelling, never a second definition of the
+//! format. `tests` checks that both give the same record for every shape the writer produces.
+
+use crate::event::{ApiFunc, Call, GridUnit, Launch, MemcpyKind};
+
+/// A cursor over one line.
+struct Scan<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Scan<'a> {
+    const fn new(bytes: &'a [u8]) -> Self {
+        Self { bytes, at: 0 }
+    }
+
+    /// Consumes `text` exactly.
+    fn lit(&mut self, text: &[u8]) -> Option<()> {
+        let rest = self.bytes.get(self.at..)?;
+        rest.starts_with(text).then(|| self.at += text.len())
+    }
+
+    /// Consumes `,"NAME":`.
+    fn key(&mut self, name: &[u8]) -> Option<()> {
+        self.lit(b",\"")?;
+        self.lit(name)?;
+        self.lit(b"\":")
+    }
+
+    /// An unsigned JSON integer (no sign, no leading zero, no fraction), within `u64`.
+    fn u64(&mut self) -> Option<u64> {
+        let start = self.at;
+        let mut v: u64 = 0;
+        while let Some(&b) = self.bytes.get(self.at)
+            && b.is_ascii_digit()
+        {
+            v = v.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+            self.at += 1;
+        }
+        let digits = self.at - start;
+        (digits == 1 || (digits > 1 && self.bytes[start] != b'0')).then_some(v)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        self.u64()?.try_into().ok()
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        if self.lit(b"-").is_some() {
+            let magnitude = self.u64()?;
+            // -0 is valid JSON but not what the writer makes: leave it to serde.
+            if magnitude == 0 {
+                return None;
+            }
+            0i64.checked_sub_unsigned(magnitude)
+        } else {
+            self.u64()?.try_into().ok()
+        }
+    }
+
+    fn u32x3(&mut self) -> Option<[u32; 3]> {
+        self.lit(b"[")?;
+        let a = self.u32()?;
+        self.lit(b",")?;
+        let b = self.u32()?;
+        self.lit(b",")?;
+        let c = self.u32()?;
+        self.lit(b"]")?;
+        Some([a, b, c])
+    }
+
+    /// A string with no escape in it.
+    fn str(&mut self) -> Option<&'a str> {
+        self.lit(b"\"")?;
+        let rest = self.bytes.get(self.at..)?;
+        let len = memchr::memchr2(b'"', b'\\', rest)?;
+        if rest[len] != b'"' {
+            return None;
+        }
+        self.at += len + 1;
+        std::str::from_utf8(&rest[..len]).ok()
+    }
+
+    /// The common head of both record types: type, ts, pid, tid, lib, api.
+    fn head(&mut self, type_name: &[u8]) -> Option<(u64, u32, u32, u32, ApiFunc)> {
+        self.lit(b"{\"type\":\"")?;
+        self.lit(type_name)?;
+        self.lit(b"\"")?;
+        self.key(b"ts")?;
+        let ts = self.u64()?;
+        self.key(b"pid")?;
+        let pid = self.u32()?;
+        self.key(b"tid")?;
+        let tid = self.u32()?;
+        self.key(b"lib")?;
+        let lib = self.u32()?;
+        self.key(b"api")?;
+        let api = ApiFunc::from_name(self.str()?)?;
+        Some((ts, pid, tid, lib, api))
+    }
+
+    /// Consumes `,"NAME":true` if it comes next.
+    fn flag(&mut self, name: &[u8]) -> bool {
+        let at = self.at;
+        if self.key(name).and_then(|()| self.lit(b"true")).is_some() {
+            return true;
+        }
+        self.at = at;
+        false
+    }
+
+    /// Consumes `,"NAME":` if it comes next.
+    fn optional_key(&mut self, name: &[u8]) -> bool {
+        let at = self.at;
+        if self.key(name).is_some() {
+            return true;
+        }
+        self.at = at;
+        false
+    }
+
+    /// The closing brace, and nothing after it.
+    fn end(&mut self) -> Option<()> {
+        self.lit(b"}")?;
+        (self.at == self.bytes.len()).then_some(())
+    }
+}
+
+/// A `launch` line as the writer spells it.
+pub(super) fn launch(line: &[u8]) -> Option<Launch> {
+    let mut s = Scan::new(line);
+    let (ts, pid, tid, lib, api) = s.head(b"launch")?;
+    s.key(b"kernel")?;
+    let kernel = if s.lit(b"null").is_some() { None } else { Some(s.u32()?) };
+    s.key(b"handle")?;
+    let handle = s.u64()?;
+    s.key(b"grid")?;
+    let grid = s.u32x3()?;
+    s.key(b"block")?;
+    let block = s.u32x3()?;
+    s.key(b"grid_unit")?;
+    let grid_unit = match s.str()? {
+        "blocks" => GridUnit::Blocks,
+        "work-items" => GridUnit::WorkItems,
+        _ => return None,
+    };
+    s.key(b"shmem")?;
+    let shmem = s.u64()?;
+    s.key(b"stream")?;
+    let stream = s.u64()?;
+    s.key(b"ret")?;
+    let ret = s.i64()?.try_into().ok()?;
+    s.key(b"dur")?;
+    let dur = s.u64()?;
+    let captured = s.flag(b"captured");
+    let entry_only = s.flag(b"entry_only");
+    s.end()?;
+    Some(Launch {
+        ts,
+        pid,
+        tid,
+        lib,
+        api,
+        kernel,
+        handle,
+        grid,
+        block,
+        grid_unit,
+        shmem,
+        stream,
+        ret,
+        dur,
+        captured,
+        entry_only,
+    })
+}
+
+/// A `call` line as the writer spells it (one with a `file` falls back to serde: a string that may hold
+/// escapes, and rare).
+pub(super) fn call(line: &[u8]) -> Option<Call> {
+    let mut s = Scan::new(line);
+    let (ts, pid, tid, lib, api) = s.head(b"call")?;
+    s.key(b"ret")?;
+    let ret = s.i64()?;
+    s.key(b"dur")?;
+    let dur = s.u64()?;
+    let mut c = Call {
+        ts,
+        pid,
+        tid,
+        lib,
+        api,
+        ret,
+        dur,
+        size: None,
+        ptr: None,
+        dst: None,
+        src: None,
+        kind: None,
+        stream: None,
+        module: None,
+        function: None,
+        handle: None,
+        attribute: None,
+        value: None,
+        file: None,
+        file_offset: None,
+        entry_only: false,
+    };
+    // The optional fields, in the struct's order, each present or absent.
+    for (name, slot) in [(&b"size"[..], &mut c.size), (b"ptr", &mut c.ptr), (b"dst", &mut c.dst), (b"src", &mut c.src)]
+    {
+        if s.optional_key(name) {
+            *slot = Some(s.u64()?);
+        }
+    }
+    if s.optional_key(b"kind") {
+        c.kind = Some(MemcpyKind::from_name(s.str()?)?);
+    }
+    for (name, slot) in [
+        (&b"stream"[..], &mut c.stream),
+        (b"module", &mut c.module),
+        (b"function", &mut c.function),
+        (b"handle", &mut c.handle),
+    ] {
+        if s.optional_key(name) {
+            *slot = Some(s.u64()?);
+        }
+    }
+    if s.optional_key(b"attribute") {
+        c.attribute = Some(s.u32()?);
+    }
+    if s.optional_key(b"value") {
+        c.value = Some(s.u64()?);
+    }
+    c.entry_only = s.flag(b"entry_only");
+    s.end()?;
+    Some(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{event::Origin, trace::Record};
+
+    fn line(r: &Record) -> Vec<u8> {
+        serde_json::to_vec(r).unwrap()
+    }
+
+    fn launches() -> Vec<Launch> {
+        let base = Launch {
+            ts: 1_000_000,
+            pid: 7,
+            tid: 8,
+            lib: 1,
+            api: ApiFunc::HipLaunchKernel,
+            kernel: Some(3),
+            handle: 0x7f00_1234_5678,
+            grid: [512, 1, 1],
+            block: [32, 4, 1],
+            grid_unit: GridUnit::Blocks,
+            shmem: 0,
+            stream: 0,
+            ret: 0,
+            dur: 6000,
+            captured: false,
+            entry_only: false,
+        };
+        vec![
+            base.clone(),
+            Launch { kernel: None, ret: -1, ..base.clone() },
+            Launch { ret: i32::MIN, dur: u64::MAX, ts: u64::MAX, handle: u64::MAX, ..base.clone() },
+            Launch { api: ApiFunc::HipExtModuleLaunchKernel, grid_unit: GridUnit::WorkItems, ..base.clone() },
+            Launch { captured: true, ..base.clone() },
+            Launch { api: ApiFunc::CuLaunchKernel, entry_only: true, ..base.clone() },
+            Launch { captured: true, entry_only: true, grid: [u32::MAX, 0, 10], ..base },
+        ]
+    }
+
+    fn calls() -> Vec<Call> {
+        let o = Origin { ts: 5, pid: 7, tid: 9, lib: 2 };
+        let sync = Call::new(o, ApiFunc::HipStreamSynchronize, 0, 1200);
+        vec![
+            sync.clone(),
+            Call { ret: -22, stream: Some(0x77), ..sync },
+            Call {
+                size: Some(256),
+                dst: Some(1),
+                src: Some(2),
+                kind: Some(MemcpyKind::DeviceToHost),
+                stream: Some(3),
+                ..Call::new(o, ApiFunc::HipMemcpyAsync, 0, 9)
+            },
+            Call { size: Some(1 << 20), ptr: Some(0x7f00_0000_0000), ..Call::new(o, ApiFunc::HipMalloc, 0, 9) },
+            Call { module: Some(1), function: Some(2), ..Call::new(o, ApiFunc::HipModuleGetFunction, 500, 9) },
+            Call {
+                handle: Some(4),
+                attribute: Some(22),
+                value: Some(5),
+                ..Call::new(o, ApiFunc::HsaExecutableSymbolGetInfo, 0, 1)
+            },
+            Call { handle: Some(0x7000), entry_only: true, ..Call::new(o, ApiFunc::CuGraphLaunch, 0, 0) },
+        ]
+    }
+
+    /// Every shape the writer makes reads back the same through the fast path as through serde.
+    #[test]
+    fn the_writers_lines_read_the_same_as_with_serde() {
+        for l in launches() {
+            let text = line(&Record::Launch(l.clone()));
+            assert_eq!(launch(&text), Some(l.clone()), "{}", String::from_utf8_lossy(&text));
+            assert_eq!(serde_json::from_slice::<Launch>(&text).unwrap(), l);
+        }
+        for c in calls() {
+            let text = line(&Record::Call(c.clone()));
+            assert_eq!(call(&text), Some(c.clone()), "{}", String::from_utf8_lossy(&text));
+            assert_eq!(serde_json::from_slice::<Call>(&text).unwrap(), c);
+        }
+    }
+
+    /// Other spellings of the same JSON, and lines serde would refuse, are left to serde.
+    #[test]
+    fn other_spellings_fall_back() {
+        let l = launches().remove(0);
+        let text = String::from_utf8(line(&Record::Launch(l))).unwrap();
+        for other in [
+            text.replace(",\"pid\"", ", \"pid\""),
+            text.replace("\"ts\":1000000,\"pid\":7", "\"pid\":7,\"ts\":1000000"),
+            text.replace("\"kernel\":3", "\"kernel\":03"),
+            text.replace("\"ret\":0", "\"ret\":-0"),
+            text.replace("\"ret\":0", "\"ret\":4294967296"),
+            text.replace("\"grid_unit\":\"blocks\"", "\"grid_unit\":\"bl\\u006fcks\""),
+            text.replace("\"api\":\"hipLaunchKernel\"", "\"api\":\"hipNoSuchCall\""),
+            text.replace('}', ",\"future\":1}"),
+            format!("{text} "),
+            text[..text.len() - 1].to_owned(),
+        ] {
+            assert_eq!(launch(other.as_bytes()), None, "{other}");
+        }
+        let c = Call { file: Some("/lib/x.so".into()), ..calls().remove(0) };
+        assert_eq!(call(&line(&Record::Call(c))), None);
+    }
+}
