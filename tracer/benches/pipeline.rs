@@ -12,7 +12,7 @@
 use std::{fs::File, time::Instant};
 
 use tracer::{attribute::Attributor, decode::decode, trace};
-use tracer_common::{ARG_SLOTS, ApiFunc, CallRecord, NAME_MAX, NameRecord, RecordHeader, RecordKind};
+use tracer_common::{ARG_SLOTS, ApiFunc, CALL_ENTRY_ONLY, CallRecord, NAME_MAX, NameRecord, RecordHeader, RecordKind};
 
 const PID: u64 = 0x3fff_ff00; // no such process: /proc lookups fail fast, as for a process that ended
 
@@ -28,57 +28,54 @@ fn stream(n: usize) -> impl Iterator<Item = Vec<u8>> {
 }
 
 fn register(k: u64) -> Vec<u8> {
-    {
-        let mut name = [0u8; NAME_MAX];
-        let s = format!("_Z13mul_mat_vec_qIL9ggml_type{}ELi1EEvPKvS2_PKiPfjj", 10 + k);
-        name[..s.len()].copy_from_slice(s.as_bytes());
-        bytes_of(&NameRecord {
-            header: RecordHeader {
-                kind: RecordKind::Name as u16,
-                func: ApiFunc::HipRegisterFunction as u16,
-                lib: 1,
-                pid_tgid: (PID << 32) | PID,
-                ts_ns: k,
-            },
-            handle: 0x1000 + k * 8,
-            module: 0x99,
-            len: s.len() as u32,
-            flags: 0,
-            name,
-        })
-    }
+    let mut name = [0u8; NAME_MAX];
+    let s = format!("_Z13mul_mat_vec_qIL9ggml_type{}ELi1EEvPKvS2_PKiPfjj", 10 + k);
+    name[..s.len()].copy_from_slice(s.as_bytes());
+    bytes_of(&NameRecord {
+        header: RecordHeader {
+            kind: RecordKind::Name as u16,
+            func: ApiFunc::HipRegisterFunction as u16,
+            lib: 1,
+            pid_tgid: (PID << 32) | PID,
+            ts_ns: k,
+        },
+        handle: 0x1000 + k * 8,
+        module: 0x99,
+        len: s.len() as u32,
+        flags: 0,
+        name,
+    })
 }
 
 fn call(i: u64) -> Vec<u8> {
-    {
-        let (func, args) = if i % 9 == 8 {
-            (ApiFunc::HipStreamSynchronize, [0u64; ARG_SLOTS])
-        } else {
-            let k = i % 8;
-            let mut a = [0u64; ARG_SLOTS];
-            a[0] = 0x1000 + k * 8;
-            a[1] = (1 << 32) | (512 + 64 * (i % 3));
-            a[2] = 1;
-            a[3] = (4 << 32) | 32;
-            a[4] = 1;
-            a[5] = 0x7ffd_0000;
-            (ApiFunc::HipLaunchKernel, a)
-        };
-        bytes_of(&CallRecord {
-            header: RecordHeader {
-                kind: RecordKind::Call as u16,
-                func: func as u16,
-                lib: 1,
-                pid_tgid: (PID << 32) | PID,
-                ts_ns: 1_000_000 + i * 16_667,
-            },
-            duration_ns: 6_000 + i % 500,
-            ret: 0,
-            out: 0,
-            flags: 0,
-            args,
-        })
-    }
+    // Syncs are recorded at entry by a one-trap probe; launches at return, with duration and result.
+    let (func, args, flags) = if i % 9 == 8 {
+        (ApiFunc::HipStreamSynchronize, [0u64; ARG_SLOTS], CALL_ENTRY_ONLY)
+    } else {
+        let k = i % 8;
+        let mut a = [0u64; ARG_SLOTS];
+        a[0] = 0x1000 + k * 8;
+        a[1] = (1 << 32) | (512 + 64 * (i % 3));
+        a[2] = 1;
+        a[3] = (4 << 32) | 32;
+        a[4] = 1;
+        a[5] = 0x7ffd_0000;
+        (ApiFunc::HipLaunchKernel, a, 0)
+    };
+    bytes_of(&CallRecord {
+        header: RecordHeader {
+            kind: RecordKind::Call as u16,
+            func: func as u16,
+            lib: 1,
+            pid_tgid: (PID << 32) | PID,
+            ts_ns: 1_000_000 + i * 16_667,
+        },
+        duration_ns: if flags == 0 { 6_000 + i % 500 } else { 0 },
+        ret: 0,
+        out: 0,
+        flags,
+        args,
+    })
 }
 
 #[expect(clippy::iter_with_drain, reason = "one buffer serves every record")]
