@@ -89,6 +89,20 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
+/// The stand-in driver run `reps` times each without tracer, under empty programs and under tracer;
+/// (median, min, max) of the printed `key` for each of the three.
+fn three_modes(d: &Dir, trace: &Path, reps: usize, args: &[&str], key: &str) -> Result<[(f64, f64, f64); 3]> {
+    let driver = d.driver.to_str().context("path")?;
+    let cmd: Vec<&str> = std::iter::once(driver).chain(args.iter().copied()).collect();
+    let (mut none, mut empty, mut full) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..reps {
+        none.push(field(&stdout_of(Command::new(&d.driver).args(args))?, key)?);
+        empty.push(field(&traced(d, trace, &["--probe-mode", "empty"], &d.standin, &cmd)?, key)?);
+        full.push(field(&traced(d, trace, &[], &d.standin, &cmd)?, key)?);
+    }
+    Ok([stats(none), stats(empty), stats(full)])
+}
+
 /// Runs a command to completion; returns its wall time and its own peak RSS in KiB (wait4's rusage).
 fn measured(c: &mut Command) -> Result<(f64, u64)> {
     let t = Instant::now();
@@ -153,20 +167,8 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     // 1. Cost per traced call.
     step("1/9 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = if q { ("20000", 3) } else { ("100000", 7) };
-    let mut none = Vec::new();
-    let mut empty = Vec::new();
-    let mut full = Vec::new();
-    for _ in 0..reps {
-        none.push(field(&stdout_of(Command::new(&d.driver).args(["count", n]))?, "ns_per_call")?);
-        empty.push(field(
-            &traced(&d, &trace, &["--probe-mode", "empty"], &d.standin, &[driver, "count", n])?,
-            "ns_per_call",
-        )?);
-        full.push(field(&traced(&d, &trace, &[], &d.standin, &[driver, "count", n])?, "ns_per_call")?);
-    }
-    let (none_m, none_lo, none_hi) = stats(none);
-    let (empty_m, empty_lo, empty_hi) = stats(empty);
-    let (full_m, full_lo, full_hi) = stats(full);
+    let [(none_m, none_lo, none_hi), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
+        three_modes(&d, &trace, reps, &["count", n], "ns_per_call")?;
     let ratio = (full_m - none_m) / (empty_m - none_m);
     // The real runtime beside it.
     let runner = fixtures_dir().join("mini_runner");
@@ -376,18 +378,8 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     // 9. The decode loop's call pattern (ggml with graphs): per token one graph launch and 14 syncs.
     step("9/9 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
     let tokens = if q { "5000" } else { "20000" };
-    let (mut none, mut empty, mut full) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..reps {
-        none.push(field(&stdout_of(Command::new(&d.driver).args(["tokens", tokens]))?, "ns_per_token")?);
-        empty.push(field(
-            &traced(&d, &trace, &["--probe-mode", "empty"], &d.standin, &[driver, "tokens", tokens])?,
-            "ns_per_token",
-        )?);
-        full.push(field(&traced(&d, &trace, &[], &d.standin, &[driver, "tokens", tokens])?, "ns_per_token")?);
-    }
-    let (none_m, _, _) = stats(none);
-    let (empty_m, empty_lo, empty_hi) = stats(empty);
-    let (full_m, full_lo, full_hi) = stats(full);
+    let [(none_m, _, _), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
+        three_modes(&d, &trace, reps, &["tokens", tokens], "ns_per_token")?;
     let token_ratio = (full_m - none_m) / (empty_m - none_m);
     // Traps per token, from the probes the last recording lists: one for an entry probe, two for entry+return.
     let traps = 14 * traps_per_call(&trace, "hipStreamSynchronize")? + traps_per_call(&trace, "hipGraphLaunch")?;

@@ -8,7 +8,7 @@
 //! serde as before: this is a shortcut for the canonical spelling, never a second definition of the
 //! format. `tests` checks that both give the same record for every shape the writer produces.
 
-use crate::event::{ApiFunc, Call, GridUnit, Launch, MemcpyKind};
+use crate::event::{ApiFunc, Call, GridUnit, Launch, MemcpyKind, Origin};
 
 /// A cursor over one line.
 struct Scan<'a> {
@@ -191,29 +191,7 @@ pub(super) fn call(line: &[u8]) -> Option<Call> {
     let ret = s.i64()?;
     s.key(b"dur")?;
     let dur = s.u64()?;
-    let mut c = Call {
-        ts,
-        pid,
-        tid,
-        lib,
-        api,
-        ret,
-        dur,
-        size: None,
-        ptr: None,
-        dst: None,
-        src: None,
-        kind: None,
-        stream: None,
-        module: None,
-        function: None,
-        handle: None,
-        attribute: None,
-        value: None,
-        file: None,
-        file_offset: None,
-        entry_only: false,
-    };
+    let mut c = Call::new(Origin { ts, pid, tid, lib }, api, ret, dur);
     // The optional fields, in the struct's order, each present or absent.
     for (name, slot) in [(&b"size"[..], &mut c.size), (b"ptr", &mut c.ptr), (b"dst", &mut c.dst), (b"src", &mut c.src)]
     {
@@ -248,7 +226,7 @@ pub(super) fn call(line: &[u8]) -> Option<Call> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{event::Origin, trace::Record};
+    use crate::trace::Record;
 
     fn line(r: &Record) -> Vec<u8> {
         serde_json::to_vec(r).unwrap()
