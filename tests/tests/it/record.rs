@@ -12,54 +12,31 @@ const MMV8: &str = "_Z11mul_mat_vecILi8EfEvPKT0_PKfPfi";
 const ADD: &str = "add_f32";
 const HIP_ERROR_INVALID_DEVICE: i32 = 101;
 
-struct Expected {
-    api: &'static str,
-    kernel: Option<&'static str>,
-    grid: [u32; 3],
-    block: [u32; 3],
-    unit: &'static str,
-    shmem: u64,
-}
+/// A launch as `mini_runner` makes it: API, kernel name (None: unnamed), grid, block, grid unit, shared memory.
+type Expected = (&'static str, Option<&'static str>, [u32; 3], [u32; 3], &'static str, u64);
 
 const LAUNCHES: [Expected; 7] = [
-    Expected::new("hipLaunchKernel", Some(RMS_NORM), [17, 3, 2], [64, 2, 1], "blocks", 512),
-    Expected::new("hipLaunchKernel", Some(MMV1), [4096, 1, 1], [32, 4, 1], "blocks", 0),
-    Expected::new("hipLaunchKernel", Some(MMV8), [512, 2, 1], [32, 4, 1], "blocks", 0),
-    Expected::new("hipLaunchKernel", Some(ADD), [33, 1, 1], [128, 1, 1], "blocks", 0),
-    Expected::new("hipLaunchKernel", Some(ADD), [33, 1, 1], [128, 1, 1], "blocks", 0),
+    ("hipLaunchKernel", Some(RMS_NORM), [17, 3, 2], [64, 2, 1], "blocks", 512),
+    ("hipLaunchKernel", Some(MMV1), [4096, 1, 1], [32, 4, 1], "blocks", 0),
+    ("hipLaunchKernel", Some(MMV8), [512, 2, 1], [32, 4, 1], "blocks", 0),
+    ("hipLaunchKernel", Some(ADD), [33, 1, 1], [128, 1, 1], "blocks", 0),
+    ("hipLaunchKernel", Some(ADD), [33, 1, 1], [128, 1, 1], "blocks", 0),
     // The module failed to load, so the function handle is null: named by nothing.
-    Expected::new("hipModuleLaunchKernel", None, [9, 8, 7], [64, 2, 1], "blocks", 256),
-    Expected::new("hipExtModuleLaunchKernel", None, [1024, 16, 1], [256, 4, 1], "work-items", 2048),
+    ("hipModuleLaunchKernel", None, [9, 8, 7], [64, 2, 1], "blocks", 256),
+    ("hipExtModuleLaunchKernel", None, [1024, 16, 1], [256, 4, 1], "work-items", 2048),
 ];
-
-impl Expected {
-    const fn new(
-        api: &'static str,
-        kernel: Option<&'static str>,
-        grid: [u32; 3],
-        block: [u32; 3],
-        unit: &'static str,
-        shmem: u64,
-    ) -> Self {
-        Self { api, kernel, grid, block, unit, shmem }
-    }
-}
 
 fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
     let ls = launches(records);
     assert_eq!(ls.len(), LAUNCHES.len(), "launches: {ls:#?}");
-    for (l, want) in ls.iter().zip(LAUNCHES.iter()) {
-        assert_eq!(l.api.name(), want.api);
-        assert_eq!(
-            (l.grid, l.block, l.grid_unit.as_str(), l.shmem),
-            (want.grid, want.block, want.unit, want.shmem),
-            "{l:?}"
-        );
+    for (l, &(api, kernel, grid, block, unit, shmem)) in ls.iter().zip(LAUNCHES.iter()) {
+        assert_eq!(l.api.name(), api);
+        assert_eq!((l.grid, l.block, l.grid_unit.as_str(), l.shmem), (grid, block, unit, shmem), "{l:?}");
         assert_eq!(l.pid, pid);
         assert!(l.dur > 0, "{l:?}");
         assert_eq!(l.stream, 0);
         let name = kernel_name(records, l);
-        if let Some(k) = want.kernel {
+        if let Some(k) = kernel {
             assert_eq!(name, k);
             assert_eq!(l.ret, HIP_ERROR_INVALID_DEVICE, "{l:?}");
             let rec = kernels(records).into_iter().find(|r| Some(r.id) == l.kernel).unwrap();
