@@ -416,11 +416,13 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
 
 /// How many traps one call of `api` costs under the probes a trace lists (its `probe` records).
 fn traps_per_call(trace: &Path, api: &str) -> Result<u64> {
-    let text = fs::read_to_string(trace)?;
-    let probe = text
+    use std::io::BufRead as _;
+    // Probe records come before the events: read only up to the first event, not the whole trace.
+    let probe = std::io::BufReader::new(fs::File::open(trace)?)
         .lines()
+        .map_while(Result::ok)
         .take_while(|l| !l.contains("\"type\":\"launch\"") && !l.contains("\"type\":\"call\""))
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|l| serde_json::from_str::<Value>(&l).ok())
         .find(|v| v["type"] == "probe" && v["api"] == api && v["error"].is_null())
         .with_context(|| format!("no attached probe for {api} in {}", trace.display()))?;
     Ok(if probe["kind"] == "entry" { 1 } else { 2 })

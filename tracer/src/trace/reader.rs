@@ -4,7 +4,7 @@
 use std::{
     collections::BTreeMap,
     fs::File,
-    io::{self, BufRead, BufReader, Read},
+    io::{self, Read},
     path::Path,
     sync::{Arc, Mutex, mpsc},
 };
@@ -68,10 +68,9 @@ pub fn read_from(mut input: impl Read + Send, path: &Path, each: impl FnMut(Reco
     let n = read_up_to(&mut input, &mut magic)?;
     let head = io::Cursor::new(magic[..n].to_vec());
     if n == 4 && magic == ZSTD_MAGIC {
-        let dec = zstd::Decoder::new(head.chain(input))?;
-        read_records(BufReader::with_capacity(1 << 16, dec), path, each)
+        read_records(zstd::Decoder::new(head.chain(input))?, path, each)
     } else {
-        read_records(BufReader::with_capacity(1 << 16, head.chain(input)), path, each)
+        read_records(head.chain(input), path, each)
     }
 }
 
@@ -87,7 +86,7 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// Reads records from a line stream, calling `each` for every one, in order, after validating the header.
-pub fn read_records(input: impl BufRead + Send, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
+pub fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
     // Three stages on their own threads: cut the (decompressed) bytes into chunks of whole lines, parse
     // them (two workers), then, here, check and hand over the records in file order. A chunk is one
     // buffer: no allocation or copy per line.
@@ -237,7 +236,7 @@ fn check_header(record: &Record, path: &Path) -> Result<()> {
 const CHUNK: usize = 256 << 10;
 
 /// Cuts the input into chunks of whole lines (about [`CHUNK`] bytes each); returns how the input ended.
-fn split_chunks(mut input: impl BufRead, path: &Path, tx: mpsc::SyncSender<Chunk>) -> Result<ReadStatus> {
+fn split_chunks(mut input: impl Read, path: &Path, tx: mpsc::SyncSender<Chunk>) -> Result<ReadStatus> {
     let mut status = ReadStatus::default();
     let mut lines = 0u64;
     let mut seq = 0u64;

@@ -106,24 +106,28 @@ impl<'a> Scan<'a> {
         Some((ts, pid, tid, lib, api))
     }
 
+    /// Runs `step`; where it fails, the cursor is back where it was (a peek at what may come next).
+    fn attempt<T>(&mut self, step: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        let at = self.at;
+        let got = step(self);
+        if got.is_none() {
+            self.at = at;
+        }
+        got
+    }
+
     /// Consumes `,"NAME":true` if it comes next.
     fn flag(&mut self, name: &[u8]) -> bool {
-        let at = self.at;
-        if self.key(name).and_then(|()| self.lit(b"true")).is_some() {
-            return true;
-        }
-        self.at = at;
-        false
+        self.attempt(|s| {
+            s.key(name)?;
+            s.lit(b"true")
+        })
+        .is_some()
     }
 
     /// Consumes `,"NAME":` if it comes next.
     fn optional_key(&mut self, name: &[u8]) -> bool {
-        let at = self.at;
-        if self.key(name).is_some() {
-            return true;
-        }
-        self.at = at;
-        false
+        self.attempt(|s| s.key(name)).is_some()
     }
 
     /// The closing brace, and nothing after it.
