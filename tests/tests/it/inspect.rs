@@ -1,6 +1,7 @@
 //! `tracer inspect` on real code objects: the hipcc-built ggml-named fixture, the same bundles
 //! compressed as clang-offload-bundler compresses them, and the real `libggml-hip.so` of a llama.cpp
-//! `ROCm` build (from the `cyllama-rocm` wheel), whose every kernel name must classify.
+//! `ROCm` build (from the `cyllama-rocm` wheel), whose every kernel name must classify; stripped copies of
+//! it and of the real `libggml-cuda.so` (`cyllama-cuda12`) name every handle from their registration calls.
 #![expect(
     clippy::little_endian_bytes,
     clippy::cast_precision_loss,
@@ -138,14 +139,12 @@ fn compressed_bundles_open_like_plain_ones() {
     drop(std::fs::remove_dir_all(dir));
 }
 
-const WHEEL: &str = "cyllama-rocm==0.2.18";
-
-/// The real `libggml-hip.so` of the `cyllama-rocm` wheel, fetched with pip once and cached under
-/// target/cache; None (the test says it skipped) only when pip cannot reach the package registry.
-fn real_ggml_hip() -> Option<PathBuf> {
+/// A library out of a real wheel on the package registry, fetched with pip once and cached under
+/// target/cache/WHEEL (as `file`); None (the test says it skipped) only when pip cannot reach the registry.
+fn wheel_library(wheel: &str, member: &str, file: &str) -> Option<PathBuf> {
     let fixtures = PathBuf::from(std::env::var_os("TRACER_FIXTURES").expect("set by `cargo xtask test`"));
-    let cache = fixtures.parent().unwrap().join("cache").join("cyllama-rocm-0.2.18");
-    let lib = cache.join("libggml-hip.so");
+    let cache = fixtures.parent().unwrap().join("cache").join(wheel.replace("==", "-"));
+    let lib = cache.join(file);
     if lib.exists() {
         return Some(lib);
     }
@@ -153,33 +152,43 @@ fn real_ggml_hip() -> Option<PathBuf> {
     let o = Command::new("python3")
         .args(["-m", "pip", "download", "--no-deps", "--timeout", "30", "--retries", "2", "-d"])
         .arg(&cache)
-        .arg(WHEEL)
+        .arg(wheel)
         .output()
         .expect("python3 runs (`cargo xtask setup` installs python3-pip)");
     if !o.status.success() {
         let why = String::from_utf8_lossy(&o.stderr);
         assert!(!why.contains("No module named pip"), "pip is missing: run `cargo xtask setup`");
         eprintln!(
-            "SKIPPED: pip could not fetch {WHEEL} (no package registry reachable?): {}",
+            "SKIPPED: pip could not fetch {wheel} (no package registry reachable?): {}",
             why.lines().last().unwrap_or("")
         );
         return None;
     }
-    let wheel = std::fs::read_dir(&cache)
+    let archive = std::fs::read_dir(&cache)
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "whl"))
         .expect("pip left the wheel");
-    let part = cache.join("libggml-hip.so.part");
+    let part = cache.join(format!("{file}.part"));
     let extract = "import shutil, sys, zipfile\n\
         z = zipfile.ZipFile(sys.argv[1])\n\
-        name = next(n for n in z.namelist() if '/libggml-hip' in n)\n\
+        name = next(n for n in z.namelist() if sys.argv[3] in n)\n\
         shutil.copyfileobj(z.open(name), open(sys.argv[2], 'wb'))";
-    let ok = Command::new("python3").args(["-c", extract]).arg(&wheel).arg(&part).status().unwrap();
-    assert!(ok.success(), "cannot extract libggml-hip from {}", wheel.display());
+    let ok = Command::new("python3").args(["-c", extract]).arg(&archive).arg(&part).arg(member).status().unwrap();
+    assert!(ok.success(), "cannot extract {member} from {}", archive.display());
     std::fs::rename(&part, &lib).unwrap();
-    drop(std::fs::remove_file(wheel));
+    drop(std::fs::remove_file(archive));
     Some(lib)
+}
+
+/// The real `libggml-hip.so` of a llama.cpp `ROCm` build (the `cyllama-rocm` wheel).
+fn real_ggml_hip() -> Option<PathBuf> {
+    wheel_library("cyllama-rocm==0.2.18", "/libggml-hip", "libggml-hip.so")
+}
+
+/// The real `libggml-cuda.so` of a llama.cpp CUDA 12 build (the `cyllama-cuda12` wheel, 88 MB).
+fn real_ggml_cuda() -> Option<PathBuf> {
+    wheel_library("cyllama-cuda12==0.2.18", "/libggml-cuda", "libggml-cuda.so")
 }
 
 fn is_ggml_family(f: &str) -> bool {
@@ -284,4 +293,96 @@ fn registration_calls_of_a_stripped_libggml_hip_name_every_kernel_as_its_symbol_
     assert!(reg.unresolved.is_empty(), "unresolved registration calls at {first:?}");
     assert!(truth.len() > 5000, "{}", truth.len());
     assert_eq!(recovered, truth);
+}
+
+/// The kernels of an `.nv_fatbin` section: each fatbin container (magic `0xBA55ED50`, header size at +6,
+/// payload size at +8) holds entries (kind at +0, 2 = cubin; header size at +4, payload size at +8); a
+/// cubin's kernels are its functions marked `STO_CUDA_ENTRY` (0x10 in `st_other`).
+fn cubin_kernel_names(mut fatbin: &[u8]) -> BTreeSet<String> {
+    use object::ObjectSymbol as _;
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes(b[at..at + 2].try_into().unwrap()) as usize;
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap()) as usize;
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let mut names = BTreeSet::new();
+    while fatbin.len() >= 16 && u32_at(fatbin, 0) == 0xBA55_ED50 {
+        let (header, size) = (u16_at(fatbin, 6), u64_at(fatbin, 8));
+        let mut entries = &fatbin[header..header + size];
+        while entries.len() >= 16 {
+            let (kind, entry_header, payload) = (u16_at(entries, 0), u32_at(entries, 4), u64_at(entries, 8));
+            let body = &entries[entry_header..entry_header + payload];
+            if kind == 2 {
+                let cubin = object::File::parse(body).expect("an uncompressed cubin");
+                for s in cubin.symbols() {
+                    if let object::SymbolFlags::Elf { st_other, .. } = s.flags()
+                        && st_other & 0x10 != 0
+                    {
+                        names.insert(s.name().unwrap().to_owned());
+                    }
+                }
+            }
+            entries = &entries[entry_header + payload..];
+        }
+        fatbin = &fatbin[header + size..];
+    }
+    names
+}
+
+/// The same static decode on a real CUDA build: a stripped copy of the real `libggml-cuda.so` names
+/// every `__cudaRegisterFunction` host handle (`hostFun`) as its unstripped symbol table does.
+#[test]
+fn registration_calls_of_a_stripped_libggml_cuda_name_every_kernel_as_its_symbol_table() {
+    use object::ObjectSymbol as _;
+    let Some(lib) = real_ggml_cuda() else { return };
+    let dir = scratch("stripped-ggml-cuda");
+    let stripped = dir.join("libggml-cuda.stripped.so");
+    let st = Command::new("strip").arg("--strip-all").arg("-o").arg(&stripped).arg(&lib).status().unwrap();
+    assert!(st.success(), "strip failed");
+
+    let full = std::fs::read(&lib).unwrap();
+    let elf = object::File::parse(&*full).unwrap();
+    let kernel_names = cubin_kernel_names(elf.section_by_name(".nv_fatbin").unwrap().data().unwrap());
+    // nvcc's host stub of a kernel carries the kernel's mangled name (`_ZL...` for a static kernel,
+    // whose device name is `_Z...`); it is the handle a launch passes.
+    let truth: BTreeMap<u64, String> = elf
+        .symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+        .filter_map(|s| {
+            let name = s.name().ok()?;
+            let device = name.strip_prefix("_ZL").map_or_else(|| name.to_owned(), |rest| format!("_Z{rest}"));
+            kernel_names.contains(&device).then_some((s.address(), device))
+        })
+        .collect();
+
+    let data = std::fs::read(&stripped).unwrap();
+    assert!(object::File::parse(&*data).unwrap().symbol_table().is_none(), "strip left a symbol table");
+    let reg = tracer::registration::decode(&data).expect("the stripped library imports __cudaRegisterFunction");
+    let recovered: BTreeMap<u64, String> = reg.by_handle.into_iter().collect();
+    println!(
+        "{}: {} kernel names in the cubins, {} with a host stub symbol; stripped copy: {} registration calls, {} handles named, {} calls unresolved",
+        lib.display(),
+        kernel_names.len(),
+        truth.len(),
+        reg.calls,
+        recovered.len(),
+        reg.unresolved.len()
+    );
+    let first: Vec<String> = reg.unresolved.iter().take(8).map(|a| format!("{a:#x}")).collect();
+    assert!(reg.unresolved.is_empty(), "unresolved registration calls at {first:?}");
+    assert!(truth.len() > 1000, "{}", truth.len());
+    let wrong: Vec<_> = truth.iter().filter(|&(h, n)| recovered.get(h) != Some(n)).take(4).collect();
+    assert!(wrong.is_empty(), "missed or misnamed: {wrong:?}");
+    // nvcc gives an internal-linkage entity inside a kernel's template arguments a unique device name
+    // (`_ZN42_INTERNAL_<hash>_<file>...`) where the host keeps `_ZL...`: those stubs' symbols cannot
+    // equal the registered name, so each must be a host function symbol at exactly that handle.
+    let host_functions: BTreeSet<u64> =
+        elf.symbols().filter(|s| s.kind() == object::SymbolKind::Text).map(|s| s.address()).collect();
+    let renamed: Vec<(&u64, &String)> = recovered.iter().filter(|&(h, _)| !truth.contains_key(h)).collect();
+    let odd: Vec<_> =
+        renamed.iter().filter(|(h, n)| !n.contains("_INTERNAL_") || !host_functions.contains(h)).take(4).collect();
+    assert!(odd.is_empty(), "named handles that are no host stub of a renamed kernel: {odd:?}");
+    println!("{} of them kernels whose device name nvcc made unique (`_INTERNAL_`)", renamed.len());
+    let named: BTreeSet<&String> = recovered.values().collect();
+    let missing: Vec<&String> = kernel_names.iter().filter(|n| !named.contains(n)).take(4).collect();
+    assert!(missing.is_empty(), "kernels of the cubins with no registered handle: {missing:?}");
+    drop(std::fs::remove_dir_all(dir));
 }
