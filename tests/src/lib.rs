@@ -120,8 +120,13 @@ pub struct Waiting {
 
 impl Waiting {
     pub fn start(bin: &Path, mode: &str) -> Self {
+        Self::start_with(bin, &[mode])
+    }
+
+    /// The same with any arguments.
+    pub fn start_with(bin: &Path, args: &[&str]) -> Self {
         let mut child =
-            Command::new(bin).arg(mode).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("fixture starts");
+            Command::new(bin).args(args).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("fixture starts");
         let mut out = BufReader::new(child.stdout.take().expect("piped"));
         let mut line = String::new();
         out.read_line(&mut line).expect("fixture stdout");
@@ -202,4 +207,57 @@ pub fn exec_pid(path: &Path) -> u32 {
         assert!(Instant::now() < deadline, "no exec record in {}", path.display());
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A library out of a real wheel on the package registry, fetched with pip once and cached under
+/// target/cache/WHEEL (as `file`); None (the test says it skipped) only when pip cannot reach the registry.
+pub fn wheel_library(wheel: &str, member: &str, file: &str) -> Option<PathBuf> {
+    let fixtures = PathBuf::from(std::env::var_os("TRACER_FIXTURES").expect("set by `cargo xtask test`"));
+    let cache = fixtures.parent().unwrap().join("cache").join(wheel.replace("==", "-"));
+    let lib = cache.join(file);
+    if lib.exists() {
+        return Some(lib);
+    }
+    std::fs::create_dir_all(&cache).unwrap();
+    let o = Command::new("python3")
+        .args(["-m", "pip", "download", "--no-deps", "--timeout", "30", "--retries", "2", "-d"])
+        .arg(&cache)
+        .arg(wheel)
+        .output()
+        .expect("python3 runs (`cargo xtask setup` installs python3-pip)");
+    if !o.status.success() {
+        let why = String::from_utf8_lossy(&o.stderr);
+        assert!(!why.contains("No module named pip"), "pip is missing: run `cargo xtask setup`");
+        #[expect(clippy::print_stderr, reason = "a skipped test says so")]
+        let () = eprintln!(
+            "SKIPPED: pip could not fetch {wheel} (no package registry reachable?): {}",
+            why.lines().last().unwrap_or("")
+        );
+        return None;
+    }
+    let archive = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "whl"))
+        .expect("pip left the wheel");
+    let part = cache.join(format!("{file}.part"));
+    let extract = "import shutil, sys, zipfile\n\
+        z = zipfile.ZipFile(sys.argv[1])\n\
+        name = next(n for n in z.namelist() if sys.argv[3] in n)\n\
+        shutil.copyfileobj(z.open(name), open(sys.argv[2], 'wb'))";
+    let ok = Command::new("python3").args(["-c", extract]).arg(&archive).arg(&part).arg(member).status().unwrap();
+    assert!(ok.success(), "cannot extract {member} from {}", archive.display());
+    std::fs::rename(&part, &lib).unwrap();
+    drop(std::fs::remove_file(archive));
+    Some(lib)
+}
+
+/// The real `libggml-hip.so` of a llama.cpp `ROCm` build (the `cyllama-rocm` wheel).
+pub fn real_ggml_hip() -> Option<PathBuf> {
+    wheel_library("cyllama-rocm==0.2.18", "/libggml-hip", "libggml-hip.so")
+}
+
+/// The real `libggml-cuda.so` of a llama.cpp CUDA 12 build (the `cyllama-cuda12` wheel, 88 MB).
+pub fn real_ggml_cuda() -> Option<PathBuf> {
+    wheel_library("cyllama-cuda12==0.2.18", "/libggml-cuda", "libggml-cuda.so")
 }

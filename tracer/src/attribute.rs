@@ -121,8 +121,15 @@ impl Attributor {
                 if d.packet == PacketType::KernelDispatch {
                     d.kernel = Some(if let Some(id) = self.kernels.lookup(d.pid, d.kernel_object) {
                         id
+                    } else if let Some((name, file)) = self.kernels.loaded_name(d.pid, d.kernel_object) {
+                        // Loaded before the tracer attached: named from ROCr's code-object list.
+                        let mut rec = self.kernels.bind(d.pid, d.kernel_object, 0, &name, Source::Loader, false, d.ts);
+                        rec.code_file = file;
+                        let id = rec.id;
+                        out.push(Record::Kernel(rec));
+                        id
                     } else {
-                        // Loaded before the tracer started: never named, but one id per object.
+                        // In no list tracer can read: never named, but one id per object.
                         self.bump("dispatch_unnamed_objects");
                         let rec = self.kernels.bind(d.pid, d.kernel_object, 0, "", Source::Unnamed, false, d.ts);
                         let id = rec.id;

@@ -38,6 +38,9 @@ pub struct Entry<K = CodeKernel> {
     pub triple: String,
     /// The gfx target of an AMDGPU entry (`gfx1030`, `gfx90a:xnack-`).
     pub target: Option<String>,
+    /// Offset of the code object in the file (absent inside a compressed bundle): with `size`, what a
+    /// loader's `file://PATH#offset=O&size=S` names.
+    pub offset: Option<u64>,
     pub size: u64,
     pub kernels: Vec<K>,
 }
@@ -56,6 +59,7 @@ impl<K> Bundle<K> {
                 .map(|e| Entry {
                     triple: e.triple,
                     target: e.target,
+                    offset: e.offset,
                     size: e.size,
                     kernels: e.kernels.into_iter().map(&mut f).collect(),
                 })
@@ -118,7 +122,7 @@ pub fn walk(section: &[u8], file_offset: u64, target: Option<&str>, detail: bool
         if rest.starts_with(COMPRESSED_MAGIC) {
             let (compressed, len) = compressed_bundle(rest);
             let (method, entries, error) = match compressed {
-                Ok((method, inner)) => (Some(method), plain_bundle(&inner, target, detail).map(|(e, _)| e), None),
+                Ok((method, inner)) => (Some(method), plain_bundle(&inner, None, target, detail).map(|(e, _)| e), None),
                 Err((method, why)) => (method, None, Some(why)),
             };
             let error = error.or_else(|| entries.is_none().then(|| "no offload bundle inside".to_owned()));
@@ -141,15 +145,16 @@ pub fn walk(section: &[u8], file_offset: u64, target: Option<&str>, detail: bool
                 None => break,
             }
         }
-        let Some((entries, end)) = plain_bundle(rest, target, detail) else { break };
+        let Some((entries, end)) = plain_bundle(rest, Some(offset), target, detail) else { break };
         out.push(Bundle { number, offset, compressed: None, error: None, entries });
         at += end.max(BUNDLE_MAGIC.len());
     }
     out
 }
 
-/// One uncompressed bundle: its entries and its length.
-fn plain_bundle(b: &[u8], target: Option<&str>, detail: bool) -> Option<(Vec<Entry>, usize)> {
+/// One uncompressed bundle (at `file_offset` in the file, when it lies there as it is): its entries and
+/// its length.
+fn plain_bundle(b: &[u8], file_offset: Option<u64>, target: Option<&str>, detail: bool) -> Option<(Vec<Entry>, usize)> {
     if !b.starts_with(BUNDLE_MAGIC) {
         return None;
     }
@@ -178,7 +183,7 @@ fn plain_bundle(b: &[u8], target: Option<&str>, detail: bool) -> Option<(Vec<Ent
             .filter(|_| gfx.is_some())
             .map(|co| kernels_of(co, detail))
             .unwrap_or_default();
-        entries.push(Entry { triple, target: gfx, size, kernels });
+        entries.push(Entry { triple, target: gfx, offset: file_offset.map(|f| f + off), size, kernels });
     }
     Some((entries, end.max(cursor)))
 }
@@ -269,14 +274,22 @@ impl BundleIndex {
 
 /// Names of an AMDGPU code object's kernels: its `<name>.kd` kernel descriptor symbols.
 fn kernel_names(elf: &object::File<'_>) -> Vec<String> {
-    let mut names: Vec<String> = elf
-        .symbols()
-        .chain(elf.dynamic_symbols())
-        .filter_map(|s| s.name().ok().and_then(|n| n.strip_suffix(".kd")).map(str::to_owned))
-        .collect();
-    names.sort();
+    let mut names: Vec<String> = kernel_symbols(elf).into_iter().map(|(name, _)| name).collect();
     names.dedup();
     names
+}
+
+/// The kernels of an AMDGPU code object: its `NAME.kd` symbols (kernel descriptors), as (NAME, address
+/// of the descriptor in the code object), sorted.
+pub fn kernel_symbols(elf: &object::File<'_>) -> Vec<(String, u64)> {
+    let mut kernels: Vec<(String, u64)> = elf
+        .symbols()
+        .chain(elf.dynamic_symbols())
+        .filter_map(|s| Some((s.name().ok()?.strip_suffix(".kd")?.to_owned(), s.address())))
+        .collect();
+    kernels.sort();
+    kernels.dedup();
+    kernels
 }
 
 /// Kernels of an AMDGPU code object, with their resources from the metadata note when `detail`.

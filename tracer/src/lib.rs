@@ -1,7 +1,7 @@
 //! tracer's user space. The data path, one module per step:
 //! [`attach`] (probe plan, load) → [`ring`] (the ring buffer) → [`decode`] (bytes to [`event`]s) →
 //! [`attribute`] (process, library, kernel name; with [`process`], [`symbols`], [`libs`], [`ollama`],
-//! [`ioctl`]) → [`trace`] (the file: schema, writer, reader) → [`report`] / [`export`] (with [`classify`]
+//! [`ioctl`], [`loader`]) → [`trace`] (the file: schema, writer, reader) → [`report`] / [`export`] (with [`classify`]
 //! and [`phase`]). [`record`] runs the recording session. Leaves that many steps share: [`proc`] (/proc),
 //! [`demangle`], [`bundle`] (offload bundles; [`inspect`] presents them), [`registration`] (kernel names
 //! decoded from a stripped binary's registration calls).
@@ -18,6 +18,7 @@ pub mod export;
 pub mod inspect;
 pub mod ioctl;
 pub mod libs;
+pub mod loader;
 pub mod ollama;
 pub mod output;
 pub mod phase;

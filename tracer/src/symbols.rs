@@ -65,6 +65,15 @@ impl ElfSymbols {
     }
 }
 
+/// A kernel of a loaded code object: its name and the file the code object came from.
+type LoadedKernel = (Arc<str>, Option<Arc<str>>);
+
+/// The `NAME.kd` symbols of a code object: (NAME, `st_value`).
+type KernelSymbols = Vec<(String, u64)>;
+
+/// `PT_LOAD` segments: (file offset, file size, virtual address).
+type Segments = Vec<(u64, u64, u64)>;
+
 /// One process's view of a kernel handle.
 #[derive(Clone, Debug)]
 pub struct Entry {
@@ -83,8 +92,19 @@ pub struct KernelTable {
     files: HashMap<(u64, u64), Option<Arc<fs::File>>>,
     /// Kernel name -> offload bundle numbers, per file with a `.hip_fatbin`.
     bundle_index: HashMap<(u64, u64), Option<Arc<crate::bundle::BundleIndex>>>,
+    /// Kernel objects named by `ROCr`'s loaded code-object list, per process: object -> (name, file the
+    /// code object came from). Read again whenever a dispatch names an object not in it.
+    loaded: HashMap<u32, HashMap<u64, LoadedKernel>>,
+    /// `NAME.kd` symbols of each code object read, by URI (prefixed with the pid where the URI means
+    /// something only in that process); None when it could not be read.
+    code_objects: HashMap<String, Option<Arc<KernelSymbols>>>,
+    /// Per libhsa-runtime64 file: the address of `_amdgpu_r_debug` and the `PT_LOAD` segments.
+    r_debug_files: HashMap<(u64, u64), Option<(u64, Segments)>>,
     /// Counts for the footer: launches whose handle had no name anywhere.
     pub unnamed: u64,
+    /// Counts for the footer about the loader list: lists or code objects that could not be read,
+    /// lists cut short.
+    pub loader_counts: BTreeMap<&'static str, u64>,
 }
 
 impl KernelTable {
@@ -190,6 +210,105 @@ impl KernelTable {
     pub fn forget(&mut self, pid: u32) {
         self.by_handle.retain(|(p, _), _| *p != pid);
         self.maps.remove(&pid);
+        self.loaded.remove(&pid);
+        let prefix = format!("{pid}:");
+        self.code_objects.retain(|k, _| !k.starts_with(&prefix));
+    }
+
+    /// The kernel a dispatch's `kernel_object` stands for, from `ROCr`'s list of loaded code objects in
+    /// the process (a code object loaded before tracer attached): its name and the file it came from.
+    pub fn loaded_name(&mut self, pid: u32, object: u64) -> Option<(String, Option<String>)> {
+        let hit =
+            |t: &Self| t.loaded.get(&pid)?.get(&object).map(|(n, f)| (n.to_string(), f.as_deref().map(str::to_owned)));
+        if let Some(found) = hit(self) {
+            return Some(found);
+        }
+        // Not among the objects read so far: the list may have grown since.
+        self.read_loader_list(pid);
+        hit(self)
+    }
+
+    fn bump(&mut self, counter: &'static str) {
+        *self.loader_counts.entry(counter).or_default() += 1;
+    }
+
+    /// Where `_amdgpu_r_debug` is in a process: in the libhsa-runtime64 it maps.
+    fn r_debug_of(&mut self, pid: u32) -> Option<u64> {
+        if !self.maps.contains_key(&pid) {
+            self.snapshot(pid);
+        }
+        let runtimes: Vec<Mapping> = self
+            .maps
+            .get(&pid)?
+            .iter()
+            .filter(|m| m.path.rsplit('/').next().is_some_and(|n| n.starts_with("libhsa-runtime64.so")))
+            .cloned()
+            .collect();
+        for m in &runtimes {
+            let at = if let Some(at) = self.r_debug_files.get(&m.file) {
+                at.clone()
+            } else {
+                let at = self.read_mapped(m).and_then(|d| r_debug_symbol(&d));
+                self.r_debug_files.insert(m.file, at.clone());
+                at
+            };
+            let Some((vaddr, segments)) = at else { continue };
+            // The load bias, from a mapping that starts a segment: its address minus the segment's page.
+            for r in runtimes.iter().filter(|r| r.file == m.file) {
+                if let Some(&(_, _, seg_vaddr)) = segments.iter().find(|(off, _, _)| off & !0xfff == r.offset) {
+                    return Some(r.start.wrapping_sub(seg_vaddr & !0xfff).wrapping_add(vaddr));
+                }
+            }
+        }
+        None
+    }
+
+    /// Walks the process's loaded code-object list and names every kernel object of it.
+    fn read_loader_list(&mut self, pid: u32) {
+        let Some(r_debug) = self.r_debug_of(pid) else { return };
+        let Some(list) = crate::loader::ProcMem::open(pid).and_then(|mem| crate::loader::walk(&mem, r_debug)) else {
+            self.bump("loader_list_unreadable");
+            return;
+        };
+        if list.truncated {
+            self.bump("loader_list_truncated");
+        }
+        for _ in 0..list.unreadable {
+            self.bump("loader_uri_unreadable");
+        }
+        let same_ns = {
+            use crate::proc::Procs as _;
+            crate::proc::LIVE.same_mount_ns(pid)
+        };
+        let mut named = HashMap::new();
+        for o in list.objects {
+            let uri = crate::loader::parse_uri(&o.uri);
+            let key = match &uri {
+                Some(crate::loader::Uri::File { .. }) if same_ns => o.uri.clone(),
+                _ => format!("{pid}:{}", o.uri),
+            };
+            let kernels = if let Some(k) = self.code_objects.get(&key) {
+                k.clone()
+            } else {
+                let k = uri
+                    .as_ref()
+                    .and_then(|u| read_code_object(pid, u))
+                    .and_then(|d| crate::loader::kernel_descriptors(&d).map(Arc::new));
+                if k.is_none() {
+                    self.bump("loader_code_object_unreadable");
+                }
+                self.code_objects.insert(key, k.clone());
+                k
+            };
+            let file: Option<Arc<str>> = match uri {
+                Some(crate::loader::Uri::File { path, .. }) => Some(path.into()),
+                _ => None,
+            };
+            for (name, value) in kernels.iter().flat_map(|k| k.iter()) {
+                named.insert(o.load_delta.wrapping_add(*value), (Arc::from(name.as_str()), file.clone()));
+            }
+        }
+        self.loaded.insert(pid, named);
     }
 
     const fn next_id(&mut self) -> u32 {
@@ -222,6 +341,47 @@ impl KernelTable {
             parsed
         }?;
         syms.name_at_file_offset(addr - m.start + m.offset).map(|(n, s)| (n.to_owned(), s))
+    }
+}
+
+/// The virtual address of `_amdgpu_r_debug` in a libhsa-runtime64 file, and its `PT_LOAD` segments.
+fn r_debug_symbol(data: &[u8]) -> Option<(u64, Segments)> {
+    let file = object::File::parse(data).ok()?;
+    let vaddr = file.dynamic_symbols().find(|s| s.name().is_ok_and(|n| n == crate::loader::R_DEBUG_SYMBOL))?.address();
+    let segments = file
+        .segments()
+        .map(|s| {
+            let (off, size) = s.file_range();
+            (off, size, s.address())
+        })
+        .collect();
+    Some((vaddr, segments))
+}
+
+/// A code object's bytes, from where its URI says: a file the process sees (through its root), or the
+/// memory of a process.
+fn read_code_object(pid: u32, uri: &crate::loader::Uri) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt as _;
+    match uri {
+        crate::loader::Uri::File { path, offset, size } => {
+            let (offset, size) = (*offset, *size);
+            let f = fs::File::open(format!("/proc/{pid}/root{path}")).or_else(|_| fs::File::open(path)).ok()?;
+            let len = size.unwrap_or_else(|| f.metadata().map_or(0, |m| m.len()).saturating_sub(offset));
+            if len == 0 || len > crate::loader::MAX_CODE_OBJECT {
+                return None;
+            }
+            let mut buf = vec![0; len as usize];
+            f.read_exact_at(&mut buf, offset).ok()?;
+            Some(buf)
+        }
+        &crate::loader::Uri::Memory { pid: owner, addr, size } => {
+            if size == 0 || size > crate::loader::MAX_CODE_OBJECT {
+                return None;
+            }
+            let mem = crate::loader::ProcMem::open(owner)?;
+            let mut buf = vec![0; size as usize];
+            crate::loader::Memory::read(&mem, addr, &mut buf).then_some(buf)
+        }
     }
 }
 

@@ -272,20 +272,22 @@ fn build_fixtures() -> Result<()> {
     fs::create_dir_all(&dir)?;
     let src = root().join("fixtures/hsa_double");
     let lib = dir.join("libhsa-runtime64.so.1");
-    step("cc fixtures/hsa_double (test double of libhsa-runtime64's queue path)");
+    step("cc fixtures/hsa_double (test double of libhsa-runtime64's queue path and loader)");
     run(Command::new("cc")
         .args(["-O2", "-Wall", "-shared", "-fPIC", "-Wl,-soname,libhsa-runtime64.so.1"])
         .arg(format!("-Wl,--version-script={}", src.join("hsa_double.map").display()))
         .arg("-o")
         .arg(&lib)
         .arg(src.join("hsa_double.c")))?;
-    run(Command::new("cc")
-        .args(["-O2", "-Wall", "-o"])
-        .arg(out.join("hsa_driver"))
-        .arg(src.join("hsa_driver.c"))
-        .arg(format!("-L{}", dir.display()))
-        .arg("-l:libhsa-runtime64.so.1")
-        .arg(format!("-Wl,-rpath,{}", dir.display())))?;
+    for driver in ["hsa_driver", "hsa_late"] {
+        run(Command::new("cc")
+            .args(["-O2", "-Wall", "-o"])
+            .arg(out.join(driver))
+            .arg(src.join(format!("{driver}.c")))
+            .arg(format!("-L{}", dir.display()))
+            .arg("-l:libhsa-runtime64.so.1")
+            .arg(format!("-Wl,-rpath,{}", dir.display())))?;
+    }
     // The CUDA test doubles (libcuda, libcudart) and the program that drives them.
     let dir = out.join("cuda-double");
     fs::create_dir_all(&dir)?;

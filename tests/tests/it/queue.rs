@@ -165,3 +165,87 @@ fn graph_calls_reach_the_real_runtime() {
     assert_eq!(ls.len(), 1);
     assert!(!ls[0].captured);
 }
+
+/// The gfx code objects of a file's `.hip_fatbin`: (target, file offset, size, kernel names).
+fn code_objects(path: &std::path::Path) -> Vec<(String, u64, u64, Vec<String>)> {
+    use object::{Object as _, ObjectSection as _};
+    let data = std::fs::read(path).unwrap();
+    let elf = object::File::parse(&*data).unwrap();
+    let fatbin = elf.section_by_name(".hip_fatbin").expect("a HIP binary");
+    let (at, _) = fatbin.file_range().unwrap();
+    tracer::bundle::walk(fatbin.data().unwrap(), at, None, false)
+        .into_iter()
+        .flat_map(|b| b.entries)
+        .filter_map(|e| {
+            let kernels = e.kernels.into_iter().map(|k| k.name).collect();
+            Some((e.target?, e.offset?, e.size, kernels))
+        })
+        .collect()
+}
+
+/// Issue 12's AMD late attach: a runtime loaded its code objects before the tracer attached, so no
+/// symbol lookup is ever seen; every dispatch is still named, from `ROCr`'s list of loaded code objects
+/// (`_amdgpu_r_debug`, kept by the HSA test double in `ROCr`'s layout) read from the process's memory.
+/// The code objects are real: from hipcc-built fatbins and from the real `libggml-hip.so`, under the
+/// three URI forms `ROCr` writes (a mapped file range, heap memory, a whole file).
+#[test]
+fn late_attach_names_dispatches_from_the_loaded_code_object_list() {
+    let dir = scratch("queue-late");
+    let out = dir.join("t.jsonl");
+    let list = dir.join("dispatched.txt");
+    let mut specs = Vec::new();
+    let mut files: Vec<(String, Option<String>)> = Vec::new(); // (a kernel of it, the file its URI names)
+    let steps = fixture("ggml_steps");
+    let (_, offset, size, names) = code_objects(&steps).remove(0);
+    specs.push(format!("map:{}:{offset}:{size}", steps.display()));
+    files.push((names[0].clone(), Some(steps.display().to_string())));
+    let runner = fixture("mini_runner");
+    let (_, offset, size, names) = code_objects(&runner).remove(0);
+    specs.push(format!("copy:{}:{offset}:{size}", runner.display()));
+    files.push((names[0].clone(), None));
+    if let Some(ggml) = real_ggml_hip() {
+        // The real library's gfx1100 code objects: the one with the most kernels mapped in place, the
+        // next one extracted to a file of its own.
+        let mut objects: Vec<_> = code_objects(&ggml).into_iter().filter(|o| o.0 == "gfx1100").collect();
+        objects.sort_by_key(|o| std::cmp::Reverse(o.3.len()));
+        let (_, offset, size, names) = &objects[0];
+        specs.push(format!("map:{}:{offset}:{size}", ggml.display()));
+        files.push((names[0].clone(), Some(ggml.display().to_string())));
+        let (_, offset, size, names) = &objects[1];
+        let data = std::fs::read(&ggml).unwrap();
+        let hsaco = dir.join("ggml part.hsaco");
+        std::fs::write(&hsaco, &data[*offset as usize..(offset + size) as usize]).unwrap();
+        specs.push(format!("file:{}", hsaco.display()));
+        files.push((names[0].clone(), Some(hsaco.display().to_string())));
+    }
+    let mut args = vec![list.to_str().unwrap()];
+    args.extend(specs.iter().map(String::as_str));
+    let target = Waiting::start_with(&fixture("hsa_late"), &args);
+    let pid = target.pid();
+    let rec = Recording::start(&out, &["--pid", &pid.to_string()]);
+    assert!(target.go().success());
+    let (status, stderr) = rec.wait();
+    assert!(status.success(), "{stderr}");
+    let records = read_trace(&out);
+
+    let expected: Vec<String> = std::fs::read_to_string(&list).unwrap().lines().map(str::to_owned).collect();
+    let named: std::collections::BTreeMap<u32, &trace::Kernel> =
+        kernels(&records).into_iter().map(|k| (k.id, k)).collect();
+    let ds = dispatches(&records);
+    let got: Vec<&str> = ds.iter().map(|d| named[&d.kernel.expect("a kernel dispatch")].name.as_str()).collect();
+    println!(
+        "{} code objects loaded before the attach; {} dispatches, {} named from the loader list",
+        specs.len(),
+        ds.len(),
+        ds.iter().filter(|d| named[&d.kernel.unwrap()].source.as_str() == "loader").count()
+    );
+    assert_eq!(got.len(), expected.len());
+    assert!(got.iter().zip(&expected).all(|(g, e)| g == e), "dispatch names differ from what was dispatched");
+    assert!(named.values().all(|k| k.source.as_str() == "loader"), "{named:?}");
+    assert_eq!(footer(&records).counters["unnamed_kernels"], 0);
+    // Each kernel says which file its code object came from; heap memory names none.
+    for (kernel, file) in &files {
+        let k = named.values().find(|k| &k.name == kernel).unwrap();
+        assert_eq!(&k.code_file, file, "{kernel}");
+    }
+}

@@ -356,6 +356,9 @@ impl<'a> Session<'a> {
             footer.counters.insert("filter_entries_end".into(), self.pids.keys().count() as u64);
         }
         footer.counters.insert("unnamed_kernels".into(), self.attr.kernels.unnamed);
+        for (k, v) in &self.attr.kernels.loader_counts {
+            footer.counters.insert((*k).into(), *v);
+        }
         for (k, v) in &self.attr.counters {
             footer.counters.insert(k.clone(), *v);
         }

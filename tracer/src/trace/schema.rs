@@ -190,6 +190,9 @@ pub enum Source {
     /// The registration call for the handle, decoded in the code of the file that maps it (a late attach
     /// to a stripped library).
     RegisterCall,
+    /// `ROCr`'s list of loaded code objects (`_amdgpu_r_debug`), read from the process: the `NAME.kd`
+    /// symbol at the dispatch's `kernel_object` (a late attach to an HSA runtime).
+    Loader,
     /// No name anywhere: the raw handle is kept.
     #[default]
     Unnamed,
@@ -204,6 +207,7 @@ impl Source {
             Self::Hsa => "hsa",
             Self::Elf => "elf",
             Self::RegisterCall => "register-call",
+            Self::Loader => "loader",
             Self::Unnamed => "unnamed",
         }
     }
