@@ -97,6 +97,9 @@ pub struct CallRecord {
     pub out: u64,
     /// [`CALL_OUT_VALID`], [`CALL_STACK_FAULT`], ...
     pub flags: u64,
+    /// The return address at entry (`[rsp]`: where in which library the call was made), read by one-trap
+    /// probes; 0 otherwise or when it could not be read.
+    pub caller: u64,
     /// Registers rdi, rsi, rdx, rcx, r8, r9, then stack slots `[rsp+8]`, `[rsp+16]`, ...
     pub args: [u64; ARG_SLOTS],
 }
@@ -380,7 +383,7 @@ mod tests {
     #[test]
     fn layouts_have_no_padding() {
         assert_eq!(size_of::<RecordHeader>(), 24);
-        assert_eq!(size_of::<CallRecord>(), 24 + 8 * 4 + 8 * ARG_SLOTS);
+        assert_eq!(size_of::<CallRecord>(), 24 + 8 * 5 + 8 * ARG_SLOTS);
         assert_eq!(size_of::<NameRecord>(), 24 + 8 + 8 + 4 + 4 + NAME_MAX);
         assert_eq!(size_of::<ProcRecord>(), 24 + 4 + 4 + 16);
         assert_eq!(size_of::<IoctlRecord>(), 24 + 4 + 4 + 8 * 4 + IOCTL_ARG_BYTES);

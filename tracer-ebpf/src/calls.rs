@@ -93,13 +93,16 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
             Err(_) => flags |= CALL_CONFIG_FAULT,
         }
     }
+    // The return address: which code made the call (a launch that stays unnamed is counted by library).
+    // SAFETY: as above.
+    let caller = unsafe { bpf_probe_read_user(stack_pointer(&ctx) as *const u64) }.unwrap_or(0);
     // SAFETY: helper call without preconditions.
     let ts_ns = unsafe { bpf_ktime_get_ns() };
     let header =
         RecordHeader { kind: RecordKind::Call as u16, func: cookie::func(c), lib: cookie::lib(c), pid_tgid, ts_ns };
     match EVENTS.reserve::<CallRecord>(0) {
         Some(mut entry) => {
-            entry.write(CallRecord { header, duration_ns: 0, ret: 0, out: 0, flags, args });
+            entry.write(CallRecord { header, duration_ns: 0, ret: 0, out: 0, flags, caller, args });
             entry.submit(submit_flags());
         }
         None => count(Counter::DropCall),
@@ -158,6 +161,7 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
                 ret,
                 out,
                 flags,
+                caller: 0,
                 args: stash.args,
             });
             entry.submit(submit_flags());

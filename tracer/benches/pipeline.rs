@@ -73,6 +73,7 @@ fn call(i: u64) -> Vec<u8> {
         duration_ns: if flags == 0 { 6_000 + i % 500 } else { 0 },
         ret: 0,
         out: 0,
+        caller: 0,
         flags,
         args,
     })

@@ -3,11 +3,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use tracer_common::{ProcEvent, api::Op};
+use tracer_common::{
+    ProcEvent,
+    api::{Library, Op},
+};
 
 use crate::{
     decode::{Event, Name, Proc},
-    event::{Call, PacketType},
+    event::{Call, Launch, PacketType},
     proc::{LIVE, Procs},
     process::ProcessTable,
     symbols::{KernelTable, Source},
@@ -36,6 +39,12 @@ pub struct Attributor {
     /// then); the last one, to skip the set on the hot path.
     scanned: HashSet<u32>,
     last_scanned: u32,
+    /// Write the CUDA runtime's own launches (`--cuda-runtime`); otherwise they only name the driver
+    /// function of the launch they make.
+    pub runtime_view: bool,
+    /// Per thread: the name of the `cudaLaunchKernel` host stub whose driver launch comes next (None:
+    /// the stub has no name either).
+    runtime_pending: HashMap<u32, Option<String>>,
 }
 
 impl Default for Attributor {
@@ -53,6 +62,8 @@ impl Default for Attributor {
             library_kernels: HashMap::new(),
             scanned: HashSet::new(),
             last_scanned: 0,
+            runtime_view: false,
+            runtime_pending: HashMap::new(),
         }
     }
 }
@@ -98,8 +109,24 @@ impl Attributor {
         match ev {
             Event::Launch(mut l) => {
                 self.see(l.pid, l.ts, out);
+                match l.api.library() {
+                    Library::CudaRuntime => {
+                        // Its host stub's name goes to the driver launch it makes next on this thread.
+                        let name = self.kernels.static_name(l.pid, l.handle).map(|(n, _)| n);
+                        self.runtime_pending.insert(l.tid, name);
+                        if !self.runtime_view {
+                            self.bump("runtime_launches_for_names");
+                            return;
+                        }
+                    }
+                    Library::Cuda => self.learn_from_runtime(&l, out),
+                    _ => {}
+                }
                 let (kernel, new) = self.kernels.resolve(l.pid, l.handle, l.ts);
-                if let Some(k) = new {
+                if let Some(mut k) = new {
+                    if k.source == Source::Unnamed && l.caller != 0 {
+                        k.caller = self.kernels.file_of(l.pid, l.caller).map(|(file, _)| file);
+                    }
                     out.push(Record::Kernel(k));
                 }
                 l.kernel = Some(kernel);
@@ -149,6 +176,25 @@ impl Attributor {
                 out.push(Record::Ioctl(i));
             }
             Event::Proc(p) => self.proc(p, out),
+        }
+    }
+
+    /// A driver launch of a function no name is bound to, made by the CUDA runtime's code right after
+    /// a `cudaLaunchKernel` on the same thread: the function is that launch's kernel. The return address
+    /// must lie in the runtime library, so a launch from elsewhere (cuBLAS's own) never takes the name.
+    fn learn_from_runtime(&mut self, l: &Launch, out: &mut Vec<Record>) {
+        let Some(pending) = self.runtime_pending.remove(&l.tid) else { return };
+        let Some(name) = pending else { return };
+        if self.kernels.lookup(l.pid, l.handle).is_some() {
+            return;
+        }
+        let from_runtime = self
+            .kernels
+            .file_of(l.pid, l.caller)
+            .is_some_and(|(file, _)| file.rsplit('/').next().is_some_and(|n| n.starts_with(crate::libs::CUDA_RUNTIME)));
+        if from_runtime {
+            let rec = self.kernels.bind(l.pid, l.handle, 0, &name, Source::RuntimeLaunch, false, l.ts);
+            out.push(Record::Kernel(rec));
         }
     }
 
@@ -220,6 +266,7 @@ impl Attributor {
                 self.scanned.remove(&p.pid);
                 self.last_scanned = 0;
                 self.capturing.retain(|(pid, _)| *pid != p.pid);
+                self.runtime_pending.remove(&p.pid);
                 self.library_kernels.retain(|(pid, _), _| *pid != p.pid);
                 self.fds.retain(|(pid, _), _| *pid != p.pid);
                 self.processes.forget(p.pid);
@@ -265,7 +312,7 @@ mod tests {
     use tracer_common::ApiFunc;
 
     use super::*;
-    use crate::event::{GridUnit, Launch, Origin};
+    use crate::event::{GridUnit, Origin};
 
     fn origin(ts: u64) -> Origin {
         // A PID that cannot exist, so /proc lookups find nothing and only the events speak.
@@ -291,6 +338,7 @@ mod tests {
             dur: 3,
             captured: false,
             entry_only: false,
+            caller: 0,
         })
     }
 

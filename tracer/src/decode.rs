@@ -161,6 +161,7 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
             dur: r.duration_ns,
             captured: false,
             entry_only,
+            caller: r.caller,
         })
     };
     let u32s = |x: &[u64]| -> [u32; 3] { std::array::from_fn(|i| x[i] as u32) };
@@ -288,6 +289,7 @@ mod tests {
             duration_ns: 700,
             ret,
             out: 0,
+            caller: 0,
             flags: 0,
             args,
         }

@@ -142,6 +142,10 @@ pub struct Launch {
     /// Recorded at entry by a one-trap probe (CUDA's driver launches): `ret` and `dur` are not known (0).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub entry_only: bool,
+    /// The return address of the call (one-trap probes), for attribution only: a kernel that stays
+    /// unnamed records the file whose code launched it. Not written per launch.
+    #[serde(skip)]
+    pub caller: u64,
 }
 
 const fn push_config_api() -> ApiFunc {

@@ -319,6 +319,7 @@ mod tests {
                 dur: 2000,
                 captured: false,
                 entry_only: false,
+                caller: 0,
             })
         };
         for r in [

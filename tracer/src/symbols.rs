@@ -58,10 +58,14 @@ impl ElfSymbols {
             .iter()
             .find(|(o, size, _)| off >= *o && off < o + size)
             .map(|(o, _, vaddr)| off - o + vaddr)?;
-        self.by_addr
-            .get(&vaddr)
-            .map(|n| (n.as_str(), Source::Elf))
-            .or_else(|| self.registered.get(&vaddr).map(|n| (n.as_str(), Source::RegisterCall)))
+        // The registered name is the device's: where the host symbol spells it otherwise (nvcc's `_ZL`
+        // host stubs of static kernels, its renamed internal entities), the registration wins.
+        match (self.by_addr.get(&vaddr), self.registered.get(&vaddr)) {
+            (Some(symbol), Some(registered)) if symbol != registered => Some((registered, Source::RegisterCall)),
+            (Some(symbol), _) => Some((symbol, Source::Elf)),
+            (None, Some(registered)) => Some((registered, Source::RegisterCall)),
+            (None, None) => None,
+        }
     }
 }
 
@@ -141,6 +145,7 @@ impl KernelTable {
             ts,
             code_file,
             bundles,
+            caller: None,
         }
     }
 
@@ -183,6 +188,12 @@ impl KernelTable {
         };
         let rec = self.bind(pid, handle, 0, &name, source, false, ts);
         (rec.id, Some(rec))
+    }
+
+    /// The name a handle has in the file that maps it (ELF symbol or registration call), without
+    /// binding it.
+    pub fn static_name(&mut self, pid: u32, handle: u64) -> Option<(String, Source)> {
+        self.elf_name(pid, handle)
     }
 
     /// The kernel id already bound to a handle, without looking further.

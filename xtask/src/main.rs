@@ -293,13 +293,18 @@ fn build_fixtures() -> Result<()> {
     fs::create_dir_all(&dir)?;
     let src = root().join("fixtures/cuda_double");
     step("cc fixtures/cuda_double (test doubles of libcuda and libcudart)");
-    for (lib, source) in [("libcuda.so.1", "libcuda_double.c"), ("libcudart.so.13", "libcudart_double.c")] {
+    // The runtime double launches through the driver double, as libcudart launches through libcuda.
+    let to_driver = [format!("-L{}", dir.display()), "-l:libcuda.so.1".to_owned()];
+    for (lib, source, links) in
+        [("libcuda.so.1", "libcuda_double.c", &[][..]), ("libcudart.so.13", "libcudart_double.c", &to_driver[..])]
+    {
         run(Command::new("cc")
             .args(["-O2", "-Wall", "-Wno-unused-parameter", "-shared", "-fPIC"])
             .arg(format!("-Wl,-soname,{lib}"))
             .arg("-o")
             .arg(dir.join(lib))
-            .arg(src.join(source)))?;
+            .arg(src.join(source))
+            .args(links))?;
     }
     run(Command::new("cc")
         .args(["-O2", "-Wall", "-o"])

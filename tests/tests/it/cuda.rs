@@ -25,12 +25,16 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     let dir = scratch("cuda");
     let records = record_driver(&dir, false);
     let launches = launches(&records);
-    // Driver launches only: the runtime's cudaLaunchKernel is not probed without --cuda-runtime.
-    assert_eq!(launches.len(), 8, "{launches:#?}");
+    // Driver launches only: the runtime's cudaLaunchKernel is not probed without --cuda-runtime; the
+    // driver launch it makes is (the last one).
+    assert_eq!(launches.len(), 9, "{launches:#?}");
     assert!(launches.iter().all(|l| l.entry_only && l.api.name().starts_with("cu")));
+    let from_runtime = launches[8];
+    assert_eq!((from_runtime.grid, from_runtime.block, from_runtime.shmem), ([2, 3, 4], [32, 1, 1], 64));
+    assert_eq!(kernel_name(&records, from_runtime), "_Z6vecaddPfS_S_i");
     // cuLaunchKernel: the six dims, shared memory and stream, exactly; named through
     // cuLibraryGetKernel -> cuKernelGetFunction.
-    let plain: Vec<_> = launches.iter().filter(|l| l.api.name() == "cuLaunchKernel").collect();
+    let plain: Vec<_> = launches[..8].iter().filter(|l| l.api.name() == "cuLaunchKernel").collect();
     assert_eq!(plain.len(), 5);
     for l in &plain {
         assert_eq!((l.grid, l.block, l.shmem), ([1, 2, 3], [4, 5, 6], 128));
@@ -54,7 +58,8 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     assert_eq!((coop.grid, coop.block), ([64, 1, 1], [256, 1, 1]));
     assert_eq!(kernel_name(&records, coop), "_Z6vecaddPfS_S_i");
     let sources: Vec<&str> = kernels(&records).iter().map(|k| k.source.as_str()).collect();
-    assert_eq!(sources, ["library", "library", "module"]);
+    // (The last: the runtime resolving its registered vecadd lazily, through cuLibraryGetKernel.)
+    assert_eq!(sources, ["library", "library", "module", "library"]);
     // Memory calls: sizes, pointers and directions.
     let calls = calls(&records);
     let alloc = calls.iter().find(|c| c.api.name() == "cuMemAlloc_v2").unwrap();
@@ -94,8 +99,9 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
             )
         })
         .collect();
-    // vecadd is loaded twice (a module and a library): one row, its launches and runs added.
-    assert_eq!(runs, [(5 + 1, 13 + 1, 10), (2, 2, 0)]);
+    // vecadd is loaded twice (a module and a library): one row, its launches and runs added (and the
+    // runtime's launch through the driver).
+    assert_eq!(runs, [(5 + 1 + 1, 13 + 1 + 1, 10), (2, 2, 0)]);
     let vecadd = p["kernels"].as_array().unwrap().iter().find(|k| k["name"] == "_Z6vecaddPfS_S_i").unwrap();
     assert_eq!(vecadd["ids"].as_array().unwrap().len(), 2);
     let fill = p["kernels"].as_array().unwrap().iter().find(|k| k["launches"] == 2).unwrap();
@@ -115,5 +121,42 @@ fn runtime_api_view_is_opt_in() {
     assert_eq!(kernel_name(&records, l), "_Z6vecaddPfS_S_i");
     let k = kernels(&records).into_iter().find(|k| k.id == l.kernel.unwrap()).unwrap();
     assert_eq!(k.source.as_str(), "register");
+    drop(std::fs::remove_dir_all(dir));
+}
+
+/// Issue 12's CUDA late attach: the runtime resolved its kernels to driver functions before tracer
+/// attached, so no lookup names them. Each `cudaLaunchKernel` (its host stub named from the program's
+/// file) names the driver function of the launch it makes on the same thread, and a later driver-level
+/// launch of that function is named too. A driver launch of a function nothing named stays unnamed,
+/// attributed to the file whose code made it, and never takes a failed runtime launch's name.
+#[test]
+fn late_attach_learns_driver_functions_from_runtime_launches() {
+    let dir = scratch("cuda-late");
+    let out = dir.join("t.jsonl");
+    let driver = fixture("cuda_driver");
+    let target = Waiting::start(&driver, "late");
+    let pid = target.pid();
+    let rec = Recording::start(&out, &["--pid", &pid.to_string()]);
+    assert!(target.go().success());
+    let (status, stderr) = rec.wait();
+    assert!(status.success(), "{stderr}");
+    let records = read_trace(&out);
+
+    // The runtime's launches only taught names (not written without --cuda-runtime): 3 + 1 that failed.
+    let launches = launches(&records);
+    assert!(launches.iter().all(|l| l.api.name() == "cuLaunchKernel"), "{launches:#?}");
+    let names: Vec<&str> = launches.iter().map(|l| kernel_name(&records, l)).collect();
+    assert_eq!(names, ["_Z8late_addPfS_i"; 5].into_iter().chain([""]).collect::<Vec<_>>());
+    let f = footer(&records);
+    assert_eq!(f.counters["runtime_launches_for_names"], 4);
+    assert_eq!(f.counters["unnamed_kernels"], 1);
+    let ks = kernels(&records);
+    let learned = ks.iter().find(|k| k.name == "_Z8late_addPfS_i").unwrap();
+    assert_eq!((learned.source.as_str(), learned.handle), ("runtime-launch", 0x12000 + u64::from(b'8')));
+    // The unnamed one: the raw handle, and the program whose code launched it.
+    let unnamed = ks.iter().find(|k| k.name.is_empty()).unwrap();
+    assert_eq!(unnamed.handle, 0xBAD0);
+    assert_eq!(unnamed.caller.as_deref(), Some(driver.to_str().unwrap()));
+    assert_eq!(ks.len(), 2, "{ks:#?}");
     drop(std::fs::remove_dir_all(dir));
 }

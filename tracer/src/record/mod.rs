@@ -127,10 +127,12 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32], later: bo
     Ok(all)
 }
 
-/// The runtime libraries to probe, by file-name prefix.
+/// The runtime libraries to probe, by file-name prefix. libcudart is probed for its API view
+/// (`--cuda-runtime`), and on a late attach (`--pid`) to learn the names of driver functions the process
+/// resolved before it (its launches are then not written, see [`crate::attribute`]).
 fn runtimes(args: &RecordArgs) -> Vec<&'static str> {
     let mut r = libs::RUNTIMES.to_vec();
-    if args.cuda_runtime {
+    if args.cuda_runtime || !args.pids.is_empty() {
         r.push(libs::CUDA_RUNTIME);
     }
     r

@@ -103,6 +103,7 @@ impl<'a> Session<'a> {
         }
         let mut attr = Attributor::default();
         attr.own_child = child_pid;
+        attr.runtime_view = args.cuda_runtime;
         if let Some(pid) = child_pid {
             // Until it execs, the stopped child is a copy of tracer: record it under the command's argv.
             attr.processes.name_command(pid, args.command.clone());

@@ -210,6 +210,7 @@ impl ReportBuilder {
                         k.report.handle = n.handle;
                         k.report.code_file.clone_from(&n.code_file);
                         k.report.bundles.clone_from(&n.bundles);
+                        k.report.caller.clone_from(&n.caller);
                     } else {
                         k.report.source = trace::Source::Unnamed;
                         k.report.handle = l.handle;

@@ -232,6 +232,9 @@ pub struct KernelReport {
     pub code_file: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bundles: Vec<String>,
+    /// For an unnamed kernel: the file whose code launched it (see the trace's `kernel` record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
     pub launches: u64,
     /// Launches whose call returned an error.
     pub failed: u64,
@@ -354,6 +357,7 @@ mod tests {
             dur: 1000,
             captured: false,
             entry_only: false,
+            caller: 0,
         })
     }
 
@@ -459,6 +463,7 @@ mod tests {
                 source,
                 code_file: (!bundles.is_empty()).then(|| "/lib/libggml-hip.so".to_owned()),
                 bundles,
+                caller: None,
                 ..Default::default()
             })
         };

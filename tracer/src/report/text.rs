@@ -286,7 +286,10 @@ fn kernel_rows<'a>(kernels: &'a [KernelReport], full_names: bool) -> Vec<KernelR
     for k in kernels {
         let unnamed = k.demangled.is_empty();
         let name = if unnamed {
-            format!("unnamed handle {:#x}", k.handle)
+            match k.caller.as_deref().and_then(|c| c.rsplit('/').next()) {
+                Some(file) => format!("unnamed handle {:#x} (launched from {file})", k.handle),
+                None => format!("unnamed handle {:#x}", k.handle),
+            }
         } else if full_names {
             k.demangled.clone()
         } else {

@@ -183,6 +183,7 @@ pub(super) fn launch(line: &[u8]) -> Option<Launch> {
         dur,
         captured,
         entry_only,
+        caller: 0,
     })
 }
 
@@ -254,6 +255,7 @@ mod tests {
             dur: 6000,
             captured: false,
             entry_only: false,
+            caller: 0,
         };
         vec![
             base.clone(),

@@ -190,6 +190,10 @@ pub enum Source {
     /// The registration call for the handle, decoded in the code of the file that maps it (a late attach
     /// to a stripped library).
     RegisterCall,
+    /// A CUDA driver function (`CUfunction`) named after the `cudaLaunchKernel` whose call made its
+    /// launch on the same thread: the runtime's host stub is named (ELF symbol, registration call) and
+    /// the driver launch it triggers carries that function (a late attach).
+    RuntimeLaunch,
     /// `ROCr`'s list of loaded code objects (`_amdgpu_r_debug`), read from the process: the `NAME.kd`
     /// symbol at the dispatch's `kernel_object` (a late attach to an HSA runtime).
     Loader,
@@ -207,6 +211,7 @@ impl Source {
             Self::Hsa => "hsa",
             Self::Elf => "elf",
             Self::RegisterCall => "register-call",
+            Self::RuntimeLaunch => "runtime-launch",
             Self::Loader => "loader",
             Self::Unnamed => "unnamed",
         }
@@ -317,6 +322,10 @@ pub struct Kernel {
     /// objects define the kernel: one, or several when a header's static kernel is built into several.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bundles: Vec<String>,
+    /// For an unnamed kernel: the file whose code made its first launch (the return address at the
+    /// launch probe), as the process saw its path; what stays unnamed is counted by this library.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 /// A library of interest mapped by a traced process (the "loaded" side of loaded vs dispatched).
