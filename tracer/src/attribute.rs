@@ -45,6 +45,8 @@ pub struct Attributor {
     /// Per thread: the name of the `cudaLaunchKernel` host stub whose driver launch comes next (None:
     /// the stub has no name either).
     runtime_pending: HashMap<u32, Option<String>>,
+    /// Names read behind runtime launch handles that lie in no file, per (pid, handle).
+    runtime_handles: HashMap<(u32, u64), Option<String>>,
 }
 
 impl Default for Attributor {
@@ -64,6 +66,7 @@ impl Default for Attributor {
             last_scanned: 0,
             runtime_view: false,
             runtime_pending: HashMap::new(),
+            runtime_handles: HashMap::new(),
         }
     }
 }
@@ -112,7 +115,10 @@ impl Attributor {
                 match l.api.library() {
                     Library::CudaRuntime => {
                         // Its host stub's name goes to the driver launch it makes next on this thread.
-                        let name = self.kernels.static_name(l.pid, l.handle).map(|(n, _)| n);
+                        let name = match self.kernels.static_name(l.pid, l.handle) {
+                            Some((name, _)) => Some(name),
+                            None => self.runtime_handle_name(l.pid, l.handle),
+                        };
                         self.runtime_pending.insert(l.tid, name);
                         if !self.runtime_view {
                             self.bump("runtime_launches_for_names");
@@ -177,6 +183,26 @@ impl Attributor {
             }
             Event::Proc(p) => self.proc(p, out),
         }
+    }
+
+    /// The name behind a `cudaLaunchKernel` handle that lies in no file (CUDA 13's runtime passes a heap
+    /// object: word 0 is 2, word 1 points to the kernel's mangled name, as read on an H100 with `PyTorch`'s
+    /// libcudart.so.13). Read once per handle from the process's memory, and taken only when the object
+    /// has that shape and the name demangles as a C++ function; otherwise the launch stays unnamed.
+    fn runtime_handle_name(&mut self, pid: u32, handle: u64) -> Option<String> {
+        if let Some(known) = self.runtime_handles.get(&(pid, handle)) {
+            return known.clone();
+        }
+        let name = crate::loader::ProcMem::open(pid).and_then(|mem| {
+            use crate::loader::{read_c_string, read_u64};
+            (read_u64(&mem, handle)? == 2).then_some(())?;
+            let name = read_c_string(&mem, read_u64(&mem, handle + 8)?)?;
+            let mangled = name.starts_with("_Z") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            (mangled && cpp_demangle::Symbol::new(name.as_bytes()).is_ok()).then_some(name)
+        });
+        self.bump(if name.is_some() { "runtime_handles_named" } else { "runtime_handles_unnamed" });
+        self.runtime_handles.insert((pid, handle), name.clone());
+        name
     }
 
     /// A driver launch of a function no name is bound to, made by the CUDA runtime's code right after
@@ -267,6 +293,7 @@ impl Attributor {
                 self.last_scanned = 0;
                 self.capturing.retain(|(pid, _)| *pid != p.pid);
                 self.runtime_pending.remove(&p.pid);
+                self.runtime_handles.retain(|(pid, _), _| *pid != p.pid);
                 self.library_kernels.retain(|(pid, _), _| *pid != p.pid);
                 self.fds.retain(|(pid, _), _| *pid != p.pid);
                 self.processes.forget(p.pid);

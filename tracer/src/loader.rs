@@ -44,14 +44,14 @@ impl Memory for ProcMem {
     }
 }
 
-fn read_u64(mem: &impl Memory, addr: u64) -> Option<u64> {
+pub fn read_u64(mem: &impl Memory, addr: u64) -> Option<u64> {
     let mut b = [0; 8];
     mem.read(addr, &mut b).then(|| u64::from_le_bytes(b))
 }
 
 /// A NUL-terminated string of at most `MAX_URI` bytes, read in pieces so that the read stops at the end
 /// of readable memory.
-fn read_c_string(mem: &impl Memory, addr: u64) -> Option<String> {
+pub fn read_c_string(mem: &impl Memory, addr: u64) -> Option<String> {
     let mut out = Vec::new();
     let mut chunk = [0; 256];
     while out.len() < MAX_URI {

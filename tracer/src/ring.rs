@@ -32,16 +32,21 @@ impl Ring {
         Ok(())
     }
 
-    /// Reads every record in the ring now.
+    /// Reads the records in the ring now (at most [`MAX_PER_DRAIN`]; the session's timer comes back).
     pub fn drain(&mut self, attr: &mut Attributor, writer: &mut Writer) -> Result<()> {
         drain(self.fd.get_mut(), attr, writer, &mut self.undecodable)
     }
 }
 
+/// Records read per drain at most: a ring that never empties (a target launching faster than the
+/// reader keeps up) must not starve the session's timers (`--duration`, signals, status).
+const MAX_PER_DRAIN: usize = 1 << 16;
+
 #[expect(clippy::iter_with_drain, reason = "one buffer serves every record")]
 fn drain(ring: &mut RingBuf<MapData>, attr: &mut Attributor, writer: &mut Writer, undecodable: &mut u64) -> Result<()> {
     let mut out = Vec::new();
-    while let Some(item) = ring.next() {
+    for _ in 0..MAX_PER_DRAIN {
+        let Some(item) = ring.next() else { break };
         match decode(&item) {
             Ok(ev) => attr.event(ev, &mut out),
             Err(_) => *undecodable += 1,

@@ -6,7 +6,7 @@
 //! then "unnamed" with the raw handle. Never a guess.
 
 use std::{
-    collections::{BTreeMap, HashMap},
+    collections::{BTreeMap, HashMap, HashSet},
     fs,
     sync::Arc,
 };
@@ -104,6 +104,8 @@ pub struct KernelTable {
     code_objects: HashMap<String, Option<Arc<KernelSymbols>>>,
     /// Per libhsa-runtime64 file: the address of `_amdgpu_r_debug` and the `PT_LOAD` segments.
     r_debug_files: HashMap<(u64, u64), Option<(u64, Segments)>>,
+    /// Addresses found in no file mapping of their process when its maps were read again for them.
+    outside_files: HashSet<(u32, u64)>,
     /// Counts for the footer: launches whose handle had no name anywhere.
     pub unnamed: u64,
     /// Counts for the footer about the loader list: lists or code objects that could not be read,
@@ -212,7 +214,16 @@ impl KernelTable {
     fn mapping_at(&mut self, pid: u32, addr: u64) -> Option<&Mapping> {
         let holds = |m: &&Mapping| addr >= m.start && addr < m.end;
         if !self.maps.get(&pid).is_some_and(|maps| maps.iter().any(|m| holds(&m))) {
+            // An address seen outside every file mapping (a heap handle) is not looked for again: a maps
+            // read per launch would stall the target (it takes the target's mmap lock).
+            if self.outside_files.contains(&(pid, addr)) {
+                return None;
+            }
             self.snapshot(pid);
+            if !self.maps.get(&pid).is_some_and(|maps| maps.iter().any(|m| holds(&m))) {
+                self.outside_files.insert((pid, addr));
+                return None;
+            }
         }
         self.maps.get(&pid)?.iter().find(holds)
     }
@@ -222,6 +233,7 @@ impl KernelTable {
         self.by_handle.retain(|(p, _), _| *p != pid);
         self.maps.remove(&pid);
         self.loaded.remove(&pid);
+        self.outside_files.retain(|(p, _)| *p != pid);
         let prefix = format!("{pid}:");
         self.code_objects.retain(|k, _| !k.starts_with(&prefix));
     }
