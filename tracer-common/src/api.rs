@@ -54,6 +54,8 @@ pub enum Op {
     CaptureEnd,
     /// A graph made executable (graph -> executable).
     GraphInstantiate,
+    /// An executable made to run another graph's nodes in place (graph -> the same executable).
+    GraphUpdate,
     /// Device memory asked for at the programming API.
     Alloc,
     /// Device memory given back at the programming API.
@@ -134,6 +136,9 @@ pub enum Layout {
     StreamHandleOut,
     /// `(T* out, graph, ...)`: the graph is the handle, the out value the executable.
     InstantiateOut,
+    /// `(executable, graph, ...)`: the graph is the handle, the executable the value (as
+    /// [`Layout::InstantiateOut`] gives them).
+    ExecGraph,
     /// `(handle, stream)`.
     HandleStream,
     /// `(T* out, size)` or `(pool, size, flags, T* out)`: the size, and the pointer written at `out`.
@@ -182,6 +187,7 @@ impl Layout {
             | Self::PushConfig
             | Self::Stream
             | Self::HandleStream
+            | Self::ExecGraph
             | Self::Ptr
             | Self::Memcpy { .. }
             | Self::FatBinary
@@ -268,9 +274,9 @@ macro_rules! api_funcs {
 
 use CopyDirection::{Arg, Fixed};
 use Layout::{
-    AllocOut, CodeObjectFromMemory, Doorbell, FatBinary, FunctionOut, HandleStream, InstantiateOut, KernelFunctionOut,
-    LaunchConfig, LaunchDim3, LaunchScalars, Memcpy, ModuleOut, Nothing, Ptr, PushConfig, QueueCreate, Register,
-    Stream, StreamHandleOut, SymbolByName, SymbolInfo,
+    AllocOut, CodeObjectFromMemory, Doorbell, ExecGraph, FatBinary, FunctionOut, HandleStream, InstantiateOut,
+    KernelFunctionOut, LaunchConfig, LaunchDim3, LaunchScalars, Memcpy, ModuleOut, Nothing, Ptr, PushConfig,
+    QueueCreate, Register, Stream, StreamHandleOut, SymbolByName, SymbolInfo,
 };
 
 const DIM3: Layout = LaunchDim3 { shmem32: false };
@@ -324,6 +330,9 @@ api_funcs! {
     HipGraphInstantiate = 20, Hip, "hipGraphInstantiate", GraphInstantiate, InstantiateOut, Call;
     /// `hipGraphLaunch(graphExec, stream)`: one replay.
     HipGraphLaunch = 21, Hip, "hipGraphLaunch", GraphLaunch, HandleStream, Call;
+    /// `hipGraphExecUpdate(graphExec, graph, ...)`: the executable now runs the graph's nodes (ggml
+    /// updates its executable in place when a recaptured graph has the same topology).
+    HipGraphExecUpdate = 22, Hip, "hipGraphExecUpdate", GraphUpdate, ExecGraph, Call;
 
     /// `hsa_init()`.
     HsaInit = 64, Hsa, "hsa_init", Init, Nothing, Call;
@@ -409,6 +418,8 @@ api_funcs! {
     CuGraphInstantiate = 156, Cuda, "cuGraphInstantiate_v2", GraphInstantiate, InstantiateOut, Call;
     /// `cuStreamSynchronize_ptsz(stream)`.
     CuStreamSynchronizePtsz = 157, Cuda, "cuStreamSynchronize_ptsz", Sync, Stream, OneTrap;
+    /// `cuGraphExecUpdate_v2(graphExec, graph, CUgraphExecUpdateResultInfo*)`: see `hipGraphExecUpdate`.
+    CuGraphExecUpdate = 159, Cuda, "cuGraphExecUpdate_v2", GraphUpdate, ExecGraph, Call;
     /// `cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t size, stream)`.
     CuMemcpyHtoDAsync = 158, Cuda, "cuMemcpyHtoDAsync_v2", Memcpy,
         Memcpy { direction: Fixed(memcpy_kind::HOST_TO_DEVICE), stream: Some(3) }, Call;
@@ -419,6 +430,10 @@ api_funcs! {
     /// `cudaLaunchKernel(func, dim3 grid, dim3 block, args, shmem, stream)` (opt-in API view; it reaches
     /// cuLaunchKernel too, a second trap per launch).
     CudaLaunchKernel = 193, CudaRuntime, "cudaLaunchKernel", Launch, DIM3, OneTrap;
+    /// `cudaLaunchKernelExC(const cudaLaunchConfig_t* config, func, args)`: the config's dim3 grid and
+    /// block, `size_t` shared memory and stream lie where `CUlaunchConfig` has them (ggml-cuda launches
+    /// through it).
+    CudaLaunchKernelExC = 194, CudaRuntime, "cudaLaunchKernelExC", Launch, LaunchConfig, OneTrap;
 }
 
 #[cfg(feature = "user")]

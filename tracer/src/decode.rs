@@ -206,6 +206,7 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
         Layout::Stream => Event::Call(Call { stream: Some(a[0]), ..call }),
         Layout::StreamHandleOut => Event::Call(Call { stream: Some(a[0]), handle: out, ..call }),
         Layout::InstantiateOut => Event::Call(Call { handle: Some(a[1]), value: out, ..call }),
+        Layout::ExecGraph => Event::Call(Call { handle: Some(a[1]), value: Some(a[0]), ..call }),
         Layout::HandleStream => Event::Call(Call { handle: Some(a[0]), stream: Some(a[1]), ..call }),
         Layout::AllocOut { .. } => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
         Layout::Ptr => Event::Call(Call { ptr: Some(a[0]), ..call }),

@@ -69,7 +69,9 @@ impl GraphAcc {
                     self.graphs.insert(graph, bag);
                 }
             }
-            Op::GraphInstantiate => {
+            // Instantiated from a graph, or updated in place to run another one's nodes: the replays of
+            // the executable run the graph's launches from then on.
+            Op::GraphInstantiate | Op::GraphUpdate => {
                 if let (true, Some(graph), Some(exec)) = (ok, c.handle, c.value) {
                     self.execs.insert(exec, self.graphs.get(&graph).cloned().unwrap_or_default());
                 }

@@ -438,6 +438,41 @@ mod tests {
         assert!(full.contains("unknown                        a()\n"), "{full}");
     }
 
+    /// A graph executable instantiated from one capture and updated in place with a later one (ggml's
+    /// way): replays before the update run the first capture's kernels, after it the second's; an
+    /// executable whose capture was never seen stays unresolved.
+    #[test]
+    fn graph_replays_follow_in_place_updates_of_the_executable() {
+        let o = Origin { ts: 0, pid: 7, tid: 0, lib: 1 };
+        let captured = |kernel: u32| match launch(kernel, [1, 1, 1], 0) {
+            Record::Launch(l) => Record::Launch(Launch { captured: true, stream: 0x5, ..l }),
+            _ => unreachable!("launch() makes a launch"),
+        };
+        let call = |api: ApiFunc, handle: u64, value: Option<u64>| {
+            Record::Call(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) })
+        };
+        let replay = || call(ApiFunc::CuGraphLaunch, 0xE, None);
+        let records = vec![
+            captured(1),
+            call(ApiFunc::CuStreamEndCapture, 0x61, None),
+            call(ApiFunc::CuGraphInstantiateWithFlags, 0x61, Some(0xE)),
+            replay(),
+            replay(),
+            captured(2),
+            captured(2),
+            call(ApiFunc::CuStreamEndCapture, 0x62, None),
+            call(ApiFunc::CuGraphExecUpdate, 0x62, Some(0xE)),
+            replay(),
+            call(ApiFunc::CuGraphLaunch, 0xF, None),
+        ];
+        let r = Report::build(records);
+        let p = &r.processes[0];
+        assert_eq!((p.graph_replays, p.graph_replays_unresolved), (4, 1));
+        let runs = |id: u32| p.kernels.iter().find(|k| k.id == id).map(|k| (k.graph_executions, k.executions));
+        // Kernel 1: in 2 replays; kernel 2: twice in the one replay after the update.
+        assert_eq!((runs(1), runs(2)), (Some((2, 2)), Some((2, 2))));
+    }
+
     #[test]
     fn processes_with_no_gpu_activity_fold_into_one_line() {
         let process = |pid: u32, comm: &str| Record::Process(Process { pid, comm: comm.into(), ..Default::default() });
