@@ -444,9 +444,12 @@ mod tests {
     #[test]
     fn graph_replays_follow_in_place_updates_of_the_executable() {
         let o = Origin { ts: 0, pid: 7, tid: 0, lib: 1 };
-        let captured = |kernel: u32| match launch(kernel, [1, 1, 1], 0) {
-            Record::Launch(l) => Record::Launch(Launch { captured: true, stream: 0x5, ..l }),
-            _ => unreachable!("launch() makes a launch"),
+        let captured = |kernel: u32| {
+            let mut r = launch(kernel, [1, 1, 1], 0);
+            if let Record::Launch(l) = &mut r {
+                (l.captured, l.stream) = (true, 0x5);
+            }
+            r
         };
         let call = |api: ApiFunc, handle: u64, value: Option<u64>| {
             Record::Call(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) })
