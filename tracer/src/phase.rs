@@ -1,12 +1,15 @@
 //! Inference phases: a process's work cut into steps (one graph evaluation each), each step labelled
 //! prefill or decode from its matrix kernels.
 //!
-//! A step ends where ggml waits for its result: a synchronize after a device-to-host copy (the logits), or
-//! a graph replay (a replayed graph is a step of its own). Labels: any MMQ or BLAS GEMM, or MMVQ with
-//! more than one column, is a prompt batch (prefill); MMVQ with one column only is token decode; a step
-//! with no quantized or BLAS matrix kernel is "other". Kernels are counted from the queue's dispatches when
-//! the process has any (graph replays reach only the queue), else from its API launches. Only processes
-//! that ran ggml's quantized kernels get phases.
+//! A step is one `llama_decode`: it ends where ggml waits for its result, a synchronize after a
+//! device-to-host copy (the logits). A graph replay is part of the step it runs in (on the real
+//! llama.cpp, each token's step is: inputs copied up, the graph replayed, the logits copied down, a sync):
+//! its kernels are those its capture recorded; launches made while capturing run only in replays. Labels:
+//! any MMQ or BLAS GEMM, or MMVQ with more than one column, is a prompt batch (prefill); MMVQ with one
+//! column only is token decode; a step with no quantized or BLAS matrix kernel is "other". A step's batch
+//! width is its widest matrix kernel's (a prompt's output projection runs on the last token only). Kernels
+//! are counted from the queue's dispatches when the process has any (graph replays reach the queue), else
+//! from its API launches and replays. Only processes that ran ggml's quantized kernels get phases.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -49,7 +52,7 @@ pub struct PhaseReport {
     pub steps: u64,
     /// Kernels by family, and by family and quant type ("MMVQ `Q4_K`").
     pub kernels: BTreeMap<String, u64>,
-    /// Batch widths the matrix kernels' names fix ("1", "<=16").
+    /// The steps' batch widths, each its widest matrix kernel's ("1", "8", "<=16").
     pub batch_widths: BTreeSet<String>,
 }
 
@@ -62,7 +65,8 @@ type FamilyCounts = BTreeMap<(Family, Option<&'static str>), u64>;
 struct Step {
     kernels: usize,
     counts: FamilyCounts,
-    batches: BTreeSet<Batch>,
+    /// The widest batch of its matrix kernels.
+    widest: Option<Batch>,
     /// MMQ or a BLAS GEMM, or MMVQ over more than one column.
     prompt_batch: bool,
     mmvq: bool,
@@ -76,19 +80,29 @@ struct Step {
 
 impl Step {
     fn push(&mut self, class: Class, ts: u64) {
+        self.push_n(&class, 1, ts);
+    }
+
+    /// `n` runs of one kernel (a graph replay runs each captured launch).
+    fn push_n(&mut self, class: &Class, n: u64, ts: u64) {
+        if n == 0 {
+            return;
+        }
         if self.kernels == 0 {
             self.start = ts;
         }
         self.end = self.end.max(ts);
-        self.kernels += 1;
+        self.kernels += n as usize;
         let one_column = matches!(class.batch, Some(Batch::Exact(1)));
         self.prompt_batch |=
             matches!(class.family, Family::Mmq | Family::BlasGemm) || (class.family == Family::Mmvq && !one_column);
         self.mmvq |= class.family == Family::Mmvq;
         self.ggml |= matches!(class.family, Family::Mmvq | Family::Mmq | Family::Quantize);
-        *self.counts.entry((class.family, class.quant)).or_default() += 1;
-        if let Some(b) = class.batch {
-            self.batches.insert(b);
+        *self.counts.entry((class.family, class.quant)).or_default() += n;
+        if let Some(b) = class.batch
+            && self.widest.is_none_or(|w| upper(w) < upper(b))
+        {
+            self.widest = Some(b);
         }
     }
 
@@ -102,6 +116,13 @@ impl Step {
         } else {
             Phase::Other
         }
+    }
+}
+
+/// The most columns a batch can have.
+const fn upper(b: Batch) -> u32 {
+    match b {
+        Batch::Exact(n) | Batch::TileUpTo(n) | Batch::Range(_, n) => n,
     }
 }
 
@@ -130,7 +151,7 @@ impl Done {
         for (k, c) in step.counts {
             *counts.entry(k).or_default() += c;
         }
-        batches.extend(step.batches);
+        batches.extend(step.widest);
         self.ggml |= step.ggml;
         self.spans.push(StepSpan { phase, start: step.start, end: step.end, kernels: step.kernels });
     }
@@ -151,12 +172,17 @@ impl Phases {
         self.api.push(class, ts);
     }
 
+    /// A graph replay: `n` runs of each kernel its capture recorded, in the step being built.
+    pub fn replay(&mut self, class: &Class, n: u64, ts: u64) {
+        self.api.push_n(class, n, ts);
+    }
+
     pub fn dispatch(&mut self, class: Class, ts: u64) {
         self.saw_dispatch = true;
         self.queue.push(class, ts);
     }
 
-    /// An API call: copies to the host, synchronizations and graph replays delimit steps.
+    /// An API call: a copy to the host, then a synchronization, ends a step.
     pub fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64) {
         for step in [&mut self.api, &mut self.queue] {
             if step.kernels > 0 {
@@ -169,7 +195,6 @@ impl Phases {
                 self.queue.copied_to_host = true;
             }
             (Op::Sync, _) if self.api.copied_to_host => self.close(),
-            (Op::GraphLaunch, _) => self.close(),
             _ => {}
         }
     }
@@ -183,8 +208,7 @@ impl Phases {
         }
     }
 
-    /// The closed steps of the view that counts (the queue's when the process has dispatches: graph
-    /// replays reach only the queue); none for a process that ran no ggml quantized kernel: the
+    /// The closed steps of the view that counts (the queue's when the process has dispatches); none for a process that ran no ggml quantized kernel: the
     /// prefill/decode labels describe ggml's graph evaluations, not other workloads.
     fn done(mut self) -> Option<Done> {
         self.close();
@@ -252,11 +276,11 @@ mod tests {
     fn cuda_steps_and_no_phases_without_ggml() {
         // ggml-cuda: the same cuts through the driver API's copy and synchronize.
         let mut p = Phases::default();
-        p.launch(classify(MMVQ1), 0);
-        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0);
-        p.call(ApiFunc::CuStreamSynchronize.op(), None, 0);
-        p.launch(classify(MMVQ1), 0);
-        p.call(ApiFunc::CuGraphLaunch.op(), None, 0);
+        for _ in 0..2 {
+            p.launch(classify(MMVQ1), 0);
+            p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0);
+            p.call(ApiFunc::CuStreamSynchronize.op(), None, 0);
+        }
         let phases = p.finish();
         assert_eq!((phases.len(), phases[0].phase.as_str(), phases[0].steps), (1, "decode", 2));
         // A PyTorch process (cuBLAS GEMM and element-wise kernels): no prefill/decode to speak of.
@@ -286,6 +310,7 @@ mod tests {
             p.call(ApiFunc::HipDeviceSynchronize.op(), None, 0);
         }
         p.launch(classify(MMVQ4), 0); // a 4-token prompt goes through MMVQ too
+        p.launch(classify(MMVQ1), 0); // its output projection: the last token only
         let phases = p.finish();
         let by: BTreeMap<&str, &PhaseReport> = phases.iter().map(|p| (p.phase.as_str(), p)).collect();
         assert_eq!((by["prefill"].steps, by["decode"].steps), (2, 3));
@@ -293,19 +318,44 @@ mod tests {
         assert_eq!(by["prefill"].kernels["RoPE"], 1);
         assert_eq!(by["decode"].kernels["MMVQ Q4_K"], 3);
         assert_eq!(by["decode"].batch_widths, BTreeSet::from(["1".to_owned()]));
+        // Each step's widest: the 4-token prompt is width 4, not 1 as well.
         assert_eq!(by["prefill"].batch_widths, BTreeSet::from(["4".to_owned(), "<=16".to_owned()]));
     }
 
+    /// ggml-cuda's token loop with CUDA graphs, as the real llama.cpp does it: the graph is captured (its
+    /// launches do not run then), instantiated and replayed in the same step, then replayed alone in each
+    /// later step; the logits copy and its sync end every step.
     #[test]
-    fn dispatches_win_over_launches_and_graph_replays_are_steps() {
+    fn graph_replays_are_part_of_their_step() {
         let mut p = Phases::default();
-        p.launch(classify(MMVQ1), 0); // captured into a graph at the API
-        p.call(ApiFunc::HipGraphLaunch.op(), None, 0);
-        p.dispatch(classify(MMVQ1), 0);
-        p.call(ApiFunc::HipGraphLaunch.op(), None, 0);
-        p.dispatch(classify(MMVQ1), 0);
+        let token = |p: &mut Phases| {
+            p.replay(&classify(MMVQ1), 4, 0);
+            p.replay(&classify("_Z9rope_normILb1EEvPKfPfiiiii"), 2, 0);
+            p.call(ApiFunc::CuGraphLaunch.op(), None, 0);
+            p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0);
+            p.call(ApiFunc::CuStreamSynchronize.op(), None, 0);
+        };
+        for _ in 0..5 {
+            token(&mut p);
+        }
         let phases = p.finish();
         assert_eq!(phases.len(), 1);
-        assert_eq!((phases[0].phase.as_str(), phases[0].steps), ("decode", 2));
+        assert_eq!((phases[0].phase, phases[0].steps), (Phase::Decode, 5));
+        assert_eq!(phases[0].kernels["MMVQ Q4_K"], 20);
+        assert_eq!(phases[0].kernels["RoPE"], 10);
+    }
+
+    #[test]
+    fn dispatches_win_over_launches() {
+        let mut p = Phases::default();
+        p.replay(&classify(MMVQ1), 1, 0);
+        for _ in 0..2 {
+            p.dispatch(classify(MMVQ1), 0);
+            p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0);
+            p.call(ApiFunc::HipStreamSynchronize.op(), None, 0);
+        }
+        let phases = p.finish();
+        assert_eq!(phases.len(), 1);
+        assert_eq!((phases[0].phase.as_str(), phases[0].steps, phases[0].kernels["MMVQ Q4_K"]), ("decode", 2, 2));
     }
 }

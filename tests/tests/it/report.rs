@@ -68,3 +68,30 @@ fn real_pytorch_trace_reads_with_short_names_one_row_per_kernel_and_no_unknown_f
     assert!(full.contains("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>"), "{full}");
     assert!(full.contains(&format!("kernels launched ({rows} kernel names")), "{full}");
 }
+
+/// `fixtures/traces/llama-bench-cuda.jsonl.zst`: the real llama.cpp (CUDA backend built from the
+/// llama-cpp-python 0.3.36 sdist, `bench/gpu/ggml/`) running `llama-bench -m q4_k_m.gguf -p 8 -n 16 -r 1`
+/// on an H100, traced from its start. llama-bench made 2 prompt runs of 8 tokens (warm-up and run) and
+/// 17 tokens (warm-up and 16); ggml-cuda captures its graph on the second evaluation of a shape and
+/// replays it from then on (updating the executable in place), so most steps are one graph replay.
+#[test]
+fn real_llama_cpp_steps_are_its_decode_calls_with_their_batch_widths() {
+    let trace = recorded("llama-bench-cuda.jsonl.zst");
+    let o = tracer(&["report", "--json", trace.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-bench").expect("llama-bench");
+    assert_eq!((p["graph_replays"].as_u64(), p["graph_replays_unresolved"].as_u64()), (Some(17), Some(0)));
+    let phases = p["phases"].as_array().unwrap();
+    let phase = |name: &str| phases.iter().find(|ph| ph["phase"] == name).unwrap_or_else(|| panic!("{phases:?}"));
+    assert_eq!(phases.len(), 2, "{phases:?}");
+    let (prefill, decode) = (phase("prefill"), phase("decode"));
+    assert_eq!((prefill["steps"].as_u64(), decode["steps"].as_u64()), (Some(2), Some(17)));
+    // A prompt step's width is its widest matrix kernel's: MMVQ over the 8 prompt tokens (the output
+    // projection runs on the last token only, one column).
+    assert_eq!(prefill["batch_widths"], serde_json::json!(["8"]));
+    assert_eq!(decode["batch_widths"], serde_json::json!(["1"]));
+    // Every token ran the same graph: 4 layers x (q, k, v, o, gate, up, down: Q4_K and Q6_K) + output.
+    let k = &decode["kernels"];
+    assert_eq!((k["MMVQ Q4_K"].as_u64(), k["MMVQ Q6_K"].as_u64()), (Some(17 * 20), Some(17 * 5)));
+}

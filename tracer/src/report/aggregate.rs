@@ -223,8 +223,11 @@ impl ReportBuilder {
                 if l.ret != 0 {
                     k.report.failed += 1;
                 }
-                let class = class_of(&mut acc.classes, kernel_names, id);
-                acc.phases.launch(class.with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems), l.ts);
+                // A launch made while capturing runs only in the graph's replays (counted there).
+                if !l.captured {
+                    let class = class_of(&mut acc.classes, kernel_names, id);
+                    acc.phases.launch(class.with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems), l.ts);
+                }
                 let o = acc.launch_outcomes.entry(id).or_default();
                 o.0 += 1;
                 o.1 += u64::from(l.ret != 0);
@@ -255,6 +258,14 @@ impl ReportBuilder {
                 acc.libs.insert(c.lib);
                 api_stat(&mut acc.api, c.api, (!c.entry_only).then_some((c.ret, c.dur)));
                 acc.graphs.call(&c);
+                if c.api.op() == Op::GraphLaunch
+                    && c.ret == 0
+                    && let Some(bag) = c.handle.and_then(|e| acc.graphs.execs.get(&e))
+                {
+                    for (&id, &n) in bag {
+                        acc.phases.replay(&class_of(&mut acc.classes, kernel_names, id), n, c.ts);
+                    }
+                }
                 acc.phases.call(c.api.op(), c.kind, c.ts);
                 let m = &mut acc.memory;
                 match c.api.op() {

@@ -136,7 +136,10 @@ impl Report {
                 writeln!(s, "  (-: recorded at entry by a one-trap probe: counted, result and duration not observed)")?;
             }
             if p.phases.iter().any(|ph| ph.phase != crate::phase::Phase::Other) {
-                writeln!(s, "\n  phases (a step ends at the sync after the logits copy, or at a graph replay):")?;
+                writeln!(
+                    s,
+                    "\n  phases (a step is one llama_decode: it ends at the sync after the logits copy; graph replays count in it):"
+                )?;
                 writeln!(s, "  {:<8} {:>6}  {:<16} kernels", "phase", "steps", "batch widths")?;
                 for ph in &p.phases {
                     let widths: Vec<&str> = ph.batch_widths.iter().map(String::as_str).collect();
