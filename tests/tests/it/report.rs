@@ -95,3 +95,24 @@ fn real_llama_cpp_steps_are_its_decode_calls_with_their_batch_widths() {
     let k = &decode["kernels"];
     assert_eq!((k["MMVQ Q4_K"].as_u64(), k["MMVQ Q6_K"].as_u64()), (Some(17 * 20), Some(17 * 5)));
 }
+
+/// `fixtures/traces/llama-bench-cuda-prompts.jsonl.zst`: the same build, `llama-bench -p 3,8,9,11,290 -n 8
+/// -r 1` on the Q4_K_M model (`bench/gpu/ggml/run.sh`; its per-kernel counts equalled CUPTI's there, 1 858
+/// executions). Prompts on both sides of ggml-cuda's MMVQ/MMQ threshold: 3 and 8 tokens go through MMVQ
+/// (exact widths), 9, 11 and 290 through MMQ (the tile bounds its kernel names fix).
+#[test]
+fn real_llama_cpp_prompts_on_both_sides_of_the_mmvq_threshold() {
+    let trace = recorded("llama-bench-cuda-prompts.jsonl.zst");
+    let o = tracer(&["report", "--json", trace.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-bench").expect("llama-bench");
+    let total: u64 = p["kernels"].as_array().unwrap().iter().map(|k| k["executions"].as_u64().unwrap()).sum();
+    assert_eq!(total, 1858);
+    let phases = p["phases"].as_array().unwrap();
+    let phase = |name: &str| phases.iter().find(|ph| ph["phase"] == name).unwrap_or_else(|| panic!("{phases:?}"));
+    // 5 prompts, each a warm-up and a run; a warm-up token and 8.
+    assert_eq!((phase("prefill")["steps"].as_u64(), phase("decode")["steps"].as_u64()), (Some(10), Some(9)));
+    assert_eq!(phase("prefill")["batch_widths"], serde_json::json!(["3", "8", "<=112", "<=16"]));
+    assert_eq!(phase("decode")["batch_widths"], serde_json::json!(["1"]));
+}

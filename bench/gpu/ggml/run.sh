@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Issue 13's harness on the GPU machine: the real llama.cpp (CUDA backend, build.sh) against CUPTI.
+# For Q4_K_M and Q8_0: `llama-bench -p 3,8,9,11,290 -n 8 -r 1` traced by tracer from its start, and the same
+# bench under the CUPTI injection oracle (cupti_counts.c); per-kernel executions compared by demangled name
+# (compare.py, exit 1 on a difference), and the phases against what llama-bench ran (5 prompts x warm-up
+# and run = 10 prefill steps; warm-up and 8 tokens = 9 decode steps). Then decode tokens/s with no tracer,
+# with empty programs on the same attach points, and with tracer, interleaved. Writes under $OUT.
+#   bench/gpu/ggml/run.sh [TRACER_BINARY]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/../common.sh"
+. "$here/build.sh"
+started=$(date +%s)
+cuda="$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")"
+cupti="$cuda/extras/CUPTI"
+[ -d "$cupti/include" ] || cupti="$cuda"
+krec="$(grep -o 'CUpti_ActivityKernel[0-9]\+' "$cupti/include/cupti_activity.h" | sort -u -V | tail -1)"
+cc -O2 -Wall -shared -fPIC -DKREC="$krec" -I"$cupti/include" -I"$cuda/include" "$here/cupti_counts.c" \
+  -o "$work/libcupti_counts.so" -L"$cupti/lib64" -lcupti -Wl,-rpath,"$cupti/lib64"
+echo "CUPTI oracle built ($krec)"
+status=0
+for q in q4_k_m q8_0; do
+  args=(-m "$models/$q.gguf" -p 3,8,9,11,290 -n 8 -r 1)
+  "$tracer" record -q --force -o "$out/ggml-$q.jsonl.zst" -- "$bin/llama-bench" "${args[@]}" > "$out/ggml-$q.bench.txt" 2>&1
+  CUDA_INJECTION64_PATH="$work/libcupti_counts.so" CUPTI_COUNTS="$out/cupti-$q.raw.json" \
+    "$bin/llama-bench" "${args[@]}" > /dev/null 2>&1
+  "$tracer" report --json "$out/ggml-$q.jsonl.zst" > "$out/ggml-$q.report.json"
+  "$tracer" report "$out/ggml-$q.jsonl.zst" > "$out/ggml-$q.report.txt" 2>&1 || true
+  python3 - "$out/cupti-$q.raw.json" "$out/cupti-$q.json" <<'PY'
+import json, subprocess, sys
+raw = json.load(open(sys.argv[1]))
+names = sorted(raw["kernels"])
+out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.splitlines()
+json.dump({d: raw["kernels"][n] for n, d in zip(names, out)}, open(sys.argv[2], "w"))
+print(f"CUPTI: {sum(raw['kernels'].values())} executions of {len(names)} kernels, {raw['dropped']} records dropped")
+PY
+  echo "== $q: per-kernel executions, tracer vs CUPTI"
+  python3 "$here/../compare.py" "$out/ggml-$q.report.json" "$out/cupti-$q.json" | tail -4 || status=1
+  echo "== $q: phases (expected: prefill 10 steps, decode 9 steps)"
+  python3 - "$out/ggml-$q.report.json" <<'PY'
+import json, sys
+for p in json.load(open(sys.argv[1]))["processes"]:
+    for ph in p.get("phases", []):
+        print(f"  {ph['phase']:<8} steps {ph['steps']:>3}  batch widths {', '.join(ph['batch_widths'])}")
+PY
+done
+echo "== decode tokens/s (llama-bench -p 0 -n 256 -r 5, Q4_K_M), rounds interleaved"
+tg() { "$@" "$bin/llama-bench" -m "$models/q4_k_m.gguf" -p 0 -n 256 -r 5 -o json 2>/dev/null |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["avg_ts"])'; }
+for round in 1 2 3; do
+  echo "none   $(tg env)"
+  echo "empty  $(tg "$tracer" record -q --force -o /tmp/empty.jsonl --probe-mode empty --)"
+  echo "tracer $(tg "$tracer" record -q --force -o /tmp/tg.jsonl.zst --)"
+done | tee "$out/tokens.txt"
+python3 - "$out/tokens.txt" <<'PY'
+import collections, statistics, sys
+by = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    mode, v = line.split()
+    by[mode].append(float(v))
+m = {k: statistics.median(v) for k, v in by.items()}
+line = (f"median tokens/s: none {m['none']:.0f}, empty {m['empty']:.0f}, tracer {m['tracer']:.0f}; "
+        f"tracer at {100 * m['tracer'] / m['none']:.1f} % of untraced")
+empty_cost, tracer_cost = 1 / m["empty"] - 1 / m["none"], 1 / m["tracer"] - 1 / m["none"]
+if empty_cost > 0:
+    line += f"; cost {tracer_cost / empty_cost:.2f}x the empty programs'"
+else:
+    line += "; the empty programs measured no cost here (the run-to-run noise is larger than the traps)"
+print(line)
+PY
+echo "device time for this run: $(( $(date +%s) - started )) s after the build"
+exit $status
