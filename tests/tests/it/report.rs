@@ -97,7 +97,7 @@ fn real_llama_cpp_steps_are_its_decode_calls_with_their_batch_widths() {
 }
 
 /// `fixtures/traces/llama-bench-cuda-prompts.jsonl.zst`: the same build running
-/// `llama-bench -p 3,8,9,11,290 -n 8 -r 1` on the Q4_K_M model (`bench/gpu/ggml/run.sh`; its per-kernel
+/// `llama-bench -p 3,8,9,11,290 -n 8 -r 1` on the `Q4_K_M` model (`bench/gpu/ggml/run.sh`; its per-kernel
 /// counts equalled CUPTI's there, 1 858 executions). Prompts on both sides of ggml-cuda's MMVQ/MMQ threshold: 3 and 8 tokens go through MMVQ
 /// (exact widths), 9, 11 and 290 through MMQ (the tile bounds its kernel names fix).
 #[test]
