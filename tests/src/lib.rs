@@ -138,6 +138,16 @@ impl Waiting {
         self.child.id()
     }
 
+    /// Attaches tracer to it by PID (recording to `out`), lets it run, and returns what tracer wrote
+    /// once it stopped by itself (its target exited).
+    pub fn traced_late(self, out: &Path) -> Vec<Record> {
+        let rec = Recording::start(out, &["--pid", &self.pid().to_string()]);
+        assert!(self.go().success());
+        let (status, stderr) = rec.wait();
+        assert!(status.success(), "{stderr}");
+        read_trace(out)
+    }
+
     /// Lets it run its launches and waits for it to exit.
     pub fn go(mut self) -> std::process::ExitStatus {
         use std::io::Write as _;

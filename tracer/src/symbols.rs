@@ -25,7 +25,7 @@ struct ElfSymbols {
     by_addr: BTreeMap<u64, String>,
     registered: HashMap<u64, String>,
     /// `PT_LOAD` segments: (file offset, file size, virtual address).
-    segments: Vec<(u64, u64, u64)>,
+    segments: Segments,
 }
 
 impl ElfSymbols {
@@ -40,13 +40,7 @@ impl ElfSymbols {
                 by_addr.entry(sym.address()).or_insert_with(|| name.to_owned());
             }
         }
-        let segments = file
-            .segments()
-            .map(|s| {
-                let (off, size) = s.file_range();
-                (off, size, s.address())
-            })
-            .collect();
+        let segments = segments(&file);
         let registered = crate::registration::decode(data).map(|r| r.by_handle).unwrap_or_default();
         Some(Self { by_addr, registered, segments })
     }
@@ -371,14 +365,17 @@ impl KernelTable {
 fn r_debug_symbol(data: &[u8]) -> Option<(u64, Segments)> {
     let file = object::File::parse(data).ok()?;
     let vaddr = file.dynamic_symbols().find(|s| s.name().is_ok_and(|n| n == crate::loader::R_DEBUG_SYMBOL))?.address();
-    let segments = file
-        .segments()
+    Some((vaddr, segments(&file)))
+}
+
+/// An ELF file's `PT_LOAD` segments.
+fn segments(file: &object::File<'_>) -> Segments {
+    file.segments()
         .map(|s| {
             let (off, size) = s.file_range();
             (off, size, s.address())
         })
-        .collect();
-    Some((vaddr, segments))
+        .collect()
 }
 
 /// A code object's bytes, from where its URI says: a file the process sees (through its root), or the

@@ -134,13 +134,7 @@ fn late_attach_learns_driver_functions_from_runtime_launches() {
     let dir = scratch("cuda-late");
     let out = dir.join("t.jsonl");
     let driver = fixture("cuda_driver");
-    let target = Waiting::start(&driver, "late");
-    let pid = target.pid();
-    let rec = Recording::start(&out, &["--pid", &pid.to_string()]);
-    assert!(target.go().success());
-    let (status, stderr) = rec.wait();
-    assert!(status.success(), "{stderr}");
-    let records = read_trace(&out);
+    let records = Waiting::start(&driver, "late").traced_late(&out);
 
     // The runtime's launches only taught names (not written without --cuda-runtime): 3 + 1 that failed.
     let launches = launches(&records);

@@ -220,13 +220,7 @@ fn late_attach_names_dispatches_from_the_loaded_code_object_list() {
     }
     let mut args = vec![list.to_str().unwrap()];
     args.extend(specs.iter().map(String::as_str));
-    let target = Waiting::start_with(&fixture("hsa_late"), &args);
-    let pid = target.pid();
-    let rec = Recording::start(&out, &["--pid", &pid.to_string()]);
-    assert!(target.go().success());
-    let (status, stderr) = rec.wait();
-    assert!(status.success(), "{stderr}");
-    let records = read_trace(&out);
+    let records = Waiting::start_with(&fixture("hsa_late"), &args).traced_late(&out);
 
     let expected: Vec<String> = std::fs::read_to_string(&list).unwrap().lines().map(str::to_owned).collect();
     let named: std::collections::BTreeMap<u32, &trace::Kernel> =

@@ -162,11 +162,7 @@ fn late_attach_names_launches_of_a_stripped_program_from_its_registration_calls(
     assert!(!String::from_utf8_lossy(&symbols.stdout).contains(".symtab"), "the fixture is not stripped");
     let target = Waiting::start(&runner, "late");
     let target_pid = target.pid();
-    let rec = Recording::start(&out, &["--pid", &target_pid.to_string()]);
-    assert!(target.go().success());
-    let (status, stderr) = rec.wait();
-    assert!(status.success(), "{stderr}");
-    let records = read_trace(&out);
+    let records = target.traced_late(&out);
     assert_known_launches(&records, target_pid, "register-call");
     // Only the runner's deliberate null-handle launch stays unnamed.
     assert_eq!(footer(&records).counters["unnamed_kernels"], 1);
