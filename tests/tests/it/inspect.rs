@@ -191,6 +191,37 @@ fn real_libggml_hip_bundles_and_every_kernel_classified() {
     assert_eq!(mmvq_q4k_1, targets);
 }
 
+/// A stripped copy of `lib`'s registration calls decoded: handle -> name. Prints the counts beside the
+/// truth's and asserts that no call was left unresolved.
+#[expect(clippy::print_stdout, reason = "prints the counts it measured")]
+fn decode_stripped_copy(
+    lib: &std::path::Path,
+    test: &str,
+    truth: &BTreeMap<u64, String>,
+    kernels: usize,
+) -> BTreeMap<u64, String> {
+    let dir = scratch(test);
+    let stripped = dir.join("stripped.so");
+    let st = Command::new("strip").arg("--strip-all").arg("-o").arg(&stripped).arg(lib).status().unwrap();
+    assert!(st.success(), "strip failed");
+    let data = std::fs::read(&stripped).unwrap();
+    assert!(object::File::parse(&*data).unwrap().symbol_table().is_none(), "strip left a symbol table");
+    let reg = tracer::registration::decode(&data).expect("the stripped library imports a registration function");
+    let recovered: BTreeMap<u64, String> = reg.by_handle.into_iter().collect();
+    println!(
+        "{}: {kernels} kernel names in its device code, {} with a host handle symbol; stripped copy: {} registration calls, {} handles named, {} calls unresolved",
+        lib.display(),
+        truth.len(),
+        reg.calls,
+        recovered.len(),
+        reg.unresolved.len()
+    );
+    let first: Vec<String> = reg.unresolved.iter().take(8).map(|a| format!("{a:#x}")).collect();
+    assert!(reg.unresolved.is_empty(), "unresolved registration calls at {first:?}");
+    drop(std::fs::remove_dir_all(dir));
+    recovered
+}
+
 /// Issue 12's static decode on a real third-party binary: a stripped copy of the real `libggml-hip.so`
 /// still names every kernel handle, through its registration calls, exactly as the unstripped symbol
 /// table does.
@@ -198,10 +229,6 @@ fn real_libggml_hip_bundles_and_every_kernel_classified() {
 fn registration_calls_of_a_stripped_libggml_hip_name_every_kernel_as_its_symbol_table() {
     use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
     let Some(lib) = real_ggml_hip() else { return };
-    let dir = scratch("stripped-ggml");
-    let stripped = dir.join("libggml-hip.stripped.so");
-    let st = Command::new("strip").arg("--strip-all").arg("-o").arg(&stripped).arg(&lib).status().unwrap();
-    assert!(st.success(), "strip failed");
 
     // The truth, from the unstripped file: each kernel of its fatbin has a host handle whose symbol is
     // the kernel's mangled name.
@@ -222,21 +249,7 @@ fn registration_calls_of_a_stripped_libggml_hip_name_every_kernel_as_its_symbol_
         .filter(|(_, n)| kernel_names.contains(n))
         .collect();
 
-    let data = std::fs::read(&stripped).unwrap();
-    assert!(object::File::parse(&*data).unwrap().symbol_table().is_none(), "strip left a symbol table");
-    let reg = tracer::registration::decode(&data).expect("the stripped library imports __hipRegisterFunction");
-    let recovered: BTreeMap<u64, String> = reg.by_handle.into_iter().collect();
-    println!(
-        "{}: {} kernel names in the fatbin, {} with a host handle symbol; stripped copy: {} registration calls, {} handles named, {} calls unresolved",
-        lib.display(),
-        kernel_names.len(),
-        truth.len(),
-        reg.calls,
-        recovered.len(),
-        reg.unresolved.len()
-    );
-    let first: Vec<String> = reg.unresolved.iter().take(8).map(|a| format!("{a:#x}")).collect();
-    assert!(reg.unresolved.is_empty(), "unresolved registration calls at {first:?}");
+    let recovered = decode_stripped_copy(&lib, "stripped-ggml", &truth, kernel_names.len());
     assert!(truth.len() > 5000, "{}", truth.len());
     assert_eq!(recovered, truth);
 }
@@ -279,11 +292,6 @@ fn cubin_kernel_names(mut fatbin: &[u8]) -> BTreeSet<String> {
 fn registration_calls_of_a_stripped_libggml_cuda_name_every_kernel_as_its_symbol_table() {
     use object::ObjectSymbol as _;
     let Some(lib) = real_ggml_cuda() else { return };
-    let dir = scratch("stripped-ggml-cuda");
-    let stripped = dir.join("libggml-cuda.stripped.so");
-    let st = Command::new("strip").arg("--strip-all").arg("-o").arg(&stripped).arg(&lib).status().unwrap();
-    assert!(st.success(), "strip failed");
-
     let full = std::fs::read(&lib).unwrap();
     let elf = object::File::parse(&*full).unwrap();
     let kernel_names = cubin_kernel_names(elf.section_by_name(".nv_fatbin").unwrap().data().unwrap());
@@ -299,21 +307,7 @@ fn registration_calls_of_a_stripped_libggml_cuda_name_every_kernel_as_its_symbol
         })
         .collect();
 
-    let data = std::fs::read(&stripped).unwrap();
-    assert!(object::File::parse(&*data).unwrap().symbol_table().is_none(), "strip left a symbol table");
-    let reg = tracer::registration::decode(&data).expect("the stripped library imports __cudaRegisterFunction");
-    let recovered: BTreeMap<u64, String> = reg.by_handle.into_iter().collect();
-    println!(
-        "{}: {} kernel names in the cubins, {} with a host stub symbol; stripped copy: {} registration calls, {} handles named, {} calls unresolved",
-        lib.display(),
-        kernel_names.len(),
-        truth.len(),
-        reg.calls,
-        recovered.len(),
-        reg.unresolved.len()
-    );
-    let first: Vec<String> = reg.unresolved.iter().take(8).map(|a| format!("{a:#x}")).collect();
-    assert!(reg.unresolved.is_empty(), "unresolved registration calls at {first:?}");
+    let recovered = decode_stripped_copy(&lib, "stripped-ggml-cuda", &truth, kernel_names.len());
     assert!(truth.len() > 1000, "{}", truth.len());
     let wrong: Vec<_> = truth.iter().filter(|&(h, n)| recovered.get(h) != Some(n)).take(4).collect();
     assert!(wrong.is_empty(), "missed or misnamed: {wrong:?}");
@@ -330,5 +324,4 @@ fn registration_calls_of_a_stripped_libggml_cuda_name_every_kernel_as_its_symbol
     let named: BTreeSet<&String> = recovered.values().collect();
     let missing: Vec<&String> = kernel_names.iter().filter(|n| !named.contains(n)).take(4).collect();
     assert!(missing.is_empty(), "kernels of the cubins with no registered handle: {missing:?}");
-    drop(std::fs::remove_dir_all(dir));
 }
