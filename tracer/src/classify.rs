@@ -487,9 +487,29 @@ impl Class {
     }
 }
 
+/// The exact column count (ne11) of the MMQ that follows a launch of ggml's `quantize_mmq_q8_1`.
+///
+/// That kernel quantizes the MMQ's src1, and ggml-cuda/ggml-hip launch it with a grid whose x
+/// is `ne1`, the column count ("ne1 tends to assume the highest values, therefore use it as the x
+/// dimension", `quantize_mmq_q8_1_cuda` in quantize.cu, llama.cpp as vendored by llama-cpp-python 0.3.36
+/// and later). Older ggml put the rows in x: those builds are not supported (their launches carry the same
+/// name and would be misread).
+pub fn mmq_columns(mangled: &str, grid: [u32; 3]) -> Option<u32> {
+    mangled.contains("quantize_mmq_q8_1").then_some(grid[0])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mmq_columns_from_the_src1_quantization_launch() {
+        let quantize = "_Z17quantize_mmq_q8_1IL18mmq_q8_1_ds_layout1EEvPKfPKiPvlllllii";
+        assert_eq!(mmq_columns(quantize, [290, 1, 1]), Some(290));
+        // quantize_q8_1 (MMVQ's) and the matrix kernel itself say nothing of it.
+        assert_eq!(mmq_columns("_Z13quantize_q8_1PKfPvllllllll", [2, 1, 1]), None);
+        assert_eq!(mmq_columns("_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii", [132, 1, 1]), None);
+    }
 
     #[test]
     fn ggml_kernels_by_family_quant_and_batch() {

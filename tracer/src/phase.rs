@@ -52,7 +52,8 @@ pub struct PhaseReport {
     pub steps: u64,
     /// Kernels by family, and by family and quant type ("MMVQ `Q4_K`").
     pub kernels: BTreeMap<String, u64>,
-    /// The steps' batch widths, each its widest matrix kernel's ("1", "8", "<=16").
+    /// The steps' batch widths, each its widest matrix kernel's ("1", "290"; "<=16" where only a tile
+    /// bound is known).
     pub batch_widths: BTreeSet<String>,
 }
 

@@ -40,10 +40,15 @@ struct ProcAcc {
     phases: crate::phase::Phases,
     /// Kernel id -> classification, computed once.
     classes: HashMap<u32, crate::classify::Class>,
+    /// Per stream: the column count the last `quantize_mmq_q8_1` launch gave (the MMQ after it uses it).
+    mmq_columns: HashMap<u64, u32>,
 }
 
 /// Kernel id -> count.
 type KernelBag = BTreeMap<u32, u64>;
+
+/// Kernel id -> the exact batch width its captured launch had.
+type BatchOf = BTreeMap<u32, crate::classify::Batch>;
 
 /// What graph replays ran: launches captured per capturing stream, the graph each capture made, the
 /// executables instantiated from them, and per kernel the executions their replays added.
@@ -52,6 +57,10 @@ struct GraphAcc {
     capturing: HashMap<u64, KernelBag>,
     graphs: HashMap<u64, KernelBag>,
     execs: HashMap<u64, KernelBag>,
+    /// The exact batch widths of the captured matrix kernels, by capturing stream, graph, executable.
+    capturing_batches: HashMap<u64, BatchOf>,
+    graph_batches: HashMap<u64, BatchOf>,
+    exec_batches: HashMap<u64, BatchOf>,
     replayed: KernelBag,
     /// Successful graph launches (replays).
     replays: u64,
@@ -64,9 +73,12 @@ impl GraphAcc {
         let ok = c.ret == 0;
         match c.api.op() {
             Op::CaptureEnd => {
-                let bag = self.capturing.remove(&c.stream.unwrap_or(0)).unwrap_or_default();
+                let stream = c.stream.unwrap_or(0);
+                let bag = self.capturing.remove(&stream).unwrap_or_default();
+                let batches = self.capturing_batches.remove(&stream).unwrap_or_default();
                 if let (true, Some(graph)) = (ok, c.handle) {
                     self.graphs.insert(graph, bag);
+                    self.graph_batches.insert(graph, batches);
                 }
             }
             // Instantiated from a graph, or updated in place to run another one's nodes: the replays of
@@ -74,6 +86,7 @@ impl GraphAcc {
             Op::GraphInstantiate | Op::GraphUpdate => {
                 if let (true, Some(graph), Some(exec)) = (ok, c.handle, c.value) {
                     self.execs.insert(exec, self.graphs.get(&graph).cloned().unwrap_or_default());
+                    self.exec_batches.insert(exec, self.graph_batches.get(&graph).cloned().unwrap_or_default());
                 }
             }
             Op::GraphLaunch if ok => {
@@ -223,10 +236,28 @@ impl ReportBuilder {
                 if l.ret != 0 {
                     k.report.failed += 1;
                 }
-                // A launch made while capturing runs only in the graph's replays (counted there).
-                if !l.captured {
-                    let class = class_of(&mut acc.classes, kernel_names, id);
-                    acc.phases.launch(class.with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems), l.ts);
+                let name = kernel_names.get(&id).map_or("", |k| k.name.as_str());
+                if let Some(columns) = crate::classify::mmq_columns(name, l.grid) {
+                    acc.mmq_columns.insert(l.stream, columns);
+                }
+                let mut class = class_of(&mut acc.classes, kernel_names, id).with_shape(
+                    l.grid,
+                    l.block,
+                    l.grid_unit == GridUnit::WorkItems,
+                );
+                if class.family == crate::classify::Family::Mmq
+                    && let Some(&columns) = acc.mmq_columns.get(&l.stream)
+                {
+                    class.batch = Some(crate::classify::Batch::Exact(columns));
+                }
+                // A launch made while capturing runs only in the graph's replays (counted there, with the
+                // batch width it had when captured).
+                if l.captured {
+                    if let Some(b) = class.batch.filter(|_| class.family == crate::classify::Family::Mmq) {
+                        acc.graphs.capturing_batches.entry(l.stream).or_default().insert(id, b);
+                    }
+                } else {
+                    acc.phases.launch(class, l.ts);
                 }
                 let o = acc.launch_outcomes.entry(id).or_default();
                 o.0 += 1;
@@ -260,10 +291,16 @@ impl ReportBuilder {
                 acc.graphs.call(&c);
                 if c.api.op() == Op::GraphLaunch
                     && c.ret == 0
-                    && let Some(bag) = c.handle.and_then(|e| acc.graphs.execs.get(&e))
+                    && let Some(exec) = c.handle
+                    && let Some(bag) = acc.graphs.execs.get(&exec)
                 {
+                    let batches = acc.graphs.exec_batches.get(&exec);
                     for (&id, &n) in bag {
-                        acc.phases.replay(&class_of(&mut acc.classes, kernel_names, id), n, c.ts);
+                        let mut class = class_of(&mut acc.classes, kernel_names, id);
+                        if let Some(&b) = batches.and_then(|m| m.get(&id)) {
+                            class.batch = Some(b);
+                        }
+                        acc.phases.replay(&class, n, c.ts);
                     }
                 }
                 acc.phases.call(c.api.op(), c.kind, c.ts);
