@@ -392,13 +392,15 @@ api_funcs! {
     /// `cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t size)`.
     CuMemcpyHtoD = 145, Cuda, "cuMemcpyHtoD_v2", Memcpy,
         Memcpy { direction: Fixed(memcpy_kind::HOST_TO_DEVICE), stream: None }, Call;
-    /// `cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t size, stream)`.
+    /// `cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t size, stream)`. The async copies take one
+    /// trap (ggml's token loop makes ~7 a token): what they copy is known at entry; an enqueue's result and
+    /// duration are not kept.
     CuMemcpyDtoHAsync = 146, Cuda, "cuMemcpyDtoHAsync_v2", Memcpy,
-        Memcpy { direction: Fixed(memcpy_kind::DEVICE_TO_HOST), stream: Some(3) }, Call;
+        Memcpy { direction: Fixed(memcpy_kind::DEVICE_TO_HOST), stream: Some(3) }, OneTrap;
     /// `cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t size, stream)`: unified addressing, the
     /// direction is the pointers'.
     CuMemcpyAsync = 147, Cuda, "cuMemcpyAsync", Memcpy,
-        Memcpy { direction: Fixed(memcpy_kind::DEFAULT), stream: Some(3) }, Call;
+        Memcpy { direction: Fixed(memcpy_kind::DEFAULT), stream: Some(3) }, OneTrap;
     /// `cuStreamSynchronize(stream)`.
     CuStreamSynchronize = 148, Cuda, "cuStreamSynchronize", Sync, Stream, OneTrap;
     /// `cuCtxSynchronize()`.
@@ -422,7 +424,7 @@ api_funcs! {
     CuGraphExecUpdate = 159, Cuda, "cuGraphExecUpdate_v2", GraphUpdate, ExecGraph, Call;
     /// `cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t size, stream)`.
     CuMemcpyHtoDAsync = 158, Cuda, "cuMemcpyHtoDAsync_v2", Memcpy,
-        Memcpy { direction: Fixed(memcpy_kind::HOST_TO_DEVICE), stream: Some(3) }, Call;
+        Memcpy { direction: Fixed(memcpy_kind::HOST_TO_DEVICE), stream: Some(3) }, OneTrap;
 
     /// `__cudaRegisterFunction(handle, hostFun, deviceFun, deviceName, ...)`: the runtime's name for a
     /// host stub (opt-in API view).
@@ -507,10 +509,15 @@ mod tests {
     }
 
     #[test]
-    fn one_trap_programs_only_for_launches_graph_replays_and_syncs() {
+    fn one_trap_programs_only_for_launches_graph_replays_syncs_and_async_copies() {
         for &f in ApiFunc::ALL {
             match f.shape() {
-                ProbeShape::OneTrap => assert!(matches!(f.op(), Op::Launch | Op::GraphLaunch | Op::Sync), "{f:?}"),
+                ProbeShape::OneTrap => {
+                    let async_copy = matches!(f.layout(), Memcpy { stream: Some(_), .. });
+                    assert!(matches!(f.op(), Op::Launch | Op::GraphLaunch | Op::Sync) || async_copy, "{f:?}");
+                    // Nothing is read at return: no out-parameter, no name, no queue.
+                    assert_eq!(f.cookie_flags() & !(cookie::STACK | cookie::CONFIG), 0, "{f:?}");
+                }
                 ProbeShape::RegisterName => assert_eq!(f.layout(), Register),
                 ProbeShape::Doorbell => assert_eq!(f.layout(), Doorbell),
                 ProbeShape::Call => {}

@@ -321,7 +321,9 @@ impl ReportBuilder {
                         let e = m.memcpy.entry(kind.into_owned()).or_default();
                         e.calls += 1;
                         e.bytes += c.size.unwrap_or(0);
-                        if c.ret != 0 {
+                        if c.entry_only {
+                            e.unchecked += 1;
+                        } else if c.ret != 0 {
                             e.failed += 1;
                         }
                     }

@@ -307,6 +307,8 @@ pub struct MemoryReport {
 pub struct MemcpyReport {
     pub calls: u64,
     pub failed: u64,
+    /// Calls recorded at entry by a one-trap probe (CUDA's async copies): whether they failed is not known.
+    pub unchecked: u64,
     pub bytes: u64,
 }
 

@@ -226,7 +226,15 @@ impl Report {
                     m.free_calls
                 )?;
                 for (kind, c) in &m.memcpy {
-                    writeln!(s, "    memcpy {kind}: {} calls ({} failed), {}", c.calls, c.failed, bytes(c.bytes))?;
+                    let unchecked =
+                        if c.unchecked > 0 { format!(", {} result not observed", c.unchecked) } else { String::new() };
+                    writeln!(
+                        s,
+                        "    memcpy {kind}: {} calls ({} failed{unchecked}), {}",
+                        c.calls,
+                        c.failed,
+                        bytes(c.bytes)
+                    )?;
                 }
             }
         }
