@@ -45,8 +45,8 @@ pub struct Attributor {
     /// Per thread: the name of the `cudaLaunchKernel` host stub whose driver launch comes next (None:
     /// the stub has no name either).
     runtime_pending: HashMap<u32, Option<String>>,
-    /// Names read behind runtime launch handles that lie in no file, per (pid, handle).
-    runtime_handles: HashMap<(u32, u64), Option<String>>,
+    /// The name behind each runtime launch handle, per (pid, handle), looked up once.
+    runtime_names: HashMap<(u32, u64), Option<String>>,
 }
 
 impl Default for Attributor {
@@ -66,14 +66,20 @@ impl Default for Attributor {
             last_scanned: 0,
             runtime_view: false,
             runtime_pending: HashMap::new(),
-            runtime_handles: HashMap::new(),
+            runtime_names: HashMap::new(),
         }
     }
 }
 
 impl Attributor {
     fn bump(&mut self, name: &str) {
-        *self.counters.entry(name.to_owned()).or_default() += 1;
+        // Some counters move on every launch: no allocation once the key is there.
+        match self.counters.get_mut(name) {
+            Some(n) => *n += 1,
+            None => {
+                self.counters.insert(name.to_owned(), 1);
+            }
+        }
     }
 
     /// Processes whose events reached the trace so far.
@@ -115,10 +121,7 @@ impl Attributor {
                 match l.api.library() {
                     Library::CudaRuntime => {
                         // Its host stub's name goes to the driver launch it makes next on this thread.
-                        let name = match self.kernels.static_name(l.pid, l.handle) {
-                            Some((name, _)) => Some(name),
-                            None => self.runtime_handle_name(l.pid, l.handle),
-                        };
+                        let name = self.runtime_name(l.pid, l.handle);
                         self.runtime_pending.insert(l.tid, name);
                         if !self.runtime_view {
                             self.bump("runtime_launches_for_names");
@@ -185,23 +188,29 @@ impl Attributor {
         }
     }
 
-    /// The name behind a `cudaLaunchKernel` handle that lies in no file (CUDA 13's runtime passes a heap
-    /// object: word 0 is 2, word 1 points to the kernel's mangled name, as read on an H100 with `PyTorch`'s
-    /// libcudart.so.13). Read once per handle from the process's memory, and taken only when the object
-    /// has that shape and the name demangles as a C++ function; otherwise the launch stays unnamed.
-    fn runtime_handle_name(&mut self, pid: u32, handle: u64) -> Option<String> {
-        if let Some(known) = self.runtime_handles.get(&(pid, handle)) {
+    /// The name behind a `cudaLaunchKernel` handle, looked up once per handle: the host stub's name in
+    /// the file that maps it (ELF symbol or registration call), else, for a handle in no file, the name
+    /// CUDA 13's runtime keeps in the heap object it passes (word 0 is 2, word 1 points to the kernel's
+    /// mangled name, as read on an H100 with `PyTorch`'s libcudart.so.13), taken only when the object has
+    /// that shape and the name demangles as a C++ function; otherwise the launch stays unnamed.
+    fn runtime_name(&mut self, pid: u32, handle: u64) -> Option<String> {
+        if let Some(known) = self.runtime_names.get(&(pid, handle)) {
             return known.clone();
         }
-        let name = crate::loader::ProcMem::open(pid).and_then(|mem| {
-            use crate::loader::{read_c_string, read_u64};
-            (read_u64(&mem, handle)? == 2).then_some(())?;
-            let name = read_c_string(&mem, read_u64(&mem, handle + 8)?)?;
-            let mangled = name.starts_with("_Z") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
-            (mangled && cpp_demangle::Symbol::new(name.as_bytes()).is_ok()).then_some(name)
-        });
-        self.bump(if name.is_some() { "runtime_handles_named" } else { "runtime_handles_unnamed" });
-        self.runtime_handles.insert((pid, handle), name.clone());
+        let name = if let Some((name, _)) = self.kernels.static_name(pid, handle) {
+            Some(name)
+        } else {
+            let name = crate::loader::ProcMem::open(pid).and_then(|mem| {
+                use crate::loader::{read_c_string, read_u64};
+                (read_u64(&mem, handle)? == 2).then_some(())?;
+                let name = read_c_string(&mem, read_u64(&mem, handle + 8)?)?;
+                let mangled = name.starts_with("_Z") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                (mangled && cpp_demangle::Symbol::new(name.as_bytes()).is_ok()).then_some(name)
+            });
+            self.bump(if name.is_some() { "runtime_handles_named" } else { "runtime_handles_unnamed" });
+            name
+        };
+        self.runtime_names.insert((pid, handle), name.clone());
         name
     }
 
@@ -277,6 +286,7 @@ impl Attributor {
             ProcEvent::Exec => {
                 // A new program: handles of the old image mean nothing now.
                 self.kernels.forget(p.pid);
+                self.runtime_names.retain(|(pid, _), _| *pid != p.pid);
                 self.kernels.snapshot(p.pid);
                 self.newly_seen.push(p.pid);
                 // Its libraries load after exec: look again at its first API event.
@@ -293,7 +303,7 @@ impl Attributor {
                 self.last_scanned = 0;
                 self.capturing.retain(|(pid, _)| *pid != p.pid);
                 self.runtime_pending.remove(&p.pid);
-                self.runtime_handles.retain(|(pid, _), _| *pid != p.pid);
+                self.runtime_names.retain(|(pid, _), _| *pid != p.pid);
                 self.library_kernels.retain(|(pid, _), _| *pid != p.pid);
                 self.fds.retain(|(pid, _), _| *pid != p.pid);
                 self.processes.forget(p.pid);

@@ -112,6 +112,9 @@ pub struct Class {
     /// The library the name says the kernel comes from, where it says so (cuBLASLt, cuDNN, Tensile,
     /// Inductor, NCCL, ...).
     pub library: Option<&'static str>,
+    /// ggml's `quantize_mmq_q8_1`, which quantizes the src1 of the MMQ after it (see
+    /// [`Class::mmq_columns`]).
+    pub mmq_src1: bool,
 }
 
 /// `ggml_type` numbers (ggml.h) to names.
@@ -348,7 +351,7 @@ pub fn classify(mangled: &str) -> Class {
     };
     let moe = base == "mul_mat_vec_q_moe";
     let quant = quant.or_else(|| block_quant(&demangled));
-    Class { family, quant, batch, moe, library }
+    Class { family, quant, batch, moe, library, mmq_src1: base == "quantize_mmq_q8_1" }
 }
 
 /// The library a kernel's name says it comes from.
@@ -467,6 +470,18 @@ fn block_quant(demangled: &str) -> Option<&'static str> {
 }
 
 impl Class {
+    /// The exact column count (ne11) of the MMQ that follows a launch of this kernel, when it is ggml's
+    /// `quantize_mmq_q8_1`.
+    ///
+    /// That kernel quantizes the MMQ's src1, and ggml-cuda/ggml-hip launch it with a grid whose x is
+    /// `ne1`, the column count ("ne1 tends to assume the highest values, therefore use it as the x
+    /// dimension", `quantize_mmq_q8_1_cuda` in quantize.cu, llama.cpp as vendored by llama-cpp-python
+    /// 0.3.36 and later). Older ggml put the rows in x: those builds are not supported (their launches
+    /// carry the same name and would be misread).
+    pub const fn mmq_columns(&self, grid: [u32; 3]) -> Option<u32> {
+        if self.mmq_src1 { Some(grid[0]) } else { None }
+    }
+
     /// Refines the batch width from a launch's shape (the grid in blocks, or in work-items as AQL packets
     /// and hipExtModuleLaunchKernel count it; threads per block): MMQ's grid is (row tiles, column tiles,
     /// channels) with column tiles of the name's width J, and the `MoE` MMVQ kernel runs one warp row per
@@ -487,28 +502,18 @@ impl Class {
     }
 }
 
-/// The exact column count (ne11) of the MMQ that follows a launch of ggml's `quantize_mmq_q8_1`.
-///
-/// That kernel quantizes the MMQ's src1, and ggml-cuda/ggml-hip launch it with a grid whose x
-/// is `ne1`, the column count ("ne1 tends to assume the highest values, therefore use it as the x
-/// dimension", `quantize_mmq_q8_1_cuda` in quantize.cu, llama.cpp as vendored by llama-cpp-python 0.3.36
-/// and later). Older ggml put the rows in x: those builds are not supported (their launches carry the same
-/// name and would be misread).
-pub fn mmq_columns(mangled: &str, grid: [u32; 3]) -> Option<u32> {
-    mangled.contains("quantize_mmq_q8_1").then_some(grid[0])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn mmq_columns_from_the_src1_quantization_launch() {
-        let quantize = "_Z17quantize_mmq_q8_1IL18mmq_q8_1_ds_layout1EEvPKfPKiPvlllllii";
-        assert_eq!(mmq_columns(quantize, [290, 1, 1]), Some(290));
+        let quantize = classify("_Z17quantize_mmq_q8_1IL18mmq_q8_1_ds_layout1EEvPKfPKiPvlllllii");
+        assert_eq!(quantize.mmq_columns([290, 1, 1]), Some(290));
         // quantize_q8_1 (MMVQ's) and the matrix kernel itself say nothing of it.
-        assert_eq!(mmq_columns("_Z13quantize_q8_1PKfPvllllllll", [2, 1, 1]), None);
-        assert_eq!(mmq_columns("_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii", [132, 1, 1]), None);
+        assert_eq!(classify("_Z13quantize_q8_1PKfPvllllllll").mmq_columns([2, 1, 1]), None);
+        let mmq = classify("_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii");
+        assert_eq!(mmq.mmq_columns([132, 1, 1]), None);
     }
 
     #[test]
@@ -524,7 +529,8 @@ mod tests {
                 quant: Some("Q4_K"),
                 batch: Some(Batch::Exact(1)),
                 moe: false,
-                library: None
+                library: None,
+                mmq_src1: false
             }
         );
         let mmq = classify("_ZL9mul_mat_qIL9ggml_type12ELi128ELb0EEvPKcPKiS4_S4_PfS5_iiiiiiiiiiiiiiiii");
@@ -535,7 +541,8 @@ mod tests {
                 quant: Some("Q4_K"),
                 batch: Some(Batch::TileUpTo(128)),
                 moe: false,
-                library: None
+                library: None,
+                mmq_src1: false
             }
         );
         assert_eq!(classify("_ZL13quantize_q8_1PKfPvlllllj15HIP_vector_typeIjLj3EE").family, Family::Quantize);

@@ -176,7 +176,7 @@ impl KernelTable {
         if let Some(e) = self.by_handle.get(&(pid, handle)) {
             return (e.id, None);
         }
-        let (name, source) = if let Some(named) = self.elf_name(pid, handle) {
+        let (name, source) = if let Some(named) = self.static_name(pid, handle) {
             named
         } else {
             self.unnamed += 1;
@@ -184,12 +184,6 @@ impl KernelTable {
         };
         let rec = self.bind(pid, handle, 0, &name, source, false, ts);
         (rec.id, Some(rec))
-    }
-
-    /// The name a handle has in the file that maps it (ELF symbol or registration call), without
-    /// binding it.
-    pub fn static_name(&mut self, pid: u32, handle: u64) -> Option<(String, Source)> {
-        self.elf_name(pid, handle)
     }
 
     /// The kernel id already bound to a handle, without looking further.
@@ -258,7 +252,7 @@ impl KernelTable {
             .maps
             .get(&pid)?
             .iter()
-            .filter(|m| m.path.rsplit('/').next().is_some_and(|n| n.starts_with("libhsa-runtime64.so")))
+            .filter(|m| m.path.rsplit('/').next().is_some_and(|n| n.starts_with(crate::libs::HSA_RUNTIME)))
             .cloned()
             .collect();
         for m in &runtimes {
@@ -347,7 +341,9 @@ impl KernelTable {
         }
     }
 
-    fn elf_name(&mut self, pid: u32, addr: u64) -> Option<(String, Source)> {
+    /// The name a handle has in the file that maps it (ELF symbol or registration call), without
+    /// binding it.
+    pub fn static_name(&mut self, pid: u32, addr: u64) -> Option<(String, Source)> {
         let m = self.mapping_at(pid, addr)?.clone();
         let syms = if let Some(s) = self.elf_cache.get(&m.file) {
             s.clone()

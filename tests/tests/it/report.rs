@@ -69,6 +69,23 @@ fn real_pytorch_trace_reads_with_short_names_one_row_per_kernel_and_no_unknown_f
     assert!(full.contains(&format!("kernels launched ({rows} kernel names")), "{full}");
 }
 
+/// The `llama-bench` process of a recorded trace, as `tracer report --json` gives it.
+fn llama_bench_report(name: &str) -> serde_json::Value {
+    let trace = recorded(name);
+    let o = tracer(&["report", "--json", trace.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-bench").expect("llama-bench").clone()
+}
+
+/// One phase of a process's report.
+fn phase<'a>(p: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    let phases = p["phases"].as_array().unwrap();
+    let found = phases.iter().find(|ph| ph["phase"] == name);
+    assert!(found.is_some(), "no {name}: {phases:?}");
+    found.unwrap()
+}
+
 /// `fixtures/traces/llama-bench-cuda.jsonl.zst`: the real llama.cpp (CUDA backend built from the
 /// llama-cpp-python 0.3.36 sdist, `bench/gpu/ggml/`) running `llama-bench -m q4_k_m.gguf -p 8 -n 16 -r 1`
 /// on an H100, traced from its start. llama-bench made 2 prompt runs of 8 tokens (warm-up and run) and
@@ -76,16 +93,10 @@ fn real_pytorch_trace_reads_with_short_names_one_row_per_kernel_and_no_unknown_f
 /// replays it from then on (updating the executable in place), so most steps are one graph replay.
 #[test]
 fn real_llama_cpp_steps_are_its_decode_calls_with_their_batch_widths() {
-    let trace = recorded("llama-bench-cuda.jsonl.zst");
-    let o = tracer(&["report", "--json", trace.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-bench").expect("llama-bench");
+    let p = llama_bench_report("llama-bench-cuda.jsonl.zst");
     assert_eq!((p["graph_replays"].as_u64(), p["graph_replays_unresolved"].as_u64()), (Some(17), Some(0)));
-    let phases = p["phases"].as_array().unwrap();
-    let phase = |name: &str| phases.iter().find(|ph| ph["phase"] == name).unwrap_or_else(|| panic!("{phases:?}"));
-    assert_eq!(phases.len(), 2, "{phases:?}");
-    let (prefill, decode) = (phase("prefill"), phase("decode"));
+    assert_eq!(p["phases"].as_array().unwrap().len(), 2, "{}", p["phases"]);
+    let (prefill, decode) = (phase(&p, "prefill"), phase(&p, "decode"));
     assert_eq!((prefill["steps"].as_u64(), decode["steps"].as_u64()), (Some(2), Some(17)));
     // A prompt step's width is its widest matrix kernel's: MMVQ over the 8 prompt tokens (the output
     // projection runs on the last token only, one column).
@@ -98,22 +109,17 @@ fn real_llama_cpp_steps_are_its_decode_calls_with_their_batch_widths() {
 
 /// `fixtures/traces/llama-bench-cuda-prompts.jsonl.zst`: the same build running
 /// `llama-bench -p 3,8,9,11,290 -n 8 -r 1` on the `Q4_K_M` model (`bench/gpu/ggml/run.sh`; its per-kernel
-/// counts equalled CUPTI's there, 1 858 executions). Prompts on both sides of ggml-cuda's MMVQ/MMQ threshold: 3 and 8 tokens go through MMVQ
-/// (exact widths), 9, 11 and 290 through MMQ (the tile bounds its kernel names fix).
+/// counts equalled CUPTI's there, 1 858 executions). Prompts on both sides of ggml-cuda's MMVQ/MMQ
+/// threshold: 3 and 8 tokens go through MMVQ, 9, 11 and 290 through MMQ; every width is exact.
 #[test]
 fn real_llama_cpp_prompts_on_both_sides_of_the_mmvq_threshold() {
-    let trace = recorded("llama-bench-cuda-prompts.jsonl.zst");
-    let o = tracer(&["report", "--json", trace.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-bench").expect("llama-bench");
+    let p = llama_bench_report("llama-bench-cuda-prompts.jsonl.zst");
     let total: u64 = p["kernels"].as_array().unwrap().iter().map(|k| k["executions"].as_u64().unwrap()).sum();
     assert_eq!(total, 1858);
-    let phases = p["phases"].as_array().unwrap();
-    let phase = |name: &str| phases.iter().find(|ph| ph["phase"] == name).unwrap_or_else(|| panic!("{phases:?}"));
+    let (prefill, decode) = (phase(&p, "prefill"), phase(&p, "decode"));
     // 5 prompts, each a warm-up and a run; a warm-up token and 8.
-    assert_eq!((phase("prefill")["steps"].as_u64(), phase("decode")["steps"].as_u64()), (Some(10), Some(9)));
+    assert_eq!((prefill["steps"].as_u64(), decode["steps"].as_u64()), (Some(10), Some(9)));
     // Exact column counts: MMVQ's from its name, MMQ's from the quantize_mmq_q8_1 launch before it.
-    assert_eq!(phase("prefill")["batch_widths"], serde_json::json!(["11", "290", "3", "8", "9"]));
-    assert_eq!(phase("decode")["batch_widths"], serde_json::json!(["1"]));
+    assert_eq!(prefill["batch_widths"], serde_json::json!(["11", "290", "3", "8", "9"]));
+    assert_eq!(decode["batch_widths"], serde_json::json!(["1"]));
 }

@@ -47,20 +47,24 @@ struct ProcAcc {
 /// Kernel id -> count.
 type KernelBag = BTreeMap<u32, u64>;
 
-/// Kernel id -> the exact batch width its captured launch had.
-type BatchOf = BTreeMap<u32, crate::classify::Batch>;
+/// A kernel's launches in one capture: how many, and the batch width they had then (MMQ's exact
+/// column count), which its replays keep.
+#[derive(Clone, Copy, Default)]
+struct Captured {
+    count: u64,
+    batch: Option<crate::classify::Batch>,
+}
+
+/// Kernel id -> its launches in one capture.
+type CaptureBag = BTreeMap<u32, Captured>;
 
 /// What graph replays ran: launches captured per capturing stream, the graph each capture made, the
 /// executables instantiated from them, and per kernel the executions their replays added.
 #[derive(Default)]
 struct GraphAcc {
-    capturing: HashMap<u64, KernelBag>,
-    graphs: HashMap<u64, KernelBag>,
-    execs: HashMap<u64, KernelBag>,
-    /// The exact batch widths of the captured matrix kernels, by capturing stream, graph, executable.
-    capturing_batches: HashMap<u64, BatchOf>,
-    graph_batches: HashMap<u64, BatchOf>,
-    exec_batches: HashMap<u64, BatchOf>,
+    capturing: HashMap<u64, CaptureBag>,
+    graphs: HashMap<u64, CaptureBag>,
+    execs: HashMap<u64, CaptureBag>,
     replayed: KernelBag,
     /// Successful graph launches (replays).
     replays: u64,
@@ -73,12 +77,9 @@ impl GraphAcc {
         let ok = c.ret == 0;
         match c.api.op() {
             Op::CaptureEnd => {
-                let stream = c.stream.unwrap_or(0);
-                let bag = self.capturing.remove(&stream).unwrap_or_default();
-                let batches = self.capturing_batches.remove(&stream).unwrap_or_default();
+                let bag = self.capturing.remove(&c.stream.unwrap_or(0)).unwrap_or_default();
                 if let (true, Some(graph)) = (ok, c.handle) {
                     self.graphs.insert(graph, bag);
-                    self.graph_batches.insert(graph, batches);
                 }
             }
             // Instantiated from a graph, or updated in place to run another one's nodes: the replays of
@@ -86,15 +87,14 @@ impl GraphAcc {
             Op::GraphInstantiate | Op::GraphUpdate => {
                 if let (true, Some(graph), Some(exec)) = (ok, c.handle, c.value) {
                     self.execs.insert(exec, self.graphs.get(&graph).cloned().unwrap_or_default());
-                    self.exec_batches.insert(exec, self.graph_batches.get(&graph).cloned().unwrap_or_default());
                 }
             }
             Op::GraphLaunch if ok => {
                 self.replays += 1;
                 match c.handle.and_then(|e| self.execs.get(&e)) {
                     Some(bag) => {
-                        for (id, n) in bag {
-                            *self.replayed.entry(*id).or_default() += n;
+                        for (id, k) in bag {
+                            *self.replayed.entry(*id).or_default() += k.count;
                         }
                     }
                     None => self.unknown_replays += 1,
@@ -236,15 +236,14 @@ impl ReportBuilder {
                 if l.ret != 0 {
                     k.report.failed += 1;
                 }
-                let name = kernel_names.get(&id).map_or("", |k| k.name.as_str());
-                if let Some(columns) = crate::classify::mmq_columns(name, l.grid) {
-                    acc.mmq_columns.insert(l.stream, columns);
-                }
                 let mut class = class_of(&mut acc.classes, kernel_names, id).with_shape(
                     l.grid,
                     l.block,
                     l.grid_unit == GridUnit::WorkItems,
                 );
+                if let Some(columns) = class.mmq_columns(l.grid) {
+                    acc.mmq_columns.insert(l.stream, columns);
+                }
                 if class.family == crate::classify::Family::Mmq
                     && let Some(&columns) = acc.mmq_columns.get(&l.stream)
                 {
@@ -253,8 +252,10 @@ impl ReportBuilder {
                 // A launch made while capturing runs only in the graph's replays (counted there, with the
                 // batch width it had when captured).
                 if l.captured {
-                    if let Some(b) = class.batch.filter(|_| class.family == crate::classify::Family::Mmq) {
-                        acc.graphs.capturing_batches.entry(l.stream).or_default().insert(id, b);
+                    let k = acc.graphs.capturing.entry(l.stream).or_default().entry(id).or_default();
+                    k.count += 1;
+                    if class.family == crate::classify::Family::Mmq {
+                        k.batch = class.batch;
                     }
                 } else {
                     acc.phases.launch(class, l.ts);
@@ -263,9 +264,6 @@ impl ReportBuilder {
                 o.0 += 1;
                 o.1 += u64::from(l.ret != 0);
                 o.2 += u64::from(l.captured);
-                if l.captured {
-                    *acc.graphs.capturing.entry(l.stream).or_default().entry(id).or_default() += 1;
-                }
                 *k.report.returns.entry(l.ret).or_default() += 1;
                 if !k.report.apis.contains(&l.api) {
                     k.report.apis.push(l.api);
@@ -294,13 +292,12 @@ impl ReportBuilder {
                     && let Some(exec) = c.handle
                     && let Some(bag) = acc.graphs.execs.get(&exec)
                 {
-                    let batches = acc.graphs.exec_batches.get(&exec);
-                    for (&id, &n) in bag {
+                    for (&id, k) in bag {
                         let mut class = class_of(&mut acc.classes, kernel_names, id);
-                        if let Some(&b) = batches.and_then(|m| m.get(&id)) {
-                            class.batch = Some(b);
+                        if k.batch.is_some() {
+                            class.batch = k.batch;
                         }
-                        acc.phases.replay(&class, n, c.ts);
+                        acc.phases.replay(&class, k.count, c.ts);
                     }
                 }
                 acc.phases.call(c.api.op(), c.kind, c.ts);
