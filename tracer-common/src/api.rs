@@ -173,8 +173,11 @@ impl Layout {
     /// Cookie flags telling the generic programs what to read for this layout.
     pub const fn cookie_flags(self) -> u64 {
         match self {
-            Self::LaunchDim3 { .. } | Self::LaunchScalars { .. } => cookie::STACK,
-            Self::LaunchConfig => cookie::CONFIG,
+            // The parameter array: after the two dim3s (r9), after the scalars, stream and shared memory
+            // (the fourth stack slot), or after the config and the function.
+            Self::LaunchDim3 { .. } => cookie::STACK | cookie::params(5, 0),
+            Self::LaunchScalars { .. } => cookie::STACK | cookie::params(9, 0),
+            Self::LaunchConfig => cookie::CONFIG | cookie::params(2, 1),
             Self::StreamHandleOut => cookie::out(1),
             Self::InstantiateOut | Self::ModuleOut | Self::KernelFunctionOut => cookie::out(0),
             Self::AllocOut { out } => cookie::out(out as u64),
@@ -498,12 +501,12 @@ mod tests {
 
     #[test]
     fn layouts_give_the_cookie_flags_the_programs_read() {
-        assert_eq!(ApiFunc::HipLaunchKernel.cookie_flags(), cookie::STACK);
+        assert_eq!(ApiFunc::HipLaunchKernel.cookie_flags(), cookie::STACK | cookie::params(5, 0));
         assert_eq!(ApiFunc::HipModuleGetFunction.cookie_flags(), cookie::out(0) | cookie::name(2, 1));
         assert_eq!(ApiFunc::HsaExecutableGetSymbolByName.cookie_flags(), cookie::out(3) | cookie::name(1, 0));
         assert_eq!(ApiFunc::HsaQueueCreate.cookie_flags(), cookie::STACK | cookie::QUEUE);
         assert_eq!(ApiFunc::HsaAmdMemoryPoolAllocate.cookie_flags(), cookie::out(3));
-        assert_eq!(ApiFunc::CuLaunchKernelEx.cookie_flags(), cookie::CONFIG);
+        assert_eq!(ApiFunc::CuLaunchKernelEx.cookie_flags(), cookie::CONFIG | cookie::params(2, 1));
         assert_eq!(ApiFunc::HipStreamEndCapture.cookie_flags(), cookie::out(1));
         assert_eq!(ApiFunc::CuGraphLaunch.cookie_flags(), 0);
     }

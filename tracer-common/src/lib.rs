@@ -38,6 +38,8 @@ pub enum RecordKind {
     Queue = 5,
     /// An AQL packet read at a doorbell ([`DispatchRecord`]).
     Dispatch = 6,
+    /// A launch's kernel parameters, read at its entry ([`ParamsRecord`]).
+    Params = 7,
 }
 
 impl RecordKind {
@@ -49,6 +51,7 @@ impl RecordKind {
             4 => Some(Self::Ioctl),
             5 => Some(Self::Queue),
             6 => Some(Self::Dispatch),
+            7 => Some(Self::Params),
             _ => None,
         }
     }
@@ -243,10 +246,12 @@ pub enum Counter {
     PacketsCut = 8,
     /// Packets whose ring slot could not be read.
     PacketFault = 9,
+    /// A kernel-parameters record could not be reserved.
+    DropParams = 10,
 }
 
 /// Number of [`Counter`] slots.
-pub const COUNTERS: u32 = 10;
+pub const COUNTERS: u32 = 11;
 
 impl Counter {
     pub const ALL: [Self; COUNTERS as usize] = [
@@ -260,6 +265,7 @@ impl Counter {
         Self::DropDispatch,
         Self::PacketsCut,
         Self::PacketFault,
+        Self::DropParams,
     ];
 
     /// Where the trace footer reports this counter: `Drop(kind)` in `drops`, per CPU, under the record
@@ -271,6 +277,7 @@ impl Counter {
             Self::DropProc => Footer::Drop("proc"),
             Self::DropIoctl => Footer::Drop("ioctl"),
             Self::DropDispatch => Footer::Drop("dispatch"),
+            Self::DropParams => Footer::Drop("params"),
             Self::StashFull => Footer::Count("stash_full"),
             Self::ReturnWithoutEntry => Footer::Count("return_without_entry"),
             Self::FilterFull => Footer::Count("filter_full"),
@@ -287,7 +294,7 @@ pub enum Footer {
     Count(&'static str),
 }
 
-/// Attach cookie layout: the library id in the upper 32 bits, probe flags in bits 16..32, the
+/// Attach cookie layout: the library id in the upper 16 bits, probe flags in bits 16..48, the
 /// [`ApiFunc`] in the low 16 bits.
 pub mod cookie {
     /// Read [`crate::STACK_ARGS`] stack slots at entry.
@@ -307,6 +314,13 @@ pub mod cookie {
     /// At entry, read [`crate::CONFIG_SLOTS`] u64 words from the structure argument 0 points to into the
     /// last argument slots (`cuLaunchKernelEx`'s `CUlaunchConfig`: grid, block, shared memory, stream).
     pub const CONFIG: u64 = 1 << 29;
+    /// At entry, read the launch's kernel parameters ([`crate::ParamsRecord`]).
+    ///
+    /// The `void**` array is argument [`params_arg`], the function handle argument [`handle_arg`]; the
+    /// plan for that handle says which parameters.
+    pub const PARAMS: u64 = 1 << 30;
+    const PARAMS_SHIFT: u32 = 32; // 4 bits
+    const HANDLE_SHIFT: u32 = 36; // 4 bits
 
     /// Read `*arg[slot]` at return.
     pub const fn out(slot: u64) -> u64 {
@@ -315,6 +329,17 @@ pub mod cookie {
     /// Bind the out value to the name at `name` with module `module` (argument slots).
     pub const fn name(name: u64, module: u64) -> u64 {
         NAME | ((name & 7) << NAME_SHIFT) | ((module & 7) << MODULE_SHIFT)
+    }
+    /// Read the kernel parameters whose array is argument `params` of a launch of the function at
+    /// argument `handle` (argument slots).
+    pub const fn params(params: u64, handle: u64) -> u64 {
+        PARAMS | ((params & 15) << PARAMS_SHIFT) | ((handle & 15) << HANDLE_SHIFT)
+    }
+    pub const fn params_arg(c: u64) -> usize {
+        ((c >> PARAMS_SHIFT) & 15) as usize
+    }
+    pub const fn handle_arg(c: u64) -> usize {
+        ((c >> HANDLE_SHIFT) & 15) as usize
     }
     pub const fn out_arg(c: u64) -> usize {
         ((c >> OUT_SHIFT) & 7) as usize
@@ -326,14 +351,15 @@ pub mod cookie {
         ((c >> MODULE_SHIFT) & 7) as usize
     }
 
+    /// The library id must fit in 16 bits (tracer numbers its library copies from 1).
     pub const fn make(lib: u32, func: u16, flags: u64) -> u64 {
-        ((lib as u64) << 32) | flags | func as u64
+        ((lib as u64 & 0xffff) << 48) | (flags & 0xffff_ffff_0000) | func as u64
     }
     pub const fn func(c: u64) -> u16 {
         c as u16
     }
     pub const fn lib(c: u64) -> u32 {
-        (c >> 32) as u32
+        (c >> 48) as u32
     }
 }
 
@@ -365,6 +391,41 @@ pub struct DispatchRecord {
     pub packet: [u8; 64],
 }
 
+/// Kernel parameters a launch's [`ParamsRecord`] can hold (ggml's `mul_mat_q` has 24).
+pub const PARAMS_MAX: usize = 24;
+/// A plan asking for every parameter: what a launch of a function user space has not planned yet reads.
+pub const PARAMS_ALL: u32 = (1 << PARAMS_MAX) - 1;
+
+/// The parameters a launch passed to its kernel, read at the launch's entry.
+///
+/// From the `void**` array of `hipLaunchKernel`, `cuLaunchKernel`, ...: for each parameter asked for, the
+/// 8 bytes at the address its array slot holds (a 4-byte `int` is the low half). The header is the
+/// launch's own (same thread, same entry time), so user space joins the two.
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamsRecord {
+    pub header: RecordHeader,
+    /// The launched function (host stub, `hipFunction_t` or `CUfunction`).
+    pub handle: u64,
+    /// Bit i: parameter i was asked for (the plan user space set for the handle, [`PARAMS_ALL`] before it
+    /// set one).
+    pub wanted: u32,
+    /// Bit i: `values[i]` was read.
+    pub read: u32,
+    pub values: [u64; PARAMS_MAX],
+}
+
+/// Which parameters a process's launches of one function read: the key of the eBPF plan map (value: a
+/// `u32` bit mask, bit i for parameter i; 0 reads none).
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PlanKey {
+    pub tgid: u64,
+    pub handle: u64,
+}
+
 /// Bytes of one AQL packet.
 pub const AQL_PACKET_BYTES: usize = 64;
 
@@ -373,6 +434,8 @@ mod user {
     // SAFETY: plain old data, `#[repr(C)]`, no padding (bytemuck's Pod derive checks), every bit pattern
     // valid.
     unsafe impl aya::Pod for super::RecordHeader {}
+    // SAFETY: as above: two u64 fields.
+    unsafe impl aya::Pod for super::PlanKey {}
 }
 
 #[cfg(test)]
@@ -389,6 +452,7 @@ mod tests {
         assert_eq!(size_of::<IoctlRecord>(), 24 + 4 + 4 + 8 * 4 + IOCTL_ARG_BYTES);
         assert_eq!(size_of::<QueueRecord>(), 24 + 8 + 40);
         assert_eq!(size_of::<DispatchRecord>(), 24 + 16 + AQL_PACKET_BYTES);
+        assert_eq!(size_of::<ParamsRecord>(), 24 + 16 + 8 * PARAMS_MAX);
         assert_eq!(size_of::<NameRecord>() % 8, 0);
         assert!(align_of::<CallRecord>() <= 8);
     }
@@ -425,8 +489,15 @@ mod tests {
         assert_eq!(cookie::func(c), 6);
         assert_eq!(c & cookie::QUEUE, 0);
         // Flags never reach the function or library fields.
-        let all = cookie::make(u32::MAX, u16::MAX, cookie::STACK | cookie::out(7) | cookie::name(7, 7) | cookie::QUEUE);
-        assert_eq!((cookie::func(all), cookie::lib(all)), (u16::MAX, u32::MAX));
+        let all = cookie::make(
+            0xffff,
+            u16::MAX,
+            cookie::STACK | cookie::out(7) | cookie::name(7, 7) | cookie::QUEUE | cookie::params(15, 15),
+        );
+        assert_eq!((cookie::func(all), cookie::lib(all)), (u16::MAX, 0xffff));
+        let c = cookie::make(3, 128, cookie::STACK | cookie::params(9, 0));
+        assert_eq!((cookie::params_arg(c), cookie::handle_arg(c), cookie::lib(c)), (9, 0, 3));
+        assert_ne!(c & cookie::PARAMS, 0);
     }
 
     #[test]
@@ -438,6 +509,7 @@ mod tests {
             RecordKind::Ioctl,
             RecordKind::Queue,
             RecordKind::Dispatch,
+            RecordKind::Params,
         ] {
             assert_eq!(RecordKind::from_u16(k as u16), Some(k));
         }

@@ -9,7 +9,8 @@
 use aya_ebpf::{
     EbpfContext as _,
     helpers::{
-        bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, bpf_probe_read_user_str_bytes,
+        bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, bpf_probe_read_user_buf,
+        bpf_probe_read_user_str_bytes,
         generated::{bpf_copy_from_user, bpf_get_attach_cookie},
     },
     macros::{uprobe, uretprobe},
@@ -17,11 +18,11 @@ use aya_ebpf::{
 };
 use tracer_common::{
     ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
-    CallRecord, Counter, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, QueueRecord, RecordHeader, RecordKind,
-    STACK_ARGS, cookie,
+    CallRecord, Counter, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX, ParamsRecord,
+    PlanKey, QueueRecord, RecordHeader, RecordKind, STACK_ARGS, cookie,
 };
 
-use crate::maps::{EVENTS, STASH, Stash, StashKey, count, submit_flags, traced};
+use crate::maps::{EVENTS, PARAM_PLANS, STASH, Stash, StashKey, count, submit_flags, traced};
 
 #[uprobe]
 pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
@@ -41,9 +42,19 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
             Err(_) => stash.flags |= CALL_STACK_FAULT,
         }
     }
-    let key = StashKey { pid_tgid, func: u64::from(cookie::func(c)) };
     // SAFETY: helper call without preconditions.
     stash.ts_ns = unsafe { bpf_ktime_get_ns() };
+    if c & cookie::PARAMS != 0 {
+        let header = RecordHeader {
+            kind: RecordKind::Params as u16,
+            func: cookie::func(c),
+            lib: cookie::lib(c),
+            pid_tgid,
+            ts_ns: stash.ts_ns,
+        };
+        emit_params(header, c, &stash.args);
+    }
+    let key = StashKey { pid_tgid, func: u64::from(cookie::func(c)) };
     if STASH.insert(key, stash, 0).is_err() {
         count(Counter::StashFull);
     }
@@ -100,6 +111,9 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let ts_ns = unsafe { bpf_ktime_get_ns() };
     let header =
         RecordHeader { kind: RecordKind::Call as u16, func: cookie::func(c), lib: cookie::lib(c), pid_tgid, ts_ns };
+    if c & cookie::PARAMS != 0 {
+        emit_params(RecordHeader { kind: RecordKind::Params as u16, ..header }, c, &args);
+    }
     match EVENTS.reserve::<CallRecord>(0) {
         Some(mut entry) => {
             entry.write(CallRecord { header, duration_ns: 0, ret: 0, out: 0, flags, caller, args });
@@ -179,6 +193,60 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
         emit_queue(RecordHeader { kind: RecordKind::Queue as u16, ..header }, stash.args[7]);
     }
     0
+}
+
+/// A launch's kernel parameters, as far as the plan for its function asks (every one up to
+/// [`PARAMS_MAX`] before user space has set a plan; none for most named kernels): one read of the
+/// parameter array, then one of 8 bytes per parameter asked for. Written before the launch's own record,
+/// with its header.
+#[inline(always)]
+fn emit_params(header: RecordHeader, c: u64, args: &[u64; ARG_SLOTS]) {
+    let handle = args.get(cookie::handle_arg(c)).copied().unwrap_or(0);
+    let array = args.get(cookie::params_arg(c)).copied().unwrap_or(0);
+    if array == 0 {
+        return; // parameters passed through `extra`, or none
+    }
+    let key = PlanKey { tgid: header.pid_tgid >> 32, handle };
+    // SAFETY: the value is copied out at once.
+    let wanted = unsafe { PARAM_PLANS.get(key) }.copied().unwrap_or(PARAMS_ALL);
+    if wanted == 0 {
+        return;
+    }
+    let Some(mut entry) = EVENTS.reserve::<ParamsRecord>(0) else {
+        count(Counter::DropParams);
+        return;
+    };
+    let rec = entry.as_mut_ptr();
+    // SAFETY: `rec` points at reserved ring memory of the right size; every field is written before
+    // submit. bpf_probe_read_user checks each address and never faults the process.
+    unsafe {
+        (*rec).header = header;
+        (*rec).handle = handle;
+        (*rec).wanted = wanted;
+        let mut read = 0u32;
+        // The array's slots land in `values` first (no room for them on the stack), each then replaced by
+        // what it points to.
+        let slots = core::slice::from_raw_parts_mut((&raw mut (*rec).values).cast::<u8>(), PARAMS_MAX * 8);
+        if bpf_probe_read_user_buf(array as *const u8, slots).is_ok() {
+            let mut i = 0;
+            while i < PARAMS_MAX {
+                let bit = 1u32 << i;
+                let at = (*rec).values[i];
+                (*rec).values[i] = 0;
+                if wanted & bit != 0
+                    && let Ok(v) = bpf_probe_read_user(at as *const u64)
+                {
+                    (*rec).values[i] = v;
+                    read |= bit;
+                }
+                i += 1;
+            }
+        } else {
+            (*rec).values = [0; PARAMS_MAX];
+        }
+        (*rec).read = read;
+    }
+    entry.submit(submit_flags());
 }
 
 /// `hsa_queue_create` returned: its out-parameter (stack slot `[rsp+16]`) points at the new queue.

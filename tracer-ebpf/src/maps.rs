@@ -5,7 +5,7 @@ use aya_ebpf::{
     macros::map,
     maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
-use tracer_common::{ARG_SLOTS, Counter};
+use tracer_common::{ARG_SLOTS, Counter, PlanKey};
 
 /// Every record goes through this ring. Its size is set by user space at load (`--ring-size`).
 #[map]
@@ -37,6 +37,13 @@ pub(crate) struct StashKey {
 /// filling the map; a return probe that then finds nothing is counted ([`Counter::ReturnWithoutEntry`]).
 #[map]
 pub(crate) static STASH: LruHashMap<StashKey, Stash> = LruHashMap::with_max_entries(16384, 0);
+
+/// Which kernel parameters a process's launches of a function read (bit i: parameter i), set by user space
+/// once it has named the function (ggml's `mul_mat_q`: its column-count parameter; most kernels: none). A
+/// function without a plan yet reads every parameter up to [`tracer_common::PARAMS_MAX`], so the launches
+/// made before user space caught up are not lost. LRU: functions of processes gone are evicted in time.
+#[map]
+pub(crate) static PARAM_PLANS: LruHashMap<PlanKey, u32> = LruHashMap::with_max_entries(65536, 0);
 
 /// Loss and error counters, one slot per [`Counter`], per CPU.
 #[map]

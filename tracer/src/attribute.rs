@@ -9,7 +9,7 @@ use tracer_common::{
 };
 
 use crate::{
-    decode::{Event, Name, Proc},
+    decode::{Event, Name, Params, Proc},
     event::{Call, Launch, PacketType},
     proc::{LIVE, Procs},
     process::ProcessTable,
@@ -47,6 +47,12 @@ pub struct Attributor {
     runtime_pending: HashMap<u32, Option<String>>,
     /// The name behind each runtime launch handle, per (pid, handle), looked up once.
     runtime_names: HashMap<(u32, u64), Option<String>>,
+    /// Per thread: the kernel parameters read at the entry of its launch in progress.
+    pending_params: HashMap<u32, Params>,
+    /// The parameter plan each (pid, function) was given in the eBPF plan map.
+    planned: HashMap<(u32, u64), u32>,
+    /// Plans to write into the eBPF plan map (pid, function, plan): the caller takes them.
+    pub new_plans: Vec<(u32, u64, u32)>,
 }
 
 impl Default for Attributor {
@@ -67,6 +73,9 @@ impl Default for Attributor {
             runtime_view: false,
             runtime_pending: HashMap::new(),
             runtime_names: HashMap::new(),
+            pending_params: HashMap::new(),
+            planned: HashMap::new(),
+            new_plans: Vec::new(),
         }
     }
 }
@@ -125,6 +134,9 @@ impl Attributor {
                         self.runtime_pending.insert(l.tid, name);
                         if !self.runtime_view {
                             self.bump("runtime_launches_for_names");
+                            // Its parameters are read at the driver launch it makes.
+                            self.pending_params.remove(&l.tid);
+                            self.plan(l.pid, l.handle, 0);
                             return;
                         }
                     }
@@ -140,6 +152,9 @@ impl Attributor {
                 }
                 l.kernel = Some(kernel);
                 l.captured = self.capturing.contains(&(l.pid, l.stream));
+                let plan = self.kernels.param_plan(l.pid, l.handle);
+                self.plan(l.pid, l.handle, plan);
+                self.join_params(&mut l, plan);
                 out.push(Record::Launch(l));
             }
             Event::Config(c) => {
@@ -185,6 +200,39 @@ impl Attributor {
                 out.push(Record::Ioctl(i));
             }
             Event::Proc(p) => self.proc(p, out),
+            Event::Params(p) => {
+                if self.pending_params.insert(p.origin.tid, p).is_some() {
+                    self.bump("params_without_launch");
+                }
+            }
+        }
+    }
+
+    /// Asks the eBPF side to read these parameters of a function's launches from now on (it reads every
+    /// parameter of a function it has no plan for).
+    fn plan(&mut self, pid: u32, handle: u64, plan: u32) {
+        if self.planned.get(&(pid, handle)) != Some(&plan) {
+            self.planned.insert((pid, handle), plan);
+            self.new_plans.push((pid, handle, plan));
+        }
+    }
+
+    /// Joins the parameters read at a launch's entry (same thread, same entry time, same function) to it,
+    /// keeping those its kernel needs.
+    fn join_params(&mut self, l: &mut Launch, plan: u32) {
+        if self.pending_params.is_empty() {
+            return;
+        }
+        let Some(p) = self.pending_params.remove(&l.tid) else { return };
+        if p.origin.ts != l.ts || p.handle != l.handle {
+            self.bump("params_without_launch");
+            return;
+        }
+        l.params = p.values.into_iter().filter(|&(i, _)| plan & (1 << i) != 0).collect();
+        if l.params.len() != plan.count_ones() as usize {
+            // Needed but not read: an address that could not be read, or a plan set to none before the
+            // function was named.
+            self.bump("params_unread");
         }
     }
 
@@ -375,6 +423,7 @@ mod tests {
             dur: 3,
             captured: false,
             entry_only: false,
+            params: Default::default(),
             caller: 0,
         })
     }
@@ -394,6 +443,50 @@ mod tests {
         let captured: Vec<bool> =
             out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l.captured) } else { None }).collect();
         assert_eq!(captured, [true, false, false]);
+    }
+
+    #[test]
+    fn kernel_parameters_join_their_launch_and_plans_follow_the_name() {
+        const MMQ: &str =
+            "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EL9ggml_prec30EEvPKcPKiS5_S5_PfS6_PKf5uint3iiiiiS9_S9_iiiS9_S9_iiiS9_";
+        let mut a = Attributor::default();
+        let mut out = Vec::new();
+        let name = |handle, n: &str| {
+            Event::Name(Name {
+                origin: origin(1),
+                api: ApiFunc::HipRegisterFunction,
+                handle,
+                module: 0x20,
+                name: n.into(),
+                truncated: false,
+                fault: false,
+            })
+        };
+        a.event(name(0x1000, MMQ), &mut out);
+        a.event(name(0x2000, "_Z4axpyPfS_f"), &mut out);
+        // Read before any plan: every parameter; the launch keeps the one its kernel needs.
+        let params = |handle, ts| {
+            Event::Params(Params {
+                origin: origin(ts),
+                handle,
+                wanted: tracer_common::PARAMS_ALL,
+                values: vec![(0, 5), (11, 290), (12, 4096)],
+            })
+        };
+        a.event(params(0x1000, 10), &mut out);
+        a.event(launch(0x1000, 0), &mut out);
+        a.event(params(0x2000, 10), &mut out);
+        a.event(launch(0x2000, 0), &mut out);
+        // Parameters of another launch (an earlier entry) join nothing, and are counted.
+        a.event(params(0x1000, 9), &mut out);
+        a.event(launch(0x1000, 0), &mut out);
+        let launches: Vec<&Launch> =
+            out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
+        assert_eq!(launches[0].params, BTreeMap::from([(11, 290)]));
+        assert!(launches[1].params.is_empty() && launches[2].params.is_empty());
+        assert_eq!(a.counters.get("params_without_launch"), Some(&1));
+        // One plan per function, given once: MMQ's ncols_y, nothing for the other.
+        assert_eq!(a.new_plans, [(origin(0).pid, 0x1000, 1 << 11), (origin(0).pid, 0x2000, 0)]);
     }
 
     #[test]

@@ -115,6 +115,123 @@ pub struct Class {
     /// ggml's `quantize_mmq_q8_1`, which quantizes the src1 of the MMQ after it (see
     /// [`Class::mmq_columns`]).
     pub mmq_src1: bool,
+    /// The kernel parameter that holds the exact column count (ne11): ggml's `mul_mat_q` with a parameter
+    /// list of a ggml version tracer knows ([`MMQ_SIGNATURES`]).
+    pub ne11_param: Option<u8>,
+}
+
+/// ggml's `mul_mat_q` parameter lists tracer reads the column count from.
+///
+/// As demangled (`uint3` is HIP's `HIP_vector_type<unsigned int, 3>` too), with the index of `ncols_y`
+/// (ne11 of src1) in each. Other lists (older or newer ggml) give no parameter: their batch width stays a
+/// tile bound, never a guess.
+pub const MMQ_SIGNATURES: &[(&str, &[&str], u8)] = &[
+    (
+        // cyllama 0.2.18's libggml-cuda.so: fast-division `uint3` parameters.
+        "ggml with fastdiv uint3 parameters",
+        &[
+            "char const*",
+            "int const*",
+            "int const*",
+            "int const*",
+            "float*",
+            "float*",
+            "uint3",
+            "int",
+            "int",
+            "int",
+            "int",
+            "int",
+            "uint3",
+            "uint3",
+            "int",
+            "int",
+            "int",
+            "uint3",
+            "uint3",
+            "int",
+            "int",
+            "int",
+            "uint3",
+        ],
+        10,
+    ),
+    (
+        // llama.cpp as vendored by llama-cpp-python 0.3.36 (mmq.cuh): `y_scale` before the uint3 block.
+        "ggml with y_scale",
+        &[
+            "char const*",
+            "int const*",
+            "int const*",
+            "int const*",
+            "float*",
+            "float*",
+            "float const*",
+            "uint3",
+            "int",
+            "int",
+            "int",
+            "int",
+            "int",
+            "uint3",
+            "uint3",
+            "int",
+            "int",
+            "int",
+            "uint3",
+            "uint3",
+            "int",
+            "int",
+            "int",
+            "uint3",
+        ],
+        11,
+    ),
+];
+
+/// The parameter types of a demangled function: the last top-level parenthesized list.
+fn parameter_types(demangled: &str) -> Vec<String> {
+    let Some(close) = demangled.rfind(')') else { return Vec::new() };
+    let mut depth = 0usize;
+    let mut open = None;
+    for (i, c) in demangled[..close].char_indices().rev() {
+        match c {
+            ')' | '>' => depth += 1,
+            '(' | '<' if depth > 0 => depth -= 1,
+            '(' => {
+                open = Some(i);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let Some(open) = open else { return Vec::new() };
+    let mut types = Vec::new();
+    let (mut depth, mut from) = (0usize, open + 1);
+    for (i, c) in demangled[open + 1..close].char_indices() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                types.push(demangled[from..open + 1 + i].trim().to_owned());
+                from = open + 2 + i;
+            }
+            _ => {}
+        }
+    }
+    let last = demangled[from..close].trim();
+    if !last.is_empty() {
+        types.push(last.to_owned());
+    }
+    // HIP spells CUDA's vector type as its template: `HIP_vector_type<unsigned int, (unsigned int)3>`.
+    let hip_uint3 = |t: &str| t.starts_with("HIP_vector_type<unsigned int,") && t.trim_end_matches('>').ends_with('3');
+    types.into_iter().map(|t| if hip_uint3(&t) { "uint3".to_owned() } else { t }).collect()
+}
+
+/// The index of ggml's `mul_mat_q` column-count parameter, when its parameter list is one tracer knows.
+fn mmq_ne11_param(demangled: &str) -> Option<u8> {
+    let types = parameter_types(demangled);
+    MMQ_SIGNATURES.iter().find(|(_, list, _)| types.iter().map(String::as_str).eq(list.iter().copied())).map(|s| s.2)
 }
 
 /// `ggml_type` numbers (ggml.h) to names.
@@ -351,7 +468,8 @@ pub fn classify(mangled: &str) -> Class {
     };
     let moe = base == "mul_mat_vec_q_moe";
     let quant = quant.or_else(|| block_quant(&demangled));
-    Class { family, quant, batch, moe, library, mmq_src1: base == "quantize_mmq_q8_1" }
+    let ne11_param = if base == "mul_mat_q" { mmq_ne11_param(&demangled) } else { None };
+    Class { family, quant, batch, moe, library, mmq_src1: base == "quantize_mmq_q8_1", ne11_param }
 }
 
 /// The library a kernel's name says it comes from.
@@ -482,6 +600,22 @@ impl Class {
         if self.mmq_src1 { Some(grid[0]) } else { None }
     }
 
+    /// Which kernel parameters a launch of this kernel needs read (bit i: parameter i): the column-count
+    /// parameter of ggml's MMQ, else none.
+    pub const fn param_plan(&self) -> u32 {
+        match self.ne11_param {
+            Some(i) => 1 << i,
+            None => 0,
+        }
+    }
+
+    /// The exact column count from a launch's kernel parameters, when this kernel has a known
+    /// column-count parameter and the launch's value of it was read (a C `int`: the low 4 bytes).
+    pub fn ne11_from_params(&self, params: &std::collections::BTreeMap<u8, u64>) -> Option<u32> {
+        let v = *params.get(&self.ne11_param?)? as u32;
+        (v as i32 > 0).then_some(v)
+    }
+
     /// Refines the batch width from a launch's shape (the grid in blocks, or in work-items as AQL packets
     /// and hipExtModuleLaunchKernel count it; threads per block): MMQ's grid is (row tiles, column tiles,
     /// channels) with column tiles of the name's width J, and the `MoE` MMVQ kernel runs one warp row per
@@ -507,6 +641,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mmq_column_count_parameter_by_signature() {
+        // Real names: cyllama 0.2.18's libggml-cuda.so, and llama.cpp of llama-cpp-python 0.3.36 (4 template
+        // arguments, y_scale).
+        let fastdiv =
+            classify("_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_5uint3iiiiiS6_S6_iiiS6_S6_iiiS6_");
+        assert_eq!((fastdiv.family, fastdiv.ne11_param, fastdiv.param_plan()), (Family::Mmq, Some(10), 1 << 10));
+        let y_scale = classify(
+            "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EL9ggml_prec30EEvPKcPKiS5_S5_PfS6_PKf5uint3iiiiiS9_S9_iiiS9_S9_iiiS9_",
+        );
+        assert_eq!(y_scale.ne11_param, Some(11));
+        let params = std::collections::BTreeMap::from([(11u8, 0xdead_beef_0000_0122u64)]);
+        assert_eq!(y_scale.ne11_from_params(&params), Some(290));
+        assert_eq!(y_scale.ne11_from_params(&std::collections::BTreeMap::new()), None);
+        // hipcc's spelling of the same lists (fixtures/hip/ggml_steps.hip).
+        let hip = classify(
+            "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EL9ggml_prec30EEvPKcPKiS5_S5_PfS6_PKf15HIP_vector_typeIjLj3EEiiiiiSA_SA_iiiSA_SA_iiiSA_",
+        );
+        assert_eq!(hip.ne11_param, Some(11));
+        let hip = classify(
+            "_Z9mul_mat_qIL9ggml_type12ELi104ELb0EEvPKcPKiS4_S4_PfS5_15HIP_vector_typeIjLj3EEiiiiiS7_S7_iiiS7_S7_iiiS7_",
+        );
+        assert_eq!(hip.ne11_param, Some(10));
+        // A list tracer does not know (older ggml): no parameter, no plan.
+        let old = classify("_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii");
+        assert_eq!((old.ne11_param, old.param_plan()), (None, 0));
+        assert_eq!(classify("_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj").param_plan(), 0);
+    }
+
+    #[test]
     fn mmq_columns_from_the_src1_quantization_launch() {
         let quantize = classify("_Z17quantize_mmq_q8_1IL18mmq_q8_1_ds_layout1EEvPKfPKiPvlllllii");
         assert_eq!(quantize.mmq_columns([290, 1, 1]), Some(290));
@@ -530,7 +693,8 @@ mod tests {
                 batch: Some(Batch::Exact(1)),
                 moe: false,
                 library: None,
-                mmq_src1: false
+                mmq_src1: false,
+                ne11_param: None
             }
         );
         let mmq = classify("_ZL9mul_mat_qIL9ggml_type12ELi128ELb0EEvPKcPKiS4_S4_PfS5_iiiiiiiiiiiiiiiii");
@@ -542,7 +706,8 @@ mod tests {
                 batch: Some(Batch::TileUpTo(128)),
                 moe: false,
                 library: None,
-                mmq_src1: false
+                mmq_src1: false,
+                ne11_param: None
             }
         );
         assert_eq!(classify("_ZL13quantize_q8_1PKfPvlllllj15HIP_vector_typeIjLj3EE").family, Family::Quantize);

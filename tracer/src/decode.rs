@@ -5,8 +5,8 @@
 
 use tracer_common::{
     ARG_SLOTS, ApiFunc, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID, CONFIG_SLOTS, CallRecord, DispatchRecord,
-    IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, ProcEvent, ProcRecord, QueueRecord,
-    RecordHeader, RecordKind,
+    IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, PARAMS_MAX, ParamsRecord, ProcEvent,
+    ProcRecord, QueueRecord, RecordHeader, RecordKind,
     api::{CopyDirection, Layout},
 };
 
@@ -27,6 +27,7 @@ pub enum Event {
     Ioctl(Ioctl),
     Queue(Queue),
     Dispatch(Dispatch),
+    Params(Params),
 }
 
 /// A name bound to a handle: a registration, a function or symbol lookup.
@@ -39,6 +40,18 @@ pub struct Name {
     pub name: String,
     pub truncated: bool,
     pub fault: bool,
+}
+
+/// The kernel parameters a launch passed, read at its entry; attribution joins them to the launch that
+/// follows on the same thread with the same entry time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Params {
+    pub origin: Origin,
+    pub handle: u64,
+    /// Bit i: parameter i was asked for.
+    pub wanted: u32,
+    /// (index, the 8 bytes at the parameter's address) for each parameter read.
+    pub values: Vec<(u8, u64)>,
 }
 
 /// A process event: fork, exec, exit.
@@ -132,6 +145,11 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 fields,
             }))
         }
+        Some(RecordKind::Params) => {
+            let r = read::<ParamsRecord>(bytes)?;
+            let values = (0..PARAMS_MAX).filter(|&i| r.read & (1 << i) != 0).map(|i| (i as u8, r.values[i])).collect();
+            Ok(Event::Params(Params { origin: origin(&r.header), handle: r.handle, wanted: r.wanted, values }))
+        }
         None => Err(DecodeError::UnknownKind(header.kind)),
     }
 }
@@ -161,6 +179,7 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
             dur: r.duration_ns,
             captured: false,
             entry_only,
+            params: Default::default(),
             caller: r.caller,
         })
     };
@@ -428,6 +447,29 @@ mod tests {
         let b = Dispatch::from_packet(Origin::default(), 0x1000, 8, &p);
         assert_eq!((b.packet, b.kernel_object, b.grid), (PacketType::BarrierAnd, 0, [0; 3]));
         assert_eq!(b.completion_signal, 0x55aa_0000);
+    }
+
+    #[test]
+    fn kernel_parameters_only_where_read() {
+        let mut values = [0u64; PARAMS_MAX];
+        values[11] = 0x1000_0000_0122;
+        values[3] = 0xdead; // not read: no value, whatever the slot holds
+        let r = ParamsRecord {
+            header: RecordHeader {
+                kind: RecordKind::Params as u16,
+                func: ApiFunc::CuLaunchKernel as u16,
+                lib: 2,
+                pid_tgid: (7 << 32) | 8,
+                ts_ns: 99,
+            },
+            handle: 0xabc0,
+            wanted: tracer_common::PARAMS_ALL,
+            read: 1 << 11,
+            values,
+        };
+        let Event::Params(p) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((p.origin.ts, p.origin.tid, p.handle, p.values), (99, 8, 0xabc0, vec![(11, 0x1000_0000_0122)]));
+        assert!(matches!(decode(&bytes_of(&r)[..40]), Err(DecodeError::Short { .. })));
     }
 
     #[test]

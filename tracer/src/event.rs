@@ -142,6 +142,11 @@ pub struct Launch {
     /// Recorded at entry by a one-trap probe (CUDA's driver launches): `ret` and `dur` are not known (0).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub entry_only: bool,
+    /// Kernel parameters read at the launch: parameter index -> the 8 bytes at its address (a 4-byte
+    /// `int` is the low half). Only those the kernel's family needs (ggml's MMQ: its column count) are
+    /// kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<u8, u64>,
     /// The return address of the call (one-trap probes), for attribution only: a kernel that stays
     /// unnamed records the file whose code launched it. Not written per launch.
     #[serde(skip)]

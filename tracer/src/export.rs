@@ -319,6 +319,7 @@ mod tests {
                 dur: 2000,
                 captured: false,
                 entry_only: false,
+                params: Default::default(),
                 caller: 0,
             })
         };

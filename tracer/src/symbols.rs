@@ -77,6 +77,8 @@ type Segments = Vec<(u64, u64, u64)>;
 pub struct Entry {
     pub id: u32,
     pub source: Source,
+    /// The kernel parameters its launches need read ([`crate::classify::Class::param_plan`]).
+    pub param_plan: u32,
 }
 
 #[derive(Default)]
@@ -121,7 +123,8 @@ impl KernelTable {
         ts: u64,
     ) -> trace::Kernel {
         let id = self.next_id();
-        self.by_handle.insert((pid, handle), Entry { id, source });
+        let param_plan = if name.is_empty() { 0 } else { crate::classify::classify(name).param_plan() };
+        self.by_handle.insert((pid, handle), Entry { id, source, param_plan });
         // A host stub (registered, or named from the ELF) lies in the file that carries the kernel's code.
         let (code_file, bundles) = match source {
             Source::Register | Source::Elf | Source::RegisterCall if !name.is_empty() => {
@@ -184,6 +187,11 @@ impl KernelTable {
         };
         let rec = self.bind(pid, handle, 0, &name, source, false, ts);
         (rec.id, Some(rec))
+    }
+
+    /// The kernel parameters a launch of this handle needs read (0 for an unknown handle).
+    pub fn param_plan(&self, pid: u32, handle: u64) -> u32 {
+        self.by_handle.get(&(pid, handle)).map_or(0, |e| e.param_plan)
     }
 
     /// The kernel id already bound to a handle, without looking further.

@@ -36,18 +36,32 @@ print(f"CUPTI: {sum(raw['kernels'].values())} executions of {len(names)} kernels
 PY
   echo "== $q: per-kernel executions, tracer vs CUPTI"
   python3 "$here/../compare.py" "$out/ggml-$q.report.json" "$out/cupti-$q.json" | tail -4 || status=1
-  echo "== $q: phases (expected: prefill 10 steps, decode 9 steps)"
-  python3 - "$out/ggml-$q.report.json" <<'PY'
+  echo "== $q: phases (expected: prefill 10 steps of widths 3, 8, 9, 11, 290; decode 9 steps of width 1)"
+  python3 - "$out/ggml-$q.report.json" <<'PY' || status=1
 import json, sys
+ok = True
 for p in json.load(open(sys.argv[1]))["processes"]:
-    for ph in p.get("phases", []):
+    phases = {ph["phase"]: ph for ph in p.get("phases", [])}
+    for ph in phases.values():
         print(f"  {ph['phase']:<8} steps {ph['steps']:>3}  batch widths {', '.join(ph['batch_widths'])}")
+    if not phases:
+        continue
+    if p.get("mmq_widths"):
+        print("  MMQ column counts (ne11): " + ", ".join(f"{n} from the {k}" for k, n in p["mmq_widths"].items()))
+    want = {"prefill": (10, ["11", "290", "3", "8", "9"]), "decode": (9, ["1"])}
+    for name, (steps, widths) in want.items():
+        got = phases.get(name, {})
+        if (got.get("steps"), sorted(got.get("batch_widths", []))) != (steps, sorted(widths)):
+            ok = False
+    print("  phases: " + ("MATCH" if ok else "DIFFER"))
+sys.exit(0 if ok else 1)
 PY
 done
-echo "== decode tokens/s (llama-bench -p 0 -n 256 -r 5, Q4_K_M), rounds interleaved"
-tg() { "$@" "$bin/llama-bench" -m "$models/q4_k_m.gguf" -p 0 -n 256 -r 5 -o json 2>/dev/null |
+rounds="${ROUNDS:-7}"
+echo "== decode tokens/s (llama-bench -p 0 -n 512 -r 10, Q4_K_M), $rounds rounds interleaved, bench pinned to CPU 2"
+tg() { "$@" taskset -c 2 "$bin/llama-bench" -m "$models/q4_k_m.gguf" -p 0 -n 512 -r 10 -o json 2>/dev/null |
   python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["avg_ts"])'; }
-for round in 1 2 3; do
+for round in $(seq "$rounds"); do
   echo "none   $(tg env)"
   echo "empty  $(tg "$tracer" record -q --force -o /tmp/empty.jsonl --probe-mode empty --)"
   echo "tracer $(tg "$tracer" record -q --force -o /tmp/tg.jsonl.zst --)"

@@ -28,8 +28,20 @@ fn prefill_and_decode_steps_with_families_quant_types_and_batch_widths() {
         prefill["kernels"],
         serde_json::json!({"MMQ Q4_K": 2, "RoPE": 2, "flash-attention": 2, "quantize": 2, "softmax": 2})
     );
-    // Exact: the column counts ggml quantized src1 for (11 and 300 tokens), not the MMQ tiles' bounds.
+    // Exact: the column counts (11 and 300 tokens), not the MMQ tiles' bounds, read from the MMQ kernels' own
+    // ncols_y parameter (parameter 11 in one ggml version's list, 10 in the other's).
     assert_eq!(prefill["batch_widths"], serde_json::json!(["11", "300"]));
+    assert_eq!(p["mmq_widths"], serde_json::json!({"kernel parameter": 2}));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let params: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["type"] == "launch" && r.get("params").is_some())
+        .map(|r| r["params"].clone())
+        .collect();
+    let low = |v: &serde_json::Value| v.as_u64().unwrap() as u32;
+    assert_eq!(params.len(), 2, "only the MMQ launches keep a parameter: {params:?}");
+    assert_eq!((low(&params[0]["11"]), low(&params[1]["10"])), (11, 300), "{params:?}");
     let decode = phase("decode");
     assert_eq!(decode["steps"], 3);
     assert_eq!(

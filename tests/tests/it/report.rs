@@ -110,7 +110,8 @@ fn real_llama_cpp_steps_are_its_decode_calls_with_their_batch_widths() {
 /// `fixtures/traces/llama-bench-cuda-prompts.jsonl.zst`: the same build running
 /// `llama-bench -p 3,8,9,11,290 -n 8 -r 1` on the `Q4_K_M` model (`bench/gpu/ggml/run.sh`; its per-kernel
 /// counts equalled CUPTI's there, 1 858 executions). Prompts on both sides of ggml-cuda's MMVQ/MMQ
-/// threshold: 3 and 8 tokens go through MMVQ, 9, 11 and 290 through MMQ; every width is exact.
+/// threshold: 3 and 8 tokens go through MMVQ, 9, 11 and 290 through MMQ; every width is exact. Recorded with
+/// kernel parameters: each `mul_mat_q` launch carries its `ncols_y`.
 #[test]
 fn real_llama_cpp_prompts_on_both_sides_of_the_mmvq_threshold() {
     let p = llama_bench_report("llama-bench-cuda-prompts.jsonl.zst");
@@ -119,7 +120,10 @@ fn real_llama_cpp_prompts_on_both_sides_of_the_mmvq_threshold() {
     let (prefill, decode) = (phase(&p, "prefill"), phase(&p, "decode"));
     // 5 prompts, each a warm-up and a run; a warm-up token and 8.
     assert_eq!((prefill["steps"].as_u64(), decode["steps"].as_u64()), (Some(10), Some(9)));
-    // Exact column counts: MMVQ's from its name, MMQ's from the quantize_mmq_q8_1 launch before it.
+    // Exact column counts: MMVQ's from its name, MMQ's from its own ncols_y parameter (150 launches, half of
+    // them captured into graphs); the stream-k fixup kernel after each has no such parameter and takes the
+    // width of the quantize_mmq_q8_1 launch before it.
     assert_eq!(prefill["batch_widths"], serde_json::json!(["11", "290", "3", "8", "9"]));
     assert_eq!(decode["batch_widths"], serde_json::json!(["1"]));
+    assert_eq!(p["mmq_widths"], serde_json::json!({"kernel parameter": 150, "src1 quantize grid": 150}));
 }

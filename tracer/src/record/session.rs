@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, io::IsTerminal as _, time::Duration};
 use anyhow::{Result, anyhow, bail};
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use tokio::signal::unix::{SignalKind, signal};
-use tracer_common::{Counter, Footer};
+use tracer_common::{Counter, Footer, PlanKey};
 
 use super::{
     RecordArgs, Targets, clock_ns,
@@ -30,6 +30,8 @@ pub(super) struct Session<'a> {
     ebpf: aya::Ebpf,
     watch: LibraryWatch,
     pids: BpfHashMap<MapData, u32, u32>,
+    /// Which kernel parameters each (process, function)'s launches read (see [`Attributor::new_plans`]).
+    param_plans: BpfHashMap<MapData, PlanKey, u32>,
     counters: PerCpuArray<MapData, u64>,
     ring: Ring,
     attr: Attributor,
@@ -85,6 +87,7 @@ impl<'a> Session<'a> {
         let mut take = |name: &str| ebpf.take_map(name).ok_or_else(|| anyhow!("eBPF object has no {name} map"));
         let mut pids: BpfHashMap<MapData, u32, u32> = BpfHashMap::try_from(take("PIDS")?)?;
         let counters: PerCpuArray<MapData, u64> = PerCpuArray::try_from(take("COUNTERS")?)?;
+        let param_plans: BpfHashMap<MapData, PlanKey, u32> = BpfHashMap::try_from(take("PARAM_PLANS")?)?;
         let ring = Ring::new(RingBuf::try_from(take("EVENTS")?)?)?;
 
         for &pid in &targets.pids {
@@ -124,6 +127,7 @@ impl<'a> Session<'a> {
             ebpf,
             watch,
             pids,
+            param_plans,
             counters,
             ring,
             attr,
@@ -268,6 +272,13 @@ impl<'a> Session<'a> {
     /// Looks at the maps of processes that just appeared (their first event, an exec): the libraries they
     /// use are mapped by now, even if they end before the next periodic look.
     fn scan_new(&mut self) -> Result<()> {
+        for (pid, handle, plan) in std::mem::take(&mut self.attr.new_plans) {
+            // An LRU map makes room itself; a plan that cannot be written leaves the launches reading
+            // every parameter, which costs time, not records.
+            if self.param_plans.insert(PlanKey { tgid: u64::from(pid), handle }, plan, 0).is_err() {
+                *self.attr.counters.entry("param_plans_unwritten".to_owned()).or_default() += 1;
+            }
+        }
         if self.attr.newly_seen.is_empty() {
             return Ok(());
         }

@@ -42,6 +42,8 @@ struct ProcAcc {
     classes: HashMap<u32, crate::classify::Class>,
     /// Per stream: the column count the last `quantize_mmq_q8_1` launch gave (the MMQ after it uses it).
     mmq_columns: HashMap<u64, u32>,
+    /// MMQ launches by where their column count came from.
+    mmq_widths: BTreeMap<&'static str, u64>,
 }
 
 /// Kernel id -> count.
@@ -244,10 +246,20 @@ impl ReportBuilder {
                 if let Some(columns) = class.mmq_columns(l.grid) {
                     acc.mmq_columns.insert(l.stream, columns);
                 }
-                if class.family == crate::classify::Family::Mmq
-                    && let Some(&columns) = acc.mmq_columns.get(&l.stream)
-                {
-                    class.batch = Some(crate::classify::Batch::Exact(columns));
+                if class.family == crate::classify::Family::Mmq {
+                    // The exact column count: the kernel's own parameter where it was read, else the grid
+                    // of the src1 quantization before it on the stream, else the tile bound stays.
+                    let (columns, source) = match class.ne11_from_params(&l.params) {
+                        Some(n) => (Some(n), "kernel parameter"),
+                        None => match acc.mmq_columns.get(&l.stream) {
+                            Some(&n) => (Some(n), "src1 quantize grid"),
+                            None => (None, "tile bound only"),
+                        },
+                    };
+                    if let Some(n) = columns {
+                        class.batch = Some(crate::classify::Batch::Exact(n));
+                    }
+                    *acc.mmq_widths.entry(source).or_default() += 1;
                 }
                 // A launch made while capturing runs only in the graph's replays (counted there, with the
                 // batch width it had when captured).
@@ -459,6 +471,7 @@ impl ReportBuilder {
                 ioctls,
                 queues: acc.queues,
                 phases: acc.phases.finish(),
+                mmq_widths: acc.mmq_widths,
                 dispatches,
                 barrier_packets: acc.barrier_packets,
                 graph_replays: acc.graphs.replays,

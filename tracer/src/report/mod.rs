@@ -76,6 +76,9 @@ pub struct ProcessReport {
     pub crosscheck: Vec<CrossRow>,
     /// Steps (graph evaluations) by phase: prefill, decode, other.
     pub phases: Vec<crate::phase::PhaseReport>,
+    /// ggml MMQ launches by where their exact column count (ne11) came from: "kernel parameter",
+    /// "src1 quantize grid", or "tile bound only" (not known).
+    pub mmq_widths: BTreeMap<&'static str, u64>,
     pub exit_code: Option<i32>,
     pub exit_signal: Option<i32>,
     pub exited: bool,
@@ -359,6 +362,7 @@ mod tests {
             dur: 1000,
             captured: false,
             entry_only: false,
+            params: Default::default(),
             caller: 0,
         })
     }

@@ -153,6 +153,10 @@ impl Report {
                         kernels.join(", ")
                     )?;
                 }
+                if !p.mmq_widths.is_empty() {
+                    let sources: Vec<String> = p.mmq_widths.iter().map(|(k, n)| format!("{n} from the {k}")).collect();
+                    writeln!(s, "  MMQ column counts (ne11): {}", sources.join(", "))?;
+                }
             }
             if !p.queues.is_empty() || !p.dispatches.is_empty() {
                 writeln!(

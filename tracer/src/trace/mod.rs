@@ -39,6 +39,7 @@ mod tests {
             dur: 5000,
             captured: false,
             entry_only: i.is_multiple_of(2),
+            params: Default::default(),
             caller: 0,
         })
     }

@@ -183,6 +183,7 @@ pub(super) fn launch(line: &[u8]) -> Option<Launch> {
         dur,
         captured,
         entry_only,
+        params: Default::default(),
         caller: 0,
     })
 }
@@ -255,6 +256,7 @@ mod tests {
             dur: 6000,
             captured: false,
             entry_only: false,
+            params: Default::default(),
             caller: 0,
         };
         vec![
