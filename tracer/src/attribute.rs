@@ -47,6 +47,11 @@ pub struct Attributor {
     runtime_pending: HashMap<u32, Option<String>>,
     /// The name behind each runtime launch handle, per (pid, handle), looked up once.
     runtime_names: HashMap<(u32, u64), Option<String>>,
+    /// Per process: functions named another way whose driver object gave the same name, and those whose
+    /// object gave another or none ([`Attributor::driver_name`]).
+    driver_agreement: HashMap<u32, (u64, u64)>,
+    /// Driver functions whose object was read for a name, per (pid, handle): once each.
+    driver_tried: HashSet<(u32, u64)>,
     /// Per thread: the kernel parameters read at the entry of its launch in progress.
     pending_params: HashMap<u32, Params>,
     /// The parameter plan each (pid, function) was given in the eBPF plan map.
@@ -73,6 +78,8 @@ impl Default for Attributor {
             runtime_view: false,
             runtime_pending: HashMap::new(),
             runtime_names: HashMap::new(),
+            driver_agreement: HashMap::new(),
+            driver_tried: HashSet::new(),
             pending_params: HashMap::new(),
             planned: HashMap::new(),
             new_plans: Vec::new(),
@@ -140,7 +147,10 @@ impl Attributor {
                             return;
                         }
                     }
-                    Library::Cuda => self.learn_from_runtime(&l, out),
+                    Library::Cuda => {
+                        self.learn_from_runtime(&l, out);
+                        self.name_from_driver(&l, out);
+                    }
                     _ => {}
                 }
                 let (kernel, new) = self.kernels.resolve(l.pid, l.handle, l.ts);
@@ -276,8 +286,39 @@ impl Attributor {
             .file_of(l.pid, l.caller)
             .is_some_and(|(file, _)| file.rsplit('/').next().is_some_and(|n| n.starts_with(crate::libs::CUDA_RUNTIME)));
         if from_runtime {
+            // A function named another way: does the driver's object agree?
+            let agrees = driver_name(l.pid, l.handle).as_deref() == Some(name.as_str());
+            let a = self.driver_agreement.entry(l.pid).or_default();
+            if agrees {
+                a.0 += 1
+            } else {
+                a.1 += 1
+            }
+            self.bump(if agrees { "driver_names_agreed" } else { "driver_names_disagreed" });
             let rec = self.kernels.bind(l.pid, l.handle, 0, &name, Source::RuntimeLaunch, false, l.ts);
             out.push(Record::Kernel(rec));
+        }
+    }
+
+    /// A driver launch of a function with no name (loaded before the attach, by cuBLAS, cuDNN or a
+    /// module): named from the driver's function object, once that source has agreed with the names
+    /// tracer learned another way in this process (at least one, and ten times as many agreements as
+    /// disagreements). Before that, or when the object does not hold a name, it stays unnamed.
+    fn name_from_driver(&mut self, l: &Launch, out: &mut Vec<Record>) {
+        if !self.kernels.unnamed(l.pid, l.handle) {
+            return;
+        }
+        let (agreed, disagreed) = self.driver_agreement.get(&l.pid).copied().unwrap_or_default();
+        if agreed == 0 || agreed < 10 * disagreed || !self.driver_tried.insert((l.pid, l.handle)) {
+            return;
+        }
+        match driver_name(l.pid, l.handle) {
+            Some(name) => {
+                self.bump("driver_functions_named");
+                let rec = self.kernels.bind(l.pid, l.handle, 0, &name, Source::DriverFunction, false, l.ts);
+                out.push(Record::Kernel(rec));
+            }
+            None => self.bump("driver_functions_unnamed"),
         }
     }
 
@@ -390,6 +431,21 @@ impl Attributor {
         let rec = self.kernels.bind(o.pid, n.handle, n.module, &n.name, source, n.truncated, o.ts);
         out.push(Record::Kernel(rec));
     }
+}
+
+/// The name the CUDA driver keeps in its function object: a pointer to it at byte 8 of the
+/// `CUfunction` (read on an H100, driver API 13.0, for functions of the runtime and of modules loaded
+/// through the driver: `bench/gpu/cufunc_layout.cu`). Taken only when it reads as a symbol name (a
+/// C identifier; a C++ one must demangle).
+fn driver_name(pid: u32, handle: u64) -> Option<String> {
+    use crate::loader::{read_c_string, read_u64};
+    let mem = crate::loader::ProcMem::open(pid)?;
+    let name = read_c_string(&mem, read_u64(&mem, handle.checked_add(8)?)?)?;
+    let identifier = name.len() > 1
+        && name.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.');
+    let cxx_ok = !name.starts_with("_Z") || cpp_demangle::Symbol::new(name.as_bytes()).is_ok();
+    (identifier && cxx_ok).then_some(name)
 }
 
 #[cfg(test)]

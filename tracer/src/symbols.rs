@@ -194,6 +194,11 @@ impl KernelTable {
         self.by_handle.get(&(pid, handle)).map_or(0, |e| e.param_plan)
     }
 
+    /// Whether no name is bound to the handle (unknown, or bound as unnamed).
+    pub fn unnamed(&self, pid: u32, handle: u64) -> bool {
+        self.by_handle.get(&(pid, handle)).is_none_or(|e| e.source == Source::Unnamed)
+    }
+
     /// The kernel id already bound to a handle, without looking further.
     pub fn lookup(&self, pid: u32, handle: u64) -> Option<u32> {
         self.by_handle.get(&(pid, handle)).map(|e| e.id)

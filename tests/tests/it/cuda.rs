@@ -127,7 +127,9 @@ fn runtime_api_view_is_opt_in() {
 /// Issue 12's CUDA late attach: the runtime resolved its kernels to driver functions before tracer
 /// attached, so no lookup names them. Each `cudaLaunchKernel` (its host stub named from the program's
 /// file) names the driver function of the launch it makes on the same thread, and a later driver-level
-/// launch of that function is named too. A driver launch of a function nothing named stays unnamed,
+/// launch of that function is named too. A function loaded through the driver before the attach is named
+/// from the driver's function object (the TEST DOUBLE keeps the name pointer where the real driver does),
+/// once a learned name agreed with that source. A driver launch of a function nothing named stays unnamed,
 /// attributed to the file whose code made it, and never takes a failed runtime launch's name.
 #[test]
 fn late_attach_learns_driver_functions_from_runtime_launches() {
@@ -140,17 +142,25 @@ fn late_attach_learns_driver_functions_from_runtime_launches() {
     let launches = launches(&records);
     assert!(launches.iter().all(|l| l.api.name() == "cuLaunchKernel"), "{launches:#?}");
     let names: Vec<&str> = launches.iter().map(|l| kernel_name(&records, l)).collect();
-    assert_eq!(names, ["_Z8late_addPfS_i"; 5].into_iter().chain([""]).collect::<Vec<_>>());
+    let want: Vec<&str> = ["_Z8late_addPfS_i"; 5].into_iter().chain(["_Z11blas_kernelPfi", ""]).collect();
+    assert_eq!(names, want);
     let f = footer(&records);
     assert_eq!(f.counters["runtime_launches_for_names"], 4);
     assert_eq!(f.counters["unnamed_kernels"], 1);
+    // The first learned name agreed with the driver's object (the TEST DOUBLE keeps the name where the real
+    // driver does), so the function loaded before the attach is named from its object; 0xBAD0 is no object.
+    assert_eq!((f.counters["driver_names_agreed"], f.counters.get("driver_names_disagreed")), (1, None));
+    assert_eq!((f.counters["driver_functions_named"], f.counters["driver_functions_unnamed"]), (1, 1));
     let ks = kernels(&records);
     let learned = ks.iter().find(|k| k.name == "_Z8late_addPfS_i").unwrap();
-    assert_eq!((learned.source.as_str(), learned.handle), ("runtime-launch", 0x12000 + u64::from(b'8')));
+    assert_eq!(learned.source.as_str(), "runtime-launch");
+    assert_eq!(launches[3].handle, learned.handle, "the driver-level launch of the learned function");
+    let blas = ks.iter().find(|k| k.name == "_Z11blas_kernelPfi").unwrap();
+    assert_eq!(blas.source.as_str(), "driver-function");
     // The unnamed one: the raw handle, and the program whose code launched it.
     let unnamed = ks.iter().find(|k| k.name.is_empty()).unwrap();
     assert_eq!(unnamed.handle, 0xBAD0);
     assert_eq!(unnamed.caller.as_deref(), Some(driver.to_str().unwrap()));
-    assert_eq!(ks.len(), 2, "{ks:#?}");
+    assert_eq!(ks.len(), 3, "{ks:#?}");
     drop(std::fs::remove_dir_all(dir));
 }

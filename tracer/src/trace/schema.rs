@@ -194,6 +194,10 @@ pub enum Source {
     /// launch on the same thread: the runtime's host stub is named (ELF symbol, registration call) and
     /// the driver launch it triggers carries that function (a late attach).
     RuntimeLaunch,
+    /// The CUDA driver's own function object (`CUfunction`): the pointer to the function's name it keeps
+    /// at byte 8 (read on an H100 with driver API 13.0, `bench/gpu/cufunc_layout.cu`), used in a process
+    /// only once functions named another way there agreed with it (a late attach).
+    DriverFunction,
     /// `ROCr`'s list of loaded code objects (`_amdgpu_r_debug`), read from the process: the `NAME.kd`
     /// symbol at the dispatch's `kernel_object` (a late attach to an HSA runtime).
     Loader,
@@ -212,6 +216,7 @@ impl Source {
             Self::Elf => "elf",
             Self::RegisterCall => "register-call",
             Self::RuntimeLaunch => "runtime-launch",
+            Self::DriverFunction => "driver-function",
             Self::Loader => "loader",
             Self::Unnamed => "unnamed",
         }
