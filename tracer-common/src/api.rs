@@ -257,9 +257,9 @@ macro_rules! api_funcs {
                 match self { $( ApiFunc::$variant => $layout, )* }
             }
 
-            /// Cookie flags telling the generic programs what to read.
+            /// Cookie flags telling the generic programs what to read, and what to tally or gate.
             pub const fn cookie_flags(self) -> u64 {
-                self.layout().cookie_flags()
+                self.layout().cookie_flags() | self.step_flags()
             }
 
             pub const fn shape(self) -> ProbeShape {
@@ -276,6 +276,28 @@ macro_rules! api_funcs {
 }
 
 use CopyDirection::{Arg, Fixed};
+
+impl ApiFunc {
+    /// What the kernel does with a call beyond reading it: the two facts phases need from a token's loop
+    /// (a copy toward the host, then the synchronization that waits for it) are written; the other
+    /// one-trap synchronizations (a decode loop makes about 14 a token) and the async copies to the device
+    /// (about 7 a token) are tallied in the kernel, per process and function, and written once at the end.
+    pub const fn step_flags(self) -> u64 {
+        match (self.op(), self.layout(), self.shape()) {
+            (Op::Sync, _, ProbeShape::OneTrap) => cookie::GATED,
+            (
+                Op::Memcpy,
+                Memcpy { direction: Fixed(memcpy_kind::HOST_TO_DEVICE), stream: Some(_) },
+                ProbeShape::OneTrap,
+            ) => cookie::TALLY,
+            (Op::Memcpy, Memcpy { direction: Fixed(memcpy_kind::DEVICE_TO_HOST | memcpy_kind::DEFAULT), .. }, _) => {
+                cookie::MARK
+            }
+            (Op::Memcpy, Memcpy { direction: Arg(slot), .. }, _) => cookie::mark_if(slot as u64),
+            _ => 0,
+        }
+    }
+}
 use Layout::{
     AllocOut, CodeObjectFromMemory, Doorbell, ExecGraph, FatBinary, FunctionOut, HandleStream, InstantiateOut,
     KernelFunctionOut, LaunchConfig, LaunchDim3, LaunchScalars, Memcpy, ModuleOut, Nothing, Ptr, PushConfig,
@@ -509,6 +531,13 @@ mod tests {
         assert_eq!(ApiFunc::CuLaunchKernelEx.cookie_flags(), cookie::CONFIG | cookie::params(2, 1));
         assert_eq!(ApiFunc::HipStreamEndCapture.cookie_flags(), cookie::out(1));
         assert_eq!(ApiFunc::CuGraphLaunch.cookie_flags(), 0);
+        // What a token's loop writes and what it tallies.
+        assert_eq!(ApiFunc::CuStreamSynchronize.cookie_flags(), cookie::GATED);
+        assert_eq!(ApiFunc::HipStreamSynchronize.cookie_flags(), cookie::GATED);
+        assert_eq!(ApiFunc::CuMemcpyHtoDAsync.cookie_flags(), cookie::TALLY);
+        assert_eq!(ApiFunc::CuMemcpyDtoHAsync.cookie_flags(), cookie::MARK);
+        assert_eq!(ApiFunc::CuMemcpyHtoD.cookie_flags(), 0);
+        assert_eq!(ApiFunc::HipMemcpyAsync.cookie_flags(), cookie::mark_if(3));
     }
 
     #[test]
@@ -519,7 +548,7 @@ mod tests {
                     let async_copy = matches!(f.layout(), Memcpy { stream: Some(_), .. });
                     assert!(matches!(f.op(), Op::Launch | Op::GraphLaunch | Op::Sync) || async_copy, "{f:?}");
                     // Nothing is read at return: no out-parameter, no name, no queue.
-                    assert_eq!(f.cookie_flags() & !(cookie::STACK | cookie::CONFIG), 0, "{f:?}");
+                    assert_eq!(f.cookie_flags() & (cookie::OUT | cookie::NAME | cookie::QUEUE), 0, "{f:?}");
                 }
                 ProbeShape::RegisterName => assert_eq!(f.layout(), Register),
                 ProbeShape::Doorbell => assert_eq!(f.layout(), Doorbell),

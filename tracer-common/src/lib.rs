@@ -248,10 +248,12 @@ pub enum Counter {
     PacketFault = 9,
     /// A kernel-parameters record could not be reserved.
     DropParams = 10,
+    /// A call to tally in the kernel found no room in the tally map: it was neither tallied nor written.
+    TallyLost = 11,
 }
 
 /// Number of [`Counter`] slots.
-pub const COUNTERS: u32 = 11;
+pub const COUNTERS: u32 = 12;
 
 impl Counter {
     pub const ALL: [Self; COUNTERS as usize] = [
@@ -266,6 +268,7 @@ impl Counter {
         Self::PacketsCut,
         Self::PacketFault,
         Self::DropParams,
+        Self::TallyLost,
     ];
 
     /// Where the trace footer reports this counter: `Drop(kind)` in `drops`, per CPU, under the record
@@ -283,6 +286,7 @@ impl Counter {
             Self::FilterFull => Footer::Count("filter_full"),
             Self::PacketsCut => Footer::Count("packets_cut"),
             Self::PacketFault => Footer::Count("packet_fault"),
+            Self::TallyLost => Footer::Count("tally_lost"),
         }
     }
 }
@@ -321,6 +325,24 @@ pub mod cookie {
     pub const PARAMS: u64 = 1 << 30;
     const PARAMS_SHIFT: u32 = 32; // 4 bits
     const HANDLE_SHIFT: u32 = 36; // 4 bits
+    /// A synchronization: written only when its thread copied toward the host since its last written
+    /// one (the sync that ends an inference step); otherwise tallied in the kernel ([`crate::Tally`]).
+    pub const GATED: u64 = 1 << 40;
+    /// Tallied in the kernel, never written one by one: calls, and the bytes in argument 2.
+    pub const TALLY: u64 = 1 << 41;
+    /// A copy toward the host: marks its thread, so that the thread's next synchronization is written.
+    pub const MARK: u64 = 1 << 42;
+    /// A copy whose direction (a hipMemcpyKind) is argument [`mark_arg`]: marks its thread when that is
+    /// device-to-host or from the pointers.
+    pub const MARK_IF: u64 = 1 << 43;
+    const MARK_SHIFT: u32 = 44; // 3 bits
+
+    pub const fn mark_if(slot: u64) -> u64 {
+        MARK_IF | ((slot & 7) << MARK_SHIFT)
+    }
+    pub const fn mark_arg(c: u64) -> usize {
+        ((c >> MARK_SHIFT) & 7) as usize
+    }
 
     /// Read `*arg[slot]` at return.
     pub const fn out(slot: u64) -> u64 {
@@ -426,6 +448,27 @@ pub struct PlanKey {
     pub handle: u64,
 }
 
+/// Calls of one function by one process counted in the kernel instead of written one by one (the key of
+/// the eBPF tally map), and what they add up to.
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TallyKey {
+    pub tgid: u64,
+    /// The [`ApiFunc`] number.
+    pub func: u64,
+}
+
+/// What the tallied calls of a [`TallyKey`] add up to.
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub calls: u64,
+    /// The sizes the calls passed (copies), summed.
+    pub bytes: u64,
+}
+
 /// Bytes of one AQL packet.
 pub const AQL_PACKET_BYTES: usize = 64;
 
@@ -436,6 +479,10 @@ mod user {
     unsafe impl aya::Pod for super::RecordHeader {}
     // SAFETY: as above: two u64 fields.
     unsafe impl aya::Pod for super::PlanKey {}
+    // SAFETY: as above: two u64 fields.
+    unsafe impl aya::Pod for super::TallyKey {}
+    // SAFETY: as above: two u64 fields.
+    unsafe impl aya::Pod for super::Tally {}
 }
 
 #[cfg(test)]
@@ -495,6 +542,9 @@ mod tests {
             cookie::STACK | cookie::out(7) | cookie::name(7, 7) | cookie::QUEUE | cookie::params(15, 15),
         );
         assert_eq!((cookie::func(all), cookie::lib(all)), (u16::MAX, 0xffff));
+        let c = cookie::make(1, 12, cookie::mark_if(3) | cookie::GATED | cookie::TALLY | cookie::MARK);
+        assert_eq!((cookie::mark_arg(c), cookie::lib(c), cookie::func(c)), (3, 1, 12));
+        assert_ne!(c & cookie::MARK_IF, 0);
         let c = cookie::make(3, 128, cookie::STACK | cookie::params(9, 0));
         assert_eq!((cookie::params_arg(c), cookie::handle_arg(c), cookie::lib(c)), (9, 0, 3));
         assert_ne!(c & cookie::PARAMS, 0);

@@ -19,10 +19,12 @@ use aya_ebpf::{
 use tracer_common::{
     ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
     CallRecord, Counter, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX, ParamsRecord,
-    PlanKey, QueueRecord, RecordHeader, RecordKind, STACK_ARGS, cookie,
+    PlanKey, QueueRecord, RecordHeader, RecordKind, STACK_ARGS, Tally, TallyKey, api::memcpy_kind, cookie,
 };
 
-use crate::maps::{EVENTS, PARAM_PLANS, STASH, Stash, StashKey, count, submit_flags, traced};
+use crate::maps::{
+    EVENTS, HOST_COPIED, PARAM_PLANS, STASH, Stash, StashKey, TALLIES, atomic_add, count, submit_flags, traced,
+};
 
 #[uprobe]
 pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
@@ -33,6 +35,7 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
     // SAFETY: the context pointer is the probe's own pt_regs.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
     let mut stash = Stash { ts_ns: 0, flags: 0, args: register_args(&ctx) };
+    mark_host_copy(pid_tgid, c, &stash.args);
     if c & cookie::STACK != 0 {
         // [rsp] is the return address; stack arguments start at [rsp+8].
         let at = (stack_pointer(&ctx) + 8) as *const [u64; STACK_ARGS];
@@ -86,7 +89,24 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     }
     // SAFETY: see call_entry.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    if c & cookie::TALLY != 0 {
+        tally(pid_tgid, c, ctx.arg::<u64>(2).unwrap_or(0));
+        return 0;
+    }
+    if c & cookie::GATED != 0 {
+        // SAFETY: the value is only tested for presence.
+        if unsafe { HOST_COPIED.get(pid_tgid) }.is_none() {
+            tally(pid_tgid, c, 0);
+            return 0;
+        }
+        #[expect(
+            clippy::let_underscore_must_use,
+            reason = "an entry already gone (evicted) needs nothing done: the sync is written either way"
+        )]
+        let _: Result<(), _> = HOST_COPIED.remove(pid_tgid);
+    }
     let mut args = register_args(&ctx);
+    mark_host_copy(pid_tgid, c, &args);
     let mut flags = CALL_ENTRY_ONLY;
     if c & cookie::STACK != 0 {
         let at = (stack_pointer(&ctx) + 8) as *const [u64; STACK_ARGS];
@@ -193,6 +213,46 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
         emit_queue(RecordHeader { kind: RecordKind::Queue as u16, ..header }, stash.args[7]);
     }
     0
+}
+
+/// Counts a call in the kernel instead of writing it: one more call (and its bytes) for its process and
+/// function.
+#[inline(always)]
+fn tally(pid_tgid: u64, c: u64, bytes: u64) {
+    let key = TallyKey { tgid: pid_tgid >> 32, func: u64::from(cookie::func(c)) };
+    if TALLIES.get_ptr_mut(key).is_none() {
+        // BPF_NOEXIST: a racing CPU's entry is kept; either way one entry exists to add to.
+        #[expect(clippy::let_underscore_must_use, reason = "the lookup below tells whether an entry exists")]
+        let _: Result<(), _> = TALLIES.insert(key, Tally::default(), u64::from(aya_ebpf::bindings::BPF_NOEXIST));
+    }
+    match TALLIES.get_ptr_mut(key) {
+        Some(t) => {
+            // SAFETY: `t` points into the live map value.
+            unsafe {
+                atomic_add(&raw mut (*t).calls, 1);
+                atomic_add(&raw mut (*t).bytes, bytes);
+            }
+        }
+        None => count(Counter::TallyLost),
+    }
+}
+
+/// A copy toward the host marks its thread: its next synchronization ends a step and is written.
+#[inline(always)]
+fn mark_host_copy(pid_tgid: u64, c: u64, args: &[u64; ARG_SLOTS]) {
+    let to_host = c & cookie::MARK != 0
+        || (c & cookie::MARK_IF != 0
+            && matches!(
+                args.get(cookie::mark_arg(c)).map(|&k| k as u32),
+                Some(memcpy_kind::DEVICE_TO_HOST | memcpy_kind::DEFAULT)
+            ));
+    if to_host {
+        #[expect(
+            clippy::let_underscore_must_use,
+            reason = "an LRU map makes room itself; a mark that could not be kept tallies the next sync instead"
+        )]
+        let _: Result<(), _> = HOST_COPIED.insert(pid_tgid, 1u8, 0);
+    }
 }
 
 /// A launch's kernel parameters, as far as the plan for its function asks (every one up to

@@ -5,7 +5,7 @@ use aya_ebpf::{
     macros::map,
     maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
-use tracer_common::{ARG_SLOTS, Counter, PlanKey};
+use tracer_common::{ARG_SLOTS, Counter, PlanKey, Tally, TallyKey};
 
 /// Every record goes through this ring. Its size is set by user space at load (`--ring-size`).
 #[map]
@@ -44,6 +44,15 @@ pub(crate) static STASH: LruHashMap<StashKey, Stash> = LruHashMap::with_max_entr
 /// made before user space caught up are not lost. LRU: functions of processes gone are evicted in time.
 #[map]
 pub(crate) static PARAM_PLANS: LruHashMap<PlanKey, u32> = LruHashMap::with_max_entries(65536, 0);
+
+/// Calls counted in the kernel instead of written (see `tracer_common::cookie::TALLY`), per process and
+/// function; user space reads them at the end of the recording.
+#[map]
+pub(crate) static TALLIES: LruHashMap<TallyKey, Tally> = LruHashMap::with_max_entries(16384, 0);
+
+/// Threads (`pid_tgid`) that copied toward the host since their last written synchronization.
+#[map]
+pub(crate) static HOST_COPIED: LruHashMap<u64, u8> = LruHashMap::with_max_entries(16384, 0);
 
 /// Loss and error counters, one slot per [`Counter`], per CPU.
 #[map]
@@ -136,6 +145,16 @@ pub(crate) fn count_n(counter: Counter, n: u64) {
         unsafe {
             atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(slot, n);
         }
+    }
+}
+
+/// Adds to a u64 in a map value with an atomic add (several CPUs update the same tally).
+#[inline(always)]
+pub(crate) fn atomic_add(slot: *mut u64, n: u64) {
+    use core::intrinsics::{AtomicOrdering, atomic_xadd};
+    // SAFETY: callers pass a pointer into a live map value, valid and aligned for the program's lifetime.
+    unsafe {
+        atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(slot, n);
     }
 }
 

@@ -155,7 +155,12 @@ pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
             "ph": "i", "s": "p", "cat": "process", "name": "exit", "pid": e.pid, "tid": e.pid, "ts": us(e.ts, start),
             "args": {"code": e.code, "signal": e.signal},
         })),
-        Record::Library(_) | Record::Probe(_) | Record::Mapping(_) | Record::Queue(_) | Record::Footer(_) => {}
+        Record::Library(_)
+        | Record::Probe(_)
+        | Record::Mapping(_)
+        | Record::Queue(_)
+        | Record::Tally(_)
+        | Record::Footer(_) => {}
     })?;
     // Inference steps (ggml processes only) as spans on a track of their own.
     for (pid, p) in phases {

@@ -58,6 +58,10 @@ sys.exit(0 if ok else 1)
 PY
 done
 rounds="${ROUNDS:-7}"
+if [ "$rounds" = 0 ]; then
+  echo "device time for this run: $(( $(date +%s) - started )) s after the build"
+  exit $status
+fi
 echo "== decode tokens/s (llama-bench -p 0 -n 512 -r 10, Q4_K_M), $rounds rounds interleaved, bench pinned to CPU 2"
 tg() { "$@" taskset -c 2 "$bin/llama-bench" -m "$models/q4_k_m.gguf" -p 0 -n 512 -r 10 -o json 2>/dev/null |
   python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["avg_ts"])'; }

@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, io::IsTerminal as _, time::Duration};
 use anyhow::{Result, anyhow, bail};
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use tokio::signal::unix::{SignalKind, signal};
-use tracer_common::{Counter, Footer, PlanKey};
+use tracer_common::{ApiFunc, Counter, Footer, PlanKey, Tally, TallyKey};
 
 use super::{
     RecordArgs, Targets, clock_ns,
@@ -32,6 +32,8 @@ pub(super) struct Session<'a> {
     pids: BpfHashMap<MapData, u32, u32>,
     /// Which kernel parameters each (process, function)'s launches read (see [`Attributor::new_plans`]).
     param_plans: BpfHashMap<MapData, PlanKey, u32>,
+    /// Calls the kernel counted instead of writing, per (process, function).
+    tallies: BpfHashMap<MapData, TallyKey, Tally>,
     counters: PerCpuArray<MapData, u64>,
     ring: Ring,
     attr: Attributor,
@@ -88,6 +90,7 @@ impl<'a> Session<'a> {
         let mut pids: BpfHashMap<MapData, u32, u32> = BpfHashMap::try_from(take("PIDS")?)?;
         let counters: PerCpuArray<MapData, u64> = PerCpuArray::try_from(take("COUNTERS")?)?;
         let param_plans: BpfHashMap<MapData, PlanKey, u32> = BpfHashMap::try_from(take("PARAM_PLANS")?)?;
+        let tallies: BpfHashMap<MapData, TallyKey, Tally> = BpfHashMap::try_from(take("TALLIES")?)?;
         let ring = Ring::new(RingBuf::try_from(take("EVENTS")?)?)?;
 
         for &pid in &targets.pids {
@@ -128,6 +131,7 @@ impl<'a> Session<'a> {
             watch,
             pids,
             param_plans,
+            tallies,
             counters,
             ring,
             attr,
@@ -347,6 +351,20 @@ impl<'a> Session<'a> {
                 command::Ended::Killed(s) => (None, Some(s)),
             };
             self.writer.write(&Record::Exit(trace::Exit { ts: monotonic_ns(), pid, code, signal }))?;
+        }
+        // What the kernel counted instead of writing, in a stable order.
+        let mut tallies: Vec<trace::Tally> = self
+            .tallies
+            .iter()
+            .filter_map(Result::ok)
+            .filter_map(|(k, t)| {
+                let api = ApiFunc::from_u16(u16::try_from(k.func).ok()?)?;
+                Some(trace::Tally { pid: k.tgid as u32, api, calls: t.calls, bytes: t.bytes })
+            })
+            .collect();
+        tallies.sort_by_key(|t| (t.pid, t.api));
+        for t in tallies {
+            self.writer.write(&Record::Tally(t))?;
         }
         let mut footer = trace::Footer { end_mono_ns: monotonic_ns(), stop: ended.stop, ..Default::default() };
         let per_cpu = |c: Counter| -> Vec<u64> {

@@ -343,6 +343,33 @@ impl ReportBuilder {
                 let acc = procs.entry(e.pid).or_default();
                 acc.exit = Some(e);
             }
+            Record::Tally(t) => {
+                // Counted in the kernel: calls without a result or duration; a copy's bytes by direction.
+                let acc = procs.entry(t.pid).or_default();
+                let a = acc.api.entry(t.api).or_insert(ApiReport {
+                    api: t.api,
+                    calls: 0,
+                    untimed: 0,
+                    tallied: 0,
+                    errors: 0,
+                    total_ns: 0,
+                    mean_ns: 0,
+                });
+                a.calls += t.calls;
+                a.untimed += t.calls;
+                a.tallied += t.calls;
+                if t.api.op() == Op::Memcpy
+                    && let tracer_common::api::Layout::Memcpy {
+                        direction: tracer_common::api::CopyDirection::Fixed(k),
+                        ..
+                    } = t.api.layout()
+                {
+                    let e = acc.memory.memcpy.entry(MemcpyKind::from_raw(k).name().into_owned()).or_default();
+                    e.calls += t.calls;
+                    e.unchecked += t.calls;
+                    e.bytes += t.bytes;
+                }
+            }
             Record::Mapping(m) => procs.entry(m.pid).or_default().mapped.push(m),
             Record::Queue(q) => procs.entry(q.pid).or_default().queues.push(q),
             Record::Dispatch(d) => {
@@ -506,8 +533,15 @@ pub(super) fn class_of(
 
 /// Counts one call; `timed` is its result and duration, None for a call recorded at entry only.
 fn api_stat(api: &mut BTreeMap<ApiFunc, ApiReport>, func: ApiFunc, timed: Option<(i64, u64)>) {
-    let a =
-        api.entry(func).or_insert(ApiReport { api: func, calls: 0, untimed: 0, errors: 0, total_ns: 0, mean_ns: 0 });
+    let a = api.entry(func).or_insert(ApiReport {
+        api: func,
+        calls: 0,
+        untimed: 0,
+        tallied: 0,
+        errors: 0,
+        total_ns: 0,
+        mean_ns: 0,
+    });
     a.calls += 1;
     match timed {
         Some((ret, dur)) => {

@@ -287,6 +287,9 @@ pub struct ApiReport {
     /// Calls recorded at entry by a one-trap probe: their result and duration were not observed, so
     /// `errors`, `total_ns` and `mean_ns` count the other calls only.
     pub untimed: u64,
+    /// Of the untimed calls, those counted in the kernel and not written one by one (synchronizations that
+    /// end no step, async copies to the device).
+    pub tallied: u64,
     pub errors: u64,
     pub total_ns: u64,
     /// Over the timed calls.

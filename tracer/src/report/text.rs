@@ -118,7 +118,9 @@ impl Report {
             for a in &p.api {
                 if a.untimed == a.calls {
                     // One-trap probes: no result or duration observed.
-                    writeln!(s, "  {:<42} {:>8} {:>8} {:>12} {:>10}", a.api.name(), a.calls, "-", "-", "-")?;
+                    let part =
+                        if a.tallied > 0 { format!(" ({} tallied in the kernel)", a.tallied) } else { String::new() };
+                    writeln!(s, "  {:<42} {:>8} {:>8} {:>12} {:>10}{part}", a.api.name(), a.calls, "-", "-", "-")?;
                     continue;
                 }
                 let part = if a.untimed > 0 { format!(" ({} at entry only)", a.untimed) } else { String::new() };
@@ -134,6 +136,12 @@ impl Report {
             }
             if p.api.iter().any(|a| a.untimed > 0) {
                 writeln!(s, "  (-: recorded at entry by a one-trap probe: counted, result and duration not observed)")?;
+                if p.api.iter().any(|a| a.tallied > 0) {
+                    writeln!(
+                        s,
+                        "  (tallied: counted in the kernel, not written one by one: synchronizations that end no step, async copies to the device)"
+                    )?;
+                }
             }
             if p.phases.iter().any(|ph| ph.phase != crate::phase::Phase::Other) {
                 writeln!(

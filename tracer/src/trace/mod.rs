@@ -27,7 +27,7 @@ mod tests {
             pid: 42,
             tid: 43,
             lib: 1,
-            api: crate::event::ApiFunc::HipLaunchKernel,
+            api: ApiFunc::HipLaunchKernel,
             kernel: Some(i),
             handle: 0x5555_0000 + u64::from(i),
             grid: [i, 2, 3],

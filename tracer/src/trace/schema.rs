@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::event::{Call, Config, Dispatch, Ioctl, Launch, Queue};
+pub use crate::event::{ApiFunc, Call, Config, Dispatch, Ioctl, Launch, Queue};
 
 /// The value of the header's `format` field.
 pub const FORMAT: &str = "tracer-trace";
@@ -31,6 +31,7 @@ pub enum Record {
     Queue(Queue),
     Dispatch(Dispatch),
     Exit(Exit),
+    Tally(Tally),
     Footer(Footer),
 }
 
@@ -355,6 +356,17 @@ pub struct Exit {
     pub signal: Option<i32>,
 }
 
+/// Calls of one function by one process that the kernel counted instead of writing one by one
+/// (synchronizations that end no step, async copies to the device), written at the end of the recording.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    pub pid: u32,
+    pub api: ApiFunc,
+    pub calls: u64,
+    /// The sizes the calls passed, summed (copies; 0 otherwise).
+    pub bytes: u64,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Footer {
     pub end_mono_ns: u64,
@@ -374,9 +386,9 @@ impl Footer {
     }
 }
 
-pub(crate) const KNOWN_TYPES: [&str; 14] = [
+pub(crate) const KNOWN_TYPES: [&str; 15] = [
     "header", "library", "probe", "process", "kernel", "launch", "config", "call", "ioctl", "mapping", "queue",
-    "dispatch", "exit", "footer",
+    "dispatch", "exit", "tally", "footer",
 ];
 
 impl Record {
@@ -395,6 +407,7 @@ impl Record {
             Self::Queue(_) => "queue",
             Self::Dispatch(_) => "dispatch",
             Self::Exit(_) => "exit",
+            Self::Tally(_) => "tally",
             Self::Footer(_) => "footer",
         }
     }
