@@ -346,15 +346,7 @@ impl ReportBuilder {
             Record::Tally(t) => {
                 // Counted in the kernel: calls without a result or duration; a copy's bytes by direction.
                 let acc = procs.entry(t.pid).or_default();
-                let a = acc.api.entry(t.api).or_insert(ApiReport {
-                    api: t.api,
-                    calls: 0,
-                    untimed: 0,
-                    tallied: 0,
-                    errors: 0,
-                    total_ns: 0,
-                    mean_ns: 0,
-                });
+                let a = acc.api.entry(t.api).or_insert_with(|| ApiReport::new(t.api));
                 a.calls += t.calls;
                 a.untimed += t.calls;
                 a.tallied += t.calls;
@@ -533,15 +525,7 @@ pub(super) fn class_of(
 
 /// Counts one call; `timed` is its result and duration, None for a call recorded at entry only.
 fn api_stat(api: &mut BTreeMap<ApiFunc, ApiReport>, func: ApiFunc, timed: Option<(i64, u64)>) {
-    let a = api.entry(func).or_insert(ApiReport {
-        api: func,
-        calls: 0,
-        untimed: 0,
-        tallied: 0,
-        errors: 0,
-        total_ns: 0,
-        mean_ns: 0,
-    });
+    let a = api.entry(func).or_insert_with(|| ApiReport::new(func));
     a.calls += 1;
     match timed {
         Some((ret, dur)) => {

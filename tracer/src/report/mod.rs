@@ -296,6 +296,13 @@ pub struct ApiReport {
     pub mean_ns: u64,
 }
 
+impl ApiReport {
+    /// A function with no call counted yet.
+    pub const fn new(api: ApiFunc) -> Self {
+        Self { api, calls: 0, untimed: 0, tallied: 0, errors: 0, total_ns: 0, mean_ns: 0 }
+    }
+}
+
 #[derive(Debug, Default, Serialize)]
 pub struct MemoryReport {
     pub malloc_calls: u64,
