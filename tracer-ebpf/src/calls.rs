@@ -220,12 +220,14 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
 #[inline(always)]
 fn tally(pid_tgid: u64, c: u64, bytes: u64) {
     let key = TallyKey { tgid: pid_tgid >> 32, func: u64::from(cookie::func(c)) };
-    if TALLIES.get_ptr_mut(key).is_none() {
+    // The first call of a (process, function) makes its entry; every later one is a single lookup.
+    let slot = TALLIES.get_ptr_mut(key).or_else(|| {
         // BPF_NOEXIST: a racing CPU's entry is kept; either way one entry exists to add to.
         #[expect(clippy::let_underscore_must_use, reason = "the lookup below tells whether an entry exists")]
         let _: Result<(), _> = TALLIES.insert(key, Tally::default(), u64::from(aya_ebpf::bindings::BPF_NOEXIST));
-    }
-    match TALLIES.get_ptr_mut(key) {
+        TALLIES.get_ptr_mut(key)
+    });
+    match slot {
         Some(t) => {
             // SAFETY: `t` points into the live map value.
             unsafe {

@@ -54,8 +54,6 @@ pub struct Attributor {
     driver_tried: HashSet<(u32, u64)>,
     /// Per thread: the kernel parameters read at the entry of its launch in progress.
     pending_params: HashMap<u32, Params>,
-    /// The parameter plan each (pid, function) was given in the eBPF plan map.
-    planned: HashMap<(u32, u64), u32>,
     /// Plans to write into the eBPF plan map (pid, function, plan): the caller takes them.
     pub new_plans: Vec<(u32, u64, u32)>,
 }
@@ -81,7 +79,6 @@ impl Default for Attributor {
             driver_agreement: HashMap::new(),
             driver_tried: HashSet::new(),
             pending_params: HashMap::new(),
-            planned: HashMap::new(),
             new_plans: Vec::new(),
         }
     }
@@ -141,9 +138,9 @@ impl Attributor {
                         self.runtime_pending.insert(l.tid, name);
                         if !self.runtime_view {
                             self.bump("runtime_launches_for_names");
-                            // Its parameters are read at the driver launch it makes.
+                            // Its parameters are read at the driver launch it makes (its plan, none, was
+                            // given when its handle was first looked up).
                             self.pending_params.remove(&l.tid);
-                            self.plan(l.pid, l.handle, 0);
                             return;
                         }
                     }
@@ -162,8 +159,11 @@ impl Attributor {
                 }
                 l.kernel = Some(kernel);
                 l.captured = self.capturing.contains(&(l.pid, l.stream));
-                let plan = self.kernels.param_plan(l.pid, l.handle);
-                self.plan(l.pid, l.handle, plan);
+                let (plan, new_plan) = self.kernels.param_plan(l.pid, l.handle);
+                if new_plan {
+                    // From now on the eBPF side reads only these parameters of this function's launches.
+                    self.new_plans.push((l.pid, l.handle, plan));
+                }
                 self.join_params(&mut l, plan);
                 out.push(Record::Launch(l));
             }
@@ -218,15 +218,6 @@ impl Attributor {
         }
     }
 
-    /// Asks the eBPF side to read these parameters of a function's launches from now on (it reads every
-    /// parameter of a function it has no plan for).
-    fn plan(&mut self, pid: u32, handle: u64, plan: u32) {
-        if self.planned.get(&(pid, handle)) != Some(&plan) {
-            self.planned.insert((pid, handle), plan);
-            self.new_plans.push((pid, handle, plan));
-        }
-    }
-
     /// Joins the parameters read at a launch's entry (same thread, same entry time, same function) to it,
     /// keeping those its kernel needs.
     fn join_params(&mut self, l: &mut Launch, plan: u32) {
@@ -255,6 +246,9 @@ impl Attributor {
         if let Some(known) = self.runtime_names.get(&(pid, handle)) {
             return known.clone();
         }
+        // First sight of this runtime handle: its launches need no parameters read (the driver launch it
+        // makes reads them).
+        self.new_plans.push((pid, handle, 0));
         let name = if let Some((name, _)) = self.kernels.static_name(pid, handle) {
             Some(name)
         } else {
@@ -305,11 +299,14 @@ impl Attributor {
     /// tracer learned another way in this process (at least one, and ten times as many agreements as
     /// disagreements). Before that, or when the object does not hold a name, it stays unnamed.
     fn name_from_driver(&mut self, l: &Launch, out: &mut Vec<Record>) {
-        if !self.kernels.unnamed(l.pid, l.handle) {
-            return;
-        }
+        // The process's agreement first: a small map, empty for a process traced from its start, so
+        // those launches skip the kernel table.
         let (agreed, disagreed) = self.driver_agreement.get(&l.pid).copied().unwrap_or_default();
-        if agreed == 0 || agreed < 10 * disagreed || !self.driver_tried.insert((l.pid, l.handle)) {
+        if agreed == 0
+            || agreed < 10 * disagreed
+            || !self.kernels.unnamed(l.pid, l.handle)
+            || !self.driver_tried.insert((l.pid, l.handle))
+        {
             return;
         }
         match driver_name(l.pid, l.handle) {

@@ -79,6 +79,8 @@ pub struct Entry {
     pub source: Source,
     /// The kernel parameters its launches need read ([`crate::classify::Class::param_plan`]).
     pub param_plan: u32,
+    /// Whether the plan was handed to the eBPF side since the handle was bound.
+    pub plan_sent: bool,
 }
 
 #[derive(Default)]
@@ -124,7 +126,7 @@ impl KernelTable {
     ) -> trace::Kernel {
         let id = self.next_id();
         let param_plan = if name.is_empty() { 0 } else { crate::classify::classify(name).param_plan() };
-        self.by_handle.insert((pid, handle), Entry { id, source, param_plan });
+        self.by_handle.insert((pid, handle), Entry { id, source, param_plan, plan_sent: false });
         // A host stub (registered, or named from the ELF) lies in the file that carries the kernel's code.
         let (code_file, bundles) = match source {
             Source::Register | Source::Elf | Source::RegisterCall if !name.is_empty() => {
@@ -189,9 +191,13 @@ impl KernelTable {
         (rec.id, Some(rec))
     }
 
-    /// The kernel parameters a launch of this handle needs read (0 for an unknown handle).
-    pub fn param_plan(&self, pid: u32, handle: u64) -> u32 {
-        self.by_handle.get(&(pid, handle)).map_or(0, |e| e.param_plan)
+    /// The kernel parameters a launch of this handle needs read (0 for an unknown handle), and whether this
+    /// is the first time it is asked since the handle was bound (the eBPF side is then to be told).
+    pub fn param_plan(&mut self, pid: u32, handle: u64) -> (u32, bool) {
+        match self.by_handle.get_mut(&(pid, handle)) {
+            Some(e) => (e.param_plan, !std::mem::replace(&mut e.plan_sent, true)),
+            None => (0, false),
+        }
     }
 
     /// Whether no name is bound to the handle (unknown, or bound as unnamed).
