@@ -1,5 +1,5 @@
-//! C++ (Itanium) kernel names made readable. A leaf: `classify`, `symbols`, `inspect` and the report use
-//! it.
+//! C++ (Itanium) kernel names made readable, and the parts of a demangled name (function name, template
+//! arguments, parameter types). A leaf: `classify`, `symbols`, `inspect` and the report use it.
 
 /// Demangles a C++ (Itanium) name; other names, and names the demangler rejects, come back unchanged.
 pub fn demangle(name: &str) -> String {
@@ -67,6 +67,97 @@ pub fn short_name(demangled: &str) -> String {
     base.to_owned()
 }
 
+/// The template arguments of a demangled name, split at the top level: `f<(ggml_type)12, 1, false>(…)`
+/// gives `["(ggml_type)12", "1", "false"]`.
+pub(crate) fn template_args(demangled: &str) -> Vec<&str> {
+    let Some(start) = demangled.find('<') else { return Vec::new() };
+    let mut depth = 0;
+    let mut args = Vec::new();
+    let mut from = start + 1;
+    for (i, c) in demangled.char_indices().skip_while(|(i, _)| *i <= start) {
+        match c {
+            '<' | '(' => depth += 1,
+            ')' => depth -= 1,
+            '>' if depth == 0 => {
+                args.push(demangled[from..i].trim());
+                return args;
+            }
+            '>' => depth -= 1,
+            ',' if depth == 0 => {
+                args.push(demangled[from..i].trim());
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    args
+}
+
+/// The function's own name: `void mul_mat_vec_q<...>(...)` gives `mul_mat_vec_q`.
+pub(crate) fn base_name(demangled: &str) -> &str {
+    let head = demangled.split(['<', '(']).next().unwrap_or(demangled);
+    head.rsplit([' ', ':']).next().unwrap_or(head)
+}
+
+/// The qualified source name of a mangled function read straight from its encoding (`_Z` <length>
+/// <name>, or `_ZN` <length> <name> ... for names in namespaces), for names the demangler rejects (newer
+/// manglings such as `Tn` template parameter declarations): `at::native::reduce_kernel`.
+pub(crate) fn mangled_path(mangled: &str) -> Option<String> {
+    let mut rest = mangled.strip_prefix("_Z")?;
+    let nested = rest.starts_with('N');
+    if nested {
+        rest = rest[1..].trim_start_matches(['K', 'V', 'r']);
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    loop {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let Ok(len) = rest[..digits].parse::<usize>() else { break };
+        parts.push(rest.get(digits..digits + len)?);
+        rest = &rest[digits + len..];
+        if !nested {
+            break;
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("::"))
+}
+
+/// The parameter types of a demangled function: the last top-level parenthesized list.
+pub(crate) fn parameter_types(demangled: &str) -> Vec<String> {
+    let Some(close) = demangled.rfind(')') else { return Vec::new() };
+    let mut depth = 0usize;
+    let mut open = None;
+    for (i, c) in demangled[..close].char_indices().rev() {
+        match c {
+            ')' | '>' => depth += 1,
+            '(' | '<' if depth > 0 => depth -= 1,
+            '(' => {
+                open = Some(i);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let Some(open) = open else { return Vec::new() };
+    let mut types = Vec::new();
+    let (mut depth, mut from) = (0usize, open + 1);
+    for (i, c) in demangled[open + 1..close].char_indices() {
+        match c {
+            '<' | '(' => depth += 1,
+            '>' | ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                types.push(demangled[from..open + 1 + i].trim().to_owned());
+                from = open + 2 + i;
+            }
+            _ => {}
+        }
+    }
+    let last = demangled[from..close].trim();
+    if !last.is_empty() {
+        types.push(last.to_owned());
+    }
+    types
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -117,5 +208,20 @@ mod tests {
         for (long, short) in cases {
             assert_eq!(short_name(long), short, "{long}");
         }
+    }
+
+    #[test]
+    fn template_arguments_split_at_top_level() {
+        assert_eq!(template_args("void f<(ggml_type)12, 1, false>(int)"), ["(ggml_type)12", "1", "false"]);
+        assert_eq!(template_args("void g<a<b, c>, 2>()"), ["a<b, c>", "2"]);
+        assert!(template_args("h(int)").is_empty());
+        assert_eq!(base_name("void mul_mat_vec_q<(ggml_type)12, 1>(void const*)"), "mul_mat_vec_q");
+    }
+
+    #[test]
+    fn names_read_from_the_encoding() {
+        assert_eq!(mangled_path("_Z16k_set_rows_quantIi").as_deref(), Some("k_set_rows_quant"));
+        assert_eq!(mangled_path("_ZN2at6native13reduce_kernelILi512E").as_deref(), Some("at::native::reduce_kernel"));
+        assert_eq!(mangled_path("_Znot"), None);
     }
 }

@@ -3,7 +3,14 @@
 //! The family of a kernel, the quantization type in its template arguments, and the batch width its
 //! name fixes. Rules from ggml's
 //! CUDA/HIP sources (see `shared/reference` §4): match by prefix, never by full signature, since
-//! parameters change between releases. Unknown stays unknown.
+//! parameters change between releases — except where a parameter is read (ggml's MMQ column count): there
+//! the full list must be one tracer knows. Unknown stays unknown.
+
+mod libraries;
+
+use libraries::{PYTORCH_NAMESPACES, is_collective, is_convolution, is_cublas_gemm, is_reduce_scan, library_of};
+
+use crate::demangle::{base_name, mangled_path, parameter_types, template_args};
 
 /// What a kernel does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -122,116 +129,32 @@ pub struct Class {
 
 /// ggml's `mul_mat_q` parameter lists tracer reads the column count from.
 ///
-/// As demangled (`uint3` is HIP's `HIP_vector_type<unsigned int, 3>` too), with the index of `ncols_y`
-/// (ne11 of src1) in each. Other lists (older or newer ggml) give no parameter: their batch width stays a
-/// tile bound, never a guess.
-pub const MMQ_SIGNATURES: &[(&str, &[&str], u8)] = &[
+/// Each list as demangled, its types joined by ", " (`uint3` is HIP's `HIP_vector_type<unsigned int, 3>`
+/// too), with the index of `ncols_y` (ne11 of src1) in it. Other lists (older or newer ggml) give no
+/// parameter: their batch width stays a tile bound, never a guess.
+pub const MMQ_SIGNATURES: &[(&str, u8)] = &[
+    // cyllama 0.2.18's libggml-cuda.so: fast-division `uint3` parameters.
     (
-        // cyllama 0.2.18's libggml-cuda.so: fast-division `uint3` parameters.
-        "ggml with fastdiv uint3 parameters",
-        &[
-            "char const*",
-            "int const*",
-            "int const*",
-            "int const*",
-            "float*",
-            "float*",
-            "uint3",
-            "int",
-            "int",
-            "int",
-            "int",
-            "int",
-            "uint3",
-            "uint3",
-            "int",
-            "int",
-            "int",
-            "uint3",
-            "uint3",
-            "int",
-            "int",
-            "int",
-            "uint3",
-        ],
+        "char const*, int const*, int const*, int const*, float*, float*, uint3, int, int, int, int, int, uint3, \
+         uint3, int, int, int, uint3, uint3, int, int, int, uint3",
         10,
     ),
+    // llama.cpp as vendored by llama-cpp-python 0.3.36 (mmq.cuh): `y_scale` before the uint3 block.
     (
-        // llama.cpp as vendored by llama-cpp-python 0.3.36 (mmq.cuh): `y_scale` before the uint3 block.
-        "ggml with y_scale",
-        &[
-            "char const*",
-            "int const*",
-            "int const*",
-            "int const*",
-            "float*",
-            "float*",
-            "float const*",
-            "uint3",
-            "int",
-            "int",
-            "int",
-            "int",
-            "int",
-            "uint3",
-            "uint3",
-            "int",
-            "int",
-            "int",
-            "uint3",
-            "uint3",
-            "int",
-            "int",
-            "int",
-            "uint3",
-        ],
+        "char const*, int const*, int const*, int const*, float*, float*, float const*, uint3, int, int, int, int, \
+         int, uint3, uint3, int, int, int, uint3, uint3, int, int, int, uint3",
         11,
     ),
 ];
 
-/// The parameter types of a demangled function: the last top-level parenthesized list.
-fn parameter_types(demangled: &str) -> Vec<String> {
-    let Some(close) = demangled.rfind(')') else { return Vec::new() };
-    let mut depth = 0usize;
-    let mut open = None;
-    for (i, c) in demangled[..close].char_indices().rev() {
-        match c {
-            ')' | '>' => depth += 1,
-            '(' | '<' if depth > 0 => depth -= 1,
-            '(' => {
-                open = Some(i);
-                break;
-            }
-            _ => {}
-        }
-    }
-    let Some(open) = open else { return Vec::new() };
-    let mut types = Vec::new();
-    let (mut depth, mut from) = (0usize, open + 1);
-    for (i, c) in demangled[open + 1..close].char_indices() {
-        match c {
-            '<' | '(' => depth += 1,
-            '>' | ')' => depth = depth.saturating_sub(1),
-            ',' if depth == 0 => {
-                types.push(demangled[from..open + 1 + i].trim().to_owned());
-                from = open + 2 + i;
-            }
-            _ => {}
-        }
-    }
-    let last = demangled[from..close].trim();
-    if !last.is_empty() {
-        types.push(last.to_owned());
-    }
-    // HIP spells CUDA's vector type as its template: `HIP_vector_type<unsigned int, (unsigned int)3>`.
-    let hip_uint3 = |t: &str| t.starts_with("HIP_vector_type<unsigned int,") && t.trim_end_matches('>').ends_with('3');
-    types.into_iter().map(|t| if hip_uint3(&t) { "uint3".to_owned() } else { t }).collect()
-}
-
 /// The index of ggml's `mul_mat_q` column-count parameter, when its parameter list is one tracer knows.
 fn mmq_ne11_param(demangled: &str) -> Option<u8> {
-    let types = parameter_types(demangled);
-    MMQ_SIGNATURES.iter().find(|(_, list, _)| types.iter().map(String::as_str).eq(list.iter().copied())).map(|s| s.2)
+    // HIP spells CUDA's vector type as its template: `HIP_vector_type<unsigned int, (unsigned int)3>`.
+    let hip_uint3 = |t: &str| t.starts_with("HIP_vector_type<unsigned int,") && t.trim_end_matches('>').ends_with('3');
+    let types: Vec<String> =
+        parameter_types(demangled).into_iter().map(|t| if hip_uint3(&t) { "uint3".to_owned() } else { t }).collect();
+    let list = types.join(", ");
+    MMQ_SIGNATURES.iter().find(|(known, _)| *known == list).map(|&(_, index)| index)
 }
 
 /// `ggml_type` numbers (ggml.h) to names.
@@ -271,60 +194,6 @@ pub const fn ggml_type_name(n: u32) -> Option<&'static str> {
         39 => "MXFP4",
         _ => return None,
     })
-}
-
-/// The template arguments of a demangled name, split at the top level: `f<(ggml_type)12, 1, false>(…)`
-/// gives `["(ggml_type)12", "1", "false"]`.
-fn template_args(demangled: &str) -> Vec<&str> {
-    let Some(start) = demangled.find('<') else { return Vec::new() };
-    let mut depth = 0;
-    let mut args = Vec::new();
-    let mut from = start + 1;
-    for (i, c) in demangled.char_indices().skip_while(|(i, _)| *i <= start) {
-        match c {
-            '<' | '(' => depth += 1,
-            ')' => depth -= 1,
-            '>' if depth == 0 => {
-                args.push(demangled[from..i].trim());
-                return args;
-            }
-            '>' => depth -= 1,
-            ',' if depth == 0 => {
-                args.push(demangled[from..i].trim());
-                from = i + 1;
-            }
-            _ => {}
-        }
-    }
-    args
-}
-
-/// The function's own name: `void mul_mat_vec_q<...>(...)` gives `mul_mat_vec_q`.
-fn base_name(demangled: &str) -> &str {
-    let head = demangled.split(['<', '(']).next().unwrap_or(demangled);
-    head.rsplit([' ', ':']).next().unwrap_or(head)
-}
-
-/// The qualified source name of a mangled function read straight from its encoding (`_Z` <length>
-/// <name>, or `_ZN` <length> <name> ... for names in namespaces), for names the demangler rejects (newer
-/// manglings such as `Tn` template parameter declarations): `at::native::reduce_kernel`.
-fn mangled_path(mangled: &str) -> Option<String> {
-    let mut rest = mangled.strip_prefix("_Z")?;
-    let nested = rest.starts_with('N');
-    if nested {
-        rest = rest[1..].trim_start_matches(['K', 'V', 'r']);
-    }
-    let mut parts: Vec<&str> = Vec::new();
-    loop {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let Ok(len) = rest[..digits].parse::<usize>() else { break };
-        parts.push(rest.get(digits..digits + len)?);
-        rest = &rest[digits + len..];
-        if !nested {
-            break;
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join("::"))
 }
 
 /// ggml operator kernels that fall in none of the named families (from ggml-cuda's op sources, shared by
@@ -471,108 +340,6 @@ pub fn classify(mangled: &str) -> Class {
     let ne11_param = if base == "mul_mat_q" { mmq_ne11_param(&demangled) } else { None };
     Class { family, quant, batch, moe, library, mmq_src1: base == "quantize_mmq_q8_1", ne11_param }
 }
-
-/// The library a kernel's name says it comes from.
-fn library_of(normalized: &str, base: &str, demangled: &str) -> Option<&'static str> {
-    let lower = normalized.to_ascii_lowercase();
-    if base.starts_with("triton_") {
-        Some("Inductor")
-    } else if base.starts_with("nvjet_") || demangled.contains("cublasLt") {
-        Some("cuBLASLt")
-    } else if base.starts_with("cudnn")
-        || demangled.contains("cudnn::")
-        || base.contains("xmma_fprop")
-        || base.contains("xmma_dgrad")
-        || base.contains("xmma_wgrad")
-    {
-        Some("cuDNN")
-    } else if lower.contains("hipblaslt") {
-        Some("hipBLASLt")
-    } else if normalized.starts_with("Cijk_") || base.starts_with("Cijk_") {
-        Some("Tensile")
-    } else if base.starts_with("nccl") || demangled.contains("nccl") {
-        Some("NCCL")
-    } else if lower.contains("rccl") {
-        Some("RCCL")
-    } else if base.starts_with("miopen") || demangled.contains("miopen::") {
-        Some("MIOpen")
-    } else if base.starts_with("cutlass") || demangled.contains("cutlass_") {
-        // cuBLAS ships CUTLASS-built kernels (`cutlass::Kernel2<cutlass_80_simt_sgemm_...>`); so can anyone.
-        Some("CUTLASS")
-    } else if is_cublas_gemm(base, demangled) {
-        Some("cuBLAS")
-    } else if demangled.contains("pytorch_flash::") || demangled.contains("PyTorchMemEffAttention") {
-        Some("PyTorch")
-    } else {
-        None
-    }
-}
-
-/// NCCL/RCCL kernels (`ncclDevKernel_AllReduce_Sum_f32_RING_LL`, the older `ncclKernel_*`) and NCCL's
-/// one-rank reduction.
-fn is_collective(base: &str, demangled: &str) -> bool {
-    base.starts_with("nccl")
-        || base.starts_with("rccl")
-        || base == "oneRankReduce"
-        || demangled.contains("ncclDevKernel")
-        || demangled.contains("rccl::")
-}
-
-/// Convolution kernels: cuDNN's implicit-GEMM forward/backward (`sm80_xmma_fprop_implicit_gemm_*`,
-/// `*_dgrad_*`, `*_wgrad_*`), its named conv kernels, `MIOpen`'s.
-fn is_convolution(base: &str, demangled: &str) -> bool {
-    let lower = base.to_ascii_lowercase();
-    lower.contains("xmma_fprop")
-        || lower.contains("xmma_dgrad")
-        || lower.contains("xmma_wgrad")
-        || lower.contains("implicit_convolve")
-        || lower.contains("conv2d")
-        || (demangled.contains("cudnn::") && lower.contains("conv"))
-        || (lower.starts_with("miopen") && lower.contains("conv"))
-}
-
-/// CUB/hipCUB/rocPRIM/Thrust device algorithms and `PyTorch`'s reduction kernel.
-fn is_reduce_scan(base: &str, demangled: &str) -> bool {
-    const NAMESPACES: &[&str] = &["cub::", "hipcub::", "rocprim::", "thrust::"];
-    NAMESPACES.iter().any(|ns| demangled.contains(ns))
-        && ["Scan", "Reduce", "Sort", "Select", "Histogram", "scan", "reduce", "sort"].iter().any(|w| base.contains(w))
-        || (base == "reduce_kernel" && demangled.contains("at::native::"))
-}
-
-/// cuBLAS / cuBLASLt GEMM and GEMV kernels by their names' prefixes (nvjet for Hopper's generated
-/// kernels, xmma/cutlass tile kernels named by architecture, the older `*gemm*`/`gemv*` kernels).
-fn is_cublas_gemm(base: &str, demangled: &str) -> bool {
-    const PREFIXES: &[&str] = &[
-        "nvjet_",
-        "sm100_xmma",
-        "sm90_xmma",
-        "sm89_xmma",
-        "sm86_xmma",
-        "sm80_xmma",
-        "sm75_xmma",
-        "sm70_xmma",
-        "xmma_",
-        "ampere_",
-        "volta_",
-        "turing_",
-        "maxwell_",
-        "hopper_",
-        "gemv2",
-        "gemvx",
-        "gemmk1",
-        "gemmSN",
-        "splitKreduce",
-        "cublasLt",
-        "cublas",
-    ];
-    PREFIXES.iter().any(|p| base.starts_with(p))
-        || demangled.contains("cublasLt::")
-        || (demangled.contains("cutlass") && demangled.to_ascii_lowercase().contains("gemm"))
-}
-
-/// `PyTorch`'s own kernels (element-wise, reductions, indexing, RNG, copies): "elementwise/other" unless a
-/// named family matched first (softmax, norm, flash attention).
-const PYTORCH_NAMESPACES: &[&str] = &["at::native::", "at::cuda::", "c10::cuda::"];
 
 /// The quantization type a `block_q4_0`-style struct argument names (ggml's set-rows and copy kernels).
 fn block_quant(demangled: &str) -> Option<&'static str> {
@@ -756,8 +523,6 @@ mod tests {
     fn names_the_demangler_rejects_and_other_ops() {
         // `Tn` (a typed non-type template parameter) is newer than the demangler: read the name itself.
         let set_rows = "_ZL16k_set_rows_quantIi10block_q4_0Li32ETnPFvPKfPT0_EXadL_ZL23quantize_f32_q4_0_blockS2_PS0_EEEvS2_PKT_S4_llllllllllllll15HIP_vector_typeIjLj3EESC_SC_SC_SC_";
-        assert_eq!(mangled_path("_Z16k_set_rows_quantIi").as_deref(), Some("k_set_rows_quant"));
-        assert_eq!(mangled_path("_ZN2at6native13reduce_kernelILi512E").as_deref(), Some("at::native::reduce_kernel"));
         assert_eq!((classify(set_rows).family, classify(set_rows).quant), (Family::Quantize, Some("Q4_0")));
         for other in [
             "_ZL10arange_f32Pfiff",
@@ -767,7 +532,6 @@ mod tests {
         ] {
             assert_eq!(classify(other).family, Family::Elementwise, "{other}");
         }
-        assert_eq!(mangled_path("_Znot"), None);
     }
 
     #[test]
@@ -802,14 +566,6 @@ mod tests {
         // nvcc mangles ggml's static kernels as clang does for HIP.
         let mmvq = classify("_ZL13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj");
         assert_eq!((mmvq.family, mmvq.quant, mmvq.batch), (Family::Mmvq, Some("Q4_K"), Some(Batch::Exact(1))));
-    }
-
-    #[test]
-    fn template_arguments_split_at_top_level() {
-        assert_eq!(template_args("void f<(ggml_type)12, 1, false>(int)"), ["(ggml_type)12", "1", "false"]);
-        assert_eq!(template_args("void g<a<b, c>, 2>()"), ["a<b, c>", "2"]);
-        assert!(template_args("h(int)").is_empty());
-        assert_eq!(base_name("void mul_mat_vec_q<(ggml_type)12, 1>(void const*)"), "mul_mat_vec_q");
     }
 
     #[test]
