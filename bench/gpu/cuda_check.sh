@@ -38,10 +38,10 @@ runs=${RUNS:-7}
 : > "$out/overhead.txt"
 for i in $(seq $runs); do
   echo "none    $(loop)" >> "$out/overhead.txt"
-  echo "empty   $(loop "$tracer" record -q --force -o "$out/empty.jsonl" --probe-mode empty --lib "$libcuda" --)" >> "$out/overhead.txt"
-  echo "tracer  $(loop "$tracer" record -q --force -o "$out/loop.jsonl" --lib "$libcuda" --)" >> "$out/overhead.txt"
+  echo "empty   $(loop "$tracer" record -q --force --debug-sync-teardown -o "$out/empty.jsonl" --probe-mode empty --lib "$libcuda" --)" >> "$out/overhead.txt"
+  echo "tracer  $(loop "$tracer" record -q --force --debug-sync-teardown -o "$out/loop.jsonl" --lib "$libcuda" --)" >> "$out/overhead.txt"
   if [ -n "$libcudart" ]; then
-    echo "runtime $(loop "$tracer" record -q --force -o "$out/loop-rt.jsonl" --ring-size 67108864 --cuda-runtime --lib "$libcuda" --lib "$libcudart" --)" >> "$out/overhead.txt"
+    echo "runtime $(loop "$tracer" record -q --force --debug-sync-teardown -o "$out/loop-rt.jsonl" --ring-size 67108864 --cuda-runtime --lib "$libcuda" --lib "$libcudart" --)" >> "$out/overhead.txt"
   fi
 done
 $py - "$out/overhead.txt" <<'PY'

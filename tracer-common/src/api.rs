@@ -277,12 +277,61 @@ macro_rules! api_funcs {
 
 use CopyDirection::{Arg, Fixed};
 
+/// Every function that can be tallied has a slot in a thread's tally.
+const _: () = {
+    let mut i = 0;
+    while i < ApiFunc::ALL.len() {
+        if let Some(slot) = ApiFunc::ALL[i].tally_slot() {
+            assert!(slot < crate::TALLY_SLOTS, "more tallied functions than TALLY_SLOTS");
+        }
+        i += 1;
+    }
+};
+
 impl ApiFunc {
     /// What the kernel does with a call beyond reading it: the two facts phases need from a token's loop
     /// (a copy toward the host, then the synchronization that waits for it) are written; the other
     /// one-trap synchronizations (a decode loop makes about 14 a token) and the async copies to the device
     /// (about 7 a token) are tallied in the kernel, per process and function, and written once at the end.
     pub const fn step_flags(self) -> u64 {
+        let kind = self.step_kind();
+        match self.tally_slot() {
+            Some(slot) => kind | cookie::tally_slot(slot),
+            None => kind,
+        }
+    }
+
+    /// The function's slot in a thread's [`crate::ThreadTally`]: its rank among the rows that can be
+    /// tallied (gated synchronizations and tallied copies), in table order.
+    pub const fn tally_slot(self) -> Option<usize> {
+        if !self.tallied() {
+            return None;
+        }
+        let mut i = 0;
+        let mut slot = 0;
+        while i < Self::ALL.len() {
+            let f = Self::ALL[i];
+            if f as u16 == self as u16 {
+                return Some(slot);
+            }
+            if f.tallied() {
+                slot += 1;
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The function whose tallies a thread keeps in `slot`.
+    pub fn from_tally_slot(slot: usize) -> Option<Self> {
+        Self::ALL.iter().copied().find(|f| f.tally_slot() == Some(slot))
+    }
+
+    const fn tallied(self) -> bool {
+        self.step_kind() & (cookie::GATED | cookie::TALLY) != 0
+    }
+
+    const fn step_kind(self) -> u64 {
         match (self.op(), self.layout(), self.shape()) {
             (Op::Sync, _, ProbeShape::OneTrap) => cookie::GATED,
             (
@@ -532,9 +581,21 @@ mod tests {
         assert_eq!(ApiFunc::HipStreamEndCapture.cookie_flags(), cookie::out(1));
         assert_eq!(ApiFunc::CuGraphLaunch.cookie_flags(), 0);
         // What a token's loop writes and what it tallies.
-        assert_eq!(ApiFunc::CuStreamSynchronize.cookie_flags(), cookie::GATED);
-        assert_eq!(ApiFunc::HipStreamSynchronize.cookie_flags(), cookie::GATED);
-        assert_eq!(ApiFunc::CuMemcpyHtoDAsync.cookie_flags(), cookie::TALLY);
+        let gated = |f: ApiFunc| cookie::GATED | cookie::tally_slot(f.tally_slot().unwrap());
+        assert_eq!(ApiFunc::CuStreamSynchronize.cookie_flags(), gated(ApiFunc::CuStreamSynchronize));
+        assert_eq!(ApiFunc::HipStreamSynchronize.cookie_flags(), gated(ApiFunc::HipStreamSynchronize));
+        assert_eq!(
+            ApiFunc::CuMemcpyHtoDAsync.cookie_flags(),
+            cookie::TALLY | cookie::tally_slot(ApiFunc::CuMemcpyHtoDAsync.tally_slot().unwrap())
+        );
+        // Slots are distinct, dense, and read back.
+        for (expected, slot) in ApiFunc::ALL.iter().filter_map(|f| f.tally_slot()).enumerate() {
+            assert_eq!(slot, expected);
+        }
+        for f in ApiFunc::ALL.iter().filter(|f| f.tally_slot().is_some()) {
+            assert_eq!(ApiFunc::from_tally_slot(f.tally_slot().unwrap()), Some(*f));
+            assert_eq!(cookie::tally_slot_of(f.cookie_flags()), f.tally_slot().unwrap());
+        }
         assert_eq!(ApiFunc::CuMemcpyDtoHAsync.cookie_flags(), cookie::MARK);
         assert_eq!(ApiFunc::CuMemcpyHtoD.cookie_flags(), 0);
         assert_eq!(ApiFunc::HipMemcpyAsync.cookie_flags(), cookie::mark_if(3));

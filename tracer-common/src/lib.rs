@@ -248,7 +248,8 @@ pub enum Counter {
     PacketFault = 9,
     /// A kernel-parameters record could not be reserved.
     DropParams = 10,
-    /// A call to tally in the kernel found no room in the tally map: it was neither tallied nor written.
+    /// A call to tally in the kernel found no room for its thread in the tally map: it was neither tallied
+    /// nor written.
     TallyLost = 11,
 }
 
@@ -326,10 +327,13 @@ pub mod cookie {
     const PARAMS_SHIFT: u32 = 32; // 4 bits
     const HANDLE_SHIFT: u32 = 36; // 4 bits
     /// A synchronization: written only when its thread copied toward the host since its last written
-    /// one (the sync that ends an inference step); otherwise tallied in the kernel ([`crate::Tally`]).
+    /// one (the sync that ends an inference step); otherwise tallied in the kernel ([`crate::ThreadTally`]).
     pub const GATED: u64 = 1 << 40;
     /// Tallied in the kernel, never written one by one: calls, and the bytes in argument 2.
     pub const TALLY: u64 = 1 << 41;
+    /// A tallied or gated call's slot in its thread's [`crate::ThreadTally`] (3 bits). These bits are the
+    /// parameter-array fields of a launch: a tallied call never reads parameters.
+    const TALLY_SLOT_SHIFT: u32 = 32;
     /// A copy toward the host: marks its thread, so that the thread's next synchronization is written.
     pub const MARK: u64 = 1 << 42;
     /// A copy whose direction (a hipMemcpyKind) is argument [`mark_arg`]: marks its thread when that is
@@ -356,6 +360,12 @@ pub mod cookie {
     /// argument `handle` (argument slots).
     pub const fn params(params: u64, handle: u64) -> u64 {
         PARAMS | ((params & 15) << PARAMS_SHIFT) | ((handle & 15) << HANDLE_SHIFT)
+    }
+    pub const fn tally_slot(slot: usize) -> u64 {
+        ((slot as u64) & 7) << TALLY_SLOT_SHIFT
+    }
+    pub const fn tally_slot_of(c: u64) -> usize {
+        ((c >> TALLY_SLOT_SHIFT) & 7) as usize
     }
     pub const fn params_arg(c: u64) -> usize {
         ((c >> PARAMS_SHIFT) & 15) as usize
@@ -448,25 +458,24 @@ pub struct PlanKey {
     pub handle: u64,
 }
 
-/// Calls of one function by one process counted in the kernel instead of written one by one (the key of
-/// the eBPF tally map), and what they add up to.
-#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct TallyKey {
-    pub tgid: u64,
-    /// The [`ApiFunc`] number.
-    pub func: u64,
-}
+/// Functions that can be tallied in the kernel: the rows of the API table with a tally slot
+/// ([`crate::api::ApiFunc::tally_slot`]).
+pub const TALLY_SLOTS: usize = 8;
 
-/// What the tallied calls of a [`TallyKey`] add up to.
+/// One thread's calls counted in the kernel instead of written one by one, and its sync gate.
+///
+/// The value of the eBPF map keyed by `pid_tgid`: one entry serves both, so a tallied call costs one
+/// lookup.
 #[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tally {
-    pub calls: u64,
-    /// The sizes the calls passed (copies), summed.
-    pub bytes: u64,
+pub struct ThreadTally {
+    /// 1 when the thread copied toward the host since its last written synchronization.
+    pub host_copied: u64,
+    /// Calls per tally slot.
+    pub calls: [u64; TALLY_SLOTS],
+    /// The sizes the calls passed (copies), summed, per tally slot.
+    pub bytes: [u64; TALLY_SLOTS],
 }
 
 /// Bytes of one AQL packet.
@@ -479,10 +488,8 @@ mod user {
     unsafe impl aya::Pod for super::RecordHeader {}
     // SAFETY: as above: two u64 fields.
     unsafe impl aya::Pod for super::PlanKey {}
-    // SAFETY: as above: two u64 fields.
-    unsafe impl aya::Pod for super::TallyKey {}
-    // SAFETY: as above: two u64 fields.
-    unsafe impl aya::Pod for super::Tally {}
+    // SAFETY: as above: u64 fields and arrays of them.
+    unsafe impl aya::Pod for super::ThreadTally {}
 }
 
 #[cfg(test)]

@@ -19,12 +19,10 @@ use aya_ebpf::{
 use tracer_common::{
     ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
     CallRecord, Counter, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX, ParamsRecord,
-    PlanKey, QueueRecord, RecordHeader, RecordKind, STACK_ARGS, Tally, TallyKey, api::memcpy_kind, cookie,
+    PlanKey, QueueRecord, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS, ThreadTally, api::memcpy_kind, cookie,
 };
 
-use crate::maps::{
-    EVENTS, HOST_COPIED, PARAM_PLANS, STASH, Stash, StashKey, TALLIES, atomic_add, count, submit_flags, traced,
-};
+use crate::maps::{EVENTS, PARAM_PLANS, STASH, Stash, StashKey, THREADS, count, submit_flags, traced};
 
 #[uprobe]
 pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
@@ -89,21 +87,25 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     }
     // SAFETY: see call_entry.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    if c & cookie::TALLY != 0 {
-        tally(pid_tgid, c, ctx.arg::<u64>(2).unwrap_or(0));
-        return 0;
-    }
-    if c & cookie::GATED != 0 {
-        // SAFETY: the value is only tested for presence.
-        if unsafe { HOST_COPIED.get(pid_tgid) }.is_none() {
-            tally(pid_tgid, c, 0);
+    if c & (cookie::TALLY | cookie::GATED) != 0 {
+        let Some(t) = thread_tally(pid_tgid) else {
+            count(Counter::TallyLost);
             return 0;
+        };
+        let slot = cookie::tally_slot_of(c) & (TALLY_SLOTS - 1);
+        // SAFETY: `t` points into the live map value; only this thread writes its entry (its programs do
+        // not run concurrently), so plain adds lose nothing.
+        unsafe {
+            if c & cookie::TALLY != 0 || (*t).host_copied == 0 {
+                (*t).calls[slot] += 1;
+                if c & cookie::TALLY != 0 {
+                    (*t).bytes[slot] += ctx.arg::<u64>(2).unwrap_or(0);
+                }
+                return 0;
+            }
+            // A sync after a copy toward the host: it ends a step, so it is written.
+            (*t).host_copied = 0;
         }
-        #[expect(
-            clippy::let_underscore_must_use,
-            reason = "an entry already gone (evicted) needs nothing done: the sync is written either way"
-        )]
-        let _: Result<(), _> = HOST_COPIED.remove(pid_tgid);
     }
     let mut args = register_args(&ctx);
     mark_host_copy(pid_tgid, c, &args);
@@ -215,28 +217,15 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
     0
 }
 
-/// Counts a call in the kernel instead of writing it: one more call (and its bytes) for its process and
-/// function.
+/// The thread's entry in [`THREADS`], made at its first tallied call or copy toward the host.
 #[inline(always)]
-fn tally(pid_tgid: u64, c: u64, bytes: u64) {
-    let key = TallyKey { tgid: pid_tgid >> 32, func: u64::from(cookie::func(c)) };
-    // The first call of a (process, function) makes its entry; every later one is a single lookup.
-    let slot = TALLIES.get_ptr_mut(key).or_else(|| {
-        // BPF_NOEXIST: a racing CPU's entry is kept; either way one entry exists to add to.
+fn thread_tally(pid_tgid: u64) -> Option<*mut ThreadTally> {
+    THREADS.get_ptr_mut(pid_tgid).or_else(|| {
+        let zero = ThreadTally { host_copied: 0, calls: [0; TALLY_SLOTS], bytes: [0; TALLY_SLOTS] };
         #[expect(clippy::let_underscore_must_use, reason = "the lookup below tells whether an entry exists")]
-        let _: Result<(), _> = TALLIES.insert(key, Tally::default(), u64::from(aya_ebpf::bindings::BPF_NOEXIST));
-        TALLIES.get_ptr_mut(key)
-    });
-    match slot {
-        Some(t) => {
-            // SAFETY: `t` points into the live map value.
-            unsafe {
-                atomic_add(&raw mut (*t).calls, 1);
-                atomic_add(&raw mut (*t).bytes, bytes);
-            }
-        }
-        None => count(Counter::TallyLost),
-    }
+        let _: Result<(), _> = THREADS.insert(pid_tgid, zero, u64::from(aya_ebpf::bindings::BPF_NOEXIST));
+        THREADS.get_ptr_mut(pid_tgid)
+    })
 }
 
 /// A copy toward the host marks its thread: its next synchronization ends a step and is written.
@@ -249,11 +238,13 @@ fn mark_host_copy(pid_tgid: u64, c: u64, args: &[u64; ARG_SLOTS]) {
                 Some(memcpy_kind::DEVICE_TO_HOST | memcpy_kind::DEFAULT)
             ));
     if to_host {
-        #[expect(
-            clippy::let_underscore_must_use,
-            reason = "an LRU map makes room itself; a mark that could not be kept tallies the next sync instead"
-        )]
-        let _: Result<(), _> = HOST_COPIED.insert(pid_tgid, 1u8, 0);
+        // With no room for the thread, its next sync cannot be gated either: it is counted as lost there.
+        if let Some(t) = thread_tally(pid_tgid) {
+            // SAFETY: `t` points into the live map value, written only by this thread.
+            unsafe {
+                (*t).host_copied = 1;
+            }
+        }
     }
 }
 

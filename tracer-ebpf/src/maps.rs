@@ -5,7 +5,7 @@ use aya_ebpf::{
     macros::map,
     maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
-use tracer_common::{ARG_SLOTS, Counter, PlanKey, Tally, TallyKey};
+use tracer_common::{ARG_SLOTS, Counter, PlanKey, ThreadTally};
 
 /// Every record goes through this ring. Its size is set by user space at load (`--ring-size`).
 #[map]
@@ -45,14 +45,12 @@ pub(crate) static STASH: LruHashMap<StashKey, Stash> = LruHashMap::with_max_entr
 #[map]
 pub(crate) static PARAM_PLANS: LruHashMap<PlanKey, u32> = LruHashMap::with_max_entries(65536, 0);
 
-/// Calls counted in the kernel instead of written (see `tracer_common::cookie::TALLY`), per process and
-/// function; user space reads them at the end of the recording.
+/// Per traced thread (`pid_tgid`): the calls counted in the kernel instead of written (see
+/// `tracer_common::cookie::TALLY`), and whether it copied toward the host since its last written
+/// synchronization. User space reads it at the end of the recording. A plain hash map, not LRU: an
+/// evicted entry would lose its counts silently; a full map is counted ([`Counter::TallyLost`]).
 #[map]
-pub(crate) static TALLIES: LruHashMap<TallyKey, Tally> = LruHashMap::with_max_entries(16384, 0);
-
-/// Threads (`pid_tgid`) that copied toward the host since their last written synchronization.
-#[map]
-pub(crate) static HOST_COPIED: LruHashMap<u64, u8> = LruHashMap::with_max_entries(16384, 0);
+pub(crate) static THREADS: HashMap<u64, ThreadTally> = HashMap::with_max_entries(16384, 0);
 
 /// Loss and error counters, one slot per [`Counter`], per CPU.
 #[map]
@@ -145,16 +143,6 @@ pub(crate) fn count_n(counter: Counter, n: u64) {
         unsafe {
             atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(slot, n);
         }
-    }
-}
-
-/// Adds to a u64 in a map value with an atomic add (several CPUs update the same tally).
-#[inline(always)]
-pub(crate) fn atomic_add(slot: *mut u64, n: u64) {
-    use core::intrinsics::{AtomicOrdering, atomic_xadd};
-    // SAFETY: callers pass a pointer into a live map value, valid and aligned for the program's lifetime.
-    unsafe {
-        atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(slot, n);
     }
 }
 

@@ -103,6 +103,11 @@ pub struct RecordCli {
     /// launches, at a second trap per launch. The driver (libcuda) is always probed, one trap per launch.
     #[arg(long)]
     pub cuda_runtime: bool,
+    /// Have the kernel time every run of tracer's eBPF programs while recording (`BPF_ENABLE_STATS`) and
+    /// write each program's runs and nanoseconds to the trace: what the programs cost the traced threads
+    /// beyond the trap itself. The timing adds two clock reads to each run.
+    #[arg(long)]
+    pub program_stats: bool,
     /// Testing aid: leave the ring buffer unread for this long after attaching, to provoke overflow.
     #[arg(long, hide = true, value_name = "MS", default_value_t = 0)]
     pub debug_read_delay_ms: u64,

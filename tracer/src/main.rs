@@ -40,6 +40,7 @@ fn main() -> ExitCode {
             cuda_runtime: r.cuda_runtime,
             read_delay: std::time::Duration::from_millis(r.debug_read_delay_ms),
             sync_teardown: r.debug_sync_teardown,
+            program_stats: r.program_stats,
             probe_mode: match r.probe_mode {
                 ProbeModeArg::Record => ProbeMode::Record,
                 ProbeModeArg::Empty => ProbeMode::Empty,

@@ -183,6 +183,11 @@ impl Phases {
         self.queue.push(class, ts);
     }
 
+    /// Whether the steps are counted from queue dispatches (the process had some) rather than launches.
+    pub const fn counts_dispatches(&self) -> bool {
+        self.saw_dispatch
+    }
+
     /// An API call: a copy to the host, then a synchronization, ends a step.
     pub fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64) {
         for step in [&mut self.api, &mut self.queue] {

@@ -311,7 +311,7 @@ fn build_fixtures() -> Result<()> {
         .arg(out.join("cuda_driver"))
         .arg(src.join("cuda_driver.c"))
         .arg(format!("-L{}", dir.display()))
-        .args(["-l:libcuda.so.1", "-l:libcudart.so.13"])
+        .args(["-l:libcuda.so.1", "-l:libcudart.so.13", "-lpthread"])
         .arg(format!("-Wl,-rpath,{}", dir.display())))?;
     // Plain C fixtures (test doubles and probes that need no HIP).
     for entry in fs::read_dir(root().join("fixtures/c"))? {

@@ -4,47 +4,94 @@
 # points, and with tracer. A uprobe's trap and its program run in the traced thread's kernel time; the decode
 # loop is GPU-bound and spins in user space while it waits, so tokens/s and user time hide sub-percent costs.
 # Loading the model costs more kernel time than decoding, so each mode runs a long and a short decode and the
-# difference is divided by the tokens between them. Rounds interleaved; medians. Writes $OUT/decode-cost.txt.
-#   bench/gpu/ggml/decode_cost.sh [TRACER_BINARY]        (ROUNDS, default 5)
+# difference is divided by the tokens between them. Rounds interleaved; medians. Each tracer releases its
+# probes before it exits (--debug-sync-teardown): the next run must not meet them. Writes $OUT/decode-cost.txt.
+#   bench/gpu/ggml/decode_cost.sh [TRACER_BINARY]        (ROUNDS, default 5; BENCH_CPU, default 2)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../common.sh"
 . "$here/build.sh"
 long=2048 short=64 reps=10
 tokens=$(( (long - short) * (reps + 1) ))   # llama-bench runs a warm-up before its repetitions
-run() { # MODE N PREFIX...: one llama-bench run of N tokens; prints "MODE N stime_s utime_s tokens_per_s"
-  local mode=$1 n=$2; shift 2
-  "$@" python3 -c '
+# One llama-bench run of N tokens: prints "MODE N BENCH_STIME BENCH_UTIME ALL_STIME ALL_UTIME TOKENS_PER_S".
+# The inner python is the recorded command (tracer follows it to llama-bench): its children's rusage is
+# llama-bench's alone. The outer one's is everything it waited for: llama-bench, and tracer's own process
+# when one runs (its cost lands on other cores, not on the decode loop's).
+inner='
 import json, resource, subprocess, sys
 p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(r.ru_stime, r.ru_utime, json.loads(p.stdout)[0]["avg_ts"])
-' taskset -c 2 "$bin/llama-bench" -m "$models/q4_k_m.gguf" -p 0 -n "$n" -r $reps -o json | sed "s/^/$mode $n /"
+'
+outer='
+import resource, subprocess, sys
+p = subprocess.run(sys.argv[1:], capture_output=True, text=True)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+st, ut, ts = p.stdout.split()[-3:]
+print(st, ut, r.ru_stime, r.ru_utime, ts)
+'
+run() {
+  local mode=$1 n=$2; shift 2
+  python3 -c "$outer" "$@" python3 -c "$inner" taskset -c "${BENCH_CPU:-2}" "$bin/llama-bench" -m "$models/q4_k_m.gguf" \
+    -p 0 -n "$n" -r $reps -o json | sed "s/^/$mode $n /"
 }
 for round in $(seq "${ROUNDS:-5}"); do
   for n in $long $short; do
     run none $n env
-    run empty $n "$tracer" record -q --force -o /tmp/cost-empty.jsonl --probe-mode empty --
-    run tracer $n "$tracer" record -q --force -o /tmp/cost-tracer.jsonl.zst --
+    run empty $n "$tracer" record -q --force --debug-sync-teardown -o /tmp/cost-empty.jsonl --probe-mode empty --
+    run tracer $n "$tracer" record -q --force --debug-sync-teardown -o "/tmp/cost-tracer-$n.jsonl.zst" --
   done
 done | tee "$out/decode-cost.txt"
-python3 - "$out/decode-cost.txt" "$tokens" "$long" <<'PY'
-import collections, statistics, sys
+# What tracer saw per token in the last round: calls written and tallied in the kernel, long minus short.
+for n in $long $short; do "$tracer" report --json "/tmp/cost-tracer-$n.jsonl.zst" > "/tmp/cost-tracer-$n.json"; done
+# And the programs' own time, as the kernel times it (--program-stats), long minus short, per token.
+for n in $long $short; do
+  run stats $n "$tracer" record -q --force --debug-sync-teardown --program-stats -o "/tmp/cost-stats-$n.jsonl.zst" -- > /dev/null
+  "$tracer" report --json "/tmp/cost-stats-$n.jsonl.zst" > "/tmp/cost-stats-$n.json"
+done
+python3 - "$out/decode-cost.txt" "$tokens" "$long" "/tmp/cost-tracer-$long.json" "/tmp/cost-tracer-$short.json" \
+  "/tmp/cost-stats-$long.json" "/tmp/cost-stats-$short.json" <<'PY'
+import collections, json, statistics, sys
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    mode, n, st, ut, ts = line.split()
-    runs[(mode, n)].append((float(st), float(ut), float(ts)))
+    mode, n, *v = line.split()
+    runs[(mode, n)].append([float(x) for x in v])
 tokens, long = int(sys.argv[2]), sys.argv[3]
-per_token = {}
-for mode in ("none", "empty", "tracer"):
+def per_token(mode, field):
     short = [k for k in runs if k[0] == mode and k[1] != long][0]
-    # Round by round: the long run's kernel time minus the short run's, per token between them.
-    d = [(a[0] - b[0]) / tokens for a, b in zip(runs[(mode, long)], runs[short])]
-    per_token[mode] = statistics.median(d)
-    ts = statistics.median(r[2] for r in runs[(mode, long)])
-    print(f"{mode:<7} decode kernel time {1e6 * per_token[mode]:6.2f} us/token (rounds: "
+    # Round by round: the long run's time minus the short run's, per token between them.
+    return [(a[field] - b[field]) / tokens for a, b in zip(runs[(mode, long)], runs[short])]
+bench = {}
+for mode in ("none", "empty", "tracer"):
+    d = per_token(mode, 0)
+    bench[mode] = statistics.median(d)
+    ts = statistics.median(r[4] for r in runs[(mode, long)])
+    print(f"{mode:<7} llama-bench kernel time {1e6 * bench[mode]:6.2f} us/token (rounds: "
           + ", ".join(f"{1e6 * x:.2f}" for x in d) + f"); {ts:.0f} tokens/s")
-empty, tracer = per_token["empty"] - per_token["none"], per_token["tracer"] - per_token["none"]
-print(f"added kernel time per token: empty programs {1e6 * empty:.2f} us, tracer {1e6 * tracer:.2f} us"
+empty, tracer = bench["empty"] - bench["none"], bench["tracer"] - bench["none"]
+print(f"added to llama-bench's kernel time per token: empty programs {1e6 * empty:.2f} us, tracer {1e6 * tracer:.2f} us"
       + (f" ({tracer / empty:.2f}x the empty programs')" if empty > 0 else ""))
+for mode in ("empty", "tracer"):
+    own = [s + u for s, u in zip(per_token(mode, 2), per_token(mode, 3))]
+    mine = [s + u for s, u in zip(per_token(mode, 0), per_token(mode, 1))]
+    print(f"{mode:<7} tracer's own process: {1e6 * statistics.median(a - b for a, b in zip(own, mine)):.2f} us CPU "
+          "per token (user + kernel, on other cores)")
+def calls(path):
+    out = {}
+    for p in json.load(open(path))["processes"]:
+        for a in p.get("api", []):
+            out[a["api"]] = out.get(a["api"], 0) + a["calls"]
+    return out
+lo, sh = calls(sys.argv[4]), calls(sys.argv[5])
+per = {f: (lo[f] - sh.get(f, 0)) / tokens for f in lo}
+print("traced calls per token (last round): " + ", ".join(f"{f} {v:.2f}" for f, v in sorted(per.items(), key=lambda x: -x[1]) if v >= 0.01)
+      + f"; {sum(per.values()):.2f} in all")
+def programs(path):
+    return json.load(open(path)).get("programs", {})
+lo, sh = programs(sys.argv[6]), programs(sys.argv[7])
+ns = {k: (v["ns"] - sh.get(k, {}).get("ns", 0)) / tokens for k, v in lo.items()}
+runs = {k: (v["runs"] - sh.get(k, {}).get("runs", 0)) / tokens for k, v in lo.items()}
+print("tracer's programs per token (kernel-timed, --program-stats): "
+      + ", ".join(f"{k} {runs[k]:.2f} runs {ns[k]:.0f} ns" for k in sorted(ns, key=lambda k: -ns[k]) if runs[k] >= 0.01)
+      + f"; {sum(ns.values()):.0f} ns in all")
 PY

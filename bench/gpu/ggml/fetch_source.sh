@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run here (not on the GPU machine, which reaches no package registry): fetches the pinned llama.cpp
 # source, the vendor/llama.cpp of the llama-cpp-python sdist, and trims it to what the CUDA build of
-# llama-bench and llama-quantize, gguf-py and the llama vocab need (~8 MB): target/llama/llama.cpp.tar.gz.
+# llama-bench, llama-quantize and llama-server, gguf-py and the llama vocab need (~8 MB): target/llama/llama.cpp.tar.gz.
 # The GPU scripts take it with the tracer binary (carry both).
 set -euo pipefail
 version="${LLAMA_CPP_PYTHON:-0.3.36}"
@@ -23,5 +23,9 @@ tar cf - -C "$vendor" --exclude=llama.cpp/models --exclude=llama.cpp/docs --excl
   --exclude=llama.cpp/ggml/src/ggml-webgpu llama.cpp | tar xf - -C "$tmp/stage"
 mkdir -p "$tmp/stage/llama.cpp/models"
 cp "$vendor/llama.cpp/models/ggml-vocab-llama-spm.gguf" "$tmp/stage/llama.cpp/models/"
+# llama-server links the web UI's asset table; built with LLAMA_BUILD_UI=OFF and LLAMA_USE_PREBUILT_UI=OFF
+# that table is empty and needs only these files of tools/ui (the UI's sources are left out).
+mkdir -p "$tmp/stage/llama.cpp/tools/ui"
+cp "$vendor"/llama.cpp/tools/ui/{CMakeLists.txt,sources.cmake,ui.cpp.in,ui.h.in} "$tmp/stage/llama.cpp/tools/ui/"
 tar czf "$dest/llama.cpp.tar.gz" -C "$tmp/stage" llama.cpp
 ls -la "$dest/llama.cpp.tar.gz"

@@ -11,13 +11,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../common.sh"
 . "$here/build.sh"
 started=$(date +%s)
-cuda="$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")"
-cupti="$cuda/extras/CUPTI"
-[ -d "$cupti/include" ] || cupti="$cuda"
-krec="$(grep -o 'CUpti_ActivityKernel[0-9]\+' "$cupti/include/cupti_activity.h" | sort -u -V | tail -1)"
-cc -O2 -Wall -shared -fPIC -DKREC="$krec" -I"$cupti/include" -I"$cuda/include" "$here/cupti_counts.c" \
-  -o "$work/libcupti_counts.so" -L"$cupti/lib64" -lcupti -Wl,-rpath,"$cupti/lib64"
-echo "CUPTI oracle built ($krec)"
+. "$here/cupti.sh"
 status=0
 for q in q4_k_m q8_0; do
   args=(-m "$models/$q.gguf" -p 3,8,9,11,290 -n 8 -r 1)
@@ -26,14 +20,7 @@ for q in q4_k_m q8_0; do
     "$bin/llama-bench" "${args[@]}" > /dev/null 2>&1
   "$tracer" report --json "$out/ggml-$q.jsonl.zst" > "$out/ggml-$q.report.json"
   "$tracer" report "$out/ggml-$q.jsonl.zst" > "$out/ggml-$q.report.txt" 2>&1 || true
-  python3 - "$out/cupti-$q.raw.json" "$out/cupti-$q.json" <<'PY'
-import json, subprocess, sys
-raw = json.load(open(sys.argv[1]))
-names = sorted(raw["kernels"])
-out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.splitlines()
-json.dump({d: raw["kernels"][n] for n, d in zip(names, out)}, open(sys.argv[2], "w"))
-print(f"CUPTI: {sum(raw['kernels'].values())} executions of {len(names)} kernels, {raw['dropped']} records dropped")
-PY
+  cupti_demangle "$out/cupti-$q.raw.json" "$out/cupti-$q.json"
   echo "== $q: per-kernel executions, tracer vs CUPTI"
   python3 "$here/../compare.py" "$out/ggml-$q.report.json" "$out/cupti-$q.json" | tail -4 || status=1
   echo "== $q: phases (expected: prefill 10 steps of widths 3, 8, 9, 11, 290; decode 9 steps of width 1)"
@@ -67,8 +54,8 @@ tg() { "$@" taskset -c 2 "$bin/llama-bench" -m "$models/q4_k_m.gguf" -p 0 -n 512
   python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["avg_ts"])'; }
 for round in $(seq "$rounds"); do
   echo "none   $(tg env)"
-  echo "empty  $(tg "$tracer" record -q --force -o /tmp/empty.jsonl --probe-mode empty --)"
-  echo "tracer $(tg "$tracer" record -q --force -o /tmp/tg.jsonl.zst --)"
+  echo "empty  $(tg "$tracer" record -q --force --debug-sync-teardown -o /tmp/empty.jsonl --probe-mode empty --)"
+  echo "tracer $(tg "$tracer" record -q --force --debug-sync-teardown -o /tmp/tg.jsonl.zst --)"
 done | tee "$out/tokens.txt"
 python3 - "$out/tokens.txt" <<'PY'
 import collections, statistics, sys

@@ -69,13 +69,15 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
         (d2h.size, d2h.src, d2h.kind.map(tracer::event::MemcpyKind::name).as_deref()),
         (Some(64), Some(0x7f00_0000_0000), Some("DeviceToHost"))
     );
-    // The async copy to the device is tallied in the kernel (a token's loop makes ~7): no record of its own,
-    // one tally with its call and bytes at the end.
+    // The async copies to the device are tallied in the kernel (a token's loop makes ~7), and so are the
+    // syncs with no copy to the host before them on their thread: no record of their own, one tally per
+    // function at the end, summed over the two threads that made them.
     assert!(calls.iter().all(|c| c.api.name() != "cuMemcpyHtoDAsync_v2"));
-    let tallies: Vec<&trace::Tally> =
-        records.iter().filter_map(|r| if let Record::Tally(t) = r { Some(t) } else { None }).collect();
-    assert_eq!(tallies.len(), 1, "{tallies:?}");
-    assert_eq!((tallies[0].api.name(), tallies[0].calls, tallies[0].bytes), ("cuMemcpyHtoDAsync_v2", 1, 32));
+    let tallies: Vec<(&str, u64, u64)> = records
+        .iter()
+        .filter_map(|r| if let Record::Tally(t) = r { Some((t.api.name(), t.calls, t.bytes)) } else { None })
+        .collect();
+    assert_eq!(tallies, [("cuStreamSynchronize", 2, 0), ("cuMemcpyHtoDAsync_v2", 2, 48)]);
     // The synchronization after the copy to the host is written (it ends a step).
     assert_eq!(calls.iter().filter(|c| c.api.name() == "cuStreamSynchronize").count(), 1);
     assert_eq!(calls.iter().filter(|c| c.api.name() == "cuGraphLaunch" && c.handle == Some(0x7000)).count(), 5);
@@ -87,9 +89,11 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     let p = &v["processes"][0];
     assert_eq!((p["graph_replays"].as_u64(), p["graph_replays_unresolved"].as_u64()), (Some(5), Some(0)));
     let h2d = p["api"].as_array().unwrap().iter().find(|a| a["api"] == "cuMemcpyHtoDAsync_v2").unwrap();
-    assert_eq!((h2d["calls"].as_u64(), h2d["tallied"].as_u64()), (Some(1), Some(1)));
+    assert_eq!((h2d["calls"].as_u64(), h2d["tallied"].as_u64()), (Some(2), Some(2)));
+    let sync = p["api"].as_array().unwrap().iter().find(|a| a["api"] == "cuStreamSynchronize").unwrap();
+    assert_eq!((sync["calls"].as_u64(), sync["tallied"].as_u64()), (Some(3), Some(2)));
     let copies = &p["memory"]["memcpy"]["HostToDevice"];
-    assert_eq!((copies["calls"].as_u64(), copies["unchecked"].as_u64()), (Some(2), Some(1)), "{copies}");
+    assert_eq!((copies["calls"].as_u64(), copies["unchecked"].as_u64()), (Some(3), Some(2)), "{copies}");
     let runs: Vec<(u64, u64, u64)> = p["kernels"]
         .as_array()
         .unwrap()

@@ -213,3 +213,40 @@ fn compressed_trace_reads_back() {
     assert_eq!((k["launches"].as_u64(), k["failed"].as_u64()), (Some(2), Some(2)));
     assert_eq!(k["shapes"][0]["grid"], serde_json::json!([33, 1, 1]));
 }
+
+#[test]
+fn program_stats_time_every_program_run() {
+    // `mini_runner loop N`: N kernel launches through `<<<>>>`, each a __hipPushCallConfiguration and a
+    // hipLaunchKernel, both probed at entry and return.
+    let out = scratch("program-stats").join("t.jsonl");
+    let runner = fixture("mini_runner");
+    let o = tracer(&[
+        "record",
+        "-q",
+        "--program-stats",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        runner.to_str().unwrap(),
+        "loop",
+        "500",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let records = read_trace(&out);
+    let f = footer(&records);
+    let launches = launches(&records).len() as u64;
+    assert_eq!(launches, 500);
+    // Every launch ran the entry and the return program twice (other probed calls add a few more).
+    for name in ["call_entry", "call_return"] {
+        let p = f.programs.get(name).unwrap_or_else(|| panic!("no {name} in {:?}", f.programs));
+        assert!(p.runs >= 2 * launches && p.runs < 2 * launches + 50, "{name}: {p:?}");
+        assert!(p.ns > 0, "{name}: {p:?}");
+    }
+    assert!(f.programs["sched_process_exec"].runs >= 1);
+    let report = tracer(&["report", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("eBPF programs, as the kernel timed them") && text.contains("call_entry"), "{text}");
+    // Without the flag, the kernel times nothing and the trace says nothing of it.
+    let (_, plain) = record_mini_runner_launches("program-stats-off", "t.jsonl");
+    assert!(footer(&plain).programs.is_empty());
+}

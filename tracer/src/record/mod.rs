@@ -44,6 +44,8 @@ pub struct RecordArgs {
     pub read_delay: Duration,
     /// Benchmarking aid: release the probes before exiting instead of in the background.
     pub sync_teardown: bool,
+    /// Time the eBPF programs' runs in the kernel and write the figures to the footer.
+    pub program_stats: bool,
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the clock of `bpf_ktime_get_ns`, so of every `ts` in a trace.

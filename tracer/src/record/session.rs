@@ -8,7 +8,7 @@ use std::{collections::BTreeMap, io::IsTerminal as _, time::Duration};
 use anyhow::{Result, anyhow, bail};
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use tokio::signal::unix::{SignalKind, signal};
-use tracer_common::{ApiFunc, Counter, Footer, PlanKey, Tally, TallyKey};
+use tracer_common::{ApiFunc, Counter, Footer, PlanKey, ThreadTally};
 
 use super::{
     RecordArgs, Targets, clock_ns,
@@ -32,8 +32,8 @@ pub(super) struct Session<'a> {
     pids: BpfHashMap<MapData, u32, u32>,
     /// Which kernel parameters each (process, function)'s launches read (see [`Attributor::new_plans`]).
     param_plans: BpfHashMap<MapData, PlanKey, u32>,
-    /// Calls the kernel counted instead of writing, per (process, function).
-    tallies: BpfHashMap<MapData, TallyKey, Tally>,
+    /// Calls the kernel counted instead of writing, per thread and tally slot.
+    threads: BpfHashMap<MapData, u64, ThreadTally>,
     counters: PerCpuArray<MapData, u64>,
     ring: Ring,
     attr: Attributor,
@@ -46,6 +46,8 @@ pub(super) struct Session<'a> {
     /// Ollama servers followed, those running at the start and those started since.
     servers: Vec<u32>,
     watch_ollama: bool,
+    /// While held, the kernel times every program run (`--program-stats`).
+    _program_stats: Option<std::os::fd::OwnedFd>,
 }
 
 /// How a recording ended: why, the started command's end if it has ended, and the signal that stopped
@@ -66,6 +68,13 @@ impl<'a> Session<'a> {
         mut writer: Writer,
     ) -> Result<(Self, Option<Command>)> {
         let filter_by_pid = !targets.pids.is_empty() || !args.command.is_empty() || args.ollama;
+        let program_stats = if args.program_stats {
+            Some(aya::sys::enable_stats(aya::sys::Stats::RunTime).map_err(|e| {
+                anyhow!("--program-stats: the kernel refused to time eBPF programs ({e}); record without it")
+            })?)
+        } else {
+            None
+        };
         let watch_comm = targets.watch_ollama.then_some("ollama");
         let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm })?;
         let mut watch = LibraryWatch::new(runtimes(args));
@@ -90,7 +99,7 @@ impl<'a> Session<'a> {
         let mut pids: BpfHashMap<MapData, u32, u32> = BpfHashMap::try_from(take("PIDS")?)?;
         let counters: PerCpuArray<MapData, u64> = PerCpuArray::try_from(take("COUNTERS")?)?;
         let param_plans: BpfHashMap<MapData, PlanKey, u32> = BpfHashMap::try_from(take("PARAM_PLANS")?)?;
-        let tallies: BpfHashMap<MapData, TallyKey, Tally> = BpfHashMap::try_from(take("TALLIES")?)?;
+        let threads: BpfHashMap<MapData, u64, ThreadTally> = BpfHashMap::try_from(take("THREADS")?)?;
         let ring = Ring::new(RingBuf::try_from(take("EVENTS")?)?)?;
 
         for &pid in &targets.pids {
@@ -131,7 +140,7 @@ impl<'a> Session<'a> {
             watch,
             pids,
             param_plans,
-            tallies,
+            threads,
             counters,
             ring,
             attr,
@@ -142,6 +151,7 @@ impl<'a> Session<'a> {
             filter_at_start,
             servers: targets.servers,
             watch_ollama: targets.watch_ollama,
+            _program_stats: program_stats,
         };
         Ok((session, child))
     }
@@ -352,19 +362,19 @@ impl<'a> Session<'a> {
             };
             self.writer.write(&Record::Exit(trace::Exit { ts: monotonic_ns(), pid, code, signal }))?;
         }
-        // What the kernel counted instead of writing, in a stable order.
-        let mut tallies: Vec<trace::Tally> = self
-            .tallies
-            .iter()
-            .filter_map(Result::ok)
-            .filter_map(|(k, t)| {
-                let api = ApiFunc::from_u16(u16::try_from(k.func).ok()?)?;
-                Some(trace::Tally { pid: k.tgid as u32, api, calls: t.calls, bytes: t.bytes })
-            })
-            .collect();
-        tallies.sort_by_key(|t| (t.pid, t.api));
-        for t in tallies {
-            self.writer.write(&Record::Tally(t))?;
+        // What the kernel counted instead of writing, summed over each process's threads, in a stable order.
+        let mut tallies: BTreeMap<(u32, ApiFunc), (u64, u64)> = BTreeMap::new();
+        for (pid_tgid, t) in self.threads.iter().filter_map(Result::ok) {
+            for (slot, (&calls, &bytes)) in t.calls.iter().zip(&t.bytes).enumerate() {
+                if let Some(api) = ApiFunc::from_tally_slot(slot).filter(|_| calls > 0) {
+                    let sum = tallies.entry(((pid_tgid >> 32) as u32, api)).or_default();
+                    sum.0 += calls;
+                    sum.1 += bytes;
+                }
+            }
+        }
+        for ((pid, api), (calls, bytes)) in tallies {
+            self.writer.write(&Record::Tally(trace::Tally { pid, api, calls, bytes }))?;
         }
         let mut footer = trace::Footer { end_mono_ns: monotonic_ns(), stop: ended.stop, ..Default::default() };
         let per_cpu = |c: Counter| -> Vec<u64> {
@@ -391,6 +401,17 @@ impl<'a> Session<'a> {
         }
         for (k, v) in &self.attr.counters {
             footer.counters.insert(k.clone(), *v);
+        }
+        if self.args.program_stats {
+            // What each program cost, timed by the kernel.
+            for (name, program) in self.ebpf.programs() {
+                if let Ok(info) = program.info()
+                    && info.run_count() > 0
+                {
+                    let stat = trace::ProgramStat { runs: info.run_count(), ns: info.run_time().as_nanos() as u64 };
+                    footer.programs.insert(name.to_owned(), stat);
+                }
+            }
         }
         // The tracer's own cost, for users and for `cargo xtask bench`.
         // SAFETY: rusage is plain data, for which all-zero bytes are valid.

@@ -44,6 +44,10 @@ struct ProcAcc {
     mmq_columns: HashMap<u64, u32>,
     /// MMQ launches by where their column count came from.
     mmq_widths: BTreeMap<&'static str, u64>,
+    /// The same for the queue's view: per queue, the column count of the last `quantize_mmq_q8_1`
+    /// dispatch, and MMQ dispatches by where their column count came from.
+    queue_mmq_columns: HashMap<u64, u32>,
+    queue_mmq_widths: BTreeMap<&'static str, u64>,
 }
 
 /// Kernel id -> count.
@@ -372,8 +376,25 @@ impl ReportBuilder {
                     acc.barrier_packets += 1;
                 } else {
                     let id = d.kernel.unwrap_or(0);
-                    let class = class_of(&mut acc.classes, kernel_names, id);
-                    acc.phases.dispatch(class.with_shape(d.grid, d.workgroup.map(u32::from), true), d.ts);
+                    let workgroup = d.workgroup.map(u32::from);
+                    let mut class = class_of(&mut acc.classes, kernel_names, id).with_shape(d.grid, workgroup, true);
+                    // A packet's grid counts work-items; ggml's src1 quantization puts ne1 in the x of its
+                    // grid in blocks, and the MMQ after it on the queue uses it (as for launches, by stream).
+                    let blocks = std::array::from_fn(|i| d.grid[i].div_ceil(workgroup[i].max(1)));
+                    if let Some(columns) = class.mmq_columns(blocks) {
+                        acc.queue_mmq_columns.insert(d.queue, columns);
+                    }
+                    if class.family == crate::classify::Family::Mmq {
+                        let source = match acc.queue_mmq_columns.get(&d.queue) {
+                            Some(&n) => {
+                                class.batch = Some(crate::classify::Batch::Exact(n));
+                                "src1 quantize grid"
+                            }
+                            None => "tile bound only",
+                        };
+                        *acc.queue_mmq_widths.entry(source).or_default() += 1;
+                    }
+                    acc.phases.dispatch(class, d.ts);
                     let e = acc
                         .dispatches
                         .entry(d.kernel_object)
@@ -405,6 +426,7 @@ impl ReportBuilder {
                 report.drops_total = f.total_drops();
                 report.drops = f.drops.iter().map(|(k, v)| (k.clone(), v.iter().sum())).collect();
                 report.counters = f.counters;
+                report.programs = f.programs;
             }
         }
     }
@@ -489,8 +511,9 @@ impl ReportBuilder {
                 mapped,
                 ioctls,
                 queues: acc.queues,
+                // The widths of the view the phases count: the queue's when the process has dispatches.
+                mmq_widths: if acc.phases.counts_dispatches() { acc.queue_mmq_widths } else { acc.mmq_widths },
                 phases: acc.phases.finish(),
-                mmq_widths: acc.mmq_widths,
                 dispatches,
                 barrier_packets: acc.barrier_packets,
                 graph_replays: acc.graphs.replays,

@@ -33,6 +33,9 @@ pub struct Report {
     pub drops: BTreeMap<String, u64>,
     pub drops_total: u64,
     pub counters: BTreeMap<String, u64>,
+    /// The eBPF programs' runs and time, when recorded with `--program-stats`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub programs: BTreeMap<String, trace::ProgramStat>,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -76,8 +79,9 @@ pub struct ProcessReport {
     pub crosscheck: Vec<CrossRow>,
     /// Steps (graph evaluations) by phase: prefill, decode, other.
     pub phases: Vec<crate::phase::PhaseReport>,
-    /// ggml MMQ launches by where their exact column count (ne11) came from: "kernel parameter",
-    /// "src1 quantize grid", or "tile bound only" (not known).
+    /// ggml MMQ kernels by where their exact column count (ne11) came from: "kernel parameter", "src1
+    /// quantize grid", or "tile bound only" (not known). Counted in the view the phases use: launches, or
+    /// the queue's dispatches when the process has any (a dispatch carries no launch parameters).
     pub mmq_widths: BTreeMap<&'static str, u64>,
     pub exit_code: Option<i32>,
     pub exit_signal: Option<i32>,
@@ -503,6 +507,51 @@ mod tests {
         assert!(text.contains("process 7 runner"), "{text}");
         assert!(!text.contains("process 8 gcc"), "{text}");
         assert!(text.contains("2 processes with no GPU activity (all in --json): gcc (pid 8), ld (pid 9)"), "{text}");
+    }
+
+    /// On a queue, as on a stream: ggml's src1 quantization dispatch (grid x = ne1 blocks; the packet
+    /// counts work-items) gives the MMQ dispatch after it its exact column count, on the same queue only.
+    #[test]
+    fn mmq_dispatches_take_their_width_from_the_src1_quantization_on_their_queue() {
+        const QUANTIZE: &str = "_Z17quantize_mmq_q8_1IL18mmq_q8_1_ds_layout1EEvPKfPKiPvlllllii";
+        const MMQ16: &str = "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii";
+        let kernel = |pid: u32, id: u32, name: &str| {
+            Record::Kernel(Kernel { id, pid, handle: u64::from(id), name: name.into(), ..Default::default() })
+        };
+        let dispatch = |pid: u32, kernel: u32, queue: u64, grid: [u32; 3], workgroup: [u16; 3]| {
+            Record::Dispatch(trace::Dispatch {
+                pid,
+                queue,
+                packet: crate::event::PacketType::KernelDispatch,
+                workgroup,
+                grid,
+                kernel_object: u64::from(kernel),
+                kernel: Some(kernel),
+                ..Default::default()
+            })
+        };
+        let quantize = |pid: u32, id: u32, queue: u64| dispatch(pid, id, queue, [11 * 128, 1, 1], [128, 1, 1]);
+        let mmq = |pid: u32, id: u32, queue: u64| dispatch(pid, id, queue, [132 * 256, 1, 1], [256, 1, 1]);
+        let records = vec![
+            kernel(7, 1, QUANTIZE),
+            kernel(7, 2, MMQ16),
+            kernel(8, 3, QUANTIZE),
+            kernel(8, 4, MMQ16),
+            quantize(7, 1, 0xA),
+            mmq(7, 2, 0xA),
+            // In another process: the quantization on one queue, the MMQ on another.
+            quantize(8, 3, 0xA),
+            mmq(8, 4, 0xB),
+        ];
+        let r = Report::build(records);
+        let by_pid = |pid: u32| r.processes.iter().find(|p| p.pid == pid).unwrap();
+        let widths = |pid: u32| by_pid(pid).mmq_widths.clone().into_iter().collect::<Vec<_>>();
+        assert_eq!((widths(7), widths(8)), (vec![("src1 quantize grid", 1)], vec![("tile bound only", 1)]));
+        let prefill = |pid: u32| {
+            let p = by_pid(pid).phases.iter().find(|ph| ph.phase == crate::phase::Phase::Prefill).unwrap();
+            p.batch_widths.iter().cloned().collect::<Vec<_>>()
+        };
+        assert_eq!((prefill(7), prefill(8)), (vec!["11".to_owned()], vec!["<=16".to_owned()]));
     }
 
     #[test]

@@ -281,6 +281,15 @@ impl Report {
         if !nonzero.is_empty() {
             writeln!(s, "counted: {}", nonzero.join(", "))?;
         }
+        if !self.programs.is_empty() {
+            let mut by_runs: Vec<_> = self.programs.iter().collect();
+            by_runs.sort_by_key(|(_, p)| std::cmp::Reverse(p.runs));
+            let each: Vec<String> = by_runs
+                .iter()
+                .map(|(name, p)| format!("{name} {} runs, {} ns per run", p.runs, p.ns / p.runs.max(1)))
+                .collect();
+            writeln!(s, "eBPF programs, as the kernel timed them (the traps not included): {}", each.join("; "))?;
+        }
         Ok(())
     }
 }

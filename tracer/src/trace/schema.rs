@@ -377,7 +377,18 @@ pub struct Footer {
     /// Other losses and oddities counted by the probes ("`stash_full`", "`return_without_entry`",
     /// "`filter_full`") and by user space ("undecodable", "`name_truncated`", "`name_fault`", ...).
     pub counters: BTreeMap<String, u64>,
+    /// With `record --program-stats`: each eBPF program that ran, by name, as the kernel timed it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub programs: BTreeMap<String, ProgramStat>,
     pub stop: Stop,
+}
+
+/// One eBPF program's runs and the time the kernel measured them taking, in all (the trap that ran it
+/// is not included).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramStat {
+    pub runs: u64,
+    pub ns: u64,
 }
 
 impl Footer {
