@@ -101,7 +101,7 @@ pub struct CallRecord {
     /// [`CALL_OUT_VALID`], [`CALL_STACK_FAULT`], ...
     pub flags: u64,
     /// The return address at entry (`[rsp]`: where in which library the call was made), read by one-trap
-    /// probes; 0 otherwise or when it could not be read.
+    /// probes of launches; 0 otherwise or when it could not be read.
     pub caller: u64,
     /// Registers rdi, rsi, rdx, rcx, r8, r9, then stack slots `[rsp+8]`, `[rsp+16]`, ...
     pub args: [u64; ARG_SLOTS],

@@ -126,9 +126,14 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
             Err(_) => flags |= CALL_CONFIG_FAULT,
         }
     }
-    // The return address: which code made the call (a launch that stays unnamed is counted by library).
-    // SAFETY: as above.
-    let caller = unsafe { bpf_probe_read_user(stack_pointer(&ctx) as *const u64) }.unwrap_or(0);
+    // A launch's return address: which code made it (one that stays unnamed is counted by library, and a
+    // runtime's launch names the driver launch it makes). Other calls do not need it.
+    let caller = if c & cookie::PARAMS != 0 {
+        // SAFETY: as above.
+        unsafe { bpf_probe_read_user(stack_pointer(&ctx) as *const u64) }.unwrap_or(0)
+    } else {
+        0
+    };
     // SAFETY: helper call without preconditions.
     let ts_ns = unsafe { bpf_ktime_get_ns() };
     let header =
