@@ -10,16 +10,20 @@
 
 use aya_ebpf::{
     EbpfContext as _,
-    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, generated::bpf_get_attach_cookie},
+    helpers::{
+        bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, bpf_probe_read_user_buf,
+        generated::bpf_get_attach_cookie,
+    },
     macros::{map, uprobe},
     maps::LruHashMap,
     programs::ProbeContext,
 };
 use tracer_common::{
-    AQL_PACKET_BYTES, Counter, DispatchRecord, MAX_PACKETS_PER_DOORBELL, RecordHeader, RecordKind, cookie,
+    AQL_PACKET_BYTES, Counter, DispatchRecord, MAX_PACKETS_PER_DOORBELL, PARAMS_ALL, PARAMS_MAX, ParamsRecord, PlanKey,
+    RecordHeader, RecordKind, cookie,
 };
 
-use crate::maps::{EVENTS, count, count_n, submit_flags, traced};
+use crate::maps::{EVENTS, PARAM_PLANS, count, count_n, submit_flags, traced};
 
 const SIGNAL_KIND_DOORBELL: i64 = -1;
 const SIGNAL_KIND_LEGACY_DOORBELL: i64 = -2;
@@ -41,6 +45,52 @@ pub(crate) static LAST_INDEX: LruHashMap<QueueKey, u64> = LruHashMap::with_max_e
 
 /// A queue whose creation was seen: its first doorbell publishes every packet from index 0.
 pub(crate) const FROM_START: u64 = u64::MAX;
+
+/// The packet type in a kernel dispatch packet's header (its low byte).
+const PACKET_KERNEL_DISPATCH: u8 = 2;
+
+/// A kernel dispatch's argument segment, as far as the plan for its kernel object asks (user space sets
+/// it: ggml's MMQ, the word holding its column count; other kernels none; before it has, the first
+/// [`PARAMS_MAX`] words): one read of the words, written before the dispatch's own record with its header.
+/// Values are 8-byte words of the segment (word i at byte 8i), not parameters.
+#[inline(always)]
+fn kernarg_words(header: RecordHeader, packet: &[u8; AQL_PACKET_BYTES]) {
+    let word = |at: usize| {
+        let mut v = [0u8; 8];
+        v.copy_from_slice(&packet[at..at + 8]);
+        u64::from_ne_bytes(v)
+    };
+    let (kernel_object, kernarg) = (word(32), word(40));
+    if kernarg == 0 {
+        return;
+    }
+    let key = PlanKey { tgid: header.pid_tgid >> 32, handle: kernel_object };
+    // SAFETY: the value is copied out at once.
+    let wanted = unsafe { PARAM_PLANS.get(key) }.copied().unwrap_or(PARAMS_ALL);
+    if wanted == 0 {
+        return;
+    }
+    let Some(mut entry) = EVENTS.reserve::<ParamsRecord>(0) else {
+        count(Counter::DropParams);
+        return;
+    };
+    let rec = entry.as_mut_ptr();
+    // SAFETY: `rec` points at reserved ring memory of the right size; every field is written before
+    // submit. bpf_probe_read_user checks the address and never faults the process.
+    unsafe {
+        (*rec).header = RecordHeader { kind: RecordKind::Params as u16, ..header };
+        (*rec).handle = kernel_object;
+        (*rec).wanted = wanted;
+        let words = core::slice::from_raw_parts_mut((&raw mut (*rec).values).cast::<u8>(), PARAMS_MAX * 8);
+        if bpf_probe_read_user_buf(kernarg as *const u8, words).is_ok() {
+            (*rec).read = wanted;
+        } else {
+            (*rec).values = [0; PARAMS_MAX];
+            (*rec).read = 0;
+        }
+    }
+    entry.submit(submit_flags());
+}
 
 #[uprobe]
 pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
@@ -98,6 +148,9 @@ pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
             count(Counter::PacketFault);
             continue;
         };
+        if packet[0] == PACKET_KERNEL_DISPATCH {
+            kernarg_words(header, &packet);
+        }
         match EVENTS.reserve::<DispatchRecord>(0) {
             Some(mut entry) => {
                 entry.write(DispatchRecord { header, queue, index, packet });

@@ -197,6 +197,14 @@ impl Attributor {
                         out.push(Record::Kernel(rec));
                         id
                     });
+                    let (plan, new_plan) = self.kernels.kernarg_plan(d.pid, d.kernel_object);
+                    if new_plan {
+                        // From now on the doorbell reads only these words of this kernel's arguments.
+                        self.new_plans.push((d.pid, d.kernel_object, plan));
+                    }
+                    if let Some(words) = self.take_params(d.tid, d.ts, d.kernel_object, plan) {
+                        d.params = words;
+                    }
                 }
                 out.push(Record::Dispatch(d));
             }
@@ -221,20 +229,29 @@ impl Attributor {
     /// Joins the parameters read at a launch's entry (same thread, same entry time, same function) to it,
     /// keeping those its kernel needs.
     fn join_params(&mut self, l: &mut Launch, plan: u32) {
+        if let Some(params) = self.take_params(l.tid, l.ts, l.handle, plan) {
+            l.params = params;
+        }
+    }
+
+    /// The parameters (or a dispatch's argument words) read just before the record of thread `tid` at
+    /// `ts` for `handle`, keeping those the plan asks for; None when none were read for it.
+    fn take_params(&mut self, tid: u32, ts: u64, handle: u64, plan: u32) -> Option<BTreeMap<u8, u64>> {
         if self.pending_params.is_empty() {
-            return;
+            return None;
         }
-        let Some(p) = self.pending_params.remove(&l.tid) else { return };
-        if p.origin.ts != l.ts || p.handle != l.handle {
+        let p = self.pending_params.remove(&tid)?;
+        if p.origin.ts != ts || p.handle != handle {
             self.bump("params_without_launch");
-            return;
+            return None;
         }
-        l.params = p.values.into_iter().filter(|&(i, _)| plan & (1 << i) != 0).collect();
-        if l.params.len() != plan.count_ones() as usize {
+        let params: BTreeMap<u8, u64> = p.values.into_iter().filter(|&(i, _)| plan & (1 << i) != 0).collect();
+        if params.len() != plan.count_ones() as usize {
             // Needed but not read: an address that could not be read, or a plan set to none before the
             // function was named.
             self.bump("params_unread");
         }
+        Some(params)
     }
 
     /// The name behind a `cudaLaunchKernel` handle, looked up once per handle: the host stub's name in

@@ -91,6 +91,8 @@ pub struct Resources {
     pub max_workgroup_size: Option<u64>,
     pub sgpr_spills: Option<u64>,
     pub vgpr_spills: Option<u64>,
+    /// Each argument's byte offset in the argument segment (`.args[].offset`), hidden ones included.
+    pub arg_offsets: Vec<u64>,
 }
 
 /// Whether these bytes are an offload bundle file of their own (`hipcc --genco`, an extracted `.hipfb`).
@@ -347,6 +349,9 @@ fn kernel_resources(doc: &rmpv::Value, out: &mut HashMap<String, Resources>) {
                 max_workgroup_size: n(".max_flat_workgroup_size"),
                 sgpr_spills: n(".sgpr_spill_count"),
                 vgpr_spills: n(".vgpr_spill_count"),
+                arg_offsets: get(k, ".args")
+                    .and_then(|a| a.as_array().map(|a| a.iter().filter_map(|x| get(x, ".offset")?.as_u64()).collect()))
+                    .unwrap_or_default(),
             },
         );
     }

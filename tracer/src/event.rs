@@ -309,6 +309,10 @@ pub struct Dispatch {
     /// Kernel table id (a `kernel` record with source "hsa", or "unnamed" for an object loaded before the
     /// tracer started); set by attribution, null for packets that are not kernel dispatches.
     pub kernel: Option<u32>,
+    /// Words of the argument segment read at the doorbell, by index (word i: bytes 8i..8i+8), as far as
+    /// the kernel needs them (ggml's MMQ: the word holding its column count).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<u8, u64>,
 }
 
 /// Who and where, common to every event: when, which process and thread, which library copy.
@@ -353,6 +357,7 @@ impl Dispatch {
             kernarg: if kernel { u64_at(40) } else { 0 },
             completion_signal: u64_at(56),
             kernel: None,
+            params: BTreeMap::new(),
         }
     }
 }

@@ -28,6 +28,10 @@ pub struct KernelInfo {
     pub quant: Option<String>,
     /// From the code object's AMDGPU metadata note, where present.
     pub resources: Option<Resources>,
+    /// For ggml's `mul_mat_q` with a known parameter list: the byte offset of its column count in the
+    /// argument segment, as tracer reads it from a queue dispatch's kernarg.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ne11_kernarg: Option<u32>,
 }
 
 /// The offload bundles of one `.hip_fatbin` section's bytes (or of a bundle file), kernels classified.
@@ -42,6 +46,7 @@ pub fn bundles(section: &[u8], file_offset: u64, target: Option<&str>) -> Vec<Bu
                     family: class.family,
                     quant: class.quant.map(str::to_owned),
                     resources: k.resources,
+                    ne11_kernarg: class.ne11_kernarg,
                     name: k.name,
                 }
             })

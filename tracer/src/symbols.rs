@@ -79,6 +79,9 @@ pub struct Entry {
     pub source: Source,
     /// The kernel parameters its launches need read ([`crate::classify::Class::param_plan`]).
     pub param_plan: u32,
+    /// For a kernel object: the words of a dispatch's argument segment it needs read
+    /// ([`crate::classify::Class::kernarg_plan`]).
+    pub kernarg_plan: u32,
     /// Whether the plan was handed to the eBPF side since the handle was bound.
     pub plan_sent: bool,
 }
@@ -125,8 +128,13 @@ impl KernelTable {
         ts: u64,
     ) -> trace::Kernel {
         let id = self.next_id();
-        let param_plan = if name.is_empty() { 0 } else { crate::classify::classify(name).param_plan() };
-        self.by_handle.insert((pid, handle), Entry { id, source, param_plan, plan_sent: false });
+        let (param_plan, kernarg_plan) = if name.is_empty() {
+            (0, 0)
+        } else {
+            let class = crate::classify::classify(name);
+            (class.param_plan(), class.kernarg_plan())
+        };
+        self.by_handle.insert((pid, handle), Entry { id, source, param_plan, kernarg_plan, plan_sent: false });
         // A host stub (registered, or named from the ELF) lies in the file that carries the kernel's code.
         let (code_file, bundles) = match source {
             Source::Register | Source::Elf | Source::RegisterCall if !name.is_empty() => {
@@ -196,6 +204,14 @@ impl KernelTable {
     pub fn param_plan(&mut self, pid: u32, handle: u64) -> (u32, bool) {
         match self.by_handle.get_mut(&(pid, handle)) {
             Some(e) => (e.param_plan, !std::mem::replace(&mut e.plan_sent, true)),
+            None => (0, false),
+        }
+    }
+
+    /// The same for a kernel object's queue dispatches: which words of the argument segment to read.
+    pub fn kernarg_plan(&mut self, pid: u32, kernel_object: u64) -> (u32, bool) {
+        match self.by_handle.get_mut(&(pid, kernel_object)) {
+            Some(e) => (e.kernarg_plan, !std::mem::replace(&mut e.plan_sent, true)),
             None => (0, false),
         }
     }

@@ -44,6 +44,21 @@ fn inspect_lists_bundles_targets_and_ggml_kernels() {
     // hipcc's code objects carry the metadata note: every kernel has its resources.
     assert!(kernels.iter().all(|k| k["resources"]["wavefront_size"].as_u64().is_some()), "{kernels:?}");
     assert!(kernels.iter().all(|k| k["family"] != "unknown"));
+    // The two real mul_mat_q parameter lists: the column count's offset tracer computes from the signature
+    // is where hipcc's metadata puts that argument (parameter 10 and 11 of the lists).
+    let mmq: Vec<(u64, u64, u64)> = kernels
+        .iter()
+        .filter(|k| !k["ne11_kernarg"].is_null())
+        .map(|k| {
+            let offsets = k["resources"]["arg_offsets"].as_array().unwrap();
+            let at = k["ne11_kernarg"].as_u64().unwrap();
+            let index = offsets.iter().position(|o| o.as_u64() == Some(at)).unwrap_or(usize::MAX) as u64;
+            (at, index, offsets.len() as u64)
+        })
+        .collect();
+    assert_eq!(mmq.len(), 2, "{kernels:?}");
+    assert!(mmq.contains(&(72, 10, mmq.iter().find(|m| m.0 == 72).unwrap().2)), "{mmq:?}");
+    assert!(mmq.contains(&(80, 11, mmq.iter().find(|m| m.0 == 80).unwrap().2)), "{mmq:?}");
     // A target filter keeps only that target's entries.
     let v = inspect_json(&["--target", "gfx90a", prog.to_str().unwrap()]);
     assert!(v["bundles"][0]["entries"].as_array().unwrap().is_empty());

@@ -237,6 +237,18 @@ fn late_attach_names_dispatches_from_the_loaded_code_object_list() {
     assert!(got.iter().zip(&expected).all(|(g, e)| g == e), "dispatch names differ from what was dispatched");
     assert!(named.values().all(|k| k.source.as_str() == "loader"), "{named:?}");
     assert_eq!(footer(&records).counters["unnamed_kernels"], 0);
+    // ggml's mul_mat_q (both real parameter lists, in ggml_steps' code object): the doorbell read the
+    // argument word holding ncols_y; the driver's segments hold 0x10000 + each word's own offset, so the
+    // value says the offset read was the one tracer computes (inspect's test ties it to hipcc's metadata).
+    let mut mmq = 0;
+    for d in &ds {
+        let k = named[&d.kernel.unwrap()];
+        let Some(at) = tracer::classify::classify(&k.name).ne11_kernarg else { continue };
+        let word = d.params.get(&((at / 8) as u8)).copied().unwrap_or_else(|| panic!("{} read nothing", k.name));
+        assert_eq!((word >> (8 * (at % 8))) as u32, 0x10000 + at, "{}", k.name);
+        mmq += 1;
+    }
+    assert!(mmq >= 2, "the fixture's two mul_mat_q kernels were dispatched: {mmq}");
     // Each kernel says which file its code object came from; heap memory names none.
     for (kernel, file) in &files {
         let k = named.values().find(|k| &k.name == kernel).unwrap();

@@ -125,6 +125,9 @@ pub struct Class {
     /// The kernel parameter that holds the exact column count (ne11): ggml's `mul_mat_q` with a parameter
     /// list of a ggml version tracer knows ([`MMQ_SIGNATURES`]).
     pub ne11_param: Option<u8>,
+    /// Where that parameter lies in the kernel's argument segment (bytes): what a queue dispatch's
+    /// kernarg holds, laid out as the C ABI lays out the parameter list.
+    pub ne11_kernarg: Option<u32>,
 }
 
 /// ggml's `mul_mat_q` parameter lists tracer reads the column count from.
@@ -147,14 +150,37 @@ pub const MMQ_SIGNATURES: &[(&str, u8)] = &[
     ),
 ];
 
-/// The index of ggml's `mul_mat_q` column-count parameter, when its parameter list is one tracer knows.
-fn mmq_ne11_param(demangled: &str) -> Option<u8> {
+/// The index of ggml's `mul_mat_q` column-count parameter and its byte offset in the argument segment,
+/// when its parameter list is one tracer knows.
+fn mmq_ne11_param(demangled: &str) -> Option<(u8, u32)> {
     // HIP spells CUDA's vector type as its template: `HIP_vector_type<unsigned int, (unsigned int)3>`.
     let hip_uint3 = |t: &str| t.starts_with("HIP_vector_type<unsigned int,") && t.trim_end_matches('>').ends_with('3');
     let types: Vec<String> =
         parameter_types(demangled).into_iter().map(|t| if hip_uint3(&t) { "uint3".to_owned() } else { t }).collect();
     let list = types.join(", ");
-    MMQ_SIGNATURES.iter().find(|(known, _)| *known == list).map(|&(_, index)| index)
+    let &(_, index) = MMQ_SIGNATURES.iter().find(|(known, _)| *known == list)?;
+    Some((index, kernarg_offset(&types, usize::from(index))?))
+}
+
+/// The byte offset of parameter `index` in a kernel's argument segment: the parameters in order, each at
+/// its type's alignment (the layout hipcc's metadata records as `.args[].offset`; checked against it on
+/// the fixtures' code objects). Only the types of the lists tracer reads are known.
+fn kernarg_offset(types: &[String], index: usize) -> Option<u32> {
+    let mut at = 0u32;
+    for (i, t) in types.iter().enumerate() {
+        let (size, align) = match t.as_str() {
+            t if t.ends_with('*') => (8, 8),
+            "int" | "unsigned int" | "float" => (4, 4),
+            "uint3" => (12, 4),
+            _ => return None,
+        };
+        at = at.next_multiple_of(align);
+        if i == index {
+            return Some(at);
+        }
+        at += size;
+    }
+    None
 }
 
 /// `ggml_type` numbers (ggml.h) to names.
@@ -337,8 +363,17 @@ pub fn classify(mangled: &str) -> Class {
     };
     let moe = base == "mul_mat_vec_q_moe";
     let quant = quant.or_else(|| block_quant(&demangled));
-    let ne11_param = if base == "mul_mat_q" { mmq_ne11_param(&demangled) } else { None };
-    Class { family, quant, batch, moe, library, mmq_src1: base == "quantize_mmq_q8_1", ne11_param }
+    let ne11 = if base == "mul_mat_q" { mmq_ne11_param(&demangled) } else { None };
+    Class {
+        family,
+        quant,
+        batch,
+        moe,
+        library,
+        mmq_src1: base == "quantize_mmq_q8_1",
+        ne11_param: ne11.map(|(i, _)| i),
+        ne11_kernarg: ne11.map(|(_, at)| at),
+    }
 }
 
 /// The quantization type a `block_q4_0`-style struct argument names (ggml's set-rows and copy kernels).
@@ -374,6 +409,23 @@ impl Class {
             Some(i) => 1 << i,
             None => 0,
         }
+    }
+
+    /// Which 8-byte words of a queue dispatch's argument segment a dispatch of this kernel needs read (bit
+    /// i: bytes 8i..8i+8): the one holding the column count of ggml's MMQ, else none.
+    pub const fn kernarg_plan(&self) -> u32 {
+        match self.ne11_kernarg {
+            Some(at) if (at as usize) < tracer_common::PARAMS_MAX * 8 => 1 << (at / 8),
+            _ => 0,
+        }
+    }
+
+    /// The exact column count from a dispatch's argument-segment words (a C `int` at its offset).
+    pub fn ne11_from_kernarg(&self, words: &std::collections::BTreeMap<u8, u64>) -> Option<u32> {
+        let at = self.ne11_kernarg?;
+        let word = *words.get(&u8::try_from(at / 8).ok()?)?;
+        let v = (word >> (8 * (at % 8))) as u32;
+        (v as i32 > 0).then_some(v)
     }
 
     /// The exact column count from a launch's kernel parameters, when this kernel has a known
@@ -434,6 +486,14 @@ mod tests {
         let old = classify("_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii");
         assert_eq!((old.ne11_param, old.param_plan()), (None, 0));
         assert_eq!(classify("_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj").param_plan(), 0);
+        // In a queue dispatch's argument segment: six or seven pointers, a uint3 (12 bytes, 4-aligned), then
+        // ints; the column count at byte 72 (word 9, low half) and 80 (word 10, low half).
+        assert_eq!((fastdiv.ne11_kernarg, fastdiv.kernarg_plan()), (Some(72), 1 << 9));
+        assert_eq!((y_scale.ne11_kernarg, y_scale.kernarg_plan()), (Some(80), 1 << 10));
+        let words = std::collections::BTreeMap::from([(9u8, 0x0000_0007_0000_000bu64)]);
+        assert_eq!(fastdiv.ne11_from_kernarg(&words), Some(11));
+        assert_eq!(y_scale.ne11_from_kernarg(&words), None);
+        assert_eq!((old.ne11_kernarg, old.kernarg_plan()), (None, 0));
     }
 
     #[test]
@@ -461,7 +521,8 @@ mod tests {
                 moe: false,
                 library: None,
                 mmq_src1: false,
-                ne11_param: None
+                ne11_param: None,
+                ne11_kernarg: None
             }
         );
         let mmq = classify("_ZL9mul_mat_qIL9ggml_type12ELi128ELb0EEvPKcPKiS4_S4_PfS5_iiiiiiiiiiiiiiiii");
@@ -474,7 +535,8 @@ mod tests {
                 moe: false,
                 library: None,
                 mmq_src1: false,
-                ne11_param: None
+                ne11_param: None,
+                ne11_kernarg: None
             }
         );
         assert_eq!(classify("_ZL13quantize_q8_1PKfPvlllllj15HIP_vector_typeIjLj3EE").family, Family::Quantize);

@@ -385,13 +385,17 @@ impl ReportBuilder {
                         acc.queue_mmq_columns.insert(d.queue, columns);
                     }
                     if class.family == crate::classify::Family::Mmq {
-                        let source = match acc.queue_mmq_columns.get(&d.queue) {
-                            Some(&n) => {
-                                class.batch = Some(crate::classify::Batch::Exact(n));
-                                "src1 quantize grid"
-                            }
-                            None => "tile bound only",
+                        // The kernel's own argument where the doorbell read it, else the quantize grid.
+                        let (columns, source) = match class.ne11_from_kernarg(&d.params) {
+                            Some(n) => (Some(n), "kernel parameter"),
+                            None => match acc.queue_mmq_columns.get(&d.queue) {
+                                Some(&n) => (Some(n), "src1 quantize grid"),
+                                None => (None, "tile bound only"),
+                            },
                         };
+                        if let Some(n) = columns {
+                            class.batch = Some(crate::classify::Batch::Exact(n));
+                        }
                         *acc.queue_mmq_widths.entry(source).or_default() += 1;
                     }
                     acc.phases.dispatch(class, d.ts);

@@ -532,26 +532,39 @@ mod tests {
         };
         let quantize = |pid: u32, id: u32, queue: u64| dispatch(pid, id, queue, [11 * 128, 1, 1], [128, 1, 1]);
         let mmq = |pid: u32, id: u32, queue: u64| dispatch(pid, id, queue, [132 * 256, 1, 1], [256, 1, 1]);
+        // A parameter list tracer knows: its column count read from the argument segment wins.
+        const MMQ_KNOWN: &str =
+            "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_5uint3iiiiiS6_S6_iiiS6_S6_iiiS6_";
+        let mut read = mmq(9, 6, 0xA);
+        if let Record::Dispatch(d) = &mut read {
+            d.params = BTreeMap::from([(9, 0x0000_0001_0000_0122)]); // byte 72: 290
+        }
         let records = vec![
             kernel(7, 1, QUANTIZE),
             kernel(7, 2, MMQ16),
             kernel(8, 3, QUANTIZE),
             kernel(8, 4, MMQ16),
+            kernel(9, 5, QUANTIZE),
+            kernel(9, 6, MMQ_KNOWN),
             quantize(7, 1, 0xA),
             mmq(7, 2, 0xA),
             // In another process: the quantization on one queue, the MMQ on another.
             quantize(8, 3, 0xA),
             mmq(8, 4, 0xB),
+            quantize(9, 5, 0xA),
+            read,
         ];
         let r = Report::build(records);
         let by_pid = |pid: u32| r.processes.iter().find(|p| p.pid == pid).unwrap();
         let widths = |pid: u32| by_pid(pid).mmq_widths.clone().into_iter().collect::<Vec<_>>();
         assert_eq!((widths(7), widths(8)), (vec![("src1 quantize grid", 1)], vec![("tile bound only", 1)]));
+        assert_eq!(widths(9), vec![("kernel parameter", 1)]);
         let prefill = |pid: u32| {
             let p = by_pid(pid).phases.iter().find(|ph| ph.phase == crate::phase::Phase::Prefill).unwrap();
             p.batch_widths.iter().cloned().collect::<Vec<_>>()
         };
         assert_eq!((prefill(7), prefill(8)), (vec!["11".to_owned()], vec!["<=16".to_owned()]));
+        assert_eq!(prefill(9), vec!["290".to_owned()]);
     }
 
     #[test]
