@@ -428,17 +428,19 @@ pub const PARAMS_MAX: usize = 24;
 /// A plan asking for every parameter: what a launch of a function user space has not planned yet reads.
 pub const PARAMS_ALL: u32 = (1 << PARAMS_MAX) - 1;
 
-/// The parameters a launch passed to its kernel, read at the launch's entry.
+/// The parameters a launch passed to its kernel, read at the launch's entry, or a queue dispatch's
+/// argument words, read at its doorbell.
 ///
 /// From the `void**` array of `hipLaunchKernel`, `cuLaunchKernel`, ...: for each parameter asked for, the
-/// 8 bytes at the address its array slot holds (a 4-byte `int` is the low half). The header is the
-/// launch's own (same thread, same entry time), so user space joins the two.
+/// 8 bytes at the address its array slot holds (a 4-byte `int` is the low half). From a kernel dispatch
+/// packet's argument segment: word i is bytes 8i..8i+8. The header is the launch's or dispatch's own (same
+/// thread, same time), so user space joins the two.
 #[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParamsRecord {
     pub header: RecordHeader,
-    /// The launched function (host stub, `hipFunction_t` or `CUfunction`).
+    /// The launched function (host stub, `hipFunction_t` or `CUfunction`), or the dispatched kernel object.
     pub handle: u64,
     /// Bit i: parameter i was asked for (the plan user space set for the handle, [`PARAMS_ALL`] before it
     /// set one).
@@ -448,8 +450,10 @@ pub struct ParamsRecord {
     pub values: [u64; PARAMS_MAX],
 }
 
-/// Which parameters a process's launches of one function read: the key of the eBPF plan map (value: a
-/// `u32` bit mask, bit i for parameter i; 0 reads none).
+/// The key of the eBPF plan map: a process and a launched function or dispatched kernel object.
+///
+/// Its value says which parameters the launches read, or which argument words the dispatches read (a `u32`
+/// bit mask, bit i for parameter or word i; 0 reads none).
 #[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -14,6 +14,7 @@ use aya_ebpf::{
         generated::{bpf_copy_from_user, bpf_get_attach_cookie},
     },
     macros::{uprobe, uretprobe},
+    maps::ring_buf::RingBufEntry,
     programs::{ProbeContext, RetProbeContext},
 };
 use tracer_common::{
@@ -139,7 +140,7 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let header =
         RecordHeader { kind: RecordKind::Call as u16, func: cookie::func(c), lib: cookie::lib(c), pid_tgid, ts_ns };
     if c & cookie::PARAMS != 0 {
-        emit_params(RecordHeader { kind: RecordKind::Params as u16, ..header }, c, &args);
+        emit_params(header, c, &args);
     }
     match EVENTS.reserve::<CallRecord>(0) {
         Some(mut entry) => {
@@ -264,23 +265,12 @@ fn emit_params(header: RecordHeader, c: u64, args: &[u64; ARG_SLOTS]) {
     if array == 0 {
         return; // parameters passed through `extra`, or none
     }
-    let key = PlanKey { tgid: header.pid_tgid >> 32, handle };
-    // SAFETY: the value is copied out at once.
-    let wanted = unsafe { PARAM_PLANS.get(key) }.copied().unwrap_or(PARAMS_ALL);
-    if wanted == 0 {
-        return;
-    }
-    let Some(mut entry) = EVENTS.reserve::<ParamsRecord>(0) else {
-        count(Counter::DropParams);
-        return;
-    };
+    let Some((mut entry, wanted)) = reserve_params(header, handle) else { return };
     let rec = entry.as_mut_ptr();
-    // SAFETY: `rec` points at reserved ring memory of the right size; every field is written before
-    // submit. bpf_probe_read_user checks each address and never faults the process.
+    // SAFETY: `rec` points at reserved ring memory whose header, handle and plan are written; the values
+    // and read mask are written below, before submit. bpf_probe_read_user checks each address and never
+    // faults the process.
     unsafe {
-        (*rec).header = header;
-        (*rec).handle = handle;
-        (*rec).wanted = wanted;
         let mut read = 0u32;
         // The array's slots land in `values` first (no room for them on the stack), each then replaced by
         // what it points to.
@@ -305,6 +295,33 @@ fn emit_params(header: RecordHeader, c: u64, args: &[u64; ARG_SLOTS]) {
         (*rec).read = read;
     }
     entry.submit(submit_flags());
+}
+
+/// A [`ParamsRecord`] reserved in the ring for `handle` (a launched function, or a dispatched kernel
+/// object), its header, handle and plan written, with the plan: what the eBPF plan map holds for the
+/// process and handle, or every slot before user space has set one. None when the plan asks for nothing,
+/// or when the ring is full (counted).
+#[inline(always)]
+pub(crate) fn reserve_params(header: RecordHeader, handle: u64) -> Option<(RingBufEntry<ParamsRecord>, u32)> {
+    let key = PlanKey { tgid: header.pid_tgid >> 32, handle };
+    // SAFETY: the value is copied out at once.
+    let wanted = unsafe { PARAM_PLANS.get(key) }.copied().unwrap_or(PARAMS_ALL);
+    if wanted == 0 {
+        return None;
+    }
+    let Some(mut entry) = EVENTS.reserve::<ParamsRecord>(0) else {
+        count(Counter::DropParams);
+        return None;
+    };
+    let rec = entry.as_mut_ptr();
+    // SAFETY: `rec` points at reserved ring memory of the right size; these plain fields are written
+    // before the caller fills the rest and submits.
+    unsafe {
+        (*rec).header = RecordHeader { kind: RecordKind::Params as u16, ..header };
+        (*rec).handle = handle;
+        (*rec).wanted = wanted;
+    }
+    Some((entry, wanted))
 }
 
 /// `hsa_queue_create` returned: its out-parameter (stack slot `[rsp+16]`) points at the new queue.

@@ -19,11 +19,10 @@ use aya_ebpf::{
     programs::ProbeContext,
 };
 use tracer_common::{
-    AQL_PACKET_BYTES, Counter, DispatchRecord, MAX_PACKETS_PER_DOORBELL, PARAMS_ALL, PARAMS_MAX, ParamsRecord, PlanKey,
-    RecordHeader, RecordKind, cookie,
+    AQL_PACKET_BYTES, Counter, DispatchRecord, MAX_PACKETS_PER_DOORBELL, PARAMS_MAX, RecordHeader, RecordKind, cookie,
 };
 
-use crate::maps::{EVENTS, PARAM_PLANS, count, count_n, submit_flags, traced};
+use crate::maps::{EVENTS, count, count_n, submit_flags, traced};
 
 const SIGNAL_KIND_DOORBELL: i64 = -1;
 const SIGNAL_KIND_LEGACY_DOORBELL: i64 = -2;
@@ -64,23 +63,12 @@ fn kernarg_words(header: RecordHeader, packet: &[u8; AQL_PACKET_BYTES]) {
     if kernarg == 0 {
         return;
     }
-    let key = PlanKey { tgid: header.pid_tgid >> 32, handle: kernel_object };
-    // SAFETY: the value is copied out at once.
-    let wanted = unsafe { PARAM_PLANS.get(key) }.copied().unwrap_or(PARAMS_ALL);
-    if wanted == 0 {
-        return;
-    }
-    let Some(mut entry) = EVENTS.reserve::<ParamsRecord>(0) else {
-        count(Counter::DropParams);
-        return;
-    };
+    let Some((mut entry, wanted)) = crate::calls::reserve_params(header, kernel_object) else { return };
     let rec = entry.as_mut_ptr();
-    // SAFETY: `rec` points at reserved ring memory of the right size; every field is written before
-    // submit. bpf_probe_read_user checks the address and never faults the process.
+    // SAFETY: `rec` points at reserved ring memory whose header, handle and plan are written; the values
+    // and read mask are written below, before submit. bpf_probe_read_user checks the address and never
+    // faults the process.
     unsafe {
-        (*rec).header = RecordHeader { kind: RecordKind::Params as u16, ..header };
-        (*rec).handle = kernel_object;
-        (*rec).wanted = wanted;
         let words = core::slice::from_raw_parts_mut((&raw mut (*rec).values).cast::<u8>(), PARAMS_MAX * 8);
         if bpf_probe_read_user_buf(kernarg as *const u8, words).is_ok() {
             (*rec).read = wanted;

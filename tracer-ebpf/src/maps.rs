@@ -38,10 +38,11 @@ pub(crate) struct StashKey {
 #[map]
 pub(crate) static STASH: LruHashMap<StashKey, Stash> = LruHashMap::with_max_entries(16384, 0);
 
-/// Which kernel parameters a process's launches of a function read (bit i: parameter i), set by user space
-/// once it has named the function (ggml's `mul_mat_q`: its column-count parameter; most kernels: none). A
-/// function without a plan yet reads every parameter up to [`tracer_common::PARAMS_MAX`], so the launches
-/// made before user space caught up are not lost. LRU: functions of processes gone are evicted in time.
+/// Which kernel parameters a process's launches of a function read (bit i: parameter i), or which argument
+/// words its dispatches of a kernel object read (bit i: word i), set by user space once it has named the
+/// function or object (ggml's `mul_mat_q`: its column count; most kernels: none). One without a plan yet
+/// reads every slot up to [`tracer_common::PARAMS_MAX`], so what ran before user space caught up is not
+/// lost. LRU: functions of processes gone are evicted in time.
 #[map]
 pub(crate) static PARAM_PLANS: LruHashMap<PlanKey, u32> = LruHashMap::with_max_entries(65536, 0);
 

@@ -42,15 +42,16 @@ pub struct Name {
     pub fault: bool,
 }
 
-/// The kernel parameters a launch passed, read at its entry; attribution joins them to the launch that
-/// follows on the same thread with the same entry time.
+/// A launch's kernel parameters, read at its entry, or a dispatch's argument words, read at its doorbell.
+///
+/// Attribution joins them to the launch or dispatch that follows on the same thread with the same time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Params {
     pub origin: Origin,
     pub handle: u64,
-    /// Bit i: parameter i was asked for.
+    /// Bit i: parameter (or word) i was asked for.
     pub wanted: u32,
-    /// (index, the 8 bytes at the parameter's address) for each parameter read.
+    /// (index, the 8 bytes at the parameter's address, or the argument word) for each one read.
     pub values: Vec<(u8, u64)>,
 }
 

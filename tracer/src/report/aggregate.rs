@@ -40,14 +40,45 @@ struct ProcAcc {
     phases: crate::phase::Phases,
     /// Kernel id -> classification, computed once.
     classes: HashMap<u32, crate::classify::Class>,
-    /// Per stream: the column count the last `quantize_mmq_q8_1` launch gave (the MMQ after it uses it).
-    mmq_columns: HashMap<u64, u32>,
-    /// MMQ launches by where their column count came from.
-    mmq_widths: BTreeMap<&'static str, u64>,
-    /// The same for the queue's view: per queue, the column count of the last `quantize_mmq_q8_1`
-    /// dispatch, and MMQ dispatches by where their column count came from.
-    queue_mmq_columns: HashMap<u64, u32>,
-    queue_mmq_widths: BTreeMap<&'static str, u64>,
+    /// MMQ column counts in the launches' view (by stream) and in the queue's (by queue).
+    launch_widths: MmqWidths,
+    queue_widths: MmqWidths,
+}
+
+/// Where the MMQ kernels of one view (launches on streams, or dispatches on queues) took their exact column
+/// count from.
+#[derive(Default)]
+struct MmqWidths {
+    /// Per stream or queue: the column count the last `quantize_mmq_q8_1` there gave (the MMQ after it
+    /// uses it).
+    quantized: HashMap<u64, u32>,
+    /// MMQ kernels by the source of their column count.
+    sources: BTreeMap<&'static str, u64>,
+}
+
+impl MmqWidths {
+    /// One kernel run on stream or queue `lane` with a grid of `grid` blocks: a src1 quantization is
+    /// remembered; an MMQ takes its exact column count from its own parameter (`exact`) where that was
+    /// read, else from the quantization before it there, else keeps its tile bound.
+    fn settle(&mut self, class: &mut crate::classify::Class, lane: u64, grid: [u32; 3], exact: Option<u32>) {
+        if let Some(columns) = class.mmq_columns(grid) {
+            self.quantized.insert(lane, columns);
+        }
+        if class.family != crate::classify::Family::Mmq {
+            return;
+        }
+        let (columns, source) = match exact {
+            Some(n) => (Some(n), "kernel parameter"),
+            None => match self.quantized.get(&lane) {
+                Some(&n) => (Some(n), "src1 quantize grid"),
+                None => (None, "tile bound only"),
+            },
+        };
+        if let Some(n) = columns {
+            class.batch = Some(crate::classify::Batch::Exact(n));
+        }
+        *self.sources.entry(source).or_default() += 1;
+    }
 }
 
 /// Kernel id -> count.
@@ -247,24 +278,8 @@ impl ReportBuilder {
                     l.block,
                     l.grid_unit == GridUnit::WorkItems,
                 );
-                if let Some(columns) = class.mmq_columns(l.grid) {
-                    acc.mmq_columns.insert(l.stream, columns);
-                }
-                if class.family == crate::classify::Family::Mmq {
-                    // The exact column count: the kernel's own parameter where it was read, else the grid
-                    // of the src1 quantization before it on the stream, else the tile bound stays.
-                    let (columns, source) = match class.ne11_from_params(&l.params) {
-                        Some(n) => (Some(n), "kernel parameter"),
-                        None => match acc.mmq_columns.get(&l.stream) {
-                            Some(&n) => (Some(n), "src1 quantize grid"),
-                            None => (None, "tile bound only"),
-                        },
-                    };
-                    if let Some(n) = columns {
-                        class.batch = Some(crate::classify::Batch::Exact(n));
-                    }
-                    *acc.mmq_widths.entry(source).or_default() += 1;
-                }
+                let exact = class.ne11_from_params(&l.params);
+                acc.launch_widths.settle(&mut class, l.stream, l.grid, exact);
                 // A launch made while capturing runs only in the graph's replays (counted there, with the
                 // batch width it had when captured).
                 if l.captured {
@@ -381,23 +396,9 @@ impl ReportBuilder {
                     // A packet's grid counts work-items; ggml's src1 quantization puts ne1 in the x of its
                     // grid in blocks, and the MMQ after it on the queue uses it (as for launches, by stream).
                     let blocks = std::array::from_fn(|i| d.grid[i].div_ceil(workgroup[i].max(1)));
-                    if let Some(columns) = class.mmq_columns(blocks) {
-                        acc.queue_mmq_columns.insert(d.queue, columns);
-                    }
-                    if class.family == crate::classify::Family::Mmq {
-                        // The kernel's own argument where the doorbell read it, else the quantize grid.
-                        let (columns, source) = match class.ne11_from_kernarg(&d.params) {
-                            Some(n) => (Some(n), "kernel parameter"),
-                            None => match acc.queue_mmq_columns.get(&d.queue) {
-                                Some(&n) => (Some(n), "src1 quantize grid"),
-                                None => (None, "tile bound only"),
-                            },
-                        };
-                        if let Some(n) = columns {
-                            class.batch = Some(crate::classify::Batch::Exact(n));
-                        }
-                        *acc.queue_mmq_widths.entry(source).or_default() += 1;
-                    }
+                    // The kernel's own argument where the doorbell read it.
+                    let exact = class.ne11_from_kernarg(&d.params);
+                    acc.queue_widths.settle(&mut class, d.queue, blocks, exact);
                     acc.phases.dispatch(class, d.ts);
                     let e = acc
                         .dispatches
@@ -516,7 +517,11 @@ impl ReportBuilder {
                 ioctls,
                 queues: acc.queues,
                 // The widths of the view the phases count: the queue's when the process has dispatches.
-                mmq_widths: if acc.phases.counts_dispatches() { acc.queue_mmq_widths } else { acc.mmq_widths },
+                mmq_widths: if acc.phases.counts_dispatches() {
+                    acc.queue_widths.sources
+                } else {
+                    acc.launch_widths.sources
+                },
                 phases: acc.phases.finish(),
                 dispatches,
                 barrier_packets: acc.barrier_packets,
