@@ -364,9 +364,11 @@ impl<'a> Session<'a> {
         }
         // What the kernel counted instead of writing, summed over each process's threads, in a stable order.
         let mut tallies: BTreeMap<(u32, ApiFunc), (u64, u64)> = BTreeMap::new();
+        // Slot -> function, looked up once (each lookup walks the API table).
+        let slots: [Option<ApiFunc>; tracer_common::TALLY_SLOTS] = std::array::from_fn(ApiFunc::from_tally_slot);
         for (pid_tgid, t) in self.threads.iter().filter_map(Result::ok) {
-            for (slot, (&calls, &bytes)) in t.calls.iter().zip(&t.bytes).enumerate() {
-                if let Some(api) = ApiFunc::from_tally_slot(slot).filter(|_| calls > 0) {
+            for ((&calls, &bytes), &api) in t.calls.iter().zip(&t.bytes).zip(&slots) {
+                if let Some(api) = api.filter(|_| calls > 0) {
                     let sum = tallies.entry(((pid_tgid >> 32) as u32, api)).or_default();
                     sum.0 += calls;
                     sum.1 += bytes;
