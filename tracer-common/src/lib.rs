@@ -475,7 +475,10 @@ pub const TALLY_SLOTS: usize = 8;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ThreadTally {
     /// 1 when the thread copied toward the host since its last written synchronization.
-    pub host_copied: u64,
+    pub host_copied: u32,
+    /// 1 once the thread has exited or its process has left the filter: the entry keeps its counts, but no
+    /// longer vouches that the thread is traced (a recycled thread id checks the filter again).
+    pub ended: u32,
     /// Calls per tally slot.
     pub calls: [u64; TALLY_SLOTS],
     /// The sizes the calls passed (copies), summed, per tally slot.

@@ -83,15 +83,24 @@ fn stack_pointer(ctx: &ProbeContext) -> u64 {
 #[uprobe]
 pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
-    if !traced((pid_tgid >> 32) as u32) {
-        return 0;
-    }
     // SAFETY: see call_entry.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
     if c & (cookie::TALLY | cookie::GATED) != 0 {
-        let Some(t) = thread_tally(pid_tgid) else {
-            count(Counter::TallyLost);
-            return 0;
+        // The hot path (most syncs and host-to-device copies of a decode loop): a live entry in THREADS
+        // was made by this thread while its process was traced, so one lookup answers both questions.
+        // SAFETY: the pointer is only tested and passed on.
+        let t = match THREADS.get_ptr_mut(pid_tgid) {
+            Some(t) if unsafe { (*t).ended } == 0 => t,
+            _ => {
+                if !traced((pid_tgid >> 32) as u32) {
+                    return 0;
+                }
+                let Some(t) = thread_tally(pid_tgid) else {
+                    count(Counter::TallyLost);
+                    return 0;
+                };
+                t
+            }
         };
         let slot = cookie::tally_slot_of(c) & (TALLY_SLOTS - 1);
         // SAFETY: `t` points into the live map value; only this thread writes its entry (its programs do
@@ -107,6 +116,8 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
             // A sync after a copy toward the host: it ends a step, so it is written.
             (*t).host_copied = 0;
         }
+    } else if !traced((pid_tgid >> 32) as u32) {
+        return 0;
     }
     let mut args = register_args(&ctx);
     mark_host_copy(pid_tgid, c, &args);
@@ -223,15 +234,21 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
     0
 }
 
-/// The thread's entry in [`THREADS`], made at its first tallied call or copy toward the host.
+/// The thread's entry in [`THREADS`], made at its first tallied call or copy toward the host. Callers
+/// have checked that the thread is traced: an entry marked ended (a recycled thread id) is live again.
 #[inline(always)]
 fn thread_tally(pid_tgid: u64) -> Option<*mut ThreadTally> {
-    THREADS.get_ptr_mut(pid_tgid).or_else(|| {
-        let zero = ThreadTally { host_copied: 0, calls: [0; TALLY_SLOTS], bytes: [0; TALLY_SLOTS] };
+    let t = THREADS.get_ptr_mut(pid_tgid).or_else(|| {
+        let zero = ThreadTally { host_copied: 0, ended: 0, calls: [0; TALLY_SLOTS], bytes: [0; TALLY_SLOTS] };
         #[expect(clippy::let_underscore_must_use, reason = "the lookup below tells whether an entry exists")]
         let _: Result<(), _> = THREADS.insert(pid_tgid, zero, u64::from(aya_ebpf::bindings::BPF_NOEXIST));
         THREADS.get_ptr_mut(pid_tgid)
-    })
+    })?;
+    // SAFETY: `t` points into the live map value, written only by this thread.
+    unsafe {
+        (*t).ended = 0;
+    }
+    Some(t)
 }
 
 /// A copy toward the host marks its thread: its next synchronization ends a step and is written.

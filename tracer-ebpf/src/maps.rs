@@ -48,7 +48,8 @@ pub(crate) static PARAM_PLANS: LruHashMap<PlanKey, u32> = LruHashMap::with_max_e
 
 /// Per traced thread (`pid_tgid`): the calls counted in the kernel instead of written (see
 /// `tracer_common::cookie::TALLY`), and whether it copied toward the host since its last written
-/// synchronization. User space reads it at the end of the recording. A plain hash map, not LRU: an
+/// synchronization. A live entry (not `ended`) also says the thread is traced: the tallied calls' hot path
+/// skips the filter lookup. User space reads it at the end of the recording. A plain hash map, not LRU: an
 /// evicted entry would lose its counts silently; a full map is counted ([`Counter::TallyLost`]).
 #[map]
 pub(crate) static THREADS: HashMap<u64, ThreadTally> = HashMap::with_max_entries(16384, 0);

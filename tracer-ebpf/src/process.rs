@@ -11,7 +11,7 @@ use aya_ebpf::{
 };
 use tracer_common::{Counter, ProcEvent, ProcRecord, RecordHeader, RecordKind};
 
-use crate::maps::{EVENTS, PIDS, count, filter_enabled, setting, traced, watched_comm};
+use crate::maps::{EVENTS, PIDS, THREADS, count, filter_enabled, setting, traced, watched_comm};
 
 /// `task:task_newtask` offset of `pid` (the new task's id).
 #[unsafe(no_mangle)]
@@ -74,6 +74,13 @@ pub(crate) fn sched_process_exit(ctx: TracePointContext) -> u32 {
     let tgid = (pid_tgid >> 32) as u32;
     if !traced(tgid) {
         return 0;
+    }
+    // The thread's tallies stay for user space to read at the end; the entry no longer vouches for it.
+    if let Some(t) = THREADS.get_ptr_mut(pid_tgid) {
+        // SAFETY: `t` points into the live map value; the thread is exiting, so no probe of it runs now.
+        unsafe {
+            (*t).ended = 1;
+        }
     }
     let off = setting(&EXIT_GROUP_DEAD_OFFSET);
     let last = if off != 0 {

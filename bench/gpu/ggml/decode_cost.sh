@@ -6,7 +6,9 @@
 # Loading the model costs more kernel time than decoding, so each mode runs a long and a short decode and the
 # difference is divided by the tokens between them. Rounds interleaved; medians. Each tracer releases its
 # probes before it exits (--debug-sync-teardown): the next run must not meet them. Writes $OUT/decode-cost.txt.
-#   bench/gpu/ggml/decode_cost.sh [TRACER_BINARY]        (ROUNDS, default 5; BENCH_CPU, default 2)
+#   bench/gpu/ggml/decode_cost.sh [TRACER_BINARY]        (ROUNDS, default 5; BENCH_CPU, default 2;
+#   DEADLINE: epoch seconds by which the rounds must end, each taking ROUND_S (default 90); STATS=0 skips the
+#   --program-stats runs)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../common.sh"
@@ -36,16 +38,23 @@ run() {
     -p 0 -n "$n" -r $reps -o json | sed "s/^/$mode $n /"
 }
 for round in $(seq "${ROUNDS:-5}"); do
+  # A device call has a time limit: start no round that might not end before DEADLINE (epoch seconds).
+  if [ -n "${DEADLINE:-}" ] && [ $(( $(date +%s) + ${ROUND_S:-90} )) -gt "$DEADLINE" ]; then
+    echo "round $round not started: DEADLINE near" >&2
+    break
+  fi
+  t0=$(date +%s)
   for n in $long $short; do
     run none $n env
     run empty $n "$tracer" record -q --force --debug-sync-teardown -o /tmp/cost-empty.jsonl --probe-mode empty --
     run tracer $n "$tracer" record -q --force --debug-sync-teardown -o "/tmp/cost-tracer-$n.jsonl.zst" --
   done
+  echo "round $round took $(( $(date +%s) - t0 )) s" >&2
 done | tee "$out/decode-cost.txt"
 # What tracer saw per token in the last round: calls written and tallied in the kernel, long minus short.
 for n in $long $short; do "$tracer" report --json "/tmp/cost-tracer-$n.jsonl.zst" > "/tmp/cost-tracer-$n.json"; done
 # And the programs' own time, as the kernel times it (--program-stats), long minus short, per token.
-for n in $long $short; do
+[ "${STATS:-1}" = 1 ] && for n in $long $short; do
   run stats $n "$tracer" record -q --force --debug-sync-teardown --program-stats -o "/tmp/cost-stats-$n.jsonl.zst" -- > /dev/null
   "$tracer" report --json "/tmp/cost-stats-$n.jsonl.zst" > "/tmp/cost-stats-$n.json"
 done
@@ -87,7 +96,10 @@ per = {f: (lo[f] - sh.get(f, 0)) / tokens for f in lo}
 print("traced calls per token (last round): " + ", ".join(f"{f} {v:.2f}" for f, v in sorted(per.items(), key=lambda x: -x[1]) if v >= 0.01)
       + f"; {sum(per.values()):.2f} in all")
 def programs(path):
-    return json.load(open(path)).get("programs", {})
+    try:
+        return json.load(open(path)).get("programs", {})
+    except FileNotFoundError:  # STATS=0
+        return {}
 lo, sh = programs(sys.argv[6]), programs(sys.argv[7])
 ns = {k: (v["ns"] - sh.get(k, {}).get("ns", 0)) / tokens for k, v in lo.items()}
 runs = {k: (v["runs"] - sh.get(k, {}).get("runs", 0)) / tokens for k, v in lo.items()}

@@ -265,7 +265,7 @@ impl<'a> Session<'a> {
         live.retain(|&pid| {
             let running = LIVE.is_running(pid);
             if !running {
-                drop(self.pids.remove(&pid));
+                self.leave_filter(pid);
             }
             running
         });
@@ -344,11 +344,29 @@ impl<'a> Session<'a> {
                 if argv.first().is_some_and(|a| a.rsplit('/').next() == Some("ollama"))
                     && self.pids.get(&parent, 0).is_err()
                 {
-                    drop(self.pids.remove(&pid));
+                    self.leave_filter(pid);
                 }
             }
         }
         Ok(())
+    }
+
+    /// Takes a process out of the kernel's filter, and marks its threads' tally entries ended: a live entry
+    /// lets a thread's tallied calls skip the filter (the eBPF hot path), so it must not outlive the
+    /// process's place in the filter. The counts stay for the end. (A read-modify-write: an increment the
+    /// thread makes in between would be lost, but a process leaves the filter alive only when it is an
+    /// `ollama` command other than a server, which makes no GPU calls.)
+    fn leave_filter(&mut self, pid: u32) {
+        drop(self.pids.remove(&pid));
+        let mine: Vec<(u64, ThreadTally)> = self
+            .threads
+            .iter()
+            .filter_map(Result::ok)
+            .filter(|(k, t)| (k >> 32) as u32 == pid && t.ended == 0)
+            .collect();
+        for (key, t) in mine {
+            drop(self.threads.insert(key, ThreadTally { ended: 1, ..t }, 0));
+        }
     }
 
     /// Reads what the probes committed before the stop, records the command's exit, and writes the
