@@ -327,7 +327,9 @@ impl ApiFunc {
         Self::ALL.iter().copied().find(|f| f.tally_slot() == Some(slot))
     }
 
-    const fn tallied(self) -> bool {
+    /// Counted in the kernel (synchronizations that end no step, async copies to the device): what
+    /// `record --lean` leaves unprobed.
+    pub const fn tallied(self) -> bool {
         self.step_kind() & (cookie::GATED | cookie::TALLY) != 0
     }
 

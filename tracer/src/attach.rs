@@ -74,6 +74,10 @@ pub struct Settings {
 pub enum ProbeMode {
     /// The real programs: records go to the ring buffer.
     Record,
+    /// The real programs, on fewer functions: the calls tallied in the kernel (synchronizations,
+    /// async copies to the device; most of a decode loop's calls) are left unprobed, so they cost no
+    /// trap. Steps then end at the copy toward the host (`record --lean`).
+    Lean,
     /// Empty programs at the same attach points: what the traps alone cost (benchmarks).
     Empty,
 }
@@ -82,7 +86,7 @@ impl ProbeMode {
     /// Programs for (entry, return, registration, doorbell).
     const fn programs(self) -> Programs {
         match self {
-            Self::Record => Programs {
+            Self::Record | Self::Lean => Programs {
                 entry: "call_entry",
                 ret: "call_return",
                 register: "register_function",
@@ -257,6 +261,11 @@ pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeM
             continue;
         };
         rec.offset = Some(off);
+        if mode == ProbeMode::Lean && func.tallied() {
+            rec.error = Some(trace::LEAN_UNPROBED.into());
+            out.push(rec);
+            continue;
+        }
         if let Some(first) = probed_at.get(&off) {
             rec.error = Some(format!("alias of {} (same address), probed once", first.symbol()));
             out.push(rec);

@@ -108,6 +108,12 @@ pub struct RecordCli {
     /// beyond the trap itself. The timing adds two clock reads to each run.
     #[arg(long)]
     pub program_stats: bool,
+    /// Fewer traps: leave unprobed the calls tracer only counts (synchronizations, async copies to the
+    /// device), most of a decode loop's calls (on llama.cpp's CUDA decode, 8 traps a token instead of 21).
+    /// Kernels, graph replays and copies toward the host are recorded as always; a step then ends at the
+    /// copy toward the host (the logits), and the report has no count of the calls left out.
+    #[arg(long, conflicts_with = "probe_mode")]
+    pub lean: bool,
     /// Testing aid: leave the ring buffer unread for this long after attaching, to provoke overflow.
     #[arg(long, hide = true, value_name = "MS", default_value_t = 0)]
     pub debug_read_delay_ms: u64,

@@ -73,9 +73,13 @@ pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
     let mut flows_given_up = 0u64;
     let mut next_flow = 1u64;
     let mut start = 0u64;
+    let mut lean = false;
     let us = |ts: u64, start: u64| ts.saturating_sub(start) as f64 / 1000.0;
     let status = trace::for_each_record(input, |r| match r {
-        Record::Header(h) => start = h.start_mono_ns,
+        Record::Header(h) => {
+            start = h.start_mono_ns;
+            lean = h.options.lean;
+        }
         Record::Process(p) => {
             let name = if p.argv.is_empty() { p.comm.clone() } else { p.argv.join(" ") };
             let label = match (&p.role, &p.model_name) {
@@ -117,7 +121,7 @@ pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
             "args": {"grid": c.grid, "block": c.block, "shmem": c.shmem, "ret": c.ret},
         })),
         Record::Call(c) => {
-            phases.entry(c.pid).or_default().call(c.api.op(), c.kind, c.ts);
+            phases.entry(c.pid).or_default().call(c.api.op(), c.kind, c.ts, lean);
             events.emit(&json!({
                 "ph": "X", "cat": "api", "name": c.api.name(), "pid": c.pid, "tid": c.tid,
                 "ts": us(c.ts, start), "dur": c.dur as f64 / 1000.0, "args": {"ret": c.ret},

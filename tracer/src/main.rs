@@ -42,6 +42,7 @@ fn main() -> ExitCode {
             sync_teardown: r.debug_sync_teardown,
             program_stats: r.program_stats,
             probe_mode: match r.probe_mode {
+                ProbeModeArg::Record if r.lean => ProbeMode::Lean,
                 ProbeModeArg::Record => ProbeMode::Record,
                 ProbeModeArg::Empty => ProbeMode::Empty,
             },

@@ -188,14 +188,16 @@ impl Phases {
         self.saw_dispatch
     }
 
-    /// An API call: a copy to the host, then a synchronization, ends a step.
-    pub fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64) {
+    /// An API call: a copy to the host, then a synchronization, ends a step. In a recording that left
+    /// synchronizations unprobed (`lean`: `record --lean`), the copy itself ends it.
+    pub fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64, lean: bool) {
         for step in [&mut self.api, &mut self.queue] {
             if step.kernels > 0 {
                 step.end = step.end.max(ts);
             }
         }
         match (op, kind) {
+            (Op::Memcpy, Some(MemcpyKind::DeviceToHost)) if lean => self.close(),
             (Op::Memcpy, Some(MemcpyKind::DeviceToHost)) => {
                 self.api.copied_to_host = true;
                 self.queue.copied_to_host = true;
@@ -264,10 +266,10 @@ mod tests {
         let mut p = Phases::default();
         p.launch(classify(MMQ16), 100);
         p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 110);
-        p.call(ApiFunc::HipMemcpy.op(), Some(MemcpyKind::DeviceToHost), 120);
-        p.call(ApiFunc::HipStreamSynchronize.op(), None, 130);
+        p.call(ApiFunc::HipMemcpy.op(), Some(MemcpyKind::DeviceToHost), 120, false);
+        p.call(ApiFunc::HipStreamSynchronize.op(), None, 130, false);
         p.launch(classify(MMVQ1), 200);
-        p.call(ApiFunc::HipGraphLaunch.op(), None, 250);
+        p.call(ApiFunc::HipGraphLaunch.op(), None, 250, false);
         let spans = p.spans();
         assert_eq!(
             spans,
@@ -279,13 +281,40 @@ mod tests {
     }
 
     #[test]
+    fn lean_steps_end_at_the_copy_toward_the_host() {
+        // No synchronization recorded: the logits copy ends the step, and a copy toward the device does not.
+        let mut p = Phases::default();
+        p.launch(classify(MMQ16), 100);
+        p.call(ApiFunc::CuMemcpyHtoDAsync.op(), Some(MemcpyKind::HostToDevice), 105, true);
+        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 120, true);
+        p.call(ApiFunc::CuGraphLaunch.op(), None, 200, true);
+        p.launch(classify(MMVQ1), 210);
+        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 220, true);
+        // A second copy with no kernel since closes nothing.
+        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 230, true);
+        assert_eq!(
+            p.spans(),
+            [
+                StepSpan { phase: Phase::Prefill, start: 100, end: 120, kernels: 1 },
+                StepSpan { phase: Phase::Decode, start: 210, end: 220, kernels: 1 },
+            ]
+        );
+        // The same calls in a full recording: the copy alone ends nothing.
+        let mut p = Phases::default();
+        p.launch(classify(MMQ16), 100);
+        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 120, false);
+        p.launch(classify(MMVQ1), 210);
+        assert_eq!(p.spans().len(), 1);
+    }
+
+    #[test]
     fn cuda_steps_and_no_phases_without_ggml() {
         // ggml-cuda: the same cuts through the driver API's copy and synchronize.
         let mut p = Phases::default();
         for _ in 0..2 {
             p.launch(classify(MMVQ1), 0);
-            p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0);
-            p.call(ApiFunc::CuStreamSynchronize.op(), None, 0);
+            p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+            p.call(ApiFunc::CuStreamSynchronize.op(), None, 0, false);
         }
         let phases = p.finish();
         assert_eq!((phases.len(), phases[0].phase.as_str(), phases[0].steps), (1, "decode", 2));
@@ -298,7 +327,7 @@ mod tests {
             ),
             0,
         );
-        p.call(ApiFunc::CuGraphLaunch.op(), None, 0);
+        p.call(ApiFunc::CuGraphLaunch.op(), None, 0, false);
         assert!(p.finish().is_empty());
     }
 
@@ -306,14 +335,14 @@ mod tests {
     fn steps_end_at_a_sync_after_the_logits_copy() {
         let mut p = Phases::default();
         p.launch(classify(MMQ16), 0);
-        p.call(ApiFunc::HipStreamSynchronize.op(), None, 0); // no copy yet: same step
+        p.call(ApiFunc::HipStreamSynchronize.op(), None, 0, false); // no copy yet: same step
         p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 0);
-        p.call(ApiFunc::HipMemcpy.op(), Some(MemcpyKind::DeviceToHost), 0);
-        p.call(ApiFunc::HipStreamSynchronize.op(), None, 0);
+        p.call(ApiFunc::HipMemcpy.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+        p.call(ApiFunc::HipStreamSynchronize.op(), None, 0, false);
         for _ in 0..3 {
             p.launch(classify(MMVQ1), 0);
-            p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0);
-            p.call(ApiFunc::HipDeviceSynchronize.op(), None, 0);
+            p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+            p.call(ApiFunc::HipDeviceSynchronize.op(), None, 0, false);
         }
         p.launch(classify(MMVQ4), 0); // a 4-token prompt goes through MMVQ too
         p.launch(classify(MMVQ1), 0); // its output projection: the last token only
@@ -337,9 +366,9 @@ mod tests {
         let token = |p: &mut Phases| {
             p.replay(&classify(MMVQ1), 4, 0);
             p.replay(&classify("_Z9rope_normILb1EEvPKfPfiiiii"), 2, 0);
-            p.call(ApiFunc::CuGraphLaunch.op(), None, 0);
-            p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0);
-            p.call(ApiFunc::CuStreamSynchronize.op(), None, 0);
+            p.call(ApiFunc::CuGraphLaunch.op(), None, 0, false);
+            p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+            p.call(ApiFunc::CuStreamSynchronize.op(), None, 0, false);
         };
         for _ in 0..5 {
             token(&mut p);
@@ -357,8 +386,8 @@ mod tests {
         p.replay(&classify(MMVQ1), 1, 0);
         for _ in 0..2 {
             p.dispatch(classify(MMVQ1), 0);
-            p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0);
-            p.call(ApiFunc::HipStreamSynchronize.op(), None, 0);
+            p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+            p.call(ApiFunc::HipStreamSynchronize.op(), None, 0, false);
         }
         let phases = p.finish();
         assert_eq!(phases.len(), 1);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 13's cost on the real decode loop, measured where the traps land: the kernel time (ru_stime) the
 # llama-bench process spends, per generated token, with no tracer, with empty programs on the same attach
-# points, and with tracer. A uprobe's trap and its program run in the traced thread's kernel time; the decode
+# points, with tracer, and with `tracer record --lean` (fewer functions probed). A uprobe's trap and its program run in the traced thread's kernel time; the decode
 # loop is GPU-bound and spins in user space while it waits, so tokens/s and user time hide sub-percent costs.
 # Loading the model costs more kernel time than decoding, so each mode runs a long and a short decode and the
 # difference is divided by the tokens between them. Rounds interleaved; medians. Each tracer releases its
@@ -48,6 +48,7 @@ for round in $(seq "${ROUNDS:-5}"); do
     run none $n env
     run empty $n "$tracer" record -q --force --debug-sync-teardown -o /tmp/cost-empty.jsonl --probe-mode empty --
     run tracer $n "$tracer" record -q --force --debug-sync-teardown -o "/tmp/cost-tracer-$n.jsonl.zst" --
+    run lean $n "$tracer" record -q --force --debug-sync-teardown --lean -o "/tmp/cost-lean-$n.jsonl.zst" --
   done
   echo "round $round took $(( $(date +%s) - t0 )) s" >&2
 done | tee "$out/decode-cost.txt"
@@ -71,7 +72,8 @@ def per_token(mode, field):
     # Round by round: the long run's time minus the short run's, per token between them.
     return [(a[field] - b[field]) / tokens for a, b in zip(runs[(mode, long)], runs[short])]
 bench = {}
-for mode in ("none", "empty", "tracer"):
+modes = [m for m in ("none", "empty", "tracer", "lean") if (m, long) in runs]
+for mode in modes:
     d = per_token(mode, 0)
     bench[mode] = statistics.median(d)
     ts = statistics.median(r[4] for r in runs[(mode, long)])
@@ -79,7 +81,10 @@ for mode in ("none", "empty", "tracer"):
           + ", ".join(f"{1e6 * x:.2f}" for x in d) + f"); {ts:.0f} tokens/s")
 empty, tracer = bench["empty"] - bench["none"], bench["tracer"] - bench["none"]
 print(f"added to llama-bench's kernel time per token: empty programs {1e6 * empty:.2f} us, tracer {1e6 * tracer:.2f} us"
-      + (f" ({tracer / empty:.2f}x the empty programs')" if empty > 0 else ""))
+      + (f" ({tracer / empty:.2f}x the empty programs')" if empty > 0 else "")
+      + (f", tracer --lean {1e6 * (bench['lean'] - bench['none']):.2f} us" if "lean" in bench else ""))
+ts = {m: statistics.median(r[4] for r in runs[(m, long)]) for m in modes}
+print("decode tokens/s, medians: " + ", ".join(f"{m} {ts[m]:.0f} ({100 * ts[m] / ts['none']:.1f} %)" for m in modes))
 for mode in ("empty", "tracer"):
     own = [s + u for s, u in zip(per_token(mode, 2), per_token(mode, 3))]
     mine = [s + u for s, u in zip(per_token(mode, 0), per_token(mode, 1))]

@@ -5,7 +5,8 @@
 # (compare.py, exit 1 on a difference), and the phases against what llama-bench ran (5 prompts x warm-up
 # and run = 10 prefill steps; warm-up and 8 tokens = 9 decode steps). Then decode tokens/s with no tracer,
 # with empty programs on the same attach points, and with tracer, interleaved. Writes under $OUT.
-#   bench/gpu/ggml/run.sh [TRACER_BINARY]
+#   bench/gpu/ggml/run.sh [TRACER_BINARY]        (RECORD_FLAGS: extra flags for the traced runs, e.g. --lean;
+#   ROUNDS: tokens/s rounds, 0 for none)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../common.sh"
@@ -15,7 +16,8 @@ started=$(date +%s)
 status=0
 for q in q4_k_m q8_0; do
   args=(-m "$models/$q.gguf" -p 3,8,9,11,290 -n 8 -r 1)
-  "$tracer" record -q --force -o "$out/ggml-$q.jsonl.zst" -- "$bin/llama-bench" "${args[@]}" > "$out/ggml-$q.bench.txt" 2>&1
+  # shellcheck disable=SC2086 # RECORD_FLAGS: extra record flags, e.g. --lean
+  "$tracer" record -q --force ${RECORD_FLAGS:-} -o "$out/ggml-$q.jsonl.zst" -- "$bin/llama-bench" "${args[@]}" > "$out/ggml-$q.bench.txt" 2>&1
   CUDA_INJECTION64_PATH="$work/libcupti_counts.so" CUPTI_COUNTS="$out/cupti-$q.raw.json" \
     "$bin/llama-bench" "${args[@]}" > /dev/null 2>&1
   "$tracer" report --json "$out/ggml-$q.jsonl.zst" > "$out/ggml-$q.report.json"

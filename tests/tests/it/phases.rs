@@ -71,3 +71,46 @@ fn prefill_and_decode_steps_with_families_quant_types_and_batch_widths() {
     let mmvq = kernels.iter().find(|k| k["class"]["family"] == "MMVQ").unwrap();
     assert_eq!((mmvq["class"]["quant"].as_str(), mmvq["class"]["batch"].as_str()), (Some("Q4_K"), Some("1")));
 }
+
+/// `record --lean` on the same program: the synchronizations are left unprobed (the trace and the report
+/// say so, and hold none), the steps end at the logits copy, and they are the same steps.
+#[test]
+fn lean_recording_leaves_synchronizations_unprobed_and_cuts_the_same_steps() {
+    let dir = scratch("phases-lean");
+    let prog = fixture("ggml_steps");
+    let phases_of = |flags: &[&str], name: &str| {
+        let out = dir.join(name);
+        let mut args = vec!["record", "-q", "-o", out.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        args.extend(["--", prog.to_str().unwrap()]);
+        let o = tracer(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let o = tracer(&["report", "--json", out.to_str().unwrap()]);
+        assert!(o.status.success());
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "ggml_steps").expect("the process");
+        (out, p["phases"].clone(), p["api"].clone())
+    };
+    let (_, full, full_api) = phases_of(&[], "full.jsonl");
+    let (out, lean, lean_api) = phases_of(&["--lean"], "lean.jsonl");
+    let calls = |api: &serde_json::Value, name: &str| {
+        api.as_array().unwrap().iter().find(|a| a["api"] == name).map(|a| a["calls"].as_u64().unwrap())
+    };
+    assert_eq!(calls(&full_api, "hipStreamSynchronize"), Some(5));
+    assert_eq!(calls(&lean_api, "hipStreamSynchronize"), None);
+    assert_eq!(calls(&lean_api, "hipMemcpy"), calls(&full_api, "hipMemcpy"));
+    assert_eq!(lean, full);
+    let records = read_trace(&out);
+    assert!(records.iter().any(|r| matches!(r, Record::Header(h) if h.options.lean)));
+    let unprobed: Vec<&str> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Probe(p) if p.error.as_deref() == Some(trace::LEAN_UNPROBED) => Some(p.api.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(unprobed.contains(&"hipStreamSynchronize") && unprobed.contains(&"hipDeviceSynchronize"), "{unprobed:?}");
+    let text = String::from_utf8(tracer(&["report", out.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("left unprobed by --lean (not counted): "), "{text}");
+    assert!(text.contains("it ends at the logits copy"), "{text}");
+}

@@ -127,3 +127,32 @@ fn real_llama_cpp_prompts_on_both_sides_of_the_mmvq_threshold() {
     assert_eq!(decode["batch_widths"], serde_json::json!(["1"]));
     assert_eq!(p["mmq_widths"], serde_json::json!({"kernel parameter": 150, "src1 quantize grid": 150}));
 }
+
+/// The same recording as `record --lean` would have made it: no synchronization and no async copy to the
+/// device (the calls --lean leaves unprobed), steps ending at the logits copy. The steps, their labels,
+/// kernels and widths are the same as those the full recording gives.
+#[test]
+fn real_llama_cpp_phases_are_the_same_when_steps_end_at_the_logits_copy() {
+    use tracer::{report::Report, trace::Record};
+    let (records, _) = trace::read_file(&recorded("llama-bench-cuda-prompts.jsonl.zst")).unwrap();
+    let mut lean = Vec::new();
+    let mut left_out = 0;
+    for r in records.iter().cloned() {
+        match r {
+            Record::Header(mut h) => {
+                h.options.lean = true;
+                lean.push(Record::Header(h));
+            }
+            Record::Call(c) if c.api.tallied() => left_out += 1,
+            r => lean.push(r),
+        }
+    }
+    // 334 synchronizations and 152 async copies to the device (written one by one in this recording).
+    assert_eq!(left_out, 334 + 152);
+    let bench = |r: Report| r.processes.into_iter().find(|p| p.comm == "llama-bench").expect("llama-bench");
+    let (full, lean) = (bench(Report::build(records)), bench(Report::build(lean)));
+    let steps = |p: &tracer::report::ProcessReport| p.phases.iter().map(|ph| (ph.phase, ph.steps)).collect::<Vec<_>>();
+    use tracer::phase::Phase::{Decode, Prefill};
+    assert_eq!(steps(&lean), [(Prefill, 10), (Decode, 9)]);
+    assert_eq!(full.phases, lean.phases);
+}

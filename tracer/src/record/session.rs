@@ -496,6 +496,7 @@ fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono:
             ring_bytes: args.ring_bytes,
             ollama_servers: targets.servers.clone(),
             kernel_tracepoints: attach::gpu_tracepoint_groups(),
+            lean: args.probe_mode == attach::ProbeMode::Lean,
         },
         units: units(),
     }

@@ -216,6 +216,8 @@ pub struct ReportBuilder {
     kernel_names: HashMap<u32, trace::Kernel>,
     start: u64,
     last_ts: u64,
+    /// Recorded with `--lean`: steps end at the copy toward the host.
+    lean: bool,
 }
 
 impl ReportBuilder {
@@ -227,6 +229,8 @@ impl ReportBuilder {
         match rec {
             Record::Header(h) => {
                 self.start = h.start_mono_ns;
+                self.lean = h.options.lean;
+                report.trace.lean = h.options.lean;
                 report.trace.schema = h.schema;
                 report.trace.tracer_version = h.tracer_version;
                 report.trace.host = h.host;
@@ -331,7 +335,7 @@ impl ReportBuilder {
                         acc.phases.replay(&class, k.count, c.ts);
                     }
                 }
-                acc.phases.call(c.api.op(), c.kind, c.ts);
+                acc.phases.call(c.api.op(), c.kind, c.ts, self.lean);
                 let m = &mut acc.memory;
                 match c.api.op() {
                     Op::Alloc => {

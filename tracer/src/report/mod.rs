@@ -51,6 +51,8 @@ pub struct TraceInfo {
     pub warning: Option<String>,
     /// Records of types this tracer does not know (from a newer tracer), skipped.
     pub unknown_records: u64,
+    /// Recorded with `--lean`: synchronizations and async copies to the device were not probed.
+    pub lean: bool,
 }
 
 #[derive(Debug, Default, Serialize)]

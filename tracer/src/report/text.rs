@@ -56,7 +56,17 @@ impl Report {
         for l in &self.libraries {
             writeln!(s, "  [{}] {} ({}, inode {})", l.id, l.path, l.origin, l.inode)?;
         }
-        for p in &self.probes_missing {
+        // --lean's unprobed functions: one line per library.
+        let (lean, missing): (Vec<_>, Vec<_>) =
+            self.probes_missing.iter().partition(|p| p.error.as_deref() == Some(trace::LEAN_UNPROBED));
+        let mut by_lib: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+        for p in lean {
+            by_lib.entry(p.lib).or_default().push(probe_label(&p.api));
+        }
+        for (lib, names) in by_lib {
+            writeln!(s, "  [{lib}] {} (not counted): {}", trace::LEAN_UNPROBED, names.join(", "))?;
+        }
+        for p in missing {
             writeln!(
                 s,
                 "  [{}] not probed: {}: {}",
@@ -146,7 +156,8 @@ impl Report {
             if p.phases.iter().any(|ph| ph.phase != crate::phase::Phase::Other) {
                 writeln!(
                     s,
-                    "\n  phases (a step is one llama_decode: it ends at the sync after the logits copy; graph replays count in it):"
+                    "\n  phases (a step is one llama_decode: it ends at {}; graph replays count in it):",
+                    if t.lean { "the logits copy" } else { "the sync after the logits copy" }
                 )?;
                 writeln!(s, "  {:<8} {:>6}  {:<16} kernels", "phase", "steps", "batch widths")?;
                 for ph in &p.phases {

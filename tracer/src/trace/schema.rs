@@ -71,6 +71,10 @@ pub struct Options {
     /// them ("amdgpu", "`gpu_scheduler`").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub kernel_tracepoints: BTreeMap<String, bool>,
+    /// --lean: synchronizations and async copies to the device were not probed (no records, no tallies);
+    /// a step ends at the copy toward the host.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lean: bool,
 }
 
 /// Which processes a recording traces.
@@ -273,6 +277,9 @@ pub struct Library {
     pub build_id: Option<String>,
     pub origin: LibOrigin,
 }
+
+/// A probe's `error` for a function `record --lean` leaves out.
+pub const LEAN_UNPROBED: &str = "left unprobed by --lean";
 
 /// One attached probe, or one that could not be attached (`error`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
