@@ -292,7 +292,8 @@ impl ApiFunc {
     /// What the kernel does with a call beyond reading it: the two facts phases need from a token's loop
     /// (a copy toward the host, then the synchronization that waits for it) are written; the other
     /// one-trap synchronizations (a decode loop makes about 14 a token) and the async copies to the device
-    /// (about 7 a token) are tallied in the kernel, per process and function, and written once at the end.
+    /// (about 7 a token) are tallied in the kernel, per thread and function (summed per process by user
+    /// space), and written once at the end.
     pub const fn step_flags(self) -> u64 {
         let kind = self.step_kind();
         match self.tally_slot() {

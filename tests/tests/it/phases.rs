@@ -1,23 +1,29 @@
 //! The seeds' question on a ggml-shaped workload: kernels named as ggml names them, launched on the real HIP
 //! runtime in a prefill step and three decode steps (`fixtures/hip/ggml_steps.hip`).
-#![expect(
-    clippy::many_single_char_names,
-    reason = "short names for an output, a value, a process and a step read in one test"
-)]
+
+use std::path::PathBuf;
 
 use integration_tests::*;
 
-#[test]
-fn prefill_and_decode_steps_with_families_quant_types_and_batch_widths() {
-    let dir = scratch("phases");
-    let out = dir.join("t.jsonl");
+/// Records `ggml_steps` with `flags` into a fresh scratch folder; the trace's path and its process's report.
+fn record_ggml_steps(scratch_name: &str, flags: &[&str]) -> (PathBuf, serde_json::Value) {
+    let out = scratch(scratch_name).join("t.jsonl");
     let prog = fixture("ggml_steps");
-    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", prog.to_str().unwrap()]);
+    let mut args = vec!["record", "-q", "-o", out.to_str().unwrap()];
+    args.extend_from_slice(flags);
+    args.extend(["--", prog.to_str().unwrap()]);
+    let o = tracer(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = tracer(&["report", "--json", out.to_str().unwrap()]);
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "ggml_steps").expect("the process");
+    (out, p.clone())
+}
+
+#[test]
+fn prefill_and_decode_steps_with_families_quant_types_and_batch_widths() {
+    let (out, p) = record_ggml_steps("phases", &[]);
     let phases = p["phases"].as_array().unwrap();
     let phase =
         |name: &str| phases.iter().find(|ph| ph["phase"] == name).unwrap_or_else(|| panic!("no {name}: {phases:?}"));
@@ -76,30 +82,16 @@ fn prefill_and_decode_steps_with_families_quant_types_and_batch_widths() {
 /// say so, and hold none), the steps end at the logits copy, and they are the same steps.
 #[test]
 fn lean_recording_leaves_synchronizations_unprobed_and_cuts_the_same_steps() {
-    let dir = scratch("phases-lean");
-    let prog = fixture("ggml_steps");
-    let phases_of = |flags: &[&str], name: &str| {
-        let out = dir.join(name);
-        let mut args = vec!["record", "-q", "-o", out.to_str().unwrap()];
-        args.extend_from_slice(flags);
-        args.extend(["--", prog.to_str().unwrap()]);
-        let o = tracer(&args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let o = tracer(&["report", "--json", out.to_str().unwrap()]);
-        assert!(o.status.success());
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "ggml_steps").expect("the process");
-        (out, p["phases"].clone(), p["api"].clone())
-    };
-    let (_, full, full_api) = phases_of(&[], "full.jsonl");
-    let (out, lean, lean_api) = phases_of(&["--lean"], "lean.jsonl");
+    let (_, full) = record_ggml_steps("phases-full", &[]);
+    let (out, lean) = record_ggml_steps("phases-lean", &["--lean"]);
+    let (full_api, lean_api) = (&full["api"], &lean["api"]);
     let calls = |api: &serde_json::Value, name: &str| {
         api.as_array().unwrap().iter().find(|a| a["api"] == name).map(|a| a["calls"].as_u64().unwrap())
     };
-    assert_eq!(calls(&full_api, "hipStreamSynchronize"), Some(5));
-    assert_eq!(calls(&lean_api, "hipStreamSynchronize"), None);
-    assert_eq!(calls(&lean_api, "hipMemcpy"), calls(&full_api, "hipMemcpy"));
-    assert_eq!(lean, full);
+    assert_eq!(calls(full_api, "hipStreamSynchronize"), Some(5));
+    assert_eq!(calls(lean_api, "hipStreamSynchronize"), None);
+    assert_eq!(calls(lean_api, "hipMemcpy"), calls(full_api, "hipMemcpy"));
+    assert_eq!(lean["phases"], full["phases"]);
     let records = read_trace(&out);
     assert!(records.iter().any(|r| matches!(r, Record::Header(h) if h.options.lean)));
     let unprobed: Vec<&str> = records

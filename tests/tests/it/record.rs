@@ -72,9 +72,23 @@ fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
 
 /// Records `mini_runner launches` from its start into `FILE` of a fresh scratch folder.
 fn record_mini_runner_launches(scratch_name: &str, file: &str) -> (std::path::PathBuf, Vec<Record>) {
+    record_mini_runner(scratch_name, file, &[], &["launches"])
+}
+
+/// Records `mini_runner RUNNER_ARGS` with the record `flags` into `scratch_name/file`.
+fn record_mini_runner(
+    scratch_name: &str,
+    file: &str,
+    flags: &[&str],
+    runner_args: &[&str],
+) -> (std::path::PathBuf, Vec<Record>) {
     let out = scratch(scratch_name).join(file);
     let runner = fixture("mini_runner");
-    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", runner.to_str().unwrap(), "launches"]);
+    let mut args = vec!["record", "-q", "-o", out.to_str().unwrap()];
+    args.extend_from_slice(flags);
+    args.extend(["--", runner.to_str().unwrap()]);
+    args.extend_from_slice(runner_args);
+    let o = tracer(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let records = read_trace(&out);
     (out, records)
@@ -218,21 +232,7 @@ fn compressed_trace_reads_back() {
 fn program_stats_time_every_program_run() {
     // `mini_runner loop N`: N kernel launches through `<<<>>>`, each a __hipPushCallConfiguration and a
     // hipLaunchKernel, both probed at entry and return.
-    let out = scratch("program-stats").join("t.jsonl");
-    let runner = fixture("mini_runner");
-    let o = tracer(&[
-        "record",
-        "-q",
-        "--program-stats",
-        "-o",
-        out.to_str().unwrap(),
-        "--",
-        runner.to_str().unwrap(),
-        "loop",
-        "500",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let records = read_trace(&out);
+    let (out, records) = record_mini_runner("program-stats", "t.jsonl", &["--program-stats"], &["loop", "500"]);
     let f = footer(&records);
     let launches = launches(&records).len() as u64;
     assert_eq!(launches, 500);
