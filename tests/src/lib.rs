@@ -271,3 +271,102 @@ pub fn real_ggml_hip() -> Option<PathBuf> {
 pub fn real_ggml_cuda() -> Option<PathBuf> {
     wheel_library("cyllama-cuda12==0.2.18", "/libggml-cuda", "libggml-cuda.so")
 }
+
+/// Offload bundle files of the kinds any local user can put in front of a root tracer.
+///
+/// Written into `dir`: (name, path, what its first bundle's error says). Each must end in a clear error,
+/// in bounded time and memory.
+#[expect(clippy::little_endian_bytes, reason = "offload bundle headers are little-endian")]
+pub fn hostile_bundles(dir: &Path) -> Vec<(&'static str, PathBuf, &'static str)> {
+    use std::io::Write as _;
+    const MAGIC: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
+    let plain = |offset: u64, size: u64| {
+        let mut b = MAGIC.to_vec();
+        b.extend(1u64.to_le_bytes());
+        b.extend(offset.to_le_bytes());
+        b.extend(size.to_le_bytes());
+        b.extend(1u64.to_le_bytes());
+        b.push(b'x');
+        b
+    };
+    let ccob = |method: u16, total: u64, uncompressed: u64, data: &[u8]| {
+        let mut b = b"CCOB".to_vec();
+        b.extend(3u16.to_le_bytes());
+        b.extend(method.to_le_bytes());
+        b.extend(total.to_le_bytes());
+        b.extend(uncompressed.to_le_bytes());
+        b.extend(0u64.to_le_bytes());
+        b.extend(data);
+        b
+    };
+    let zeros = vec![0u8; 1 << 20];
+    // 320 MiB of zeros: more than the 256 MiB tracer opens.
+    let mut z = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    for _ in 0..320 {
+        z.write_all(&zeros).unwrap();
+    }
+    let zstd_bomb = z.finish().unwrap();
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    for _ in 0..320 {
+        z.write_all(&zeros).unwrap();
+    }
+    let zlib_bomb = z.finish().unwrap();
+    let files: [(&'static str, Vec<u8>, &'static str); 5] = [
+        // 57 bytes: an entry whose offset + size wraps around u64 (a panic before).
+        ("wrap", plain(u64::MAX - 8, 16), "lies beyond the section"),
+        // A compressed bundle that says it takes u64::MAX bytes (an endless loop before).
+        ("loop", ccob(1, u64::MAX, 10, &[0; 8]), "are left in the section"),
+        // Says it decompresses to 1 KiB, decompresses to 320 MiB (4.2 GB taken before).
+        ("zstd-bomb", ccob(1, 32 + zstd_bomb.len() as u64, 1024, &zstd_bomb), "decompresses to more than"),
+        // Says it decompresses to 4 GiB: not opened at all.
+        ("zlib-bomb-declared", ccob(0, 32 + zlib_bomb.len() as u64, 4 << 30, &zlib_bomb), "more than tracer opens"),
+        // Says 1 KiB, inflates to 320 MiB (6.4 GB taken before).
+        ("zlib-bomb", ccob(0, 32 + zlib_bomb.len() as u64, 1024, &zlib_bomb), "decompresses to more than"),
+    ];
+    files
+        .into_iter()
+        .map(|(name, bytes, says)| {
+            let path = dir.join(format!("{name}.hipfb"));
+            std::fs::write(&path, bytes).unwrap();
+            (name, path, says)
+        })
+        .collect()
+}
+
+/// Runs a command to its end, with its own resource use: (status, peak resident KiB, its stdout and
+/// stderr). Fails the test past `limit`.
+#[expect(clippy::zombie_processes, reason = "reaped by wait4, which also gives the child's resource use")]
+pub fn run_measured(cmd: &mut Command, limit: Duration) -> (std::process::ExitStatus, u64, String) {
+    use std::os::unix::process::ExitStatusExt as _;
+    fn reader(mut stream: impl std::io::Read + Send + 'static) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            drop(stream.read_to_string(&mut text));
+            text
+        })
+    }
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("command starts");
+    let pid = child.id() as i32;
+    let readers = [child.stdout.take().map(reader), child.stderr.take().map(reader)];
+    let deadline = Instant::now() + limit;
+    let mut status = 0;
+    // SAFETY: rusage is plain data, for which all-zero bytes are valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: our own child; wait4 writes the status and its resource use; WNOHANG returns at once.
+        let r = unsafe { libc::wait4(pid, &raw mut status, libc::WNOHANG, &raw mut usage) };
+        if r == pid {
+            break;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: killing our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        assert!(Instant::now() <= deadline, "{cmd:?} did not end within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out: String = readers.into_iter().flatten().map(|r| r.join().unwrap_or_default()).collect();
+    (std::process::ExitStatus::from_raw(status), usage.ru_maxrss as u64, out)
+}

@@ -147,7 +147,8 @@ pub enum Layout {
     Ptr,
     /// `(dst, src, size, ...)`, its direction from [`CopyDirection`], the stream at `stream` when given.
     Memcpy { direction: CopyDirection, stream: Option<u8> },
-    /// `(const void* wrapper)`: the return value is the module handle.
+    /// `(const void* wrapper)`: the return value is the module handle; the wrapper (`{u32 magic, u32
+    /// version, void* binary, ...}`) is read at entry for the offload bundle it points to.
     FatBinary,
     /// `(T* out, const void* image, ...)`: the module written at `out`.
     ModuleOut,
@@ -186,6 +187,7 @@ impl Layout {
             Self::SymbolInfo => cookie::out(2),
             Self::CodeObjectFromMemory => cookie::out(2),
             Self::QueueCreate => cookie::STACK | cookie::QUEUE,
+            Self::FatBinary => cookie::WRAPPER,
             Self::Nothing
             | Self::PushConfig
             | Self::Stream
@@ -193,7 +195,6 @@ impl Layout {
             | Self::ExecGraph
             | Self::Ptr
             | Self::Memcpy { .. }
-            | Self::FatBinary
             | Self::Register
             | Self::Doorbell => 0,
         }

@@ -116,7 +116,7 @@ pub const CALL_OUT_FAULT: u64 = 1 << 2;
 /// Written at entry by a one-trap probe ([`api::ProbeShape::OneTrap`]): `duration_ns` and `ret` are not
 /// known (zero).
 pub const CALL_ENTRY_ONLY: u64 = 1 << 3;
-/// The structure the first argument points to ([`cookie::CONFIG`]) could not be read.
+/// The structure the first argument points to ([`cookie::CONFIG`], [`cookie::WRAPPER`]) could not be read.
 pub const CALL_CONFIG_FAULT: u64 = 1 << 4;
 
 /// A kernel name bound to a handle.
@@ -324,6 +324,9 @@ pub mod cookie {
     /// The `void**` array is argument [`params_arg`], the function handle argument [`handle_arg`]; the
     /// plan for that handle says which parameters.
     pub const PARAMS: u64 = 1 << 30;
+    /// At entry, read the first two words of the fat-binary wrapper argument 0 points to (magic and
+    /// version, then the address of its offload bundle) into argument slots 6 and 7.
+    pub const WRAPPER: u64 = 1 << 31;
     const PARAMS_SHIFT: u32 = 32; // 4 bits
     const HANDLE_SHIFT: u32 = 36; // 4 bits
     /// A synchronization: written only when its thread copied toward the host since its last written

@@ -44,6 +44,13 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
             Err(_) => stash.flags |= CALL_STACK_FAULT,
         }
     }
+    if c & cookie::WRAPPER != 0 {
+        // SAFETY: bpf_probe_read_user checks the address and never faults the process.
+        match unsafe { bpf_probe_read_user(stash.args[0] as *const [u64; 2]) } {
+            Ok(words) => stash.args[6..8].copy_from_slice(&words),
+            Err(_) => stash.flags |= CALL_CONFIG_FAULT,
+        }
+    }
     // SAFETY: helper call without preconditions.
     stash.ts_ns = unsafe { bpf_ktime_get_ns() };
     if c & cookie::PARAMS != 0 {
@@ -206,6 +213,10 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
             Err(_) => flags |= CALL_OUT_FAULT,
         }
     }
+    // A fat binary registered wakes the reader at once: its process's maps are read while it lives
+    // (a library's fat binaries are few; its kernel registrations, many, wake nobody).
+    let wake =
+        if c & cookie::WRAPPER != 0 { u64::from(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP) } else { submit_flags() };
     match EVENTS.reserve::<CallRecord>(0) {
         Some(mut entry) => {
             entry.write(CallRecord {
@@ -217,7 +228,7 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
                 caller: 0,
                 args: stash.args,
             });
-            entry.submit(submit_flags());
+            entry.submit(wake);
         }
         None => count(Counter::DropCall),
     }
@@ -400,7 +411,7 @@ pub(crate) fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *c
             buf[0] = 0;
         }
     }
-    // Names are rare (registration at start, lookups at load) and tell user space a process is using
-    // the runtime now: wake it, so it reads the process's maps while the process lives.
-    entry.submit(u64::from(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP));
+    // No wake-up of its own: a library's load registers thousands (rocSPARSE: 12 424), and a forced
+    // wake-up is an interrupt for each; the drain looks at the ring every few milliseconds anyway.
+    entry.submit(submit_flags());
 }

@@ -18,7 +18,7 @@ use aya::{
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
     },
 };
-use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+use object::{Object as _, ObjectSection as _};
 use tracer_common::{ApiFunc, api::ProbeShape, cookie};
 
 use crate::{libs::LibCopy, trace};
@@ -226,31 +226,15 @@ where
     prog.try_into().with_context(|| format!("eBPF program {name} has an unexpected type"))
 }
 
-/// Exported function symbols of a library file: name -> file offset of the first instruction.
-pub fn function_offsets(path: &Path) -> Result<BTreeMap<String, u64>> {
-    let data = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let file = object::File::parse(&*data).with_context(|| format!("{} is not an ELF library", path.display()))?;
-    let mut out = BTreeMap::new();
-    for sym in file.dynamic_symbols().chain(file.symbols()) {
-        if sym.is_undefined() || sym.kind() != object::SymbolKind::Text {
-            continue;
-        }
-        let (Ok(name), Some(index)) = (sym.name(), sym.section_index()) else { continue };
-        let Ok(section) = file.section_by_index(index) else { continue };
-        let Some((sec_off, _)) = section.file_range() else { continue };
-        let off = sym.address() - section.address() + sec_off;
-        out.entry(name.to_owned()).or_insert(off);
-    }
-    Ok(out)
-}
-
 /// Attaches every probed function of the copy's runtime found in `copy`.
 ///
 /// Returns one probe record per function, with the reason where one could not be attached (a symbol this
 /// runtime version lacks, an alias already probed).
 pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeMode) -> Result<Vec<trace::Probe>> {
     let Programs { entry, ret, register, doorbell, one_trap } = mode.programs();
-    let offsets = function_offsets(&copy.open_path)?;
+    let offsets =
+        crate::elf::function_offsets(&copy.file).with_context(|| format!("{} is not an ELF library", copy.path))?;
+    let target = copy.attach_path();
     let mut probed_at: BTreeMap<u64, ApiFunc> = BTreeMap::new();
     let mut out = Vec::new();
     for &func in ApiFunc::ALL.iter().filter(|f| f.library() == copy.runtime()) {
@@ -276,20 +260,19 @@ pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeM
         let result = match func.shape() {
             ProbeShape::Call => {
                 rec.kind = trace::ProbeKind::EntryReturn;
-                attach_one(ebpf, entry, off, c, &copy.open_path)
-                    .and_then(|()| attach_one(ebpf, ret, off, c, &copy.open_path))
+                attach_one(ebpf, entry, off, c, &target).and_then(|()| attach_one(ebpf, ret, off, c, &target))
             }
             ProbeShape::RegisterName => {
                 rec.kind = trace::ProbeKind::Entry;
-                attach_one(ebpf, register, off, c, &copy.open_path)
+                attach_one(ebpf, register, off, c, &target)
             }
             ProbeShape::Doorbell => {
                 rec.kind = trace::ProbeKind::Entry;
-                attach_one(ebpf, doorbell, off, c, &copy.open_path)
+                attach_one(ebpf, doorbell, off, c, &target)
             }
             ProbeShape::OneTrap => {
                 rec.kind = trace::ProbeKind::Entry;
-                attach_one(ebpf, one_trap, off, c, &copy.open_path)
+                attach_one(ebpf, one_trap, off, c, &target)
             }
         };
         if let Err(e) = result {
@@ -303,8 +286,7 @@ pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeM
 fn attach_one(ebpf: &mut Ebpf, prog: &str, offset: u64, c: u64, target: &Path) -> Result<()> {
     let p: &mut UProbe = program(ebpf, prog)?;
     let point = UProbeAttachPoint { location: UProbeAttachLocation::AbsoluteOffset(offset), cookie: Some(c) };
-    p.attach(point, target, UProbeScope::AllProcesses)
-        .with_context(|| format!("attaching {prog} at {:#x} in {}", offset, target.display()))?;
+    p.attach(point, target, UProbeScope::AllProcesses).with_context(|| format!("attaching {prog} at {offset:#x}"))?;
     Ok(())
 }
 
@@ -433,12 +415,5 @@ format:
         assert_eq!(field_offset(NEWTASK, "comm"), Some(12));
         assert_eq!(field_offset(NEWTASK, "group_dead"), None);
         assert_eq!(field_offset(NEWTASK, "common_pid"), Some(4));
-    }
-
-    #[test]
-    fn finds_function_offsets_in_an_elf_file() {
-        let exe = std::env::current_exe().unwrap();
-        let offsets = function_offsets(&exe).unwrap();
-        assert!(offsets.contains_key("main"), "no main in {}", exe.display());
     }
 }

@@ -366,6 +366,16 @@ impl Attributor {
                     out.push(Record::Kernel(rec));
                 }
             }
+            // A fat binary registered: where its offload bundle lies, for the registrations under its module.
+            Op::ModuleLoad => {
+                if let (Some(module), Some(addr)) = (c.module, c.value)
+                    && let Some(code) = self.kernels.register_fat_binary(c.pid, module, addr)
+                {
+                    c.file = Some(code.file);
+                    c.file_offset = Some(code.offset);
+                    c.bundle = code.bundle;
+                }
+            }
             Op::CodeObjectRead => {
                 if let Some((file, offset)) = c.ptr.and_then(|ptr| self.kernels.file_of(c.pid, ptr)) {
                     c.file = Some(file);
@@ -390,7 +400,9 @@ impl Attributor {
                 // A new program: handles of the old image mean nothing now.
                 self.kernels.forget(p.pid);
                 self.runtime_names.retain(|(pid, _), _| *pid != p.pid);
-                self.kernels.snapshot(p.pid);
+                // No maps read now: the dynamic loader is still mapping and unmapping (its cache, its
+                // libraries), and a mapping read now may hold another file by the time an address in
+                // it is looked up. The first API event reads them.
                 self.newly_seen.push(p.pid);
                 // Its libraries load after exec: look again at its first API event.
                 self.scanned.remove(&p.pid);

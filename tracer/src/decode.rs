@@ -94,6 +94,9 @@ const fn origin(h: &RecordHeader) -> Origin {
     Origin { ts: h.ts_ns, pid: h.pid(), tid: h.tid(), lib: h.lib }
 }
 
+/// The magic of a HIP fat-binary wrapper (`__hipFatMAGIC2`, "HIPF").
+const HIP_FAT_BINARY_MAGIC: u32 = 0x4849_5046;
+
 /// A dim3 passed by value takes two registers: `x | y << 32`, then `z` in the low half.
 pub const fn dim3(xy: u64, z: u64) -> [u32; 3] {
     [xy as u32, (xy >> 32) as u32, z as u32]
@@ -244,8 +247,18 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
                 ..call
             })
         }
-        // The return value is the module handle, not an error code.
-        Layout::FatBinary => Event::Call(Call { ret: 0, ptr: Some(a[0]), module: Some(r.ret), ..call }),
+        // The return value is the module handle, not an error code; a HIP wrapper (its magic checked)
+        // gives the address of its offload bundle.
+        Layout::FatBinary => {
+            let wrapper_read = r.flags & CALL_CONFIG_FAULT == 0 && a[6] as u32 == HIP_FAT_BINARY_MAGIC;
+            Event::Call(Call {
+                ret: 0,
+                ptr: Some(a[0]),
+                module: Some(r.ret),
+                value: wrapper_read.then_some(a[7]),
+                ..call
+            })
+        }
         Layout::ModuleOut => Event::Call(Call { ptr: Some(a[1]), module: out, ..call }),
         Layout::FunctionOut => Event::Call(Call { module: Some(a[1]), function: out, ..call }),
         Layout::KernelFunctionOut => Event::Call(Call { handle: Some(a[1]), function: out, ..call }),

@@ -211,14 +211,19 @@ pub struct Call {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribute: Option<u32>,
     /// A value returned through an out-parameter (the kernel object for `get_info`, the executable for a
-    /// graph instantiation).
+    /// graph instantiation), or read through an argument (the offload bundle a fat-binary wrapper points to).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<u64>,
-    /// For code objects read from memory: the mapped file and offset the pointer falls in (attribution).
+    /// For code objects read from memory and fat binaries registered: the mapped file and offset the
+    /// code lies at (attribution).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_offset: Option<u64>,
+    /// For a fat binary registered: the number of the offload bundle at that offset ("0042", as `tracer
+    /// inspect` numbers them; attribution).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<String>,
     /// Recorded at entry by a one-trap probe (`cuGraphLaunch`): `ret` and `dur` are not known (0).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub entry_only: bool,
@@ -249,6 +254,7 @@ impl Call {
             value: None,
             file: None,
             file_offset: None,
+            bundle: None,
             entry_only: false,
         }
     }

@@ -5,18 +5,23 @@
 //! (target triple, gfx target, size, compression) and, per AMDGPU code object, its kernels (from the
 //! `<name>.kd` kernel descriptor symbols), with their classification.
 
-use std::{fs, path::Path};
+use std::path::Path;
 
-use anyhow::{Context as _, Result, bail};
-use object::{Object as _, ObjectSection as _};
+use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 
-use crate::bundle::{self, Bundle, Resources};
+use crate::{
+    bundle::{self, Bundle, FatBinary, Resources},
+    files::CodeFile,
+};
 
 #[derive(Debug, Default, Serialize)]
 pub struct Inspection {
     pub path: String,
     pub bundles: Vec<Bundle<KernelInfo>>,
+    /// Why the bundles listed stop before the end of the fat binary, when they do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cut: Option<String>,
 }
 
 /// A kernel of a code object as `inspect` presents it: named, classified, with its resources.
@@ -34,44 +39,50 @@ pub struct KernelInfo {
     pub ne11_kernarg: Option<u32>,
 }
 
-/// The offload bundles of one `.hip_fatbin` section's bytes (or of a bundle file), kernels classified.
-pub fn bundles(section: &[u8], file_offset: u64, target: Option<&str>) -> Vec<Bundle<KernelInfo>> {
-    bundle::walk(section, file_offset, target, true)
-        .into_iter()
-        .map(|b| {
-            b.map_kernels(|k| {
-                let class = crate::classify::classify(&k.name);
-                KernelInfo {
-                    demangled: crate::demangle::demangle(&k.name),
-                    family: class.family,
-                    quant: class.quant.map(str::to_owned),
-                    resources: k.resources,
-                    ne11_kernarg: class.ne11_kernarg,
-                    name: k.name,
-                }
-            })
-        })
-        .collect()
+/// A bundle's kernels classified, as `inspect` shows them.
+pub fn classified(b: Bundle) -> Bundle<KernelInfo> {
+    b.map_kernels(|k| {
+        let class = crate::classify::classify(&k.name);
+        KernelInfo {
+            demangled: crate::demangle::demangle(&k.name),
+            family: class.family,
+            quant: class.quant.map(str::to_owned),
+            resources: k.resources,
+            ne11_kernarg: class.ne11_kernarg,
+            name: k.name,
+        }
+    })
 }
 
+/// Reads a library's (or a bundle file's) offload bundles with the reader tracer uses on other processes'
+/// files.
+///
+/// The file must be a regular file; its bundles are indexed by their headers and opened one at a time, so
+/// a 1 GB fat binary never means 1 GB of memory.
 pub fn inspect(path: &Path, target: Option<&str>) -> Result<Inspection> {
-    let data = fs::read(path)
-        .with_context(|| format!("cannot read {}: give the path of a library or program", path.display()))?;
-    // A bundle file of its own (`hipcc --genco`, an extracted `.hipfb`): the bundles start at byte 0.
-    if bundle::is_bundle_file(&data) {
-        return Ok(Inspection { path: path.display().to_string(), bundles: bundles(&data, 0, target) });
-    }
-    let file = object::File::parse(&*data).map_err(|e| {
-        anyhow::anyhow!(
-            "{} is neither an ELF file nor an offload bundle ({e}): give the path of a library or program built with HIP",
-            path.display()
-        )
-    })?;
-    let Some(section) = file.section_by_name(".hip_fatbin") else {
+    let file = CodeFile::user(path).map_err(|e| anyhow!("{e}: give the path of a library or program"))?;
+    let Some(fat) = FatBinary::of_file(&file)? else {
+        if crate::elf::dependencies(&file).is_none() {
+            bail!(
+                "{} is neither an ELF file nor an offload bundle: give the path of a library or program built with HIP",
+                path.display()
+            );
+        }
         bail!("{} has no .hip_fatbin section: it carries no HIP GPU code", path.display());
     };
-    let offset = section.file_range().map_or(0, |(o, _)| o);
-    Ok(Inspection { path: path.display().to_string(), bundles: bundles(section.data()?, offset, target) })
+    let bundles: Vec<Bundle<KernelInfo>> =
+        bundle::open_all(&fat.region(&file), &fat, target).into_iter().map(classified).collect();
+    // Nothing readable at all: one sentence, not a listing of failures.
+    if let Some(first) = bundles.first().and_then(|b| b.error.as_ref())
+        && bundles.iter().all(|b| b.error.is_some() && b.entries.iter().all(|e| e.kernels.is_empty()))
+    {
+        bail!(
+            "{}: none of its {} offload bundle(s) could be read (bundle 0000: {first}): a corrupt or hostile file",
+            path.display(),
+            bundles.len()
+        );
+    }
+    Ok(Inspection { path: path.display().to_string(), bundles, cut: fat.cut })
 }
 
 impl Inspection {
@@ -84,6 +95,9 @@ impl Inspection {
     fn write_text(&self, s: &mut String) -> std::fmt::Result {
         use std::fmt::Write as _;
         writeln!(s, "{}: {} offload bundle(s)", self.path, self.bundles.len())?;
+        if let Some(cut) = &self.cut {
+            writeln!(s, "(listing cut: {cut})")?;
+        }
         for b in &self.bundles {
             let how = match (&b.compressed, &b.error) {
                 (_, Some(e)) => format!(" (not opened: {e})"),

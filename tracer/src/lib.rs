@@ -3,8 +3,9 @@
 //! [`attribute`] (process, library, kernel name; with [`process`], [`symbols`], [`libs`], [`ollama`],
 //! [`ioctl`], [`loader`]) → [`trace`] (the file: schema, writer, reader) → [`report`] / [`export`] (with [`classify`]
 //! and [`phase`]). [`record`] runs the recording session. Leaves that many steps share: [`proc`] (/proc),
-//! [`demangle`], [`bundle`] (offload bundles; [`inspect`] presents them), [`registration`] (kernel names
-//! decoded from a stripped binary's registration calls).
+//! [`demangle`], [`files`] (other processes' files, opened and read as hostile input), [`elf`] (what is read
+//! of an ELF file through them), [`bundle`] (offload bundles; [`inspect`] presents them), [`registration`]
+//! (kernel names decoded from a stripped binary's registration calls).
 
 pub mod attach;
 pub mod attribute;
@@ -13,8 +14,10 @@ pub mod classify;
 pub mod cli;
 pub mod decode;
 pub mod demangle;
+pub mod elf;
 pub mod event;
 pub mod export;
+pub mod files;
 pub mod inspect;
 pub mod ioctl;
 pub mod libs;

@@ -4,14 +4,11 @@
 //! A copy is identified by (device, inode) of the file, so the same file reached by two paths is probed
 //! once, and two copies of the same version (Ollama's bundle and /opt/rocm) are probed separately.
 
-use std::{
-    collections::BTreeSet,
-    fs,
-    os::unix::fs::MetadataExt as _,
-    path::{Path, PathBuf},
-};
+use std::{collections::BTreeSet, fs, path::PathBuf, sync::Arc};
 
 use anyhow::{Result, bail};
+
+use crate::files::{CodeFile, Root};
 
 /// The libraries tracer knows how to probe, by file-name prefix.
 pub const HIP_RUNTIME: &str = "libamdhip64.so";
@@ -29,13 +26,13 @@ fn origin_of_path(path: &str) -> Origin {
     if path.contains("/lib/ollama/") { Origin::OllamaBundle } else { Origin::System }
 }
 
-/// One library file to attach probes to.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One library file to attach probes to: opened and checked (a regular file; for a mapping, the file
+/// mapped), and kept open, so that its probes go on the very file that was checked.
+#[derive(Clone, Debug)]
 pub struct LibCopy {
     /// The path as the traced process sees it (inside its mount namespace).
     pub path: String,
-    /// A path this process can open (`/proc/PID/root/...` for a process in another mount namespace).
-    pub open_path: PathBuf,
+    pub file: Arc<CodeFile>,
     pub dev: u64,
     pub inode: u64,
     pub origin: Origin,
@@ -57,9 +54,15 @@ impl LibCopy {
         }
     }
 
-    fn stat(path: String, open_path: PathBuf, origin: Origin) -> Option<Self> {
-        let meta = fs::metadata(&open_path).ok()?;
-        meta.is_file().then(|| Self { path, open_path, dev: meta.dev(), inode: meta.ino(), origin })
+    fn new(path: String, file: CodeFile, origin: Origin) -> Self {
+        let (dev, inode) = file.id();
+        Self { path, file: Arc::new(file), dev, inode, origin }
+    }
+
+    /// A path the kernel resolves to this very file when a probe is attached (`/proc/self/fd/N` of the
+    /// descriptor tracer checked), whatever became of the path since.
+    pub fn attach_path(&self) -> PathBuf {
+        self.file.proc_path()
     }
 }
 
@@ -69,27 +72,20 @@ fn dedupe(copies: Vec<LibCopy>) -> Vec<LibCopy> {
     copies.into_iter().filter(|c| seen.insert((c.dev, c.inode))).collect()
 }
 
-/// `--lib PATH`: the file must exist.
+/// `--lib PATH`: the file must exist and be a regular file.
 pub fn from_user_paths(paths: &[PathBuf]) -> Result<Vec<LibCopy>> {
     let mut copies = Vec::new();
     for p in paths {
-        let canon = fs::canonicalize(p).ok();
-        let Some(c) = canon.and_then(|c| {
-            let s = c.to_string_lossy().into_owned();
-            LibCopy::stat(s, c, Origin::User)
-        }) else {
-            bail!(
-                "library {} does not exist or is not a file: give the path of libamdhip64.so with --lib",
-                p.display()
-            );
-        };
-        copies.push(c);
+        let shown = fs::canonicalize(p).map_or_else(|_| p.display().to_string(), |c| c.display().to_string());
+        match CodeFile::user(p) {
+            Ok(file) => copies.push(LibCopy::new(shown, file, Origin::User)),
+            Err(e) => bail!("{e}: give the path of libamdhip64.so with --lib"),
+        }
     }
     Ok(dedupe(copies))
 }
 
-/// Mapped files of a process whose name starts with `prefix`, reached through /proc/PID/root so that a
-/// process in a container is handled like any other.
+/// Mapped files of a process whose name starts with `prefix`, each opened as the file mapped.
 pub fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
     use crate::proc::Procs as _;
     let Some(maps) = crate::proc::LIVE.maps(pid) else { return Vec::new() };
@@ -97,10 +93,11 @@ pub fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
     dedupe(copies)
 }
 
-/// A copy found in a process's maps, reached through /proc/PID/root.
+/// A copy found in a process's maps: the file mapped, opened through the process's `map_files` (a
+/// process in a container is handled like any other).
 pub fn copy_in(pid: u32, e: &crate::proc::MapsEntry) -> Option<LibCopy> {
-    let open = PathBuf::from(format!("/proc/{pid}/root{}", e.path));
-    LibCopy::stat(e.path.clone(), open, origin_of_path(&e.path))
+    let file = CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path).ok()?;
+    Some(LibCopy::new(e.path.clone(), file, origin_of_path(&e.path)))
 }
 
 /// The usual places, most specific first: Ollama bundles (next to an `ollama` on PATH and the standard
@@ -156,40 +153,47 @@ pub fn usual_places(prefix: &str) -> Vec<LibCopy> {
         .iter()
         .map(PathBuf::from),
     );
+    let Ok(host) = Root::host() else { return Vec::new() };
     let mut copies = Vec::new();
     for dir in dirs {
-        copies.extend(in_dir(&dir, prefix));
+        copies.extend(in_dir(&host, &dir.to_string_lossy(), prefix));
     }
     dedupe(copies)
 }
 
-/// Library files in `dir` whose names start with `prefix` (the real files behind the symlinks).
-pub fn in_dir(dir: &Path, prefix: &str) -> Vec<LibCopy> {
-    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
-    let mut names: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)))
-        .collect();
+/// Library files in `dir` (as seen from `root`: the host's, or a process's) whose names start with
+/// `prefix`.
+///
+/// Each is opened inside that root (a symbolic link is followed there, never onto the host) and named by
+/// the file it reaches when that file is in the same directory (`libamdhip64.so` ->
+/// `libamdhip64.so.6.1.2`).
+pub fn in_dir(root: &Root, dir: &str, prefix: &str) -> Vec<LibCopy> {
+    let Ok(names) = root.list(dir) else { return Vec::new() };
+    let mut names: Vec<String> = names.into_iter().filter(|n| n.starts_with(prefix)).collect();
     names.sort();
-    names
+    let dir = dir.trim_end_matches('/');
+    let mut copies: Vec<LibCopy> = names
         .into_iter()
-        .filter_map(|p| {
-            let real = fs::canonicalize(&p).ok()?;
-            let s = real.to_string_lossy().into_owned();
-            LibCopy::stat(s.clone(), real, origin_of_path(&s))
+        .filter_map(|name| {
+            let path = format!("{dir}/{name}");
+            let file = root.open(&path).ok()?;
+            Some(LibCopy::new(path, file, Origin::System))
         })
-        .collect()
+        .collect();
+    // Versioned names first (the real file of `libx.so -> libx.so.6 -> libx.so.6.1.2`), so the copy is
+    // shown by the name of its file.
+    copies.sort_by_key(|c| std::cmp::Reverse(c.path.len()));
+    let mut copies = dedupe(copies);
+    copies.sort_by(|a, b| a.path.cmp(&b.path));
+    for c in &mut copies {
+        c.origin = origin_of_path(&c.path);
+    }
+    copies
 }
 
-/// The GNU build-id of an ELF file, as hex, when it has one.
-pub fn build_id(path: &Path) -> Option<String> {
-    use object::{Object as _, read::elf::ElfFile64};
-    let data = fs::read(path).ok()?;
-    let elf = ElfFile64::<object::Endianness>::parse(&*data).ok()?;
-    let id = elf.build_id().ok()??;
-    use std::fmt::Write as _;
-    id.iter().try_fold(String::new(), |mut s, b| write!(s, "{b:02x}").map(|()| s)).ok()
+/// The GNU build-id of a library copy, as hex, when it has one.
+pub fn build_id(copy: &LibCopy) -> Option<String> {
+    crate::elf::build_id(&copy.file)
 }
 
 #[cfg(test)]
@@ -203,9 +207,27 @@ mod tests {
     }
 
     #[test]
-    fn user_path_must_exist() {
+    fn user_path_must_exist_and_be_a_file() {
         let err = from_user_paths(&[PathBuf::from("/nonexistent/libamdhip64.so")]).unwrap_err();
         assert!(err.to_string().contains("--lib"), "{err}");
+        let err = from_user_paths(&[PathBuf::from("/dev/zero")]).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn a_directory_lists_each_file_once_by_its_real_name() {
+        let dir = std::env::temp_dir().join(format!("tracer-libs-{}", std::process::id()));
+        drop(fs::remove_dir_all(&dir));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("libamdhip64.so.6.1.2"), b"x").unwrap();
+        std::os::unix::fs::symlink("libamdhip64.so.6.1.2", dir.join("libamdhip64.so.6")).unwrap();
+        std::os::unix::fs::symlink("libamdhip64.so.6", dir.join("libamdhip64.so")).unwrap();
+        // A link out of the directory to a file the test made elsewhere: opened as the host sees it only
+        // because this root is the host's.
+        let copies = in_dir(&Root::host().unwrap(), &dir.to_string_lossy(), "libamdhip64");
+        let names: Vec<&str> = copies.iter().map(|c| c.path.rsplit('/').next().unwrap()).collect();
+        assert_eq!(names, ["libamdhip64.so.6.1.2"]);
+        drop(fs::remove_dir_all(&dir));
     }
 
     #[test]

@@ -185,12 +185,9 @@ pub fn parse_uri(uri: &str) -> Option<Uri> {
 }
 
 /// The kernels of a code object: (NAME, `st_value` of `NAME.kd`).
-pub fn kernel_descriptors(code_object: &[u8]) -> Option<Vec<(String, u64)>> {
+pub fn kernel_descriptors<'d, R: object::ReadRef<'d>>(code_object: R) -> Option<Vec<(String, u64)>> {
     object::File::parse(code_object).ok().map(|elf| crate::bundle::kernel_symbols(&elf))
 }
-
-/// Longest code object read from memory (ggml's largest are a few MiB).
-pub const MAX_CODE_OBJECT: u64 = 256 << 20;
 
 #[cfg(test)]
 mod tests {

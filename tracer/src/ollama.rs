@@ -10,7 +10,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::proc::Procs;
+use crate::{files::Root, proc::Procs};
 
 /// What a process is to Ollama.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,20 +119,20 @@ pub fn find_servers(procs: &dyn Procs) -> Vec<u32> {
     pids
 }
 
-/// Library directories of an Ollama install, from the server's executable: `<exe>/../lib/ollama` and its
-/// `rocm*` subdirectories, reached through /proc/PID/root (a server in a container).
-pub fn bundle_dirs(procs: &dyn Procs, server: u32) -> Vec<PathBuf> {
-    let Some(exe) = procs.exe(server) else { return Vec::new() };
-    let root = PathBuf::from(format!("/proc/{server}/root"));
-    let Some(prefix) = exe.parent().and_then(Path::parent) else { return Vec::new() };
-    let lib = root.join(prefix.strip_prefix("/").unwrap_or(prefix)).join("lib/ollama");
-    let mut dirs = vec![lib.clone()];
-    if let Ok(entries) = fs::read_dir(&lib) {
-        let mut subs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
-        subs.sort();
-        dirs.extend(subs);
-    }
-    dirs
+/// Library directories of an Ollama install, from the server's executable.
+///
+/// `<exe>/../lib/ollama` and its subdirectories (`rocm`, `cuda_v12`, ...), as the server sees them, with
+/// the root they resolve in (a server in a container has its own).
+pub fn bundle_dirs(procs: &dyn Procs, server: u32) -> Option<(Root, Vec<String>)> {
+    let exe = procs.exe(server)?;
+    let prefix = exe.parent().and_then(Path::parent)?;
+    let lib = format!("{}/lib/ollama", prefix.display().to_string().trim_end_matches('/'));
+    let root = Root::of(server).ok()?;
+    let mut subs: Vec<String> = root.list(&lib).ok()?.into_iter().map(|n| format!("{lib}/{n}")).collect();
+    subs.sort();
+    let mut dirs = vec![lib];
+    dirs.extend(subs);
+    Some((root, dirs))
 }
 
 #[cfg(test)]

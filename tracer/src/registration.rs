@@ -14,9 +14,11 @@ use iced_x86::{
     Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
 };
 use object::{
-    Object as _, ObjectSection as _, ObjectSymbol as _, ObjectSymbolTable as _, RelocationTarget, SectionKind,
+    Object as _, ObjectSection as _, ObjectSymbol as _, ObjectSymbolTable as _, ReadRef, RelocationTarget, SectionKind,
 };
 use tracer_common::api::{ApiFunc, Op};
+
+use crate::files::CodeFile;
 
 /// Whether a dynamic symbol (`name` or `name@VERSION`) is a registration function of the API table
 /// ([`Op::Register`]): its second argument is a launch handle and its fourth the device name.
@@ -37,48 +39,74 @@ pub struct Registrations {
     pub unresolved: Vec<u64>,
 }
 
+/// Text is decoded in windows of this size, read one at a time from the file.
+const WINDOW: usize = 4 << 20;
+/// The longest x86-64 instruction: a window stops this short of its end, unless it ends the section.
+const MAX_INSN: usize = 15;
+
 /// Decodes the registration calls of an x86-64 ELF file; None when it is no such file or imports no
 /// registration function.
-pub fn decode(data: &[u8]) -> Option<Registrations> {
-    let file = object::File::parse(data).ok()?;
-    if file.architecture() != object::Architecture::X86_64 {
+///
+/// The file is read in bounded pieces: its dynamic tables through [`crate::files::Bounded`], its code one
+/// window at a time.
+pub fn decode(file: &CodeFile) -> Option<Registrations> {
+    let view = file.elf();
+    let elf = crate::elf::parse(&view)?;
+    if elf.architecture() != object::Architecture::X86_64 {
         return None;
     }
-    let slots = got_slots(&file);
+    let slots = got_slots(&elf);
     if slots.is_empty() {
         return None;
     }
-    let stubs = plt_stubs(&file, &slots);
-    let got = got_values(&file);
+    let stubs = plt_stubs(&elf, &slots);
+    let got = got_values(&elf);
     let mut out = Registrations::default();
     let mut info = InstructionInfoFactory::new();
-    for section in file.sections().filter(|s| s.kind() == SectionKind::Text) {
-        let Ok(code) = section.data() else { continue };
+    let mut window = Vec::new();
+    for section in elf.sections().filter(|s| s.kind() == SectionKind::Text) {
+        let Some((offset, size)) = section.file_range() else { continue };
         let mut known: HashMap<Register, u64> = HashMap::new();
-        let mut decoder = Decoder::with_ip(64, code, section.address(), DecoderOptions::NONE);
-        let mut insn = Instruction::default();
-        while decoder.can_decode() {
-            decoder.decode_out(&mut insn);
-            if insn.mnemonic() == Mnemonic::Call && is_registration_call(&insn, &stubs, &slots) {
-                out.calls += 1;
-                let handle = known.get(&Register::RSI).copied();
-                let name =
-                    known.get(&Register::RCX).or_else(|| known.get(&Register::RDX)).and_then(|&a| c_string(&file, a));
-                match (handle, name) {
-                    (Some(h), Some(n)) if !n.is_empty() => {
-                        out.by_handle.insert(h, n);
-                    }
-                    _ => out.unresolved.push(insn.ip()),
-                }
+        let mut done = 0u64;
+        while done < size {
+            let n = (size - done).min(WINDOW as u64) as usize;
+            window.resize(n, 0);
+            if file.read_exact_at(offset + done, &mut window).is_err() {
+                break;
             }
-            track(&insn, &mut info, &got, &mut known);
+            let last = done + n as u64 == size;
+            let mut decoder = Decoder::with_ip(64, &window, section.address() + done, DecoderOptions::NONE);
+            let mut insn = Instruction::default();
+            // Stop where an instruction could cross the window's end; the next window starts there.
+            while decoder.can_decode() && (last || decoder.position() + MAX_INSN <= n) {
+                decoder.decode_out(&mut insn);
+                if insn.mnemonic() == Mnemonic::Call && is_registration_call(&insn, &stubs, &slots) {
+                    out.calls += 1;
+                    let handle = known.get(&Register::RSI).copied();
+                    let name = known
+                        .get(&Register::RCX)
+                        .or_else(|| known.get(&Register::RDX))
+                        .and_then(|&a| c_string(&elf, file, a));
+                    match (handle, name) {
+                        (Some(h), Some(n)) if !n.is_empty() => {
+                            out.by_handle.insert(h, n);
+                        }
+                        _ => out.unresolved.push(insn.ip()),
+                    }
+                }
+                track(&insn, &mut info, &got, &mut known);
+            }
+            done += decoder.position() as u64;
+            if decoder.position() == 0 {
+                break; // nothing decodable: a window shorter than an instruction at a section's end
+            }
         }
     }
     Some(out)
 }
 
 /// GOT slots the dynamic linker fills with a registration function's address.
-fn got_slots(file: &object::File<'_>) -> HashSet<u64> {
+fn got_slots<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> HashSet<u64> {
     let Some(dynsym) = file.dynamic_symbol_table() else { return HashSet::new() };
     let Some(relocations) = file.dynamic_relocations() else { return HashSet::new() };
     relocations
@@ -95,7 +123,7 @@ fn got_slots(file: &object::File<'_>) -> HashSet<u64> {
 /// What the dynamic linker writes into each GOT slot that holds an address of this file: a relative
 /// relocation's addend, or the address of a symbol the file defines. (An exported kernel's handle is
 /// loaded through the GOT: `mov rsi, [rip+slot]`.)
-fn got_values(file: &object::File<'_>) -> HashMap<u64, u64> {
+fn got_values<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> HashMap<u64, u64> {
     let Some(relocations) = file.dynamic_relocations() else { return HashMap::new() };
     let dynsym = file.dynamic_symbol_table();
     relocations
@@ -118,7 +146,7 @@ fn got_values(file: &object::File<'_>) -> HashMap<u64, u64> {
 
 /// Entry points of the PLT stubs that jump through those slots (`jmp [rip+slot]`, preceded by
 /// `endbr64` in `.plt.sec` stubs).
-fn plt_stubs(file: &object::File<'_>, slots: &HashSet<u64>) -> HashSet<u64> {
+fn plt_stubs<'d, R: ReadRef<'d>>(file: &object::File<'d, R>, slots: &HashSet<u64>) -> HashSet<u64> {
     let mut stubs = HashSet::new();
     for section in file.sections().filter(|s| s.name().is_ok_and(|n| n.starts_with(".plt"))) {
         let Ok(code) = section.data() else { continue };
@@ -187,13 +215,14 @@ fn track(
     }
 }
 
-/// The NUL-terminated string at a virtual address of the file, at most 4 KiB.
-fn c_string(file: &object::File<'_>, addr: u64) -> Option<String> {
-    let section = file.sections().find(|s| addr >= s.address() && addr < s.address() + s.size())?;
-    let data = section.data().ok()?;
-    let start = usize::try_from(addr - section.address()).ok()?;
-    let bytes = data.get(start..)?;
-    let bytes = &bytes[..bytes.len().min(4096)];
-    let end = bytes.iter().position(|&b| b == 0)?;
-    String::from_utf8(bytes[..end].to_vec()).ok()
+/// The NUL-terminated string at a virtual address of the file, at most 4 KiB, read from the file.
+fn c_string<'d, R: ReadRef<'d>>(elf: &object::File<'d, R>, file: &CodeFile, addr: u64) -> Option<String> {
+    let section = elf.sections().find(|s| addr >= s.address() && addr - s.address() < s.size())?;
+    let (offset, size) = section.file_range()?;
+    let within = addr - section.address();
+    let mut buf = [0u8; 4096];
+    let room = size.checked_sub(within)?.min(buf.len() as u64) as usize;
+    file.read_exact_at(offset.checked_add(within)?, &mut buf[..room]).ok()?;
+    let end = buf[..room].iter().position(|&b| b == 0)?;
+    String::from_utf8(buf[..end].to_vec()).ok()
 }

@@ -7,13 +7,15 @@
 
 use std::{
     collections::{BTreeMap, HashMap, HashSet},
-    fs,
     sync::Arc,
 };
 
-use object::{Object as _, ObjectSegment as _, ObjectSymbol as _};
-
-use crate::trace;
+use crate::{
+    bundle::{FatBinary, NameIndex},
+    elf::Segments,
+    files::{CodeFile, Root},
+    trace,
+};
 
 pub use crate::demangle::demangle;
 pub use crate::trace::Source;
@@ -24,24 +26,17 @@ pub use crate::trace::Source;
 struct ElfSymbols {
     by_addr: BTreeMap<u64, String>,
     registered: HashMap<u64, String>,
-    /// `PT_LOAD` segments: (file offset, file size, virtual address).
     segments: Segments,
 }
 
 impl ElfSymbols {
-    fn parse(data: &[u8]) -> Option<Self> {
-        let file = object::File::parse(data).ok()?;
-        let mut by_addr = BTreeMap::new();
-        for sym in file.symbols().chain(file.dynamic_symbols()) {
-            if sym.address() == 0 || sym.is_undefined() {
-                continue;
-            }
-            if let Ok(name) = sym.name() {
-                by_addr.entry(sym.address()).or_insert_with(|| name.to_owned());
-            }
-        }
-        let segments = segments(&file);
-        let registered = crate::registration::decode(data).map(|r| r.by_handle).unwrap_or_default();
+    fn parse(file: &CodeFile) -> Option<Self> {
+        let (by_addr, segments) = {
+            let view = file.elf();
+            let elf = crate::elf::parse(&view)?;
+            (crate::elf::symbols_by_address(&elf), crate::elf::segments(&elf))
+        };
+        let registered = crate::registration::decode(file).map(|r| r.by_handle).unwrap_or_default();
         Some(Self { by_addr, registered, segments })
     }
 
@@ -50,8 +45,8 @@ impl ElfSymbols {
         let vaddr = self
             .segments
             .iter()
-            .find(|(o, size, _)| off >= *o && off < o + size)
-            .map(|(o, _, vaddr)| off - o + vaddr)?;
+            .find(|(o, size, _)| off >= *o && off - o < *size)
+            .map(|(o, _, vaddr)| (off - o).wrapping_add(*vaddr))?;
         // The registered name is the device's: where the host symbol spells it otherwise (nvcc's `_ZL`
         // host stubs of static kernels, its renamed internal entities), the registration wins.
         match (self.by_addr.get(&vaddr), self.registered.get(&vaddr)) {
@@ -69,8 +64,14 @@ type LoadedKernel = (Arc<str>, Option<Arc<str>>);
 /// The `NAME.kd` symbols of a code object: (NAME, `st_value`).
 type KernelSymbols = Vec<(String, u64)>;
 
-/// `PT_LOAD` segments: (file offset, file size, virtual address).
-type Segments = Vec<(u64, u64, u64)>;
+/// Where a registered fat binary's code lies: the file as the process sees it, the bundle's offset in it
+/// and its number ("0042"), when the file's fat binary holds one there.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FatBinaryCode {
+    pub file: String,
+    pub offset: u64,
+    pub bundle: Option<String>,
+}
 
 /// One process's view of a kernel handle.
 #[derive(Clone, Debug)]
@@ -92,11 +93,18 @@ pub struct KernelTable {
     next_id: u32,
     elf_cache: HashMap<(u64, u64), Option<Arc<ElfSymbols>>>,
     maps: HashMap<u32, Vec<Mapping>>,
-    /// Mapped files opened when a process was first looked at, by (device, inode): they can still be
-    /// read after the process exits, or from another mount namespace.
-    files: HashMap<(u64, u64), Option<Arc<fs::File>>>,
-    /// Kernel name -> offload bundle numbers, per file with a `.hip_fatbin`.
-    bundle_index: HashMap<(u64, u64), Option<Arc<crate::bundle::BundleIndex>>>,
+    /// Mapped files opened when a process was first looked at (through its `map_files`, checked to be
+    /// the regular file mapped), by (device, inode): they can still be read after the process exits, or
+    /// from another mount namespace.
+    files: HashMap<(u64, u64), Option<Arc<CodeFile>>>,
+    /// The offload bundles of each file with a fat binary, indexed by their headers, one index per file
+    /// for every process.
+    fat_binaries: HashMap<(u64, u64), Option<Arc<FatBinary>>>,
+    /// Kernel name -> bundles, per file, for kernels named from the file rather than registered (late
+    /// attach): built once, the first time one is needed.
+    name_indexes: HashMap<(u64, u64), Arc<NameIndex>>,
+    /// Fat binaries registered, per (process, module handle): where their code lies.
+    modules: HashMap<(u32, u64), FatBinaryCode>,
     /// Kernel objects named by `ROCr`'s loaded code-object list, per process: object -> (name, file the
     /// code object came from). Read again whenever a dispatch names an object not in it.
     loaded: HashMap<u32, HashMap<u64, LoadedKernel>>,
@@ -109,9 +117,14 @@ pub struct KernelTable {
     outside_files: HashSet<(u32, u64)>,
     /// Counts for the footer: launches whose handle had no name anywhere.
     pub unnamed: u64,
-    /// Counts for the footer about the loader list: lists or code objects that could not be read,
-    /// lists cut short.
-    pub loader_counts: BTreeMap<&'static str, u64>,
+    /// Counts for the footer: the loader list (lists or code objects that could not be read, lists cut
+    /// short), files not read and why, fat binaries registered from no file.
+    pub counts: BTreeMap<&'static str, u64>,
+    /// What could not be read in a file a process registered code from, one sentence each (once per file
+    /// and cause), for the session to tell its user.
+    pub warnings: Vec<String>,
+    /// Files already warned about.
+    warned: HashSet<(u64, u64)>,
 }
 
 impl KernelTable {
@@ -128,18 +141,23 @@ impl KernelTable {
         ts: u64,
     ) -> trace::Kernel {
         let id = self.next_id();
+        let demangled = demangle(name);
         let (param_plan, kernarg_plan) = if name.is_empty() {
             (0, 0)
         } else {
-            let class = crate::classify::classify(name);
+            let class = crate::classify::classify_demangled(name, &demangled);
             (class.param_plan(), class.kernarg_plan())
         };
         self.by_handle.insert((pid, handle), Entry { id, source, param_plan, kernarg_plan, plan_sent: false });
-        // A host stub (registered, or named from the ELF) lies in the file that carries the kernel's code.
         let (code_file, bundles) = match source {
-            Source::Register | Source::Elf | Source::RegisterCall if !name.is_empty() => {
-                self.bundles_of(pid, handle, name)
-            }
+            _ if name.is_empty() => (None, Vec::new()),
+            // A registration names its module: the fat binary registered under it holds the code.
+            Source::Register => match self.modules.get(&(pid, module)) {
+                Some(code) => (Some(code.file.clone()), code.bundle.iter().cloned().collect()),
+                None => (self.code_file_at(pid, handle), Vec::new()),
+            },
+            // A host stub named from its file lies in the file that carries the kernel's code.
+            Source::Elf | Source::RegisterCall => self.bundles_of(pid, handle, name),
             _ => (None, Vec::new()),
         };
         trace::Kernel {
@@ -148,7 +166,7 @@ impl KernelTable {
             handle,
             module,
             name: name.to_owned(),
-            demangled: demangle(name),
+            demangled,
             source,
             truncated,
             ts,
@@ -158,29 +176,99 @@ impl KernelTable {
         }
     }
 
-    /// The whole file behind a mapping: through the descriptor kept open for it, else by its path.
-    fn read_mapped(&self, m: &Mapping) -> Option<Vec<u8>> {
-        match self.files.get(&m.file) {
-            Some(Some(f)) => read_whole(f),
-            _ => fs::read(&m.open_path).ok(),
+    /// One sentence for the user about a file, the first time something is wrong with it.
+    fn warn(&mut self, file: (u64, u64), sentence: String) {
+        if self.warned.insert(file) {
+            self.warnings.push(sentence);
         }
     }
 
-    /// The file mapping `addr` and the offload bundles of its `.hip_fatbin` that define `name`.
+    fn count(&mut self, what: &'static str) {
+        *self.counts.entry(what).or_default() += 1;
+    }
+
+    /// The file behind a mapping, as opened when its process was looked at.
+    fn file(&self, m: &Mapping) -> Option<Arc<CodeFile>> {
+        self.files.get(&m.file).cloned().flatten()
+    }
+
+    /// The fat binary of the file behind a mapping, indexed by its bundle headers once per file.
+    fn fat_binary(&mut self, m: &Mapping) -> Option<Arc<FatBinary>> {
+        if let Some(fat) = self.fat_binaries.get(&m.file) {
+            return fat.clone();
+        }
+        let fat = match self.file(m).map(|f| FatBinary::of_file(&f)) {
+            Some(Ok(fat)) => fat.map(Arc::new),
+            Some(Err(e)) => {
+                self.count(refusal(&e));
+                self.warn(m.file, format!("{e}"));
+                None
+            }
+            None => None,
+        };
+        self.fat_binaries.insert(m.file, fat.clone());
+        fat
+    }
+
+    /// A fat binary registered by a process (`__hipRegisterFatBinary`): the bundle its wrapper points to
+    /// is found in the file that maps it, and kept for the registrations that name its module.
+    pub fn register_fat_binary(&mut self, pid: u32, module: u64, bundle_addr: u64) -> Option<FatBinaryCode> {
+        let Some(m) = self.mapping_at(pid, bundle_addr).cloned() else {
+            self.count("fat_binaries_outside_files");
+            return None;
+        };
+        let offset = bundle_addr - m.start + m.offset;
+        let fat = self.fat_binary(&m);
+        let header = fat.as_ref().and_then(|fat| fat.bundle_at(offset));
+        let bundle = header.map(crate::bundle::Header::name);
+        match (header, &fat) {
+            (None, _) => self.count("fat_binaries_without_bundle"),
+            (Some(h), _) if h.error.is_some() => self.count("fat_binaries_with_corrupt_bundle"),
+            _ => {}
+        }
+        let problem = match (header, &fat) {
+            (Some(h), _) => h.error.as_ref().map(|e| format!("{}: offload bundle {}: {e}", m.path, h.name())),
+            (None, Some(fat)) => Some(format!(
+                "{}: a fat binary registered at offset {offset} is in no offload bundle of its {} found{}",
+                m.path,
+                fat.bundles.len(),
+                fat.cut.as_ref().map(|c| format!(" ({c})")).unwrap_or_default()
+            )),
+            (None, None) => None,
+        };
+        if let Some(p) = problem {
+            self.warn(m.file, p);
+        }
+        let code = FatBinaryCode { file: m.path, offset, bundle };
+        self.modules.insert((pid, module), code.clone());
+        Some(code)
+    }
+
+    /// The file mapping `addr`, when it carries a fat binary (a host stub lies in its kernel's file).
+    fn code_file_at(&mut self, pid: u32, addr: u64) -> Option<String> {
+        let m = self.mapping_at(pid, addr)?.clone();
+        self.fat_binary(&m).map(|_| m.path)
+    }
+
+    /// The file mapping `addr` and the offload bundles of its fat binary that define `name` (the name
+    /// index of the file, built the first time it is needed).
     fn bundles_of(&mut self, pid: u32, addr: u64, name: &str) -> (Option<String>, Vec<String>) {
         let Some(m) = self.mapping_at(pid, addr).cloned() else { return (None, Vec::new()) };
-        let index = if let Some(i) = self.bundle_index.get(&m.file) {
-            i.clone()
+        let Some(fat) = self.fat_binary(&m) else { return (None, Vec::new()) };
+        let index = if let Some(i) = self.name_indexes.get(&m.file) {
+            Arc::clone(i)
         } else {
-            let data = self.read_mapped(&m);
-            let index = data.and_then(|d| crate::bundle::BundleIndex::of_elf(&d)).map(Arc::new);
-            self.bundle_index.insert(m.file, index.clone());
+            let index = match self.file(&m) {
+                Some(f) => Arc::new(fat.name_index(&fat.region(&f))),
+                None => Arc::new(NameIndex::default()),
+            };
+            for _ in 0..index.unreadable {
+                self.count("bundles_unreadable");
+            }
+            self.name_indexes.insert(m.file, Arc::clone(&index));
             index
         };
-        match index {
-            Some(i) => (Some(m.path), i.bundles_defining(name)),
-            None => (None, Vec::new()),
-        }
+        (Some(m.path), index.bundles_defining(name))
     }
 
     /// The kernel id for a launch handle, naming it from the ELF file that maps it when no live name was
@@ -256,6 +344,7 @@ impl KernelTable {
         self.by_handle.retain(|(p, _), _| *p != pid);
         self.maps.remove(&pid);
         self.loaded.remove(&pid);
+        self.modules.retain(|(p, _), _| *p != pid);
         self.outside_files.retain(|(p, _)| *p != pid);
         let prefix = format!("{pid}:");
         self.code_objects.retain(|k, _| !k.starts_with(&prefix));
@@ -274,10 +363,6 @@ impl KernelTable {
         hit(self)
     }
 
-    fn bump(&mut self, counter: &'static str) {
-        *self.loader_counts.entry(counter).or_default() += 1;
-    }
-
     /// Where `_amdgpu_r_debug` is in a process: in the libhsa-runtime64 it maps.
     fn r_debug_of(&mut self, pid: u32) -> Option<u64> {
         if !self.maps.contains_key(&pid) {
@@ -294,7 +379,7 @@ impl KernelTable {
             let at = if let Some(at) = self.r_debug_files.get(&m.file) {
                 at.clone()
             } else {
-                let at = self.read_mapped(m).and_then(|d| r_debug_symbol(&d));
+                let at = self.file(m).and_then(|f| crate::elf::dynamic_symbol(&f, crate::loader::R_DEBUG_SYMBOL));
                 self.r_debug_files.insert(m.file, at.clone());
                 at
             };
@@ -313,14 +398,14 @@ impl KernelTable {
     fn read_loader_list(&mut self, pid: u32) {
         let Some(r_debug) = self.r_debug_of(pid) else { return };
         let Some(list) = crate::loader::ProcMem::open(pid).and_then(|mem| crate::loader::walk(&mem, r_debug)) else {
-            self.bump("loader_list_unreadable");
+            self.count("loader_list_unreadable");
             return;
         };
         if list.truncated {
-            self.bump("loader_list_truncated");
+            self.count("loader_list_truncated");
         }
         for _ in 0..list.unreadable {
-            self.bump("loader_uri_unreadable");
+            self.count("loader_uri_unreadable");
         }
         let same_ns = {
             use crate::proc::Procs as _;
@@ -336,12 +421,9 @@ impl KernelTable {
             let kernels = if let Some(k) = self.code_objects.get(&key) {
                 k.clone()
             } else {
-                let k = uri
-                    .as_ref()
-                    .and_then(|u| read_code_object(pid, u))
-                    .and_then(|d| crate::loader::kernel_descriptors(&d).map(Arc::new));
+                let k = uri.as_ref().and_then(|u| code_object_kernels(pid, u)).map(Arc::new);
                 if k.is_none() {
-                    self.bump("loader_code_object_unreadable");
+                    self.count("loader_code_object_unreadable");
                 }
                 self.code_objects.insert(key, k.clone());
                 k
@@ -363,14 +445,26 @@ impl KernelTable {
     }
 
     /// Reads a process's file mappings now, so that its handles can still be named after it exits (the
-    /// reader may decode a launch after its process is gone).
+    /// reader may decode a launch after its process is gone), and opens each file it maps not opened yet.
     pub fn snapshot(&mut self, pid: u32) {
         // A process that has exited but is not reaped yet shows empty maps: keep what was seen before.
         if let Some(maps) = read_mappings(pid).filter(|m| !m.is_empty()) {
             for m in &maps {
-                if !self.files.contains_key(&m.file) && self.files.len() < MAX_OPEN_FILES {
-                    self.files.insert(m.file, fs::File::open(&m.open_path).ok().map(Arc::new));
+                if self.files.contains_key(&m.file) {
+                    continue;
                 }
+                if self.files.len() >= MAX_OPEN_FILES {
+                    self.count("files_not_opened_limit");
+                    continue;
+                }
+                let opened = match CodeFile::mapped(pid, m.start, m.end, m.file.0, m.file.1, &m.path) {
+                    Ok(f) => Some(Arc::new(f)),
+                    Err(e) => {
+                        self.count(refusal(&e));
+                        None
+                    }
+                };
+                self.files.insert(m.file, opened);
             }
             self.maps.insert(pid, maps);
         }
@@ -383,8 +477,7 @@ impl KernelTable {
         let syms = if let Some(s) = self.elf_cache.get(&m.file) {
             s.clone()
         } else {
-            let data = self.read_mapped(&m);
-            let parsed = data.and_then(|d| ElfSymbols::parse(&d)).map(Arc::new);
+            let parsed = self.file(&m).and_then(|f| ElfSymbols::parse(&f)).map(Arc::new);
             self.elf_cache.insert(m.file, parsed.clone());
             parsed
         }?;
@@ -392,60 +485,47 @@ impl KernelTable {
     }
 }
 
-/// The virtual address of `_amdgpu_r_debug` in a libhsa-runtime64 file, and its `PT_LOAD` segments.
-fn r_debug_symbol(data: &[u8]) -> Option<(u64, Segments)> {
-    let file = object::File::parse(data).ok()?;
-    let vaddr = file.dynamic_symbols().find(|s| s.name().is_ok_and(|n| n == crate::loader::R_DEBUG_SYMBOL))?.address();
-    Some((vaddr, segments(&file)))
+/// The footer counter for a file tracer did not read.
+fn refusal(e: &crate::files::FileError) -> &'static str {
+    match e.cause() {
+        "not_regular" => "files_refused_not_regular",
+        "changed" => "files_refused_changed",
+        "out_of_bounds" => "files_refused_out_of_bounds",
+        "too_big" => "files_refused_too_big",
+        "open_failed" => "files_unopened",
+        "fuse" => "files_refused_fuse",
+        _ => "files_unreadable",
+    }
 }
 
-/// An ELF file's `PT_LOAD` segments.
-fn segments(file: &object::File<'_>) -> Segments {
-    file.segments()
-        .map(|s| {
-            let (off, size) = s.file_range();
-            (off, size, s.address())
-        })
-        .collect()
-}
-
-/// A code object's bytes, from where its URI says: a file the process sees (through its root), or the
-/// memory of a process.
-fn read_code_object(pid: u32, uri: &crate::loader::Uri) -> Option<Vec<u8>> {
-    use std::os::unix::fs::FileExt as _;
+/// The `NAME.kd` symbols of a code object, from where its URI says: a file the process sees (resolved
+/// in its root, only the code object's range read), or the memory of a process.
+fn code_object_kernels(pid: u32, uri: &crate::loader::Uri) -> Option<KernelSymbols> {
     match uri {
         crate::loader::Uri::File { path, offset, size } => {
-            let (offset, size) = (*offset, *size);
-            let f = fs::File::open(format!("/proc/{pid}/root{path}")).or_else(|_| fs::File::open(path)).ok()?;
-            let len = size.unwrap_or_else(|| f.metadata().map_or(0, |m| m.len()).saturating_sub(offset));
-            if len == 0 || len > crate::loader::MAX_CODE_OBJECT {
+            let file = Root::of(pid).and_then(|root| root.open(path)).ok()?;
+            let len = size.unwrap_or_else(|| file.len().saturating_sub(*offset));
+            if len == 0 || len > crate::bundle::MAX_CODE_OBJECT {
                 return None;
             }
-            let mut buf = vec![0; len as usize];
-            f.read_exact_at(&mut buf, offset).ok()?;
-            Some(buf)
+            file.check_range(*offset, len).ok()?;
+            let view = crate::files::Bounded::new(&file, *offset, len, crate::files::ELF_BUDGET);
+            crate::loader::kernel_descriptors(&view)
         }
         &crate::loader::Uri::Memory { pid: owner, addr, size } => {
-            if size == 0 || size > crate::loader::MAX_CODE_OBJECT {
+            if size == 0 || size > crate::bundle::MAX_CODE_OBJECT {
                 return None;
             }
             let mem = crate::loader::ProcMem::open(owner)?;
             let mut buf = vec![0; size as usize];
-            crate::loader::Memory::read(&mem, addr, &mut buf).then_some(buf)
+            crate::loader::Memory::read(&mem, addr, &mut buf).then_some(())?;
+            crate::loader::kernel_descriptors(buf.as_slice())
         }
     }
 }
 
 /// Files kept open for naming (one descriptor each, shared by every process that maps the file).
-const MAX_OPEN_FILES: usize = 2048;
-
-fn read_whole(f: &fs::File) -> Option<Vec<u8>> {
-    use std::os::unix::fs::FileExt as _;
-    let len = f.metadata().ok()?.len() as usize;
-    let mut buf = vec![0; len];
-    f.read_exact_at(&mut buf, 0).ok()?;
-    Some(buf)
-}
+const MAX_OPEN_FILES: usize = 4096;
 
 /// One file mapping of a process.
 #[derive(Clone, Debug)]
@@ -455,9 +535,6 @@ struct Mapping {
     offset: u64,
     /// (device, inode) of the file.
     file: (u64, u64),
-    /// A path that reaches the file from here: the target's own path when it shares our mount namespace
-    /// (still valid after the process exits), else through /proc/PID/root.
-    open_path: String,
     /// The path as the process sees it.
     path: String,
 }
@@ -465,17 +542,9 @@ struct Mapping {
 fn read_mappings(pid: u32) -> Option<Vec<Mapping>> {
     use crate::proc::Procs as _;
     let maps = crate::proc::LIVE.maps(pid)?;
-    let same_ns = crate::proc::LIVE.same_mount_ns(pid);
     Some(
         maps.into_iter()
-            .map(|e| Mapping {
-                start: e.start,
-                end: e.end,
-                offset: e.offset,
-                file: (e.dev, e.inode),
-                open_path: if same_ns { e.path.clone() } else { format!("/proc/{pid}/root{}", e.path) },
-                path: e.path,
-            })
+            .map(|e| Mapping { start: e.start, end: e.end, offset: e.offset, file: (e.dev, e.inode), path: e.path })
             .collect(),
     )
 }

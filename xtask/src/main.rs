@@ -55,11 +55,24 @@ enum Cmd {
     },
 }
 
-/// Debian packages of the real `ROCm` user space tracer is tested against.
-/// Debian packages the tests need: `ROCm` user space (the real targets), and pip, which fetches the real
-/// libggml-hip.so the classification and inspection tests read (a Python wheel).
-const ROCM_PACKAGES: &[&str] =
-    &["libamdhip64-5", "libamdhip64-dev", "hipcc", "libhsa-runtime64-1", "rocminfo", "python3-pip"];
+/// Debian packages the tests need: `ROCm` user space (the real targets: the HIP and HSA runtimes, and a
+/// real library stack, hipSPARSE over the 1.3 GB rocSPARSE, and rocRAND), pip, which fetches the real
+/// libggml-hip.so the classification and inspection tests read (a Python wheel), and bpftrace, the
+/// independent count the library-stack test checks tracer against.
+const ROCM_PACKAGES: &[&str] = &[
+    "libamdhip64-5",
+    "libamdhip64-dev",
+    "hipcc",
+    "libhsa-runtime64-1",
+    "rocminfo",
+    "libhipsparse-dev",
+    "librocrand-dev",
+    "python3-pip",
+    "bpftrace",
+];
+
+/// Libraries a HIP fixture links besides the HIP runtime.
+const FIXTURE_LIBS: &[(&str, &[&str])] = &[("sparse_rand", &["-lhipsparse", "-lrocrand"])];
 const BPF_LINKER_VERSION: &str = "0.13.0";
 const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -216,7 +229,7 @@ fn rocm_packages() -> Result<()> {
         })
         .collect();
     if missing.is_empty() {
-        step("Debian packages (HIP runtime, hipcc, ROCr, rocminfo, pip): present");
+        step("Debian packages (HIP runtime, hipcc, ROCr, rocminfo, hipSPARSE, rocRAND, pip, bpftrace): present");
         return Ok(());
     }
     step(&format!("installing Debian packages: {}", missing.join(" ")));
@@ -260,7 +273,9 @@ fn build_fixtures() -> Result<()> {
             continue;
         }
         step(&format!("hipcc {}", src.display()));
-        run(Command::new("hipcc").args(["--offload-arch=gfx1030", "-O2", "-o"]).arg(&bin).arg(&src))?;
+        let stem = src.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let libs = FIXTURE_LIBS.iter().find(|(name, _)| *name == stem).map_or(&[][..], |(_, libs)| libs);
+        run(Command::new("hipcc").args(["--offload-arch=gfx1030", "-O2", "-o"]).arg(&bin).arg(&src).args(libs))?;
     }
     // The demo runner stripped as release builds are (Ollama strips libggml-hip.so): late attach must
     // name its kernels without a symbol table.

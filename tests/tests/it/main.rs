@@ -7,7 +7,9 @@
 mod cli;
 mod cuda;
 mod driver;
+mod hostile;
 mod inspect;
+mod library_stack;
 mod ollama;
 mod phases;
 mod queue;

@@ -276,12 +276,19 @@ pub const OTHER_GGML_OPS: &[&str] = &[
 
 /// Classifies a kernel by its mangled name (clang marks ggml's static kernels `_ZL`; both forms work).
 pub fn classify(mangled: &str) -> Class {
+    classify_demangled(mangled, &crate::demangle::demangle(mangled))
+}
+
+/// [`classify`] for a caller that has demangled the name already (`demangled` is
+/// `demangle(mangled)`): one demangling instead of two.
+pub fn classify_demangled(mangled: &str, demangled: &str) -> Class {
     let normalized = mangled.strip_suffix(".kd").unwrap_or(mangled);
     let normalized = match normalized.strip_prefix("_ZL") {
         Some(rest) => format!("_Z{rest}"),
         None => normalized.to_owned(),
     };
-    let mut demangled = crate::demangle::demangle(&normalized);
+    let mut demangled =
+        if normalized == mangled { demangled.to_owned() } else { crate::demangle::demangle(&normalized) };
     let base = match mangled_path(&demangled) {
         // Not demangled: classify by the qualified name, keeping the encoding for its arguments.
         Some(path) => {

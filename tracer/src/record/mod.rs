@@ -109,8 +109,10 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32], later: bo
         let mut copies: Vec<LibCopy> = targets.iter().flat_map(|&p| libs::mapped_by(p, runtime)).collect();
         // Ollama's runners dlopen the bundle's copy after they start: attach to it before they do.
         for &server in servers {
-            for dir in ollama::bundle_dirs(&LIVE, server) {
-                copies.extend(libs::in_dir(&dir, runtime));
+            if let Some((root, dirs)) = ollama::bundle_dirs(&LIVE, server) {
+                for dir in dirs {
+                    copies.extend(libs::in_dir(&root, &dir, runtime));
+                }
             }
         }
         if copies.is_empty() {

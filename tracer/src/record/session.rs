@@ -100,7 +100,7 @@ impl<'a> Session<'a> {
         let counters: PerCpuArray<MapData, u64> = PerCpuArray::try_from(take("COUNTERS")?)?;
         let param_plans: BpfHashMap<MapData, PlanKey, u32> = BpfHashMap::try_from(take("PARAM_PLANS")?)?;
         let threads: BpfHashMap<MapData, u64, ThreadTally> = BpfHashMap::try_from(take("THREADS")?)?;
-        let ring = Ring::new(RingBuf::try_from(take("EVENTS")?)?)?;
+        let ring = Ring::spawn(RingBuf::try_from(take("EVENTS")?)?, args.read_delay)?;
 
         for &pid in &targets.pids {
             pids.insert(pid, 1, 0)?;
@@ -187,17 +187,18 @@ impl<'a> Session<'a> {
         let mut prev_live: Vec<u32> = Vec::new();
         let mut signal_seen = None;
         let mut status = LiveStatus::new(!self.args.quiet && std::io::stderr().is_terminal());
-        if !self.args.read_delay.is_zero() {
-            tokio::time::sleep(self.args.read_delay).await;
-        }
         let stop = loop {
             tokio::select! {
-                r = self.ring.wait_and_drain(&mut self.attr, &mut self.writer) => {
-                    r?;
-                    self.scan_new()?;
+                Some(batch) = self.ring.next() => {
+                    // A process seen for the first time has its maps looked at before the records after
+                    // its first: a short-lived one may be gone by the end of a batch.
+                    let mut at = 0;
+                    while at < batch.len() {
+                        at = self.ring.take(&batch, at, &mut self.attr, &mut self.writer)?;
+                        self.scan_new()?;
+                    }
                 }
                 _ = poll.tick() => {
-                    self.ring.drain(&mut self.attr, &mut self.writer)?;
                     self.scan_new()?;
                     if child.as_mut().is_some_and(|c| c.try_wait().is_some()) {
                         break Stop::CommandExited;
@@ -286,6 +287,11 @@ impl<'a> Session<'a> {
     /// Looks at the maps of processes that just appeared (their first event, an exec): the libraries they
     /// use are mapped by now, even if they end before the next periodic look.
     fn scan_new(&mut self) -> Result<()> {
+        for w in std::mem::take(&mut self.attr.kernels.warnings) {
+            if !self.args.quiet {
+                eprintln!("\rtracer: warning: {w} (not read further)");
+            }
+        }
         for (pid, handle, plan) in std::mem::take(&mut self.attr.new_plans) {
             // An LRU map makes room itself; a plan that cannot be written leaves the launches reading
             // every parameter, which costs time, not records.
@@ -320,9 +326,11 @@ impl<'a> Session<'a> {
         match ollama::role(&argv) {
             ollama::Role::Server => {
                 self.servers.push(pid);
+                let (root, dirs) = ollama::bundle_dirs(&LIVE, pid).unzip();
                 for runtime in runtimes(self.args) {
-                    for dir in ollama::bundle_dirs(&LIVE, pid) {
-                        for copy in crate::libs::in_dir(&dir, runtime) {
+                    for dir in dirs.iter().flatten() {
+                        let Some(root) = &root else { break };
+                        for copy in crate::libs::in_dir(root, dir, runtime) {
                             match self.watch.attach(&mut self.ebpf, &copy, self.args.probe_mode) {
                                 Ok(records) => {
                                     for r in records {
@@ -372,7 +380,7 @@ impl<'a> Session<'a> {
     /// Reads what the probes committed before the stop, records the command's exit, and writes the
     /// footer: drops per CPU, every loss counter, the tracer's own cost.
     pub(super) fn finish(mut self, ended: Ended) -> Result<Option<u8>> {
-        self.ring.drain(&mut self.attr, &mut self.writer)?;
+        self.ring.finish(&mut self.attr, &mut self.writer)?;
         if let (Some(pid), Some(end)) = (self.child_pid, ended.command) {
             let (code, signal) = match end {
                 command::Ended::Exited(c) => (Some(c), None),
@@ -411,12 +419,20 @@ impl<'a> Session<'a> {
             }
         }
         footer.counters.insert("undecodable".into(), self.ring.undecodable);
+        // Records the drain thread could not keep (its queue full), by kind, beside the ring's own drops.
+        for (kind, n) in self.ring.dropped() {
+            footer.drops.insert(kind, vec![n]);
+        }
+        footer.counters.insert("queue_peak_bytes".into(), self.ring.peak_queued());
         if self.filter_by_pid {
             footer.counters.insert("filter_entries_start".into(), self.filter_at_start);
             footer.counters.insert("filter_entries_end".into(), self.pids.keys().count() as u64);
         }
         footer.counters.insert("unnamed_kernels".into(), self.attr.kernels.unnamed);
-        for (k, v) in &self.attr.kernels.loader_counts {
+        for (cause, n) in &self.watch.unreadable {
+            footer.counters.insert(format!("mapped_files_unread_{cause}"), *n);
+        }
+        for (k, v) in &self.attr.kernels.counts {
             footer.counters.insert((*k).into(), *v);
         }
         for (k, v) in &self.attr.counters {

@@ -6,35 +6,41 @@ use anyhow::Result;
 
 use crate::{
     attach::{self, ProbeMode},
+    files::CodeFile,
     libs::{self, LibCopy},
     proc::{LIVE, Procs as _},
-    trace::{self, Record},
+    trace::{self, GpuLibrary, Record},
 };
 
-/// Libraries of interest in a process's maps: the runtimes tracer probes and the GPU libraries a runner
-/// may load without calling them (the "loaded is not dispatched" table).
-const LIBRARIES_OF_INTEREST: [&str; 20] = [
+/// GPU runtimes and the driver libraries under them, by file-name prefix: what a GPU library is built
+/// on. A mapped file is a GPU library when it is one of these, holds GPU code (a fat binary), or needs
+/// one of the runtimes (`DT_NEEDED`): rocSPARSE, hipBLASLt, cuDNN, ggml's backends, `PyTorch`'s CUDA
+/// libraries are found by what they are, not by a list of their names.
+const GPU_RUNTIMES: [&str; 8] = [
+    "libamdhip64.so",
+    "libhsa-runtime64.so",
+    "libhsakmt.so",
+    "libdrm_amdgpu.so",
+    "libamd_comgr.so",
     "libcuda.so",
-    "libcudart",
-    "libcublas",
-    "libggml-cuda",
-    "libamdhip64",
-    "libhsa-runtime64",
-    "libhsakmt",
-    "libamd_comgr",
-    "librocblas",
-    "libhipblas",
-    "libhipblaslt",
-    "librocsolver",
-    "librocsparse",
-    "libMIOpen",
-    "libggml",
-    "libllama",
-    "librocprofiler",
-    "libroctx64",
-    "libdrm_amdgpu",
-    "librocroller",
+    "libcudart.so",
+    "libnvidia-",
 ];
+
+/// The runtimes whose users are GPU libraries (a library that needs libdrm only is not one).
+const RUNTIMES_USED: [&str; 4] = ["libamdhip64.so", "libhsa-runtime64.so", "libcuda.so", "libcudart.so"];
+
+/// Why a mapped file is a GPU library, if it is one.
+fn gpu_library(file_name: &str, file: Option<&CodeFile>) -> Option<GpuLibrary> {
+    if GPU_RUNTIMES.iter().any(|r| file_name.starts_with(r)) {
+        return Some(GpuLibrary::Runtime);
+    }
+    let deps = crate::elf::dependencies(file?)?;
+    if !deps.code_sections.is_empty() {
+        return Some(GpuLibrary::Code);
+    }
+    deps.needed.iter().any(|n| RUNTIMES_USED.iter().any(|r| n.starts_with(r))).then_some(GpuLibrary::UsesRuntime)
+}
 
 /// What the recording knows of the libraries its processes map.
 #[derive(Default)]
@@ -45,6 +51,10 @@ pub(super) struct LibraryWatch {
     pub(super) probed: std::collections::HashMap<(u64, u64), u32>,
     /// Mappings already written: (pid, dev, inode).
     written: std::collections::HashSet<(u32, u64, u64)>,
+    /// Whether each file (dev, inode) seen mapped is a GPU library, and why: read once per file.
+    gpu: std::collections::HashMap<(u64, u64), Option<GpuLibrary>>,
+    /// Mapped files that could not be opened to tell, by cause (footer counters).
+    pub(super) unreadable: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl LibraryWatch {
@@ -65,7 +75,7 @@ impl LibraryWatch {
             path: copy.path.clone(),
             dev: copy.dev,
             inode: copy.inode,
-            build_id: libs::build_id(&copy.open_path),
+            build_id: libs::build_id(copy),
             origin: copy.origin,
         })];
         out.extend(probes.into_iter().map(Record::Probe));
@@ -89,7 +99,22 @@ impl LibraryWatch {
                     None => {}
                 }
             }
-            if LIBRARIES_OF_INTEREST.iter().any(|p| file.starts_with(p)) && self.written.insert((pid, e.dev, e.inode)) {
+            if self.written.contains(&(pid, e.dev, e.inode)) {
+                continue;
+            }
+            let gpu = if let Some(known) = self.gpu.get(&(e.dev, e.inode)) {
+                *known
+            } else {
+                let opened = CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path);
+                if let Err(err) = &opened {
+                    *self.unreadable.entry(err.cause()).or_default() += 1;
+                }
+                let gpu = gpu_library(file, opened.as_ref().ok());
+                self.gpu.insert((e.dev, e.inode), gpu);
+                gpu
+            };
+            if let Some(gpu) = gpu {
+                self.written.insert((pid, e.dev, e.inode));
                 out.push(Record::Mapping(trace::Mapping {
                     ts,
                     pid,
@@ -97,6 +122,7 @@ impl LibraryWatch {
                     dev: e.dev,
                     inode: e.inode,
                     lib: self.probed.get(&(e.dev, e.inode)).copied(),
+                    gpu: Some(gpu),
                 }));
             }
         }

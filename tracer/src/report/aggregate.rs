@@ -488,6 +488,7 @@ impl ReportBuilder {
                         dev: l.dev,
                         inode: l.inode,
                         lib: Some(*id),
+                        gpu: Some(trace::GpuLibrary::Runtime),
                     });
                 }
             }

@@ -286,7 +286,17 @@ impl Report {
                 names.join(", ")
             )?;
         }
-        writeln!(s, "\nlosses: {} records dropped (ring buffer full)", self.drops_total)?;
+        let queue: u64 = self.drops.iter().filter(|(k, _)| k.starts_with("queue:")).map(|(_, v)| v).sum();
+        if queue == 0 {
+            writeln!(s, "\nlosses: {} records dropped (ring buffer full)", self.drops_total)?;
+        } else {
+            writeln!(
+                s,
+                "\nlosses: {} records dropped ({} ring buffer full, {queue} tracer's queue full)",
+                self.drops_total,
+                self.drops_total - queue
+            )?;
+        }
         let nonzero: Vec<String> =
             self.counters.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect();
         if !nonzero.is_empty() {

@@ -341,7 +341,7 @@ pub struct Kernel {
     pub caller: Option<String>,
 }
 
-/// A library of interest mapped by a traced process (the "loaded" side of loaded vs dispatched).
+/// A GPU library mapped by a traced process (the "loaded" side of loaded vs dispatched).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mapping {
     pub ts: u64,
@@ -351,6 +351,25 @@ pub struct Mapping {
     pub inode: u64,
     /// The library id when tracer probes this copy; null for libraries it only sees mapped.
     pub lib: Option<u32>,
+    /// Why it is a GPU library (absent in traces written before tracer said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuLibrary>,
+}
+
+/// Why a mapped file counts among a process's GPU libraries: by what it is, not by its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GpuLibrary {
+    /// A GPU runtime or the driver library under one (libamdhip64, libhsa-runtime64, libhsakmt, libcuda,
+    /// libcudart, ...).
+    Runtime,
+    /// It holds GPU code: a fat binary section (`.hip_fatbin`, `.nv_fatbin`, ...).
+    Code,
+    /// It needs a GPU runtime (`DT_NEEDED` libamdhip64, libhsa-runtime64, libcuda or libcudart).
+    UsesRuntime,
+    /// A value this build does not know (a trace from a later build).
+    #[serde(other)]
+    Unknown,
 }
 
 /// A traced process ended.

@@ -1,0 +1,108 @@
+//! Hostile code in front of a root tracer: offload bundles any local user can write and register (an
+//! entry offset that wraps around, a length that loops the walk, zstd and zlib bombs), a FIFO bind-mounted
+//! over a mapped file, `/dev/zero`. Each ends in one clear error within seconds and in bounded memory, in
+//! `inspect` and in a root `record` of a process (`fixtures/hip/hostile_register.hip`) that registers
+//! them with the real HIP runtime.
+
+use std::{process::Command, time::Duration};
+
+use integration_tests::*;
+
+/// What tracer may take reading a hostile file: its own few MiB plus the one bundle it opens at most
+/// (256 MiB decompressed), far from the gigabytes such files took before.
+const BOUNDED_KIB: u64 = 384 << 10;
+
+#[test]
+fn inspect_ends_each_hostile_bundle_in_one_clear_error() {
+    let dir = scratch("hostile-inspect");
+    for (name, path, says) in hostile_bundles(&dir) {
+        let (status, rss_kib, out) =
+            run_measured(Command::new(tracer_bin()).arg("inspect").arg(&path), Duration::from_mins(1));
+        assert_eq!(status.code(), Some(1), "{name}: {out}");
+        assert_eq!(out.lines().count(), 1, "{name}: one sentence: {out}");
+        assert!(out.starts_with("tracer: error: ") && out.contains(says), "{name}: {out}");
+        assert!(rss_kib < BOUNDED_KIB, "{name}: inspect took {rss_kib} KiB");
+        println!("inspect {name}: {rss_kib} KiB: {}", out.trim());
+    }
+    for special in ["/dev/zero", "/dev/null"] {
+        let (status, rss_kib, out) =
+            run_measured(Command::new(tracer_bin()).args(["inspect", special]), Duration::from_secs(10));
+        assert_eq!(status.code(), Some(1), "{out}");
+        assert!(out.contains("is a character device, not a regular file"), "{out}");
+        assert!(rss_kib < 64 << 10);
+    }
+    // A FIFO is refused without being opened (opening it for reading would wait for a writer).
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let (status, _, out) = run_measured(Command::new(tracer_bin()).arg("inspect").arg(&fifo), Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1));
+    assert!(out.contains("is a FIFO, not a regular file"), "{out}");
+    drop(std::fs::remove_dir_all(dir));
+}
+
+/// Records `hostile_register MODE FILE` from its start; returns the trace and tracer's stderr.
+fn record_registration(dir: &std::path::Path, mode: &str, file: &std::path::Path) -> (Vec<Record>, String) {
+    let out = dir.join(format!("{mode}-{}.jsonl", file.file_name().unwrap().to_string_lossy()));
+    let (status, _, said) = run_measured(
+        Command::new(tracer_bin())
+            .args(["record", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(fixture("hostile_register"))
+            .arg(mode)
+            .arg(file),
+        Duration::from_mins(2),
+    );
+    assert!(status.success(), "{mode} {}: {said}", file.display());
+    (read_trace(&out), said)
+}
+
+#[test]
+fn a_recording_of_a_process_registering_hostile_bundles_ends_normally_and_says_what_was_wrong() {
+    let dir = scratch("hostile-record");
+    for (name, path, says) in hostile_bundles(&dir) {
+        let (records, said) = record_registration(&dir, "map", &path);
+        // The fat binary and the kernel are recorded, with the bundle they point at.
+        let fat = calls(&records).into_iter().find(|c| c.api.name() == "__hipRegisterFatBinary").expect("recorded");
+        assert_eq!(
+            (fat.file.as_deref(), fat.file_offset, fat.bundle.as_deref()),
+            (path.to_str(), Some(0), Some("0000")),
+            "{name}"
+        );
+        let k = kernels(&records).into_iter().find(|k| k.name == "_Z14hostile_kernelv").expect("named");
+        assert_eq!((k.code_file.as_deref(), k.bundles.as_slice()), (path.to_str(), &["0000".to_owned()][..]));
+        // A header that is wrong: counted in the footer, and one sentence on stderr naming the file. A bomb
+        // behind a plausible header is harmless here: a recording reads headers only (the registration
+        // names the bundle), and nothing is decompressed.
+        let f = footer(&records);
+        let warning = said.lines().find(|l| l.contains("warning:")).unwrap_or_default();
+        if says.contains("decompresses to more than") {
+            assert_eq!(f.counters.get("fat_binaries_with_corrupt_bundle"), None, "{name}: {:?}", f.counters);
+            assert!(warning.is_empty(), "{name}: {said}");
+        } else {
+            assert_eq!(f.counters.get("fat_binaries_with_corrupt_bundle"), Some(&1), "{name}: {:?}", f.counters);
+            assert!(warning.contains(path.to_str().unwrap()) && warning.contains(says), "{name}: {said}");
+        }
+        let rss = f.counters["tracer_max_rss_kib"];
+        assert!(rss < BOUNDED_KIB, "{name}: tracer took {rss} KiB");
+        println!("record {name}: tracer {rss} KiB; {warning}");
+    }
+    drop(std::fs::remove_dir_all(dir));
+}
+
+#[test]
+fn a_fifo_over_a_mapped_files_path_and_dev_zero_never_stall_a_recording() {
+    let dir = scratch("hostile-fifo");
+    let (_, path, _) = hostile_bundles(&dir).into_iter().next().unwrap();
+    // The process binds a FIFO over its mapped file's path in its own mount namespace: tracer reads the
+    // mapping's file through /proc/PID/map_files, never the path, so it neither waits nor misses it.
+    let (records, said) = record_registration(&dir, "fifo", &path);
+    let fat = calls(&records).into_iter().find(|c| c.api.name() == "__hipRegisterFatBinary").expect("recorded");
+    assert_eq!(fat.bundle.as_deref(), Some("0000"), "{said}");
+    // A fat binary "in" /dev/zero: the device is refused before it is opened, and counted.
+    let (records, _) = record_registration(&dir, "zero", &path);
+    let f = footer(&records);
+    assert!(f.counters.get("files_refused_not_regular").is_some_and(|n| *n >= 1), "{:?}", f.counters);
+    assert_eq!(f.counters.get("fat_binaries_without_bundle"), Some(&1), "{:?}", f.counters);
+    drop(std::fs::remove_dir_all(dir));
+}

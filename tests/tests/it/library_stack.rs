@@ -1,0 +1,97 @@
+//! A real `ROCm` library stack: `fixtures/hip/sparse_rand.hip` maps Debian's hipSPARSE, rocSPARSE (1.3 GB,
+//! a 1.25 GB fat binary of 111 offload bundles) and rocRAND, whose constructors register more than
+//! twelve thousand kernels with the real HIP runtime at load. Recorded at the default ring, nothing is
+//! lost, every registration is named with the bundle its fat binary points at (counted independently by
+//! bpftrace), and every mapped GPU library is listed.
+
+use std::{collections::BTreeMap, process::Command, time::Duration};
+
+use integration_tests::*;
+
+const HIP: &str = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
+
+/// What bpftrace counts of `sparse_rand both`: (fat binaries, functions) registered.
+fn bpftrace_counts() -> (u64, u64) {
+    let script = format!(
+        "uprobe:{HIP}:__hipRegisterFatBinary /comm == \"sparse_rand\"/ {{ @fat = count(); }} \
+         uprobe:{HIP}:__hipRegisterFunction /comm == \"sparse_rand\"/ {{ @fn = count(); }}"
+    );
+    let cmd = format!("{} both", fixture("sparse_rand").display());
+    let (status, _, out) =
+        run_measured(Command::new("bpftrace").args(["-q", "-e", &script, "-c", &cmd]), Duration::from_mins(3));
+    assert!(status.success(), "bpftrace: {out}");
+    let count = |name: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("@{name}: ")))
+            .and_then(|n| n.trim().parse().ok())
+            .expect("bpftrace printed the count")
+    };
+    (count("fat"), count("fn"))
+}
+
+#[test]
+fn a_real_rocsparse_stack_registers_at_the_default_ring_with_nothing_lost_and_every_kernel_named() {
+    let (fat_binaries, functions) = bpftrace_counts();
+    assert!(functions > 10_000, "rocSPARSE registers thousands of kernels: {functions}");
+
+    let dir = scratch("library-stack");
+    let out = dir.join("t.jsonl");
+    let (status, _, said) = run_measured(
+        Command::new(tracer_bin()).args(["record", "-o"]).arg(&out).arg("--").arg(fixture("sparse_rand")).arg("both"),
+        Duration::from_mins(3),
+    );
+    assert!(status.success(), "{said}");
+    let records = read_trace(&out);
+    let f = footer(&records);
+    assert_eq!(f.total_drops(), 0, "drops: {:?}", f.drops);
+    assert_eq!(f.counters.get("undecodable"), Some(&0));
+
+    // Every registration bpftrace counted, each named, with the file and bundle its fat binary points at.
+    let pid = records
+        .iter()
+        .find_map(|r| if let Record::Process(p) = r { (p.comm == "sparse_rand").then_some(p.pid) } else { None })
+        .expect("the command's process record");
+    let ks: Vec<&trace::Kernel> = kernels(&records).into_iter().filter(|k| k.pid == pid).collect();
+    let registered: Vec<&&trace::Kernel> = ks.iter().filter(|k| k.source == trace::Source::Register).collect();
+    assert_eq!(registered.len() as u64, functions, "kernels named by registration vs bpftrace's count");
+    assert!(registered.iter().all(|k| !k.name.is_empty() && !k.truncated), "a registration without its name");
+    assert!(registered.iter().all(|k| k.code_file.is_some() && k.bundles.len() == 1), "a kernel without its bundle");
+    let fats: Vec<&trace::Call> =
+        calls(&records).into_iter().filter(|c| c.pid == pid && c.api.name() == "__hipRegisterFatBinary").collect();
+    assert_eq!(fats.len() as u64, fat_binaries, "fat binaries registered vs bpftrace's count");
+    assert!(fats.iter().all(|c| c.bundle.is_some()), "{fats:#?}");
+    let mut per_file: BTreeMap<&str, usize> = BTreeMap::new();
+    for k in &registered {
+        *per_file.entry(k.code_file.as_deref().unwrap()).or_default() += 1;
+    }
+    let rocsparse = per_file.iter().find(|(f, _)| f.contains("librocsparse")).map_or(0, |(_, n)| *n);
+    assert!(rocsparse > 10_000, "{per_file:?}");
+    assert!(per_file.keys().any(|f| f.contains("librocrand")), "{per_file:?}");
+
+    // Every GPU library the process maps is listed, each for what it is.
+    let mapped: BTreeMap<String, Option<trace::GpuLibrary>> = records
+        .iter()
+        .filter_map(|r| if let Record::Mapping(m) = r { (m.pid == pid).then_some(m) } else { None })
+        .map(|m| (m.path.rsplit('/').next().unwrap().to_owned(), m.gpu))
+        .collect();
+    let kind = |prefix: &str| *mapped.iter().find(|(n, _)| n.starts_with(prefix))?.1;
+    assert_eq!(kind("librocsparse"), Some(trace::GpuLibrary::Code), "{mapped:?}");
+    assert_eq!(kind("librocrand"), Some(trace::GpuLibrary::Code), "{mapped:?}");
+    assert_eq!(kind("libhipsparse"), Some(trace::GpuLibrary::UsesRuntime), "{mapped:?}");
+    assert_eq!(kind("libamdhip64"), Some(trace::GpuLibrary::Runtime), "{mapped:?}");
+    assert_eq!(kind("libhsa-runtime64"), Some(trace::GpuLibrary::Runtime), "{mapped:?}");
+    assert_eq!(kind("libc.so"), None, "{mapped:?}");
+    let report = tracer(&["report", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    for lib in ["librocsparse.so", "libhipsparse.so", "librocrand.so"] {
+        assert!(text.contains(lib), "{lib} not in the report:\n{text}");
+    }
+    println!(
+        "sparse_rand: {} fat binaries, {functions} kernels named (bpftrace: {fat_binaries}, {functions}); tracer {} KiB peak, {} us CPU, queue peak {} bytes",
+        fats.len(),
+        f.counters["tracer_max_rss_kib"],
+        f.counters["tracer_cpu_us"],
+        f.counters["queue_peak_bytes"],
+    );
+    drop(std::fs::remove_dir_all(dir));
+}

@@ -1,0 +1,551 @@
+//! Files of other processes, read by a root process as hostile input.
+//!
+//! Every file tracer reads because a traced process maps it, names it or loads code from it is opened one
+//! way, never through a path an unprivileged user can point elsewhere on the host:
+//! - a mapped file through `/proc/PID/map_files/START-END`, which is the very file mapped (a FIFO
+//!   bind-mounted over its path in the user's own mount namespace changes nothing);
+//! - a path the process names (a code object's URI, a library of a container) inside that process's root,
+//!   with `openat2(RESOLVE_IN_ROOT)`: an absolute symbolic link resolves inside that root, not on the host;
+//! - a path the user of tracer gives (`inspect FILE`, `--lib`) as given.
+//!
+//! Each is first an `O_PATH` handle, which opens nothing (no FIFO waits, no device's `open` runs), checked
+//! to be a regular file (and, for a mapping, the one mapped: same device and inode), then reopened
+//! read-only through that handle. A FIFO, a device or `/dev/zero` is refused before it is opened.
+//!
+//! A file is then read by offset (`pread`), never mapped into tracer and never read whole: a file its owner
+//! can truncate kills the reader of a mapping with `SIGBUS` (memmap2's documentation calls that undefined
+//! behaviour), and a root process must not die of a file a user controls. [`Bounded`] serves `object`'s
+//! ELF parser from bounded reads, so that parsing a 1.3 GB library reads its headers and symbol tables,
+//! not its 1.25 GB fat binary.
+
+use std::{
+    cell::Cell,
+    fmt,
+    fs::File,
+    io,
+    os::{
+        fd::{AsRawFd as _, OwnedFd},
+        unix::fs::FileExt as _,
+    },
+    path::Path,
+};
+
+use elsa::FrozenMap;
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+
+/// `statfs`'s `f_type` of a FUSE file system.
+const FUSE_SUPER_MAGIC: u64 = 0x6573_5546;
+
+/// Names read from one directory at most.
+pub const MAX_DIR_ENTRIES: usize = 65_536;
+
+/// Most bytes one [`Bounded`] view reads in all: what parsing one hostile ELF file can cost in memory.
+pub const ELF_BUDGET: u64 = 256 << 20;
+
+/// Why a file was not read, or not read whole. Says which file.
+#[derive(Debug)]
+pub struct FileError {
+    pub file: String,
+    pub why: Why,
+}
+
+#[derive(Debug)]
+pub enum Why {
+    /// The path or mapping could not be opened.
+    Open(io::Error),
+    /// A FIFO, a device, a directory, a socket: never opened for reading.
+    NotRegular(&'static str),
+    /// The mapping now holds another file than the one its maps line names (device, inode).
+    Changed,
+    /// On a FUSE file system: its daemon, which any user can run, could make every read wait.
+    Fuse,
+    /// A read asked for bytes past the end of the file (a header that says more than the file holds).
+    OutOfBounds {
+        offset: u64,
+        len: u64,
+        file_len: u64,
+    },
+    /// More than a stated cap.
+    TooBig {
+        what: &'static str,
+        len: u64,
+        cap: u64,
+    },
+    Read(io::Error),
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = &self.file;
+        match &self.why {
+            Why::Open(e) => write!(f, "cannot open {file}: {e}"),
+            Why::NotRegular(kind) => write!(f, "{file} is {kind}, not a regular file: not read"),
+            Why::Changed => write!(f, "{file} is not the file mapped any more: not read"),
+            Why::Fuse => write!(f, "{file} is on a FUSE file system, whose daemon could stall every read: not read"),
+            Why::OutOfBounds { offset, len, file_len } => write!(
+                f,
+                "{file}: {len} bytes at offset {offset} lie beyond its end ({file_len} bytes): a corrupt or hostile header"
+            ),
+            Why::TooBig { what, len, cap } => {
+                write!(f, "{file}: {what} of {len} bytes is more than tracer reads ({cap} bytes)")
+            }
+            Why::Read(e) => write!(f, "cannot read {file}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for FileError {}
+
+impl FileError {
+    /// A short name for counting refusals by cause (footer counters).
+    pub const fn cause(&self) -> &'static str {
+        match self.why {
+            Why::Open(_) => "open_failed",
+            Why::NotRegular(_) => "not_regular",
+            Why::Changed => "changed",
+            Why::Fuse => "fuse",
+            Why::OutOfBounds { .. } => "out_of_bounds",
+            Why::TooBig { .. } => "too_big",
+            Why::Read(_) => "read_failed",
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, FileError>;
+
+/// A process's root directory (or the host's), to resolve the paths that process names inside it.
+#[derive(Debug)]
+pub struct Root {
+    dir: OwnedFd,
+    label: String,
+}
+
+impl Root {
+    /// The host's root: the paths tracer itself sees.
+    pub fn host() -> Result<Self> {
+        Self::open_dir("/", "/".to_owned())
+    }
+
+    /// The root of process `pid` (its container's, when it has one).
+    pub fn of(pid: u32) -> Result<Self> {
+        Self::open_dir(&format!("/proc/{pid}/root"), format!("the root of process {pid}"))
+    }
+
+    fn open_dir(path: &str, label: String) -> Result<Self> {
+        rustix::fs::open(path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map(|dir| Self { dir, label })
+            .map_err(|e| FileError { file: path.to_owned(), why: Why::Open(e.into()) })
+    }
+
+    /// The names in directory `dir` as the process sees it (resolved inside this root), at most
+    /// [`MAX_DIR_ENTRIES`].
+    pub fn list(&self, dir: &str) -> Result<Vec<String>> {
+        let fail = |e: rustix::io::Errno| FileError { file: dir.to_owned(), why: Why::Open(e.into()) };
+        let fd = rustix::fs::openat2(
+            &self.dir,
+            dir,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+            Mode::empty(),
+            ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+        )
+        .map_err(fail)?;
+        if rustix::fs::fstatfs(&fd).is_ok_and(|fs| fs.f_type as u64 == FUSE_SUPER_MAGIC) {
+            return Err(FileError { file: dir.to_owned(), why: Why::Fuse });
+        }
+        let mut names = Vec::new();
+        for entry in rustix::fs::Dir::new(fd).map_err(fail)?.take(MAX_DIR_ENTRIES) {
+            let entry = entry.map_err(fail)?;
+            let name = entry.file_name().to_string_lossy();
+            if name != "." && name != ".." {
+                names.push(name.into_owned());
+            }
+        }
+        Ok(names)
+    }
+
+    /// Opens `path` as the process sees it: resolved inside this root (absolute symbolic links and `..`
+    /// stay inside it), never through a `/proc` magic link.
+    pub fn open(&self, path: &str) -> Result<CodeFile> {
+        let label = if self.label == "/" { path.to_owned() } else { format!("{path} (in {})", self.label) };
+        let fd = rustix::fs::openat2(
+            &self.dir,
+            path,
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+        )
+        .map_err(|e| FileError { file: label.clone(), why: Why::Open(e.into()) })?;
+        CodeFile::from_path_handle(&fd, label, None)
+    }
+}
+
+/// A regular file opened for reading by offset, with its identity and length as they were when it was
+/// opened.
+#[derive(Debug)]
+pub struct CodeFile {
+    file: File,
+    len: u64,
+    dev: u64,
+    ino: u64,
+    label: String,
+}
+
+impl CodeFile {
+    /// The file a process maps at `start..end`, which must still be the file with this device and inode.
+    pub fn mapped(pid: u32, start: u64, end: u64, dev: u64, ino: u64, path: &str) -> Result<Self> {
+        let link = format!("/proc/{pid}/map_files/{start:x}-{end:x}");
+        let label = path.to_owned();
+        let fd = rustix::fs::open(&link, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| FileError { file: label.clone(), why: Why::Open(e.into()) })?;
+        Self::from_path_handle(&fd, label, Some((dev, ino)))
+    }
+
+    /// A path the user of tracer gave on its command line.
+    pub fn user(path: &Path) -> Result<Self> {
+        let label = path.display().to_string();
+        let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| FileError { file: label.clone(), why: Why::Open(e.into()) })?;
+        Self::from_path_handle(&fd, label, None)
+    }
+
+    /// Checks an `O_PATH` handle (a regular file; the expected one), then opens that very file for reading
+    /// through it.
+    fn from_path_handle(fd: &OwnedFd, label: String, expect: Option<(u64, u64)>) -> Result<Self> {
+        let fail = |why| FileError { file: label.clone(), why };
+        let st = rustix::fs::fstat(fd).map_err(|e| fail(Why::Open(e.into())))?;
+        let kind = FileType::from_raw_mode(st.st_mode);
+        if kind != FileType::RegularFile {
+            return Err(fail(Why::NotRegular(kind_name(kind))));
+        }
+        let id = (st.st_dev, st.st_ino);
+        if expect.is_some_and(|e| e != id) {
+            return Err(fail(Why::Changed));
+        }
+        if rustix::fs::fstatfs(fd).is_ok_and(|fs| fs.f_type as u64 == FUSE_SUPER_MAGIC) {
+            return Err(fail(Why::Fuse));
+        }
+        // Reopening through the handle reaches the same inode, whatever happened to any path since.
+        let reopened = rustix::fs::open(
+            format!("/proc/self/fd/{}", fd.as_raw_fd()),
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
+            Mode::empty(),
+        )
+        .map_err(|e| fail(Why::Open(e.into())))?;
+        let st = rustix::fs::fstat(&reopened).map_err(|e| fail(Why::Open(e.into())))?;
+        if (st.st_dev, st.st_ino) != id {
+            return Err(fail(Why::Changed));
+        }
+        let len = u64::try_from(st.st_size).unwrap_or(0);
+        Ok(Self { file: File::from(reopened), len, dev: st.st_dev, ino: st.st_ino, label })
+    }
+
+    pub const fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// A path that reaches this very file while it is open: `/proc/self/fd/N` (what a uprobe is attached
+    /// through, so the kernel resolves the file tracer checked, not whatever a path names now).
+    pub fn proc_path(&self) -> std::path::PathBuf {
+        format!("/proc/self/fd/{}", self.file.as_raw_fd()).into()
+    }
+
+    /// (device, inode): one index per file, whatever path or process reached it.
+    pub const fn id(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+
+    /// The path it was opened as, for messages.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    pub(crate) fn error(&self, why: Why) -> FileError {
+        FileError { file: self.label.clone(), why }
+    }
+
+    /// Checks that `len` bytes at `offset` lie in the file.
+    pub fn check_range(&self, offset: u64, len: u64) -> Result<()> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => Ok(()),
+            _ => Err(self.error(Why::OutOfBounds { offset, len, file_len: self.len })),
+        }
+    }
+
+    /// Fills `buf` from `offset`; the range must lie in the file.
+    pub fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.check_range(offset, buf.len() as u64)?;
+        self.file.read_exact_at(buf, offset).map_err(|e| self.error(Why::Read(e)))
+    }
+
+    /// Up to `buf.len()` bytes from `offset`, fewer at the end of the file.
+    pub fn read_at_most(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let n = self.len.saturating_sub(offset).min(buf.len() as u64) as usize;
+        self.read_exact_at(offset, &mut buf[..n])?;
+        Ok(n)
+    }
+
+    /// `len` bytes at `offset` in a new buffer, refused past `cap` (`what` names it in the error).
+    pub fn read_vec(&self, offset: u64, len: u64, cap: u64, what: &'static str) -> Result<Vec<u8>> {
+        if len > cap {
+            return Err(self.error(Why::TooBig { what, len, cap }));
+        }
+        self.check_range(offset, len)?;
+        let mut buf = vec![0; len as usize];
+        self.read_exact_at(offset, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// The bytes `offset..offset + len` as a stream (for a decompressor), checked against the file.
+    pub fn stream(&self, offset: u64, len: u64) -> Result<Stream<'_>> {
+        self.check_range(offset, len)?;
+        Ok(Stream { file: self, at: offset, end: offset + len })
+    }
+
+    /// An ELF view of the whole file for `object`, reading at most [`ELF_BUDGET`] bytes.
+    pub fn elf(&self) -> Bounded<'_> {
+        Bounded::new(self, 0, self.len, ELF_BUDGET)
+    }
+}
+
+const fn kind_name(kind: FileType) -> &'static str {
+    match kind {
+        FileType::Fifo => "a FIFO",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Directory => "a directory",
+        FileType::Socket => "a socket",
+        FileType::Symlink => "a symbolic link",
+        _ => "not a regular file",
+    }
+}
+
+/// A range of a [`CodeFile`] read in order (`io::Read`), for streaming decompression.
+#[derive(Debug)]
+pub struct Stream<'f> {
+    file: &'f CodeFile,
+    at: u64,
+    end: u64,
+}
+
+impl io::Read for Stream<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = (self.end - self.at).min(buf.len() as u64) as usize;
+        if n == 0 {
+            return Ok(0);
+        }
+        self.file.file.read_exact_at(&mut buf[..n], self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// Bytes of a string table read at once for [`object::ReadRef::read_bytes_at_until`].
+const STRING_CHUNK: u64 = 64 << 10;
+/// Longest string served (a kernel name, a section name).
+const STRING_MAX: u64 = 4096;
+
+/// A window of a [`CodeFile`] as `object` reads ELF files (`object::ReadRef`).
+///
+/// Each range it asks for is read once (`pread`) and kept while the view lives; strings are read in
+/// chunks. Every read is checked against the window and charged to a budget, so a header claiming a
+/// gigabyte table is an error, not a gigabyte.
+pub struct Bounded<'f> {
+    file: &'f CodeFile,
+    base: u64,
+    len: u64,
+    budget: Cell<u64>,
+    bufs: FrozenMap<(u64, u64), Box<[u8]>>,
+    chunks: FrozenMap<u64, Box<[u8]>>,
+    strings: FrozenMap<u64, Box<[u8]>>,
+}
+
+impl<'f> Bounded<'f> {
+    /// The bytes `base..base + len` of `file` (a code object inside a bundle, or the whole file), reading
+    /// at most `budget` bytes.
+    pub fn new(file: &'f CodeFile, base: u64, len: u64, budget: u64) -> Self {
+        let len = len.min(file.len.saturating_sub(base));
+        Self {
+            file,
+            base,
+            len,
+            budget: Cell::new(budget),
+            bufs: FrozenMap::new(),
+            chunks: FrozenMap::new(),
+            strings: FrozenMap::new(),
+        }
+    }
+
+    pub const fn file(&self) -> &'f CodeFile {
+        self.file
+    }
+
+    /// Reads `size` bytes at `offset` of the window into a new buffer, charged to the budget.
+    fn fetch(&self, offset: u64, size: u64) -> std::result::Result<Box<[u8]>, ()> {
+        let end = offset.checked_add(size).ok_or(())?;
+        if end > self.len {
+            return Err(());
+        }
+        let left = self.budget.get().checked_sub(size).ok_or(())?;
+        self.budget.set(left);
+        let mut buf = vec![0; usize::try_from(size).map_err(|_too_big| ())?];
+        self.file.read_exact_at(self.base + offset, &mut buf).map_err(|_unread| ())?;
+        Ok(buf.into_boxed_slice())
+    }
+
+    /// The string starting at `start` and ending before `delimiter`, within `limit`, from the chunk that
+    /// holds it (or a read of its own when it crosses a chunk's end).
+    fn string(&self, start: u64, limit: u64, delimiter: u8) -> std::result::Result<&[u8], ()> {
+        let chunk_at = start - start % STRING_CHUNK;
+        let chunk = if let Some(c) = self.chunks.get(&chunk_at) {
+            c
+        } else {
+            let size = STRING_CHUNK.min(self.len.saturating_sub(chunk_at));
+            self.chunks.insert(chunk_at, self.fetch(chunk_at, size)?)
+        };
+        let from = (start - chunk_at) as usize;
+        let upto = ((limit - chunk_at) as usize).min(chunk.len());
+        if let Some(bytes) = chunk.get(from..upto)
+            && let Some(end) = memchr::memchr(delimiter, bytes)
+        {
+            return Ok(&bytes[..end]);
+        }
+        // Crosses the chunk's end: one read of its own, at most STRING_MAX bytes.
+        let own = if let Some(s) = self.strings.get(&start) {
+            s
+        } else {
+            let size = STRING_MAX.min(limit - start);
+            self.strings.insert(start, self.fetch(start, size)?)
+        };
+        let end = memchr::memchr(delimiter, own).ok_or(())?;
+        Ok(&own[..end])
+    }
+}
+
+impl<'a> object::ReadRef<'a> for &'a Bounded<'_> {
+    fn len(self) -> std::result::Result<u64, ()> {
+        Ok(self.len)
+    }
+
+    fn read_bytes_at(self, offset: u64, size: u64) -> std::result::Result<&'a [u8], ()> {
+        if size == 0 {
+            return Ok(&[]);
+        }
+        if let Some(b) = self.bufs.get(&(offset, size)) {
+            return Ok(b);
+        }
+        Ok(self.bufs.insert((offset, size), self.fetch(offset, size)?))
+    }
+
+    fn read_bytes_at_until(self, range: std::ops::Range<u64>, delimiter: u8) -> std::result::Result<&'a [u8], ()> {
+        if range.is_empty() || range.end > self.len {
+            return Err(());
+        }
+        self.string(range.start, range.end, delimiter)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read as _;
+
+    use object::{Object as _, ReadRef as _};
+
+    use super::*;
+
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("tracer-files-{}-{name}", std::process::id()));
+        drop(std::fs::remove_dir_all(&dir));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_regular_file_before_opening_it() {
+        let dir = scratch("kinds");
+        let fifo = dir.join("fifo");
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        // Opening a FIFO for reading would wait for a writer: the O_PATH handle never does.
+        for (path, kind) in [(fifo.as_path(), "a FIFO"), (Path::new("/dev/zero"), "a character device")] {
+            let e = CodeFile::user(path).unwrap_err();
+            assert!(matches!(e.why, Why::NotRegular(k) if k == kind), "{e}");
+            assert!(e.to_string().contains("not a regular file"), "{e}");
+        }
+        assert!(matches!(CodeFile::user(&dir).unwrap_err().why, Why::NotRegular("a directory")));
+        assert!(matches!(CodeFile::user(&dir.join("none")).unwrap_err().why, Why::Open(_)));
+    }
+
+    #[test]
+    fn reads_are_checked_against_the_file() {
+        let dir = scratch("reads");
+        let path = dir.join("f");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let f = CodeFile::user(&path).unwrap();
+        assert_eq!(f.len(), 10);
+        let mut b = [0; 4];
+        f.read_exact_at(6, &mut b).unwrap();
+        assert_eq!(&b, b"6789");
+        assert!(matches!(f.read_exact_at(7, &mut b).unwrap_err().why, Why::OutOfBounds { .. }));
+        assert!(matches!(f.read_exact_at(u64::MAX - 1, &mut b).unwrap_err().why, Why::OutOfBounds { .. }));
+        assert!(matches!(f.read_vec(0, 8, 4, "test").unwrap_err().why, Why::TooBig { .. }));
+        assert_eq!(f.read_at_most(8, &mut b).unwrap(), 2);
+        let mut s = String::new();
+        f.stream(2, 3).unwrap().read_to_string(&mut s).unwrap();
+        assert_eq!(s, "234");
+        f.stream(8, 3).unwrap_err();
+        // A file truncated after it was opened: reads fail, nothing dies.
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(2).unwrap();
+        f.read_exact_at(6, &mut b).unwrap_err();
+    }
+
+    #[test]
+    fn a_mapping_is_opened_as_the_file_mapped() {
+        use crate::proc::Procs as _;
+        let me = std::process::id();
+        let exe = std::fs::canonicalize("/proc/self/exe").unwrap();
+        let maps = crate::proc::LIVE.maps(me).unwrap();
+        let m = maps.iter().find(|m| Path::new(&m.path) == exe).unwrap();
+        let f = CodeFile::mapped(me, m.start, m.end, m.dev, m.inode, &m.path).unwrap();
+        assert_eq!(f.id(), (m.dev, m.inode));
+        // Another inode than the maps line says: refused.
+        let e = CodeFile::mapped(me, m.start, m.end, m.dev, m.inode + 1, &m.path).unwrap_err();
+        assert!(matches!(e.why, Why::Changed), "{e}");
+    }
+
+    #[test]
+    fn a_root_keeps_absolute_links_inside_it() {
+        let dir = scratch("root");
+        std::fs::create_dir_all(dir.join("etc")).unwrap();
+        std::fs::write(dir.join("etc/hostname"), b"inside").unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", dir.join("link")).unwrap();
+        let root = Root {
+            dir: rustix::fs::open(&dir, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap(),
+            label: "t".into(),
+        };
+        let f = root.open("/link").unwrap();
+        let mut b = vec![0; f.len() as usize];
+        f.read_exact_at(0, &mut b).unwrap();
+        assert_eq!(b, b"inside");
+        // `..` cannot climb out either.
+        let f = root.open("/../../../../etc/hostname").unwrap();
+        assert_eq!(f.len(), 6);
+    }
+
+    #[test]
+    fn object_parses_through_bounded_reads() {
+        let exe = std::env::current_exe().unwrap();
+        let f = CodeFile::user(&exe).unwrap();
+        let view = f.elf();
+        let elf = object::File::parse(&view).unwrap();
+        assert!(elf.section_by_name(".text").is_some());
+        use object::ObjectSymbol as _;
+        assert!(elf.symbols().any(|s| s.name() == Ok("main")));
+        // A tiny budget: the parse fails instead of reading.
+        let small = Bounded::new(&f, 0, f.len(), 64);
+        let parsed = object::File::parse(&small);
+        assert!(parsed.is_err(), "a 64-byte budget parsed the whole file");
+        // Ranges outside the window fail.
+        let view = f.elf();
+        (&view).read_bytes_at(f.len() - 1, 2).unwrap_err();
+        (&view).read_bytes_at(u64::MAX, 2).unwrap_err();
+    }
+}
