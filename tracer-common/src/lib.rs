@@ -40,6 +40,8 @@ pub enum RecordKind {
     Dispatch = 6,
     /// A launch's kernel parameters, read at its entry ([`ParamsRecord`]).
     Params = 7,
+    /// A traced process opening a GPU runtime library ([`OpenRecord`]).
+    Open = 8,
 }
 
 impl RecordKind {
@@ -52,6 +54,7 @@ impl RecordKind {
             5 => Some(Self::Queue),
             6 => Some(Self::Dispatch),
             7 => Some(Self::Params),
+            8 => Some(Self::Open),
             _ => None,
         }
     }
@@ -251,10 +254,13 @@ pub enum Counter {
     /// A call to tally in the kernel found no room for its thread in the tally map: it was neither tallied
     /// nor written.
     TallyLost = 11,
+    /// An open record could not be reserved (a runtime copy opened then, if it was new, is found by the
+    /// next look at the process's maps).
+    DropOpen = 12,
 }
 
 /// Number of [`Counter`] slots.
-pub const COUNTERS: u32 = 12;
+pub const COUNTERS: u32 = 13;
 
 impl Counter {
     pub const ALL: [Self; COUNTERS as usize] = [
@@ -270,6 +276,7 @@ impl Counter {
         Self::PacketFault,
         Self::DropParams,
         Self::TallyLost,
+        Self::DropOpen,
     ];
 
     /// Where the trace footer reports this counter: `Drop(kind)` in `drops`, per CPU, under the record
@@ -288,6 +295,7 @@ impl Counter {
             Self::PacketsCut => Footer::Count("packets_cut"),
             Self::PacketFault => Footer::Count("packet_fault"),
             Self::TallyLost => Footer::Count("tally_lost"),
+            Self::DropOpen => Footer::Drop("open"),
         }
     }
 }
@@ -488,6 +496,26 @@ pub struct ThreadTally {
     pub bytes: [u64; TALLY_SLOTS],
 }
 
+/// Longest path an [`OpenRecord`] keeps.
+pub const OPEN_PATH_MAX: usize = 256;
+
+/// File-name prefixes of the runtime libraries whose opening by a traced process is reported
+/// ([`OpenRecord`]): the libraries tracer probes. The kernel compares a path's last component with them.
+pub const RUNTIME_PREFIXES: [&[u8]; 4] = [b"libamdhip64.so", b"libhsa-runtime64.so", b"libcuda.so", b"libcudart.so"];
+
+/// A traced process opening a file whose name is a GPU runtime's (`openat` at entry): a runtime copy it is
+/// about to load, to probe before its code runs (a private copy tracer could not foresee).
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenRecord {
+    pub header: RecordHeader,
+    /// Bytes of `path` in use; [`NAME_TRUNCATED`] in `flags` when the path was longer.
+    pub len: u32,
+    pub flags: u32,
+    pub path: [u8; OPEN_PATH_MAX],
+}
+
 /// Bytes of one AQL packet.
 pub const AQL_PACKET_BYTES: usize = 64;
 
@@ -517,6 +545,7 @@ mod tests {
         assert_eq!(size_of::<QueueRecord>(), 24 + 8 + 40);
         assert_eq!(size_of::<DispatchRecord>(), 24 + 16 + AQL_PACKET_BYTES);
         assert_eq!(size_of::<ParamsRecord>(), 24 + 16 + 8 * PARAMS_MAX);
+        assert_eq!(size_of::<OpenRecord>(), 24 + 8 + OPEN_PATH_MAX);
         assert_eq!(size_of::<NameRecord>() % 8, 0);
         assert!(align_of::<CallRecord>() <= 8);
     }
@@ -577,6 +606,7 @@ mod tests {
             RecordKind::Queue,
             RecordKind::Dispatch,
             RecordKind::Params,
+            RecordKind::Open,
         ] {
             assert_eq!(RecordKind::from_u16(k as u16), Some(k));
         }

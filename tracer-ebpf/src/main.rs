@@ -3,7 +3,8 @@
 //! - [`hip`]: kernel registration in libamdhip64;
 //! - [`hsa`]: the doorbell store in libhsa-runtime64, where AQL packets are read from the queue;
 //! - [`process`]: scheduler tracepoints that keep the PID filter following the traced processes;
-//! - [`ioctl`]: GPU driver ioctls (KFD, DRM amdgpu) from the syscall tracepoints.
+//! - [`ioctl`]: GPU driver ioctls (KFD, DRM amdgpu) from the syscall tracepoints;
+//! - [`opens`]: a traced process opening a GPU runtime library (a copy to probe before it runs).
 //!
 //! Everything here is read-only towards the traced process: programs read registers and user memory and
 //! write only into their own maps. Filtering happens first, so an untraced process costs only the trap.
@@ -25,6 +26,7 @@ mod hip;
 mod hsa;
 mod ioctl;
 mod maps;
+mod opens;
 mod process;
 
 #[cfg(not(test))]

@@ -164,6 +164,8 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
     let ioctl_cmd = field(&enter_ioctl, "sys_enter_ioctl", "cmd")?;
     let ioctl_arg = field(&enter_ioctl, "sys_enter_ioctl", "arg")?;
     let ioctl_ret = field(&exit_ioctl, "sys_exit_ioctl", "ret")?;
+    let enter_openat = tracepoint_format("syscalls", "sys_enter_openat")?;
+    let openat_filename = field(&enter_openat, "sys_enter_openat", "filename")?;
     let filter = u32::from(settings.filter_by_pid);
     let tgid = std::process::id();
     let mut comm = [0u8; 16];
@@ -187,6 +189,7 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         .override_global("IOCTL_CMD_OFFSET", &ioctl_cmd, true)
         .override_global("IOCTL_ARG_OFFSET", &ioctl_arg, true)
         .override_global("IOCTL_RET_OFFSET", &ioctl_ret, true)
+        .override_global("OPENAT_FILENAME_OFFSET", &openat_filename, true)
         .map_max_entries("EVENTS", settings.ring_bytes)
         .load(OBJECT)
         .context("loading tracer's eBPF programs into the kernel failed")?;
@@ -210,6 +213,7 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         ("sched_process_exit", "sched"),
         ("sys_enter_ioctl", "syscalls"),
         ("sys_exit_ioctl", "syscalls"),
+        ("sys_enter_openat", "syscalls"),
     ] {
         let prog: &mut TracePoint = program(&mut ebpf, name)?;
         prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;

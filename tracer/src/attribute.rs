@@ -56,6 +56,9 @@ pub struct Attributor {
     pending_params: HashMap<u32, Params>,
     /// Plans to write into the eBPF plan map (pid, function, plan): the caller takes them.
     pub new_plans: Vec<(u32, u64, u32)>,
+    /// Runtime libraries traced processes opened since the caller last took this list: copies it may
+    /// have to probe now.
+    pub opened: Vec<crate::decode::Opened>,
 }
 
 impl Default for Attributor {
@@ -80,6 +83,7 @@ impl Default for Attributor {
             driver_tried: HashSet::new(),
             pending_params: HashMap::new(),
             new_plans: Vec::new(),
+            opened: Vec::new(),
         }
     }
 }
@@ -134,7 +138,7 @@ impl Attributor {
                 match l.api.library() {
                     Library::CudaRuntime => {
                         // Its host stub's name goes to the driver launch it makes next on this thread.
-                        let name = self.runtime_name(l.pid, l.handle);
+                        let name = self.runtime_name(l.pid, l.handle, l.ts);
                         self.runtime_pending.insert(l.tid, name);
                         if !self.runtime_view {
                             self.bump("runtime_launches_for_names");
@@ -153,7 +157,7 @@ impl Attributor {
                 let (kernel, new) = self.kernels.resolve(l.pid, l.handle, l.ts);
                 if let Some(mut k) = new {
                     if k.source == Source::Unnamed && l.caller != 0 {
-                        k.caller = self.kernels.file_of(l.pid, l.caller).map(|(file, _)| file);
+                        k.caller = self.kernels.file_of(l.pid, l.caller, l.ts).map(|(file, _)| file);
                     }
                     out.push(Record::Kernel(k));
                 }
@@ -218,6 +222,10 @@ impl Attributor {
                 out.push(Record::Ioctl(i));
             }
             Event::Proc(p) => self.proc(p, out),
+            Event::Open(o) => {
+                self.see(o.origin.pid, o.origin.ts, out);
+                self.opened.push(o);
+            }
             Event::Params(p) => {
                 if self.pending_params.insert(p.origin.tid, p).is_some() {
                     self.bump("params_without_launch");
@@ -259,20 +267,20 @@ impl Attributor {
     /// CUDA 13's runtime keeps in the heap object it passes (word 0 is 2, word 1 points to the kernel's
     /// mangled name, as read on an H100 with `PyTorch`'s libcudart.so.13), taken only when the object has
     /// that shape and the name demangles as a C++ function; otherwise the launch stays unnamed.
-    fn runtime_name(&mut self, pid: u32, handle: u64) -> Option<String> {
+    fn runtime_name(&mut self, pid: u32, handle: u64, ts: u64) -> Option<String> {
         if let Some(known) = self.runtime_names.get(&(pid, handle)) {
             return known.clone();
         }
         // First sight of this runtime handle: its launches need no parameters read (the driver launch it
         // makes reads them).
         self.new_plans.push((pid, handle, 0));
-        let name = if let Some((name, _)) = self.kernels.static_name(pid, handle) {
+        let name = if let Some((name, _)) = self.kernels.static_name(pid, handle, ts) {
             Some(name)
         } else {
             let name = crate::loader::ProcMem::open(pid).and_then(|mem| {
                 use crate::loader::{read_c_string, read_u64};
                 (read_u64(&mem, handle)? == 2).then_some(())?;
-                let name = read_c_string(&mem, read_u64(&mem, handle + 8)?)?;
+                let name = read_c_string(&mem, read_u64(&mem, handle.checked_add(8)?)?)?;
                 let mangled = name.starts_with("_Z") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
                 (mangled && cpp_demangle::Symbol::new(name.as_bytes()).is_ok()).then_some(name)
             });
@@ -294,7 +302,7 @@ impl Attributor {
         }
         let from_runtime = self
             .kernels
-            .file_of(l.pid, l.caller)
+            .file_of(l.pid, l.caller, l.ts)
             .is_some_and(|(file, _)| file.rsplit('/').next().is_some_and(|n| n.starts_with(crate::libs::CUDA_RUNTIME)));
         if from_runtime {
             // A function named another way: does the driver's object agree?
@@ -369,7 +377,7 @@ impl Attributor {
             // A fat binary registered: where its offload bundle lies, for the registrations under its module.
             Op::ModuleLoad => {
                 if let (Some(module), Some(addr)) = (c.module, c.value)
-                    && let Some(code) = self.kernels.register_fat_binary(c.pid, module, addr)
+                    && let Some(code) = self.kernels.register_fat_binary(c.pid, module, addr, c.ts)
                 {
                     c.file = Some(code.file);
                     c.file_offset = Some(code.offset);
@@ -377,7 +385,7 @@ impl Attributor {
                 }
             }
             Op::CodeObjectRead => {
-                if let Some((file, offset)) = c.ptr.and_then(|ptr| self.kernels.file_of(c.pid, ptr)) {
+                if let Some((file, offset)) = c.ptr.and_then(|ptr| self.kernels.file_of(c.pid, ptr, c.ts)) {
                     c.file = Some(file);
                     c.file_offset = Some(offset);
                 }

@@ -82,6 +82,16 @@ pub struct RecordCli {
     /// The Ollama server's PID (repeatable; implies --ollama).
     #[arg(long = "ollama-pid", value_name = "PID")]
     pub ollama_pids: Vec<u32>,
+    /// With --ollama: also follow an `ollama serve` whose executable this user (a name or uid) owns. By
+    /// default only a server whose executable root owns is followed: any user can run a program called
+    /// `ollama serve`.
+    #[arg(long, value_name = "USER")]
+    pub ollama_user: Option<String>,
+    /// Write the whole command line only of the processes tracer was asked to follow (the command, --pid
+    /// processes, Ollama's server and runners); every other process it records keeps its argv[0] alone.
+    /// (A command line can hold secrets: by default every recorded process's is written.)
+    #[arg(long)]
+    pub private_argv: bool,
     /// Ollama's models directory, to name a runner's model (default: $`OLLAMA_MODELS`, ~/.ollama/models).
     #[arg(long, value_name = "DIR")]
     pub models_dir: Option<PathBuf>,
@@ -169,8 +179,18 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if !v.is_finite() || v <= 0.0 {
         return Err(format!("`{s}` is not a positive duration"));
     }
-    Ok(Duration::from_secs_f64(v * scale))
+    let secs = v * scale;
+    if secs > MAX_DURATION.as_secs_f64() {
+        return Err(format!(
+            "`{s}` is longer than tracer records at once (at most 365 days: {}s)",
+            MAX_DURATION.as_secs()
+        ));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("`{s}` is not a duration ({e})"))
 }
+
+/// The longest `--duration`.
+pub const MAX_DURATION: Duration = Duration::from_hours(365 * 24);
 
 fn parse_ring_size(s: &str) -> Result<u32, String> {
     let v: u32 = s.parse().map_err(|e| format!("`{s}` is not a number of bytes ({e})"))?;
@@ -194,6 +214,12 @@ mod tests {
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         parse_duration("-1").unwrap_err();
         parse_duration("soon").unwrap_err();
+        // Past the stated maximum: one sentence, never a panic.
+        for huge in ["1e20", "1e300", "18446744073709551616", "1e19", "366d", "8761h", "525601m"] {
+            let e = parse_duration(huge).unwrap_err();
+            assert!(e.contains("at most 365 days") || e.contains("not a duration"), "{huge}: {e}");
+        }
+        assert_eq!(parse_duration("8760h"), Ok(MAX_DURATION));
     }
 
     #[test]

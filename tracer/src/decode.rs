@@ -5,8 +5,8 @@
 
 use tracer_common::{
     ARG_SLOTS, ApiFunc, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID, CONFIG_SLOTS, CallRecord, DispatchRecord,
-    IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, PARAMS_MAX, ParamsRecord, ProcEvent,
-    ProcRecord, QueueRecord, RecordHeader, RecordKind,
+    IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, OpenRecord, PARAMS_MAX, ParamsRecord,
+    ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind,
     api::{CopyDirection, Layout},
 };
 
@@ -28,6 +28,16 @@ pub enum Event {
     Queue(Queue),
     Dispatch(Dispatch),
     Params(Params),
+    Open(Opened),
+}
+
+/// A traced process opening a GPU runtime library by this path (as it gave it: absolute, or relative to
+/// its working directory).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Opened {
+    pub origin: Origin,
+    pub path: String,
+    pub truncated: bool,
 }
 
 /// A name bound to a handle: a registration, a function or symbol lookup.
@@ -153,6 +163,15 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             let r = read::<ParamsRecord>(bytes)?;
             let values = (0..PARAMS_MAX).filter(|&i| r.read & (1 << i) != 0).map(|i| (i as u8, r.values[i])).collect();
             Ok(Event::Params(Params { origin: origin(&r.header), handle: r.handle, wanted: r.wanted, values }))
+        }
+        Some(RecordKind::Open) => {
+            let r = read::<OpenRecord>(bytes)?;
+            let len = (r.len as usize).min(r.path.len());
+            Ok(Event::Open(Opened {
+                origin: origin(&r.header),
+                path: c_string(&r.path[..len]),
+                truncated: r.flags & NAME_TRUNCATED != 0,
+            }))
         }
         None => Err(DecodeError::UnknownKind(header.kind)),
     }

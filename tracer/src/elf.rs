@@ -34,6 +34,11 @@ pub struct Dependencies {
     /// Names of the GPU code sections present (`.hip_fatbin`, `.nv_fatbin`, ...).
     pub code_sections: Vec<&'static str>,
     pub needed: Vec<String>,
+    /// `DT_RPATH` and `DT_RUNPATH`, split at `:` (unexpanded: `$ORIGIN` as written).
+    pub rpath: Vec<String>,
+    pub runpath: Vec<String>,
+    /// A 64-bit x86 object (what an x86-64 process's loader takes).
+    pub x86_64: bool,
 }
 
 /// Sections that hold GPU code: HIP's offload bundles, CUDA's fat binaries.
@@ -51,15 +56,27 @@ pub fn dependencies(file: &CodeFile) -> Option<Dependencies> {
             out.code_sections.push(name);
         }
     }
+    out.x86_64 = header.e_machine(endian) == object::elf::EM_X86_64;
     if let Ok(Some((entries, link))) = sections.dynamic(endian, &view)
         && let Ok(strings) = sections.strings(endian, &view, link)
     {
         for d in entries.iter().take(4096) {
-            if d.tag32(endian) == Some(object::elf::DT_NEEDED)
-                && let Ok(at) = u32::try_from(d.d_val(endian))
-                && let Ok(name) = strings.get(at)
+            let Some(tag) = d.tag32(endian) else { continue };
+            let list = match tag {
+                object::elf::DT_NEEDED => &mut out.needed,
+                object::elf::DT_RPATH => &mut out.rpath,
+                object::elf::DT_RUNPATH => &mut out.runpath,
+                _ => continue,
+            };
+            if let Ok(at) = u32::try_from(d.d_val(endian))
+                && let Ok(text) = strings.get(at)
             {
-                out.needed.push(String::from_utf8_lossy(name).into_owned());
+                let text = String::from_utf8_lossy(text);
+                if tag == object::elf::DT_NEEDED {
+                    list.push(text.into_owned());
+                } else {
+                    list.extend(text.split(':').filter(|p| !p.is_empty()).map(str::to_owned));
+                }
             }
         }
     }

@@ -23,6 +23,9 @@ pub enum GridUnit {
     Blocks,
     /// The grid counts work-items (`hipExtModuleLaunchKernel`, AQL packets).
     WorkItems,
+    /// A unit this build does not know (a trace from a later build): the grid is kept as written.
+    #[serde(other)]
+    Unknown,
 }
 
 impl GridUnit {
@@ -30,6 +33,7 @@ impl GridUnit {
         match self {
             Self::Blocks => "blocks",
             Self::WorkItems => "work-items",
+            Self::Unknown => "unknown",
         }
     }
 }

@@ -113,11 +113,17 @@ impl FileError {
 
 pub type Result<T> = std::result::Result<T, FileError>;
 
-/// A process's root directory (or the host's), to resolve the paths that process names inside it.
+/// A directory paths are resolved in.
+///
+/// A process's root (or the host's), where absolute links and `..` stay inside it; or a directory of it
+/// (an install tree), beneath which every path must stay, links included.
 #[derive(Debug)]
 pub struct Root {
     dir: OwnedFd,
     label: String,
+    /// The directory as the process sees it ("" for a root).
+    base: String,
+    resolve: ResolveFlags,
 }
 
 impl Root {
@@ -131,26 +137,77 @@ impl Root {
         Self::open_dir(&format!("/proc/{pid}/root"), format!("the root of process {pid}"))
     }
 
+    /// The working directory of process `pid`, for the relative paths it names (resolved from there as in
+    /// a root: `..` and absolute links stay beneath it).
+    pub fn cwd_of(pid: u32) -> Result<Self> {
+        Self::open_dir(&format!("/proc/{pid}/cwd"), format!("the working directory of process {pid}"))
+    }
+
     fn open_dir(path: &str, label: String) -> Result<Self> {
         rustix::fs::open(path, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
-            .map(|dir| Self { dir, label })
+            .map(|dir| Self {
+                dir,
+                label,
+                base: String::new(),
+                resolve: ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+            })
             .map_err(|e| FileError { file: path.to_owned(), why: Why::Open(e.into()) })
+    }
+
+    /// Directory `dir` of this root (resolved as this root resolves), as a tree nothing may leave: paths
+    /// in it are relative, and a link that points out of it (`/etc/shadow`, `../../..`) is refused.
+    pub fn beneath(&self, dir: &str) -> Result<Self> {
+        let fd = rustix::fs::openat2(
+            &self.dir,
+            self.relative(dir),
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            self.resolve,
+        )
+        .map_err(|e| FileError { file: self.shown(dir), why: Why::Open(e.into()) })?;
+        Ok(Self {
+            dir: fd,
+            label: self.label.clone(),
+            base: self.shown(dir),
+            resolve: ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        })
+    }
+
+    /// A path as the process sees it.
+    pub fn shown(&self, path: &str) -> String {
+        if self.base.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{}/{}", self.base.trim_end_matches('/'), path.trim_start_matches('/'))
+        }
+    }
+
+    /// `path` as openat2 takes it here: relative beneath a directory, as given in a root.
+    fn relative<'p>(&self, path: &'p str) -> &'p str {
+        if self.base.is_empty() {
+            path
+        } else {
+            match path.trim_start_matches('/') {
+                "" => ".",
+                p => p,
+            }
+        }
     }
 
     /// The names in directory `dir` as the process sees it (resolved inside this root), at most
     /// [`MAX_DIR_ENTRIES`].
     pub fn list(&self, dir: &str) -> Result<Vec<String>> {
-        let fail = |e: rustix::io::Errno| FileError { file: dir.to_owned(), why: Why::Open(e.into()) };
+        let fail = |e: rustix::io::Errno| FileError { file: self.shown(dir), why: Why::Open(e.into()) };
         let fd = rustix::fs::openat2(
             &self.dir,
-            dir,
+            self.relative(dir),
             OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK,
             Mode::empty(),
-            ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+            self.resolve,
         )
         .map_err(fail)?;
         if rustix::fs::fstatfs(&fd).is_ok_and(|fs| fs.f_type as u64 == FUSE_SUPER_MAGIC) {
-            return Err(FileError { file: dir.to_owned(), why: Why::Fuse });
+            return Err(FileError { file: self.shown(dir), why: Why::Fuse });
         }
         let mut names = Vec::new();
         for entry in rustix::fs::Dir::new(fd).map_err(fail)?.take(MAX_DIR_ENTRIES) {
@@ -163,16 +220,17 @@ impl Root {
         Ok(names)
     }
 
-    /// Opens `path` as the process sees it: resolved inside this root (absolute symbolic links and `..`
-    /// stay inside it), never through a `/proc` magic link.
+    /// Opens `path` as the process sees it, resolved inside this root (or beneath this directory), never
+    /// through a `/proc` magic link.
     pub fn open(&self, path: &str) -> Result<CodeFile> {
-        let label = if self.label == "/" { path.to_owned() } else { format!("{path} (in {})", self.label) };
+        let shown = self.shown(path);
+        let label = if self.label == "/" { shown } else { format!("{shown} (in {})", self.label) };
         let fd = rustix::fs::openat2(
             &self.dir,
-            path,
+            self.relative(path),
             OFlags::PATH | OFlags::CLOEXEC,
             Mode::empty(),
-            ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+            self.resolve,
         )
         .map_err(|e| FileError { file: label.clone(), why: Why::Open(e.into()) })?;
         CodeFile::from_path_handle(&fd, label, None)
@@ -517,10 +575,7 @@ mod tests {
         std::fs::create_dir_all(dir.join("etc")).unwrap();
         std::fs::write(dir.join("etc/hostname"), b"inside").unwrap();
         std::os::unix::fs::symlink("/etc/hostname", dir.join("link")).unwrap();
-        let root = Root {
-            dir: rustix::fs::open(&dir, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap(),
-            label: "t".into(),
-        };
+        let root = Root::open_dir(dir.to_str().unwrap(), "t".into()).unwrap();
         let f = root.open("/link").unwrap();
         let mut b = vec![0; f.len() as usize];
         f.read_exact_at(0, &mut b).unwrap();
@@ -528,6 +583,21 @@ mod tests {
         // `..` cannot climb out either.
         let f = root.open("/../../../../etc/hostname").unwrap();
         assert_eq!(f.len(), 6);
+        // Beneath a directory, a link out of it is refused (a link within it is followed).
+        std::fs::create_dir_all(dir.join("tree/sub")).unwrap();
+        std::fs::write(dir.join("tree/sub/lib.so"), b"code").unwrap();
+        std::os::unix::fs::symlink("sub/lib.so", dir.join("tree/inside")).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", dir.join("tree/absolute")).unwrap();
+        std::os::unix::fs::symlink("../etc/hostname", dir.join("tree/up")).unwrap();
+        let tree = root.beneath("/tree").unwrap();
+        assert_eq!(tree.open("inside").unwrap().len(), 4);
+        assert_eq!(tree.shown("inside"), "/tree/inside");
+        for out in ["absolute", "up", "../etc/hostname"] {
+            assert!(matches!(tree.open(out).unwrap_err().why, Why::Open(_)), "{out} left the tree");
+        }
+        let mut names = tree.list(".").unwrap();
+        names.sort();
+        assert_eq!(names, ["absolute", "inside", "sub", "up"]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod export;
 pub mod files;
 pub mod inspect;
 pub mod ioctl;
+pub mod ldso;
 pub mod libs;
 pub mod loader;
 pub mod ollama;

@@ -100,6 +100,26 @@ pub fn copy_in(pid: u32, e: &crate::proc::MapsEntry) -> Option<LibCopy> {
     Some(LibCopy::new(e.path.clone(), file, origin_of_path(&e.path)))
 }
 
+/// A library at a path tracer found itself (what a command will load): opened as given, labelled by
+/// where it lies.
+pub fn at_path(path: &std::path::Path) -> Option<LibCopy> {
+    let file = CodeFile::user(path).ok()?;
+    let shown = path.display().to_string();
+    let origin = origin_of_path(&shown);
+    Some(LibCopy::new(shown, file, origin))
+}
+
+/// A runtime library a process is opening by `path` (absolute, resolved in its root; or relative to its
+/// working directory). None when it is not (yet) a regular file there: the open itself may fail.
+pub fn opened_by(pid: u32, path: &str) -> Option<LibCopy> {
+    let file = if path.starts_with('/') {
+        Root::of(pid).ok()?.open(path).ok()?
+    } else {
+        Root::cwd_of(pid).ok()?.open(path).ok()?
+    };
+    Some(LibCopy::new(path.to_owned(), file, origin_of_path(path)))
+}
+
 /// The usual places, most specific first: Ollama bundles (next to an `ollama` on PATH and the standard
 /// install prefixes), `LD_LIBRARY_PATH` (a command we start inherits it), /opt/rocm*, the system path.
 pub fn usual_places(prefix: &str) -> Vec<LibCopy> {
@@ -175,9 +195,9 @@ pub fn in_dir(root: &Root, dir: &str, prefix: &str) -> Vec<LibCopy> {
     let mut copies: Vec<LibCopy> = names
         .into_iter()
         .filter_map(|name| {
-            let path = format!("{dir}/{name}");
+            let path = if dir == "." { name } else { format!("{dir}/{name}") };
             let file = root.open(&path).ok()?;
-            Some(LibCopy::new(path, file, Origin::System))
+            Some(LibCopy::new(root.shown(&path), file, Origin::System))
         })
         .collect();
     // Versioned names first (the real file of `libx.so -> libx.so.6 -> libx.so.6.1.2`), so the copy is

@@ -44,6 +44,25 @@ impl Memory for ProcMem {
     }
 }
 
+/// Bytes standing for a process's memory from address `base` (a saved image; the fuzzer's input).
+pub struct Image<'a> {
+    pub base: u64,
+    pub bytes: &'a [u8],
+}
+
+impl Memory for Image<'_> {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> bool {
+        let Some(at) = addr.checked_sub(self.base).and_then(|a| usize::try_from(a).ok()) else { return false };
+        match at.checked_add(buf.len()).and_then(|end| self.bytes.get(at..end)) {
+            Some(src) => {
+                buf.copy_from_slice(src);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 pub fn read_u64(mem: &impl Memory, addr: u64) -> Option<u64> {
     let mut b = [0; 8];
     mem.read(addr, &mut b).then(|| u64::from_le_bytes(b))
@@ -56,7 +75,7 @@ pub fn read_c_string(mem: &impl Memory, addr: u64) -> Option<String> {
     let mut chunk = [0; 256];
     while out.len() < MAX_URI {
         // Stay within the page: a string near its end must not make the read fail.
-        let at = addr + out.len() as u64;
+        let at = addr.checked_add(out.len() as u64)?;
         let room = (4096 - (at % 4096)) as usize;
         let piece = &mut chunk[..room.min(256)];
         if !mem.read(at, piece) {
@@ -92,7 +111,7 @@ pub struct List {
 
 /// Walks the list headed by the `r_debug` at `r_debug`; None when the head cannot be read.
 pub fn walk(mem: &impl Memory, r_debug: u64) -> Option<List> {
-    let mut next = read_u64(mem, r_debug + 8)?;
+    let mut next = read_u64(mem, r_debug.checked_add(8)?)?;
     let mut list = List::default();
     let mut seen = HashSet::new();
     while next != 0 {
@@ -102,7 +121,7 @@ pub fn walk(mem: &impl Memory, r_debug: u64) -> Option<List> {
         }
         let entry = next;
         let (Some(load_delta), Some(name), Some(following)) =
-            (read_u64(mem, entry), read_u64(mem, entry + 8), read_u64(mem, entry + 24))
+            (read_u64(mem, entry), read_u64(mem, entry.wrapping_add(8)), read_u64(mem, entry.wrapping_add(24)))
         else {
             // The chain itself is broken here: what was read so far stands.
             list.truncated = true;

@@ -71,8 +71,10 @@ pub fn model_label(model_path: &str, models: &Path) -> Option<String> {
         if found.is_some() {
             return;
         }
-        let Ok(text) = fs::read_to_string(path) else { return };
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return };
+        // A manifest is a small JSON file: read as any file a user can place (a regular file, bounded).
+        let Ok(file) = crate::files::CodeFile::user(path) else { return };
+        let Ok(text) = file.read_vec(0, file.len(), MAX_MANIFEST, "a manifest") else { return };
+        let Ok(v) = serde_json::from_slice::<serde_json::Value>(&text) else { return };
         let listed = v["layers"].as_array().is_some_and(|ls| ls.iter().any(|l| l["digest"] == digest.as_str()));
         if listed && let Ok(rel) = path.strip_prefix(&manifests) {
             found = Some(label_from_manifest_path(rel));
@@ -92,6 +94,9 @@ fn label_from_manifest_path(rel: &Path) -> String {
     }
 }
 
+/// Largest manifest read.
+const MAX_MANIFEST: u64 = 1 << 20;
+
 fn walk(dir: &Path, depth: usize, f: &mut impl FnMut(&Path)) {
     if depth > 6 {
         return;
@@ -99,11 +104,13 @@ fn walk(dir: &Path, depth: usize, f: &mut impl FnMut(&Path)) {
     let Ok(entries) = fs::read_dir(dir) else { return };
     let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
     paths.sort();
-    for p in paths {
-        if p.is_dir() {
-            walk(&p, depth + 1, f);
-        } else {
-            f(&p);
+    for p in paths.into_iter().take(crate::files::MAX_DIR_ENTRIES) {
+        // Links are not followed: a manifest tree holds directories and files.
+        match fs::symlink_metadata(&p) {
+            Ok(m) if m.is_dir() => walk(&p, depth + 1, f),
+            Ok(m) if m.file_type().is_symlink() => {}
+            Ok(_) => f(&p),
+            Err(_) => {}
         }
     }
 }
@@ -121,18 +128,56 @@ pub fn find_servers(procs: &dyn Procs) -> Vec<u32> {
 
 /// Library directories of an Ollama install, from the server's executable.
 ///
-/// `<exe>/../lib/ollama` and its subdirectories (`rocm`, `cuda_v12`, ...), as the server sees them, with
-/// the root they resolve in (a server in a container has its own).
+/// `<exe>/../lib/ollama` and its subdirectories (`rocm`, `cuda_v12`, ...), as the server sees them (a
+/// server in a container has its own root), as a tree nothing read may leave: a link out of it (to
+/// `/etc/shadow`, or a user's copy elsewhere) is not followed.
 pub fn bundle_dirs(procs: &dyn Procs, server: u32) -> Option<(Root, Vec<String>)> {
     let exe = procs.exe(server)?;
     let prefix = exe.parent().and_then(Path::parent)?;
     let lib = format!("{}/lib/ollama", prefix.display().to_string().trim_end_matches('/'));
-    let root = Root::of(server).ok()?;
-    let mut subs: Vec<String> = root.list(&lib).ok()?.into_iter().map(|n| format!("{lib}/{n}")).collect();
+    let tree = Root::of(server).ok()?.beneath(&lib).ok()?;
+    let mut subs: Vec<String> = tree.list(".").ok()?;
     subs.sort();
-    let mut dirs = vec![lib];
-    dirs.extend(subs);
-    Some((root, dirs))
+    let mut dirs = vec![".".to_owned()];
+    dirs.extend(subs.into_iter().filter(|s| tree.list(s).is_ok()));
+    Some((tree, dirs))
+}
+
+/// The copies of a runtime in a server's bundle directories, opened beneath its install tree.
+pub fn bundle_copies(server: u32, runtime: &str) -> Vec<crate::libs::LibCopy> {
+    let Some((tree, dirs)) = bundle_dirs(&crate::proc::LIVE, server) else { return Vec::new() };
+    dirs.iter().flat_map(|dir| crate::libs::in_dir(&tree, dir, runtime)).collect()
+}
+
+/// Whether a process's executable is owned by root or by `user` (a uid): what `--ollama` requires of an
+/// `ollama serve` it finds before it reads that server's bundle or probes its copies.
+pub fn trusted_server(pid: u32, user: Option<u32>) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let exe = format!("/proc/{pid}/exe");
+    let meta = fs::metadata(&exe).map_err(|e| format!("its executable cannot be looked at ({e})"))?;
+    let path = fs::read_link(&exe).map_or_else(|_| exe.clone(), |p| p.display().to_string());
+    if meta.uid() == 0 || Some(meta.uid()) == user {
+        Ok(())
+    } else {
+        Err(format!(
+            "its executable {path} is owned by uid {}, not root{}",
+            meta.uid(),
+            user.map(|u| format!(" or uid {u}")).unwrap_or_default()
+        ))
+    }
+}
+
+/// The uid of a user name (from /etc/passwd) or a number.
+pub fn uid_of(user: &str) -> Option<u32> {
+    if let Ok(n) = user.parse() {
+        return Some(n);
+    }
+    let passwd = fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let mut f = l.split(':');
+        (f.next()? == user).then_some(())?;
+        f.nth(1)?.parse().ok()
+    })
 }
 
 #[cfg(test)]

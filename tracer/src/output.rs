@@ -81,6 +81,16 @@ pub fn create_new(path: &Path) -> Result<File> {
         })
 }
 
+/// The temporary name a file for `dest` is written under, beside it, until it takes `dest`'s name.
+pub fn staged_name(dest: &Path) -> Result<PathBuf> {
+    let dir = match dest.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = dest.file_name().ok_or_else(|| anyhow!("{} names no file: give a file name with -o", dest.display()))?;
+    Ok(dir.join(format!(".{}.tracer-{}.tmp", name.to_string_lossy(), std::process::id())))
+}
+
 /// A file written under a temporary name in the destination's directory, renamed over the destination
 /// by [`Staged::commit`]; dropped uncommitted, it is removed.
 pub struct Staged {
@@ -93,13 +103,7 @@ impl Staged {
     /// Checks `dest` (see [`check`]) and creates the temporary file beside it.
     pub fn create(dest: &Path, force: bool, inputs: &[&Path]) -> Result<Self> {
         check(dest, force, inputs)?;
-        let dir = match dest.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let name =
-            dest.file_name().ok_or_else(|| anyhow!("{} names no file: give a file name with -o", dest.display()))?;
-        let tmp = dir.join(format!(".{}.tracer-{}.tmp", name.to_string_lossy(), std::process::id()));
+        let tmp = staged_name(dest)?;
         let file = create_new(&tmp)?;
         Ok(Self { file: Some(file), tmp, dest: dest.to_path_buf() })
     }

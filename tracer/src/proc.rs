@@ -101,43 +101,113 @@ const fn makedev(major: u64, minor: u64) -> u64 {
     ((major & 0xfff) << 8) | ((major & !0xfff) << 32) | (minor & 0xff) | ((minor & !0xff) << 12)
 }
 
-/// The file mappings of a parsed maps table.
-fn file_mappings(maps: procfs::process::MemoryMaps) -> Vec<MapsEntry> {
-    maps.into_iter()
-        .filter_map(|m| {
-            let procfs::process::MMapPath::Path(path) = m.pathname else { return None };
-            let path = path.to_str()?;
-            if !path.starts_with('/') || path.ends_with(" (deleted)") {
-                return None;
-            }
-            Some(MapsEntry {
-                start: m.address.0,
-                end: m.address.1,
-                offset: m.offset,
-                dev: makedev(m.dev.0 as u64, m.dev.1 as u64),
-                inode: m.inode,
-                path: path.to_owned(),
-            })
-        })
-        .collect()
+/// One line of a maps table when it maps a file: `start-end perms offset major:minor inode path`, the
+/// path padded to its column; None for anonymous and pseudo mappings, deleted files and lines of another
+/// shape.
+fn maps_line(line: &str) -> Option<MapsEntry> {
+    let mut fields = line.splitn(6, ' ');
+    let (range, _perms, offset, dev, inode) =
+        (fields.next()?, fields.next()?, fields.next()?, fields.next()?, fields.next()?);
+    let path = fields.next()?.trim_start_matches(' ');
+    if !path.starts_with('/') || path.ends_with(" (deleted)") {
+        return None;
+    }
+    let (start, end) = range.split_once('-')?;
+    let (major, minor) = dev.split_once(':')?;
+    let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+    Some(MapsEntry {
+        start: hex(start)?,
+        end: hex(end)?,
+        offset: hex(offset)?,
+        dev: makedev(hex(major)?, hex(minor)?),
+        inode: inode.parse().ok()?,
+        path: path.to_owned(),
+    })
+}
+
+/// Most bytes of one `/proc` file read (a process with the kernel's maximum of 65 530 mappings has a few
+/// MiB of maps; its command line is at most a few MiB).
+pub const MAX_PROC_FILE: u64 = 64 << 20;
+
+/// A `/proc/PID/...` file, at most [`MAX_PROC_FILE`] bytes (never a wait: procfs answers at once).
+fn read_proc(pid: u32, name: &str) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    std::fs::File::open(format!("/proc/{pid}/{name}")).ok()?.take(MAX_PROC_FILE).read_to_end(&mut out).ok()?;
+    Some(out)
+}
+
+/// The fields of a `/proc/PID/stat` line tracer reads.
+struct StatLine {
+    state: char,
+    ppid: u32,
+    flags: u32,
+    start_time: u64,
+    comm: String,
+}
+
+/// Parses a stat line: `pid (comm) state ppid ...`, the command name between the first `(` and the last
+/// `)` (it may hold spaces and parentheses of its own), fields numbered as proc(5) numbers them. None for
+/// anything else. (procfs's own parser panics on some malformed lines: found by fuzzing.)
+fn stat_line(text: &[u8]) -> Option<StatLine> {
+    let text = std::str::from_utf8(text).ok()?;
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_owned();
+    text.get(..open)?.trim().parse::<u32>().ok()?;
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    // rest[0] is field 3 (state): field N is rest[N - 3].
+    let field = |n: usize| rest.get(n - 3).copied();
+    let mut state = field(3)?.chars();
+    let (Some(state), None) = (state.next(), state.next()) else { return None };
+    Some(StatLine {
+        state,
+        ppid: field(4)?.parse().ok()?,
+        flags: field(9)?.parse().ok()?,
+        start_time: field(22)?.parse().ok()?,
+        comm,
+    })
+}
+
+/// `/proc/PID/stat` as tracer reads it; None for a process that has ended (a zombie included) or text
+/// that is not a stat line.
+pub fn parse_stat(text: &[u8]) -> Option<Stat> {
+    let s = stat_line(text)?;
+    // A zombie (or a task being torn down) has ended: nothing of it can be traced or read any more.
+    if matches!(s.state, 'Z' | 'X' | 'x') {
+        return None;
+    }
+    Some(Stat { ppid: s.ppid, start_time: s.start_time, comm: s.comm })
+}
+
+/// `/proc/PID/maps` as tracer reads it: its file mappings.
+///
+/// tracer's own parser: procfs's panics on some paths a user can create (a file named `/SYSV` in a
+/// container's root; found by fuzzing). The kernel escapes a newline in a path, so each line is one mapping.
+pub fn parse_maps(text: &[u8]) -> Vec<MapsEntry> {
+    String::from_utf8_lossy(text).lines().filter_map(maps_line).collect()
+}
+
+/// `/proc/PID/cmdline`: its NUL-separated arguments.
+pub fn parse_cmdline(bytes: &[u8]) -> Vec<String> {
+    let bytes = bytes.strip_suffix(b"\0").unwrap_or(bytes);
+    if bytes.is_empty() {
+        return Vec::new();
+    }
+    bytes.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect()
 }
 
 impl Procs for Live {
     fn stat(&self, pid: u32) -> Option<Stat> {
-        let s = process(pid)?.stat().ok()?;
-        // A zombie (or a task being torn down) has ended: nothing of it can be traced or read any more.
-        if matches!(s.state, 'Z' | 'X' | 'x') {
-            return None;
-        }
-        Some(Stat { ppid: u32::try_from(s.ppid).unwrap_or(0), start_time: s.starttime, comm: s.comm })
+        parse_stat(&read_proc(pid, "stat")?)
     }
 
     fn argv(&self, pid: u32) -> Vec<String> {
-        process(pid).and_then(|p| p.cmdline().ok()).unwrap_or_default()
+        read_proc(pid, "cmdline").map(|b| parse_cmdline(&b)).unwrap_or_default()
     }
 
     fn maps(&self, pid: u32) -> Option<Vec<MapsEntry>> {
-        Some(file_mappings(process(pid)?.maps().ok()?))
+        Some(parse_maps(&read_proc(pid, "maps")?))
     }
 
     fn pids(&self) -> Vec<u32> {
@@ -150,16 +220,14 @@ impl Procs for Live {
     }
 
     fn fd_target(&self, pid: u32, fd: u32) -> Option<String> {
-        match process(pid)?.fd_from_fd(i32::try_from(fd).ok()?).ok()?.target {
-            procfs::process::FDTarget::Path(p) => Some(p.display().to_string()),
-            other => Some(format!("{other:?}")),
-        }
+        // The link's text as the kernel gives it (`/dev/kfd`, `anon_inode:[eventfd]`), never parsed.
+        std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok().map(|p| p.to_string_lossy().into_owned())
     }
 
     fn is_kernel_thread(&self, pid: u32) -> bool {
         // PF_KTHREAD in the task's flags (stat field 9).
         const PF_KTHREAD: u32 = 0x0020_0000;
-        process(pid).and_then(|p| p.stat().ok()).is_some_and(|s| s.flags & PF_KTHREAD != 0)
+        read_proc(pid, "stat").and_then(|t| stat_line(&t)).is_some_and(|s| s.flags & PF_KTHREAD != 0)
     }
 
     fn same_mount_ns(&self, pid: u32) -> bool {
@@ -175,8 +243,6 @@ pub fn own_peak_rss_kib() -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use procfs::FromBufRead as _;
-
     use super::*;
 
     #[test]
@@ -189,11 +255,34 @@ mod tests {
 7f0000300000-7f0000400000 r--p 00000000 00:00 0 [heap]
 7f0000400000-7f0000500000 r--p 00000000 08:01 789 /tmp/with space/libx.so
 7f0000500000-7f0000600000 r--p 00000000 08:01 790 /tmp/gone.so (deleted)
+7f0000600000-7f0000700000 r--p 00000000 fe:00 791   /SYSV4.so.2
+7f0000700000-7f0000800000 r--p 00000000 00:00 0   [anon:\u{e9}t\u{e9}]
+not a maps line
 ";
-        let parsed = procfs::process::MemoryMaps::from_buf_read(maps.as_bytes()).unwrap();
-        let mut paths: Vec<String> = file_mappings(parsed).into_iter().map(|e| e.path).collect();
+        let mut paths: Vec<String> = parse_maps(maps.as_bytes()).into_iter().map(|e| e.path).collect();
         paths.sort();
-        assert_eq!(paths, ["/home/u/lib/ollama/rocm/libamdhip64.so.6.1", "/tmp/with space/libx.so", "/usr/bin/prog"]);
+        assert_eq!(
+            paths,
+            ["/SYSV4.so.2", "/home/u/lib/ollama/rocm/libamdhip64.so.6.1", "/tmp/with space/libx.so", "/usr/bin/prog"]
+        );
+    }
+
+    #[test]
+    fn command_lines_and_stat_lines() {
+        assert_eq!(parse_cmdline(b"ollama\0serve\0"), ["ollama", "serve"]);
+        assert_eq!(parse_cmdline(b""), Vec::<String>::new());
+        assert_eq!(parse_cmdline(b"a\0\0b"), ["a", "", "b"]);
+        let line = b"42 (my prog) S 7 42 42 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+        assert_eq!(parse_stat(line), Some(Stat { ppid: 7, start_time: 12345, comm: "my prog".into() }));
+        assert_eq!(parse_stat(b"not a stat line"), None);
+        let zombie = String::from_utf8_lossy(line).replace(") S ", ") Z ");
+        assert_eq!(parse_stat(zombie.as_bytes()), None);
+        // A command name with parentheses and spaces of its own; lines the fuzzer found.
+        let odd = String::from_utf8_lossy(line).replace("(my prog)", "(a) b (c)");
+        assert_eq!(parse_stat(odd.as_bytes()).map(|s| s.comm).as_deref(), Some("a) b (c"));
+        for bad in [&b"("[..], b")(", b"1 (x)", b"1 (x) S", b"(x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19"] {
+            assert_eq!(parse_stat(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]

@@ -15,6 +15,10 @@ pub struct ProcessTable {
     commands: HashMap<u32, Vec<String>>,
     /// Where Ollama keeps its models, to name a runner's model blob.
     pub models_dir: Option<PathBuf>,
+    /// `--private-argv`: only the processes tracer was asked to follow (`targets`, and Ollama's server and
+    /// runners) are written with their whole command line; others keep argv[0].
+    pub private_argv: bool,
+    pub targets: std::collections::HashSet<u32>,
     procs: &'static (dyn Procs + Sync),
 }
 
@@ -27,7 +31,14 @@ impl Default for ProcessTable {
 impl ProcessTable {
     /// A table reading processes from `procs` (the live /proc, or a test's).
     pub fn with_procs(procs: &'static (dyn Procs + Sync)) -> Self {
-        Self { known: HashMap::new(), commands: HashMap::new(), models_dir: None, procs }
+        Self {
+            known: HashMap::new(),
+            commands: HashMap::new(),
+            models_dir: None,
+            private_argv: false,
+            targets: std::collections::HashSet::new(),
+            procs,
+        }
     }
 
     /// A process record when `pid` is new to the trace (or was reused, or `cause` is exec), else None.
@@ -55,6 +66,9 @@ impl ProcessTable {
         let (role, model) = ollama::role(&for_role).recorded();
         let model_name =
             model.as_deref().zip(self.models_dir.as_deref()).and_then(|(m, dir)| ollama::model_label(m, dir));
+        if self.private_argv && role.is_none() && !self.targets.contains(&pid) {
+            argv.truncate(1);
+        }
         Some(trace::Process { pid, ppid, start_time, comm, argv, cause, ts, role, model, model_name })
     }
 
@@ -85,7 +99,11 @@ mod tests {
             (pid == 500).then(|| Stat { ppid: 1, start_time: 77, comm: "ollama".into() })
         }
         fn argv(&self, pid: u32) -> Vec<String> {
-            if pid == 500 { ["ollama", "runner", "--model", "/m/blob"].map(String::from).to_vec() } else { Vec::new() }
+            match pid {
+                500 => ["ollama", "runner", "--model", "/m/blob"].map(String::from).to_vec(),
+                502 => ["python3", "app.py", "--token", "s3cret"].map(String::from).to_vec(),
+                _ => Vec::new(),
+            }
         }
         fn maps(&self, _: u32) -> Option<Vec<MapsEntry>> {
             None
@@ -116,6 +134,18 @@ mod tests {
         assert!(p.start_time > 0);
         assert!(t.observe(me, Cause::Seen, 2, "").is_none());
         assert!(t.observe(me, Cause::Exec, 3, "").is_some());
+    }
+
+    #[test]
+    fn private_argv_keeps_whole_command_lines_of_targets_and_ollama_only() {
+        let mut t = ProcessTable::with_procs(&FAKE);
+        t.private_argv = true;
+        // A runner keeps its command line (its model), a process not asked for keeps argv[0].
+        assert_eq!(t.observe(500, Cause::Seen, 1, "").unwrap().argv, ["ollama", "runner", "--model", "/m/blob"]);
+        assert_eq!(t.observe(502, Cause::Seen, 1, "").unwrap().argv, ["python3"]);
+        // One it was asked to follow keeps its whole command line.
+        t.targets.insert(502);
+        assert_eq!(t.observe(502, Cause::Exec, 2, "").unwrap().argv.len(), 4);
     }
 
     #[test]

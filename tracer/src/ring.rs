@@ -37,7 +37,7 @@ const BATCH: usize = 256 << 10;
 const POLL: Duration = Duration::from_millis(5);
 
 /// Record kinds a drop is counted under (indexed by [`RecordKind`]; 0: a kind not known).
-const KINDS: usize = 8;
+const KINDS: usize = 9;
 
 const fn kind_name(i: usize) -> &'static str {
     match RecordKind::from_u16(i as u16) {
@@ -47,6 +47,7 @@ const fn kind_name(i: usize) -> &'static str {
         Some(RecordKind::Ioctl) => "ioctl",
         Some(RecordKind::Queue | RecordKind::Dispatch) => "dispatch",
         Some(RecordKind::Params) => "params",
+        Some(RecordKind::Open) => "open",
         None => "unknown",
     }
 }
@@ -115,7 +116,7 @@ impl Ring {
                 writer.write(&r)?;
             }
             rest = tail;
-            if !attr.newly_seen.is_empty() {
+            if !attr.newly_seen.is_empty() || !attr.opened.is_empty() {
                 break;
             }
         }

@@ -92,7 +92,9 @@ pub struct KernelTable {
     by_handle: HashMap<(u32, u64), Entry>,
     next_id: u32,
     elf_cache: HashMap<(u64, u64), Option<Arc<ElfSymbols>>>,
-    maps: HashMap<u32, Vec<Mapping>>,
+    maps: HashMap<u32, Snapshot>,
+    /// Processes whose maps could not be read any more (ended): their last snapshot stands.
+    gone: HashSet<u32>,
     /// Mapped files opened when a process was first looked at (through its `map_files`, checked to be
     /// the regular file mapped), by (device, inode): they can still be read after the process exits, or
     /// from another mount namespace.
@@ -154,10 +156,10 @@ impl KernelTable {
             // A registration names its module: the fat binary registered under it holds the code.
             Source::Register => match self.modules.get(&(pid, module)) {
                 Some(code) => (Some(code.file.clone()), code.bundle.iter().cloned().collect()),
-                None => (self.code_file_at(pid, handle), Vec::new()),
+                None => (self.code_file_at(pid, handle, ts), Vec::new()),
             },
             // A host stub named from its file lies in the file that carries the kernel's code.
-            Source::Elf | Source::RegisterCall => self.bundles_of(pid, handle, name),
+            Source::Elf | Source::RegisterCall => self.bundles_of(pid, handle, name, ts),
             _ => (None, Vec::new()),
         };
         trace::Kernel {
@@ -212,8 +214,8 @@ impl KernelTable {
 
     /// A fat binary registered by a process (`__hipRegisterFatBinary`): the bundle its wrapper points to
     /// is found in the file that maps it, and kept for the registrations that name its module.
-    pub fn register_fat_binary(&mut self, pid: u32, module: u64, bundle_addr: u64) -> Option<FatBinaryCode> {
-        let Some(m) = self.mapping_at(pid, bundle_addr).cloned() else {
+    pub fn register_fat_binary(&mut self, pid: u32, module: u64, bundle_addr: u64, ts: u64) -> Option<FatBinaryCode> {
+        let Some(m) = self.mapping_at(pid, bundle_addr, ts).cloned() else {
             self.count("fat_binaries_outside_files");
             return None;
         };
@@ -245,15 +247,15 @@ impl KernelTable {
     }
 
     /// The file mapping `addr`, when it carries a fat binary (a host stub lies in its kernel's file).
-    fn code_file_at(&mut self, pid: u32, addr: u64) -> Option<String> {
-        let m = self.mapping_at(pid, addr)?.clone();
+    fn code_file_at(&mut self, pid: u32, addr: u64, ts: u64) -> Option<String> {
+        let m = self.mapping_at(pid, addr, ts)?.clone();
         self.fat_binary(&m).map(|_| m.path)
     }
 
     /// The file mapping `addr` and the offload bundles of its fat binary that define `name` (the name
     /// index of the file, built the first time it is needed).
-    fn bundles_of(&mut self, pid: u32, addr: u64, name: &str) -> (Option<String>, Vec<String>) {
-        let Some(m) = self.mapping_at(pid, addr).cloned() else { return (None, Vec::new()) };
+    fn bundles_of(&mut self, pid: u32, addr: u64, name: &str, ts: u64) -> (Option<String>, Vec<String>) {
+        let Some(m) = self.mapping_at(pid, addr, ts).cloned() else { return (None, Vec::new()) };
         let Some(fat) = self.fat_binary(&m) else { return (None, Vec::new()) };
         let index = if let Some(i) = self.name_indexes.get(&m.file) {
             Arc::clone(i)
@@ -277,7 +279,7 @@ impl KernelTable {
         if let Some(e) = self.by_handle.get(&(pid, handle)) {
             return (e.id, None);
         }
-        let (name, source) = if let Some(named) = self.static_name(pid, handle) {
+        let (name, source) = if let Some(named) = self.static_name(pid, handle, ts) {
             named
         } else {
             self.unnamed += 1;
@@ -315,34 +317,43 @@ impl KernelTable {
     }
 
     /// The file and offset an address of a process falls in, from its maps snapshot.
-    pub fn file_of(&mut self, pid: u32, addr: u64) -> Option<(String, u64)> {
-        let m = self.mapping_at(pid, addr)?;
+    pub fn file_of(&mut self, pid: u32, addr: u64, ts: u64) -> Option<(String, u64)> {
+        let m = self.mapping_at(pid, addr, ts)?;
         Some((m.path.clone(), addr - m.start + m.offset))
     }
 
-    /// The file mapping of a process that holds `addr`: from the snapshot, refreshed when it does not
-    /// cover the address (the process mapped something since).
-    fn mapping_at(&mut self, pid: u32, addr: u64) -> Option<&Mapping> {
+    /// The file mapping of a process that held `addr` at time `ts`: from the snapshot, read again when it
+    /// does not cover the address (the process mapped something since) or was taken before `ts` (a
+    /// mapping read earlier may hold another file by then: the dynamic loader maps and unmaps its cache
+    /// and libraries at the same addresses). A process that has ended keeps its last snapshot.
+    fn mapping_at(&mut self, pid: u32, addr: u64, ts: u64) -> Option<&Mapping> {
         let holds = |m: &&Mapping| addr >= m.start && addr < m.end;
-        if !self.maps.get(&pid).is_some_and(|maps| maps.iter().any(|m| holds(&m))) {
+        let covered = |t: &Self| t.maps.get(&pid).is_some_and(|s| s.maps.iter().any(|m| holds(&m)));
+        let fresh = |t: &Self| t.maps.get(&pid).is_some_and(|s| s.taken >= ts);
+        if !covered(self) || !fresh(self) {
             // An address seen outside every file mapping (a heap handle) is not looked for again: a maps
             // read per launch would stall the target (it takes the target's mmap lock).
             if self.outside_files.contains(&(pid, addr)) {
                 return None;
             }
-            self.snapshot(pid);
-            if !self.maps.get(&pid).is_some_and(|maps| maps.iter().any(|m| holds(&m))) {
-                self.outside_files.insert((pid, addr));
+            if !self.gone.contains(&pid) {
+                self.snapshot(pid);
+            }
+            if !covered(self) {
+                if fresh(self) {
+                    self.outside_files.insert((pid, addr));
+                }
                 return None;
             }
         }
-        self.maps.get(&pid)?.iter().find(holds)
+        self.maps.get(&pid)?.maps.iter().find(holds)
     }
 
     /// Forgets a process's handles (it exited or exec'd another program).
     pub fn forget(&mut self, pid: u32) {
         self.by_handle.retain(|(p, _), _| *p != pid);
         self.maps.remove(&pid);
+        self.gone.remove(&pid);
         self.loaded.remove(&pid);
         self.modules.retain(|(p, _), _| *p != pid);
         self.outside_files.retain(|(p, _)| *p != pid);
@@ -371,6 +382,7 @@ impl KernelTable {
         let runtimes: Vec<Mapping> = self
             .maps
             .get(&pid)?
+            .maps
             .iter()
             .filter(|m| m.path.rsplit('/').next().is_some_and(|n| n.starts_with(crate::libs::HSA_RUNTIME)))
             .cloned()
@@ -447,8 +459,13 @@ impl KernelTable {
     /// Reads a process's file mappings now, so that its handles can still be named after it exits (the
     /// reader may decode a launch after its process is gone), and opens each file it maps not opened yet.
     pub fn snapshot(&mut self, pid: u32) {
+        let taken = crate::record::monotonic_ns();
         // A process that has exited but is not reaped yet shows empty maps: keep what was seen before.
-        if let Some(maps) = read_mappings(pid).filter(|m| !m.is_empty()) {
+        let Some(maps) = read_mappings(pid).filter(|m| !m.is_empty()) else {
+            self.gone.insert(pid);
+            return;
+        };
+        {
             for m in &maps {
                 if self.files.contains_key(&m.file) {
                     continue;
@@ -466,14 +483,14 @@ impl KernelTable {
                 };
                 self.files.insert(m.file, opened);
             }
-            self.maps.insert(pid, maps);
+            self.maps.insert(pid, Snapshot { taken, maps });
         }
     }
 
     /// The name a handle has in the file that maps it (ELF symbol or registration call), without
     /// binding it.
-    pub fn static_name(&mut self, pid: u32, addr: u64) -> Option<(String, Source)> {
-        let m = self.mapping_at(pid, addr)?.clone();
+    pub fn static_name(&mut self, pid: u32, addr: u64, ts: u64) -> Option<(String, Source)> {
+        let m = self.mapping_at(pid, addr, ts)?.clone();
         let syms = if let Some(s) = self.elf_cache.get(&m.file) {
             s.clone()
         } else {
@@ -526,6 +543,14 @@ fn code_object_kernels(pid: u32, uri: &crate::loader::Uri) -> Option<KernelSymbo
 
 /// Files kept open for naming (one descriptor each, shared by every process that maps the file).
 const MAX_OPEN_FILES: usize = 4096;
+
+/// A process's file mappings, and when they were read.
+#[derive(Debug)]
+struct Snapshot {
+    /// `CLOCK_MONOTONIC` when they were read: they hold for events up to then.
+    taken: u64,
+    maps: Vec<Mapping>,
+}
 
 /// One file mapping of a process.
 #[derive(Clone, Debug)]

@@ -22,11 +22,13 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 
-use crate::{fixtures_dir, root, run, step, tracer_bin};
+use crate::{fixtures_dir, root, run, stack, step, tracer_bin};
 
 pub(crate) struct Opts {
     /// Shorter runs, for checking the harness itself.
     pub quick: bool,
+    /// Only the library-stack rows (10 and 11).
+    pub stack_only: bool,
 }
 
 struct Dir {
@@ -161,11 +163,16 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     let q = opts.quick;
     let mut results = serde_json::Map::new();
     let mut table: Vec<(String, String, String, String)> = Vec::new();
+    if opts.stack_only {
+        stack_rows(&d, q, &mut results, &mut table)?;
+        print_table(&table);
+        return Ok(());
+    }
     let trace = d.work.join("bench.jsonl");
     let driver = d.driver.to_str().context("path")?;
 
     // 1. Cost per traced call.
-    step("1/9 cost per traced call: none, empty programs, tracer (stand-in library)");
+    step("1/11 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = if q { ("20000", 3) } else { ("100000", 7) };
     let [(none_m, none_lo, none_hi), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
         three_modes(&d, &trace, reps, &["count", n], "ns_per_call")?;
@@ -198,7 +205,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     ));
 
     // 2. Loss under load, tracer vs bpftrace.
-    step("2/9 loss: both cores calling as fast as they can, tracer and bpftrace");
+    step("2/11 loss: both cores calling as fast as they can, tracer and bpftrace");
     let per_thread = if q { "100000" } else { "500000" };
     let calls = 2 * per_thread.parse::<u64>()?;
     traced(&d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
@@ -232,7 +239,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
 
     // 3 and 6 come from the pipeline benchmark (which also writes the 10 M-event trace).
     step(
-        "3/9 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/9 and 7/9",
+        "3/11 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/11 and 7/11",
     );
     let big = d.work.join("big.jsonl.zst");
     let mut c = Command::new("cargo");
@@ -254,7 +261,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
 
     // 4. Realistic load.
     let secs = if q { "5" } else { "60" };
-    step(&format!("4/9 realistic load: 60000 launches/s for {secs} s"));
+    step(&format!("4/11 realistic load: 60000 launches/s for {secs} s"));
     let t = Instant::now();
     traced(&d, &trace, &[], &d.standin, &[driver, "paced", "60000", secs])?;
     let wall = t.elapsed().as_secs_f64();
@@ -275,7 +282,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     ));
 
     // 5. Size on disk.
-    step("5/9 bytes per dispatch on disk, plain and compressed");
+    step("5/11 bytes per dispatch on disk, plain and compressed");
     let zst = d.work.join("bench.jsonl.zst");
     let zsecs = if q { "2" } else { "10" };
     traced(&d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
@@ -298,7 +305,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("6/9 tracer report over the 10 M- and the 100 M-event traces");
+        step("6/11 tracer report over the 10 M- and the 100 M-event traces");
         let mut c = Command::new(tracer_bin());
         let (s10, rss10) = measured(c.arg("report").arg(&big))?;
         let mut c = Command::new(tracer_bin());
@@ -330,7 +337,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("7/9 tracer export --format perfetto over the 10 M-launch trace (to a file)");
+        step("7/11 tracer export --format perfetto over the 10 M-launch trace (to a file)");
         let out = d.work.join("big.perfetto.json");
         drop(fs::remove_file(&out));
         let mut c = Command::new(tracer_bin());
@@ -349,7 +356,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     }
 
     // 8. Teardown: how long a recording of nothing takes from start to exit.
-    step("8/9 tracer record -- /bin/true, start to exit (attach, record, detach)");
+    step("8/11 tracer record -- /bin/true, start to exit (attach, record, detach)");
     let trace_true = d.work.join("true.jsonl");
     let mut walls = Vec::new();
     for _ in 0..5 {
@@ -376,7 +383,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     ));
 
     // 9. The decode loop's call pattern (ggml with graphs): per token one graph launch and 14 syncs.
-    step("9/9 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
+    step("9/11 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
     let tokens = if q { "5000" } else { "20000" };
     let [(none_m, _, _), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
         three_modes(&d, &trace, reps, &["tokens", tokens], "ns_per_token")?;
@@ -402,16 +409,39 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
         verdict(token_ratio <= 1.15),
     ));
 
-    println!("\n{:<36} {:<110} {:<28} met", "benchmark", "measured", "target");
-    for (a, b, c, v) in &table {
-        println!("{a:<36} {b:<110} {c:<28} {v}");
-    }
+    stack_rows(&d, q, &mut results, &mut table)?;
+    print_table(&table);
     let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     results.insert("machine".into(), json!({"kernel": host.trim(), "cpus": std::thread::available_parallelism().map_or(0, std::num::NonZero::get), "quick": q}));
     let path = root().join("bench/results.json");
     fs::write(&path, format!("{}\n", serde_json::to_string_pretty(&Value::Object(results))?))?;
     step(&format!("wrote {}", path.display()));
     Ok(())
+}
+
+/// Rows 10 and 11: a real `ROCm` library stack, thousands of registrations at load, gigabytes of GPU code.
+fn stack_rows(
+    d: &Dir,
+    q: bool,
+    results: &mut serde_json::Map<String, Value>,
+    table: &mut Vec<(String, String, String, String)>,
+) -> Result<()> {
+    step("10/11 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
+    let (r, v) = stack::rocsparse(&d.work, q)?;
+    results.insert("rocsparse_stack".into(), v);
+    table.push(r);
+    step("11/11 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
+    let (r, v) = stack::ggml_hip(&d.work, q)?;
+    results.insert("ggml_hip_mapped".into(), v);
+    table.push(r);
+    Ok(())
+}
+
+fn print_table(table: &[(String, String, String, String)]) {
+    println!("\n{:<36} {:<110} {:<28} met", "benchmark", "measured", "target");
+    for (a, b, c, v) in table {
+        println!("{a:<36} {b:<110} {c:<28} {v}");
+    }
 }
 
 /// How many traps one call of `api` costs under the probes a trace lists (its `probe` records).
@@ -428,7 +458,7 @@ fn traps_per_call(trace: &Path, api: &str) -> Result<u64> {
     Ok(if probe["kind"] == "entry" { 1 } else { 2 })
 }
 
-fn verdict(ok: bool) -> String {
+pub(crate) fn verdict(ok: bool) -> String {
     if ok { "yes".into() } else { "NO".into() }
 }
 

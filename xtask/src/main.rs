@@ -16,6 +16,7 @@ use anyhow::{Context as _, Result, bail};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod stack;
 
 #[derive(Parser)]
 #[command(name = "xtask", about = "tracer's build, demo and test tasks")]
@@ -38,12 +39,20 @@ enum Cmd {
         /// Shorter runs (checks the harness; figures are noisier).
         #[arg(long)]
         quick: bool,
+        /// Only the real library-stack rows (10 and 11).
+        #[arg(long)]
+        stack: bool,
     },
-    /// Fuzz the trace reader with hostile input (cargo fuzz; keeps its corpus in fuzz/corpus).
+    /// Fuzz every reader of hostile input: the trace reader, offload bundles, ELF files (symbols,
+    /// registration calls, fat binaries), `ROCr`'s code-object list, /proc (cargo fuzz; corpora in
+    /// fuzz/corpus, one per target).
     Fuzz {
-        /// How long to run.
-        #[arg(long, default_value_t = 600)]
+        /// How long to run each target.
+        #[arg(long, default_value_t = 120)]
         seconds: u64,
+        /// Only this target.
+        #[arg(long)]
+        target: Option<String>,
     },
     /// Set up, build, then run fmt and clippy checks, every unit test and the root integration tests.
     Test {
@@ -57,8 +66,9 @@ enum Cmd {
 
 /// Debian packages the tests need: `ROCm` user space (the real targets: the HIP and HSA runtimes, and a
 /// real library stack, hipSPARSE over the 1.3 GB rocSPARSE, and rocRAND), pip, which fetches the real
-/// libggml-hip.so the classification and inspection tests read (a Python wheel), and bpftrace, the
-/// independent count the library-stack test checks tracer against.
+/// libggml-hip.so the classification and inspection tests read (a Python wheel), bpftrace, the
+/// independent count the library-stack test checks tracer against, and strace, which shows what files a
+/// root tracer opened when a user put an impostor in front of it.
 const ROCM_PACKAGES: &[&str] = &[
     "libamdhip64-5",
     "libamdhip64-dev",
@@ -69,6 +79,7 @@ const ROCM_PACKAGES: &[&str] = &[
     "librocrand-dev",
     "python3-pip",
     "bpftrace",
+    "strace",
 ];
 
 /// Libraries a HIP fixture links besides the HIP runtime.
@@ -82,8 +93,10 @@ fn main() {
         Cmd::Setup => setup(),
         Cmd::Build => setup().and_then(|()| build()),
         Cmd::Demo => setup().and_then(|()| build()).and_then(|()| demo()),
-        Cmd::Bench { quick } => setup().and_then(|()| build()).and_then(|()| bench::bench(bench::Opts { quick })),
-        Cmd::Fuzz { seconds } => setup().and_then(|()| fuzz(seconds)),
+        Cmd::Bench { quick, stack } => {
+            setup().and_then(|()| build()).and_then(|()| bench::bench(bench::Opts { quick, stack_only: stack }))
+        }
+        Cmd::Fuzz { seconds, target } => setup().and_then(|()| fuzz(seconds, target.as_deref())),
         Cmd::Test { filter, no_lint } => setup().and_then(|()| build()).and_then(|()| test(filter, no_lint)),
     };
     if let Err(e) = result {
@@ -229,7 +242,9 @@ fn rocm_packages() -> Result<()> {
         })
         .collect();
     if missing.is_empty() {
-        step("Debian packages (HIP runtime, hipcc, ROCr, rocminfo, hipSPARSE, rocRAND, pip, bpftrace): present");
+        step(
+            "Debian packages (HIP runtime, hipcc, ROCr, rocminfo, hipSPARSE, rocRAND, pip, bpftrace, strace): present",
+        );
         return Ok(());
     }
     step(&format!("installing Debian packages: {}", missing.join(" ")));
@@ -367,7 +382,10 @@ fn demo() -> Result<()> {
     run(Command::new(tracer_bin()).arg("report").arg(&trace))
 }
 
-fn fuzz(seconds: u64) -> Result<()> {
+/// The fuzz targets (`fuzz/fuzz_targets/NAME.rs`), each with its corpus under `fuzz/corpus/NAME`.
+const FUZZ_TARGETS: [&str; 5] = ["trace_reader", "bundles", "elf_files", "loader_list", "proc_files"];
+
+fn fuzz(seconds: u64, only: Option<&str>) -> Result<()> {
     if !Command::new("cargo")
         .args(["+nightly", "fuzz", "--version"])
         .env("PATH", path_with_cargo_bin())
@@ -377,18 +395,32 @@ fn fuzz(seconds: u64) -> Result<()> {
         step("installing cargo-fuzz");
         run(Command::new("cargo").args(["+nightly", "install", "cargo-fuzz", "--locked"]))?;
     }
-    let corpus = root().join("fuzz/corpus/trace_reader");
-    fs::create_dir_all(&corpus)?;
-    step(&format!("fuzzing the trace reader for {seconds} s (corpus: {})", corpus.display()));
-    // The reader needs no eBPF object: skip its build under the sanitizer flags.
-    run(Command::new("cargo")
-        .current_dir(root().join("fuzz"))
-        .args(["+nightly", "fuzz", "run", "trace_reader"])
-        .arg(&corpus)
-        // Leak detection is off: LeakSanitizer reports std's per-thread channel context of the reader's
-        // worker threads, which lives until the thread ends.
-        .args(["--", &format!("-max_total_time={seconds}"), "-rss_limit_mb=1024", "-max_len=262144", "-detect_leaks=0"])
-        .env("AYA_BUILD_SKIP", "1"))
+    let targets: Vec<&str> = FUZZ_TARGETS.iter().copied().filter(|t| only.is_none_or(|o| o == *t)).collect();
+    if targets.is_empty() {
+        bail!("no fuzz target {}: the targets are {}", only.unwrap_or_default(), FUZZ_TARGETS.join(", "));
+    }
+    for target in targets {
+        let corpus = root().join("fuzz/corpus").join(target);
+        fs::create_dir_all(&corpus)?;
+        step(&format!("fuzzing {target} for {seconds} s (corpus: {})", corpus.display()));
+        // The readers need no eBPF object: skip its build under the sanitizer flags.
+        run(Command::new("cargo")
+            .current_dir(root().join("fuzz"))
+            .args(["+nightly", "fuzz", "run", target])
+            .arg(&corpus)
+            // Leak detection is off: LeakSanitizer reports std's per-thread channel context of the trace
+            // reader's worker threads, which lives until the thread ends. The RSS limit sits above the
+            // 256 MiB a compressed bundle may decompress to.
+            .args([
+                "--",
+                &format!("-max_total_time={seconds}"),
+                "-rss_limit_mb=1536",
+                "-max_len=262144",
+                "-detect_leaks=0",
+            ])
+            .env("AYA_BUILD_SKIP", "1"))?;
+    }
+    Ok(())
 }
 
 fn test(filter: Option<String>, no_lint: bool) -> Result<()> {

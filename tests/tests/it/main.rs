@@ -5,6 +5,7 @@
 #![expect(clippy::tests_outside_test_module, reason = "an integration test crate is a test of its own")]
 
 mod cli;
+mod command_line;
 mod cuda;
 mod driver;
 mod hostile;
@@ -12,6 +13,7 @@ mod inspect;
 mod library_stack;
 mod ollama;
 mod phases;
+mod private_copies;
 mod queue;
 mod record;
 mod reliability;

@@ -124,7 +124,8 @@ fn stop(rec: Recording) -> Vec<Record> {
     rec.signal(libc::SIGINT);
     let out = rec.output.clone();
     let (status, stderr) = rec.wait();
-    assert!(status.success(), "{stderr}");
+    // Stopped by SIGINT: tracer answers as the signal would have (128 + 2).
+    assert_eq!(status.code(), Some(130), "{stderr}");
     read_trace(&out)
 }
 
@@ -368,4 +369,69 @@ fn ollama_started_after_tracer_and_restarted_is_followed_from_its_exec() {
     let Record::Header(h) = &records[0] else { panic!() };
     let f = footer(&records);
     assert!(f.counters["filter_entries_end"] <= h.options.ollama_servers.len() as u64, "{:?}", f.counters);
+}
+
+/// Runs `tracer ARGS` under strace; returns tracer's exit status, its stderr and the paths it opened.
+fn traced_opens(args: &[&str], log: &Path) -> (std::process::ExitStatus, String, String) {
+    let o = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=open,openat,openat2", "-o"])
+        .arg(log)
+        .arg(tracer_bin())
+        .args(args)
+        .output()
+        .expect("strace runs (`cargo xtask setup` installs it)");
+    (o.status, String::from_utf8_lossy(&o.stderr).into_owned(), std::fs::read_to_string(log).unwrap_or_default())
+}
+
+/// A user who is not root runs a program called `ollama` as `ollama serve`, beside a `lib/ollama` whose
+/// runtime copies are links to a root-only file: root tracer must neither open that file nor probe
+/// anything of that install.
+#[test]
+fn an_impostor_ollama_serve_run_by_nobody_gets_no_open_and_no_probe() {
+    use std::os::unix::fs::{chown, symlink};
+    let install = Install::new("ollama-impostor");
+    std::fs::remove_file(install.bundle().join("libamdhip64.so.5")).unwrap();
+    symlink("/etc/shadow", install.bundle().join("libamdhip64.so.5")).unwrap();
+    symlink("/etc/shadow", install.root.join("lib/ollama/libhsa-runtime64.so.1")).unwrap();
+    let nobody = tracer::ollama::uid_of("nobody").expect("a nobody user");
+    for entry in ["", "bin", "bin/ollama", "lib", "lib/ollama", "lib/ollama/rocm"] {
+        chown(install.root.join(entry), Some(nobody), Some(nobody)).unwrap();
+    }
+    let mut server = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+        .arg(install.root.join("bin/ollama"))
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let out = install.root.join("t.jsonl");
+    let log = install.root.join("strace.log");
+    // Not trusted by default: refused, with why.
+    let args = ["record", "--ollama", "-d", "1", "-o", out.to_str().unwrap()];
+    let (status, stderr, opens) = traced_opens(&args, &log);
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("not following `ollama serve` pid {}", server.id())), "{stderr}");
+    assert!(stderr.contains("not root"), "{stderr}");
+    assert!(!opens.contains("shadow"), "tracer opened the root-only file:\n{opens}");
+    let records = read_trace(&out);
+    let mine = install.root.to_str().unwrap();
+    assert!(!records.iter().any(|r| matches!(r, Record::Library(l) if l.path.starts_with(mine))));
+    assert!(records.iter().any(|r| matches!(r, Record::Library(l) if l.path.starts_with("/usr/lib"))));
+    // Trusted by name: followed, but its links out of its install tree are not: still no open of the
+    // root-only file, and the system's copies stay probed beside any of the bundle's.
+    std::fs::remove_file(&out).unwrap();
+    let args = ["record", "--ollama", "--ollama-user", "nobody", "-d", "1", "-o", out.to_str().unwrap()];
+    let (status, stderr, opens) = traced_opens(&args, &log);
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("following `ollama serve`") && !stderr.contains("not following"), "{stderr}");
+    assert!(!opens.contains("shadow"), "tracer opened the root-only file:\n{opens}");
+    let records = read_trace(&out);
+    assert!(!records.iter().any(|r| matches!(r, Record::Library(l) if l.path.starts_with(mine))));
+    assert!(records.iter().any(|r| matches!(r, Record::Library(l) if l.path.starts_with("/usr/lib"))));
+    drop(server.kill());
+    drop(server.wait());
 }

@@ -38,19 +38,51 @@ impl Ended {
 pub(super) struct Command {
     pub(super) pid: u32,
     ended: Option<Ended>,
+    /// Where the child writes the errno of an `execv` that failed (closed by a successful exec).
+    exec_error: Option<std::os::fd::OwnedFd>,
 }
 
-/// The program a command names: a path as given, or the first executable of that name on PATH.
-fn resolve(program: &str) -> Result<PathBuf> {
+/// The program a command names, checked before anything is attached: a path as given, or the first
+/// executable of that name on PATH; a script's interpreter (`#!`) must exist and be executable too.
+pub(super) fn resolve(program: &str) -> Result<PathBuf> {
+    let path = find(program)?;
+    if let Some(interpreter) = interpreter(&path) {
+        let shown = interpreter.display();
+        if !interpreter.exists() {
+            bail!(
+                "{program} is a script whose interpreter {shown} does not exist: fix its #! line or run the interpreter after --"
+            );
+        }
+        if !is_executable(&interpreter) {
+            bail!("{program} is a script whose interpreter {shown} is not an executable file: fix its #! line");
+        }
+    }
+    Ok(path)
+}
+
+fn is_executable(p: &std::path::Path) -> bool {
     use std::os::unix::fs::PermissionsExt as _;
-    let executable =
-        |p: &std::path::Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The program `program` names under the search path `path` (a command an `env` wrapper runs).
+pub(super) fn resolve_on(program: &str, path: Option<&str>) -> Result<PathBuf> {
+    if program.contains('/') {
+        return find(program);
+    }
+    std::env::split_paths(path.unwrap_or_default())
+        .map(|d| d.join(program))
+        .find(|p| is_executable(p))
+        .ok_or_else(|| anyhow!("{program}: command not found on PATH"))
+}
+
+fn find(program: &str) -> Result<PathBuf> {
     if program.contains('/') {
         let p = PathBuf::from(program);
         if !p.exists() {
             bail!("{program} does not exist: give the path of a program to run after --");
         }
-        if !executable(&p) {
+        if !is_executable(&p) {
             bail!("{program} is not an executable file: give a program to run after --");
         }
         return Ok(p);
@@ -58,20 +90,41 @@ fn resolve(program: &str) -> Result<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|d| d.join(program))
-        .find(|p| executable(p))
+        .find(|p| is_executable(p))
         .ok_or_else(|| anyhow!("{program}: command not found on PATH: give its path after --"))
 }
 
+/// The interpreter a script's `#!` line names (its first word), if the file starts with one.
+fn interpreter(path: &std::path::Path) -> Option<PathBuf> {
+    use std::io::Read as _;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = &line[..line.iter().position(|&b| b == b'\n').unwrap_or(line.len())];
+    let word = String::from_utf8_lossy(line).split_whitespace().next()?.to_owned();
+    Some(PathBuf::from(word))
+}
+
 impl Command {
-    /// Forks, stops the child before it execs `command`, and waits until it has stopped.
-    pub(super) fn start_stopped(command: &[String]) -> Result<Self> {
+    /// Forks, stops the child before it execs `path` with argv `command`, and waits until it has
+    /// stopped. With `stdout_to_stderr`, the command's standard output is its standard error (tracer's
+    /// own standard output carries the trace).
+    pub(super) fn start_stopped(path: &std::path::Path, command: &[String], stdout_to_stderr: bool) -> Result<Self> {
         let program = command.first().ok_or_else(|| anyhow!("no command given after --"))?;
-        let path = CString::new(resolve(program)?.as_os_str().as_bytes())?;
+        let path = CString::new(path.as_os_str().as_bytes())?;
         let argv: Vec<CString> = command.iter().map(|a| CString::new(a.as_bytes())).collect::<Result<_, _>>()?;
         let mut argv_ptrs: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
         argv_ptrs.push(std::ptr::null());
-        // SAFETY: fork in a process whose only thread is this one (the recording's runtime runs on it); the
-        // child calls only async-signal-safe functions (raise, execv, _exit) on memory prepared before.
+        // A failed exec writes its errno here; a successful one closes the child's end (close-on-exec).
+        let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
+            .map_err(|e| anyhow!("cannot start {program} ({e})"))?;
+        let raw_write = {
+            use std::os::fd::AsRawFd as _;
+            write_end.as_raw_fd()
+        };
+        // SAFETY: fork in a process whose only threads wait on locks the child never takes; the child
+        // calls only async-signal-safe functions (dup2, raise, execv, write, _exit) on memory prepared
+        // before.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             bail!("cannot start {program} ({})", std::io::Error::last_os_error());
@@ -79,18 +132,34 @@ impl Command {
         if pid == 0 {
             // SAFETY: see above; the argument vector is NUL-terminated and outlives the call.
             unsafe {
+                if stdout_to_stderr {
+                    libc::dup2(2, 1);
+                }
                 libc::raise(libc::SIGSTOP);
                 libc::execv(path.as_ptr(), argv_ptrs.as_ptr());
+                let errno = *libc::__errno_location();
+                libc::write(raw_write, (&raw const errno).cast(), size_of::<libc::c_int>());
                 libc::_exit(127);
             }
         }
+        drop(write_end);
         let mut status = 0;
         // SAFETY: waiting for our own child with a valid status pointer.
         let rc = unsafe { libc::waitpid(pid, &raw mut status, libc::WUNTRACED) };
         if rc != pid || !libc::WIFSTOPPED(status) {
             bail!("{program} did not start (its process ended before it could be traced)");
         }
-        Ok(Self { pid: pid as u32, ended: None })
+        Ok(Self { pid: pid as u32, ended: None, exec_error: Some(read_end) })
+    }
+
+    /// Why the command's exec failed, once it has ended without running (None: it ran).
+    pub(super) fn exec_failure(&mut self) -> Option<std::io::Error> {
+        let fd = self.exec_error.take()?;
+        let mut errno = [0u8; size_of::<libc::c_int>()];
+        match rustix::io::read(&fd, &mut errno) {
+            Ok(n) if n == errno.len() => Some(std::io::Error::from_raw_os_error(libc::c_int::from_ne_bytes(errno))),
+            _ => None,
+        }
     }
 
     pub(super) fn resume(&self) {
@@ -139,6 +208,14 @@ mod tests {
         let plain = std::env::temp_dir().join(format!("tracer-not-executable-{}", std::process::id()));
         std::fs::write(&plain, "data").unwrap();
         assert!(resolve(plain.to_str().unwrap()).unwrap_err().to_string().contains("not an executable"));
+        // A script whose interpreter is missing: refused before anything starts, with the reason.
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::write(&plain, "#!/nonexistent/interpreter -x\necho hi\n").unwrap();
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let e = resolve(plain.to_str().unwrap()).unwrap_err().to_string();
+        assert!(e.contains("interpreter /nonexistent/interpreter does not exist"), "{e}");
+        std::fs::write(&plain, "#!/bin/sh\necho hi\n").unwrap();
+        resolve(plain.to_str().unwrap()).unwrap();
         drop(std::fs::remove_file(&plain));
     }
 }

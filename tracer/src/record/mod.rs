@@ -46,6 +46,10 @@ pub struct RecordArgs {
     pub sync_teardown: bool,
     /// Time the eBPF programs' runs in the kernel and write the figures to the footer.
     pub program_stats: bool,
+    /// `--ollama` also trusts a server whose executable this uid owns (root's always are).
+    pub ollama_user: Option<u32>,
+    /// Keep only argv[0] of processes that are not targets (`--private-argv`).
+    pub private_argv: bool,
 }
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the clock of `bpf_ktime_get_ns`, so of every `ts` in a trace.
@@ -62,37 +66,55 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
-/// Creates the output: `-` is standard output.
-///
-/// A path must be a new regular file, or with `force` an existing regular file that is not read by this
-/// run (never a link, a device, a pipe or a directory). Mode 0600: a trace shows what a process did.
-pub fn create_output(path: &Path, force: bool) -> Result<File> {
-    if output::Dest::parse(path) == output::Dest::Stdout {
-        let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
-        return Ok(File::from(fd));
-    }
-    output::check(path, force, &[])?;
-    if force {
-        match std::fs::remove_file(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                bail!("cannot replace {} ({e}): choose another path with -o", path.display())
-            }
-            _ => {}
+/// The trace file of a recording: new, or (with `--force` over an existing file) written beside the old
+/// one under a temporary name and moved over it only once the recording has started, so that a recording
+/// that never starts leaves the old trace as it was. A recording that never starts leaves no file.
+pub(crate) struct TraceOutput {
+    /// The temporary name while the old file stays (None: writing to the destination itself, or stdout).
+    staged: Option<PathBuf>,
+    dest: Option<PathBuf>,
+    started: bool,
+}
+
+impl TraceOutput {
+    /// Creates the output: `-` is standard output. A path must be a new regular file, or with `force` an
+    /// existing regular file that is not read by this run (never a link, a device, a pipe or a
+    /// directory). Mode 0600: a trace shows what a process did.
+    pub(crate) fn create(path: &Path, force: bool) -> Result<(Self, File)> {
+        if output::Dest::parse(path) == output::Dest::Stdout {
+            let fd = std::io::stdout().as_fd().try_clone_to_owned()?;
+            return Ok((Self { staged: None, dest: None, started: true }, File::from(fd)));
         }
+        output::check(path, force, &[])?;
+        if std::fs::symlink_metadata(path).is_ok() {
+            let staged = output::staged_name(path)?;
+            let file = output::create_new(&staged)?;
+            return Ok((Self { staged: Some(staged), dest: Some(path.to_path_buf()), started: false }, file));
+        }
+        let file = output::create_new(path)?;
+        Ok((Self { staged: None, dest: Some(path.to_path_buf()), started: false }, file))
     }
-    output::create_new(path)
+
+    /// The recording has started: the new trace takes the destination's name (the writer keeps its open
+    /// file).
+    pub(crate) fn started(&mut self) -> Result<()> {
+        if let (Some(staged), Some(dest)) = (&self.staged, &self.dest) {
+            output::check(dest, true, &[])?;
+            std::fs::rename(staged, dest)
+                .map_err(|e| anyhow::anyhow!("cannot replace {} ({e}): choose another path with -o", dest.display()))?;
+        }
+        self.started = true;
+        Ok(())
+    }
 }
 
-/// Removes a half-made output file when recording fails before it started.
-struct OutputGuard<'a> {
-    path: &'a Path,
-    armed: bool,
-}
-
-impl Drop for OutputGuard<'_> {
+impl Drop for TraceOutput {
+    /// A recording that never started leaves nothing: its new file, or its staged one, is removed.
     fn drop(&mut self) {
-        if self.armed {
-            drop(std::fs::remove_file(self.path));
+        if !self.started
+            && let Some(p) = self.staged.as_ref().or(self.dest.as_ref())
+        {
+            drop(std::fs::remove_file(p));
         }
     }
 }
@@ -107,16 +129,13 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32], later: bo
     let mut all = Vec::new();
     for runtime in runtimes(args) {
         let mut copies: Vec<LibCopy> = targets.iter().flat_map(|&p| libs::mapped_by(p, runtime)).collect();
-        // Ollama's runners dlopen the bundle's copy after they start: attach to it before they do.
-        for &server in servers {
-            if let Some((root, dirs)) = ollama::bundle_dirs(&LIVE, server) {
-                for dir in dirs {
-                    copies.extend(libs::in_dir(&root, &dir, runtime));
-                }
-            }
-        }
         if copies.is_empty() {
             copies = libs::usual_places(runtime);
+        }
+        // Ollama's runners dlopen the bundle's copy after they start: attach to it before they do. The
+        // bundle's copies are added to the others, never in their place (a runner may use the system's).
+        for &server in servers {
+            copies.extend(ollama::bundle_copies(server, runtime));
         }
         all.extend(copies);
     }
@@ -142,9 +161,50 @@ fn runtimes(args: &RecordArgs) -> Vec<&'static str> {
     r
 }
 
-/// Records until a stop condition; returns the started command's exit status (the shell's convention),
-/// if a command was started.
+/// Records until a stop condition; returns the exit status (the shell's convention): the started
+/// command's, or 128 + N when signal N stopped the recording.
 pub fn run(args: RecordArgs) -> Result<Option<u8>> {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        // Signals first: one that comes during the set-up (probes take seconds to attach) must not kill
+        // tracer without a word, nor leave a half-made file.
+        let mut signals = session::Signals::install()?;
+        let setup = prepare(&args)?;
+        let (mut out, file) = TraceOutput::create(&args.output, args.force)?;
+        let to_stdout = output::Dest::parse(&args.output) == output::Dest::Stdout;
+        let compress = !to_stdout && args.output.extension().is_some_and(|e| e == "zst");
+        let writer = Writer::new(file, compress)?;
+        let (mut session, child) = session::Session::set_up(&args, setup, writer)?;
+        if let Some(sig) = signals.pending() {
+            drop(out); // removes what was made
+            if let Some(c) = &child {
+                c.signal(libc::SIGKILL);
+            }
+            #[expect(clippy::print_stderr, reason = "the one sentence of an interrupted set-up")]
+            let () = eprintln!(
+                "tracer: interrupted while setting up ({}): nothing was recorded{}",
+                session::signal_name(sig),
+                if to_stdout { String::new() } else { format!(", {} not written", args.output.display()) }
+            );
+            return Ok(Some(128u8.wrapping_add(sig as u8)));
+        }
+        // From here on the file is a trace, whatever ends the recording.
+        out.started()?;
+        let ended = session.record(child, &mut signals).await?;
+        session.finish(ended)
+    })
+}
+
+/// What a recording checks and finds before it creates its file or attaches anything: the machine, the
+/// processes named, the command (resolved, so a misspelled one is said at once), the library copies.
+pub(crate) struct Setup {
+    targets: Targets,
+    copies: Vec<LibCopy>,
+    /// The command's program, resolved.
+    program: Option<PathBuf>,
+}
+
+fn prepare(args: &RecordArgs) -> Result<Setup> {
     attach::preflight()?;
     for &pid in args.pids.iter().chain(&args.ollama_pids) {
         if !LIVE.is_running(pid) {
@@ -156,6 +216,10 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
             );
         }
     }
+    let program = match args.command.first() {
+        Some(p) => Some(command::resolve(p)?),
+        None => None,
+    };
     // --ollama without PIDs: the servers running now, and any `ollama serve` that starts later (a first
     // start or a restart), followed from its exec.
     let watch_ollama = args.ollama && args.ollama_pids.is_empty();
@@ -164,28 +228,56 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
     } else if !args.ollama_pids.is_empty() {
         args.ollama_pids.clone()
     } else {
-        ollama::find_servers(&LIVE)
+        // A server found by its name is trusted only when root (or the user given) owns its executable:
+        // any user can run a program called `ollama serve`.
+        let mut found = ollama::find_servers(&LIVE);
+        found.retain(|&pid| match ollama::trusted_server(pid, args.ollama_user) {
+            Ok(()) => true,
+            Err(why) => {
+                #[expect(clippy::print_stderr, reason = "a server not followed is said, with why")]
+                let () = eprintln!(
+                    "tracer: warning: not following `ollama serve` pid {pid}: {why} (give --ollama-user to trust that user's Ollama)"
+                );
+                false
+            }
+        });
+        found
     };
     // The processes traced from the start: those named, the Ollama servers, and all their descendants.
     let mut targets: Vec<u32> = args.pids.iter().chain(&servers).copied().collect();
     targets.extend(LIVE.descendants(&targets));
     targets.sort_unstable();
     targets.dedup();
-    let copies = find_libraries(&args, &targets, &servers, watch_ollama)?;
-    let file = create_output(&args.output, args.force)?;
-    let to_stdout = output::Dest::parse(&args.output) == output::Dest::Stdout;
-    let mut guard = OutputGuard { path: &args.output, armed: !to_stdout };
-    let compress = !to_stdout && args.output.extension().is_some_and(|e| e == "zst");
-    let writer = Writer::new(file, compress)?;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    rt.block_on(async {
-        let (mut session, child) =
-            session::Session::set_up(&args, Targets { pids: targets, servers, watch_ollama }, &copies, writer)?;
-        // From here on the file is a trace, whatever ends the recording; one that never started leaves none.
-        guard.armed = false;
-        let ended = session.record(child).await?;
-        session.finish(ended)
-    })
+    let mut copies = find_libraries(args, &targets, &servers, watch_ollama || program.is_some())?;
+    if let Some(program) = &program
+        && args.libs.is_empty()
+    {
+        copies.extend(command_copies(args, program));
+        let mut seen = std::collections::BTreeSet::new();
+        copies.retain(|c| seen.insert((c.dev, c.inode)));
+        use tracer_common::api::Library;
+        if !copies.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda)) {
+            bail!(
+                "neither {HIP_RUNTIME} nor {CUDA_DRIVER} found (not among what the command loads, nor in /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): give its path with --lib PATH"
+            );
+        }
+    }
+    Ok(Setup { targets: Targets { pids: targets, servers, watch_ollama }, copies, program })
+}
+
+/// The runtime copies a command will load, found before it starts as the dynamic loader would find them
+/// (its `DT_NEEDED` closure under the `LD_LIBRARY_PATH` and runpaths it will have, and what lies beside
+/// it to be dlopened), so that a private copy is probed before the command's first instruction.
+fn command_copies(args: &RecordArgs, program: &Path) -> Vec<LibCopy> {
+    let launch = crate::ldso::launch(program, &args.command, |cmd, path| command::resolve_on(cmd, path).ok());
+    let loaded = crate::ldso::closure(&launch);
+    let runtimes = runtimes(args);
+    loaded
+        .objects
+        .iter()
+        .filter(|p| p.file_name().is_some_and(|n| runtimes.iter().any(|r| n.to_string_lossy().starts_with(r))))
+        .filter_map(|p| libs::at_path(p))
+        .collect()
 }
 
 /// The processes traced from the start, and the Ollama servers among them.

@@ -11,7 +11,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tracer_common::{ApiFunc, Counter, Footer, PlanKey, ThreadTally};
 
 use super::{
-    RecordArgs, Targets, clock_ns,
+    RecordArgs, Setup, Targets, clock_ns,
     command::{self, Command},
     monotonic_ns, runtimes, units,
     watch::LibraryWatch,
@@ -19,7 +19,6 @@ use super::{
 use crate::{
     attach::{self, Settings},
     attribute::Attributor,
-    libs::LibCopy,
     ollama,
     ring::Ring,
     trace::{self, Record, Stop, Writer},
@@ -61,12 +60,9 @@ pub(super) struct Ended {
 impl<'a> Session<'a> {
     /// Loads the programs, attaches to every copy, fills the PID filter, starts the command stopped,
     /// and writes the header and what is known of each process at the start.
-    pub(super) fn set_up(
-        args: &'a RecordArgs,
-        targets: Targets,
-        copies: &[LibCopy],
-        mut writer: Writer,
-    ) -> Result<(Self, Option<Command>)> {
+    pub(super) fn set_up(args: &'a RecordArgs, setup: Setup, mut writer: Writer) -> Result<(Self, Option<Command>)> {
+        let Setup { targets, copies, program } = setup;
+        let copies = copies.as_slice();
         let filter_by_pid = !targets.pids.is_empty() || !args.command.is_empty() || args.ollama;
         let program_stats = if args.program_stats {
             Some(aya::sys::enable_stats(aya::sys::Stats::RunTime).map_err(|e| {
@@ -105,13 +101,25 @@ impl<'a> Session<'a> {
         for &pid in &targets.pids {
             pids.insert(pid, 1, 0)?;
         }
-        let child = if args.command.is_empty() { None } else { Some(Command::start_stopped(&args.command)?) };
+        let to_stdout = crate::output::Dest::parse(&args.output) == crate::output::Dest::Stdout;
+        let child = match &program {
+            Some(path) => {
+                if to_stdout && !args.quiet {
+                    eprintln!(
+                        "tracer: the trace goes to standard output, so the command's standard output goes to standard error"
+                    );
+                }
+                Some(Command::start_stopped(path, &args.command, to_stdout)?)
+            }
+            None => None,
+        };
         let child_pid = child.as_ref().map(|c| c.pid);
         if let Some(pid) = child_pid {
             pids.insert(pid, 1, 0)?;
         }
 
         let start_mono = monotonic_ns();
+        watch.started = start_mono;
         writer.write(&Record::Header(header(args, &targets, filter_by_pid, start_mono)))?;
         for r in setup {
             writer.write(&r)?;
@@ -124,6 +132,8 @@ impl<'a> Session<'a> {
             attr.processes.name_command(pid, args.command.clone());
         }
         attr.processes.models_dir = ollama::models_dir(args.models_dir.as_deref());
+        attr.processes.private_argv = args.private_argv;
+        attr.processes.targets = targets.pids.iter().chain(child_pid.iter()).copied().collect();
         let mut out = Vec::new();
         for &pid in targets.pids.iter().chain(child_pid.iter()) {
             attr.start_process(pid, start_mono, &mut out);
@@ -157,10 +167,7 @@ impl<'a> Session<'a> {
     }
 
     /// Resumes the command (its first instruction runs traced) and records until a stop condition.
-    pub(super) async fn record(&mut self, mut child: Option<Command>) -> Result<Ended> {
-        // Handlers first: a signal sent as soon as the user reads "recording to" must stop the recording.
-        let mut sigint = signal(SignalKind::interrupt())?;
-        let mut sigterm = signal(SignalKind::terminate())?;
+    pub(super) async fn record(&mut self, mut child: Option<Command>, signals: &mut Signals) -> Result<Ended> {
         if let Some(c) = &child {
             c.resume();
         }
@@ -171,6 +178,9 @@ impl<'a> Session<'a> {
                 self.args.output.display(),
                 if n == 1 { "y" } else { "ies" }
             );
+            for pid in &self.servers {
+                eprintln!("tracer: following `ollama serve` (pid {pid}) and its runners");
+            }
             if self.watch_ollama && self.servers.is_empty() {
                 eprintln!(
                     "tracer: no `ollama serve` is running yet: waiting for one to start (it and its runners are traced from their first instruction)"
@@ -214,12 +224,8 @@ impl<'a> Session<'a> {
                         break Stop::TargetsExited;
                     }
                 }
-                _ = sigint.recv() => {
-                    signal_seen = Some(libc::SIGINT);
-                    break Stop::Signal;
-                }
-                _ = sigterm.recv() => {
-                    signal_seen = Some(libc::SIGTERM);
+                sig = signals.recv() => {
+                    signal_seen = Some(sig);
                     break Stop::Signal;
                 }
                 () = &mut sleep, if deadline.is_some() => break Stop::Duration,
@@ -236,6 +242,21 @@ impl<'a> Session<'a> {
             restore_default_signals();
         }
         let command = child.as_mut().and_then(Command::try_wait);
+        if let Some(c) = child.as_mut() {
+            // A command that ended without running: why its exec failed, in one sentence.
+            if command.is_some()
+                && let Some(e) = c.exec_failure()
+            {
+                eprintln!("tracer: cannot run {}: {e}", self.args.command.join(" "));
+            }
+            if command.is_none() && signal_seen.is_none() && !self.args.quiet {
+                eprintln!(
+                    "tracer: the command (pid {}) was still running when the recording stopped ({}); it goes on, untraced",
+                    c.pid,
+                    stop.as_str()
+                );
+            }
+        }
         Ok(Ended { stop, command, signal: signal_seen })
     }
 
@@ -287,6 +308,11 @@ impl<'a> Session<'a> {
     /// Looks at the maps of processes that just appeared (their first event, an exec): the libraries they
     /// use are mapped by now, even if they end before the next periodic look.
     fn scan_new(&mut self) -> Result<()> {
+        for o in std::mem::take(&mut self.attr.opened) {
+            for r in self.watch.opened(&mut self.ebpf, &o, self.args.probe_mode) {
+                self.writer.write(&r)?;
+            }
+        }
         for w in std::mem::take(&mut self.attr.kernels.warnings) {
             if !self.args.quiet {
                 eprintln!("\rtracer: warning: {w} (not read further)");
@@ -325,20 +351,23 @@ impl<'a> Session<'a> {
         let argv = LIVE.argv(pid);
         match ollama::role(&argv) {
             ollama::Role::Server => {
+                if let Err(why) = ollama::trusted_server(pid, self.args.ollama_user) {
+                    eprintln!(
+                        "\rtracer: warning: not following `ollama serve` pid {pid}: {why} (give --ollama-user to trust that user's Ollama)"
+                    );
+                    self.leave_filter(pid);
+                    return Ok(());
+                }
                 self.servers.push(pid);
-                let (root, dirs) = ollama::bundle_dirs(&LIVE, pid).unzip();
                 for runtime in runtimes(self.args) {
-                    for dir in dirs.iter().flatten() {
-                        let Some(root) = &root else { break };
-                        for copy in crate::libs::in_dir(root, dir, runtime) {
-                            match self.watch.attach(&mut self.ebpf, &copy, self.args.probe_mode) {
-                                Ok(records) => {
-                                    for r in records {
-                                        self.writer.write(&r)?;
-                                    }
+                    for copy in ollama::bundle_copies(pid, runtime) {
+                        match self.watch.attach(&mut self.ebpf, &copy, self.args.probe_mode) {
+                            Ok(records) => {
+                                for r in records {
+                                    self.writer.write(&r)?;
                                 }
-                                Err(e) => eprintln!("\rtracer: warning: {} skipped: {e:#}", copy.path),
                             }
+                            Err(e) => eprintln!("\rtracer: warning: {} skipped: {e:#}", copy.path),
                         }
                     }
                 }
@@ -485,12 +514,12 @@ impl<'a> Session<'a> {
             );
         }
         // The command's status; a recording stopped by a signal before the command ended answers as a
-        // process that signal ended.
-        Ok(self.child_pid.map(|_| match (ended.command, ended.signal) {
-            (Some(end), _) => end.status(),
-            (None, Some(sig)) => command::Ended::Killed(sig).status(),
-            (None, None) => 0,
-        }))
+        // process that signal ended, whatever it recorded (a command, PIDs, every process).
+        Ok(match (ended.command, ended.signal) {
+            (Some(end), _) => Some(end.status()),
+            (None, Some(sig)) => Some(command::Ended::Killed(sig).status()),
+            (None, None) => self.child_pid.map(|_| 0),
+        })
     }
 }
 
@@ -564,6 +593,45 @@ impl LiveStatus {
             eprint!("\r\x1b[K");
             self.shown = false;
         }
+    }
+}
+
+/// SIGINT and SIGTERM, caught from before the set-up to the end of the recording.
+pub(super) struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub(super) fn install() -> Result<Self> {
+        Ok(Self { int: signal(SignalKind::interrupt())?, term: signal(SignalKind::terminate())? })
+    }
+
+    /// The next signal.
+    pub(super) async fn recv(&mut self) -> libc::c_int {
+        tokio::select! {
+            _ = self.int.recv() => libc::SIGINT,
+            _ = self.term.recv() => libc::SIGTERM,
+        }
+    }
+
+    /// A signal that came already (during the set-up), without waiting.
+    pub(super) fn pending(&mut self) -> Option<libc::c_int> {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        if self.int.poll_recv(&mut cx).is_ready() {
+            return Some(libc::SIGINT);
+        }
+        self.term.poll_recv(&mut cx).is_ready().then_some(libc::SIGTERM)
+    }
+}
+
+/// "SIGINT", "SIGTERM".
+pub(super) const fn signal_name(sig: libc::c_int) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        _ => "a signal",
     }
 }
 

@@ -53,6 +53,17 @@ pub(super) struct LibraryWatch {
     written: std::collections::HashSet<(u32, u64, u64)>,
     /// Whether each file (dev, inode) seen mapped is a GPU library, and why: read once per file.
     gpu: std::collections::HashMap<(u64, u64), Option<GpuLibrary>>,
+    /// When each probed copy's probes were attached.
+    attached_at: std::collections::HashMap<(u64, u64), u64>,
+    /// When the recording started: copies attached before were probed before any target ran.
+    pub(super) started: u64,
+    /// When each process was first looked at.
+    first_seen: std::collections::HashMap<u32, u64>,
+    /// (pid, dev, inode): copies probed because this process had loaded them (found in its maps, or
+    /// opened by it): its calls before the probes were not seen.
+    late: std::collections::HashSet<(u32, u64, u64)>,
+    /// Runtime copies that could not be probed.
+    failed: std::collections::HashSet<(u64, u64)>,
     /// Mapped files that could not be opened to tell, by cause (footer counters).
     pub(super) unreadable: std::collections::BTreeMap<&'static str, u64>,
 }
@@ -69,7 +80,9 @@ impl LibraryWatch {
         }
         let id = self.probed.len() as u32 + 1;
         let probes = attach::attach_runtime(ebpf, id, copy, mode)?;
+        let attached_ts = crate::record::monotonic_ns();
         self.probed.insert((copy.dev, copy.inode), id);
+        self.attached_at.insert((copy.dev, copy.inode), attached_ts);
         let mut out = vec![Record::Library(trace::Library {
             id,
             path: copy.path.clone(),
@@ -77,6 +90,7 @@ impl LibraryWatch {
             inode: copy.inode,
             build_id: libs::build_id(copy),
             origin: copy.origin,
+            attached_ts: Some(attached_ts),
         })];
         out.extend(probes.into_iter().map(Record::Probe));
         Ok(out)
@@ -88,15 +102,26 @@ impl LibraryWatch {
     pub(super) fn scan(&mut self, ebpf: &mut aya::Ebpf, pid: u32, ts: u64, mode: ProbeMode) -> Vec<Record> {
         let mut out = Vec::new();
         let Some(entries) = LIVE.maps(pid) else { return out };
+        let first_seen = *self.first_seen.entry(pid).or_insert(ts);
         for e in &entries {
             let file = e.file_name();
-            if self.runtimes.iter().any(|r| file.starts_with(r)) && !self.probed.contains_key(&(e.dev, e.inode)) {
+            let id = (e.dev, e.inode);
+            let runtime = self.runtimes.iter().any(|r| file.starts_with(r));
+            if runtime && !self.probed.contains_key(&id) && !self.failed.contains(&id) {
+                // Mapped already, not probed: probed now, late for this process.
                 match libs::copy_in(pid, e).map(|copy| self.attach(ebpf, &copy, mode).map_err(|err| (copy, err))) {
-                    Some(Ok(recs)) => out.extend(recs),
-                    Some(Err((copy, err))) => {
-                        eprintln!("tracer: warning: cannot probe {} mapped by {pid}: {err:#}", copy.path)
+                    Some(Ok(recs)) => {
+                        self.late.insert((pid, e.dev, e.inode));
+                        out.extend(recs);
                     }
-                    None => {}
+                    Some(Err((copy, err))) => {
+                        self.failed.insert(id);
+                        eprintln!("tracer: warning: cannot probe {} mapped by {pid}: {err:#}", copy.path);
+                    }
+                    None => {
+                        self.failed.insert(id);
+                        eprintln!("tracer: warning: cannot probe {} mapped by {pid}: it could not be opened", e.path);
+                    }
                 }
             }
             if self.written.contains(&(pid, e.dev, e.inode)) {
@@ -115,14 +140,20 @@ impl LibraryWatch {
             };
             if let Some(gpu) = gpu {
                 self.written.insert((pid, e.dev, e.inode));
+                let lib = self.probed.get(&id).copied();
+                // Probed after the recording started, and this process was there before: its calls
+                // before the probes may have gone unseen.
+                let after_start = self.attached_at.get(&id).is_some_and(|&at| at > self.started && first_seen < at);
                 out.push(Record::Mapping(trace::Mapping {
                     ts,
                     pid,
                     path: e.path.clone(),
                     dev: e.dev,
                     inode: e.inode,
-                    lib: self.probed.get(&(e.dev, e.inode)).copied(),
+                    lib,
                     gpu: Some(gpu),
+                    probed_late: lib.is_some() && (self.late.contains(&(pid, e.dev, e.inode)) || after_start),
+                    not_probed: runtime && lib.is_none(),
                 }));
             }
         }
@@ -131,5 +162,48 @@ impl LibraryWatch {
 
     pub(super) fn forget(&mut self, pid: u32) {
         self.written.retain(|(p, _, _)| *p != pid);
+        self.late.retain(|(p, _, _)| *p != pid);
+        self.first_seen.remove(&pid);
+    }
+
+    /// A runtime library a traced process is opening: probed now, if it is a copy not probed yet, before
+    /// the process runs its code if tracer is quick enough (the trace says, per process, that calls before
+    /// the probes were not seen).
+    pub(super) fn opened(&mut self, ebpf: &mut aya::Ebpf, o: &crate::decode::Opened, mode: ProbeMode) -> Vec<Record> {
+        let name = o.path.rsplit('/').next().unwrap_or(&o.path);
+        if !self.runtimes.iter().any(|r| name.starts_with(r)) {
+            return Vec::new();
+        }
+        let pid = o.origin.pid;
+        self.first_seen.entry(pid).or_insert(o.origin.ts);
+        let Some(copy) = libs::opened_by(pid, &o.path) else { return Vec::new() };
+        if self.probed.contains_key(&(copy.dev, copy.inode)) {
+            return Vec::new();
+        }
+        match self.attach(ebpf, &copy, mode) {
+            Ok(mut recs) => {
+                self.late.insert((pid, copy.dev, copy.inode));
+                // Said now, not at the next look at its maps: the process may end before that.
+                if self.written.insert((pid, copy.dev, copy.inode)) {
+                    recs.push(Record::Mapping(trace::Mapping {
+                        ts: o.origin.ts,
+                        pid,
+                        path: copy.path.clone(),
+                        dev: copy.dev,
+                        inode: copy.inode,
+                        lib: self.probed.get(&(copy.dev, copy.inode)).copied(),
+                        gpu: Some(GpuLibrary::Runtime),
+                        probed_late: true,
+                        not_probed: false,
+                    }));
+                }
+                recs
+            }
+            Err(err) => {
+                self.failed.insert((copy.dev, copy.inode));
+                eprintln!("tracer: warning: cannot probe {} opened by {pid}: {err:#}", copy.path);
+                Vec::new()
+            }
+        }
     }
 }

@@ -489,10 +489,15 @@ impl ReportBuilder {
                         inode: l.inode,
                         lib: Some(*id),
                         gpu: Some(trace::GpuLibrary::Runtime),
+                        probed_late: false,
+                        not_probed: false,
                     });
                 }
             }
-            let mapped = seen_maps
+            let attached: HashMap<u32, u64> =
+                report.libraries.iter().filter_map(|l| Some((l.id, l.attached_ts?))).collect();
+            let start = self.start;
+            let mapped: Vec<MappedReport> = seen_maps
                 .into_iter()
                 .map(|m| MappedReport {
                     status: match m.lib {
@@ -501,10 +506,18 @@ impl ReportBuilder {
                         None => MapStatus::NotProbed,
                     },
                     origin: m.lib.and_then(|id| origins.get(&id).copied()),
+                    // Seconds into the recording before which this process's calls of the copy were not seen.
+                    unseen_before_s: m
+                        .lib
+                        .filter(|_| m.probed_late)
+                        .and_then(|id| attached.get(&id))
+                        .map(|&at| at.saturating_sub(start) as f64 / 1e9),
+                    runtime_not_probed: m.not_probed,
                     lib: m.lib,
                     path: m.path,
                 })
                 .collect();
+            let incomplete = mapped.iter().any(|m| m.unseen_before_s.is_some() || m.runtime_not_probed);
             let (dispatches, crosscheck) =
                 crosscheck::queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, acc.graphs.replays);
             let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
@@ -540,7 +553,9 @@ impl ReportBuilder {
                 configs: ConfigReport { shapes: shapes(acc.config_shapes), ..acc.configs },
                 api,
                 memory: acc.memory,
-                gpu_activity: !acc.libs.is_empty() || has_ioctls || has_queues,
+                // A runtime probed late or not at all may have been called unseen: never "no activity".
+                gpu_activity: !acc.libs.is_empty() || has_ioctls || has_queues || incomplete,
+                incomplete,
                 libraries: acc.libs.into_iter().collect(),
             });
         }

@@ -51,6 +51,10 @@ pub struct TraceInfo {
     pub warning: Option<String>,
     /// Records of types this tracer does not know (from a newer tracer), skipped.
     pub unknown_records: u64,
+    /// Records of known types this tracer could not read, skipped; the first one's line and why.
+    pub unreadable_records: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_unreadable: Option<String>,
     /// Recorded with `--lean`: synchronizations and async copies to the device were not probed.
     pub lean: bool,
 }
@@ -95,8 +99,11 @@ pub struct ProcessReport {
     /// Library ids whose probes fired for this process.
     pub libraries: Vec<u32>,
     /// Whether the process did anything on a GPU that tracer saw: an API call, a dispatch, a queue, a
-    /// driver ioctl. The text report folds the others into one line.
+    /// driver ioctl, or mapped a runtime whose calls tracer may not have seen. The text report folds the
+    /// others into one line.
     pub gpu_activity: bool,
+    /// A runtime copy it mapped was probed late or not at all: some of its calls were not seen.
+    pub incomplete: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -107,6 +114,13 @@ pub struct MappedReport {
     pub status: MapStatus,
     /// The probed copy's origin.
     pub origin: Option<trace::LibOrigin>,
+    /// Probed after this process had loaded it: its calls before this many seconds into the recording
+    /// were not seen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unseen_before_s: Option<f64>,
+    /// A runtime tracer probes, but this copy could not be probed: none of its calls were seen.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub runtime_not_probed: bool,
 }
 
 /// Whether a process called a GPU library it maps.
@@ -340,6 +354,8 @@ impl Report {
         r.trace.path = path.display().to_string();
         r.trace.warning = status.warning();
         r.trace.unknown_records = status.unknown_records;
+        r.trace.unreadable_records = status.unreadable_records;
+        r.trace.first_unreadable.clone_from(&status.first_unreadable);
         Ok(r)
     }
 

@@ -49,6 +49,14 @@ impl Report {
         if let Some(w) = &t.warning {
             writeln!(s, "warning: {w}")?;
         }
+        if t.unreadable_records > 0 {
+            writeln!(
+                s,
+                "note: {} records this tracer cannot read were skipped ({})",
+                t.unreadable_records,
+                t.first_unreadable.as_deref().unwrap_or_default()
+            )?;
+        }
         if t.unknown_records > 0 {
             writeln!(s, "note: {} records of types this tracer does not know were skipped", t.unknown_records)?;
         }
@@ -90,7 +98,12 @@ impl Report {
                 writeln!(s, "  GPU libraries (mapped vs called):")?;
                 for m in &p.mapped {
                     let copy = m.origin.map(|o| format!(" [{}]", o.as_str())).unwrap_or_default();
-                    writeln!(s, "    {:<12} {}{copy}", m.status.as_str(), m.path)?;
+                    let gap = match (m.unseen_before_s, m.runtime_not_probed) {
+                        (Some(t), _) => format!(" \u{2014} probed late: its calls before {t:.3} s were not seen"),
+                        (None, true) => " \u{2014} could not be probed: none of its calls were seen".to_owned(),
+                        _ => String::new(),
+                    };
+                    writeln!(s, "    {:<12} {}{copy}{gap}", m.status.as_str(), m.path)?;
                 }
             }
             if p.exited {
@@ -284,6 +297,15 @@ impl Report {
                 idle.len(),
                 if idle.len() == 1 { "" } else { "es" },
                 names.join(", ")
+            )?;
+        }
+        let incomplete: Vec<String> =
+            self.processes.iter().filter(|p| p.incomplete).map(|p| format!("{} (pid {})", p.comm, p.pid)).collect();
+        if !incomplete.is_empty() {
+            writeln!(
+                s,
+                "\nincomplete: a GPU runtime copy was probed late or not at all in {}: calls before its probes were not seen (see their GPU libraries)",
+                incomplete.join(", ")
             )?;
         }
         let queue: u64 = self.drops.iter().filter(|(k, _)| k.starts_with("queue:")).map(|(_, v)| v).sum();

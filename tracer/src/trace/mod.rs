@@ -170,6 +170,29 @@ mod tests {
     }
 
     #[test]
+    fn blank_lines_values_not_known_and_unreadable_records_do_not_end_the_reading() {
+        let p = tmp("odd.jsonl");
+        let mut text = format!("{}\n\n   \n", serde_json::to_string(&header()).unwrap());
+        // A probe as builds before 2026-11-22 14:47 wrote one whose symbol was missing: kept, kind unknown.
+        text += "{\"type\":\"probe\",\"lib\":1,\"api\":\"hipExtModuleLaunchKernel\",\"offset\":null,\"kind\":\"\",\"error\":\"symbol not exported by this library\"}\n";
+        // Values a later build may write: kept, as unknown.
+        let future = serde_json::to_string(&launch(1)).unwrap().replace("\"blocks\"", "\"clusters\"");
+        text += &future;
+        text.push('\n');
+        text += "{\"type\":\"kernel\",\"id\":1,\"pid\":1,\"handle\":1,\"module\":0,\"name\":\"k\",\"demangled\":\"k\",\"source\":\"telepathy\",\"truncated\":false,\"ts\":1}\n";
+        // A record of a known type this build cannot take: skipped, counted, the first one said.
+        text += "{\"type\":\"exit\",\"ts\":1,\"pid\":\"seven\",\"code\":null,\"signal\":null}\n";
+        std::fs::write(&p, &text).unwrap();
+        let (records, status) = read_file(&p).unwrap();
+        assert_eq!(records.len(), 4, "{records:?}");
+        assert!(matches!(&records[1], Record::Probe(p) if p.kind == ProbeKind::Unknown));
+        assert!(matches!(&records[2], Record::Launch(l) if l.grid_unit == crate::event::GridUnit::Unknown));
+        assert!(matches!(&records[3], Record::Kernel(k) if k.source == Source::Unknown && k.name == "k"));
+        assert_eq!(status.unreadable_records, 1);
+        assert!(status.first_unreadable.as_deref().is_some_and(|e| e.starts_with("line 7:")), "{status:?}");
+    }
+
+    #[test]
     fn huge_line_is_refused_without_buffering_it_all() {
         let p = tmp("huge.jsonl");
         let mut text = format!("{}\n", serde_json::to_string(&header()).unwrap());

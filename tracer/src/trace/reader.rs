@@ -29,6 +29,10 @@ pub struct ReadStatus {
     pub has_footer: bool,
     /// Records of a type this reader does not know (written by a newer tracer), skipped.
     pub unknown_records: u64,
+    /// Records of a known type this reader cannot take (a field of another shape, a value no build
+    /// wrote), skipped; the first one's line and why.
+    pub unreadable_records: u64,
+    pub first_unreadable: Option<String>,
 }
 
 impl ReadStatus {
@@ -132,12 +136,22 @@ pub fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(R
                     lines = lineno;
                     let record = match parsed {
                         Parsed::Record(r) => r,
-                        Parsed::Unknown | Parsed::Bad(_) if lineno == 1 => bail!(
-                            "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
-                            path.display()
-                        ),
+                        Parsed::Unknown | Parsed::Bad(_) | Parsed::Blank | Parsed::Unreadable(_) if lineno == 1 => {
+                            bail!(
+                                "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
+                                path.display()
+                            )
+                        }
                         Parsed::Unknown => {
                             status.unknown_records += 1;
+                            continue;
+                        }
+                        Parsed::Blank => continue,
+                        Parsed::Unreadable(e) => {
+                            status.unreadable_records += 1;
+                            if status.first_unreadable.is_none() {
+                                status.first_unreadable = Some(format!("line {lineno}: {e}"));
+                            }
                             continue;
                         }
                         Parsed::Bad(e) => {
@@ -191,22 +205,37 @@ enum Parsed {
     Record(Record),
     /// A record type this reader does not know.
     Unknown,
+    /// A record of a known type this reader cannot take: skipped and counted.
+    Unreadable(serde_json::Error),
+    /// An empty line (or one of spaces): nothing to read.
+    Blank,
+    /// Not JSON, or not a record: the file is corrupted.
     Bad(serde_json::Error),
 }
 
 fn parse_line(line: &[u8]) -> Parsed {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return Parsed::Blank;
+    }
     match parse_record(line) {
         Ok(r) => Parsed::Record(r),
         Err(e) => {
-            // A record type from a newer tracer is skipped and counted; anything else is corruption.
-            // So is a record naming an API function this build does not know.
-            if let Ok(serde_json::Value::Object(obj)) = serde_json::from_slice::<serde_json::Value>(line)
-                && let Some(serde_json::Value::String(t)) = obj.get("type")
-                && (!KNOWN_TYPES.contains(&t.as_str()) || e.to_string().contains(tracer_common::api::UNKNOWN_API))
-            {
-                Parsed::Unknown
-            } else {
-                Parsed::Bad(e)
+            // A record type from a newer tracer, or a record naming an API function this build does not
+            // know, is skipped and counted as unknown; a record of a known type this build cannot take (a
+            // field of another shape) is skipped and counted as unreadable. A line that is not a JSON
+            // object with a type is corruption.
+            match serde_json::from_slice::<serde_json::Value>(line) {
+                Ok(serde_json::Value::Object(obj)) => match obj.get("type") {
+                    Some(serde_json::Value::String(t))
+                        if !KNOWN_TYPES.contains(&t.as_str())
+                            || e.to_string().contains(tracer_common::api::UNKNOWN_API) =>
+                    {
+                        Parsed::Unknown
+                    }
+                    Some(serde_json::Value::String(_)) => Parsed::Unreadable(e),
+                    _ => Parsed::Bad(e),
+                },
+                _ => Parsed::Bad(e),
             }
         }
     }

@@ -86,6 +86,9 @@ pub enum Filter {
     /// Every process that calls a probed library, except the tracer.
     #[default]
     All,
+    /// A value this build does not know (a trace from a later build).
+    #[serde(other)]
+    Unknown,
 }
 
 impl Filter {
@@ -93,6 +96,7 @@ impl Filter {
         match self {
             Self::Pid => "pid",
             Self::All => "all",
+            Self::Unknown => "unknown",
         }
     }
 }
@@ -108,6 +112,9 @@ pub enum LibOrigin {
     System,
     /// Named with --lib.
     User,
+    /// A value this build does not know (a trace from a later build).
+    #[serde(other)]
+    Unknown,
 }
 
 impl LibOrigin {
@@ -116,6 +123,7 @@ impl LibOrigin {
             Self::OllamaBundle => "ollama-bundle",
             Self::System => "system",
             Self::User => "user",
+            Self::Unknown => "unknown",
         }
     }
 }
@@ -130,6 +138,10 @@ pub enum ProbeKind {
     /// Entry only (one trap).
     #[serde(rename = "entry")]
     Entry,
+    /// Any other value: a probe that was not attached (builds before 2026-11-22 14:47 wrote `""` for a
+    /// symbol the library did not export), or a kind from a later build.
+    #[serde(other, rename = "unknown")]
+    Unknown,
 }
 
 /// Why a process record was written.
@@ -145,6 +157,9 @@ pub enum Cause {
     Exec,
     /// First seen through one of its events.
     Seen,
+    /// A value this build does not know (a trace from a later build).
+    #[serde(other)]
+    Unknown,
 }
 
 impl Cause {
@@ -154,6 +169,7 @@ impl Cause {
             Self::Fork => "fork",
             Self::Exec => "exec",
             Self::Seen => "seen",
+            Self::Unknown => "unknown",
         }
     }
 }
@@ -166,6 +182,9 @@ pub enum Role {
     OllamaServer,
     /// A model runner (`ollama runner`, or `llama-server` started by Ollama).
     Runner,
+    /// A value this build does not know (a trace from a later build).
+    #[serde(other)]
+    Unknown,
 }
 
 impl Role {
@@ -173,6 +192,7 @@ impl Role {
         match self {
             Self::OllamaServer => "ollama-server",
             Self::Runner => "runner",
+            Self::Unknown => "unknown",
         }
     }
 }
@@ -209,6 +229,9 @@ pub enum Source {
     /// No name anywhere: the raw handle is kept.
     #[default]
     Unnamed,
+    /// A source this build does not know (a trace from a later build): the name is kept as written.
+    #[serde(other)]
+    Unknown,
 }
 
 impl Source {
@@ -224,6 +247,7 @@ impl Source {
             Self::DriverFunction => "driver-function",
             Self::Loader => "loader",
             Self::Unnamed => "unnamed",
+            Self::Unknown => "unknown",
         }
     }
 }
@@ -241,6 +265,9 @@ pub enum Stop {
     CommandExited,
     /// Every --pid process and its children ended.
     TargetsExited,
+    /// A value this build does not know (a trace from a later build).
+    #[serde(other)]
+    Unknown,
 }
 
 impl Stop {
@@ -250,6 +277,7 @@ impl Stop {
             Self::Duration => "duration",
             Self::CommandExited => "command-exited",
             Self::TargetsExited => "targets-exited",
+            Self::Unknown => "unknown",
         }
     }
 }
@@ -276,6 +304,10 @@ pub struct Library {
     pub inode: u64,
     pub build_id: Option<String>,
     pub origin: LibOrigin,
+    /// When its probes were attached (`ts` clock): before the header's `start_mono_ns` for copies probed
+    /// at the start; later for a copy a process loaded during the recording (absent in older traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached_ts: Option<u64>,
 }
 
 /// A probe's `error` for a function `record --lean` leaves out.
@@ -354,6 +386,13 @@ pub struct Mapping {
     /// Why it is a GPU library (absent in traces written before tracer said).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<GpuLibrary>,
+    /// This probed copy's probes were attached after this process had loaded it: its calls before the
+    /// library's `attached_ts` were not seen.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probed_late: bool,
+    /// A runtime tracer probes, but this copy could not be probed: none of its calls were seen.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_probed: bool,
 }
 
 /// Why a mapped file counts among a process's GPU libraries: by what it is, not by its name.

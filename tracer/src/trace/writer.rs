@@ -92,7 +92,10 @@ impl Writer {
             Sink::Plain(f) => f,
             Sink::Zstd { file, .. } => file.as_ref().context("trace file already closed")?,
         };
-        file.sync_all().map_err(write_error)?;
+        // A file is synced; a pipe or terminal (`-o -`) has nothing to sync (fsync says EINVAL there).
+        if file.metadata().is_ok_and(|m| m.is_file()) {
+            file.sync_all().map_err(write_error)?;
+        }
         Ok(())
     }
 }

@@ -1,0 +1,31 @@
+//! Hostile ELF files, read as tracer reads a file a traced process maps: its GPU code sections and
+//! dependencies, its symbols and segments, its build-id, the registration calls in its code, its fat
+//! binary. Through a file (the bounded reader), never a panic, never more than the read budget.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use tracer::{bundle::FatBinary, elf, files::CodeFile};
+
+fuzz_target!(|data: &[u8]| {
+    let path = std::env::temp_dir().join(format!("tracer-fuzz-elf-{}", std::process::id()));
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let Ok(file) = CodeFile::user(&path) else { return };
+    let _ = elf::dependencies(&file);
+    let _ = elf::section_range(&file, ".hip_fatbin");
+    let _ = elf::build_id(&file);
+    let _ = elf::function_offsets(&file);
+    let _ = elf::dynamic_symbol(&file, "_amdgpu_r_debug");
+    {
+        let view = file.elf();
+        if let Some(parsed) = elf::parse(&view) {
+            let _ = elf::symbols_by_address(&parsed);
+            let _ = elf::segments(&parsed);
+        }
+    }
+    let _ = tracer::registration::decode(&file);
+    if let Ok(Some(fat)) = FatBinary::of_file(&file) {
+        let _ = tracer::bundle::open_all(&fat.region(&file), &fat, None);
+    }
+});
