@@ -6,6 +6,7 @@
 
 mod cli;
 mod command_line;
+mod compat;
 mod cuda;
 mod driver;
 mod hostile;

@@ -1,0 +1,89 @@
+//! Traces outlive the build that wrote them: `fixtures/traces/compat/` keeps traces written by earlier
+//! builds of this repository (each file is named `DATE-COMMIT-WHAT`), recorded from the same fixtures; each
+//! must read, with nothing skipped, and report what its recording saw. (`cf368ce`: the last build before
+//! the redesign of 2026-11-22 14:47, which wrote `"kind":""` for a probe whose symbol was missing, a
+//! trace the builds after it could not read; `1f05bb8`: main as it landed on 2026-11-23; `ef4bb2b`: the build
+//! that began reading them all.)
+
+use std::path::{Path, PathBuf};
+
+use integration_tests::*;
+
+fn compat(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/traces/compat").join(name)
+}
+
+/// The builds whose traces are kept, oldest first.
+const BUILDS: [&str; 3] = ["2026-11-22-cf368ce", "2026-11-23-1f05bb8", "2026-11-23-ef4bb2b"];
+
+/// Reads a kept trace: complete, nothing skipped; its report as JSON.
+fn read(name: &str) -> (Vec<Record>, serde_json::Value) {
+    let path = compat(name);
+    let read = trace::read_file(&path);
+    assert!(read.is_ok(), "{name} does not read: {:#}", read.as_ref().err().unwrap());
+    let (records, status) = read.expect("checked");
+    assert!(status.has_footer && status.cut_bytes == 0, "{name}: {status:?}");
+    assert_eq!((status.unknown_records, status.unreadable_records), (0, 0), "{name}: {status:?}");
+    let o = tracer(&["report", "--json", path.to_str().unwrap()]);
+    assert!(o.status.success(), "{name}: {}", String::from_utf8_lossy(&o.stderr));
+    let text = tracer(&["report", path.to_str().unwrap()]);
+    assert!(text.status.success(), "{name}: {}", String::from_utf8_lossy(&text.stderr));
+    (records, serde_json::from_slice(&o.stdout).unwrap())
+}
+
+/// The report of the one process that used the GPU (the fixture).
+fn process<'a>(report: &'a serde_json::Value, comm: &str) -> &'a serde_json::Value {
+    let found = report["processes"].as_array().unwrap().iter().find(|p| p["comm"] == comm);
+    assert!(found.is_some(), "no {comm} process: {report}");
+    found.expect("checked")
+}
+
+fn launches(p: &serde_json::Value) -> u64 {
+    p["kernels"].as_array().unwrap().iter().map(|k| k["launches"].as_u64().unwrap()).sum()
+}
+
+fn api_calls(p: &serde_json::Value, api: &str) -> u64 {
+    p["api"].as_array().unwrap().iter().find(|a| a["api"] == api).map_or(0, |a| a["calls"].as_u64().unwrap())
+}
+
+#[test]
+fn the_demo_recorded_by_every_kept_build_reads_the_same() {
+    for build in BUILDS {
+        let (records, report) = read(&format!("{build}-mini_runner-demo.jsonl"));
+        let p = process(&report, "mini_runner");
+        assert_eq!(launches(p), 16, "{build}");
+        assert_eq!(api_calls(p, "hipLaunchKernel"), 16, "{build}");
+        assert_eq!(api_calls(p, "__hipPushCallConfiguration"), 4, "{build}");
+        let names: Vec<&str> = kernels(&records).iter().map(|k| k.name.as_str()).collect();
+        for k in ["_Z12rms_norm_f32PKfPfif", "_Z11mul_mat_vecILi1EfEvPKT0_PKfPfi", "_Z8rope_f32PKfPfiPKif"] {
+            assert!(names.contains(&k), "{build}: {k} not among {names:?}");
+        }
+        // The probe for the symbol Debian's runtime lacks: written as "kind":"" before the redesign.
+        let missing = records.iter().find_map(|r| match r {
+            Record::Probe(p) if p.api == "hipExtModuleLaunchKernel" => Some(p),
+            _ => None,
+        });
+        let missing = missing.unwrap_or_else(|| panic!("{build}: no probe record for hipExtModuleLaunchKernel"));
+        assert!(missing.error.as_deref().is_some_and(|e| e.contains("not exported")), "{build}: {missing:?}");
+        if build.contains("cf368ce") {
+            assert_eq!(missing.kind, trace::ProbeKind::Unknown, "{build}");
+        }
+    }
+}
+
+#[test]
+fn the_queue_and_cuda_recordings_of_every_kept_build_read_the_same() {
+    for build in BUILDS {
+        let (records, report) = read(&format!("{build}-hsa-queue.jsonl"));
+        let p = process(&report, "hsa_driver");
+        let dispatched: u64 =
+            p["dispatches"].as_array().unwrap().iter().map(|d| d["dispatches"].as_u64().unwrap()).sum();
+        // 29 kernel dispatches and a barrier packet.
+        assert_eq!((dispatched, p["barrier_packets"].as_u64()), (29, Some(1)), "{build}");
+        assert_eq!(records.iter().filter(|r| matches!(r, Record::Dispatch(_))).count(), 30, "{build}");
+        let (_, report) = read(&format!("{build}-cuda.jsonl"));
+        let p = process(&report, "cuda_driver");
+        assert_eq!(launches(p), 9, "{build}");
+        assert_eq!(api_calls(p, "cuGraphLaunch"), 5, "{build}");
+    }
+}
