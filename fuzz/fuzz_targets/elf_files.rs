@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracer::{bundle::FatBinary, elf, files::CodeFile};
+use tracer::{elf, files::CodeFile, names::bundle::FatBinary};
 
 fuzz_target!(|data: &[u8]| {
     let path = std::env::temp_dir().join(format!("tracer-fuzz-elf-{}", std::process::id()));
@@ -24,8 +24,8 @@ fuzz_target!(|data: &[u8]| {
             let _ = elf::segments(&parsed);
         }
     }
-    let _ = tracer::registration::decode(&file);
+    let _ = tracer::names::registration::decode(&file);
     if let Ok(Some(fat)) = FatBinary::of_file(&file) {
-        let _ = tracer::bundle::open_all(&fat.region(&file), &fat, None);
+        let _ = tracer::names::bundle::open_all(&fat.region(&file), &fat, None);
     }
 });

@@ -35,9 +35,40 @@ pub fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+/// The path of a trace named `t.jsonl` in a new scratch directory for `test`.
+pub fn scratch_trace(test: &str) -> PathBuf {
+    scratch(test).join("t.jsonl")
+}
+
 /// Runs `tracer ARGS` to completion.
 pub fn tracer(args: &[&str]) -> Output {
     Command::new(tracer_bin()).args(args).output().expect("tracer runs")
+}
+
+/// `tracer record -q -o OUT ARGS`, asserted to end with status 0; the complete trace it wrote.
+pub fn record_ok(out: &Path, args: &[&str]) -> Vec<Record> {
+    let mut all = vec!["record", "-q", "-o", out.to_str().expect("UTF-8 path")];
+    all.extend_from_slice(args);
+    let o = tracer(&all);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    read_trace(out)
+}
+
+/// `tracer ARGS`, asserted to end with status 0; its standard output as JSON.
+pub fn tracer_json(args: &[&str]) -> serde_json::Value {
+    let o = tracer(args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("JSON on standard output")
+}
+
+/// A recording of `mini_runner hang` into a scratch directory, once the runner has made its seven launches
+/// and sleeps until killed: the trace's path and the recording, still running.
+pub fn recording_a_hanging_runner(test: &str) -> (PathBuf, Recording) {
+    let out = scratch_trace(test);
+    let runner = fixture("mini_runner");
+    let rec = Recording::start(&out, &["--", runner.to_str().expect("UTF-8 path"), "hang"]);
+    wait_for_launches(&out, 7);
+    (out, rec)
 }
 
 /// Reads a trace, asserting it is complete.

@@ -8,22 +8,19 @@
 
 use aya_ebpf::{
     EbpfContext as _,
-    helpers::{
-        bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, bpf_probe_read_user_buf,
-        bpf_probe_read_user_str_bytes,
-        generated::{bpf_copy_from_user, bpf_get_attach_cookie},
-    },
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, generated::bpf_get_attach_cookie},
     macros::{uprobe, uretprobe},
-    maps::ring_buf::RingBufEntry,
     programs::{ProbeContext, RetProbeContext},
 };
 use tracer_common::{
     ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
-    CallRecord, Counter, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX, ParamsRecord,
-    PlanKey, QueueRecord, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS, ThreadTally, api::memcpy_kind, cookie,
+    CallRecord, Counter, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS, ThreadTally, api::memcpy_kind, cookie,
 };
 
-use crate::maps::{EVENTS, PARAM_PLANS, STASH, Stash, StashKey, THREADS, count, submit_flags, traced};
+use crate::{
+    emit::{emit_name, emit_params, emit_queue},
+    maps::{EVENTS, STASH, Stash, StashKey, THREADS, count, submit_flags, traced},
+};
 
 #[uprobe]
 pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
@@ -54,14 +51,7 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
     // SAFETY: helper call without preconditions.
     stash.ts_ns = unsafe { bpf_ktime_get_ns() };
     if c & cookie::PARAMS != 0 {
-        let header = RecordHeader {
-            kind: RecordKind::Params as u16,
-            func: cookie::func(c),
-            lib: cookie::lib(c),
-            pid_tgid,
-            ts_ns: stash.ts_ns,
-        };
-        emit_params(header, c, &stash.args);
+        emit_params(RecordHeader::of_probe(RecordKind::Params, c, pid_tgid, stash.ts_ns), c, &stash.args);
     }
     let key = StashKey { pid_tgid, func: u64::from(cookie::func(c)) };
     if STASH.insert(key, stash, 0).is_err() {
@@ -155,8 +145,7 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     };
     // SAFETY: helper call without preconditions.
     let ts_ns = unsafe { bpf_ktime_get_ns() };
-    let header =
-        RecordHeader { kind: RecordKind::Call as u16, func: cookie::func(c), lib: cookie::lib(c), pid_tgid, ts_ns };
+    let header = RecordHeader::of_probe(RecordKind::Call, c, pid_tgid, ts_ns);
     if c & cookie::PARAMS != 0 {
         emit_params(header, c, &args);
     }
@@ -192,13 +181,7 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
     // SAFETY: helper call without preconditions.
     let now = unsafe { bpf_ktime_get_ns() };
     let ret: u64 = ctx.ret();
-    let header = RecordHeader {
-        kind: RecordKind::Call as u16,
-        func: cookie::func(c),
-        lib: cookie::lib(c),
-        pid_tgid,
-        ts_ns: stash.ts_ns,
-    };
+    let header = RecordHeader::of_probe(RecordKind::Call, c, pid_tgid, stash.ts_ns);
     let mut flags = stash.flags;
     let mut out = 0u64;
     // Out-parameters are written by the call, so they are read now, and only when it succeeded.
@@ -280,138 +263,4 @@ fn mark_host_copy(pid_tgid: u64, c: u64, args: &[u64; ARG_SLOTS]) {
             }
         }
     }
-}
-
-/// A launch's kernel parameters, as far as the plan for its function asks (every one up to
-/// [`PARAMS_MAX`] before user space has set a plan; none for most named kernels): one read of the
-/// parameter array, then one of 8 bytes per parameter asked for. Written before the launch's own record,
-/// with its header.
-#[inline(always)]
-fn emit_params(header: RecordHeader, c: u64, args: &[u64; ARG_SLOTS]) {
-    let handle = args.get(cookie::handle_arg(c)).copied().unwrap_or(0);
-    let array = args.get(cookie::params_arg(c)).copied().unwrap_or(0);
-    if array == 0 {
-        return; // parameters passed through `extra`, or none
-    }
-    let Some((mut entry, wanted)) = reserve_params(header, handle) else { return };
-    let rec = entry.as_mut_ptr();
-    // SAFETY: `rec` points at reserved ring memory whose header, handle and plan are written; the values
-    // and read mask are written below, before submit. bpf_probe_read_user checks each address and never
-    // faults the process.
-    unsafe {
-        let mut read = 0u32;
-        // The array's slots land in `values` first (no room for them on the stack), each then replaced by
-        // what it points to.
-        let slots = core::slice::from_raw_parts_mut((&raw mut (*rec).values).cast::<u8>(), PARAMS_MAX * 8);
-        if bpf_probe_read_user_buf(array as *const u8, slots).is_ok() {
-            let mut i = 0;
-            while i < PARAMS_MAX {
-                let bit = 1u32 << i;
-                let at = (*rec).values[i];
-                (*rec).values[i] = 0;
-                if wanted & bit != 0
-                    && let Ok(v) = bpf_probe_read_user(at as *const u64)
-                {
-                    (*rec).values[i] = v;
-                    read |= bit;
-                }
-                i += 1;
-            }
-        } else {
-            (*rec).values = [0; PARAMS_MAX];
-        }
-        (*rec).read = read;
-    }
-    entry.submit(submit_flags());
-}
-
-/// A [`ParamsRecord`] reserved in the ring for `handle` (a launched function, or a dispatched kernel
-/// object), its header, handle and plan written, with the plan: what the eBPF plan map holds for the
-/// process and handle, or every slot before user space has set one. None when the plan asks for nothing,
-/// or when the ring is full (counted).
-#[inline(always)]
-pub(crate) fn reserve_params(header: RecordHeader, handle: u64) -> Option<(RingBufEntry<ParamsRecord>, u32)> {
-    let key = PlanKey { tgid: header.pid_tgid >> 32, handle };
-    // SAFETY: the value is copied out at once.
-    let wanted = unsafe { PARAM_PLANS.get(key) }.copied().unwrap_or(PARAMS_ALL);
-    if wanted == 0 {
-        return None;
-    }
-    let Some(mut entry) = EVENTS.reserve::<ParamsRecord>(0) else {
-        count(Counter::DropParams);
-        return None;
-    };
-    let rec = entry.as_mut_ptr();
-    // SAFETY: `rec` points at reserved ring memory of the right size; these plain fields are written
-    // before the caller fills the rest and submits.
-    unsafe {
-        (*rec).header = RecordHeader { kind: RecordKind::Params as u16, ..header };
-        (*rec).handle = handle;
-        (*rec).wanted = wanted;
-    }
-    Some((entry, wanted))
-}
-
-/// `hsa_queue_create` returned: its out-parameter (stack slot `[rsp+16]`) points at the new queue.
-#[inline(always)]
-fn emit_queue(header: RecordHeader, out_param: u64) {
-    // SAFETY: bpf_probe_read_user checks the addresses.
-    let Ok(queue) = (unsafe { bpf_probe_read_user(out_param as *const u64) }) else { return };
-    let Ok(raw) = (unsafe { bpf_probe_read_user(queue as *const [u64; 5]) }) else { return };
-    let key = crate::hsa::QueueKey { tgid: header.pid_tgid >> 32, queue };
-    #[expect(
-        clippy::let_underscore_must_use,
-        reason = "an LRU map makes room itself; a failed insert only means the first doorbell reads from the ring state"
-    )]
-    let _: Result<(), _> = crate::hsa::LAST_INDEX.insert(key, crate::hsa::FROM_START, 0);
-    match EVENTS.reserve::<QueueRecord>(0) {
-        Some(mut entry) => {
-            entry.write(QueueRecord { header, queue, raw });
-            entry.submit(submit_flags());
-        }
-        None => count(Counter::DropDispatch),
-    }
-}
-
-/// Writes one [`NameRecord`] straight into the ring (it is too big for the stack).
-#[inline(always)]
-pub(crate) fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *const u8, may_sleep: bool) {
-    let Some(mut entry) = EVENTS.reserve::<NameRecord>(0) else {
-        count(Counter::DropName);
-        return;
-    };
-    let rec = entry.as_mut_ptr();
-    // SAFETY: `rec` points at reserved ring memory of the right size; every field is written before
-    // submit (the name buffer is filled by the helper or zeroed on failure below).
-    unsafe {
-        (*rec).header = header;
-        (*rec).handle = handle;
-        (*rec).module = module;
-        let buf = &mut (*rec).name;
-        let mut result = bpf_probe_read_user_str_bytes(name, buf).map(<[u8]>::len);
-        if result.is_err() && may_sleep {
-            // Fault in the page holding the name's first byte, then the next page (a name may cross
-            // into it), retrying the read after each.
-            let mut byte = 0u8;
-            let _: aya_ebpf::cty::c_long = bpf_copy_from_user((&raw mut byte).cast(), 1, name.cast());
-            result = bpf_probe_read_user_str_bytes(name, buf).map(<[u8]>::len);
-            if result.is_err() {
-                let next = ((name as u64 | 0xfff) + 1) as *const u8;
-                let _: aya_ebpf::cty::c_long = bpf_copy_from_user((&raw mut byte).cast(), 1, next.cast());
-                result = bpf_probe_read_user_str_bytes(name, buf).map(<[u8]>::len);
-            }
-        }
-        if let Ok(len) = result {
-            (*rec).len = len as u32;
-            // The helper stops at NAME_MAX - 1 bytes and a NUL; a full buffer means the name was cut.
-            (*rec).flags = if len >= NAME_MAX - 1 { NAME_TRUNCATED } else { 0 };
-        } else {
-            (*rec).len = 0;
-            (*rec).flags = NAME_FAULT;
-            buf[0] = 0;
-        }
-    }
-    // No wake-up of its own: a library's load registers thousands (rocSPARSE: 12 424), and a forced
-    // wake-up is an interrupt for each; the drain looks at the ring every few milliseconds anyway.
-    entry.submit(submit_flags());
 }

@@ -7,9 +7,9 @@ use aya_ebpf::{
     macros::uprobe,
     programs::ProbeContext,
 };
-use tracer_common::{RecordHeader, RecordKind, cookie};
+use tracer_common::{RecordHeader, RecordKind};
 
-use crate::{calls::emit_name, maps::traced};
+use crate::{emit::emit_name, maps::traced};
 
 /// `__hipRegisterFunction(modules, hostFunction, deviceFunction, deviceName, ...)` (and libcudart's
 /// `__cudaRegisterFunction`, the same arguments), at entry.
@@ -23,14 +23,8 @@ pub(crate) fn register_function(ctx: ProbeContext) -> u32 {
     }
     // SAFETY: see call_entry.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    let header = RecordHeader {
-        kind: RecordKind::Name as u16,
-        func: cookie::func(c),
-        lib: cookie::lib(c),
-        pid_tgid,
-        // SAFETY: helper call without preconditions.
-        ts_ns: unsafe { bpf_ktime_get_ns() },
-    };
+    // SAFETY: helper call without preconditions.
+    let header = RecordHeader::of_probe(RecordKind::Name, c, pid_tgid, unsafe { bpf_ktime_get_ns() });
     let arg = |n: usize| ctx.arg::<u64>(n).unwrap_or(0);
     // (modules, host stub, device function, device name, ...)
     emit_name(header, arg(1), arg(0), arg(3) as *const u8, true);

@@ -10,19 +10,16 @@
 
 use aya_ebpf::{
     EbpfContext as _,
-    helpers::{
-        bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, bpf_probe_read_user_buf,
-        generated::bpf_get_attach_cookie,
-    },
-    macros::{map, uprobe},
-    maps::LruHashMap,
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, generated::bpf_get_attach_cookie},
+    macros::uprobe,
     programs::ProbeContext,
 };
-use tracer_common::{
-    AQL_PACKET_BYTES, Counter, DispatchRecord, MAX_PACKETS_PER_DOORBELL, PARAMS_MAX, RecordHeader, RecordKind, cookie,
-};
+use tracer_common::{AQL_PACKET_BYTES, Counter, DispatchRecord, MAX_PACKETS_PER_DOORBELL, RecordHeader, RecordKind};
 
-use crate::maps::{EVENTS, count, count_n, submit_flags, traced};
+use crate::{
+    emit::emit_kernarg,
+    maps::{EVENTS, FROM_START, LAST_INDEX, QueueKey, count, count_n, submit_flags, traced},
+};
 
 const SIGNAL_KIND_DOORBELL: i64 = -1;
 const SIGNAL_KIND_LEGACY_DOORBELL: i64 = -2;
@@ -30,55 +27,8 @@ const SIGNAL_QUEUE_PTR: u64 = 48;
 const QUEUE_BASE_ADDRESS: u64 = 8;
 const QUEUE_SIZE: u64 = 24;
 
-/// A queue in one process (queue addresses are per address space).
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub(crate) struct QueueKey {
-    pub tgid: u64,
-    pub queue: u64,
-}
-
-/// The last packet index decoded per queue; [`FROM_START`] for a queue created while tracing.
-#[map]
-pub(crate) static LAST_INDEX: LruHashMap<QueueKey, u64> = LruHashMap::with_max_entries(4096, 0);
-
-/// A queue whose creation was seen: its first doorbell publishes every packet from index 0.
-pub(crate) const FROM_START: u64 = u64::MAX;
-
 /// The packet type in a kernel dispatch packet's header (its low byte).
 const PACKET_KERNEL_DISPATCH: u8 = 2;
-
-/// A kernel dispatch's argument segment, as far as the plan for its kernel object asks (user space sets
-/// it: ggml's MMQ, the word holding its column count; other kernels none; before it has, the first
-/// [`PARAMS_MAX`] words): one read of the words, written before the dispatch's own record with its header.
-/// Values are 8-byte words of the segment (word i at byte 8i), not parameters.
-#[inline(always)]
-fn kernarg_words(header: RecordHeader, packet: &[u8; AQL_PACKET_BYTES]) {
-    let word = |at: usize| {
-        let mut v = [0u8; 8];
-        v.copy_from_slice(&packet[at..at + 8]);
-        u64::from_ne_bytes(v)
-    };
-    let (kernel_object, kernarg) = (word(32), word(40));
-    if kernarg == 0 {
-        return;
-    }
-    let Some((mut entry, wanted)) = crate::calls::reserve_params(header, kernel_object) else { return };
-    let rec = entry.as_mut_ptr();
-    // SAFETY: `rec` points at reserved ring memory whose header, handle and plan are written; the values
-    // and read mask are written below, before submit. bpf_probe_read_user checks the address and never
-    // faults the process.
-    unsafe {
-        let words = core::slice::from_raw_parts_mut((&raw mut (*rec).values).cast::<u8>(), PARAMS_MAX * 8);
-        if bpf_probe_read_user_buf(kernarg as *const u8, words).is_ok() {
-            (*rec).read = wanted;
-        } else {
-            (*rec).values = [0; PARAMS_MAX];
-            (*rec).read = 0;
-        }
-    }
-    entry.submit(submit_flags());
-}
 
 #[uprobe]
 pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
@@ -123,8 +73,7 @@ pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
     // SAFETY: helper call without preconditions.
     let ts_ns = unsafe { bpf_ktime_get_ns() };
-    let header =
-        RecordHeader { kind: RecordKind::Dispatch as u16, func: cookie::func(c), lib: cookie::lib(c), pid_tgid, ts_ns };
+    let header = RecordHeader::of_probe(RecordKind::Dispatch, c, pid_tgid, ts_ns);
     for i in 0..MAX_PACKETS_PER_DOORBELL {
         let index = first + i;
         if index > value {
@@ -137,7 +86,7 @@ pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
             continue;
         };
         if packet[0] == PACKET_KERNEL_DISPATCH {
-            kernarg_words(header, &packet);
+            emit_kernarg(header, &packet);
         }
         match EVENTS.reserve::<DispatchRecord>(0) {
             Some(mut entry) => {

@@ -5,13 +5,12 @@
 
 use aya_ebpf::{
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user},
-    macros::{map, tracepoint},
-    maps::LruHashMap,
+    macros::tracepoint,
     programs::TracePointContext,
 };
 use tracer_common::{Counter, IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord, RecordHeader, RecordKind, ioctl::is_gpu};
 
-use crate::maps::{EVENTS, count, setting, submit_flags, traced};
+use crate::maps::{EVENTS, IOCTLS, IoctlEntry, count, setting, submit_flags, traced};
 
 /// `syscalls:sys_enter_ioctl` offsets of fd, cmd, arg; `sys_exit_ioctl` offset of ret.
 #[unsafe(no_mangle)]
@@ -22,19 +21,6 @@ static IOCTL_CMD_OFFSET: u32 = 24;
 static IOCTL_ARG_OFFSET: u32 = 32;
 #[unsafe(no_mangle)]
 static IOCTL_RET_OFFSET: u32 = 16;
-
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub(crate) struct IoctlEntry {
-    pub ts_ns: u64,
-    pub arg: u64,
-    pub fd: u32,
-    pub cmd: u32,
-}
-
-/// LRU: a thread that dies inside an ioctl leaves an entry that is evicted in time, not one that stays.
-#[map]
-static IOCTLS: LruHashMap<u64, IoctlEntry> = LruHashMap::with_max_entries(4096, 0);
 
 #[tracepoint]
 pub(crate) fn sys_enter_ioctl(ctx: TracePointContext) -> u32 {

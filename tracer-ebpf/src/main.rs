@@ -1,10 +1,15 @@
 //! tracer's kernel side. Programs are grouped by the layer they observe:
-//! - [`calls`]: entry/return uprobes shared by every probed API call (HIP and HSA);
-//! - [`hip`]: kernel registration in libamdhip64;
+//! - [`calls`]: entry/return uprobes shared by every probed API call (HIP, HSA, the CUDA driver and
+//!   runtime), one-trap entry probes for hot paths, and the calls tallied in the kernel;
+//! - [`hip`]: kernel registration (`__hipRegisterFunction`, libcudart's `__cudaRegisterFunction`);
 //! - [`hsa`]: the doorbell store in libhsa-runtime64, where AQL packets are read from the queue;
 //! - [`process`]: scheduler tracepoints that keep the PID filter following the traced processes;
 //! - [`ioctl`]: GPU driver ioctls (KFD, DRM amdgpu) from the syscall tracepoints;
 //! - [`opens`]: a traced process opening a GPU runtime library (a copy to probe before it runs).
+//!
+//! What they share: [`maps`] (every map, the load-time settings, the PID filter and loss counters) and
+//! [`emit`] (every record but a call's own, written into the ring in one place). No module of programs
+//! uses another's.
 //!
 //! Everything here is read-only towards the traced process: programs read registers and user memory and
 //! write only into their own maps. Filtering happens first, so an untraced process costs only the trap.
@@ -22,6 +27,7 @@ use tracer_ebpf as _;
 
 mod baseline;
 mod calls;
+mod emit;
 mod hip;
 mod hsa;
 mod ioctl;

@@ -5,7 +5,7 @@ use aya_ebpf::{
     macros::map,
     maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
-use tracer_common::{ARG_SLOTS, Counter, PlanKey, ThreadTally};
+use tracer_common::{ARG_SLOTS, Counter, OpenRecord, PlanKey, ThreadTally};
 
 /// Every record goes through this ring. Its size is set by user space at load (`--ring-size`).
 #[map]
@@ -152,3 +152,37 @@ pub(crate) fn count_n(counter: Counter, n: u64) {
 pub(crate) fn count(counter: Counter) {
     count_n(counter, 1);
 }
+
+/// A queue in one process (queue addresses are per address space).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct QueueKey {
+    pub tgid: u64,
+    pub queue: u64,
+}
+
+/// The last packet index decoded per queue; [`FROM_START`] for a queue created while tracing.
+#[map]
+pub(crate) static LAST_INDEX: LruHashMap<QueueKey, u64> = LruHashMap::with_max_entries(4096, 0);
+
+/// A queue whose creation was seen: its first doorbell publishes every packet from index 0.
+pub(crate) const FROM_START: u64 = u64::MAX;
+
+/// An ioctl's entry, kept until its exit.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct IoctlEntry {
+    pub ts_ns: u64,
+    pub arg: u64,
+    pub fd: u32,
+    pub cmd: u32,
+}
+
+/// LRU: a thread that dies inside an ioctl leaves an entry that is evicted in time, not one that stays.
+#[map]
+pub(crate) static IOCTLS: LruHashMap<u64, IoctlEntry> = LruHashMap::with_max_entries(4096, 0);
+
+/// The record being built, per CPU: a path is read and matched here, and reaches the ring only when it
+/// names a runtime (most opens are of other files, and must cost no ring space).
+#[map]
+pub(crate) static OPEN_SCRATCH: PerCpuArray<OpenRecord> = PerCpuArray::with_max_entries(1, 0);

@@ -5,22 +5,16 @@
 
 use aya_ebpf::{
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user_str_bytes},
-    macros::{map, tracepoint},
-    maps::PerCpuArray,
+    macros::tracepoint,
     programs::TracePointContext,
 };
 use tracer_common::{Counter, NAME_TRUNCATED, OPEN_PATH_MAX, OpenRecord, RUNTIME_PREFIXES, RecordHeader, RecordKind};
 
-use crate::maps::{EVENTS, count, setting, traced};
+use crate::maps::{EVENTS, OPEN_SCRATCH, count, setting, traced};
 
 /// `syscalls:sys_enter_openat` offset of `filename`.
 #[unsafe(no_mangle)]
 static OPENAT_FILENAME_OFFSET: u32 = 24;
-
-/// The record being built, per CPU: a path is read and matched here, and reaches the ring only when it
-/// names a runtime (most opens are of other files, and must cost no ring space).
-#[map]
-static OPEN_SCRATCH: PerCpuArray<OpenRecord> = PerCpuArray::with_max_entries(1, 0);
 
 #[tracepoint]
 pub(crate) fn sys_enter_openat(ctx: TracePointContext) -> u32 {

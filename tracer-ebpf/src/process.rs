@@ -4,14 +4,13 @@
 //! Tracepoint field offsets differ between kernel versions, so user space reads them from tracefs'
 //! `format` files and patches them in at load.
 
-use aya_ebpf::{
-    helpers::{bpf_get_current_comm, bpf_get_current_pid_tgid, bpf_ktime_get_ns},
-    macros::tracepoint,
-    programs::TracePointContext,
-};
-use tracer_common::{Counter, ProcEvent, ProcRecord, RecordHeader, RecordKind};
+use aya_ebpf::{helpers::bpf_get_current_pid_tgid, macros::tracepoint, programs::TracePointContext};
+use tracer_common::{Counter, ProcEvent};
 
-use crate::maps::{EVENTS, PIDS, THREADS, count, filter_enabled, setting, traced, watched_comm};
+use crate::{
+    emit::emit_proc,
+    maps::{PIDS, THREADS, count, filter_enabled, setting, traced, watched_comm},
+};
 
 /// `task:task_newtask` offset of `pid` (the new task's id).
 #[unsafe(no_mangle)]
@@ -48,7 +47,7 @@ pub(crate) fn task_newtask(ctx: TracePointContext) -> u32 {
     if PIDS.insert(child, 1, 0).is_err() {
         count(Counter::FilterFull);
     }
-    emit(ProcEvent::Fork, child, parent);
+    emit_proc(ProcEvent::Fork, child, parent);
     0
 }
 
@@ -56,14 +55,14 @@ pub(crate) fn task_newtask(ctx: TracePointContext) -> u32 {
 pub(crate) fn sched_process_exec(_ctx: TracePointContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
     if traced(tgid) {
-        emit(ProcEvent::Exec, tgid, 0);
+        emit_proc(ProcEvent::Exec, tgid, 0);
     } else if filter_enabled() && watched_comm() {
         // A program with the watched name (`ollama`) starts: traced from its first instruction; user space
         // keeps it if it is a server and takes it out again if not.
         if PIDS.insert(tgid, 1, 0).is_err() {
             count(Counter::FilterFull);
         }
-        emit(ProcEvent::Exec, tgid, 0);
+        emit_proc(ProcEvent::Exec, tgid, 0);
     }
     0
 }
@@ -92,34 +91,10 @@ pub(crate) fn sched_process_exit(ctx: TracePointContext) -> u32 {
     if !last {
         return 0;
     }
-    emit(ProcEvent::Exit, tgid, 0);
+    emit_proc(ProcEvent::Exit, tgid, 0);
     if filter_enabled() {
         #[expect(clippy::let_underscore_must_use, reason = "a process not in the filter needs nothing done")]
         let _: Result<(), _> = PIDS.remove(tgid);
     }
     0
-}
-
-#[inline(always)]
-fn emit(event: ProcEvent, pid: u32, parent: u32) {
-    let Some(mut entry) = EVENTS.reserve::<ProcRecord>(0) else {
-        count(Counter::DropProc);
-        return;
-    };
-    entry.write(ProcRecord {
-        header: RecordHeader {
-            kind: RecordKind::Proc as u16,
-            func: event as u16,
-            lib: 0,
-            pid_tgid: bpf_get_current_pid_tgid(),
-            // SAFETY: helper call without preconditions.
-            ts_ns: unsafe { bpf_ktime_get_ns() },
-        },
-        pid,
-        parent,
-        comm: bpf_get_current_comm().unwrap_or([0; 16]),
-    });
-    // Process events are rare and user space must read /proc/PID while the process lives (argv, maps):
-    // wake the reader now.
-    entry.submit(u64::from(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP));
 }

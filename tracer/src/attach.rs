@@ -234,7 +234,12 @@ where
 ///
 /// Returns one probe record per function, with the reason where one could not be attached (a symbol this
 /// runtime version lacks, an alias already probed).
-pub fn attach_runtime(ebpf: &mut Ebpf, lib_id: u32, copy: &LibCopy, mode: ProbeMode) -> Result<Vec<trace::Probe>> {
+pub(crate) fn attach_runtime(
+    ebpf: &mut Ebpf,
+    lib_id: u32,
+    copy: &LibCopy,
+    mode: ProbeMode,
+) -> Result<Vec<trace::Probe>> {
     let Programs { entry, ret, register, doorbell, one_trap } = mode.programs();
     let offsets =
         crate::elf::function_offsets(&copy.file).with_context(|| format!("{} is not an ELF library", copy.path))?;

@@ -9,9 +9,11 @@ use clap::{Args, Parser, Subcommand};
     name = "tracer",
     version,
     about = "Shows which GPU kernels an inference runtime really dispatches, without touching it.",
-    long_about = "tracer observes an unmodified process with eBPF uprobes on the HIP runtime it maps: kernel \
-                  registrations, launches, memory and synchronization calls, per process. No LD_PRELOAD, \
-                  no ptrace, no restart. Recording needs root."
+    long_about = "tracer observes an unmodified process with eBPF uprobes on the GPU runtimes it maps (HIP and \
+                  HSA on AMD ROCm, the CUDA driver and runtime on NVIDIA), tracepoints on the GPU drivers' \
+                  ioctls and process events: kernel registrations and launches, AQL packets at the GPU \
+                  queues, graph replays, memory and synchronization calls, per process and per library copy. \
+                  No LD_PRELOAD, no ptrace, no restart. Recording needs root."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -88,7 +90,7 @@ pub struct RecordCli {
     #[arg(long, value_name = "USER")]
     pub ollama_user: Option<String>,
     /// Write the whole command line only of the processes tracer was asked to follow (the command, --pid
-    /// processes, Ollama's server and runners); every other process it records keeps its argv[0] alone.
+    /// processes, Ollama's server and runners); every other process it records keeps its `argv[0]` alone.
     /// (A command line can hold secrets: by default every recorded process's is written.)
     #[arg(long)]
     pub private_argv: bool,

@@ -330,15 +330,14 @@ mod tests {
         bytemuck::bytes_of(v).to_vec()
     }
 
+    fn header(kind: RecordKind, func: ApiFunc, lib: u32, pid_tgid: u64, ts_ns: u64) -> RecordHeader {
+        RecordHeader { kind: kind as u16, func: func as u16, lib, pid_tgid, ts_ns }
+    }
+
     fn call(func: ApiFunc, args: [u64; ARG_SLOTS], ret: u64) -> CallRecord {
         CallRecord {
-            header: RecordHeader {
-                kind: RecordKind::Call as u16,
-                func: func as u16,
-                lib: 3,
-                pid_tgid: (100u64 << 32) | 0x65, // tgid 100, thread 101
-                ts_ns: 5_000,
-            },
+            // tgid 100, thread 101
+            header: header(RecordKind::Call, func, 3, (100u64 << 32) | 0x65, 5_000),
             duration_ns: 700,
             ret,
             out: 0,
@@ -488,13 +487,7 @@ mod tests {
         values[11] = 0x1000_0000_0122;
         values[3] = 0xdead; // not read: no value, whatever the slot holds
         let r = ParamsRecord {
-            header: RecordHeader {
-                kind: RecordKind::Params as u16,
-                func: ApiFunc::CuLaunchKernel as u16,
-                lib: 2,
-                pid_tgid: (7 << 32) | 8,
-                ts_ns: 99,
-            },
+            header: header(RecordKind::Params, ApiFunc::CuLaunchKernel, 2, (7 << 32) | 8, 99),
             handle: 0xabc0,
             wanted: tracer_common::PARAMS_ALL,
             read: 1 << 11,
@@ -510,13 +503,7 @@ mod tests {
         let mut name = [0u8; NAME_MAX];
         name[..12].copy_from_slice(b"_Z4axpyPfS_f");
         let r = NameRecord {
-            header: RecordHeader {
-                kind: RecordKind::Name as u16,
-                func: ApiFunc::HipRegisterFunction as u16,
-                lib: 1,
-                pid_tgid: (7 << 32) | 7,
-                ts_ns: 9,
-            },
+            header: header(RecordKind::Name, ApiFunc::HipRegisterFunction, 1, (7 << 32) | 7, 9),
             handle: 0x1234,
             module: 0x99,
             len: 12,

@@ -2,7 +2,7 @@
 //! arguments, parameter types). A leaf: `classify`, `symbols`, `inspect` and the report use it.
 
 /// Demangles a C++ (Itanium) name; other names, and names the demangler rejects, come back unchanged.
-pub fn demangle(name: &str) -> String {
+pub(crate) fn demangle(name: &str) -> String {
     if !name.starts_with("_Z") {
         return name.to_owned();
     }
@@ -21,7 +21,7 @@ const WRAPPERS: &[&str] = &["Kernel", "Kernel2", "device_kernel", "kernel"];
 /// The function's own name, without return type, namespaces, template arguments and parameter list
 /// (`void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)` -> `vectorized_elementwise_kernel`).
 /// A wrapper kernel keeps its first template argument when that is short. Plain C names come back whole.
-pub fn short_name(demangled: &str) -> String {
+pub(crate) fn short_name(demangled: &str) -> String {
     let s = demangled.replace("(anonymous namespace)", "anon");
     let (mut angle, mut brace) = (0i32, 0i32);
     let mut head = String::new();

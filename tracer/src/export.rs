@@ -21,10 +21,7 @@ use std::{
 use anyhow::Result;
 use serde_json::{Value, json};
 
-use crate::{
-    event::GridUnit,
-    trace::{self, Record},
-};
+use crate::trace::{self, Record};
 
 /// Synthetic thread ids for queue tracks start here (real tids are below 2^22).
 const QUEUE_TRACK_BASE: u64 = 1 << 30;
@@ -65,21 +62,19 @@ pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
     out.write_all(b"{\"traceEvents\":[")?;
     let mut events = EventStream { out, first: true, failure: None };
     let mut kernels: HashMap<u32, String> = HashMap::new();
-    let mut classes: HashMap<u32, crate::classify::Class> = HashMap::new();
-    let mut phases: BTreeMap<u32, crate::phase::Phases> = BTreeMap::new();
+    // Inference steps, fed the way the report feeds them.
+    let mut steps = crate::phase::Feeder::default();
     let mut queues: BTreeMap<(u32, u64), u64> = BTreeMap::new();
     // Launches waiting for their dispatch, per (pid, kernel name): (tid, ts).
     let mut pending: HashMap<(u32, String), VecDeque<(u32, u64)>> = HashMap::new();
     let mut flows_given_up = 0u64;
     let mut next_flow = 1u64;
     let mut start = 0u64;
-    let mut lean = false;
     let us = |ts: u64, start: u64| ts.saturating_sub(start) as f64 / 1000.0;
-    let status = trace::for_each_record(input, |r| match r {
-        Record::Header(h) => {
-            start = h.start_mono_ns;
-            lean = h.options.lean;
-        }
+    let status = trace::for_each_record(input, |r| {
+        steps.record(&r);
+        match r {
+        Record::Header(h) => start = h.start_mono_ns,
         Record::Process(p) => {
             let name = if p.argv.is_empty() { p.comm.clone() } else { p.argv.join(" ") };
             let label = match (&p.role, &p.model_name) {
@@ -93,14 +88,9 @@ pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
         Record::Kernel(k) => {
             let name = if k.demangled.is_empty() { format!("unnamed {:#x}", k.handle) } else { k.demangled.clone() };
             kernels.insert(k.id, name);
-            classes.insert(k.id, crate::classify::classify(&k.name));
         }
         Record::Launch(l) => {
             let name = l.kernel.and_then(|id| kernels.get(&id)).cloned().unwrap_or_default();
-            let class =
-                l.kernel.and_then(|id| classes.get(&id)).cloned().unwrap_or_else(|| crate::classify::classify(""));
-            let class = class.with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems);
-            phases.entry(l.pid).or_default().launch(class, l.ts);
             events.emit(&json!({
                 "ph": "X", "cat": "launch", "name": format!("{} {}", l.api.name(), name), "pid": l.pid, "tid": l.tid,
                 "ts": us(l.ts, start), "dur": l.dur as f64 / 1000.0,
@@ -121,7 +111,6 @@ pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
             "args": {"grid": c.grid, "block": c.block, "shmem": c.shmem, "ret": c.ret},
         })),
         Record::Call(c) => {
-            phases.entry(c.pid).or_default().call(c.api.op(), c.kind, c.ts, lean);
             events.emit(&json!({
                 "ph": "X", "cat": "api", "name": c.api.name(), "pid": c.pid, "tid": c.tid,
                 "ts": us(c.ts, start), "dur": c.dur as f64 / 1000.0, "args": {"ret": c.ret},
@@ -136,11 +125,6 @@ pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
             let track = *queues.entry((d.pid, d.queue)).or_insert(QUEUE_TRACK_BASE + n);
             let name =
                 d.kernel.and_then(|id| kernels.get(&id)).cloned().unwrap_or_else(|| d.packet.name().into_owned());
-            if let Some(id) = d.kernel {
-                let class = classes.get(&id).cloned().unwrap_or_else(|| crate::classify::classify(""));
-                let class = class.with_shape(d.grid, d.workgroup.map(u32::from), true);
-                phases.entry(d.pid).or_default().dispatch(class, d.ts);
-            }
             events.emit(&json!({
                 "ph": "i", "s": "t", "cat": "dispatch", "name": name, "pid": d.pid, "tid": track, "ts": us(d.ts, start),
                 "args": {"index": d.index, "workgroup": d.workgroup, "grid_work_items": d.grid, "group_segment": d.group_segment,
@@ -165,10 +149,11 @@ pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
         | Record::Queue(_)
         | Record::Tally(_)
         | Record::Footer(_) => {}
+        }
     })?;
     // Inference steps (ggml processes only) as spans on a track of their own.
-    for (pid, p) in phases {
-        let spans = p.spans();
+    for (pid, p) in steps.into_processes() {
+        let spans = p.phases.spans();
         if spans.is_empty() {
             continue;
         }
@@ -288,7 +273,7 @@ pub fn csv(input: &Path, out: &mut dyn Write) -> Result<()> {
 mod tests {
     use super::*;
     use crate::{
-        event::{ApiFunc, PacketType},
+        event::{ApiFunc, GridUnit, PacketType},
         trace::{Dispatch, Header, Kernel, Launch, Source, Writer},
     };
 

@@ -11,8 +11,8 @@ use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 
 use crate::{
-    bundle::{self, Bundle, FatBinary, Resources},
     files::CodeFile,
+    names::bundle::{self, Bundle, FatBinary, Resources},
 };
 
 #[derive(Debug, Default, Serialize)]

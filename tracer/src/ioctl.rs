@@ -84,7 +84,7 @@ const AMDGPU: &[(u32, &str)] = &[
 ];
 
 /// The request's name, or a spelled-out unknown ("`AMDKFD_IOC_0x5a`", "`DRM_IOCTL_AMDGPU_0x3f`").
-pub fn name(cmd: u32) -> String {
+pub(crate) fn name(cmd: u32) -> String {
     let (t, nr) = (request_type(cmd), number(cmd));
     let find = |table: &[(u32, &'static str)], n: u32| table.iter().find(|(k, _)| *k == n).map(|(_, v)| *v);
     match t {
@@ -96,7 +96,7 @@ pub fn name(cmd: u32) -> String {
 }
 
 /// Whether the name came from the table (false: counted as unknown in the footer).
-pub fn is_known(cmd: u32) -> bool {
+pub(crate) fn is_known(cmd: u32) -> bool {
     !name(cmd).contains("_0x") && !name(cmd).starts_with("ioctl_")
 }
 
@@ -129,7 +129,7 @@ const FIELDS: &[(u32, &[Field])] = &[
 const MAP_MEMORY: &[Field] = &[("handle", 0, 8), ("n_devices", 16, 4), ("n_success", 20, 4)];
 
 /// The key argument fields of the requests whose layouts are stable across versions.
-pub fn fields(cmd: u32, arg: &[u8]) -> BTreeMap<&'static str, u64> {
+pub(crate) fn fields(cmd: u32, arg: &[u8]) -> BTreeMap<&'static str, u64> {
     if request_type(cmd) != KFD_TYPE {
         return BTreeMap::new();
     }
@@ -148,7 +148,7 @@ pub fn fields(cmd: u32, arg: &[u8]) -> BTreeMap<&'static str, u64> {
 }
 
 /// A negative syscall return as an errno name.
-pub const fn errno_name(ret: i64) -> Option<&'static str> {
+pub(crate) const fn errno_name(ret: i64) -> Option<&'static str> {
     Some(match -ret {
         1 => "EPERM",
         2 => "ENOENT",

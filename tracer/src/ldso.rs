@@ -29,7 +29,7 @@ const BACKENDS: [&str; 1] = ["libggml-"];
 
 /// The program and environment a command really runs: through an `env` wrapper, if it is one.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Launch {
+pub(crate) struct Launch {
     pub program: PathBuf,
     /// `LD_LIBRARY_PATH` as the program will see it.
     pub ld_library_path: Option<String>,
@@ -39,7 +39,11 @@ pub struct Launch {
 ///
 /// `program` is the command's resolved program, `args` its arguments; anything else is the program itself
 /// with tracer's own environment, which the command inherits.
-pub fn launch(program: &Path, args: &[String], resolve: impl Fn(&str, Option<&str>) -> Option<PathBuf>) -> Launch {
+pub(crate) fn launch(
+    program: &Path,
+    args: &[String],
+    resolve: impl Fn(&str, Option<&str>) -> Option<PathBuf>,
+) -> Launch {
     let mut ld = std::env::var("LD_LIBRARY_PATH").ok();
     let mut path = std::env::var("PATH").ok();
     if program.file_name().is_none_or(|n| n != "env") {
@@ -70,7 +74,7 @@ pub fn launch(program: &Path, args: &[String], resolve: impl Fn(&str, Option<&st
 
 /// What the walk found.
 #[derive(Debug, Default)]
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// Every object found (its path), the program first.
     pub objects: Vec<PathBuf>,
     /// Names in `DT_NEEDED` no directory held.
@@ -81,7 +85,7 @@ pub struct Loaded {
 
 /// The objects a launch will load (the dependency closure of the program and of the backends beside it),
 /// as paths that open from here.
-pub fn closure(launch: &Launch) -> Loaded {
+pub(crate) fn closure(launch: &Launch) -> Loaded {
     let conf = ld_so_conf_dirs();
     let ld_library_path: Vec<String> = launch
         .ld_library_path

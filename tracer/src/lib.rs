@@ -1,36 +1,34 @@
 //! tracer's user space. The data path, one module per step:
-//! [`attach`] (probe plan, load) → [`ring`] (the ring buffer) → [`decode`] (bytes to [`event`]s) →
-//! [`attribute`] (process, library, kernel name; with [`process`], [`symbols`], [`libs`], [`ollama`],
-//! [`ioctl`], [`loader`]) → [`trace`] (the file: schema, writer, reader) → [`report`] / [`export`] (with [`classify`]
-//! and [`phase`]). [`record`] runs the recording session. Leaves that many steps share: [`proc`] (/proc),
-//! [`demangle`], [`files`] (other processes' files, opened and read as hostile input), [`elf`] (what is read
-//! of an ELF file through them), [`bundle`] (offload bundles; [`inspect`] presents them), [`registration`]
-//! (kernel names decoded from a stripped binary's registration calls).
+//! [`attach`] (probe plan, load, attach) → `ring` (a thread drains the ring buffer) → [`decode`] (bytes to
+//! [`event`]s) → [`attribute`] (process, library copy, kernel name: it asks [`names`] for kernel names, and
+//! `process`, [`ollama`] and `ioctl` for the rest) → [`trace`] (the file: schema, writer, reader) →
+//! [`report`] / [`export`] (with [`classify`], and [`phase`], whose step feeder both share). [`record`] runs
+//! the recording session; `libs` and `ldso` find the copies to probe. Leaves that many steps share: [`proc`]
+//! (/proc), `demangle`, [`files`] (other processes' files, opened and read as hostile input), [`elf`] (what is
+//! read of an ELF file through them), `clock`; [`inspect`] presents offload bundles without running anything.
 
 pub mod attach;
 pub mod attribute;
-pub mod bundle;
 pub mod classify;
 pub mod cli;
+mod clock;
 pub mod decode;
-pub mod demangle;
+mod demangle;
 pub mod elf;
 pub mod event;
 pub mod export;
 pub mod files;
 pub mod inspect;
-pub mod ioctl;
-pub mod ldso;
-pub mod libs;
-pub mod loader;
+mod ioctl;
+mod ldso;
+mod libs;
+pub mod names;
 pub mod ollama;
 pub mod output;
 pub mod phase;
 pub mod proc;
-pub mod process;
+mod process;
 pub mod record;
-pub mod registration;
 pub mod report;
-pub mod ring;
-pub mod symbols;
+mod ring;
 pub mod trace;

@@ -11,16 +11,16 @@ use anyhow::{Result, bail};
 use crate::files::{CodeFile, Root};
 
 /// The libraries tracer knows how to probe, by file-name prefix.
-pub const HIP_RUNTIME: &str = "libamdhip64.so";
-pub const HSA_RUNTIME: &str = "libhsa-runtime64.so";
+pub(crate) const HIP_RUNTIME: &str = "libamdhip64.so";
+pub(crate) const HSA_RUNTIME: &str = "libhsa-runtime64.so";
 /// The NVIDIA driver library (every CUDA launch passes through it).
-pub const CUDA_DRIVER: &str = "libcuda.so";
+pub(crate) const CUDA_DRIVER: &str = "libcuda.so";
 /// The CUDA runtime library (probed on request only: `--cuda-runtime`).
-pub const CUDA_RUNTIME: &str = "libcudart.so";
+pub(crate) const CUDA_RUNTIME: &str = "libcudart.so";
 /// The runtimes probed by default.
-pub const RUNTIMES: [&str; 3] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER];
+pub(crate) const RUNTIMES: [&str; 3] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER];
 
-pub use crate::trace::LibOrigin as Origin;
+pub(crate) use crate::trace::LibOrigin as Origin;
 
 fn origin_of_path(path: &str) -> Origin {
     if path.contains("/lib/ollama/") { Origin::OllamaBundle } else { Origin::System }
@@ -29,7 +29,7 @@ fn origin_of_path(path: &str) -> Origin {
 /// One library file to attach probes to: opened and checked (a regular file; for a mapping, the file
 /// mapped), and kept open, so that its probes go on the very file that was checked.
 #[derive(Clone, Debug)]
-pub struct LibCopy {
+pub(crate) struct LibCopy {
     /// The path as the traced process sees it (inside its mount namespace).
     pub path: String,
     pub file: Arc<CodeFile>,
@@ -40,7 +40,7 @@ pub struct LibCopy {
 
 impl LibCopy {
     /// Which runtime this copy is, from its file name.
-    pub fn runtime(&self) -> tracer_common::api::Library {
+    pub(crate) fn runtime(&self) -> tracer_common::api::Library {
         use tracer_common::api::Library;
         let name = self.path.rsplit('/').next().unwrap_or(&self.path);
         if name.starts_with(HSA_RUNTIME) {
@@ -61,7 +61,7 @@ impl LibCopy {
 
     /// A path the kernel resolves to this very file when a probe is attached (`/proc/self/fd/N` of the
     /// descriptor tracer checked), whatever became of the path since.
-    pub fn attach_path(&self) -> PathBuf {
+    pub(crate) fn attach_path(&self) -> PathBuf {
         self.file.proc_path()
     }
 }
@@ -73,7 +73,7 @@ fn dedupe(copies: Vec<LibCopy>) -> Vec<LibCopy> {
 }
 
 /// `--lib PATH`: the file must exist and be a regular file.
-pub fn from_user_paths(paths: &[PathBuf]) -> Result<Vec<LibCopy>> {
+pub(crate) fn from_user_paths(paths: &[PathBuf]) -> Result<Vec<LibCopy>> {
     let mut copies = Vec::new();
     for p in paths {
         let shown = fs::canonicalize(p).map_or_else(|_| p.display().to_string(), |c| c.display().to_string());
@@ -86,7 +86,7 @@ pub fn from_user_paths(paths: &[PathBuf]) -> Result<Vec<LibCopy>> {
 }
 
 /// Mapped files of a process whose name starts with `prefix`, each opened as the file mapped.
-pub fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
+pub(crate) fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
     use crate::proc::Procs as _;
     let Some(maps) = crate::proc::LIVE.maps(pid) else { return Vec::new() };
     let copies = maps.iter().filter(|e| e.file_name().starts_with(prefix)).filter_map(|e| copy_in(pid, e)).collect();
@@ -95,14 +95,14 @@ pub fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
 
 /// A copy found in a process's maps: the file mapped, opened through the process's `map_files` (a
 /// process in a container is handled like any other).
-pub fn copy_in(pid: u32, e: &crate::proc::MapsEntry) -> Option<LibCopy> {
+pub(crate) fn copy_in(pid: u32, e: &crate::proc::MapsEntry) -> Option<LibCopy> {
     let file = CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path).ok()?;
     Some(LibCopy::new(e.path.clone(), file, origin_of_path(&e.path)))
 }
 
 /// A library at a path tracer found itself (what a command will load): opened as given, labelled by
 /// where it lies.
-pub fn at_path(path: &std::path::Path) -> Option<LibCopy> {
+pub(crate) fn at_path(path: &std::path::Path) -> Option<LibCopy> {
     let file = CodeFile::user(path).ok()?;
     let shown = path.display().to_string();
     let origin = origin_of_path(&shown);
@@ -111,7 +111,7 @@ pub fn at_path(path: &std::path::Path) -> Option<LibCopy> {
 
 /// A runtime library a process is opening by `path` (absolute, resolved in its root; or relative to its
 /// working directory). None when it is not (yet) a regular file there: the open itself may fail.
-pub fn opened_by(pid: u32, path: &str) -> Option<LibCopy> {
+pub(crate) fn opened_by(pid: u32, path: &str) -> Option<LibCopy> {
     let file = if path.starts_with('/') {
         Root::of(pid).ok()?.open(path).ok()?
     } else {
@@ -122,7 +122,7 @@ pub fn opened_by(pid: u32, path: &str) -> Option<LibCopy> {
 
 /// The usual places, most specific first: Ollama bundles (next to an `ollama` on PATH and the standard
 /// install prefixes), `LD_LIBRARY_PATH` (a command we start inherits it), /opt/rocm*, the system path.
-pub fn usual_places(prefix: &str) -> Vec<LibCopy> {
+pub(crate) fn usual_places(prefix: &str) -> Vec<LibCopy> {
     let mut dirs: Vec<PathBuf> = Vec::new();
     let mut ollama_roots: Vec<PathBuf> =
         ["/usr/lib/ollama", "/usr/local/lib/ollama", "/opt/ollama/lib/ollama"].iter().map(PathBuf::from).collect();
@@ -187,7 +187,7 @@ pub fn usual_places(prefix: &str) -> Vec<LibCopy> {
 /// Each is opened inside that root (a symbolic link is followed there, never onto the host) and named by
 /// the file it reaches when that file is in the same directory (`libamdhip64.so` ->
 /// `libamdhip64.so.6.1.2`).
-pub fn in_dir(root: &Root, dir: &str, prefix: &str) -> Vec<LibCopy> {
+pub(crate) fn in_dir(root: &Root, dir: &str, prefix: &str) -> Vec<LibCopy> {
     let Ok(names) = root.list(dir) else { return Vec::new() };
     let mut names: Vec<String> = names.into_iter().filter(|n| n.starts_with(prefix)).collect();
     names.sort();
@@ -212,7 +212,7 @@ pub fn in_dir(root: &Root, dir: &str, prefix: &str) -> Vec<LibCopy> {
 }
 
 /// The GNU build-id of a library copy, as hex, when it has one.
-pub fn build_id(copy: &LibCopy) -> Option<String> {
+pub(crate) fn build_id(copy: &LibCopy) -> Option<String> {
     crate::elf::build_id(&copy.file)
 }
 

@@ -144,7 +144,7 @@ pub fn bundle_dirs(procs: &dyn Procs, server: u32) -> Option<(Root, Vec<String>)
 }
 
 /// The copies of a runtime in a server's bundle directories, opened beneath its install tree.
-pub fn bundle_copies(server: u32, runtime: &str) -> Vec<crate::libs::LibCopy> {
+pub(crate) fn bundle_copies(server: u32, runtime: &str) -> Vec<crate::libs::LibCopy> {
     let Some((tree, dirs)) = bundle_dirs(&crate::proc::LIVE, server) else { return Vec::new() };
     dirs.iter().flat_map(|dir| crate::libs::in_dir(&tree, dir, runtime)).collect()
 }

@@ -9,7 +9,7 @@ use crate::{
     trace::{self, Cause},
 };
 
-pub struct ProcessTable {
+pub(crate) struct ProcessTable {
     known: HashMap<u32, u64>,
     /// The command tracer started, by PID: its argv until its first exec has been recorded.
     commands: HashMap<u32, Vec<String>>,
@@ -30,7 +30,7 @@ impl Default for ProcessTable {
 
 impl ProcessTable {
     /// A table reading processes from `procs` (the live /proc, or a test's).
-    pub fn with_procs(procs: &'static (dyn Procs + Sync)) -> Self {
+    pub(crate) fn with_procs(procs: &'static (dyn Procs + Sync)) -> Self {
         Self {
             known: HashMap::new(),
             commands: HashMap::new(),
@@ -42,7 +42,7 @@ impl ProcessTable {
     }
 
     /// A process record when `pid` is new to the trace (or was reused, or `cause` is exec), else None.
-    pub fn observe(&mut self, pid: u32, cause: Cause, ts: u64, comm_hint: &str) -> Option<trace::Process> {
+    pub(crate) fn observe(&mut self, pid: u32, cause: Cause, ts: u64, comm_hint: &str) -> Option<trace::Process> {
         let info = self.procs.stat(pid);
         let start = info.as_ref().map_or(0, |i| i.start_time);
         if cause != Cause::Exec && self.known.get(&pid) == Some(&start) {
@@ -73,15 +73,15 @@ impl ProcessTable {
     }
 
     /// Names the command tracer started (`-- COMMAND ARGS`) before it has exec'd.
-    pub fn name_command(&mut self, pid: u32, argv: Vec<String>) {
+    pub(crate) fn name_command(&mut self, pid: u32, argv: Vec<String>) {
         self.commands.insert(pid, argv);
     }
 
-    pub fn knows(&self, pid: u32) -> bool {
+    pub(crate) fn knows(&self, pid: u32) -> bool {
         self.known.contains_key(&pid)
     }
 
-    pub fn forget(&mut self, pid: u32) {
+    pub(crate) fn forget(&mut self, pid: u32) {
         self.known.remove(&pid);
     }
 }

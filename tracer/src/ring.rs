@@ -29,7 +29,7 @@ use tracer_common::RecordKind;
 use crate::{attribute::Attributor, decode::decode, trace::Writer};
 
 /// Most bytes of records waiting between the drain and the session.
-pub const QUEUE_MAX: u64 = 256 << 20;
+pub(crate) const QUEUE_MAX: u64 = 256 << 20;
 /// A batch is handed over once it holds this many bytes (or the ring is empty).
 const BATCH: usize = 256 << 10;
 /// The drain's wait for the ring between batches: the probes wake it only once a quarter of the ring is
@@ -64,7 +64,7 @@ struct Shared {
 }
 
 /// The ring, drained by its own thread.
-pub struct Ring {
+pub(crate) struct Ring {
     batches: UnboundedReceiver<Vec<u8>>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
@@ -75,7 +75,7 @@ pub struct Ring {
 impl Ring {
     /// Starts the drain thread on the `EVENTS` ring. `delay`: a testing aid, how long the drain leaves
     /// the ring unread at first (provokes overflow).
-    pub fn spawn(ring: RingBuf<MapData>, delay: Duration) -> Result<Self> {
+    pub(crate) fn spawn(ring: RingBuf<MapData>, delay: Duration) -> Result<Self> {
         let fd = ring.as_fd().try_clone_to_owned().context("cannot poll the ring buffer")?;
         let (tx, batches) = unbounded_channel();
         let shared = Arc::new(Shared::default());
@@ -91,14 +91,20 @@ impl Ring {
     }
 
     /// Waits for the next batch of records; None once the drain has ended.
-    pub async fn next(&mut self) -> Option<Vec<u8>> {
+    pub(crate) async fn next(&mut self) -> Option<Vec<u8>> {
         self.batches.recv().await
     }
 
     /// Decodes, attributes and writes the records of a batch from byte `at`, up to the end or to the first
     /// record that made a process newly seen (the caller then looks at that process's maps while it
     /// lives, before the rest of the batch); returns where it stopped.
-    pub fn take(&mut self, batch: &[u8], at: usize, attr: &mut Attributor, writer: &mut Writer) -> Result<usize> {
+    pub(crate) fn take(
+        &mut self,
+        batch: &[u8],
+        at: usize,
+        attr: &mut Attributor,
+        writer: &mut Writer,
+    ) -> Result<usize> {
         if at == 0 {
             self.shared.queued.fetch_sub(batch.len() as u64, Ordering::Relaxed);
         }
@@ -124,7 +130,7 @@ impl Ring {
     }
 
     /// Takes every batch waiting now, without waiting for more.
-    pub fn take_waiting(&mut self, attr: &mut Attributor, writer: &mut Writer) -> Result<()> {
+    pub(crate) fn take_waiting(&mut self, attr: &mut Attributor, writer: &mut Writer) -> Result<()> {
         while let Ok(batch) = self.batches.try_recv() {
             let mut at = 0;
             while at < batch.len() {
@@ -135,7 +141,7 @@ impl Ring {
     }
 
     /// Stops the drain once it has read what the ring holds now, and takes everything it handed over.
-    pub fn finish(&mut self, attr: &mut Attributor, writer: &mut Writer) -> Result<()> {
+    pub(crate) fn finish(&mut self, attr: &mut Attributor, writer: &mut Writer) -> Result<()> {
         self.shared.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
             drop(t.join());
@@ -144,7 +150,7 @@ impl Ring {
     }
 
     /// Records the drain could not keep, by kind (`queue:call`, ...).
-    pub fn dropped(&self) -> BTreeMap<String, u64> {
+    pub(crate) fn dropped(&self) -> BTreeMap<String, u64> {
         (0..KINDS)
             .filter_map(|i| {
                 let n = self.shared.dropped[i].load(Ordering::Relaxed);
@@ -154,7 +160,7 @@ impl Ring {
     }
 
     /// The most bytes that waited in the queue at once.
-    pub fn peak_queued(&self) -> u64 {
+    pub(crate) fn peak_queued(&self) -> u64 {
         self.shared.peak.load(Ordering::Relaxed)
     }
 }

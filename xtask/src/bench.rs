@@ -22,7 +22,7 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 
-use crate::{fixtures_dir, root, run, stack, step, tracer_bin};
+use crate::{fixtures_dir, root, run, stack, step, tracer_bin, verdict};
 
 pub(crate) struct Opts {
     /// Shorter runs, for checking the harness itself.
@@ -154,28 +154,50 @@ fn cpu_of(cmd: &mut Command) -> Result<(f64, f64, String)> {
     Ok((s(ru.ru_utime) + s(ru.ru_stime), t.elapsed().as_secs_f64(), text))
 }
 
-#[expect(
-    clippy::many_single_char_names,
-    reason = "the tools, the quick flag, the count: short names read in one screen"
-)]
+/// The figures of a run: `bench/results.json`'s entries and the printed table's rows (benchmark,
+/// measured, target, met).
+#[derive(Default)]
+struct Rows {
+    results: serde_json::Map<String, Value>,
+    table: Vec<(String, String, String, String)>,
+}
+
+/// Runs every row, prints the table and writes `bench/results.json`.
 pub(crate) fn bench(opts: Opts) -> Result<()> {
     let d = build_tools()?;
     let q = opts.quick;
-    let mut results = serde_json::Map::new();
-    let mut table: Vec<(String, String, String, String)> = Vec::new();
+    let mut rows = Rows::default();
     if opts.stack_only {
-        stack_rows(&d, q, &mut results, &mut table)?;
-        print_table(&table);
+        stack_rows(&d, q, &mut rows)?;
+        print_table(&rows.table);
         return Ok(());
     }
-    let trace = d.work.join("bench.jsonl");
-    let driver = d.driver.to_str().context("path")?;
+    row_1(&d, q, &mut rows)?;
+    row_2(&d, q, &mut rows)?;
+    row_3(&d, q, &mut rows)?;
+    let plain_bytes = row_4(&d, q, &mut rows)?;
+    row_5(&d, q, plain_bytes, &mut rows)?;
+    row_6(&d, q, &mut rows)?;
+    row_7(&d, q, &mut rows)?;
+    row_8(&d, q, &mut rows)?;
+    row_9(&d, q, &mut rows)?;
+    stack_rows(&d, q, &mut rows)?;
+    print_table(&rows.table);
+    let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    rows.results.insert("machine".into(), json!({"kernel": host.trim(), "cpus": std::thread::available_parallelism().map_or(0, std::num::NonZero::get), "quick": q}));
+    let path = root().join("bench/results.json");
+    fs::write(&path, format!("{}\n", serde_json::to_string_pretty(&Value::Object(rows.results))?))?;
+    step(&format!("wrote {}", path.display()));
+    Ok(())
+}
 
-    // 1. Cost per traced call.
+/// Row 1: the cost of one traced call against empty programs and no tracing.
+fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
+    let trace = d.work.join("bench.jsonl");
     step("1/11 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = if q { ("20000", 3) } else { ("100000", 7) };
     let [(none_m, none_lo, none_hi), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
-        three_modes(&d, &trace, reps, &["count", n], "ns_per_call")?;
+        three_modes(d, &trace, reps, &["count", n], "ns_per_call")?;
     let ratio = (full_m - none_m) / (empty_m - none_m);
     // The real runtime beside it.
     let runner = fixtures_dir().join("mini_runner");
@@ -183,8 +205,8 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     let rn = if q { "3000" } else { "20000" };
     let real_none = field(&stdout_of(Command::new(&runner).args(["loop", rn]))?, "ns_per_call")?;
     let real_full =
-        field(&traced(&d, &trace, &[], &real_lib, &[runner.to_str().context("path")?, "loop", rn])?, "ns_per_call")?;
-    results.insert(
+        field(&traced(d, &trace, &[], &real_lib, &[runner.to_str().context("path")?, "loop", rn])?, "ns_per_call")?;
+    rows.results.insert(
         "cost_per_call".into(),
         json!({
             "calls_per_run": n, "repeats": reps,
@@ -195,7 +217,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
             "real_libamdhip64_ns": {"none": real_none, "tracer": real_full},
         }),
     );
-    table.push((
+    rows.table.push((
         "1 cost per traced hipLaunchKernel".into(),
         format!(
             "none {none_m:.0} ns, empty probes {empty_m:.0} ns [{empty_lo:.0}-{empty_hi:.0}], tracer {full_m:.0} ns [{full_lo:.0}-{full_hi:.0}]; ratio {ratio:.3} (real runtime: {real_none:.0} -> {real_full:.0} ns)"
@@ -203,22 +225,27 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
         "ratio <= 1.15".into(),
         verdict(ratio <= 1.15),
     ));
+    Ok(())
+}
 
-    // 2. Loss under load, tracer vs bpftrace.
+/// Row 2: loss with both cores calling as fast as they can, tracer against bpftrace.
+fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
+    let trace = d.work.join("bench.jsonl");
+    let driver = d.driver.to_str().context("path")?;
     step("2/11 loss: both cores calling as fast as they can, tracer and bpftrace");
     let per_thread = if q { "100000" } else { "500000" };
     let calls = 2 * per_thread.parse::<u64>()?;
-    traced(&d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
+    traced(d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
     let (f, recorded) = footer(&trace)?;
     let drops: u64 = f["drops"].as_object().map_or(0, |m| {
         m.values().flat_map(|v| v.as_array().cloned().unwrap_or_default()).filter_map(|x| x.as_u64()).sum()
     });
     let tracer_cpu = f["counters"]["tracer_cpu_us"].as_f64().unwrap_or(0.0) / 1e6;
     let tracer_ns_per_event = tracer_cpu * 1e9 / recorded.max(1) as f64;
-    let bpftrace = bpftrace_run(&d, driver, per_thread)?;
+    let bpftrace = bpftrace_run(d, driver, per_thread)?;
     let bpf_ns_per_event = bpftrace.0 * 1e9 / bpftrace.1.max(1) as f64;
     let share = tracer_ns_per_event / bpf_ns_per_event;
-    results.insert(
+    rows.results.insert(
         "loss".into(),
         json!({
             "calls": calls, "recorded": recorded, "dropped": drops,
@@ -227,7 +254,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
             "cpu_share_of_bpftrace": share, "target": "zero loss, <= 1/3 of bpftrace's CPU per event",
         }),
     );
-    table.push((
+    rows.table.push((
         "2 loss at full speed (2 threads)".into(),
         format!(
             "{recorded}/{calls} recorded, {drops} dropped; tracer {tracer_ns_per_event:.0} ns CPU/event, bpftrace {bpf_ns_per_event:.0} ns/event ({} lines): {share:.2}x",
@@ -236,8 +263,11 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
         "0 lost, <= 0.33x bpftrace".into(),
         verdict(recorded == calls && drops == 0 && share <= 1.0 / 3.0),
     ));
+    Ok(())
+}
 
-    // 3 and 6 come from the pipeline benchmark (which also writes the 10 M-event trace).
+/// Row 3: the user-space path alone (decode, attribute, write); also writes the traces rows 6 and 7 read.
+fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step(
         "3/11 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/11 and 7/11",
     );
@@ -251,54 +281,69 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     let out = stdout_of(c.env("PATH", crate::path_with_cargo_bin()))?;
     let line = out.lines().find(|l| l.starts_with("pipeline")).context("no pipeline line")?;
     let eps = field(line, "events_per_s")?;
-    results.insert("pipeline_events_per_s".into(), json!({"value": eps, "target": 1_000_000}));
-    table.push((
+    rows.results.insert("pipeline_events_per_s".into(), json!({"value": eps, "target": 1_000_000}));
+    rows.table.push((
         "3 user-space path, one core".into(),
         format!("{:.2} M events/s", eps / 1e6),
         ">= 1 M/s".into(),
         verdict(eps >= 1e6),
     ));
+    Ok(())
+}
 
-    // 4. Realistic load.
+/// Row 4: a realistic load, 60 000 launches/s: tracer's CPU and peak memory.
+/// Returns the bytes per launch of its plain trace, for row 5.
+fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<f64> {
+    let trace = d.work.join("bench.jsonl");
+    let driver = d.driver.to_str().context("path")?;
     let secs = if q { "5" } else { "60" };
     step(&format!("4/11 realistic load: 60000 launches/s for {secs} s"));
     let t = Instant::now();
-    traced(&d, &trace, &[], &d.standin, &[driver, "paced", "60000", secs])?;
+    traced(d, &trace, &[], &d.standin, &[driver, "paced", "60000", secs])?;
     let wall = t.elapsed().as_secs_f64();
     let (f, launches) = footer(&trace)?;
     let cpu = f["counters"]["tracer_cpu_us"].as_f64().unwrap_or(0.0) / 1e6;
     let rss_mib = f["counters"]["tracer_max_rss_kib"].as_f64().unwrap_or(0.0) / 1024.0;
     let pct = 100.0 * cpu / wall;
     let plain_bytes = fs::metadata(&trace)?.len() as f64 / launches.max(1) as f64;
-    results.insert(
+    rows.results.insert(
         "realistic".into(),
         json!({"rate": 60000, "seconds": secs, "launches": launches, "tracer_cpu_percent": pct, "tracer_peak_rss_mib": rss_mib, "target": "<= 5 % of a core, <= 64 MiB"}),
     );
-    table.push((
+    rows.table.push((
         format!("4 60k launches/s for {secs} s"),
         format!("tracer {pct:.2} % of a core, peak RSS {rss_mib:.1} MiB ({launches} launches)"),
         "<= 5 %, <= 64 MiB".into(),
         verdict(pct <= 5.0 && rss_mib <= 64.0),
     ));
+    Ok(plain_bytes)
+}
 
-    // 5. Size on disk.
+/// Row 5: bytes per dispatch on disk, plain and compressed.
+fn row_5(d: &Dir, q: bool, plain_bytes: f64, rows: &mut Rows) -> Result<()> {
+    let driver = d.driver.to_str().context("path")?;
     step("5/11 bytes per dispatch on disk, plain and compressed");
     let zst = d.work.join("bench.jsonl.zst");
     let zsecs = if q { "2" } else { "10" };
-    traced(&d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
+    traced(d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
     let zlaunches = launches_in(&zst)?;
     let z_bytes = fs::metadata(&zst)?.len() as f64 / zlaunches.max(1) as f64;
-    results.insert("bytes_per_dispatch".into(), json!({"plain": plain_bytes, "zstd": z_bytes, "target_zstd": 24}));
-    table.push((
+    rows.results.insert("bytes_per_dispatch".into(), json!({"plain": plain_bytes, "zstd": z_bytes, "target_zstd": 24}));
+    rows.table.push((
         "5 size per dispatch".into(),
         format!("{plain_bytes:.0} B plain, {z_bytes:.1} B zstd"),
         "<= 24 B compressed".into(),
         verdict(z_bytes <= 24.0),
     ));
+    Ok(())
+}
 
-    // 6. Analysis: 10 M and 100 M events (an hour at ~28 000 launches/s), time and peak memory.
+/// Row 6: `tracer report` over 10 M and 100 M events (an hour at ~28 000 launches/s): time and peak memory.
+fn row_6(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
+    let big = d.work.join("big.jsonl.zst");
+    let huge = d.work.join("huge.jsonl.zst");
     if q {
-        table.push((
+        rows.table.push((
             "6 report over 10 M / 100 M events".into(),
             "skipped (--quick)".into(),
             "<= 5 s / <= 30 s".into(),
@@ -313,12 +358,12 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
         let huge_mib = fs::metadata(&huge).map_or(0, |m| m.len()) / (1 << 20);
         drop(fs::remove_file(&huge));
         let (rss10, rss100) = (rss10 as f64 / 1024.0, rss100 as f64 / 1024.0);
-        results.insert("report_10m_s".into(), json!({"value": s10, "peak_rss_mib": rss10, "target": 5}));
-        results.insert(
+        rows.results.insert("report_10m_s".into(), json!({"value": s10, "peak_rss_mib": rss10, "target": 5}));
+        rows.results.insert(
             "report_100m_s".into(),
             json!({"value": s100, "peak_rss_mib": rss100, "trace_mib": huge_mib, "target": 30}),
         );
-        table.push((
+        rows.table.push((
             "6 report over 10 M / 100 M events".into(),
             format!(
                 "{s10:.2} s (peak RSS {rss10:.0} MiB) / {s100:.1} s (peak RSS {rss100:.0} MiB, {huge_mib} MiB zstd)"
@@ -327,10 +372,14 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
             verdict(s10 <= 5.0 && s100 <= 30.0),
         ));
     }
+    Ok(())
+}
 
-    // 7. Export of a long trace: streamed, so memory stays flat.
+/// Row 7: export of a long trace, streamed, so memory stays flat.
+fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
+    let big = d.work.join("big.jsonl.zst");
     if q {
-        table.push((
+        rows.table.push((
             "7 export over 10 M events".into(),
             "skipped (--quick)".into(),
             "bounded memory".into(),
@@ -346,16 +395,19 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
         let size_mib = fs::metadata(&out).map_or(0, |m| m.len()) / (1 << 20);
         drop(fs::remove_file(&out));
         let rss_mib = rss_kib as f64 / 1024.0;
-        results.insert("export_perfetto_10m".into(), json!({"seconds": s, "peak_rss_mib": rss_mib, "output_mib": size_mib, "target": "memory bounded (<= 256 MiB)"}));
-        table.push((
+        rows.results.insert("export_perfetto_10m".into(), json!({"seconds": s, "peak_rss_mib": rss_mib, "output_mib": size_mib, "target": "memory bounded (<= 256 MiB)"}));
+        rows.table.push((
             "7 export perfetto, 10 M events".into(),
             format!("{s:.1} s, peak RSS {rss_mib:.0} MiB, {size_mib} MiB written"),
             "<= 256 MiB".into(),
             verdict(rss_mib <= 256.0),
         ));
     }
+    Ok(())
+}
 
-    // 8. Teardown: how long a recording of nothing takes from start to exit.
+/// Row 8: how long a recording of nothing takes from start to exit.
+fn row_8(d: &Dir, _q: bool, rows: &mut Rows) -> Result<()> {
     step("8/11 tracer record -- /bin/true, start to exit (attach, record, detach)");
     let trace_true = d.work.join("true.jsonl");
     let mut walls = Vec::new();
@@ -374,23 +426,28 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     }
     walls.sort_by(f64::total_cmp);
     let median = walls[walls.len() / 2];
-    results.insert("record_true_wall_s".into(), json!({"median": median, "runs": walls, "target": "< 0.5 s"}));
-    table.push((
+    rows.results.insert("record_true_wall_s".into(), json!({"median": median, "runs": walls, "target": "< 0.5 s"}));
+    rows.table.push((
         "8 record -- /bin/true, start to exit".into(),
         format!("median {median:.3} s of 5"),
         "< 0.5 s".into(),
         verdict(median < 0.5),
     ));
+    Ok(())
+}
 
-    // 9. The decode loop's call pattern (ggml with graphs): per token one graph launch and 14 syncs.
+/// Row 9: the decode loop's call pattern (ggml with graphs): per token one graph launch and 14 syncs.
+fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
+    let trace = d.work.join("bench.jsonl");
+    let reps = if q { 3 } else { 7 };
     step("9/11 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
     let tokens = if q { "5000" } else { "20000" };
     let [(none_m, _, _), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
-        three_modes(&d, &trace, reps, &["tokens", tokens], "ns_per_token")?;
+        three_modes(d, &trace, reps, &["tokens", tokens], "ns_per_token")?;
     let token_ratio = (full_m - none_m) / (empty_m - none_m);
     // Traps per token, from the probes the last recording lists: one for an entry probe, two for entry+return.
     let traps = 14 * traps_per_call(&trace, "hipStreamSynchronize")? + traps_per_call(&trace, "hipGraphLaunch")?;
-    results.insert(
+    rows.results.insert(
         "ggml_token".into(),
         json!({
             "tokens_per_run": tokens, "repeats": reps, "traps_per_token": traps,
@@ -400,7 +457,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
             "ratio": token_ratio, "target_ratio": 1.15,
         }),
     );
-    table.push((
+    rows.table.push((
         "9 ggml-shaped token, 15 calls".into(),
         format!(
             "none {none_m:.0} ns, empty probes {empty_m:.0} ns [{empty_lo:.0}-{empty_hi:.0}], tracer {full_m:.0} ns [{full_lo:.0}-{full_hi:.0}]; ratio {token_ratio:.3}; {traps} traps per token"
@@ -408,32 +465,19 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
         "ratio <= 1.15".into(),
         verdict(token_ratio <= 1.15),
     ));
-
-    stack_rows(&d, q, &mut results, &mut table)?;
-    print_table(&table);
-    let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    results.insert("machine".into(), json!({"kernel": host.trim(), "cpus": std::thread::available_parallelism().map_or(0, std::num::NonZero::get), "quick": q}));
-    let path = root().join("bench/results.json");
-    fs::write(&path, format!("{}\n", serde_json::to_string_pretty(&Value::Object(results))?))?;
-    step(&format!("wrote {}", path.display()));
     Ok(())
 }
 
 /// Rows 10 and 11: a real `ROCm` library stack, thousands of registrations at load, gigabytes of GPU code.
-fn stack_rows(
-    d: &Dir,
-    q: bool,
-    results: &mut serde_json::Map<String, Value>,
-    table: &mut Vec<(String, String, String, String)>,
-) -> Result<()> {
+fn stack_rows(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step("10/11 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
     let (r, v) = stack::rocsparse(&d.work, q)?;
-    results.insert("rocsparse_stack".into(), v);
-    table.push(r);
+    rows.results.insert("rocsparse_stack".into(), v);
+    rows.table.push(r);
     step("11/11 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
     let (r, v) = stack::ggml_hip(&d.work, q)?;
-    results.insert("ggml_hip_mapped".into(), v);
-    table.push(r);
+    rows.results.insert("ggml_hip_mapped".into(), v);
+    rows.table.push(r);
     Ok(())
 }
 
@@ -456,10 +500,6 @@ fn traps_per_call(trace: &Path, api: &str) -> Result<u64> {
         .find(|v| v["type"] == "probe" && v["api"] == api && v["error"].is_null())
         .with_context(|| format!("no attached probe for {api} in {}", trace.display()))?;
     Ok(if probe["kind"] == "entry" { 1 } else { 2 })
-}
-
-pub(crate) fn verdict(ok: bool) -> String {
-    if ok { "yes".into() } else { "NO".into() }
 }
 
 pub(crate) fn launches_in(path: &Path) -> Result<u64> {

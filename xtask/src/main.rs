@@ -130,6 +130,11 @@ fn step(msg: &str) {
     eprintln!("xtask: {msg}");
 }
 
+/// A benchmark row's "met" column.
+fn verdict(ok: bool) -> String {
+    if ok { "yes".into() } else { "NO".into() }
+}
+
 fn run(cmd: &mut Command) -> Result<()> {
     let status = cmd.env("PATH", path_with_cargo_bin()).status().with_context(|| format!("cannot run {cmd:?}"))?;
     if !status.success() {

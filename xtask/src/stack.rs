@@ -23,7 +23,7 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 
-use crate::{fixtures_dir, root, run, step, tracer_bin};
+use crate::{fixtures_dir, root, run, step, tracer_bin, verdict};
 
 /// What a recording of a registering program cost tracer, medians over the runs.
 pub(crate) struct StackRun {
@@ -106,7 +106,7 @@ fn row(label: &str, what: &str, r: &StackRun, fixed_s: f64, registrations: u64) 
         "queue_peak_mib": r.queue_peak_mib,
         "target": "0 dropped, every registration named, peak RSS <= 100 MiB, CPU <= 0.5 s, <= 20 us per registration",
     });
-    ((label.into(), measured, "0 lost, <= 100 MiB, <= 0.5 s, <= 20 us/reg".into(), crate::bench::verdict(ok)), figures)
+    ((label.into(), measured, "0 lost, <= 100 MiB, <= 0.5 s, <= 20 us/reg".into(), verdict(ok)), figures)
 }
 
 /// Row 10: rocSPARSE and rocRAND.

@@ -105,8 +105,7 @@ fn outputs_are_only_new_or_forced_regular_files_never_the_input() {
 
 #[test]
 fn the_exit_status_is_the_commands_and_the_command_is_recorded_as_itself() {
-    let dir = scratch("cli-status");
-    let out = dir.join("t.jsonl");
+    let out = scratch_trace("cli-status");
     let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", "sh", "-c", "exit 3"]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr_of(&o));
     let records = read_trace(&out);
@@ -192,8 +191,7 @@ fn kernel_threads_are_refused_in_one_sentence() {
         eprintln!("SKIPPED: no kernel thread is visible in this PID namespace");
         return;
     };
-    let dir = scratch("cli-kthread");
-    let out = dir.join("t.jsonl");
+    let out = scratch_trace("cli-kthread");
     let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--pid", &kthreadd.to_string()]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr_of(&o);

@@ -10,12 +10,9 @@ fn ioctls(records: &[Record]) -> Vec<&trace::Ioctl> {
 
 #[test]
 fn ioctl_numbers_are_decoded_across_the_table() {
-    let dir = scratch("ioctl-table");
-    let out = dir.join("t.jsonl");
+    let out = scratch_trace("ioctl-table");
     let prog = fixture("ioctl_table");
-    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", prog.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let records = read_trace(&out);
+    let records = record_ok(&out, &["--", prog.to_str().unwrap()]);
     let names: Vec<&str> = ioctls(&records).iter().map(|i| i.name.as_str()).collect();
     assert_eq!(
         names,

@@ -14,9 +14,7 @@ fn record_ggml_steps(scratch_name: &str, flags: &[&str]) -> (PathBuf, serde_json
     args.extend(["--", prog.to_str().unwrap()]);
     let o = tracer(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = tracer(&["report", "--json", out.to_str().unwrap()]);
-    assert!(o.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = tracer_json(&["report", "--json", out.to_str().unwrap()]);
     let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "ggml_steps").expect("the process");
     (out, p.clone())
 }
@@ -60,9 +58,7 @@ fn prefill_and_decode_steps_with_families_quant_types_and_batch_widths() {
     assert_eq!(kernels.len(), 9);
     assert!(kernels.iter().all(|k| k["class"]["family"] != "unknown"), "{kernels:?}");
     // The Perfetto export shows the steps as spans on their own track, in order.
-    let o = tracer(&["export", out.to_str().unwrap(), "--format", "perfetto"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let doc = tracer_json(&["export", out.to_str().unwrap(), "--format", "perfetto"]);
     let steps: Vec<&serde_json::Value> =
         doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "phase").collect();
     let labels: Vec<&str> = steps.iter().map(|e| e["name"].as_str().unwrap()).collect();

@@ -19,18 +19,7 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
     let out = dir.join("t.jsonl");
     let double = fixture("hsa-double/libhsa-runtime64.so.1");
     let driver = fixture("hsa_driver");
-    let o = tracer(&[
-        "record",
-        "-q",
-        "-o",
-        out.to_str().unwrap(),
-        "--lib",
-        double.to_str().unwrap(),
-        "--",
-        driver.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let records = read_trace(&out);
+    let records = record_ok(&out, &["--lib", double.to_str().unwrap(), "--", driver.to_str().unwrap()]);
 
     // The alias hsa_signal_store_release is not in the probe plan; screlease is probed once.
     let probes: Vec<&trace::Probe> =
@@ -137,12 +126,9 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
 
 #[test]
 fn graph_calls_reach_the_real_runtime() {
-    let dir = scratch("graph");
-    let out = dir.join("t.jsonl");
+    let out = scratch_trace("graph");
     let runner = fixture("mini_runner");
-    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", runner.to_str().unwrap(), "graph"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let records = read_trace(&out);
+    let records = record_ok(&out, &["--", runner.to_str().unwrap(), "graph"]);
     let cs = calls(&records);
     let count = |api: &str| cs.iter().filter(|c| c.api.name() == api).count();
     assert_eq!(
@@ -173,7 +159,7 @@ fn code_objects(path: &std::path::Path) -> Vec<(String, u64, u64, Vec<String>)> 
     let elf = object::File::parse(&*data).unwrap();
     let fatbin = elf.section_by_name(".hip_fatbin").expect("a HIP binary");
     let (at, _) = fatbin.file_range().unwrap();
-    tracer::bundle::open_bytes(fatbin.data().unwrap(), at, None)
+    tracer::names::bundle::open_bytes(fatbin.data().unwrap(), at, None)
         .into_iter()
         .flat_map(|b| b.entries)
         .filter_map(|e| {

@@ -134,8 +134,7 @@ fn command_is_recorded_from_its_first_instruction() {
 
 #[test]
 fn late_attach_names_launches_from_elf_and_ignores_other_processes() {
-    let dir = scratch("late");
-    let out = dir.join("t.jsonl");
+    let out = scratch_trace("late");
     let runner = fixture("mini_runner");
     // Both have registered their kernels before the tracer starts.
     let target = Waiting::start(&runner, "late");
@@ -169,8 +168,7 @@ fn late_attach_names_launches_from_elf_and_ignores_other_processes() {
 /// registration calls decoded in its code.
 #[test]
 fn late_attach_names_launches_of_a_stripped_program_from_its_registration_calls() {
-    let dir = scratch("late-stripped");
-    let out = dir.join("t.jsonl");
+    let out = scratch_trace("late-stripped");
     let runner = fixture("mini_runner_stripped");
     let symbols = Command::new("readelf").arg("-S").arg(&runner).output().unwrap();
     assert!(!String::from_utf8_lossy(&symbols.stdout).contains(".symtab"), "the fixture is not stripped");
@@ -185,13 +183,10 @@ fn late_attach_names_launches_of_a_stripped_program_from_its_registration_calls(
 
 #[test]
 fn children_of_the_command_are_followed() {
-    let dir = scratch("children");
-    let out = dir.join("t.jsonl");
+    let out = scratch_trace("children");
     let runner = fixture("mini_runner");
     let script = format!("{r} launches; {r} launches", r = runner.display());
-    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", "/bin/sh", "-c", &script]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let records = read_trace(&out);
+    let records = record_ok(&out, &["--", "/bin/sh", "-c", &script]);
     let forks: Vec<&trace::Process> = records
         .iter()
         .filter_map(|r| if let Record::Process(p) = r { (p.cause.as_str() == "fork").then_some(p) } else { None })

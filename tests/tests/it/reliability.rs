@@ -7,11 +7,7 @@ use integration_tests::*;
 
 #[test]
 fn target_killed_mid_trace_keeps_its_records_and_its_death() {
-    let dir = scratch("killed-target");
-    let out = dir.join("t.jsonl");
-    let runner = fixture("mini_runner");
-    let rec = Recording::start(&out, &["--", runner.to_str().unwrap(), "hang"]);
-    wait_for_launches(&out, 7);
+    let (out, rec) = recording_a_hanging_runner("killed-target");
     let pid = exec_pid(&out);
     // SAFETY: killing the test's own grandchild.
     unsafe {
@@ -30,31 +26,27 @@ fn target_killed_mid_trace_keeps_its_records_and_its_death() {
 
 #[test]
 fn ring_overflow_is_counted_per_cpu_and_adds_up() {
-    let dir = scratch("overflow");
-    let out = dir.join("t.jsonl");
+    let out = scratch_trace("overflow");
     let runner = fixture("mini_runner");
     const LAUNCHES: u64 = 3000;
     // A one-page ring left unread for a while: most launches cannot be kept.
-    let o = tracer(&[
-        "record",
-        "-q",
-        "-o",
-        out.to_str().unwrap(),
-        "--ring-size",
-        "4096",
-        "--debug-read-delay-ms",
-        "1500",
-        // The HIP runtime alone: every probed call is then one the program made (without a GPU the runtime
-        // also retries hsa_init on each launch, which would be counted too if libhsa-runtime64 were probed).
-        "--lib",
-        "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5",
-        "--",
-        runner.to_str().unwrap(),
-        "loop",
-        &LAUNCHES.to_string(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let records = read_trace(&out);
+    let records = record_ok(
+        &out,
+        &[
+            "--ring-size",
+            "4096",
+            "--debug-read-delay-ms",
+            "1500",
+            // The HIP runtime alone: every probed call is then one the program made (without a GPU the runtime
+            // also retries hsa_init on each launch, which would be counted too if libhsa-runtime64 were probed).
+            "--lib",
+            "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5",
+            "--",
+            runner.to_str().unwrap(),
+            "loop",
+            &LAUNCHES.to_string(),
+        ],
+    );
     let f = footer(&records);
     let per_cpu = &f.drops["call"];
     assert_eq!(per_cpu.len(), std::thread::available_parallelism().unwrap().get().max(per_cpu.len()));

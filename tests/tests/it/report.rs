@@ -14,9 +14,7 @@ fn recorded(name: &str) -> std::path::PathBuf {
 #[test]
 fn real_pytorch_trace_reads_with_short_names_one_row_per_kernel_and_no_unknown_family() {
     let trace = recorded("pytorch-mix.jsonl.zst");
-    let o = tracer(&["report", "--json", trace.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = tracer_json(&["report", "--json", trace.to_str().unwrap()]);
     let procs = v["processes"].as_array().unwrap();
     let active: Vec<&serde_json::Value> = procs.iter().filter(|p| p["gpu_activity"] == true).collect();
     assert_eq!(active.len(), 1, "one process used the GPU");
@@ -72,9 +70,7 @@ fn real_pytorch_trace_reads_with_short_names_one_row_per_kernel_and_no_unknown_f
 /// The `llama-bench` process of a recorded trace, as `tracer report --json` gives it.
 fn llama_bench_report(name: &str) -> serde_json::Value {
     let trace = recorded(name);
-    let o = tracer(&["report", "--json", trace.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = tracer_json(&["report", "--json", trace.to_str().unwrap()]);
     v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-bench").expect("llama-bench").clone()
 }
 
@@ -155,4 +151,32 @@ fn real_llama_cpp_phases_are_the_same_when_steps_end_at_the_logits_copy() {
     use tracer::phase::Phase::{Decode, Prefill};
     assert_eq!(steps(&lean), [(Prefill, 10), (Decode, 9)]);
     assert_eq!(full.phases, lean.phases);
+}
+
+/// The report and the Perfetto export cut the same steps from the same records: on the kept llama.cpp
+/// trace (CUDA graphs: captured launches that run only in replays, replays that run them), every
+/// process's phase spans in the export count what its report's phases count.
+#[test]
+fn report_and_perfetto_export_cut_the_same_steps() {
+    let trace = recorded("llama-bench-cuda-prompts.jsonl.zst");
+    let report = tracer_json(&["report", "--json", trace.to_str().unwrap()]);
+    let export = tracer_json(&["export", trace.to_str().unwrap(), "--format", "perfetto"]);
+    let mut from_report = std::collections::BTreeMap::new();
+    for p in report["processes"].as_array().unwrap() {
+        for ph in p["phases"].as_array().unwrap() {
+            from_report.insert(
+                (p["pid"].as_u64().unwrap(), ph["phase"].as_str().unwrap().to_owned()),
+                ph["steps"].as_u64().unwrap(),
+            );
+        }
+    }
+    let mut from_export = std::collections::BTreeMap::new();
+    for e in export["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "phase") {
+        *from_export.entry((e["pid"].as_u64().unwrap(), e["name"].as_str().unwrap().to_owned())).or_insert(0u64) += 1;
+    }
+    let bench = report["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-bench").unwrap();
+    let pid = bench["pid"].as_u64().unwrap();
+    assert_eq!(from_report.get(&(pid, "prefill".to_owned())), Some(&10));
+    assert_eq!(from_report.get(&(pid, "decode".to_owned())), Some(&9));
+    assert_eq!(from_export, from_report);
 }

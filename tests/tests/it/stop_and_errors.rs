@@ -6,8 +6,7 @@ use integration_tests::*;
 fn sigint_and_sigterm_write_the_footer() {
     let runner = fixture("mini_runner");
     for (sig, name) in [(libc::SIGINT, "int"), (libc::SIGTERM, "term")] {
-        let dir = scratch(&format!("sig{name}"));
-        let out = dir.join("t.jsonl");
+        let out = scratch_trace(&format!("sig{name}"));
         let target = Waiting::start(&runner, "late");
         let rec = Recording::start(&out, &["--pid", &target.pid().to_string()]);
         rec.signal(sig);
@@ -29,8 +28,7 @@ fn sigint_and_sigterm_write_the_footer() {
 
 #[test]
 fn duration_stops_the_recording() {
-    let dir = scratch("duration");
-    let out = dir.join("t.jsonl");
+    let out = scratch_trace("duration");
     let runner = fixture("mini_runner");
     let target = Waiting::start(&runner, "late");
     let o = tracer(&[
@@ -50,12 +48,8 @@ fn duration_stops_the_recording() {
 
 #[test]
 fn sigkill_leaves_every_complete_record_readable() {
-    let dir = scratch("sigkill");
-    let out = dir.join("t.jsonl");
-    let runner = fixture("mini_runner");
     // The runner launches, then sleeps until killed: the tracer is still recording when it is killed.
-    let rec = Recording::start(&out, &["--", runner.to_str().unwrap(), "hang"]);
-    wait_for_launches(&out, 7);
+    let (out, rec) = recording_a_hanging_runner("sigkill");
     rec.signal(libc::SIGKILL);
     let runner_pid = exec_pid(&out);
     // SAFETY: ending the test's own grandchild, orphaned by the killed tracer (it holds the tracer's
@@ -119,8 +113,7 @@ fn user_errors_are_one_clear_sentence() {
 #[test]
 fn forced_output_replaces_the_file_and_is_private() {
     use std::os::unix::fs::PermissionsExt as _;
-    let dir = scratch("force");
-    let out = dir.join("t.jsonl");
+    let out = scratch_trace("force");
     std::fs::write(&out, "old").unwrap();
     let o = tracer(&["record", "-q", "--force", "-o", out.to_str().unwrap(), "--", "true"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

@@ -1,9 +1,11 @@
-//! `tracer record`: finds the libraries, creates the output, and runs one [`session`].
+//! `tracer record`: finds the libraries, creates the output, and runs one `session`.
 //!
-//! The session runs the data path end to end, probes → [`crate::ring`] → [`crate::decode`] → [`crate::attribute`] → [`crate::trace::Writer`].
+//! The session runs the data path end to end, probes → `crate::ring` → `crate::decode` → `crate::attribute` → `crate::trace::Writer`.
 
 mod command;
+mod live;
 mod session;
+mod signals;
 mod watch;
 
 use std::{
@@ -48,22 +50,8 @@ pub struct RecordArgs {
     pub program_stats: bool,
     /// `--ollama` also trusts a server whose executable this uid owns (root's always are).
     pub ollama_user: Option<u32>,
-    /// Keep only argv[0] of processes that are not targets (`--private-argv`).
+    /// Keep only `argv[0]` of processes that are not targets (`--private-argv`).
     pub private_argv: bool,
-}
-
-/// `CLOCK_MONOTONIC` in nanoseconds: the clock of `bpf_ktime_get_ns`, so of every `ts` in a trace.
-pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
-}
-
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid pointer to a timespec.
-    unsafe {
-        libc::clock_gettime(clock, &raw mut t);
-    }
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// The trace file of a recording: new, or (with `--force` over an existing file) written beside the old
@@ -168,7 +156,7 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
     rt.block_on(async {
         // Signals first: one that comes during the set-up (probes take seconds to attach) must not kill
         // tracer without a word, nor leave a half-made file.
-        let mut signals = session::Signals::install()?;
+        let mut signals = signals::Signals::install()?;
         let setup = prepare(&args)?;
         let (mut out, file) = TraceOutput::create(&args.output, args.force)?;
         let to_stdout = output::Dest::parse(&args.output) == output::Dest::Stdout;
@@ -183,7 +171,7 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
             #[expect(clippy::print_stderr, reason = "the one sentence of an interrupted set-up")]
             let () = eprintln!(
                 "tracer: interrupted while setting up ({}): nothing was recorded{}",
-                session::signal_name(sig),
+                signals::signal_name(sig),
                 if to_stdout { String::new() } else { format!(", {} not written", args.output.display()) }
             );
             return Ok(Some(128u8.wrapping_add(sig as u8)));

@@ -7,18 +7,21 @@ use std::{collections::BTreeMap, io::IsTerminal as _, time::Duration};
 
 use anyhow::{Result, anyhow, bail};
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
-use tokio::signal::unix::{SignalKind, signal};
 use tracer_common::{ApiFunc, Counter, Footer, PlanKey, ThreadTally};
 
 use super::{
-    RecordArgs, Setup, Targets, clock_ns,
+    RecordArgs, Setup, Targets,
     command::{self, Command},
-    monotonic_ns, runtimes, units,
+    live::LiveStatus,
+    runtimes,
+    signals::{Signals, restore_default_signals},
+    units,
     watch::LibraryWatch,
 };
 use crate::{
     attach::{self, Settings},
     attribute::Attributor,
+    clock::{monotonic_ns, realtime_ns},
     ollama,
     ring::Ring,
     trace::{self, Record, Stop, Writer},
@@ -295,7 +298,7 @@ impl<'a> Session<'a> {
             self.watch.forget(*gone);
         }
         for pid in &live {
-            self.attr.kernels.snapshot(*pid);
+            self.attr.snapshot(*pid);
             for r in self.watch.scan(&mut self.ebpf, *pid, now, self.args.probe_mode) {
                 self.writer.write(&r)?;
             }
@@ -312,8 +315,14 @@ impl<'a> Session<'a> {
             for r in self.watch.opened(&mut self.ebpf, &o, self.args.probe_mode) {
                 self.writer.write(&r)?;
             }
+            // The dynamic loader has mapped what it loaded before this runtime: listed now, since a
+            // short-lived program may be gone by the time its first API event is taken from the queue.
+            let now = monotonic_ns();
+            for r in self.watch.scan(&mut self.ebpf, o.origin.pid, now, self.args.probe_mode) {
+                self.writer.write(&r)?;
+            }
         }
-        for w in std::mem::take(&mut self.attr.kernels.warnings) {
+        for w in std::mem::take(&mut self.attr.names.warnings) {
             if !self.args.quiet {
                 eprintln!("\rtracer: warning: {w} (not read further)");
             }
@@ -457,11 +466,12 @@ impl<'a> Session<'a> {
             footer.counters.insert("filter_entries_start".into(), self.filter_at_start);
             footer.counters.insert("filter_entries_end".into(), self.pids.keys().count() as u64);
         }
-        footer.counters.insert("unnamed_kernels".into(), self.attr.kernels.unnamed);
+        footer.counters.insert("unnamed_kernels".into(), self.attr.names.unnamed);
+        footer.counters.insert("maps_gone_before_look".into(), self.watch.maps_gone_count);
         for (cause, n) in &self.watch.unreadable {
             footer.counters.insert(format!("mapped_files_unread_{cause}"), *n);
         }
-        for (k, v) in &self.attr.kernels.counts {
+        for (k, v) in &self.attr.names.counts {
             footer.counters.insert((*k).into(), *v);
         }
         for (k, v) in &self.attr.counters {
@@ -530,7 +540,7 @@ fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono:
         tracer_version: env!("CARGO_PKG_VERSION").into(),
         host: read_trimmed("/proc/sys/kernel/hostname"),
         kernel_release: read_trimmed("/proc/sys/kernel/osrelease"),
-        start_unix_ns: clock_ns(libc::CLOCK_REALTIME),
+        start_unix_ns: realtime_ns(),
         start_mono_ns: start_mono,
         options: trace::Options {
             pids: args.pids.clone(),
@@ -544,104 +554,6 @@ fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono:
             lean: args.probe_mode == attach::ProbeMode::Lean,
         },
         units: units(),
-    }
-}
-
-/// The live line on stderr while recording (a terminal only, and not with -q), redrawn each second.
-struct LiveStatus {
-    enabled: bool,
-    started: std::time::Instant,
-    last: std::time::Instant,
-    last_counts: (u64, u64),
-    shown: bool,
-}
-
-impl LiveStatus {
-    fn new(enabled: bool) -> Self {
-        let now = std::time::Instant::now();
-        Self { enabled, started: now, last: now, last_counts: (0, 0), shown: false }
-    }
-
-    fn due(&self) -> bool {
-        self.enabled && self.last.elapsed() >= Duration::from_secs(1)
-    }
-
-    #[expect(clippy::float_arithmetic, clippy::cast_precision_loss, reason = "rates per second")]
-    fn line(&mut self, processes: usize, launches: u64, dispatches: u64, dropped: u64) -> String {
-        let secs = self.last.elapsed().as_secs_f64().max(1e-3);
-        let rate = |now: u64, before: u64| (now.saturating_sub(before) as f64 / secs).round() as u64;
-        let line = format!(
-            "tracer: {} s, {processes} process{}, {} launches/s, {} dispatches/s, {dropped} dropped",
-            self.started.elapsed().as_secs(),
-            if processes == 1 { "" } else { "es" },
-            rate(launches, self.last_counts.0),
-            rate(dispatches, self.last_counts.1),
-        );
-        self.last = std::time::Instant::now();
-        self.last_counts = (launches, dispatches);
-        line
-    }
-
-    fn show(&mut self, line: &str) {
-        eprint!("\r\x1b[K{line}");
-        self.shown = true;
-    }
-
-    /// Takes the line away before the final summary.
-    fn clear(&mut self) {
-        if self.shown {
-            eprint!("\r\x1b[K");
-            self.shown = false;
-        }
-    }
-}
-
-/// SIGINT and SIGTERM, caught from before the set-up to the end of the recording.
-pub(super) struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    pub(super) fn install() -> Result<Self> {
-        Ok(Self { int: signal(SignalKind::interrupt())?, term: signal(SignalKind::terminate())? })
-    }
-
-    /// The next signal.
-    pub(super) async fn recv(&mut self) -> libc::c_int {
-        tokio::select! {
-            _ = self.int.recv() => libc::SIGINT,
-            _ = self.term.recv() => libc::SIGTERM,
-        }
-    }
-
-    /// A signal that came already (during the set-up), without waiting.
-    pub(super) fn pending(&mut self) -> Option<libc::c_int> {
-        let waker = std::task::Waker::noop();
-        let mut cx = std::task::Context::from_waker(waker);
-        if self.int.poll_recv(&mut cx).is_ready() {
-            return Some(libc::SIGINT);
-        }
-        self.term.poll_recv(&mut cx).is_ready().then_some(libc::SIGTERM)
-    }
-}
-
-/// "SIGINT", "SIGTERM".
-pub(super) const fn signal_name(sig: libc::c_int) -> &'static str {
-    match sig {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
-        _ => "a signal",
-    }
-}
-
-/// A second SIGINT or SIGTERM ends the process at once.
-fn restore_default_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: resetting a signal's disposition to its default has no preconditions.
-        unsafe {
-            libc::signal(sig, libc::SIG_DFL);
-        }
     }
 }
 

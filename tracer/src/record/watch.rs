@@ -66,6 +66,11 @@ pub(super) struct LibraryWatch {
     failed: std::collections::HashSet<(u64, u64)>,
     /// Mapped files that could not be opened to tell, by cause (footer counters).
     pub(super) unreadable: std::collections::BTreeMap<&'static str, u64>,
+    /// Files (dev, inode) that could not be opened at some look, counted once in `unreadable`.
+    unread_files: std::collections::HashSet<(u64, u64)>,
+    /// Processes a look found without maps (ended), and how many there were (footer counter).
+    maps_gone: std::collections::HashSet<u32>,
+    pub(super) maps_gone_count: u64,
 }
 
 impl LibraryWatch {
@@ -80,7 +85,7 @@ impl LibraryWatch {
         }
         let id = self.probed.len() as u32 + 1;
         let probes = attach::attach_runtime(ebpf, id, copy, mode)?;
-        let attached_ts = crate::record::monotonic_ns();
+        let attached_ts = crate::clock::monotonic_ns();
         self.probed.insert((copy.dev, copy.inode), id);
         self.attached_at.insert((copy.dev, copy.inode), attached_ts);
         let mut out = vec![Record::Library(trace::Library {
@@ -101,7 +106,14 @@ impl LibraryWatch {
     /// maps. Known files cost no stat: maps give their device and inode.
     pub(super) fn scan(&mut self, ebpf: &mut aya::Ebpf, pid: u32, ts: u64, mode: ProbeMode) -> Vec<Record> {
         let mut out = Vec::new();
-        let Some(entries) = LIVE.maps(pid) else { return out };
+        // A process that ended (or is a zombie) has no maps left: counted once per process in the footer,
+        // since the libraries it mapped after the last look are then not listed.
+        let Some(entries) = LIVE.maps(pid).filter(|e| !e.is_empty()) else {
+            if self.maps_gone.insert(pid) {
+                self.maps_gone_count += 1;
+            }
+            return out;
+        };
         let first_seen = *self.first_seen.entry(pid).or_insert(ts);
         for e in &entries {
             let file = e.file_name();
@@ -130,13 +142,21 @@ impl LibraryWatch {
             let gpu = if let Some(known) = self.gpu.get(&(e.dev, e.inode)) {
                 *known
             } else {
-                let opened = CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path);
-                if let Err(err) = &opened {
-                    *self.unreadable.entry(err.cause()).or_default() += 1;
+                match CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path) {
+                    Ok(opened) => {
+                        let gpu = gpu_library(file, Some(&opened));
+                        self.gpu.insert((e.dev, e.inode), gpu);
+                        gpu
+                    }
+                    Err(err) => {
+                        // Not kept: a mapping the dynamic loader was replacing, or a process that just
+                        // ended, is read again at the next look. Counted once per file.
+                        if self.unread_files.insert((e.dev, e.inode)) {
+                            *self.unreadable.entry(err.cause()).or_default() += 1;
+                        }
+                        gpu_library(file, None)
+                    }
                 }
-                let gpu = gpu_library(file, opened.as_ref().ok());
-                self.gpu.insert((e.dev, e.inode), gpu);
-                gpu
             };
             if let Some(gpu) = gpu {
                 self.written.insert((pid, e.dev, e.inode));
@@ -164,6 +184,7 @@ impl LibraryWatch {
         self.written.retain(|(p, _, _)| *p != pid);
         self.late.retain(|(p, _, _)| *p != pid);
         self.first_seen.remove(&pid);
+        self.maps_gone.remove(&pid);
     }
 
     /// A runtime library a traced process is opening: probed now, if it is a copy not probed yet, before

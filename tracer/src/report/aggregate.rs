@@ -14,7 +14,7 @@ use super::{
     ProcessReport, Report, Shape, crosscheck,
 };
 use crate::{
-    event::{ApiFunc, Call, GridUnit, MemcpyKind},
+    event::{ApiFunc, GridUnit, MemcpyKind},
     trace::{self, Record},
 };
 
@@ -36,114 +36,129 @@ struct ProcAcc {
     barrier_packets: u64,
     /// Per kernel id: launches, failed, captured.
     launch_outcomes: BTreeMap<u32, (u64, u64, u64)>,
-    graphs: GraphAcc,
-    phases: crate::phase::Phases,
-    /// Kernel id -> classification, computed once.
-    classes: HashMap<u32, crate::classify::Class>,
-    /// MMQ column counts in the launches' view (by stream) and in the queue's (by queue).
-    launch_widths: MmqWidths,
-    queue_widths: MmqWidths,
 }
 
-/// Where the MMQ kernels of one view (launches on streams, or dispatches on queues) took their exact column
-/// count from.
-#[derive(Default)]
-struct MmqWidths {
-    /// Per stream or queue: the column count the last `quantize_mmq_q8_1` there gave (the MMQ after it
-    /// uses it).
-    quantized: HashMap<u64, u32>,
-    /// MMQ kernels by the source of their column count.
-    sources: BTreeMap<&'static str, u64>,
-}
+/// (grid, block, grid unit, shmem).
+type ShapeKey = ([u32; 3], [u32; 3], GridUnit, u64);
 
-impl MmqWidths {
-    /// One kernel run on stream or queue `lane` with a grid of `grid` blocks: a src1 quantization is
-    /// remembered; an MMQ takes its exact column count from its own parameter (`exact`) where that was
-    /// read, else from the quantization before it there, else keeps its tile bound.
-    fn settle(&mut self, class: &mut crate::classify::Class, lane: u64, grid: [u32; 3], exact: Option<u32>) {
-        if let Some(columns) = class.mmq_columns(grid) {
-            self.quantized.insert(lane, columns);
+impl ProcAcc {
+    /// A launch at the API: its kernel row, shape and outcome.
+    fn launch(&mut self, l: &trace::Launch, kernel_names: &HashMap<u32, trace::Kernel>) {
+        self.libs.insert(l.lib);
+        api_stat(&mut self.api, l.api, (!l.entry_only).then_some((i64::from(l.ret), l.dur)));
+        let id = l.kernel.unwrap_or(0);
+        let k = self.kernels.entry(id).or_insert_with(|| {
+            let mut k = KernelAcc::default();
+            k.report.id = id;
+            if let Some(n) = kernel_names.get(&id) {
+                k.report.name.clone_from(&n.name);
+                k.report.demangled.clone_from(&n.demangled);
+                k.report.source = n.source;
+                k.report.handle = n.handle;
+                k.report.code_file.clone_from(&n.code_file);
+                k.report.bundles.clone_from(&n.bundles);
+                k.report.caller.clone_from(&n.caller);
+            } else {
+                k.report.source = trace::Source::Unnamed;
+                k.report.handle = l.handle;
+            }
+            k
+        });
+        k.report.launches += 1;
+        if l.ret != 0 {
+            k.report.failed += 1;
         }
-        if class.family != crate::classify::Family::Mmq {
-            return;
+        let o = self.launch_outcomes.entry(id).or_default();
+        o.0 += 1;
+        o.1 += u64::from(l.ret != 0);
+        o.2 += u64::from(l.captured);
+        *k.report.returns.entry(l.ret).or_default() += 1;
+        if !k.report.apis.contains(&l.api) {
+            k.report.apis.push(l.api);
         }
-        let (columns, source) = match exact {
-            Some(n) => (Some(n), "kernel parameter"),
-            None => match self.quantized.get(&lane) {
-                Some(&n) => (Some(n), "src1 quantize grid"),
-                None => (None, "tile bound only"),
-            },
-        };
-        if let Some(n) = columns {
-            class.batch = Some(crate::classify::Batch::Exact(n));
-        }
-        *self.sources.entry(source).or_default() += 1;
+        *k.shapes.entry((l.grid, l.block, l.grid_unit, l.shmem)).or_default() += 1;
     }
-}
 
-/// Kernel id -> count.
-type KernelBag = BTreeMap<u32, u64>;
-
-/// A kernel's launches in one capture: how many, and the batch width they had then (MMQ's exact
-/// column count), which its replays keep.
-#[derive(Clone, Copy, Default)]
-struct Captured {
-    count: u64,
-    batch: Option<crate::classify::Batch>,
-}
-
-/// Kernel id -> its launches in one capture.
-type CaptureBag = BTreeMap<u32, Captured>;
-
-/// What graph replays ran: launches captured per capturing stream, the graph each capture made, the
-/// executables instantiated from them, and per kernel the executions their replays added.
-#[derive(Default)]
-struct GraphAcc {
-    capturing: HashMap<u64, CaptureBag>,
-    graphs: HashMap<u64, CaptureBag>,
-    execs: HashMap<u64, CaptureBag>,
-    replayed: KernelBag,
-    /// Successful graph launches (replays).
-    replays: u64,
-    /// Replays of an executable whose capture was not seen (made before tracer started).
-    unknown_replays: u64,
-}
-
-impl GraphAcc {
-    fn call(&mut self, c: &Call) {
-        let ok = c.ret == 0;
+    /// Any other API call: its statistics, and for memory calls the bytes they moved.
+    fn call(&mut self, c: &trace::Call) {
+        self.libs.insert(c.lib);
+        api_stat(&mut self.api, c.api, (!c.entry_only).then_some((c.ret, c.dur)));
+        let m = &mut self.memory;
         match c.api.op() {
-            Op::CaptureEnd => {
-                let bag = self.capturing.remove(&c.stream.unwrap_or(0)).unwrap_or_default();
-                if let (true, Some(graph)) = (ok, c.handle) {
-                    self.graphs.insert(graph, bag);
+            Op::Alloc => {
+                m.malloc_calls += 1;
+                m.malloc_bytes_requested += c.size.unwrap_or(0);
+                if c.ret == 0 {
+                    m.malloc_bytes += c.size.unwrap_or(0);
+                } else {
+                    m.malloc_failed += 1;
                 }
             }
-            // Instantiated from a graph, or updated in place to run another one's nodes: the replays of
-            // the executable run the graph's launches from then on.
-            Op::GraphInstantiate | Op::GraphUpdate => {
-                if let (true, Some(graph), Some(exec)) = (ok, c.handle, c.value) {
-                    self.execs.insert(exec, self.graphs.get(&graph).cloned().unwrap_or_default());
-                }
-            }
-            Op::GraphLaunch if ok => {
-                self.replays += 1;
-                match c.handle.and_then(|e| self.execs.get(&e)) {
-                    Some(bag) => {
-                        for (id, k) in bag {
-                            *self.replayed.entry(*id).or_default() += k.count;
-                        }
-                    }
-                    None => self.unknown_replays += 1,
+            Op::Free => m.free_calls += 1,
+            Op::Memcpy => {
+                let kind = c.kind.map_or_else(|| "unknown".into(), MemcpyKind::name);
+                let e = m.memcpy.entry(kind.into_owned()).or_default();
+                e.calls += 1;
+                e.bytes += c.size.unwrap_or(0);
+                if c.entry_only {
+                    e.unchecked += 1;
+                } else if c.ret != 0 {
+                    e.failed += 1;
                 }
             }
             _ => {}
         }
     }
-}
 
-/// (grid, block, grid unit, shmem).
-type ShapeKey = ([u32; 3], [u32; 3], GridUnit, u64);
+    /// Calls counted in the kernel: no result or duration; a copy's bytes by direction.
+    fn tally(&mut self, t: &trace::Tally) {
+        // Counted in the kernel: calls without a result or duration; a copy's bytes by direction.
+        let a = self.api.entry(t.api).or_insert_with(|| ApiReport::new(t.api));
+        a.calls += t.calls;
+        a.untimed += t.calls;
+        a.tallied += t.calls;
+        if t.api.op() == Op::Memcpy
+            && let tracer_common::api::Layout::Memcpy { direction: tracer_common::api::CopyDirection::Fixed(k), .. } =
+                t.api.layout()
+        {
+            let e = self.memory.memcpy.entry(MemcpyKind::from_raw(k).name().into_owned()).or_default();
+            e.calls += t.calls;
+            e.unchecked += t.calls;
+            e.bytes += t.bytes;
+        }
+    }
+
+    /// A packet at a GPU queue: a kernel dispatch or a barrier.
+    fn dispatch(&mut self, d: &trace::Dispatch) {
+        self.libs.insert(d.lib);
+        if d.kernel.is_none() {
+            self.barrier_packets += 1;
+        } else {
+            let e = self
+                .dispatches
+                .entry(d.kernel_object)
+                .or_insert_with(|| (d.kernel, 0, d.kernel_object, HashMap::new()));
+            e.1 += 1;
+            *e.3.entry((d.workgroup, d.grid, d.group_segment)).or_default() += 1;
+        }
+    }
+
+    /// A GPU driver ioctl: calls, time and errors by errno.
+    fn ioctl(&mut self, i: &trace::Ioctl) {
+        let e = self.ioctls.entry(i.name.clone()).or_insert_with(|| IoctlReport {
+            name: i.name.clone(),
+            device: i.device.clone(),
+            ..Default::default()
+        });
+        e.calls += 1;
+        e.total_ns += i.dur;
+        if i.ret < 0 {
+            e.errors += 1;
+            let errno = crate::ioctl::errno_name(i.ret).map_or_else(|| format!("errno {}", -i.ret), str::to_owned);
+            *e.errnos.entry(errno).or_default() += 1;
+        }
+    }
+}
 
 #[derive(Default)]
 struct KernelAcc {
@@ -216,12 +231,13 @@ pub struct ReportBuilder {
     kernel_names: HashMap<u32, trace::Kernel>,
     start: u64,
     last_ts: u64,
-    /// Recorded with `--lean`: steps end at the copy toward the host.
-    lean: bool,
+    /// Each process's inference steps, fed the way the export feeds them.
+    steps: crate::phase::Feeder,
 }
 
 impl ReportBuilder {
     pub fn add(&mut self, rec: Record) {
+        self.steps.record(&rec);
         let report = &mut self.report;
         let procs = &mut self.procs;
         let kernel_names = &mut self.kernel_names;
@@ -229,7 +245,6 @@ impl ReportBuilder {
         match rec {
             Record::Header(h) => {
                 self.start = h.start_mono_ns;
-                self.lean = h.options.lean;
                 report.trace.lean = h.options.lean;
                 report.trace.schema = h.schema;
                 report.trace.tracer_version = h.tracer_version;
@@ -252,58 +267,7 @@ impl ReportBuilder {
             }
             Record::Launch(l) => {
                 *last_ts = (*last_ts).max(l.ts);
-                let acc = procs.entry(l.pid).or_default();
-                acc.libs.insert(l.lib);
-                api_stat(&mut acc.api, l.api, (!l.entry_only).then_some((i64::from(l.ret), l.dur)));
-                let id = l.kernel.unwrap_or(0);
-                let k = acc.kernels.entry(id).or_insert_with(|| {
-                    let mut k = KernelAcc::default();
-                    k.report.id = id;
-                    if let Some(n) = kernel_names.get(&id) {
-                        k.report.name.clone_from(&n.name);
-                        k.report.demangled.clone_from(&n.demangled);
-                        k.report.source = n.source;
-                        k.report.handle = n.handle;
-                        k.report.code_file.clone_from(&n.code_file);
-                        k.report.bundles.clone_from(&n.bundles);
-                        k.report.caller.clone_from(&n.caller);
-                    } else {
-                        k.report.source = trace::Source::Unnamed;
-                        k.report.handle = l.handle;
-                    }
-                    k
-                });
-                k.report.launches += 1;
-                if l.ret != 0 {
-                    k.report.failed += 1;
-                }
-                let mut class = class_of(&mut acc.classes, kernel_names, id).with_shape(
-                    l.grid,
-                    l.block,
-                    l.grid_unit == GridUnit::WorkItems,
-                );
-                let exact = class.ne11_from_params(&l.params);
-                acc.launch_widths.settle(&mut class, l.stream, l.grid, exact);
-                // A launch made while capturing runs only in the graph's replays (counted there, with the
-                // batch width it had when captured).
-                if l.captured {
-                    let k = acc.graphs.capturing.entry(l.stream).or_default().entry(id).or_default();
-                    k.count += 1;
-                    if class.family == crate::classify::Family::Mmq {
-                        k.batch = class.batch;
-                    }
-                } else {
-                    acc.phases.launch(class, l.ts);
-                }
-                let o = acc.launch_outcomes.entry(id).or_default();
-                o.0 += 1;
-                o.1 += u64::from(l.ret != 0);
-                o.2 += u64::from(l.captured);
-                *k.report.returns.entry(l.ret).or_default() += 1;
-                if !k.report.apis.contains(&l.api) {
-                    k.report.apis.push(l.api);
-                }
-                *k.shapes.entry((l.grid, l.block, l.grid_unit, l.shmem)).or_default() += 1;
+                procs.entry(l.pid).or_default().launch(&l, kernel_names);
             }
             Record::Config(c) => {
                 *last_ts = (*last_ts).max(c.ts);
@@ -318,116 +282,22 @@ impl ReportBuilder {
             }
             Record::Call(c) => {
                 *last_ts = (*last_ts).max(c.ts);
-                let acc = procs.entry(c.pid).or_default();
-                acc.libs.insert(c.lib);
-                api_stat(&mut acc.api, c.api, (!c.entry_only).then_some((c.ret, c.dur)));
-                acc.graphs.call(&c);
-                if c.api.op() == Op::GraphLaunch
-                    && c.ret == 0
-                    && let Some(exec) = c.handle
-                    && let Some(bag) = acc.graphs.execs.get(&exec)
-                {
-                    for (&id, k) in bag {
-                        let mut class = class_of(&mut acc.classes, kernel_names, id);
-                        if k.batch.is_some() {
-                            class.batch = k.batch;
-                        }
-                        acc.phases.replay(&class, k.count, c.ts);
-                    }
-                }
-                acc.phases.call(c.api.op(), c.kind, c.ts, self.lean);
-                let m = &mut acc.memory;
-                match c.api.op() {
-                    Op::Alloc => {
-                        m.malloc_calls += 1;
-                        m.malloc_bytes_requested += c.size.unwrap_or(0);
-                        if c.ret == 0 {
-                            m.malloc_bytes += c.size.unwrap_or(0);
-                        } else {
-                            m.malloc_failed += 1;
-                        }
-                    }
-                    Op::Free => m.free_calls += 1,
-                    Op::Memcpy => {
-                        let kind = c.kind.map_or_else(|| "unknown".into(), MemcpyKind::name);
-                        let e = m.memcpy.entry(kind.into_owned()).or_default();
-                        e.calls += 1;
-                        e.bytes += c.size.unwrap_or(0);
-                        if c.entry_only {
-                            e.unchecked += 1;
-                        } else if c.ret != 0 {
-                            e.failed += 1;
-                        }
-                    }
-                    _ => {}
-                }
+                procs.entry(c.pid).or_default().call(&c);
             }
             Record::Exit(e) => {
                 let acc = procs.entry(e.pid).or_default();
                 acc.exit = Some(e);
             }
-            Record::Tally(t) => {
-                // Counted in the kernel: calls without a result or duration; a copy's bytes by direction.
-                let acc = procs.entry(t.pid).or_default();
-                let a = acc.api.entry(t.api).or_insert_with(|| ApiReport::new(t.api));
-                a.calls += t.calls;
-                a.untimed += t.calls;
-                a.tallied += t.calls;
-                if t.api.op() == Op::Memcpy
-                    && let tracer_common::api::Layout::Memcpy {
-                        direction: tracer_common::api::CopyDirection::Fixed(k),
-                        ..
-                    } = t.api.layout()
-                {
-                    let e = acc.memory.memcpy.entry(MemcpyKind::from_raw(k).name().into_owned()).or_default();
-                    e.calls += t.calls;
-                    e.unchecked += t.calls;
-                    e.bytes += t.bytes;
-                }
-            }
+            Record::Tally(t) => procs.entry(t.pid).or_default().tally(&t),
             Record::Mapping(m) => procs.entry(m.pid).or_default().mapped.push(m),
             Record::Queue(q) => procs.entry(q.pid).or_default().queues.push(q),
             Record::Dispatch(d) => {
                 *last_ts = (*last_ts).max(d.ts);
-                let acc = procs.entry(d.pid).or_default();
-                acc.libs.insert(d.lib);
-                if d.kernel.is_none() {
-                    acc.barrier_packets += 1;
-                } else {
-                    let id = d.kernel.unwrap_or(0);
-                    let workgroup = d.workgroup.map(u32::from);
-                    let mut class = class_of(&mut acc.classes, kernel_names, id).with_shape(d.grid, workgroup, true);
-                    // A packet's grid counts work-items; ggml's src1 quantization puts ne1 in the x of its
-                    // grid in blocks, and the MMQ after it on the queue uses it (as for launches, by stream).
-                    let blocks = std::array::from_fn(|i| d.grid[i].div_ceil(workgroup[i].max(1)));
-                    // The kernel's own argument where the doorbell read it.
-                    let exact = class.ne11_from_kernarg(&d.params);
-                    acc.queue_widths.settle(&mut class, d.queue, blocks, exact);
-                    acc.phases.dispatch(class, d.ts);
-                    let e = acc
-                        .dispatches
-                        .entry(d.kernel_object)
-                        .or_insert_with(|| (d.kernel, 0, d.kernel_object, HashMap::new()));
-                    e.1 += 1;
-                    *e.3.entry((d.workgroup, d.grid, d.group_segment)).or_default() += 1;
-                }
+                procs.entry(d.pid).or_default().dispatch(&d);
             }
             Record::Ioctl(i) => {
                 *last_ts = (*last_ts).max(i.ts);
-                let acc = procs.entry(i.pid).or_default();
-                let e = acc.ioctls.entry(i.name.clone()).or_insert_with(|| IoctlReport {
-                    name: i.name.clone(),
-                    device: i.device.clone(),
-                    ..Default::default()
-                });
-                e.calls += 1;
-                e.total_ns += i.dur;
-                if i.ret < 0 {
-                    e.errors += 1;
-                    let errno =
-                        crate::ioctl::errno_name(i.ret).map_or_else(|| format!("errno {}", -i.ret), str::to_owned);
-                    *e.errnos.entry(errno).or_default() += 1;
-                }
+                procs.entry(i.pid).or_default().ioctl(&i);
             }
             Record::Footer(f) => {
                 *last_ts = (*last_ts).max(f.end_mono_ns);
@@ -442,8 +312,10 @@ impl ReportBuilder {
 
     pub fn finish(self) -> Report {
         let mut report = self.report;
+        let mut feeder = self.steps;
         report.trace.duration_s = self.last_ts.saturating_sub(self.start) as f64 / 1e9;
         for (pid, acc) in self.procs {
+            let steps = feeder.take(pid);
             let kernels: Vec<KernelReport> = acc
                 .kernels
                 .into_values()
@@ -456,7 +328,7 @@ impl ReportBuilder {
                     };
                     let (launched, failed, captured) =
                         acc.launch_outcomes.get(&k.report.id).copied().unwrap_or_default();
-                    let replayed = acc.graphs.replayed.get(&k.report.id).copied().unwrap_or(0);
+                    let replayed = steps.graphs.replayed.get(&k.report.id).copied().unwrap_or(0);
                     let executions = launched - failed - captured + replayed;
                     KernelReport { shapes, class, executions, graph_executions: replayed, ..k.report }
                 })
@@ -519,7 +391,7 @@ impl ReportBuilder {
                 .collect();
             let incomplete = mapped.iter().any(|m| m.unseen_before_s.is_some() || m.runtime_not_probed);
             let (dispatches, crosscheck) =
-                crosscheck::queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, acc.graphs.replays);
+                crosscheck::queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, steps.graphs.replays);
             let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
             ioctls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
             let (has_ioctls, has_queues) = (!ioctls.is_empty(), !acc.queues.is_empty());
@@ -534,17 +406,12 @@ impl ReportBuilder {
                 mapped,
                 ioctls,
                 queues: acc.queues,
-                // The widths of the view the phases count: the queue's when the process has dispatches.
-                mmq_widths: if acc.phases.counts_dispatches() {
-                    acc.queue_widths.sources
-                } else {
-                    acc.launch_widths.sources
-                },
-                phases: acc.phases.finish(),
+                mmq_widths: steps.mmq_widths(),
+                phases: steps.phases.finish(),
                 dispatches,
                 barrier_packets: acc.barrier_packets,
-                graph_replays: acc.graphs.replays,
-                graph_replays_unresolved: acc.graphs.unknown_replays,
+                graph_replays: steps.graphs.replays,
+                graph_replays_unresolved: steps.graphs.unknown_replays,
                 crosscheck,
                 exit_code: acc.exit.as_ref().and_then(|e| e.code),
                 exit_signal: acc.exit.as_ref().and_then(|e| e.signal),
@@ -561,18 +428,6 @@ impl ReportBuilder {
         }
         report
     }
-}
-
-/// A kernel's classification, computed once per kernel id.
-pub(super) fn class_of(
-    classes: &mut HashMap<u32, crate::classify::Class>,
-    names: &HashMap<u32, trace::Kernel>,
-    id: u32,
-) -> crate::classify::Class {
-    classes
-        .entry(id)
-        .or_insert_with(|| crate::classify::classify(names.get(&id).map_or("", |k| k.name.as_str())))
-        .clone()
 }
 
 /// Counts one call; `timed` is its result and duration, None for a call recorded at entry only.

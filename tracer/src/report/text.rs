@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{DispatchShape, KernelReport, Report, Shape};
+use super::{DispatchShape, KernelReport, MemoryReport, ProcessReport, Report, Shape};
 use crate::{
     event::{ApiFunc, GridUnit},
     trace,
@@ -38,6 +38,17 @@ impl Report {
     }
 
     fn write_text(&self, s: &mut String, opts: &TextOptions) -> std::fmt::Result {
+        self.write_header(s)?;
+        let (active, idle): (Vec<_>, Vec<_>) = self.processes.iter().partition(|p| p.gpu_activity);
+        for p in active {
+            write_process(s, p, self.trace.lean, opts)?;
+        }
+        write_idle(s, &idle)?;
+        self.write_footer(s)
+    }
+
+    /// The trace, its warnings, the libraries and their unprobed functions.
+    fn write_header(&self, s: &mut String) -> std::fmt::Result {
         let t = &self.trace;
         writeln!(s, "trace {} — tracer {}, host {}, kernel {}", t.path, t.tracer_version, t.host, t.kernel_release)?;
         writeln!(
@@ -83,222 +94,11 @@ impl Report {
                 p.error.as_deref().unwrap_or_default()
             )?;
         }
-        let (active, idle): (Vec<_>, Vec<_>) = self.processes.iter().partition(|p| p.gpu_activity);
-        for p in active {
-            writeln!(s, "\nprocess {} {} — {}", p.pid, p.comm, p.argv.join(" "))?;
-            if let Some(role) = &p.role {
-                let model = match (&p.model_name, &p.model) {
-                    (Some(name), Some(path)) => format!(", model {name} ({path})"),
-                    (None, Some(path)) => format!(", model {path}"),
-                    _ => String::new(),
-                };
-                writeln!(s, "  role: {}{model}", role.as_str())?;
-            }
-            if !p.mapped.is_empty() {
-                writeln!(s, "  GPU libraries (mapped vs called):")?;
-                for m in &p.mapped {
-                    let copy = m.origin.map(|o| format!(" [{}]", o.as_str())).unwrap_or_default();
-                    let gap = match (m.unseen_before_s, m.runtime_not_probed) {
-                        (Some(t), _) => format!(" \u{2014} probed late: its calls before {t:.3} s were not seen"),
-                        (None, true) => " \u{2014} could not be probed: none of its calls were seen".to_owned(),
-                        _ => String::new(),
-                    };
-                    writeln!(s, "    {:<12} {}{copy}{gap}", m.status.as_str(), m.path)?;
-                }
-            }
-            if p.exited {
-                match (p.exit_code, p.exit_signal) {
-                    (Some(c), _) => {
-                        writeln!(s, "  exited with status {c}")?;
-                    }
-                    (_, Some(sig)) => {
-                        writeln!(s, "  killed by signal {sig}")?;
-                    }
-                    _ => {
-                        writeln!(s, "  exited")?;
-                    }
-                }
-            }
-            write_kernels(s, &p.kernels, opts)?;
-            if p.configs.count > 0 {
-                writeln!(
-                    s,
-                    "\n  kernel<<<>>> configurations pushed: {} ({} failed)",
-                    p.configs.count, p.configs.failed
-                )?;
-                for sh in &p.configs.shapes {
-                    writeln!(s, "    {}", shape_text(sh))?;
-                }
-            }
-            if !p.api.is_empty() {
-                writeln!(s, "\n  API calls:")?;
-                writeln!(
-                    s,
-                    "  {:<42} {:>8} {:>8} {:>12} {:>10}",
-                    "api", "calls", "errors", "total \u{b5}s", "mean \u{b5}s"
-                )?;
-            }
-            for a in &p.api {
-                if a.untimed == a.calls {
-                    // One-trap probes: no result or duration observed.
-                    let part =
-                        if a.tallied > 0 { format!(" ({} tallied in the kernel)", a.tallied) } else { String::new() };
-                    writeln!(s, "  {:<42} {:>8} {:>8} {:>12} {:>10}{part}", a.api.name(), a.calls, "-", "-", "-")?;
-                    continue;
-                }
-                let part = if a.untimed > 0 { format!(" ({} at entry only)", a.untimed) } else { String::new() };
-                writeln!(
-                    s,
-                    "  {:<42} {:>8} {:>8} {:>12.1} {:>10.2}{part}",
-                    a.api.name(),
-                    a.calls,
-                    a.errors,
-                    a.total_ns as f64 / 1e3,
-                    a.mean_ns as f64 / 1e3
-                )?;
-            }
-            if p.api.iter().any(|a| a.untimed > 0) {
-                writeln!(s, "  (-: recorded at entry by a one-trap probe: counted, result and duration not observed)")?;
-                if p.api.iter().any(|a| a.tallied > 0) {
-                    writeln!(
-                        s,
-                        "  (tallied: counted in the kernel, not written one by one: synchronizations that end no step, async copies to the device)"
-                    )?;
-                }
-            }
-            if p.phases.iter().any(|ph| ph.phase != crate::phase::Phase::Other) {
-                writeln!(
-                    s,
-                    "\n  phases (a step is one llama_decode: it ends at {}; graph replays count in it):",
-                    if t.lean { "the logits copy" } else { "the sync after the logits copy" }
-                )?;
-                writeln!(s, "  {:<8} {:>6}  {:<16} kernels", "phase", "steps", "batch widths")?;
-                for ph in &p.phases {
-                    let widths: Vec<&str> = ph.batch_widths.iter().map(String::as_str).collect();
-                    let kernels: Vec<String> = ph.kernels.iter().map(|(k, n)| format!("{k} x{n}")).collect();
-                    writeln!(
-                        s,
-                        "  {:<8} {:>6}  {:<16} {}",
-                        ph.phase.as_str(),
-                        ph.steps,
-                        if widths.is_empty() { "-".to_owned() } else { widths.join(", ") },
-                        kernels.join(", ")
-                    )?;
-                }
-                if !p.mmq_widths.is_empty() {
-                    let sources: Vec<String> = p.mmq_widths.iter().map(|(k, n)| format!("{n} from the {k}")).collect();
-                    writeln!(s, "  MMQ column counts (ne11): {}", sources.join(", "))?;
-                }
-            }
-            if !p.queues.is_empty() || !p.dispatches.is_empty() {
-                writeln!(
-                    s,
-                    "\n  at the GPU queues ({} queue{}, {} barrier packet{}):",
-                    p.queues.len(),
-                    if p.queues.len() == 1 { "" } else { "s" },
-                    p.barrier_packets,
-                    if p.barrier_packets == 1 { "" } else { "s" }
-                )?;
-                writeln!(
-                    s,
-                    "  {:>10}  {:<38} {:<22} kernel",
-                    "dispatches", "workgroup / grid work-items (LDS)", "family"
-                )?;
-                for d in &p.dispatches {
-                    let name = if d.demangled.is_empty() {
-                        format!("unnamed kernel_object {:#x} (loaded before the tracer started)", d.kernel_object)
-                    } else {
-                        display_name(&d.demangled, opts)
-                    };
-                    let first = d.shapes.first().map(dispatch_shape_text).unwrap_or_default();
-                    writeln!(s, "  {:>10}  {:<38} {:<22} {}", d.dispatches, first, d.class.text(), name)?;
-                    for sh in d.shapes.iter().skip(1) {
-                        writeln!(s, "  {:>10}  {:<38}", "", dispatch_shape_text(sh))?;
-                    }
-                    if let Some(code) = code_text(d.code_file.as_deref(), &d.bundles) {
-                        writeln!(s, "  {:>10}  {code}", "")?;
-                    }
-                }
-                writeln!(s, "\n  API launches vs queue dispatches:")?;
-                writeln!(s, "  {:>8} {:>10}  {:<50} why they differ", "launches", "dispatches", "kernel")?;
-                for r in &p.crosscheck {
-                    let name = if r.demangled.is_empty() { r.kernel.clone() } else { display_name(&r.demangled, opts) };
-                    writeln!(
-                        s,
-                        "  {:>8} {:>10}  {:<50} {}",
-                        r.api_launches,
-                        r.queue_dispatches,
-                        name,
-                        if r.explanation.is_empty() { "-" } else { &r.explanation }
-                    )?;
-                }
-            }
-            if !p.ioctls.is_empty() {
-                writeln!(s, "\n  GPU driver ioctls:")?;
-                writeln!(s, "  {:<40} {:>8} {:>8} {:>12}  errors", "ioctl", "calls", "failed", "total \u{b5}s")?;
-                for i in &p.ioctls {
-                    let errs: Vec<String> = i.errnos.iter().map(|(k, v)| format!("{k} x{v}")).collect();
-                    writeln!(
-                        s,
-                        "  {:<40} {:>8} {:>8} {:>12.1}  {}",
-                        i.name,
-                        i.calls,
-                        i.errors,
-                        i.total_ns as f64 / 1e3,
-                        errs.join(", ")
-                    )?;
-                }
-            }
-            let m = &p.memory;
-            if m.malloc_calls + m.free_calls > 0 || !m.memcpy.is_empty() {
-                writeln!(s, "\n  memory:")?;
-                writeln!(
-                    s,
-                    "    allocations (hipMalloc, cuMemAlloc) {} calls ({} failed), {} allocated of {} requested; frees {} calls",
-                    m.malloc_calls,
-                    m.malloc_failed,
-                    bytes(m.malloc_bytes),
-                    bytes(m.malloc_bytes_requested),
-                    m.free_calls
-                )?;
-                for (kind, c) in &m.memcpy {
-                    let unchecked =
-                        if c.unchecked > 0 { format!(", {} result not observed", c.unchecked) } else { String::new() };
-                    writeln!(
-                        s,
-                        "    memcpy {kind}: {} calls ({} failed{unchecked}), {}",
-                        c.calls,
-                        c.failed,
-                        bytes(c.bytes)
-                    )?;
-                }
-            }
-        }
-        if !idle.is_empty() {
-            // By command name, most first: "60 ptxas, 31 ldconfig.real, 1 nvcc (pid 517)".
-            let mut by_comm: Vec<(&str, Vec<u32>)> = Vec::new();
-            for p in &idle {
-                match by_comm.iter_mut().find(|(c, _)| *c == p.comm) {
-                    Some((_, pids)) => pids.push(p.pid),
-                    None => by_comm.push((&p.comm, vec![p.pid])),
-                }
-            }
-            by_comm.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
-            let names: Vec<String> = by_comm
-                .iter()
-                .map(|(comm, pids)| match pids.as_slice() {
-                    [one] => format!("{comm} (pid {one})"),
-                    many => format!("{} {comm}", many.len()),
-                })
-                .collect();
-            writeln!(
-                s,
-                "\n{} process{} with no GPU activity (all in --json): {}",
-                idle.len(),
-                if idle.len() == 1 { "" } else { "es" },
-                names.join(", ")
-            )?;
-        }
+        Ok(())
+    }
+
+    /// Incomplete processes, losses, counters and the eBPF programs' own timings.
+    fn write_footer(&self, s: &mut String) -> std::fmt::Result {
         let incomplete: Vec<String> =
             self.processes.iter().filter(|p| p.incomplete).map(|p| format!("{} (pid {})", p.comm, p.pid)).collect();
         if !incomplete.is_empty() {
@@ -335,6 +135,233 @@ impl Report {
         }
         Ok(())
     }
+}
+
+/// One process with GPU activity: its role, libraries, kernels, API calls, phases, queues, ioctls and memory.
+fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptions) -> std::fmt::Result {
+    writeln!(s, "\nprocess {} {} — {}", p.pid, p.comm, p.argv.join(" "))?;
+    if let Some(role) = &p.role {
+        let model = match (&p.model_name, &p.model) {
+            (Some(name), Some(path)) => format!(", model {name} ({path})"),
+            (None, Some(path)) => format!(", model {path}"),
+            _ => String::new(),
+        };
+        writeln!(s, "  role: {}{model}", role.as_str())?;
+    }
+    if !p.mapped.is_empty() {
+        writeln!(s, "  GPU libraries (mapped vs called):")?;
+        for m in &p.mapped {
+            let copy = m.origin.map(|o| format!(" [{}]", o.as_str())).unwrap_or_default();
+            let gap = match (m.unseen_before_s, m.runtime_not_probed) {
+                (Some(t), _) => format!(" \u{2014} probed late: its calls before {t:.3} s were not seen"),
+                (None, true) => " \u{2014} could not be probed: none of its calls were seen".to_owned(),
+                _ => String::new(),
+            };
+            writeln!(s, "    {:<12} {}{copy}{gap}", m.status.as_str(), m.path)?;
+        }
+    }
+    if p.exited {
+        match (p.exit_code, p.exit_signal) {
+            (Some(c), _) => {
+                writeln!(s, "  exited with status {c}")?;
+            }
+            (_, Some(sig)) => {
+                writeln!(s, "  killed by signal {sig}")?;
+            }
+            _ => {
+                writeln!(s, "  exited")?;
+            }
+        }
+    }
+    write_kernels(s, &p.kernels, opts)?;
+    if p.configs.count > 0 {
+        writeln!(s, "\n  kernel<<<>>> configurations pushed: {} ({} failed)", p.configs.count, p.configs.failed)?;
+        for sh in &p.configs.shapes {
+            writeln!(s, "    {}", shape_text(sh))?;
+        }
+    }
+    write_api(s, p)?;
+    write_phases(s, p, lean)?;
+    write_queues(s, p, opts)?;
+    write_ioctls(s, p)?;
+    write_memory(s, &p.memory)
+}
+
+fn write_api(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
+    if !p.api.is_empty() {
+        writeln!(s, "\n  API calls:")?;
+        writeln!(s, "  {:<42} {:>8} {:>8} {:>12} {:>10}", "api", "calls", "errors", "total \u{b5}s", "mean \u{b5}s")?;
+    }
+    for a in &p.api {
+        if a.untimed == a.calls {
+            // One-trap probes: no result or duration observed.
+            let part = if a.tallied > 0 { format!(" ({} tallied in the kernel)", a.tallied) } else { String::new() };
+            writeln!(s, "  {:<42} {:>8} {:>8} {:>12} {:>10}{part}", a.api.name(), a.calls, "-", "-", "-")?;
+            continue;
+        }
+        let part = if a.untimed > 0 { format!(" ({} at entry only)", a.untimed) } else { String::new() };
+        writeln!(
+            s,
+            "  {:<42} {:>8} {:>8} {:>12.1} {:>10.2}{part}",
+            a.api.name(),
+            a.calls,
+            a.errors,
+            a.total_ns as f64 / 1e3,
+            a.mean_ns as f64 / 1e3
+        )?;
+    }
+    if p.api.iter().any(|a| a.untimed > 0) {
+        writeln!(s, "  (-: recorded at entry by a one-trap probe: counted, result and duration not observed)")?;
+        if p.api.iter().any(|a| a.tallied > 0) {
+            writeln!(
+                s,
+                "  (tallied: counted in the kernel, not written one by one: synchronizations that end no step, async copies to the device)"
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn write_phases(s: &mut String, p: &ProcessReport, lean: bool) -> std::fmt::Result {
+    if p.phases.iter().any(|ph| ph.phase != crate::phase::Phase::Other) {
+        writeln!(
+            s,
+            "\n  phases (a step is one llama_decode: it ends at {}; graph replays count in it):",
+            if lean { "the logits copy" } else { "the sync after the logits copy" }
+        )?;
+        writeln!(s, "  {:<8} {:>6}  {:<16} kernels", "phase", "steps", "batch widths")?;
+        for ph in &p.phases {
+            let widths: Vec<&str> = ph.batch_widths.iter().map(String::as_str).collect();
+            let kernels: Vec<String> = ph.kernels.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+            writeln!(
+                s,
+                "  {:<8} {:>6}  {:<16} {}",
+                ph.phase.as_str(),
+                ph.steps,
+                if widths.is_empty() { "-".to_owned() } else { widths.join(", ") },
+                kernels.join(", ")
+            )?;
+        }
+        if !p.mmq_widths.is_empty() {
+            let sources: Vec<String> = p.mmq_widths.iter().map(|(k, n)| format!("{n} from the {k}")).collect();
+            writeln!(s, "  MMQ column counts (ne11): {}", sources.join(", "))?;
+        }
+    }
+    Ok(())
+}
+
+fn write_queues(s: &mut String, p: &ProcessReport, opts: &TextOptions) -> std::fmt::Result {
+    if !p.queues.is_empty() || !p.dispatches.is_empty() {
+        writeln!(
+            s,
+            "\n  at the GPU queues ({} queue{}, {} barrier packet{}):",
+            p.queues.len(),
+            if p.queues.len() == 1 { "" } else { "s" },
+            p.barrier_packets,
+            if p.barrier_packets == 1 { "" } else { "s" }
+        )?;
+        writeln!(s, "  {:>10}  {:<38} {:<22} kernel", "dispatches", "workgroup / grid work-items (LDS)", "family")?;
+        for d in &p.dispatches {
+            let name = if d.demangled.is_empty() {
+                format!("unnamed kernel_object {:#x} (loaded before the tracer started)", d.kernel_object)
+            } else {
+                display_name(&d.demangled, opts)
+            };
+            let first = d.shapes.first().map(dispatch_shape_text).unwrap_or_default();
+            writeln!(s, "  {:>10}  {:<38} {:<22} {}", d.dispatches, first, d.class.text(), name)?;
+            for sh in d.shapes.iter().skip(1) {
+                writeln!(s, "  {:>10}  {:<38}", "", dispatch_shape_text(sh))?;
+            }
+            if let Some(code) = code_text(d.code_file.as_deref(), &d.bundles) {
+                writeln!(s, "  {:>10}  {code}", "")?;
+            }
+        }
+        writeln!(s, "\n  API launches vs queue dispatches:")?;
+        writeln!(s, "  {:>8} {:>10}  {:<50} why they differ", "launches", "dispatches", "kernel")?;
+        for r in &p.crosscheck {
+            let name = if r.demangled.is_empty() { r.kernel.clone() } else { display_name(&r.demangled, opts) };
+            writeln!(
+                s,
+                "  {:>8} {:>10}  {:<50} {}",
+                r.api_launches,
+                r.queue_dispatches,
+                name,
+                if r.explanation.is_empty() { "-" } else { &r.explanation }
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn write_ioctls(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
+    if !p.ioctls.is_empty() {
+        writeln!(s, "\n  GPU driver ioctls:")?;
+        writeln!(s, "  {:<40} {:>8} {:>8} {:>12}  errors", "ioctl", "calls", "failed", "total \u{b5}s")?;
+        for i in &p.ioctls {
+            let errs: Vec<String> = i.errnos.iter().map(|(k, v)| format!("{k} x{v}")).collect();
+            writeln!(
+                s,
+                "  {:<40} {:>8} {:>8} {:>12.1}  {}",
+                i.name,
+                i.calls,
+                i.errors,
+                i.total_ns as f64 / 1e3,
+                errs.join(", ")
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn write_memory(s: &mut String, m: &MemoryReport) -> std::fmt::Result {
+    if m.malloc_calls + m.free_calls > 0 || !m.memcpy.is_empty() {
+        writeln!(s, "\n  memory:")?;
+        writeln!(
+            s,
+            "    allocations (hipMalloc, cuMemAlloc) {} calls ({} failed), {} allocated of {} requested; frees {} calls",
+            m.malloc_calls,
+            m.malloc_failed,
+            bytes(m.malloc_bytes),
+            bytes(m.malloc_bytes_requested),
+            m.free_calls
+        )?;
+        for (kind, c) in &m.memcpy {
+            let unchecked =
+                if c.unchecked > 0 { format!(", {} result not observed", c.unchecked) } else { String::new() };
+            writeln!(s, "    memcpy {kind}: {} calls ({} failed{unchecked}), {}", c.calls, c.failed, bytes(c.bytes))?;
+        }
+    }
+    Ok(())
+}
+
+/// The processes without GPU activity, by command name, most first: "60 ptxas, 31 ldconfig.real, 1 nvcc (pid 517)".
+fn write_idle(s: &mut String, idle: &[&ProcessReport]) -> std::fmt::Result {
+    if !idle.is_empty() {
+        // By command name, most first: "60 ptxas, 31 ldconfig.real, 1 nvcc (pid 517)".
+        let mut by_comm: Vec<(&str, Vec<u32>)> = Vec::new();
+        for p in idle {
+            match by_comm.iter_mut().find(|(c, _)| *c == p.comm) {
+                Some((_, pids)) => pids.push(p.pid),
+                None => by_comm.push((&p.comm, vec![p.pid])),
+            }
+        }
+        by_comm.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+        let names: Vec<String> = by_comm
+            .iter()
+            .map(|(comm, pids)| match pids.as_slice() {
+                [one] => format!("{comm} (pid {one})"),
+                many => format!("{} {comm}", many.len()),
+            })
+            .collect();
+        writeln!(
+            s,
+            "\n{} process{} with no GPU activity (all in --json): {}",
+            idle.len(),
+            if idle.len() == 1 { "" } else { "es" },
+            names.join(", ")
+        )?;
+    }
+    Ok(())
 }
 
 /// One row of the kernel table: a kernel name, or (short names) the variants of one function that fall
@@ -455,11 +482,15 @@ fn write_kernels(s: &mut String, kernels: &[KernelReport], opts: &TextOptions) -
         if let Some(code) = &r.code {
             writeln!(s, "  {:>8} {:>8} {:>6}  {code}", "", "", "")?;
         }
+        // Named in the result type of the runtime the launches went through (none when they went
+        // through several).
+        let apis = &r.first.apis;
+        let library = apis.first().map(|a| a.library()).filter(|l| apis.iter().all(|a| a.library() == *l));
         let errors: Vec<String> = r
             .returns
             .iter()
             .filter(|(code, _)| **code != 0)
-            .map(|(code, n)| format!("{} x{n}", error_text(i64::from(*code))))
+            .map(|(code, n)| format!("{} x{n}", error_text(library, i64::from(*code))))
             .collect();
         if !errors.is_empty() {
             writeln!(s, "  {:>8} {:>8} {:>6}  returned {}", "", "", "", errors.join(", "))?;
@@ -487,8 +518,9 @@ fn dispatch_shape_text(s: &DispatchShape) -> String {
     )
 }
 
-fn error_text(code: i64) -> String {
-    match hip_error_name(code) {
+/// A return value by its name in the runtime's result type, else its number.
+fn error_text(library: Option<tracer_common::api::Library>, code: i64) -> String {
+    match library.and_then(|l| l.result_name(code)) {
         Some(name) => format!("{name} ({code})"),
         None => format!("error {code}"),
     }
@@ -520,35 +552,6 @@ fn bytes(b: u64) -> String {
         i += 1;
     }
     if i == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[i]) }
-}
-
-/// The name of a `hipError_t` value (the subset a launch, copy or allocation returns).
-const fn hip_error_name(code: i64) -> Option<&'static str> {
-    Some(match code {
-        0 => "hipSuccess",
-        1 => "hipErrorInvalidValue",
-        2 => "hipErrorOutOfMemory",
-        3 => "hipErrorNotInitialized",
-        9 => "hipErrorInvalidConfiguration",
-        13 => "hipErrorInvalidSymbol",
-        17 => "hipErrorInvalidDevicePointer",
-        21 => "hipErrorInvalidMemcpyDirection",
-        35 => "hipErrorInsufficientDriver",
-        52 => "hipErrorMissingConfiguration",
-        98 => "hipErrorInvalidDeviceFunction",
-        100 => "hipErrorNoDevice",
-        101 => "hipErrorInvalidDevice",
-        200 => "hipErrorInvalidImage",
-        201 => "hipErrorInvalidContext",
-        209 => "hipErrorNoBinaryForGpu",
-        400 => "hipErrorInvalidHandle",
-        500 => "hipErrorNotFound",
-        600 => "hipErrorNotReady",
-        700 => "hipErrorIllegalAddress",
-        701 => "hipErrorLaunchOutOfResources",
-        719 => "hipErrorLaunchFailure",
-        _ => return None,
-    })
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The trace file: [`schema`] (what each line holds), [`writer`], [`reader`] (with [`scan`], its fast
+//! The trace file: `schema` (what each line holds), `writer`, `reader` (with `scan`, its fast
 //! path for the writer's own launch and call lines).
 
 mod reader;

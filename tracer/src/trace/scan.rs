@@ -66,14 +66,19 @@ impl<'a> Scan<'a> {
     }
 
     fn u32x3(&mut self) -> Option<[u32; 3]> {
-        self.lit(b"[")?;
-        let a = self.u32()?;
-        self.lit(b",")?;
-        let b = self.u32()?;
-        self.lit(b",")?;
-        let c = self.u32()?;
+        let mut v = [0; 3];
+        for (i, x) in v.iter_mut().enumerate() {
+            self.lit(if i == 0 { b"[" } else { b"," })?;
+            *x = self.u32()?;
+        }
         self.lit(b"]")?;
-        Some([a, b, c])
+        Some(v)
+    }
+
+    /// `"key":` and the value after it.
+    fn keyed<T>(&mut self, key: &[u8], value: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
+        self.key(key)?;
+        value(self)
     }
 
     /// A string with no escape in it.
@@ -93,14 +98,10 @@ impl<'a> Scan<'a> {
         self.lit(b"{\"type\":\"")?;
         self.lit(type_name)?;
         self.lit(b"\"")?;
-        self.key(b"ts")?;
-        let ts = self.u64()?;
-        self.key(b"pid")?;
-        let pid = self.u32()?;
-        self.key(b"tid")?;
-        let tid = self.u32()?;
-        self.key(b"lib")?;
-        let lib = self.u32()?;
+        let ts = self.keyed(b"ts", Self::u64)?;
+        let pid = self.keyed(b"pid", Self::u32)?;
+        let tid = self.keyed(b"tid", Self::u32)?;
+        let lib = self.keyed(b"lib", Self::u32)?;
         self.key(b"api")?;
         let api = ApiFunc::from_name(self.str()?)?;
         Some((ts, pid, tid, lib, api))
@@ -143,26 +144,20 @@ pub(super) fn launch(line: &[u8]) -> Option<Launch> {
     let (ts, pid, tid, lib, api) = s.head(b"launch")?;
     s.key(b"kernel")?;
     let kernel = if s.lit(b"null").is_some() { None } else { Some(s.u32()?) };
-    s.key(b"handle")?;
-    let handle = s.u64()?;
-    s.key(b"grid")?;
-    let grid = s.u32x3()?;
-    s.key(b"block")?;
-    let block = s.u32x3()?;
+    let handle = s.keyed(b"handle", Scan::u64)?;
+    let grid = s.keyed(b"grid", Scan::u32x3)?;
+    let block = s.keyed(b"block", Scan::u32x3)?;
     s.key(b"grid_unit")?;
     let grid_unit = match s.str()? {
         "blocks" => GridUnit::Blocks,
         "work-items" => GridUnit::WorkItems,
         _ => return None,
     };
-    s.key(b"shmem")?;
-    let shmem = s.u64()?;
-    s.key(b"stream")?;
-    let stream = s.u64()?;
+    let shmem = s.keyed(b"shmem", Scan::u64)?;
+    let stream = s.keyed(b"stream", Scan::u64)?;
     s.key(b"ret")?;
     let ret = s.i64()?.try_into().ok()?;
-    s.key(b"dur")?;
-    let dur = s.u64()?;
+    let dur = s.keyed(b"dur", Scan::u64)?;
     let captured = s.flag(b"captured");
     let entry_only = s.flag(b"entry_only");
     s.end()?;
@@ -193,10 +188,8 @@ pub(super) fn launch(line: &[u8]) -> Option<Launch> {
 pub(super) fn call(line: &[u8]) -> Option<Call> {
     let mut s = Scan::new(line);
     let (ts, pid, tid, lib, api) = s.head(b"call")?;
-    s.key(b"ret")?;
-    let ret = s.i64()?;
-    s.key(b"dur")?;
-    let dur = s.u64()?;
+    let ret = s.keyed(b"ret", Scan::i64)?;
+    let dur = s.keyed(b"dur", Scan::u64)?;
     let mut c = Call::new(Origin { ts, pid, tid, lib }, api, ret, dur);
     // The optional fields, in the struct's order, each present or absent.
     for (name, slot) in [(&b"size"[..], &mut c.size), (b"ptr", &mut c.ptr), (b"dst", &mut c.dst), (b"src", &mut c.src)]

@@ -276,7 +276,13 @@ macro_rules! api_funcs {
     (@name $sym:literal, $name:literal) => { $name };
 }
 
+mod results;
+mod table;
+
+pub use table::ApiFunc;
+
 use CopyDirection::{Arg, Fixed};
+use Layout::Memcpy;
 
 /// Every function that can be tallied has a slot in a thread's tally.
 const _: () = {
@@ -351,171 +357,6 @@ impl ApiFunc {
         }
     }
 }
-use Layout::{
-    AllocOut, CodeObjectFromMemory, Doorbell, ExecGraph, FatBinary, FunctionOut, HandleStream, InstantiateOut,
-    KernelFunctionOut, LaunchConfig, LaunchDim3, LaunchScalars, Memcpy, ModuleOut, Nothing, Ptr, PushConfig,
-    QueueCreate, Register, Stream, StreamHandleOut, SymbolByName, SymbolInfo,
-};
-
-const DIM3: Layout = LaunchDim3 { shmem32: false };
-const BLOCKS32: Layout = LaunchScalars { shmem32: true, work_items: false };
-
-api_funcs! {
-    /// `void** __hipRegisterFatBinary(const void* wrapper)`: returns the module handle.
-    HipRegisterFatBinary = 1, Hip, "__hipRegisterFatBinary", ModuleLoad, FatBinary, Call;
-    /// `__hipRegisterFunction(modules, hostFunction, deviceFunction, deviceName, ...)`.
-    HipRegisterFunction = 2, Hip, "__hipRegisterFunction", Register, Register, RegisterName;
-    /// `__hipPushCallConfiguration(dim3 grid, dim3 block, size_t shmem, hipStream_t stream)`: the
-    /// `kernel<<<...>>>` configuration, pushed before the launch stub runs.
-    HipPushCallConfiguration = 3, Hip, "__hipPushCallConfiguration", PushConfig, PushConfig, Call;
-    /// `hipLaunchKernel(f, dim3 grid, dim3 block, void** args, size_t shmem, hipStream_t stream)`.
-    HipLaunchKernel = 4, Hip, "hipLaunchKernel", Launch, DIM3, Call;
-    /// `hipModuleLoadData(hipModule_t* out, const void* image)`.
-    HipModuleLoadData = 5, Hip, "hipModuleLoadData", ModuleLoad, ModuleOut, Call;
-    /// `hipModuleGetFunction(hipFunction_t* out, hipModule_t module, const char* name)`.
-    HipModuleGetFunction = 6, Hip, "hipModuleGetFunction", FunctionLookup, FunctionOut, Call;
-    /// `hipModuleLaunchKernel(f, gx, gy, gz, bx, by, [bz, unsigned shmem, stream, params, extra])`.
-    HipModuleLaunchKernel = 7, Hip, "hipModuleLaunchKernel", Launch, BLOCKS32, Call;
-    /// `hipExtModuleLaunchKernel(f, gwsX, gwsY, gwsZ, lwsX, lwsY, [lwsZ, size_t shmem, stream, ...])`,
-    /// the C export; sizes in work-items.
-    HipExtModuleLaunchKernel = 8, Hip, "hipExtModuleLaunchKernel", Launch,
-        LaunchScalars { shmem32: false, work_items: true }, Call;
-    /// The C++-mangled export of `hipExtModuleLaunchKernel` (same arguments).
-    HipExtModuleLaunchKernelCxx = 9, Hip,
-        "_Z24hipExtModuleLaunchKernelP18ihipModuleSymbol_tjjjjjjmP12ihipStream_tPPvS4_P11ihipEvent_tS6_j"
-        as "hipExtModuleLaunchKernel", Launch, LaunchScalars { shmem32: false, work_items: true }, Call;
-    /// `hipMalloc(void** out, size_t size)`.
-    HipMalloc = 10, Hip, "hipMalloc", Alloc, AllocOut { out: 0 }, Call;
-    /// `hipFree(void* ptr)`.
-    HipFree = 11, Hip, "hipFree", Free, Ptr, Call;
-    /// `hipMemcpy(dst, src, size, kind)`.
-    HipMemcpy = 12, Hip, "hipMemcpy", Memcpy, Memcpy { direction: Arg(3), stream: None }, Call;
-    /// `hipMemcpyAsync(dst, src, size, kind, stream)`.
-    HipMemcpyAsync = 13, Hip, "hipMemcpyAsync", Memcpy, Memcpy { direction: Arg(3), stream: Some(4) }, Call;
-    /// `hipStreamSynchronize(stream)`.
-    HipStreamSynchronize = 14, Hip, "hipStreamSynchronize", Sync, Stream, OneTrap;
-    /// `hipDeviceSynchronize()`.
-    HipDeviceSynchronize = 15, Hip, "hipDeviceSynchronize", Sync, Nothing, OneTrap;
-    /// `hipExtLaunchKernel(f, dim3 grid, dim3 block, args, [shmem, stream, start, stop, flags])`.
-    HipExtLaunchKernel = 16, Hip, "hipExtLaunchKernel", Launch, DIM3, Call;
-    /// `hipLaunchCooperativeKernel(f, dim3 grid, dim3 block, args, [unsigned shmem, stream])`.
-    HipLaunchCooperativeKernel = 17, Hip, "hipLaunchCooperativeKernel", Launch, LaunchDim3 { shmem32: true }, Call;
-    /// `hipStreamBeginCapture(stream, mode)`: launches on the stream are graph nodes until `EndCapture`.
-    HipStreamBeginCapture = 18, Hip, "hipStreamBeginCapture", CaptureBegin, Stream, Call;
-    /// `hipStreamEndCapture(stream, hipGraph_t* out)`.
-    HipStreamEndCapture = 19, Hip, "hipStreamEndCapture", CaptureEnd, StreamHandleOut, Call;
-    /// `hipGraphInstantiate(hipGraphExec_t* out, graph, ...)`.
-    HipGraphInstantiate = 20, Hip, "hipGraphInstantiate", GraphInstantiate, InstantiateOut, Call;
-    /// `hipGraphLaunch(graphExec, stream)`: one replay.
-    HipGraphLaunch = 21, Hip, "hipGraphLaunch", GraphLaunch, HandleStream, Call;
-    /// `hipGraphExecUpdate(graphExec, graph, ...)`: the executable now runs the graph's nodes (ggml
-    /// updates its executable in place when a recaptured graph has the same topology).
-    HipGraphExecUpdate = 22, Hip, "hipGraphExecUpdate", GraphUpdate, ExecGraph, Call;
-
-    /// `hsa_init()`.
-    HsaInit = 64, Hsa, "hsa_init", Init, Nothing, Call;
-    /// `hsa_queue_create(agent, size, type, callback, data, private, group, hsa_queue_t** out)`.
-    HsaQueueCreate = 65, Hsa, "hsa_queue_create", QueueCreate, QueueCreate, Call;
-    /// `hsa_signal_store_screlease(signal, value)`: on a queue's doorbell, AQL packets were published.
-    HsaSignalStoreScrelease = 66, Hsa, "hsa_signal_store_screlease", Doorbell, Doorbell, Doorbell;
-    /// `hsa_signal_store_relaxed(signal, value)`.
-    HsaSignalStoreRelaxed = 67, Hsa, "hsa_signal_store_relaxed", Doorbell, Doorbell, Doorbell;
-    /// `hsa_executable_get_symbol_by_name(exec, name, agent*, symbol* out)`: a kernel symbol by name.
-    HsaExecutableGetSymbolByName = 68, Hsa, "hsa_executable_get_symbol_by_name", SymbolLookup, SymbolByName, Call;
-    /// `hsa_executable_symbol_get_info(symbol, attribute, void* value)`: `KERNEL_OBJECT`
-    /// ([`HSA_SYMBOL_INFO_KERNEL_OBJECT`]) gives the address every dispatch packet of this kernel carries.
-    HsaExecutableSymbolGetInfo = 69, Hsa, "hsa_executable_symbol_get_info", SymbolInfo, SymbolInfo, Call;
-    /// `hsa_code_object_reader_create_from_memory(ptr, size, reader* out)`.
-    HsaCodeObjectReaderCreateFromMemory = 70, Hsa, "hsa_code_object_reader_create_from_memory", CodeObjectRead,
-        CodeObjectFromMemory, Call;
-    /// `hsa_amd_memory_pool_allocate(pool, size, flags, void** out)`.
-    HsaAmdMemoryPoolAllocate = 71, Hsa, "hsa_amd_memory_pool_allocate", PoolAlloc, AllocOut { out: 3 }, Call;
-    /// `hsa_amd_memory_pool_free(ptr)`.
-    HsaAmdMemoryPoolFree = 72, Hsa, "hsa_amd_memory_pool_free", PoolFree, Ptr, Call;
-
-    /// `cuLaunchKernel(f, gx, gy, gz, bx, by, [bz, unsigned shmem, stream, params, extra])`: one trap.
-    CuLaunchKernel = 128, Cuda, "cuLaunchKernel", Launch, BLOCKS32, OneTrap;
-    /// The per-thread-default-stream variant (same arguments).
-    CuLaunchKernelPtsz = 129, Cuda, "cuLaunchKernel_ptsz", Launch, BLOCKS32, OneTrap;
-    /// `cuLaunchKernelEx(const CUlaunchConfig* config, f, params, extra)`: the config's grid, block,
-    /// shared memory and stream are read at entry.
-    CuLaunchKernelEx = 130, Cuda, "cuLaunchKernelEx", Launch, LaunchConfig, OneTrap;
-    CuLaunchKernelExPtsz = 131, Cuda, "cuLaunchKernelEx_ptsz", Launch, LaunchConfig, OneTrap;
-    /// `cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, [bz, unsigned shmem, stream, params])`.
-    CuLaunchCooperativeKernel = 132, Cuda, "cuLaunchCooperativeKernel", Launch, BLOCKS32, OneTrap;
-    CuLaunchCooperativeKernelPtsz = 133, Cuda, "cuLaunchCooperativeKernel_ptsz", Launch, BLOCKS32, OneTrap;
-    /// `cuGraphLaunch(graphExec, stream)`: one replay.
-    CuGraphLaunch = 134, Cuda, "cuGraphLaunch", GraphLaunch, HandleStream, OneTrap;
-    CuGraphLaunchPtsz = 135, Cuda, "cuGraphLaunch_ptsz", GraphLaunch, HandleStream, OneTrap;
-    /// `cuModuleGetFunction(CUfunction* out, CUmodule module, const char* name)`.
-    CuModuleGetFunction = 136, Cuda, "cuModuleGetFunction", FunctionLookup, FunctionOut, Call;
-    /// `cuLibraryGetKernel(CUkernel* out, CUlibrary library, const char* name)`.
-    CuLibraryGetKernel = 137, Cuda, "cuLibraryGetKernel", KernelLookup, FunctionOut, Call;
-    /// `cuKernelGetFunction(CUfunction* out, CUkernel kernel)`: the function a kernel has in the current
-    /// context (named as the kernel).
-    CuKernelGetFunction = 138, Cuda, "cuKernelGetFunction", KernelFunction, KernelFunctionOut, Call;
-    /// `cuModuleLoadData(CUmodule* out, const void* image)`.
-    CuModuleLoadData = 139, Cuda, "cuModuleLoadData", ModuleLoad, ModuleOut, Call;
-    /// `cuModuleLoadDataEx(CUmodule* out, const void* image, n, options, values)`.
-    CuModuleLoadDataEx = 140, Cuda, "cuModuleLoadDataEx", ModuleLoad, ModuleOut, Call;
-    /// `cuLibraryLoadData(CUlibrary* out, const void* code, ...)`.
-    CuLibraryLoadData = 141, Cuda, "cuLibraryLoadData", ModuleLoad, ModuleOut, Call;
-    /// `cuMemAlloc_v2(CUdeviceptr* out, size_t size)`.
-    CuMemAlloc = 142, Cuda, "cuMemAlloc_v2", Alloc, AllocOut { out: 0 }, Call;
-    /// `cuMemFree_v2(CUdeviceptr ptr)`.
-    CuMemFree = 143, Cuda, "cuMemFree_v2", Free, Ptr, Call;
-    /// `cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t size)`.
-    CuMemcpyDtoH = 144, Cuda, "cuMemcpyDtoH_v2", Memcpy,
-        Memcpy { direction: Fixed(memcpy_kind::DEVICE_TO_HOST), stream: None }, Call;
-    /// `cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t size)`.
-    CuMemcpyHtoD = 145, Cuda, "cuMemcpyHtoD_v2", Memcpy,
-        Memcpy { direction: Fixed(memcpy_kind::HOST_TO_DEVICE), stream: None }, Call;
-    /// `cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t size, stream)`. The async copies take one
-    /// trap (ggml's token loop makes ~7 a token): what they copy is known at entry; an enqueue's result and
-    /// duration are not kept.
-    CuMemcpyDtoHAsync = 146, Cuda, "cuMemcpyDtoHAsync_v2", Memcpy,
-        Memcpy { direction: Fixed(memcpy_kind::DEVICE_TO_HOST), stream: Some(3) }, OneTrap;
-    /// `cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t size, stream)`: unified addressing, the
-    /// direction is the pointers'.
-    CuMemcpyAsync = 147, Cuda, "cuMemcpyAsync", Memcpy,
-        Memcpy { direction: Fixed(memcpy_kind::DEFAULT), stream: Some(3) }, OneTrap;
-    /// `cuStreamSynchronize(stream)`.
-    CuStreamSynchronize = 148, Cuda, "cuStreamSynchronize", Sync, Stream, OneTrap;
-    /// `cuCtxSynchronize()`.
-    CuCtxSynchronize = 149, Cuda, "cuCtxSynchronize", Sync, Nothing, OneTrap;
-    /// `cuStreamBeginCapture_v2(stream, mode)`: launches on the stream are graph nodes until `EndCapture`.
-    CuStreamBeginCapture = 150, Cuda, "cuStreamBeginCapture_v2", CaptureBegin, Stream, Call;
-    CuStreamBeginCapturePtsz = 151, Cuda, "cuStreamBeginCapture_v2_ptsz", CaptureBegin, Stream, Call;
-    /// `cuStreamEndCapture(stream, CUgraph* out)`.
-    CuStreamEndCapture = 152, Cuda, "cuStreamEndCapture", CaptureEnd, StreamHandleOut, Call;
-    CuStreamEndCapturePtsz = 153, Cuda, "cuStreamEndCapture_ptsz", CaptureEnd, StreamHandleOut, Call;
-    /// `cuGraphInstantiateWithFlags(CUgraphExec* out, graph, flags)`.
-    CuGraphInstantiateWithFlags = 154, Cuda, "cuGraphInstantiateWithFlags", GraphInstantiate, InstantiateOut, Call;
-    /// `cuGraphInstantiateWithParams(CUgraphExec* out, graph, params)`.
-    CuGraphInstantiateWithParams = 155, Cuda, "cuGraphInstantiateWithParams", GraphInstantiate, InstantiateOut,
-        Call;
-    /// `cuGraphInstantiate_v2(CUgraphExec* out, graph, ...)`.
-    CuGraphInstantiate = 156, Cuda, "cuGraphInstantiate_v2", GraphInstantiate, InstantiateOut, Call;
-    /// `cuStreamSynchronize_ptsz(stream)`.
-    CuStreamSynchronizePtsz = 157, Cuda, "cuStreamSynchronize_ptsz", Sync, Stream, OneTrap;
-    /// `cuGraphExecUpdate_v2(graphExec, graph, CUgraphExecUpdateResultInfo*)`: see `hipGraphExecUpdate`.
-    CuGraphExecUpdate = 159, Cuda, "cuGraphExecUpdate_v2", GraphUpdate, ExecGraph, Call;
-    /// `cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t size, stream)`.
-    CuMemcpyHtoDAsync = 158, Cuda, "cuMemcpyHtoDAsync_v2", Memcpy,
-        Memcpy { direction: Fixed(memcpy_kind::HOST_TO_DEVICE), stream: Some(3) }, OneTrap;
-
-    /// `__cudaRegisterFunction(handle, hostFun, deviceFun, deviceName, ...)`: the runtime's name for a
-    /// host stub (opt-in API view).
-    CudaRegisterFunction = 192, CudaRuntime, "__cudaRegisterFunction", Register, Register, RegisterName;
-    /// `cudaLaunchKernel(func, dim3 grid, dim3 block, args, shmem, stream)` (opt-in API view; it reaches
-    /// cuLaunchKernel too, a second trap per launch).
-    CudaLaunchKernel = 193, CudaRuntime, "cudaLaunchKernel", Launch, DIM3, OneTrap;
-    /// `cudaLaunchKernelExC(const cudaLaunchConfig_t* config, func, args)`: the config's dim3 grid and
-    /// block, `size_t` shared memory and stream lie where `CUlaunchConfig` has them (ggml-cuda launches
-    /// through it).
-    CudaLaunchKernelExC = 194, CudaRuntime, "cudaLaunchKernelExC", Launch, LaunchConfig, OneTrap;
-}
-
 #[cfg(feature = "user")]
 mod serde_impls {
     use super::ApiFunc;
@@ -558,67 +399,4 @@ mod serde_impls {
 pub const UNKNOWN_API: &str = "an API function this tracer does not know";
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_symbols_and_numbers_round_trip() {
-        for &f in ApiFunc::ALL {
-            assert_eq!(ApiFunc::from_u16(f as u16), Some(f));
-            assert_eq!(ApiFunc::from_symbol(f.symbol()), Some(f));
-            let back = ApiFunc::from_name(f.name()).unwrap();
-            assert_eq!((back.op(), back.layout()), (f.op(), f.layout()), "{f:?}");
-        }
-        assert_eq!(ApiFunc::HipExtModuleLaunchKernelCxx.name(), "hipExtModuleLaunchKernel");
-        assert_eq!(ApiFunc::from_name("hipExtModuleLaunchKernel"), Some(ApiFunc::HipExtModuleLaunchKernel));
-        assert_eq!(ApiFunc::from_name("nope"), None);
-    }
-
-    #[test]
-    fn layouts_give_the_cookie_flags_the_programs_read() {
-        assert_eq!(ApiFunc::HipLaunchKernel.cookie_flags(), cookie::STACK | cookie::params(5, 0));
-        assert_eq!(ApiFunc::HipModuleGetFunction.cookie_flags(), cookie::out(0) | cookie::name(2, 1));
-        assert_eq!(ApiFunc::HsaExecutableGetSymbolByName.cookie_flags(), cookie::out(3) | cookie::name(1, 0));
-        assert_eq!(ApiFunc::HsaQueueCreate.cookie_flags(), cookie::STACK | cookie::QUEUE);
-        assert_eq!(ApiFunc::HsaAmdMemoryPoolAllocate.cookie_flags(), cookie::out(3));
-        assert_eq!(ApiFunc::CuLaunchKernelEx.cookie_flags(), cookie::CONFIG | cookie::params(2, 1));
-        assert_eq!(ApiFunc::HipStreamEndCapture.cookie_flags(), cookie::out(1));
-        assert_eq!(ApiFunc::CuGraphLaunch.cookie_flags(), 0);
-        // What a token's loop writes and what it tallies.
-        let gated = |f: ApiFunc| cookie::GATED | cookie::tally_slot(f.tally_slot().unwrap());
-        assert_eq!(ApiFunc::CuStreamSynchronize.cookie_flags(), gated(ApiFunc::CuStreamSynchronize));
-        assert_eq!(ApiFunc::HipStreamSynchronize.cookie_flags(), gated(ApiFunc::HipStreamSynchronize));
-        assert_eq!(
-            ApiFunc::CuMemcpyHtoDAsync.cookie_flags(),
-            cookie::TALLY | cookie::tally_slot(ApiFunc::CuMemcpyHtoDAsync.tally_slot().unwrap())
-        );
-        // Slots are distinct, dense, and read back.
-        for (expected, slot) in ApiFunc::ALL.iter().filter_map(|f| f.tally_slot()).enumerate() {
-            assert_eq!(slot, expected);
-        }
-        for f in ApiFunc::ALL.iter().filter(|f| f.tally_slot().is_some()) {
-            assert_eq!(ApiFunc::from_tally_slot(f.tally_slot().unwrap()), Some(*f));
-            assert_eq!(cookie::tally_slot_of(f.cookie_flags()), f.tally_slot().unwrap());
-        }
-        assert_eq!(ApiFunc::CuMemcpyDtoHAsync.cookie_flags(), cookie::MARK);
-        assert_eq!(ApiFunc::CuMemcpyHtoD.cookie_flags(), 0);
-        assert_eq!(ApiFunc::HipMemcpyAsync.cookie_flags(), cookie::mark_if(3));
-    }
-
-    #[test]
-    fn one_trap_programs_only_for_launches_graph_replays_syncs_and_async_copies() {
-        for &f in ApiFunc::ALL {
-            match f.shape() {
-                ProbeShape::OneTrap => {
-                    let async_copy = matches!(f.layout(), Memcpy { stream: Some(_), .. });
-                    assert!(matches!(f.op(), Op::Launch | Op::GraphLaunch | Op::Sync) || async_copy, "{f:?}");
-                    // Nothing is read at return: no out-parameter, no name, no queue.
-                    assert_eq!(f.cookie_flags() & (cookie::OUT | cookie::NAME | cookie::QUEUE), 0, "{f:?}");
-                }
-                ProbeShape::RegisterName => assert_eq!(f.layout(), Register),
-                ProbeShape::Doorbell => assert_eq!(f.layout(), Doorbell),
-                ProbeShape::Call => {}
-            }
-        }
-    }
-}
+mod tests;

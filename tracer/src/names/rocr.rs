@@ -8,87 +8,25 @@
 //! percent-encoded) or `memory://PID#offset=0xADDR&size=S` (`ROCr` `amd_hsa_loader.cpp`; the grammar is in
 //! `hsa_ven_amd_loader.h`). A dispatch's `kernel_object` is `l_addr + st_value` of the code object's
 //! `NAME.kd` symbol. Everything here reads; the process is never stopped.
-#![expect(
-    clippy::little_endian_bytes,
-    reason = "r_debug and link_map are read as the x86-64 process laid them out: little-endian"
-)]
 
-use std::{collections::HashSet, fs, os::unix::fs::FileExt as _};
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
+
+use super::{
+    KernelSymbols, Of,
+    bundle::MAX_CODE_OBJECT,
+    maps::Mapping,
+    memory::{Memory, ProcMem, read_c_string, read_u64},
+};
+use crate::files::{Bounded, ELF_BUDGET, Root};
 
 /// The exported data symbol that heads the list.
 pub const R_DEBUG_SYMBOL: &str = "_amdgpu_r_debug";
 
 /// Entries read at most per list: a corrupt or cyclic list ends there, counted.
 pub const MAX_ENTRIES: usize = 65_536;
-/// Longest URI read.
-const MAX_URI: usize = 4096;
-
-/// Memory of a process, read without stopping it.
-pub trait Memory {
-    /// Fills `buf` from `addr`; false when that memory cannot be read.
-    fn read(&self, addr: u64, buf: &mut [u8]) -> bool;
-}
-
-/// `/proc/PID/mem`, readable by root without ptrace-attaching.
-pub struct ProcMem(fs::File);
-
-impl ProcMem {
-    pub fn open(pid: u32) -> Option<Self> {
-        fs::File::open(format!("/proc/{pid}/mem")).ok().map(Self)
-    }
-}
-
-impl Memory for ProcMem {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> bool {
-        self.0.read_exact_at(buf, addr).is_ok()
-    }
-}
-
-/// Bytes standing for a process's memory from address `base` (a saved image; the fuzzer's input).
-pub struct Image<'a> {
-    pub base: u64,
-    pub bytes: &'a [u8],
-}
-
-impl Memory for Image<'_> {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> bool {
-        let Some(at) = addr.checked_sub(self.base).and_then(|a| usize::try_from(a).ok()) else { return false };
-        match at.checked_add(buf.len()).and_then(|end| self.bytes.get(at..end)) {
-            Some(src) => {
-                buf.copy_from_slice(src);
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-pub fn read_u64(mem: &impl Memory, addr: u64) -> Option<u64> {
-    let mut b = [0; 8];
-    mem.read(addr, &mut b).then(|| u64::from_le_bytes(b))
-}
-
-/// A NUL-terminated string of at most `MAX_URI` bytes, read in pieces so that the read stops at the end
-/// of readable memory.
-pub fn read_c_string(mem: &impl Memory, addr: u64) -> Option<String> {
-    let mut out = Vec::new();
-    let mut chunk = [0; 256];
-    while out.len() < MAX_URI {
-        // Stay within the page: a string near its end must not make the read fail.
-        let at = addr.checked_add(out.len() as u64)?;
-        let room = (4096 - (at % 4096)) as usize;
-        let piece = &mut chunk[..room.min(256)];
-        if !mem.read(at, piece) {
-            return None;
-        }
-        if let Some(end) = piece.iter().position(|&b| b == 0) {
-            out.extend_from_slice(&piece[..end]);
-            return String::from_utf8(out).ok();
-        }
-        out.extend_from_slice(piece);
-    }
-    None
-}
 
 /// One loaded code object.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -205,7 +143,120 @@ pub fn parse_uri(uri: &str) -> Option<Uri> {
 
 /// The kernels of a code object: (NAME, `st_value` of `NAME.kd`).
 pub fn kernel_descriptors<'d, R: object::ReadRef<'d>>(code_object: R) -> Option<Vec<(String, u64)>> {
-    object::File::parse(code_object).ok().map(|elf| crate::bundle::kernel_symbols(&elf))
+    object::File::parse(code_object).ok().map(|elf| super::bundle::kernel_symbols(&elf))
+}
+
+impl Of<'_> {
+    /// The kernel a dispatch's `kernel_object` stands for, from `ROCr`'s list of loaded code objects in
+    /// the process (a code object loaded before tracer attached): its name and the file it came from.
+    pub(super) fn loaded_name(&mut self, object: u64) -> Option<(String, Option<String>)> {
+        let hit = |p: &super::ProcessNames| {
+            p.loaded.get(&object).map(|(n, f)| (n.to_string(), f.as_deref().map(str::to_owned)))
+        };
+        if let Some(found) = hit(self.proc) {
+            return Some(found);
+        }
+        // Not among the objects read so far: the list may have grown since.
+        self.read_loader_list();
+        hit(self.proc)
+    }
+
+    /// Where `_amdgpu_r_debug` is in the process: in the libhsa-runtime64 it maps.
+    fn r_debug_of(&mut self) -> Option<u64> {
+        let runtimes: Vec<Mapping> = self
+            .mappings()
+            .iter()
+            .filter(|m| m.path.rsplit('/').next().is_some_and(|n| n.starts_with(crate::libs::HSA_RUNTIME)))
+            .cloned()
+            .collect();
+        for m in &runtimes {
+            let at = if let Some(at) = self.names.r_debug_files.get(&m.file) {
+                at.clone()
+            } else {
+                let at = self.file(m).and_then(|f| crate::elf::dynamic_symbol(&f, R_DEBUG_SYMBOL));
+                self.names.r_debug_files.insert(m.file, at.clone());
+                at
+            };
+            let Some((vaddr, segments)) = at else { continue };
+            // The load bias, from a mapping that starts a segment: its address minus the segment's page.
+            for r in runtimes.iter().filter(|r| r.file == m.file) {
+                if let Some(&(_, _, seg_vaddr)) = segments.iter().find(|(off, _, _)| off & !0xfff == r.offset) {
+                    return Some(r.start.wrapping_sub(seg_vaddr & !0xfff).wrapping_add(vaddr));
+                }
+            }
+        }
+        None
+    }
+
+    /// Walks the process's loaded code-object list and names every kernel object of it.
+    fn read_loader_list(&mut self) {
+        let pid = self.pid;
+        let Some(r_debug) = self.r_debug_of() else { return };
+        let Some(list) = ProcMem::open(pid).and_then(|mem| walk(&mem, r_debug)) else {
+            self.names.count("loader_list_unreadable");
+            return;
+        };
+        if list.truncated {
+            self.names.count("loader_list_truncated");
+        }
+        for _ in 0..list.unreadable {
+            self.names.count("loader_uri_unreadable");
+        }
+        let same_ns = {
+            use crate::proc::Procs as _;
+            crate::proc::LIVE.same_mount_ns(pid)
+        };
+        let mut named = HashMap::new();
+        for o in list.objects {
+            let uri = parse_uri(&o.uri);
+            // A file URI in tracer's own mount namespace means the same file for every process.
+            let shared = same_ns && matches!(uri, Some(Uri::File { .. }));
+            let cache = if shared { &mut self.names.code_objects } else { &mut self.proc.code_objects };
+            let kernels = if let Some(k) = cache.get(&o.uri) {
+                k.clone()
+            } else {
+                let k = uri.as_ref().and_then(|u| code_object_kernels(pid, u)).map(Arc::new);
+                cache.insert(o.uri.clone(), k.clone());
+                if k.is_none() {
+                    self.names.count("loader_code_object_unreadable");
+                }
+                k
+            };
+            let file: Option<Arc<str>> = match uri {
+                Some(Uri::File { path, .. }) => Some(path.into()),
+                _ => None,
+            };
+            for (name, value) in kernels.iter().flat_map(|k| k.iter()) {
+                named.insert(o.load_delta.wrapping_add(*value), (Arc::from(name.as_str()), file.clone()));
+            }
+        }
+        self.proc.loaded = named;
+    }
+}
+
+/// The `NAME.kd` symbols of a code object, from where its URI says: a file the process sees (resolved
+/// in its root, only the code object's range read), or the memory of a process.
+fn code_object_kernels(pid: u32, uri: &Uri) -> Option<KernelSymbols> {
+    match uri {
+        Uri::File { path, offset, size } => {
+            let file = Root::of(pid).and_then(|root| root.open(path)).ok()?;
+            let len = size.unwrap_or_else(|| file.len().saturating_sub(*offset));
+            if len == 0 || len > MAX_CODE_OBJECT {
+                return None;
+            }
+            file.check_range(*offset, len).ok()?;
+            kernel_descriptors(&Bounded::new(&file, *offset, len, ELF_BUDGET))
+        }
+        &Uri::Memory { pid: owner, addr, size } => {
+            if size == 0 || size > MAX_CODE_OBJECT {
+                return None;
+            }
+            let mem = ProcMem::open(owner)?;
+            let mut buf = vec![0; size as usize];
+            mem.read(addr, &mut buf).then_some(())?;
+            kernel_descriptors(buf.as_slice())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+mod feed;
+pub use feed::{Feeder, Graphs, ProcessSteps};
+
 use serde::Serialize;
 
 use tracer_common::api::Op;

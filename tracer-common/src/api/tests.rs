@@ -1,0 +1,73 @@
+use super::*;
+
+#[test]
+fn names_symbols_and_numbers_round_trip() {
+    for &f in ApiFunc::ALL {
+        assert_eq!(ApiFunc::from_u16(f as u16), Some(f));
+        assert_eq!(ApiFunc::from_symbol(f.symbol()), Some(f));
+        let back = ApiFunc::from_name(f.name()).unwrap();
+        assert_eq!((back.op(), back.layout()), (f.op(), f.layout()), "{f:?}");
+    }
+    assert_eq!(ApiFunc::HipExtModuleLaunchKernelCxx.name(), "hipExtModuleLaunchKernel");
+    assert_eq!(ApiFunc::from_name("hipExtModuleLaunchKernel"), Some(ApiFunc::HipExtModuleLaunchKernel));
+    assert_eq!(ApiFunc::from_name("nope"), None);
+}
+
+#[test]
+fn layouts_give_the_cookie_flags_the_programs_read() {
+    assert_eq!(ApiFunc::HipLaunchKernel.cookie_flags(), cookie::STACK | cookie::params(5, 0));
+    assert_eq!(ApiFunc::HipModuleGetFunction.cookie_flags(), cookie::out(0) | cookie::name(2, 1));
+    assert_eq!(ApiFunc::HsaExecutableGetSymbolByName.cookie_flags(), cookie::out(3) | cookie::name(1, 0));
+    assert_eq!(ApiFunc::HsaQueueCreate.cookie_flags(), cookie::STACK | cookie::QUEUE);
+    assert_eq!(ApiFunc::HsaAmdMemoryPoolAllocate.cookie_flags(), cookie::out(3));
+    assert_eq!(ApiFunc::CuLaunchKernelEx.cookie_flags(), cookie::CONFIG | cookie::params(2, 1));
+    assert_eq!(ApiFunc::HipStreamEndCapture.cookie_flags(), cookie::out(1));
+    assert_eq!(ApiFunc::CuGraphLaunch.cookie_flags(), 0);
+    // What a token's loop writes and what it tallies.
+    let gated = |f: ApiFunc| cookie::GATED | cookie::tally_slot(f.tally_slot().unwrap());
+    assert_eq!(ApiFunc::CuStreamSynchronize.cookie_flags(), gated(ApiFunc::CuStreamSynchronize));
+    assert_eq!(ApiFunc::HipStreamSynchronize.cookie_flags(), gated(ApiFunc::HipStreamSynchronize));
+    assert_eq!(
+        ApiFunc::CuMemcpyHtoDAsync.cookie_flags(),
+        cookie::TALLY | cookie::tally_slot(ApiFunc::CuMemcpyHtoDAsync.tally_slot().unwrap())
+    );
+    // Slots are distinct, dense, and read back.
+    for (expected, slot) in ApiFunc::ALL.iter().filter_map(|f| f.tally_slot()).enumerate() {
+        assert_eq!(slot, expected);
+    }
+    for f in ApiFunc::ALL.iter().filter(|f| f.tally_slot().is_some()) {
+        assert_eq!(ApiFunc::from_tally_slot(f.tally_slot().unwrap()), Some(*f));
+        assert_eq!(cookie::tally_slot_of(f.cookie_flags()), f.tally_slot().unwrap());
+    }
+    assert_eq!(ApiFunc::CuMemcpyDtoHAsync.cookie_flags(), cookie::MARK);
+    assert_eq!(ApiFunc::CuMemcpyHtoD.cookie_flags(), 0);
+    assert_eq!(ApiFunc::HipMemcpyAsync.cookie_flags(), cookie::mark_if(3));
+}
+
+#[test]
+fn one_trap_programs_only_for_launches_graph_replays_syncs_and_async_copies() {
+    for &f in ApiFunc::ALL {
+        match f.shape() {
+            ProbeShape::OneTrap => {
+                let async_copy = matches!(f.layout(), Memcpy { stream: Some(_), .. });
+                assert!(matches!(f.op(), Op::Launch | Op::GraphLaunch | Op::Sync) || async_copy, "{f:?}");
+                // Nothing is read at return: no out-parameter, no name, no queue.
+                assert_eq!(f.cookie_flags() & (cookie::OUT | cookie::NAME | cookie::QUEUE), 0, "{f:?}");
+            }
+            ProbeShape::RegisterName => assert_eq!(f.layout(), Layout::Register),
+            ProbeShape::Doorbell => assert_eq!(f.layout(), Layout::Doorbell),
+            ProbeShape::Call => {}
+        }
+    }
+}
+
+#[test]
+fn results_are_named_in_each_runtime_s_own_type() {
+    assert_eq!(ApiFunc::HipLaunchKernel.result_name(98), Some("hipErrorInvalidDeviceFunction"));
+    assert_eq!(ApiFunc::CuLaunchKernel.result_name(719), Some("CUDA_ERROR_LAUNCH_FAILED"));
+    assert_eq!(ApiFunc::CudaLaunchKernel.result_name(719), Some("cudaErrorLaunchFailure"));
+    assert_eq!(ApiFunc::HsaQueueCreate.result_name(0x1008), Some("HSA_STATUS_ERROR_OUT_OF_RESOURCES"));
+    // A HIP code is not a CUDA driver's: 98 means nothing to CUresult.
+    assert_eq!(ApiFunc::CuLaunchKernel.result_name(98), None);
+    assert_eq!(ApiFunc::HipLaunchKernel.result_name(12345), None);
+}

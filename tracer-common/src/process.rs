@@ -1,0 +1,59 @@
+//! Records of processes: fork, exec and exit, and a traced process opening a runtime library.
+
+use crate::RecordHeader;
+
+/// Process events observed through the scheduler tracepoints.
+#[repr(u16)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcEvent {
+    /// A traced process created a new process (not a thread); the child joined the filter.
+    Fork = 1,
+    /// A traced process called exec.
+    Exec = 2,
+    /// A traced process ended (its last thread exited).
+    Exit = 3,
+}
+
+impl ProcEvent {
+    pub const fn from_u16(v: u16) -> Option<Self> {
+        match v {
+            1 => Some(Self::Fork),
+            2 => Some(Self::Exec),
+            3 => Some(Self::Exit),
+            _ => None,
+        }
+    }
+}
+
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcRecord {
+    pub header: RecordHeader,
+    /// Fork: the new process's pid. Exec, exit: the process's pid.
+    pub pid: u32,
+    /// Fork: the parent's pid. Otherwise 0.
+    pub parent: u32,
+    /// `comm` of the current task at the event.
+    pub comm: [u8; 16],
+}
+
+/// Longest path an [`OpenRecord`] keeps.
+pub const OPEN_PATH_MAX: usize = 256;
+
+/// File-name prefixes of the runtime libraries whose opening by a traced process is reported
+/// ([`OpenRecord`]): the libraries tracer probes. The kernel compares a path's last component with them.
+pub const RUNTIME_PREFIXES: [&[u8]; 4] = [b"libamdhip64.so", b"libhsa-runtime64.so", b"libcuda.so", b"libcudart.so"];
+
+/// A traced process opening a file whose name is a GPU runtime's (`openat` at entry): a runtime copy it is
+/// about to load, to probe before its code runs (a private copy tracer could not foresee).
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenRecord {
+    pub header: RecordHeader,
+    /// Bytes of `path` in use; [`NAME_TRUNCATED`](crate::NAME_TRUNCATED) in `flags` when the path was longer.
+    pub len: u32,
+    pub flags: u32,
+    pub path: [u8; OPEN_PATH_MAX],
+}

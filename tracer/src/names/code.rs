@@ -1,0 +1,101 @@
+//! Where a kernel's code lies: the file with the fat binary and the offload bundles of it that define
+//! the kernel. A registered fat binary (`__hipRegisterFatBinary`) names its bundle; a kernel named from
+//! its file (late attach) is looked up in the file's name index, built once.
+
+use std::sync::Arc;
+
+use super::{
+    Of,
+    bundle::{FatBinary, NameIndex},
+    maps::{Mapping, refusal},
+};
+
+/// Where a registered fat binary's code lies: the file as the process sees it, the bundle's offset in it
+/// and its number ("0042"), when the file's fat binary holds one there.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FatBinaryCode {
+    pub file: String,
+    pub offset: u64,
+    pub bundle: Option<String>,
+}
+
+impl Of<'_> {
+    /// The fat binary of the file behind a mapping, indexed by its bundle headers once per file.
+    fn fat_binary(&mut self, m: &Mapping) -> Option<Arc<FatBinary>> {
+        if let Some(fat) = self.names.fat_binaries.get(&m.file) {
+            return fat.clone();
+        }
+        let fat = match self.file(m).map(|f| FatBinary::of_file(&f)) {
+            Some(Ok(fat)) => fat.map(Arc::new),
+            Some(Err(e)) => {
+                self.names.count(refusal(&e));
+                self.names.warn(m.file, format!("{e}"));
+                None
+            }
+            None => None,
+        };
+        self.names.fat_binaries.insert(m.file, fat.clone());
+        fat
+    }
+
+    /// A fat binary registered by the process (`__hipRegisterFatBinary`): the bundle its wrapper points
+    /// to is found in the file that maps it, and kept for the registrations that name its module.
+    pub fn register_fat_binary(&mut self, module: u64, bundle_addr: u64, ts: u64) -> Option<FatBinaryCode> {
+        let Some(m) = self.mapping_at(bundle_addr, ts).cloned() else {
+            self.names.count("fat_binaries_outside_files");
+            return None;
+        };
+        let offset = m.file_offset(bundle_addr);
+        let fat = self.fat_binary(&m);
+        let header = fat.as_ref().and_then(|fat| fat.bundle_at(offset));
+        let bundle = header.map(super::bundle::Header::name);
+        match header {
+            None => self.names.count("fat_binaries_without_bundle"),
+            Some(h) if h.error.is_some() => self.names.count("fat_binaries_with_corrupt_bundle"),
+            _ => {}
+        }
+        let problem = match (header, &fat) {
+            (Some(h), _) => h.error.as_ref().map(|e| format!("{}: offload bundle {}: {e}", m.path, h.name())),
+            (None, Some(fat)) => Some(format!(
+                "{}: a fat binary registered at offset {offset} is in no offload bundle of its {} found{}",
+                m.path,
+                fat.bundles.len(),
+                fat.cut.as_ref().map(|c| format!(" ({c})")).unwrap_or_default()
+            )),
+            (None, None) => None,
+        };
+        if let Some(p) = problem {
+            self.names.warn(m.file, p);
+        }
+        let code = FatBinaryCode { file: m.path, offset, bundle };
+        self.proc.modules.insert(module, code.clone());
+        Some(code)
+    }
+
+    /// The file mapping `addr`, when it carries a fat binary (a host stub lies in its kernel's file).
+    pub(super) fn code_file_at(&mut self, addr: u64, ts: u64) -> Option<String> {
+        let m = self.mapping_at(addr, ts)?.clone();
+        self.fat_binary(&m).map(|_| m.path)
+    }
+
+    /// The file mapping `addr` and the offload bundles of its fat binary that define `name` (the name
+    /// index of the file, built the first time it is needed).
+    pub(super) fn bundles_of(&mut self, addr: u64, name: &str, ts: u64) -> (Option<String>, Vec<String>) {
+        let Some(m) = self.mapping_at(addr, ts).cloned() else { return (None, Vec::new()) };
+        let Some(fat) = self.fat_binary(&m) else { return (None, Vec::new()) };
+        let index = if let Some(i) = self.names.name_indexes.get(&m.file) {
+            Arc::clone(i)
+        } else {
+            let index = match self.file(&m) {
+                Some(f) => Arc::new(fat.name_index(&fat.region(&f))),
+                None => Arc::new(NameIndex::default()),
+            };
+            for _ in 0..index.unreadable {
+                self.names.count("bundles_unreadable");
+            }
+            self.names.name_indexes.insert(m.file, Arc::clone(&index));
+            index
+        };
+        (Some(m.path), index.bundles_defining(name))
+    }
+}

@@ -1,0 +1,251 @@
+//! The step feeder: a trace's records, in order, fed to each process's [`Phases`] the one way both the
+//! report and the export count them.
+//!
+//! Launches are classified once per kernel and refined by their shape; MMQ's exact column count comes
+//! from its own parameter where read, else from the src1 quantization before it on the same stream or
+//! queue. A launch made while a stream captures a graph does not run then: it runs in the replays of
+//! the executables instantiated from that graph, and each replay adds its kernels (with the widths they
+//! had when captured) to the step it runs in. Dispatches are fed as the queue's view. API calls end steps
+//! (a copy toward the host, then a sync; the copy alone in a lean recording). Tallies (calls counted in
+//! the kernel, never recorded one by one) carry no time and cut nothing.
+
+use std::collections::{BTreeMap, HashMap};
+
+use tracer_common::api::Op;
+
+use super::Phases;
+use crate::{
+    classify::{Batch, Class, Family, classify},
+    event::{Call, Dispatch, GridUnit, Launch},
+    trace::Record,
+};
+
+/// Feeds every process's steps from a trace's records, in trace order.
+#[derive(Default)]
+pub struct Feeder {
+    classes: Classes,
+    /// Recorded with `--lean`: steps end at the copy toward the host.
+    lean: bool,
+    procs: BTreeMap<u32, ProcessSteps>,
+}
+
+/// One process's steps and what feeding them needs: the graphs its replays run and where its MMQ
+/// kernels took their widths from.
+#[derive(Default)]
+pub struct ProcessSteps {
+    pub phases: Phases,
+    /// MMQ column counts in the launches' view (by stream) and in the queue's (by queue).
+    launch_widths: MmqWidths,
+    queue_widths: MmqWidths,
+    pub graphs: Graphs,
+}
+
+impl ProcessSteps {
+    /// Where the MMQ kernels of the view the phases count (the queue's when the process has dispatches)
+    /// took their exact column count from.
+    pub fn mmq_widths(&self) -> BTreeMap<&'static str, u64> {
+        if self.phases.counts_dispatches() {
+            self.queue_widths.sources.clone()
+        } else {
+            self.launch_widths.sources.clone()
+        }
+    }
+}
+
+impl Feeder {
+    /// One record, in trace order.
+    pub fn record(&mut self, rec: &Record) {
+        match rec {
+            Record::Header(h) => self.lean = h.options.lean,
+            Record::Kernel(k) => self.classes.kernel(k.id, &k.name),
+            Record::Launch(l) => self.launch(l),
+            Record::Call(c) => self.call(c),
+            Record::Dispatch(d) => self.dispatch(d),
+            _ => {}
+        }
+    }
+
+    /// The steps of a process (empty for one with none).
+    pub fn take(&mut self, pid: u32) -> ProcessSteps {
+        self.procs.remove(&pid).unwrap_or_default()
+    }
+
+    /// Every process's steps.
+    pub fn into_processes(self) -> BTreeMap<u32, ProcessSteps> {
+        self.procs
+    }
+
+    fn launch(&mut self, l: &Launch) {
+        let mut class = self.classes.of(l.kernel).with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems);
+        let p = self.procs.entry(l.pid).or_default();
+        let exact = class.ne11_from_params(&l.params);
+        p.launch_widths.settle(&mut class, l.stream, l.grid, exact);
+        // A launch made while capturing runs only in the graph's replays (counted there, with the batch
+        // width it had when captured).
+        if l.captured {
+            let k = p.graphs.capturing.entry(l.stream).or_default().entry(l.kernel.unwrap_or(0)).or_default();
+            k.count += 1;
+            if class.family == Family::Mmq {
+                k.batch = class.batch;
+            }
+        } else {
+            p.phases.launch(class, l.ts);
+        }
+    }
+
+    fn call(&mut self, c: &Call) {
+        let p = self.procs.entry(c.pid).or_default();
+        if let Some(bag) = p.graphs.call(c) {
+            for (&id, k) in bag {
+                let mut class = self.classes.of(Some(id));
+                if k.batch.is_some() {
+                    class.batch = k.batch;
+                }
+                p.phases.replay(&class, k.count, c.ts);
+            }
+        }
+        p.phases.call(c.api.op(), c.kind, c.ts, self.lean);
+    }
+
+    fn dispatch(&mut self, d: &Dispatch) {
+        if d.kernel.is_none() {
+            return; // a barrier packet
+        }
+        let workgroup = d.workgroup.map(u32::from);
+        let mut class = self.classes.of(d.kernel).with_shape(d.grid, workgroup, true);
+        let p = self.procs.entry(d.pid).or_default();
+        // A packet's grid counts work-items; ggml's src1 quantization puts ne1 in the x of its grid in
+        // blocks, and the MMQ after it on the queue uses it (as for launches, by stream).
+        let blocks = std::array::from_fn(|i| d.grid[i].div_ceil(workgroup[i].max(1)));
+        // The kernel's own argument where the doorbell read it.
+        let exact = class.ne11_from_kernarg(&d.params);
+        p.queue_widths.settle(&mut class, d.queue, blocks, exact);
+        p.phases.dispatch(class, d.ts);
+    }
+}
+
+/// Kernels' classifications, computed once per kernel id, the first time one is launched or dispatched.
+#[derive(Default)]
+struct Classes {
+    /// Kernel id -> its name, until then.
+    names: HashMap<u32, String>,
+    classes: HashMap<u32, Class>,
+}
+
+impl Classes {
+    fn kernel(&mut self, id: u32, name: &str) {
+        self.classes.remove(&id);
+        self.names.insert(id, name.to_owned());
+    }
+
+    /// The classification of a kernel id (an unknown one, or none, as an unnamed kernel).
+    fn of(&mut self, id: Option<u32>) -> Class {
+        let Some(id) = id else { return classify("") };
+        if let Some(c) = self.classes.get(&id) {
+            return c.clone();
+        }
+        let class = classify(self.names.remove(&id).as_deref().unwrap_or(""));
+        self.classes.insert(id, class.clone());
+        class
+    }
+}
+
+/// Where the MMQ kernels of one view (launches on streams, or dispatches on queues) took their exact column
+/// count from.
+#[derive(Default)]
+struct MmqWidths {
+    /// Per stream or queue: the column count the last `quantize_mmq_q8_1` there gave (the MMQ after it
+    /// uses it).
+    quantized: HashMap<u64, u32>,
+    /// MMQ kernels by the source of their column count.
+    sources: BTreeMap<&'static str, u64>,
+}
+
+impl MmqWidths {
+    /// One kernel run on stream or queue `lane` with a grid of `grid` blocks: a src1 quantization is
+    /// remembered; an MMQ takes its exact column count from its own parameter (`exact`) where that was
+    /// read, else from the quantization before it there, else keeps its tile bound.
+    fn settle(&mut self, class: &mut Class, lane: u64, grid: [u32; 3], exact: Option<u32>) {
+        if let Some(columns) = class.mmq_columns(grid) {
+            self.quantized.insert(lane, columns);
+        }
+        if class.family != Family::Mmq {
+            return;
+        }
+        let (columns, source) = match exact {
+            Some(n) => (Some(n), "kernel parameter"),
+            None => match self.quantized.get(&lane) {
+                Some(&n) => (Some(n), "src1 quantize grid"),
+                None => (None, "tile bound only"),
+            },
+        };
+        if let Some(n) = columns {
+            class.batch = Some(Batch::Exact(n));
+        }
+        *self.sources.entry(source).or_default() += 1;
+    }
+}
+
+/// A kernel's launches in one capture: how many, and the batch width they had then (MMQ's exact
+/// column count), which its replays keep.
+#[derive(Clone, Copy, Default)]
+struct Captured {
+    count: u64,
+    batch: Option<Batch>,
+}
+
+/// Kernel id -> its launches in one capture.
+type CaptureBag = BTreeMap<u32, Captured>;
+
+/// What graph replays ran: launches captured per capturing stream, the graph each capture made, the
+/// executables instantiated from them, and per kernel the executions their replays added.
+#[derive(Default)]
+pub struct Graphs {
+    /// Per capturing stream: the launches captured so far.
+    capturing: HashMap<u64, CaptureBag>,
+    /// Per graph a capture made: its launches.
+    captured: HashMap<u64, CaptureBag>,
+    /// Per executable: the launches its replays run.
+    execs: HashMap<u64, CaptureBag>,
+    /// Kernel id -> executions its replays added.
+    pub replayed: BTreeMap<u32, u64>,
+    /// Successful graph launches (replays).
+    pub replays: u64,
+    /// Replays of an executable whose capture was not seen (made before tracer started).
+    pub unknown_replays: u64,
+}
+
+impl Graphs {
+    /// A call: captures end, executables are made, replays run. Returns what a replay ran.
+    fn call(&mut self, c: &Call) -> Option<&CaptureBag> {
+        let ok = c.ret == 0;
+        match c.api.op() {
+            Op::CaptureEnd => {
+                let bag = self.capturing.remove(&c.stream.unwrap_or(0)).unwrap_or_default();
+                if let (true, Some(graph)) = (ok, c.handle) {
+                    self.captured.insert(graph, bag);
+                }
+            }
+            // Instantiated from a graph, or updated in place to run another one's nodes: the replays of
+            // the executable run the graph's launches from then on.
+            Op::GraphInstantiate | Op::GraphUpdate => {
+                if let (true, Some(graph), Some(exec)) = (ok, c.handle, c.value) {
+                    self.execs.insert(exec, self.captured.get(&graph).cloned().unwrap_or_default());
+                }
+            }
+            Op::GraphLaunch if ok => {
+                self.replays += 1;
+                let Some(bag) = c.handle.and_then(|e| self.execs.get(&e)) else {
+                    self.unknown_replays += 1;
+                    return None;
+                };
+                for (id, k) in bag {
+                    *self.replayed.entry(*id).or_default() += k.count;
+                }
+                return Some(bag);
+            }
+            _ => {}
+        }
+        None
+    }
+}

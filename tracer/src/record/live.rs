@@ -1,0 +1,53 @@
+//! The live line on stderr while recording: processes, launches and dispatches per second, drops.
+#![expect(clippy::print_stderr, reason = "the live line is drawn on stderr")]
+
+use std::time::Duration;
+
+/// The live line on stderr while recording (a terminal only, and not with -q), redrawn each second.
+pub(super) struct LiveStatus {
+    enabled: bool,
+    started: std::time::Instant,
+    last: std::time::Instant,
+    last_counts: (u64, u64),
+    shown: bool,
+}
+
+impl LiveStatus {
+    pub(super) fn new(enabled: bool) -> Self {
+        let now = std::time::Instant::now();
+        Self { enabled, started: now, last: now, last_counts: (0, 0), shown: false }
+    }
+
+    pub(super) fn due(&self) -> bool {
+        self.enabled && self.last.elapsed() >= Duration::from_secs(1)
+    }
+
+    #[expect(clippy::float_arithmetic, clippy::cast_precision_loss, reason = "rates per second")]
+    pub(super) fn line(&mut self, processes: usize, launches: u64, dispatches: u64, dropped: u64) -> String {
+        let secs = self.last.elapsed().as_secs_f64().max(1e-3);
+        let rate = |now: u64, before: u64| (now.saturating_sub(before) as f64 / secs).round() as u64;
+        let line = format!(
+            "tracer: {} s, {processes} process{}, {} launches/s, {} dispatches/s, {dropped} dropped",
+            self.started.elapsed().as_secs(),
+            if processes == 1 { "" } else { "es" },
+            rate(launches, self.last_counts.0),
+            rate(dispatches, self.last_counts.1),
+        );
+        self.last = std::time::Instant::now();
+        self.last_counts = (launches, dispatches);
+        line
+    }
+
+    pub(super) fn show(&mut self, line: &str) {
+        eprint!("\r\x1b[K{line}");
+        self.shown = true;
+    }
+
+    /// Takes the line away before the final summary.
+    pub(super) fn clear(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+            self.shown = false;
+        }
+    }
+}
