@@ -159,8 +159,10 @@ impl Attributor {
             }
             Event::Proc(p) => self.proc(p, out),
             Event::Open(o) => {
-                // The dynamic loader is still mapping the process's libraries: its maps are looked at by
-                // its first API event, not now (a look now would miss what it maps next).
+                // The dynamic loader is still mapping the process's libraries: its kernel names take the
+                // maps at its first API event, not now (a look now would miss what it maps next). The
+                // recording lists the GPU libraries mapped so far at once (`scan_new`): a short-lived
+                // program may be gone by its first API event.
                 let pid = o.origin.pid;
                 if !self.processes.knows(pid)
                     && let Some(p) = self.processes.observe(pid, Cause::Seen, o.origin.ts, "")

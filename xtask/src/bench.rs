@@ -37,6 +37,27 @@ struct Dir {
     driver: PathBuf,
 }
 
+impl Dir {
+    /// The trace rows 1, 2, 4 and 9 record into (each run replaces it).
+    fn trace(&self) -> PathBuf {
+        self.work.join("bench.jsonl")
+    }
+
+    /// The 10 M- and 100 M-event traces row 3 writes and rows 6 and 7 read.
+    fn big(&self) -> PathBuf {
+        self.work.join("big.jsonl.zst")
+    }
+
+    fn huge(&self) -> PathBuf {
+        self.work.join("huge.jsonl.zst")
+    }
+}
+
+/// How many times rows 1 and 9 run each mode.
+const fn repeats(quick: bool) -> usize {
+    if quick { 3 } else { 7 }
+}
+
 fn build_tools() -> Result<Dir> {
     let dir = root().join("target/bench");
     fs::create_dir_all(&dir)?;
@@ -193,9 +214,9 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
 
 /// Row 1: the cost of one traced call against empty programs and no tracing.
 fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    let trace = d.work.join("bench.jsonl");
+    let trace = d.trace();
     step("1/11 cost per traced call: none, empty programs, tracer (stand-in library)");
-    let (n, reps) = if q { ("20000", 3) } else { ("100000", 7) };
+    let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let [(none_m, none_lo, none_hi), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
         three_modes(d, &trace, reps, &["count", n], "ns_per_call")?;
     let ratio = (full_m - none_m) / (empty_m - none_m);
@@ -230,7 +251,7 @@ fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Row 2: loss with both cores calling as fast as they can, tracer against bpftrace.
 fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    let trace = d.work.join("bench.jsonl");
+    let trace = d.trace();
     let driver = d.driver.to_str().context("path")?;
     step("2/11 loss: both cores calling as fast as they can, tracer and bpftrace");
     let per_thread = if q { "100000" } else { "500000" };
@@ -271,10 +292,10 @@ fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step(
         "3/11 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/11 and 7/11",
     );
-    let big = d.work.join("big.jsonl.zst");
+    let big = d.big();
     let mut c = Command::new("cargo");
     c.current_dir(root()).args(["bench", "-q", "-p", "tracer", "--bench", "pipeline", "--"]);
-    let huge = d.work.join("huge.jsonl.zst");
+    let huge = d.huge();
     if !q {
         c.arg("--big").arg(&big).arg("--huge").arg(&huge);
     }
@@ -294,7 +315,7 @@ fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// Row 4: a realistic load, 60 000 launches/s: tracer's CPU and peak memory.
 /// Returns the bytes per launch of its plain trace, for row 5.
 fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<f64> {
-    let trace = d.work.join("bench.jsonl");
+    let trace = d.trace();
     let driver = d.driver.to_str().context("path")?;
     let secs = if q { "5" } else { "60" };
     step(&format!("4/11 realistic load: 60000 launches/s for {secs} s"));
@@ -340,8 +361,8 @@ fn row_5(d: &Dir, q: bool, plain_bytes: f64, rows: &mut Rows) -> Result<()> {
 
 /// Row 6: `tracer report` over 10 M and 100 M events (an hour at ~28 000 launches/s): time and peak memory.
 fn row_6(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    let big = d.work.join("big.jsonl.zst");
-    let huge = d.work.join("huge.jsonl.zst");
+    let big = d.big();
+    let huge = d.huge();
     if q {
         rows.table.push((
             "6 report over 10 M / 100 M events".into(),
@@ -377,7 +398,7 @@ fn row_6(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Row 7: export of a long trace, streamed, so memory stays flat.
 fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    let big = d.work.join("big.jsonl.zst");
+    let big = d.big();
     if q {
         rows.table.push((
             "7 export over 10 M events".into(),
@@ -438,8 +459,8 @@ fn row_8(d: &Dir, _q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Row 9: the decode loop's call pattern (ggml with graphs): per token one graph launch and 14 syncs.
 fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    let trace = d.work.join("bench.jsonl");
-    let reps = if q { 3 } else { 7 };
+    let trace = d.trace();
+    let reps = repeats(q);
     step("9/11 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
     let tokens = if q { "5000" } else { "20000" };
     let [(none_m, _, _), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
