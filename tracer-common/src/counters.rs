@@ -34,10 +34,13 @@ pub enum Counter {
     /// An open record could not be reserved (a runtime copy opened then, if it was new, is found by the
     /// next look at the process's maps).
     DropOpen = 12,
+    /// A call into a library's entry point found no room for its (process, entry point) in the entry-call
+    /// map: it was not counted.
+    EntryCallLost = 13,
 }
 
 /// Number of [`Counter`] slots.
-pub const COUNTERS: u32 = 13;
+pub const COUNTERS: u32 = 14;
 
 impl Counter {
     pub const ALL: [Self; COUNTERS as usize] = [
@@ -54,6 +57,7 @@ impl Counter {
         Self::DropParams,
         Self::TallyLost,
         Self::DropOpen,
+        Self::EntryCallLost,
     ];
 
     /// Where the trace footer reports this counter: `Drop(kind)` in `drops`, per CPU, under the record
@@ -73,6 +77,7 @@ impl Counter {
             Self::PacketFault => Footer::Count("packet_fault"),
             Self::TallyLost => Footer::Count("tally_lost"),
             Self::DropOpen => Footer::Drop("open"),
+            Self::EntryCallLost => Footer::Count("entry_calls_lost"),
         }
     }
 }
@@ -105,4 +110,16 @@ pub struct ThreadTally {
     pub calls: [u64; TALLY_SLOTS],
     /// The sizes the calls passed (copies), summed, per tally slot.
     pub bytes: [u64; TALLY_SLOTS],
+}
+
+/// The key of the entry-call map: one process, one exported function of a GPU library.
+///
+/// The value is the number of calls, counted in the kernel. `point` is the attach cookie user space gave
+/// the function's probe: an index into its table of (library, function).
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct EntryKey {
+    pub tgid: u32,
+    pub point: u32,
 }

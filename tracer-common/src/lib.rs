@@ -21,7 +21,7 @@ pub use calls::{
     CallRecord, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX, ParamsRecord, PlanKey,
     STACK_ARGS,
 };
-pub use counters::{COUNTERS, Counter, Footer, TALLY_SLOTS, ThreadTally};
+pub use counters::{COUNTERS, Counter, EntryKey, Footer, TALLY_SLOTS, ThreadTally};
 pub use header::{RecordHeader, RecordKind};
 pub use ioctl::{IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord};
 pub use process::{OPEN_PATH_MAX, OpenRecord, ProcEvent, ProcRecord, RUNTIME_PREFIXES};
@@ -36,6 +36,8 @@ mod user {
     unsafe impl aya::Pod for super::PlanKey {}
     // SAFETY: as above: u64 fields and arrays of them.
     unsafe impl aya::Pod for super::ThreadTally {}
+    // SAFETY: as above: two u32 fields.
+    unsafe impl aya::Pod for super::EntryKey {}
 }
 
 #[cfg(test)]

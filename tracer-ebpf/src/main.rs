@@ -5,7 +5,8 @@
 //! - [`hsa`]: the doorbell store in libhsa-runtime64, where AQL packets are read from the queue;
 //! - [`process`]: scheduler tracepoints that keep the PID filter following the traced processes;
 //! - [`ioctl`]: GPU driver ioctls (KFD, DRM amdgpu) from the syscall tracepoints;
-//! - [`opens`]: a traced process opening a GPU runtime library (a copy to probe before it runs).
+//! - [`opens`]: a traced process opening a GPU runtime library (a copy to probe before it runs);
+//! - [`entries`]: calls into every other GPU library's exported functions, counted in the kernel.
 //!
 //! What they share: [`maps`] (every map, the load-time settings, the PID filter and loss counters) and
 //! [`emit`] (every record but a call's own, written into the ring in one place). No module of programs
@@ -28,6 +29,7 @@ use tracer_ebpf as _;
 mod baseline;
 mod calls;
 mod emit;
+mod entries;
 mod hip;
 mod hsa;
 mod ioctl;

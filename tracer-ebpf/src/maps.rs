@@ -5,7 +5,7 @@ use aya_ebpf::{
     macros::map,
     maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
-use tracer_common::{ARG_SLOTS, Counter, OpenRecord, PlanKey, ThreadTally};
+use tracer_common::{ARG_SLOTS, Counter, EntryKey, OpenRecord, PlanKey, ThreadTally};
 
 /// Every record goes through this ring. Its size is set by user space at load (`--ring-size`).
 #[map]
@@ -53,6 +53,12 @@ pub(crate) static PARAM_PLANS: LruHashMap<PlanKey, u32> = LruHashMap::with_max_e
 /// evicted entry would lose its counts silently; a full map is counted ([`Counter::TallyLost`]).
 #[map]
 pub(crate) static THREADS: HashMap<u64, ThreadTally> = HashMap::with_max_entries(16384, 0);
+
+/// Calls of each probed library entry point by each traced process (see `entries`). A plain hash map:
+/// an evicted entry would lose its count silently; a full map is counted ([`Counter::EntryCallLost`]).
+/// User space reads it when a process ends and at the end of the recording, and deletes what it read.
+#[map]
+pub(crate) static ENTRY_CALLS: HashMap<EntryKey, u64> = HashMap::with_max_entries(65536, 0);
 
 /// Loss and error counters, one slot per [`Counter`], per CPU.
 #[map]

@@ -57,6 +57,37 @@ struct Process {
     pending_params: HashMap<u32, Params>,
     /// Its maps were looked at after one of its API events (its libraries are loaded by then).
     scanned: bool,
+    /// Its launches by return address (the code that made them), with the file holding that address,
+    /// looked up once per address. Written as `launch_sites` when the process ends.
+    sites: HashMap<u64, (Option<String>, u64)>,
+}
+
+/// Counts a launch by its return address (0: not read). A CUDA driver launch made by libcudart is not
+/// counted: the runtime launch that made it was, from the code that called the runtime.
+fn count_site(sites: &mut HashMap<u64, (Option<String>, u64)>, names: &mut crate::names::Of<'_>, l: &Launch) {
+    if l.caller == 0 {
+        return;
+    }
+    let site = sites.entry(l.caller).or_insert_with(|| (names.file_of(l.caller, l.ts).map(|(file, _)| file), 0));
+    let by_runtime =
+        site.0.as_deref().is_some_and(|f| f.rsplit('/').next().is_some_and(|n| n.starts_with("libcudart")));
+    if !(l.api.library() == Library::Cuda && by_runtime) {
+        site.1 += 1;
+    }
+}
+
+impl Process {
+    /// Its launches by the file that made them.
+    fn launch_sites(&self, pid: u32) -> Vec<Record> {
+        let mut by_file: BTreeMap<&str, u64> = BTreeMap::new();
+        for (file, n) in self.sites.values() {
+            *by_file.entry(file.as_deref().unwrap_or("")).or_default() += n;
+        }
+        by_file
+            .into_iter()
+            .map(|(path, launches)| Record::LaunchSites(trace::LaunchSites { pid, path: path.to_owned(), launches }))
+            .collect()
+    }
 }
 
 impl Default for Attributor {
@@ -97,6 +128,13 @@ impl Attributor {
     /// The process's state and its kernel names, borrowed together.
     fn process(&mut self, pid: u32) -> (&mut Process, &mut Names) {
         (self.live.entry(pid).or_default(), &mut self.names)
+    }
+
+    /// The launch sites of every process still running (the end of the recording).
+    pub fn launch_sites(&self) -> Vec<Record> {
+        let mut pids: Vec<&u32> = self.live.keys().collect();
+        pids.sort_unstable();
+        pids.into_iter().flat_map(|pid| self.live[pid].launch_sites(*pid)).collect()
     }
 
     /// Reads a process's maps now (see [`crate::names::Of::snapshot`]).
@@ -185,6 +223,9 @@ impl Attributor {
         let runtime_view = self.runtime_view;
         let p = self.live.entry(l.pid).or_default();
         let mut names = self.names.of(l.pid, &mut p.names);
+        // The code that made the launch: for CUDA, the runtime launch's caller (its driver launch is made
+        // from libcudart).
+        count_site(&mut p.sites, &mut names, &l);
         match l.api.library() {
             Library::CudaRuntime => {
                 // Its host stub's name goes to the driver launch it makes next on this thread.
@@ -306,7 +347,9 @@ impl Attributor {
                 // dynamic loader is still mapping and unmapping (its cache, its libraries), and a mapping
                 // read now may hold another file by the time an address in it is looked up. Its first API
                 // event reads them (its libraries are loaded by then).
-                self.live.insert(p.pid, Process::default());
+                if let Some(old) = self.live.insert(p.pid, Process::default()) {
+                    out.extend(old.launch_sites(p.pid));
+                }
                 self.newly_seen.push(p.pid);
                 self.last_scanned = 0;
                 if let Some(rec) = self.processes.observe(p.pid, Cause::Exec, ts, &p.comm) {
@@ -314,7 +357,9 @@ impl Attributor {
                 }
             }
             ProcEvent::Exit => {
-                self.live.remove(&p.pid);
+                if let Some(gone) = self.live.remove(&p.pid) {
+                    out.extend(gone.launch_sites(p.pid));
+                }
                 self.last_scanned = 0;
                 self.processes.forget(p.pid);
                 if self.own_child != Some(p.pid) {

@@ -150,9 +150,62 @@ pub fn function_offsets(file: &CodeFile) -> Option<BTreeMap<String, u64>> {
     Some(out)
 }
 
+/// A library's exported C functions, where a uprobe goes: what tracer counts calls of.
+#[derive(Debug, Default)]
+pub struct EntryPoints {
+    /// (name, file offset of the first instruction), one per address (an alias is left under the first
+    /// name in symbol order), by offset.
+    pub functions: Vec<(String, u64)>,
+    /// Exported functions left out: C++ symbols (`_Z...`) and reserved names (`_init`, `__*`), and aliases.
+    pub left_out: u32,
+}
+
+/// The exported (dynamic, defined, global) C functions of a library.
+pub fn entry_points(file: &CodeFile) -> Option<EntryPoints> {
+    let view = file.elf();
+    let elf = parse(&view)?;
+    let mut by_offset: BTreeMap<u64, String> = BTreeMap::new();
+    let mut left_out = 0u32;
+    for sym in elf.dynamic_symbols() {
+        if sym.is_undefined() || sym.kind() != object::SymbolKind::Text || !sym.is_global() {
+            continue;
+        }
+        let (Ok(name), Some(index)) = (sym.name(), sym.section_index()) else { continue };
+        if name.starts_with('_') || name.is_empty() {
+            left_out = left_out.saturating_add(1);
+            continue;
+        }
+        let Ok(section) = elf.section_by_index(index) else { continue };
+        let Some((sec_off, _)) = section.file_range() else { continue };
+        let Some(off) = sym.address().checked_sub(section.address()).and_then(|d| d.checked_add(sec_off)) else {
+            continue;
+        };
+        match by_offset.entry(off) {
+            std::collections::btree_map::Entry::Occupied(_) => left_out = left_out.saturating_add(1),
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(name.to_owned());
+            }
+        }
+    }
+    Some(EntryPoints { functions: by_offset.into_iter().map(|(off, name)| (name, off)).collect(), left_out })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entry_points_of_libc_are_its_exported_c_functions() {
+        let Ok(f) = CodeFile::user(std::path::Path::new("/lib/x86_64-linux-gnu/libc.so.6")) else { return };
+        let e = entry_points(&f).unwrap();
+        assert!(e.functions.iter().any(|(n, _)| n == "malloc"), "{} functions", e.functions.len());
+        assert!(e.functions.iter().all(|(n, _)| !n.starts_with('_')));
+        // One probe per address: aliases (`free` / `cfree`, versioned names) are left out, and counted.
+        let mut offsets: Vec<u64> = e.functions.iter().map(|(_, o)| *o).collect();
+        offsets.dedup();
+        assert_eq!(offsets.len(), e.functions.len());
+        assert!(e.left_out > 0);
+    }
 
     #[test]
     fn reads_this_test_binary() {

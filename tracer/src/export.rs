@@ -148,6 +148,9 @@ pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
         | Record::Mapping(_)
         | Record::Queue(_)
         | Record::Tally(_)
+        | Record::EntryLibrary(_)
+        | Record::EntryCalls(_)
+        | Record::LaunchSites(_)
         | Record::Footer(_) => {}
         }
     })?;

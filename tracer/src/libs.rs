@@ -41,17 +41,7 @@ pub(crate) struct LibCopy {
 impl LibCopy {
     /// Which runtime this copy is, from its file name.
     pub(crate) fn runtime(&self) -> tracer_common::api::Library {
-        use tracer_common::api::Library;
-        let name = self.path.rsplit('/').next().unwrap_or(&self.path);
-        if name.starts_with(HSA_RUNTIME) {
-            Library::Hsa
-        } else if name.starts_with(CUDA_DRIVER) {
-            Library::Cuda
-        } else if name.starts_with(CUDA_RUNTIME) {
-            Library::CudaRuntime
-        } else {
-            Library::Hip
-        }
+        runtime_of(&self.path)
     }
 
     fn new(path: String, file: CodeFile, origin: Origin) -> Self {
@@ -63,6 +53,21 @@ impl LibCopy {
     /// descriptor tracer checked), whatever became of the path since.
     pub(crate) fn attach_path(&self) -> PathBuf {
         self.file.proc_path()
+    }
+}
+
+/// Which runtime a probed copy at `path` is, from its file name.
+pub(crate) fn runtime_of(path: &str) -> tracer_common::api::Library {
+    use tracer_common::api::Library;
+    let name = path.rsplit('/').next().unwrap_or(path);
+    if name.starts_with(HSA_RUNTIME) {
+        Library::Hsa
+    } else if name.starts_with(CUDA_DRIVER) {
+        Library::Cuda
+    } else if name.starts_with(CUDA_RUNTIME) {
+        Library::CudaRuntime
+    } else {
+        Library::Hip
     }
 }
 

@@ -83,7 +83,7 @@ const ROCM_PACKAGES: &[&str] = &[
 ];
 
 /// Libraries a HIP fixture links besides the HIP runtime.
-const FIXTURE_LIBS: &[(&str, &[&str])] = &[("sparse_rand", &["-lhipsparse", "-lrocrand"])];
+const FIXTURE_LIBS: &[(&str, &[&str])] = &[("sparse_rand", &["-lhipsparse", "-lrocsparse", "-lrocrand"])];
 const BPF_LINKER_VERSION: &str = "0.13.0";
 const TRACEFS: &str = "/sys/kernel/tracing";
 

@@ -95,3 +95,93 @@ fn a_real_rocsparse_stack_registers_at_the_default_ring_with_nothing_lost_and_ev
     );
     drop(std::fs::remove_dir_all(dir));
 }
+
+/// The functions whose calls bpftrace counts independently for `sparse_rand direct`: the program's four
+/// hipSPARSE calls, the rocSPARSE functions hipSPARSE makes them with, its two rocSPARSE calls of its own,
+/// and rocRAND's API, which it never calls.
+const COUNTED: [(&str, &str); 8] = [
+    ("libhipsparse.so.0.1", "hipsparseCreate"),
+    ("libhipsparse.so.0.1", "hipsparseCreateMatDescr"),
+    ("libhipsparse.so.0.1", "hipsparseDestroyMatDescr"),
+    ("libhipsparse.so.0.1", "hipsparseDestroy"),
+    ("librocsparse.so.0.1", "rocsparse_create_handle"),
+    ("librocsparse.so.0.1", "rocsparse_destroy_handle"),
+    ("librocsparse.so.0.1", "rocsparse_create_mat_descr"),
+    ("librocsparse.so.0.1", "rocsparse_destroy_mat_descr"),
+];
+
+/// bpftrace's count of each function in [`COUNTED`] and of all of rocRAND's `rocrand_*` functions, for
+/// `sparse_rand direct`.
+fn bpftrace_calls() -> BTreeMap<String, u64> {
+    let lib = "/usr/lib/x86_64-linux-gnu";
+    let mut probes: Vec<String> = COUNTED.iter().map(|(file, f)| format!("uprobe:{lib}/{file}:{f}")).collect();
+    probes.push(format!("uprobe:{lib}/librocrand.so.1.1:rocrand_*"));
+    let script = format!("{} /pid == cpid/ {{ @[probe] = count(); }}", probes.join(", "));
+    let cmd = format!("{} direct", fixture("sparse_rand").display());
+    let (status, _, out) =
+        run_measured(Command::new("bpftrace").args(["-q", "-e", &script, "-c", &cmd]), Duration::from_mins(3));
+    assert!(status.success(), "bpftrace: {out}");
+    // Lines like `@[uprobe:/usr/lib/x86_64-linux-gnu/libhipsparse.so.0.1:hipsparseCreate]: 1`.
+    out.lines()
+        .filter_map(|l| {
+            let (probe, n) = l.strip_prefix("@[")?.split_once("]: ")?;
+            Some((probe.rsplit(':').next()?.to_owned(), n.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn the_ledger_says_which_mapped_libraries_were_called_and_how_often() {
+    let truth = bpftrace_calls();
+    assert_eq!(truth.get("hipsparseCreate"), Some(&1), "bpftrace: {truth:?}");
+    assert!(!truth.keys().any(|f| f.starts_with("rocrand_")), "the program never calls rocRAND: {truth:?}");
+
+    let out = scratch_trace("ledger");
+    let records = record_ok(&out, &["--", fixture("sparse_rand").to_str().unwrap(), "direct"]);
+    // Each library's entry points were counted from before the command started: none was late.
+    let counted: Vec<&trace::EntryLibrary> =
+        records.iter().filter_map(|r| if let Record::EntryLibrary(l) = r { Some(l) } else { None }).collect();
+    for name in ["libhipsparse", "librocsparse", "librocrand"] {
+        let l = counted.iter().find(|l| l.path.contains(name)).unwrap_or_else(|| panic!("{name}: {counted:#?}"));
+        assert!(l.attached_ts.is_some() && l.functions > 0, "{l:?}");
+    }
+    let v = tracer_json(&["report", "--json", out.to_str().unwrap()]);
+    let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "sparse_rand").expect("the process");
+    let mapped = p["mapped"].as_array().unwrap();
+    let row = |name: &str| {
+        mapped
+            .iter()
+            .find(|m| m["path"].as_str().unwrap().rsplit('/').next().unwrap().starts_with(name))
+            .unwrap_or_else(|| panic!("{name} not among {mapped:#?}"))
+    };
+    let function_calls = |name: &str, function: &str| -> u64 {
+        row(name)["functions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|f| f["function"] == function)
+            .map_or(0, |f| f["calls"].as_u64().unwrap())
+    };
+    // Every counted function equals bpftrace's count of it (absent: never called).
+    for (file, function) in COUNTED {
+        let name = file.split(".so").next().unwrap();
+        assert_eq!(
+            function_calls(name, function),
+            truth.get(function).copied().unwrap_or(0),
+            "{function}: tracer's count vs bpftrace's ({truth:?})"
+        );
+    }
+    // hipSPARSE: exactly the program's four calls; rocSPARSE called (directly and by hipSPARSE); rocRAND
+    // mapped and never called; the runtimes called.
+    assert_eq!(row("libhipsparse")["status"], "called");
+    assert_eq!(row("libhipsparse")["calls"], 4, "{:#}", row("libhipsparse"));
+    assert_eq!(row("librocsparse")["status"], "called");
+    assert!(function_calls("librocsparse", "rocsparse_create_mat_descr") >= 2, "one direct call, one by hipSPARSE");
+    assert_eq!(row("librocrand")["status"], "mapped-only", "{:#}", row("librocrand"));
+    assert_eq!(row("librocrand")["calls"], 0);
+    assert_eq!(row("libamdhip64")["status"], "called");
+    assert!(row("libamdhip64")["calls"].as_u64().unwrap() > 100, "its fat binaries registered");
+    // The kernels each library's code holds: the registered ones, none run here (no GPU).
+    assert!(row("librocsparse")["kernels"] == 0 && row("librocsparse")["executions"] == 0);
+    assert_eq!(footer(&records).counters.get("entry_calls_lost"), Some(&0));
+}

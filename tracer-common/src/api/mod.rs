@@ -26,7 +26,7 @@ pub enum ProbeShape {
 }
 
 /// Which runtime library exports a function.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Library {
     /// libamdhip64 (HIP, CLR).
     Hip,

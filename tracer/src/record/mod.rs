@@ -3,6 +3,7 @@
 //! The session runs the data path end to end, probes → `crate::ring` → `crate::decode` → `crate::attribute` → `crate::trace::Writer`.
 
 mod command;
+mod entries;
 mod live;
 mod session;
 mod signals;
@@ -23,7 +24,7 @@ use crate::{
     libs::{self, CUDA_DRIVER, HIP_RUNTIME, LibCopy},
     ollama, output,
     proc::{LIVE, Procs as _},
-    trace::Writer,
+    trace::{GpuLibrary, Writer},
 };
 
 pub struct RecordArgs {
@@ -188,6 +189,9 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
 pub(crate) struct Setup {
     targets: Targets,
     copies: Vec<LibCopy>,
+    /// GPU libraries the command will load that are not runtimes: their entry points counted before it
+    /// starts.
+    counted: Vec<LibCopy>,
     /// The command's program, resolved.
     program: Option<PathBuf>,
 }
@@ -237,10 +241,9 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
     targets.sort_unstable();
     targets.dedup();
     let mut copies = find_libraries(args, &targets, &servers, watch_ollama || program.is_some())?;
-    if let Some(program) = &program
-        && args.libs.is_empty()
-    {
-        copies.extend(command_copies(args, program));
+    let (runtimes, counted) = program.as_deref().map(|p| command_copies(args, p)).unwrap_or_default();
+    if program.is_some() && args.libs.is_empty() {
+        copies.extend(runtimes);
         let mut seen = std::collections::BTreeSet::new();
         copies.retain(|c| seen.insert((c.dev, c.inode)));
         use tracer_common::api::Library;
@@ -250,22 +253,30 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
             );
         }
     }
-    Ok(Setup { targets: Targets { pids: targets, servers, watch_ollama }, copies, program })
+    Ok(Setup { targets: Targets { pids: targets, servers, watch_ollama }, copies, counted, program })
 }
 
-/// The runtime copies a command will load, found before it starts as the dynamic loader would find them
-/// (its `DT_NEEDED` closure under the `LD_LIBRARY_PATH` and runpaths it will have, and what lies beside
-/// it to be dlopened), so that a private copy is probed before the command's first instruction.
-fn command_copies(args: &RecordArgs, program: &Path) -> Vec<LibCopy> {
+/// The runtime copies a command will load, and the other GPU libraries it will load, found before it
+/// starts as the dynamic loader would find them (its `DT_NEEDED` closure under the `LD_LIBRARY_PATH` and
+/// runpaths it will have, and what lies beside it to be dlopened), so that a private copy is probed, and
+/// a library's entry points counted, before the command's first instruction.
+fn command_copies(args: &RecordArgs, program: &Path) -> (Vec<LibCopy>, Vec<LibCopy>) {
     let launch = crate::ldso::launch(program, &args.command, |cmd, path| command::resolve_on(cmd, path).ok());
     let loaded = crate::ldso::closure(&launch);
     let runtimes = runtimes(args);
-    loaded
-        .objects
-        .iter()
-        .filter(|p| p.file_name().is_some_and(|n| runtimes.iter().any(|r| n.to_string_lossy().starts_with(r))))
-        .filter_map(|p| libs::at_path(p))
-        .collect()
+    let (mut probed, mut counted) = (Vec::new(), Vec::new());
+    // The program itself is not a library.
+    for p in loaded.objects.iter().skip(1) {
+        let Some(name) = p.file_name().map(|n| n.to_string_lossy().into_owned()) else { continue };
+        if runtimes.iter().any(|r| name.starts_with(r)) {
+            probed.extend(libs::at_path(p));
+        } else if let Some(copy) = libs::at_path(p)
+            && matches!(watch::gpu_library(&name, Some(&copy.file)), Some(GpuLibrary::Code | GpuLibrary::UsesRuntime))
+        {
+            counted.push(copy);
+        }
+    }
+    (probed, counted)
 }
 
 /// The processes traced from the start, and the Ollama servers among them.

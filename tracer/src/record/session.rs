@@ -12,6 +12,7 @@ use tracer_common::{ApiFunc, Counter, Footer, PlanKey, ThreadTally};
 use super::{
     RecordArgs, Setup, Targets,
     command::{self, Command},
+    entries::Entries,
     live::LiveStatus,
     runtimes,
     signals::{Signals, restore_default_signals},
@@ -24,7 +25,7 @@ use crate::{
     clock::{monotonic_ns, realtime_ns},
     ollama,
     ring::Ring,
-    trace::{self, Record, Stop, Writer},
+    trace::{self, GpuLibrary, Record, Stop, Writer},
 };
 
 pub(super) struct Session<'a> {
@@ -64,7 +65,7 @@ impl<'a> Session<'a> {
     /// Loads the programs, attaches to every copy, fills the PID filter, starts the command stopped,
     /// and writes the header and what is known of each process at the start.
     pub(super) fn set_up(args: &'a RecordArgs, setup: Setup, mut writer: Writer) -> Result<(Self, Option<Command>)> {
-        let Setup { targets, copies, program } = setup;
+        let Setup { targets, copies, counted, program } = setup;
         let copies = copies.as_slice();
         let filter_by_pid = !targets.pids.is_empty() || !args.command.is_empty() || args.ollama;
         let program_stats = if args.program_stats {
@@ -76,6 +77,14 @@ impl<'a> Session<'a> {
         };
         let watch_comm = targets.watch_ollama.then_some("ollama");
         let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm })?;
+        // Loaded while aya holds every map: it shares them.
+        let multi = attach::MultiProgram::load(attach::OBJECT, &ebpf, "library_entry")
+            .map_err(|e| {
+                eprintln!(
+                    "tracer: warning: calls into GPU libraries other than the runtimes are not counted (the kernel refused multi-point uprobes, Linux 6.6 or later): {e:#}"
+                );
+            })
+            .ok();
         let mut watch = LibraryWatch::new(runtimes(args));
         let mut setup = Vec::new();
         for copy in copies {
@@ -99,6 +108,11 @@ impl<'a> Session<'a> {
         let counters: PerCpuArray<MapData, u64> = PerCpuArray::try_from(take("COUNTERS")?)?;
         let param_plans: BpfHashMap<MapData, PlanKey, u32> = BpfHashMap::try_from(take("PARAM_PLANS")?)?;
         let threads: BpfHashMap<MapData, u64, ThreadTally> = BpfHashMap::try_from(take("THREADS")?)?;
+        watch.entries = Some(Entries::new(multi, BpfHashMap::try_from(take("ENTRY_CALLS")?)?));
+        // The GPU libraries the command will load: counted before its first instruction.
+        for copy in &counted {
+            setup.extend(watch.count_entries(Some(GpuLibrary::Code), &copy.path, &copy.file));
+        }
         let ring = Ring::spawn(RingBuf::try_from(take("EVENTS")?)?, args.read_delay)?;
 
         for &pid in &targets.pids {
@@ -295,7 +309,9 @@ impl<'a> Session<'a> {
             running
         });
         for gone in prev_live.iter().filter(|p| !live.contains(p)) {
-            self.watch.forget(*gone);
+            for r in self.watch.forget(*gone) {
+                self.writer.write(&r)?;
+            }
         }
         for pid in &live {
             self.attr.snapshot(*pid);
@@ -425,6 +441,13 @@ impl<'a> Session<'a> {
                 command::Ended::Killed(s) => (None, Some(s)),
             };
             self.writer.write(&Record::Exit(trace::Exit { ts: monotonic_ns(), pid, code, signal }))?;
+        }
+        // Where the running processes' launches came from, and their calls into GPU libraries.
+        for r in self.attr.launch_sites() {
+            self.writer.write(&r)?;
+        }
+        for r in self.watch.entries.as_mut().map(|en| en.take(None)).unwrap_or_default() {
+            self.writer.write(&r)?;
         }
         // What the kernel counted instead of writing, summed over each process's threads, in a stable order.
         let mut tallies: BTreeMap<(u32, ApiFunc), (u64, u64)> = BTreeMap::new();

@@ -9,6 +9,7 @@ use crate::{
     files::CodeFile,
     libs::{self, LibCopy},
     proc::{LIVE, Procs as _},
+    record::entries::Entries,
     trace::{self, GpuLibrary, Record},
 };
 
@@ -31,7 +32,7 @@ const GPU_RUNTIMES: [&str; 8] = [
 const RUNTIMES_USED: [&str; 4] = ["libamdhip64.so", "libhsa-runtime64.so", "libcuda.so", "libcudart.so"];
 
 /// Why a mapped file is a GPU library, if it is one.
-fn gpu_library(file_name: &str, file: Option<&CodeFile>) -> Option<GpuLibrary> {
+pub(super) fn gpu_library(file_name: &str, file: Option<&CodeFile>) -> Option<GpuLibrary> {
     if GPU_RUNTIMES.iter().any(|r| file_name.starts_with(r)) {
         return Some(GpuLibrary::Runtime);
     }
@@ -71,6 +72,8 @@ pub(super) struct LibraryWatch {
     /// Processes a look found without maps (ended), and how many there were (footer counter).
     maps_gone: std::collections::HashSet<u32>,
     pub(super) maps_gone_count: u64,
+    /// Calls into the other GPU libraries, counted per exported function (set once the maps are loaded).
+    pub(super) entries: Option<Entries>,
 }
 
 impl LibraryWatch {
@@ -146,6 +149,12 @@ impl LibraryWatch {
                     Ok(opened) => {
                         let gpu = gpu_library(file, Some(&opened));
                         self.gpu.insert((e.dev, e.inode), gpu);
+                        // A library built on a runtime: its entry points counted from now on (late for
+                        // this process, which has mapped it already).
+                        if let Some(rec) = self.count_entries(gpu, &e.path, &opened) {
+                            self.late.insert((pid, e.dev, e.inode));
+                            out.push(rec);
+                        }
                         gpu
                     }
                     Err(err) => {
@@ -161,6 +170,7 @@ impl LibraryWatch {
             if let Some(gpu) = gpu {
                 self.written.insert((pid, e.dev, e.inode));
                 let lib = self.probed.get(&id).copied();
+                let counted = self.entries.as_ref().is_some_and(|en| en.counted(id));
                 // Probed after the recording started, and this process was there before: its calls
                 // before the probes may have gone unseen.
                 let after_start = self.attached_at.get(&id).is_some_and(|&at| at > self.started && first_seen < at);
@@ -172,7 +182,8 @@ impl LibraryWatch {
                     inode: e.inode,
                     lib,
                     gpu: Some(gpu),
-                    probed_late: lib.is_some() && (self.late.contains(&(pid, e.dev, e.inode)) || after_start),
+                    probed_late: (lib.is_some() || counted)
+                        && (self.late.contains(&(pid, e.dev, e.inode)) || after_start),
                     not_probed: runtime && lib.is_none(),
                 }));
             }
@@ -180,11 +191,28 @@ impl LibraryWatch {
         out
     }
 
-    pub(super) fn forget(&mut self, pid: u32) {
+    /// Counts the entry points of a library built on a runtime (not a runtime itself: those calls are the
+    /// API table's), unless done before: the record to write.
+    pub(super) fn count_entries(&mut self, gpu: Option<GpuLibrary>, path: &str, file: &CodeFile) -> Option<Record> {
+        if !matches!(gpu, Some(GpuLibrary::Code | GpuLibrary::UsesRuntime)) {
+            return None;
+        }
+        let rec = self.entries.as_mut()?.attach(path, file)?;
+        if let Record::EntryLibrary(l) = &rec
+            && let Some(at) = l.attached_ts
+        {
+            self.attached_at.insert((l.dev, l.inode), at);
+        }
+        Some(rec)
+    }
+
+    /// A process that ended: what it leaves to write (its counted calls).
+    pub(super) fn forget(&mut self, pid: u32) -> Vec<Record> {
         self.written.retain(|(p, _, _)| *p != pid);
         self.late.retain(|(p, _, _)| *p != pid);
         self.first_seen.remove(&pid);
         self.maps_gone.remove(&pid);
+        self.entries.as_mut().map(|en| en.take(Some(pid))).unwrap_or_default()
     }
 
     /// A runtime library a traced process is opening: probed now, if it is a copy not probed yet, before

@@ -7,11 +7,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use tracer_common::api::Op;
+use tracer_common::api::{Library, Op};
 
 use super::{
-    ApiReport, ConfigReport, IoctlReport, KernelClass, KernelReport, MapStatus, MappedReport, MemoryReport,
-    ProcessReport, Report, Shape, crosscheck,
+    ApiReport, ConfigReport, FunctionCalls, IoctlReport, KernelClass, KernelReport, MapStatus, MappedReport,
+    MemoryReport, ProcessReport, Report, Shape, crosscheck,
 };
 use crate::{
     event::{ApiFunc, GridUnit, MemcpyKind},
@@ -36,6 +36,12 @@ struct ProcAcc {
     barrier_packets: u64,
     /// Per kernel id: launches, failed, captured.
     launch_outcomes: BTreeMap<u32, (u64, u64, u64)>,
+    /// API calls per probed runtime copy (library id); tallied ones per function.
+    lib_calls: BTreeMap<u32, u64>,
+    /// Calls of counted libraries' functions: library id -> function -> calls.
+    entry_calls: BTreeMap<u32, BTreeMap<String, u64>>,
+    /// Launches by the file that made them.
+    sites: BTreeMap<String, u64>,
 }
 
 /// (grid, block, grid unit, shmem).
@@ -45,6 +51,7 @@ impl ProcAcc {
     /// A launch at the API: its kernel row, shape and outcome.
     fn launch(&mut self, l: &trace::Launch, kernel_names: &HashMap<u32, trace::Kernel>) {
         self.libs.insert(l.lib);
+        *self.lib_calls.entry(l.lib).or_default() += 1;
         api_stat(&mut self.api, l.api, (!l.entry_only).then_some((i64::from(l.ret), l.dur)));
         let id = l.kernel.unwrap_or(0);
         let k = self.kernels.entry(id).or_insert_with(|| {
@@ -82,6 +89,7 @@ impl ProcAcc {
     /// Any other API call: its statistics, and for memory calls the bytes they moved.
     fn call(&mut self, c: &trace::Call) {
         self.libs.insert(c.lib);
+        *self.lib_calls.entry(c.lib).or_default() += 1;
         api_stat(&mut self.api, c.api, (!c.entry_only).then_some((c.ret, c.dur)));
         let m = &mut self.memory;
         match c.api.op() {
@@ -223,6 +231,73 @@ fn shapes(m: HashMap<ShapeKey, u64>) -> Vec<Shape> {
     v
 }
 
+/// What a process's GPU libraries did: mapped, called (how often, which functions), dispatched (kernels
+/// whose code each holds, and their executions), and the launches each made.
+struct Ledger<'a> {
+    report: &'a Report,
+    start: u64,
+    kernels: &'a [KernelReport],
+    tallied: &'a HashMap<Library, u64>,
+    called: &'a std::collections::BTreeSet<u32>,
+    lib_calls: &'a BTreeMap<u32, u64>,
+    entry_calls: &'a BTreeMap<u32, BTreeMap<String, u64>>,
+    sites: &'a BTreeMap<String, u64>,
+}
+
+impl Ledger<'_> {
+    fn rows(&self, seen_maps: Vec<trace::Mapping>) -> Vec<MappedReport> {
+        seen_maps.into_iter().map(|m| self.row(m)).collect()
+    }
+
+    fn row(&self, m: trace::Mapping) -> MappedReport {
+        let probed = m.lib.and_then(|id| self.report.libraries.iter().find(|l| l.id == id));
+        let counted = self.report.counted_libraries.iter().find(|l| (l.dev, l.inode) == (m.dev, m.inode));
+        let mut functions: Vec<FunctionCalls> = Vec::new();
+        let calls = if let Some(copy) = probed {
+            let runtime = crate::libs::runtime_of(&copy.path);
+            Some(self.lib_calls.get(&copy.id).copied().unwrap_or(0) + self.tallied.get(&runtime).copied().unwrap_or(0))
+        } else if let Some(lib) = counted.filter(|l| l.attached_ts.is_some()) {
+            if let Some(by_function) = self.entry_calls.get(&lib.id) {
+                functions = by_function
+                    .iter()
+                    .map(|(function, &calls)| FunctionCalls { function: function.clone(), calls })
+                    .collect();
+                functions.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.function.cmp(&b.function)));
+            }
+            Some(functions.iter().map(|f| f.calls).sum())
+        } else {
+            None
+        };
+        let status = match (m.lib, calls) {
+            (Some(id), _) if self.called.contains(&id) => MapStatus::Called,
+            (_, Some(n)) if n > 0 => MapStatus::Called,
+            (_, Some(_)) => MapStatus::MappedOnly,
+            (_, None) => MapStatus::NotProbed,
+        };
+        let attached =
+            [probed.and_then(|l| l.attached_ts), counted.and_then(|l| l.attached_ts)].into_iter().flatten().next();
+        let (kernels, executions) = self
+            .kernels
+            .iter()
+            .filter(|k| k.code_file.as_deref() == Some(m.path.as_str()))
+            .fold((0, 0), |(n, e), k| (n + 1, e + k.executions));
+        MappedReport {
+            status,
+            origin: probed.map(|l| l.origin),
+            // Seconds into the recording before which this process's calls of it were not seen.
+            unseen_before_s: attached.filter(|_| m.probed_late).map(|at| at.saturating_sub(self.start) as f64 / 1e9),
+            runtime_not_probed: m.not_probed,
+            lib: m.lib,
+            calls,
+            functions,
+            kernels,
+            executions,
+            launches_from: self.sites.get(&m.path).copied().unwrap_or(0),
+            path: m.path,
+        }
+    }
+}
+
 /// Builds a [`Report`] one record at a time, so a trace of any length is summarized in bounded memory.
 #[derive(Default)]
 pub struct ReportBuilder {
@@ -273,6 +348,7 @@ impl ReportBuilder {
                 *last_ts = (*last_ts).max(c.ts);
                 let acc = procs.entry(c.pid).or_default();
                 acc.libs.insert(c.lib);
+                *acc.lib_calls.entry(c.lib).or_default() += 1;
                 api_stat(&mut acc.api, c.api, Some((i64::from(c.ret), c.dur)));
                 acc.configs.count += 1;
                 if c.ret != 0 {
@@ -289,6 +365,12 @@ impl ReportBuilder {
                 acc.exit = Some(e);
             }
             Record::Tally(t) => procs.entry(t.pid).or_default().tally(&t),
+            Record::EntryLibrary(l) => report.counted_libraries.push(l),
+            Record::EntryCalls(c) => {
+                let acc = procs.entry(c.pid).or_default();
+                *acc.entry_calls.entry(c.lib).or_default().entry(c.function).or_default() += c.calls;
+            }
+            Record::LaunchSites(l) => *procs.entry(l.pid).or_default().sites.entry(l.path).or_default() += l.launches,
             Record::Mapping(m) => procs.entry(m.pid).or_default().mapped.push(m),
             Record::Queue(q) => procs.entry(q.pid).or_default().queues.push(q),
             Record::Dispatch(d) => {
@@ -337,6 +419,11 @@ impl ReportBuilder {
             kernels.sort_by(|a, b| {
                 b.executions.cmp(&a.executions).then(b.launches.cmp(&a.launches)).then(a.id.cmp(&b.id))
             });
+            // Calls tallied in the kernel, by runtime: they count as calls of the runtime's copy.
+            let mut tallied: HashMap<Library, u64> = HashMap::new();
+            for a in acc.api.values() {
+                *tallied.entry(a.api.library()).or_default() += a.tallied;
+            }
             let mut api: Vec<ApiReport> = acc
                 .api
                 .into_values()
@@ -346,7 +433,6 @@ impl ReportBuilder {
                 })
                 .collect();
             api.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.api.name().cmp(b.api.name())));
-            let origins: HashMap<u32, trace::LibOrigin> = report.libraries.iter().map(|l| (l.id, l.origin)).collect();
             // A probed copy this process called is mapped by it, even if it ended before its maps were read.
             let mut seen_maps: Vec<trace::Mapping> = acc.mapped;
             for id in &acc.libs {
@@ -366,29 +452,17 @@ impl ReportBuilder {
                     });
                 }
             }
-            let attached: HashMap<u32, u64> =
-                report.libraries.iter().filter_map(|l| Some((l.id, l.attached_ts?))).collect();
-            let start = self.start;
-            let mapped: Vec<MappedReport> = seen_maps
-                .into_iter()
-                .map(|m| MappedReport {
-                    status: match m.lib {
-                        Some(id) if acc.libs.contains(&id) => MapStatus::Called,
-                        Some(_) => MapStatus::MappedOnly,
-                        None => MapStatus::NotProbed,
-                    },
-                    origin: m.lib.and_then(|id| origins.get(&id).copied()),
-                    // Seconds into the recording before which this process's calls of the copy were not seen.
-                    unseen_before_s: m
-                        .lib
-                        .filter(|_| m.probed_late)
-                        .and_then(|id| attached.get(&id))
-                        .map(|&at| at.saturating_sub(start) as f64 / 1e9),
-                    runtime_not_probed: m.not_probed,
-                    lib: m.lib,
-                    path: m.path,
-                })
-                .collect();
+            let mapped = Ledger {
+                report: &report,
+                start: self.start,
+                kernels: &kernels,
+                tallied: &tallied,
+                called: &acc.libs,
+                lib_calls: &acc.lib_calls,
+                entry_calls: &acc.entry_calls,
+                sites: &acc.sites,
+            }
+            .rows(seen_maps);
             let incomplete = mapped.iter().any(|m| m.unseen_before_s.is_some() || m.runtime_not_probed);
             let (dispatches, crosscheck) =
                 crosscheck::queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, steps.graphs.replays);

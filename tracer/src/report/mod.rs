@@ -27,6 +27,9 @@ use crate::{
 pub struct Report {
     pub trace: TraceInfo,
     pub libraries: Vec<trace::Library>,
+    /// GPU libraries (not runtimes) whose exported C functions were counted, or could not be.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub counted_libraries: Vec<trace::EntryLibrary>,
     /// Probes that could not be attached, with the reason.
     pub probes_missing: Vec<trace::Probe>,
     pub processes: Vec<ProcessReport>,
@@ -121,6 +124,24 @@ pub struct MappedReport {
     /// A runtime tracer probes, but this copy could not be probed: none of its calls were seen.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub runtime_not_probed: bool,
+    /// Calls of it by this process that tracer saw: a runtime's API calls, or calls of another GPU
+    /// library's exported C functions (counted in the kernel). Null when its calls were not counted.
+    pub calls: Option<u64>,
+    /// Its functions this process called, most called first (a counted library).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<FunctionCalls>,
+    /// Kernels whose code this file holds that the process launched (rows of `kernels` whose `code_file`
+    /// is this path), and their executions.
+    pub kernels: u64,
+    pub executions: u64,
+    /// Launches whose return address lay in this file: the code that made them.
+    pub launches_from: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct FunctionCalls {
+    pub function: String,
+    pub calls: u64,
 }
 
 /// Whether a process called a GPU library it maps.

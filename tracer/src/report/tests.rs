@@ -245,3 +245,85 @@ fn dispatches_name_the_bundle_of_the_registered_kernel() {
         (Some("/lib/libggml-hip.so"), ["0042".to_owned()].as_slice())
     );
 }
+
+/// The ledger of one process: a probed runtime (its API calls), a counted library called (its functions,
+/// most called first; the kernels its code holds and their executions; the launches its code made), a
+/// counted library never called, and a GPU library whose calls were not counted.
+#[test]
+fn the_ledger_sums_calls_kernels_and_launches_per_mapped_library() {
+    let mapping = |path: &str, inode: u64, lib: Option<u32>| {
+        Record::Mapping(trace::Mapping {
+            ts: 1_000_000_000,
+            pid: 7,
+            path: path.into(),
+            dev: 1,
+            inode,
+            lib,
+            gpu: Some(trace::GpuLibrary::UsesRuntime),
+            ..Default::default()
+        })
+    };
+    let counted = |id: u32, path: &str, inode: u64| {
+        Record::EntryLibrary(trace::EntryLibrary {
+            id,
+            path: path.into(),
+            dev: 1,
+            inode,
+            functions: 500,
+            attached_ts: Some(900_000_000),
+            ..Default::default()
+        })
+    };
+    let entry = |lib: u32, function: &str, calls: u64| {
+        Record::EntryCalls(trace::EntryCalls { pid: 7, lib, function: function.into(), calls })
+    };
+    let records = vec![
+        Record::Header(Header { format: trace::FORMAT.into(), schema: 1, start_mono_ns: 0, ..Default::default() }),
+        Record::Library(trace::Library {
+            id: 1,
+            path: "/lib/libamdhip64.so.5".into(),
+            dev: 1,
+            inode: 10,
+            attached_ts: Some(0),
+            ..Default::default()
+        }),
+        counted(1, "/lib/libhipblas.so.2", 11),
+        counted(2, "/lib/librocsolver.so.0", 12),
+        Record::Process(Process { pid: 7, comm: "runner".into(), ..Default::default() }),
+        mapping("/lib/libamdhip64.so.5", 10, Some(1)),
+        mapping("/lib/libhipblas.so.2", 11, None),
+        mapping("/lib/librocsolver.so.0", 12, None),
+        mapping("/lib/libggml-hip.so", 13, None),
+        Record::Kernel(Kernel {
+            id: 1,
+            pid: 7,
+            handle: 0x100,
+            name: "_Z1av".into(),
+            source: Source::Register,
+            code_file: Some("/lib/libggml-hip.so".into()),
+            ..Default::default()
+        }),
+        launch(1, [4, 1, 1], 0),
+        launch(1, [4, 1, 1], 0),
+        entry(1, "hipblasCreate", 1),
+        entry(1, "hipblasSgemm", 3),
+        Record::LaunchSites(trace::LaunchSites { pid: 7, path: "/lib/libggml-hip.so".into(), launches: 2 }),
+    ];
+    let r = Report::build(records);
+    let p = &r.processes[0];
+    let row = |name: &str| p.mapped.iter().find(|m| m.path.contains(name)).unwrap();
+    let hip = row("libamdhip64");
+    assert_eq!((hip.status, hip.calls), (MapStatus::Called, Some(2)));
+    let blas = row("libhipblas");
+    assert_eq!((blas.status, blas.calls), (MapStatus::Called, Some(4)));
+    let functions: Vec<(&str, u64)> = blas.functions.iter().map(|f| (f.function.as_str(), f.calls)).collect();
+    assert_eq!(functions, [("hipblasSgemm", 3), ("hipblasCreate", 1)]);
+    let solver = row("librocsolver");
+    assert_eq!((solver.status, solver.calls), (MapStatus::MappedOnly, Some(0)));
+    let ggml = row("libggml-hip");
+    assert_eq!((ggml.status, ggml.calls), (MapStatus::NotProbed, None));
+    assert_eq!((ggml.kernels, ggml.executions, ggml.launches_from), (1, 2, 2));
+    let text = r.to_text(&TextOptions::default());
+    assert!(text.contains("hipblasSgemm 3, hipblasCreate 1"), "{text}");
+    assert!(text.contains("(1 kernels of its code, 2 executions, 2 launches made from its code)"), "{text}");
+}

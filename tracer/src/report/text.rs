@@ -149,7 +149,7 @@ fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptio
         writeln!(s, "  role: {}{model}", role.as_str())?;
     }
     if !p.mapped.is_empty() {
-        writeln!(s, "  GPU libraries (mapped vs called):")?;
+        writeln!(s, "  GPU libraries (mapped, called, dispatched):")?;
         for m in &p.mapped {
             let copy = m.origin.map(|o| format!(" [{}]", o.as_str())).unwrap_or_default();
             let gap = match (m.unseen_before_s, m.runtime_not_probed) {
@@ -157,7 +157,25 @@ fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptio
                 (None, true) => " \u{2014} could not be probed: none of its calls were seen".to_owned(),
                 _ => String::new(),
             };
-            writeln!(s, "    {:<12} {}{copy}{gap}", m.status.as_str(), m.path)?;
+            let mut facts = Vec::new();
+            if let Some(n) = m.calls {
+                facts.push(format!("{n} calls"));
+            }
+            if m.kernels > 0 {
+                facts.push(format!("{} kernels of its code, {} executions", m.kernels, m.executions));
+            }
+            if m.launches_from > 0 {
+                facts.push(format!("{} launches made from its code", m.launches_from));
+            }
+            let facts = if facts.is_empty() { String::new() } else { format!(" ({})", facts.join(", ")) };
+            writeln!(s, "    {:<12} {}{copy}{facts}{gap}", m.status.as_str(), m.path)?;
+            if !m.functions.is_empty() {
+                let top: Vec<String> =
+                    m.functions.iter().take(6).map(|f| format!("{} {}", f.function, f.calls)).collect();
+                let more = m.functions.len().saturating_sub(6);
+                let more = if more > 0 { format!(", and {more} more functions") } else { String::new() };
+                writeln!(s, "                 {}{more}", top.join(", "))?;
+            }
         }
     }
     if p.exited {

@@ -338,6 +338,7 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
             b"process" => Record::Process(serde_json::from_slice(line)?),
             b"exit" => Record::Exit(serde_json::from_slice(line)?),
             b"tally" => Record::Tally(serde_json::from_slice(line)?),
+            b"entry_calls" => Record::EntryCalls(serde_json::from_slice(line)?),
             b"probe" => Record::Probe(serde_json::from_slice(line)?),
             b"library" => Record::Library(serde_json::from_slice(line)?),
             b"header" => Record::Header(serde_json::from_slice(line)?),

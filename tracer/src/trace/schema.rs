@@ -32,6 +32,9 @@ pub enum Record {
     Dispatch(Dispatch),
     Exit(Exit),
     Tally(Tally),
+    EntryLibrary(EntryLibrary),
+    EntryCalls(EntryCalls),
+    LaunchSites(LaunchSites),
     Footer(Footer),
 }
 
@@ -432,6 +435,47 @@ pub struct Tally {
     pub bytes: u64,
 }
 
+/// A GPU library (not a probed runtime) whose exported C functions tracer counts calls of: each one a
+/// uprobe of one multi-point link, counted per process in the kernel.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryLibrary {
+    pub id: u32,
+    /// The path as the process that led tracer to it saw it.
+    pub path: String,
+    pub dev: u64,
+    pub inode: u64,
+    /// Exported functions probed (one per address: aliases are counted under the first name).
+    pub functions: u32,
+    /// Exported functions not probed: C++ symbols (`_Z...`) and reserved names (`_init`, `__*`), whose calls
+    /// inside the library would cost a trap each without naming an entry point of its API.
+    pub not_probed: u32,
+    /// When the link was created; null when it could not be (see `error`).
+    pub attached_ts: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Calls of one exported function of an [`EntryLibrary`] by one process since the link was created,
+/// counted in the kernel, written when the process ends or at the end of the recording.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryCalls {
+    pub pid: u32,
+    /// The [`EntryLibrary`] id.
+    pub lib: u32,
+    pub function: String,
+    pub calls: u64,
+}
+
+/// Kernel launches of one process whose return address lay in one file (the code that made them),
+/// written when the process ends or at the end of the recording.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchSites {
+    pub pid: u32,
+    /// The file as the process saw its path; empty for return addresses outside every file mapping.
+    pub path: String,
+    pub launches: u64,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Footer {
     pub end_mono_ns: u64,
@@ -462,9 +506,25 @@ impl Footer {
     }
 }
 
-pub(crate) const KNOWN_TYPES: [&str; 15] = [
-    "header", "library", "probe", "process", "kernel", "launch", "config", "call", "ioctl", "mapping", "queue",
-    "dispatch", "exit", "tally", "footer",
+pub(crate) const KNOWN_TYPES: [&str; 18] = [
+    "header",
+    "library",
+    "probe",
+    "process",
+    "kernel",
+    "launch",
+    "config",
+    "call",
+    "ioctl",
+    "mapping",
+    "queue",
+    "dispatch",
+    "exit",
+    "tally",
+    "entry_library",
+    "entry_calls",
+    "launch_sites",
+    "footer",
 ];
 
 impl Record {
@@ -484,6 +544,9 @@ impl Record {
             Self::Dispatch(_) => "dispatch",
             Self::Exit(_) => "exit",
             Self::Tally(_) => "tally",
+            Self::EntryLibrary(_) => "entry_library",
+            Self::EntryCalls(_) => "entry_calls",
+            Self::LaunchSites(_) => "launch_sites",
             Self::Footer(_) => "footer",
         }
     }

@@ -23,6 +23,9 @@ use tracer_common::{ApiFunc, api::ProbeShape, cookie};
 
 use crate::{libs::LibCopy, trace};
 
+mod multi;
+pub(crate) use multi::MultiProgram;
+
 /// The eBPF object built by build.rs.
 pub static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
 

@@ -1,0 +1,124 @@
+//! Multi-point uprobe links (`BPF_LINK_CREATE` with `BPF_TRACE_UPROBE_MULTI`, Linux 6.6 and later): every
+//! entry point of one library in one link, attached by one system call and released by one close.
+//!
+//! aya 0.14 cannot do this yet (its main branch can: aya PR #1417): a program for these links must be
+//! loaded with the expected attach type `BPF_TRACE_UPROBE_MULTI`, which aya 0.14's `UProbe::load` does not
+//! set. This module loads that one program itself and creates its links; it goes when aya releases
+//! multi-point attach. The program's instructions come from aya's own object parser (`aya-obj`, the crate
+//! aya loads with), relocated against the maps aya created, so that it shares them (the PID filter, the
+//! loss counters, the entry-call map) with every other program.
+
+use std::{
+    collections::HashSet,
+    ffi::CString,
+    os::fd::{AsFd as _, AsRawFd as _, FromRawFd as _, OwnedFd, RawFd},
+    path::Path,
+};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use aya::{
+    Ebpf,
+    maps::{Map, MapData},
+};
+use aya_obj::generated::{bpf_attach_type, bpf_attr, bpf_cmd, bpf_insn, bpf_prog_type};
+
+/// A loaded program for multi-point uprobe links.
+pub(crate) struct MultiProgram {
+    fd: OwnedFd,
+}
+
+/// The map behind each kind of map tracer's object declares.
+const fn map_data(map: &Map) -> Option<&MapData> {
+    match map {
+        Map::Array(d)
+        | Map::HashMap(d)
+        | Map::LruHashMap(d)
+        | Map::PerCpuArray(d)
+        | Map::PerCpuHashMap(d)
+        | Map::RingBuf(d)
+        | Map::Unsupported(d) => Some(d),
+        _ => None,
+    }
+}
+
+/// One `bpf(2)` call.
+fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> std::io::Result<RawFd> {
+    // SAFETY: `attr` is a valid, fully initialised `bpf_attr` for `cmd`; the kernel reads at most its size.
+    let ret =
+        unsafe { libc::syscall(libc::SYS_bpf, cmd as libc::c_long, std::ptr::from_mut(attr), size_of::<bpf_attr>()) };
+    if ret < 0 { Err(std::io::Error::last_os_error()) } else { RawFd::try_from(ret).map_err(std::io::Error::other) }
+}
+
+impl MultiProgram {
+    /// Loads program `name` of `object` (the object `ebpf` was loaded from), its map references pointing
+    /// at `ebpf`'s maps.
+    pub(crate) fn load(object: &[u8], ebpf: &Ebpf, name: &str) -> Result<Self> {
+        let mut obj = aya_obj::Object::parse(object).context("parsing tracer's eBPF object")?;
+        let key =
+            obj.programs.get(name).ok_or_else(|| anyhow!("the eBPF object has no program {name}"))?.function_key();
+        // Only this program is relocated and loaded (the others are aya's): its helpers are inlined, so it
+        // calls no other function of the object.
+        obj.programs.retain(|n, _| n == name);
+        obj.functions.retain(|k, _| *k == key);
+        let text_sections: HashSet<usize> = obj.functions.keys().map(|(section, _)| *section).collect();
+        let declared = obj.maps.clone();
+        let maps = ebpf.maps().filter_map(|(map_name, map)| {
+            Some((map_name, map_data(map)?.fd().as_fd().as_raw_fd(), declared.get(map_name)?))
+        });
+        obj.relocate_maps(maps, &text_sections).with_context(|| format!("relocating {name}'s map references"))?;
+        obj.relocate_calls(&text_sections).with_context(|| format!("relocating {name}'s calls"))?;
+        let function = obj.functions.get(&key).ok_or_else(|| anyhow!("{name} has no code"))?;
+        let insns: &[bpf_insn] = &function.instructions;
+        let license = CString::new(obj.license.as_bytes()).context("the eBPF object's license")?;
+
+        let mut log = vec![0u8; 1 << 16];
+        // SAFETY: all-zero is a valid `bpf_attr` (a union of plain integers).
+        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: the `BPF_PROG_LOAD` member of the union, written field by field.
+        let load = unsafe { &mut attr.__bindgen_anon_3 };
+        load.prog_type = bpf_prog_type::BPF_PROG_TYPE_KPROBE as u32;
+        load.expected_attach_type = bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
+        load.insns = insns.as_ptr() as u64;
+        load.insn_cnt = u32::try_from(insns.len()).context("too many instructions")?;
+        load.license = license.as_ptr() as u64;
+        for (dst, src) in load.prog_name.iter_mut().zip(name.bytes().take(15)) {
+            *dst = src as libc::c_char;
+        }
+        load.log_level = 1;
+        load.log_buf = log.as_mut_ptr() as u64;
+        load.log_size = log.len() as u32;
+        let fd = bpf(bpf_cmd::BPF_PROG_LOAD, &mut attr).map_err(|err| {
+            let text = String::from_utf8_lossy(log.split(|&b| b == 0).next().unwrap_or_default()).into_owned();
+            anyhow!("the kernel refused eBPF program {name}: {err}\n{text}")
+        })?;
+        // SAFETY: a descriptor the kernel just returned, owned by nothing else.
+        Ok(Self { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    /// Attaches the program at `offsets` (file offsets of `target`, with one cookie each) in one link;
+    /// `pid` limits it to one process. The returned descriptor holds the link: closing it detaches.
+    pub(crate) fn attach(&self, target: &Path, offsets: &[u64], cookies: &[u64], pid: Option<u32>) -> Result<OwnedFd> {
+        if offsets.is_empty() || offsets.len() != cookies.len() {
+            bail!("{} offsets with {} cookies", offsets.len(), cookies.len());
+        }
+        let path = CString::new(target.as_os_str().as_encoded_bytes())
+            .with_context(|| format!("{} contains a NUL byte", target.display()))?;
+        // SAFETY: all-zero is a valid `bpf_attr` (a union of plain integers).
+        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: the `BPF_LINK_CREATE` member of the union, written field by field.
+        let link = unsafe { &mut attr.link_create };
+        link.__bindgen_anon_1.prog_fd = self.fd.as_raw_fd() as u32;
+        link.attach_type = bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
+        // SAFETY: as above, the uprobe-multi member of the link's union.
+        let multi = unsafe { &mut link.__bindgen_anon_3.uprobe_multi };
+        multi.path = path.as_ptr() as u64;
+        multi.offsets = offsets.as_ptr() as u64;
+        multi.cookies = cookies.as_ptr() as u64;
+        multi.cnt = u32::try_from(offsets.len()).context("too many entry points")?;
+        multi.pid = pid.unwrap_or(0);
+        let fd = bpf(bpf_cmd::BPF_LINK_CREATE, &mut attr)
+            .with_context(|| format!("attaching {} entry points of {}", offsets.len(), target.display()))?;
+        // SAFETY: a descriptor the kernel just returned, owned by nothing else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+}

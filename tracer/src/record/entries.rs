@@ -1,0 +1,103 @@
+//! The "called" side of mapped vs called vs dispatched: every exported C function of each GPU library the
+//! traced processes map (hipBLAS, rocSPARSE, cuBLAS, ggml's backends, ...; not the runtimes, whose calls
+//! the API table's probes see one by one) gets one uprobe of one multi-point link per library, and the
+//! kernel counts calls per process and function (`entries` on the eBPF side). Read and deleted when a
+//! process ends, and at the end of the recording.
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    os::fd::OwnedFd,
+};
+
+use aya::maps::{HashMap as BpfHashMap, MapData};
+use tracer_common::EntryKey;
+
+use crate::{
+    attach::MultiProgram,
+    files::CodeFile,
+    trace::{self, Record},
+};
+
+/// Counted entry points of the recording's GPU libraries.
+pub(super) struct Entries {
+    /// The counting program; `None` where the kernel could not load it (said once at the start).
+    program: Option<MultiProgram>,
+    /// The kernel's counts: (process, point) -> calls.
+    counts: BpfHashMap<MapData, EntryKey, u64>,
+    /// Libraries given probes (or tried): (dev, inode) -> library id.
+    libs: HashMap<(u64, u64), u32>,
+    /// Point (the cookie) -> (library id, function).
+    points: Vec<(u32, String)>,
+    /// One link per library: closing it detaches (see `attach::release_in_background`).
+    links: Vec<OwnedFd>,
+}
+
+impl Entries {
+    pub(super) fn new(program: Option<MultiProgram>, counts: BpfHashMap<MapData, EntryKey, u64>) -> Self {
+        Self { program, counts, libs: HashMap::new(), points: Vec::new(), links: Vec::new() }
+    }
+
+    /// Whether the library (dev, inode) has its entry points counted.
+    pub(super) fn counted(&self, id: (u64, u64)) -> bool {
+        self.libs.contains_key(&id)
+    }
+
+    /// Probes the exported functions of `file` (seen as `path`), unless done before: the record to write,
+    /// once per file (with the reason when it could not be probed).
+    pub(super) fn attach(&mut self, path: &str, file: &CodeFile) -> Option<Record> {
+        let program = self.program.as_ref()?;
+        let (dev, inode) = file.id();
+        if self.libs.contains_key(&(dev, inode)) {
+            return None;
+        }
+        let id = u32::try_from(self.libs.len() + 1).unwrap_or(u32::MAX);
+        self.libs.insert((dev, inode), id);
+        let mut rec = trace::EntryLibrary { id, path: path.to_owned(), dev, inode, ..Default::default() };
+        let Some(found) = crate::elf::entry_points(file) else {
+            rec.error = Some("not an ELF library tracer could read".into());
+            return Some(Record::EntryLibrary(rec));
+        };
+        rec.not_probed = found.left_out;
+        if found.functions.is_empty() {
+            rec.error = Some("exports no C function".into());
+            return Some(Record::EntryLibrary(rec));
+        }
+        let first = self.points.len() as u64;
+        let offsets: Vec<u64> = found.functions.iter().map(|(_, off)| *off).collect();
+        let cookies: Vec<u64> = (first..).take(offsets.len()).collect();
+        match program.attach(&file.proc_path(), &offsets, &cookies, None) {
+            Ok(link) => {
+                self.links.push(link);
+                rec.attached_ts = Some(crate::clock::monotonic_ns());
+                rec.functions = u32::try_from(offsets.len()).unwrap_or(u32::MAX);
+                self.points.extend(found.functions.into_iter().map(|(name, _)| (id, name)));
+            }
+            Err(err) => rec.error = Some(format!("{err:#}")),
+        }
+        Some(Record::EntryLibrary(rec))
+    }
+
+    /// Reads and deletes the counts of process `pid` (every process: `None`), as records by library and
+    /// function.
+    pub(super) fn take(&mut self, pid: Option<u32>) -> Vec<Record> {
+        if self.points.is_empty() {
+            return Vec::new();
+        }
+        let keys: Vec<EntryKey> =
+            self.counts.keys().filter_map(Result::ok).filter(|k| pid.is_none_or(|p| k.tgid == p)).collect();
+        let mut sums: BTreeMap<(u32, u32, &str), u64> = BTreeMap::new();
+        for key in keys {
+            let Ok(calls) = self.counts.get(&key, 0) else { continue };
+            drop(self.counts.remove(&key));
+            // A point is always one tracer gave; one it did not is skipped rather than trusted.
+            if let Some((lib, function)) = self.points.get(key.point as usize) {
+                *sums.entry((key.tgid, *lib, function.as_str())).or_default() += calls;
+            }
+        }
+        sums.into_iter()
+            .map(|((pid, lib, function), calls)| {
+                Record::EntryCalls(trace::EntryCalls { pid, lib, function: function.to_owned(), calls })
+            })
+            .collect()
+    }
+}
