@@ -29,7 +29,7 @@ pub enum Cmd {
     Report(ReportCli),
     /// List the GPU code a library or program carries: offload bundles, targets, kernels.
     Inspect(InspectCli),
-    /// Convert a trace for other tools: Perfetto / <chrome://tracing> JSON, or rocprofv3-style kernel CSV.
+    /// Convert a trace for other tools: Perfetto / <chrome://tracing> JSON, rocprofv3-style kernel CSV, or a Graphviz graph of the libraries.
     Export(ExportCli),
 }
 
@@ -64,6 +64,8 @@ pub struct ExportCli {
 pub enum ExportFormat {
     Perfetto,
     Csv,
+    /// Graphviz: the mapped GPU libraries and their dependencies, coloured by mapped / called / dispatched.
+    Dot,
 }
 
 #[derive(Debug, Args)]

@@ -94,6 +94,7 @@ fn export(e: &ExportCli) -> anyhow::Result<ExitCode> {
     let run = |out: &mut dyn std::io::Write| match e.format {
         ExportFormat::Perfetto => tracer::export::perfetto(&e.file, out),
         ExportFormat::Csv => tracer::export::csv(&e.file, out),
+        ExportFormat::Dot => tracer::export::dot(&e.file, out),
     };
     match e.output.as_deref().map_or(Dest::Stdout, Dest::parse) {
         Dest::Stdout => {

@@ -68,7 +68,8 @@ enum Cmd {
 /// real library stack, hipSPARSE over the 1.3 GB rocSPARSE, and rocRAND), pip, which fetches the real
 /// libggml-hip.so the classification and inspection tests read (a Python wheel), bpftrace, the
 /// independent count the library-stack test checks tracer against, and strace, which shows what files a
-/// root tracer opened when a user put an impostor in front of it.
+/// root tracer opened when a user put an impostor in front of it, and graphviz, which renders the library
+/// graph `tracer export --format dot` writes.
 const ROCM_PACKAGES: &[&str] = &[
     "libamdhip64-5",
     "libamdhip64-dev",
@@ -80,6 +81,7 @@ const ROCM_PACKAGES: &[&str] = &[
     "python3-pip",
     "bpftrace",
     "strace",
+    "graphviz",
 ];
 
 /// Libraries a HIP fixture links besides the HIP runtime.

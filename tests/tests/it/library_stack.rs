@@ -184,4 +184,25 @@ fn the_ledger_says_which_mapped_libraries_were_called_and_how_often() {
     // The kernels each library's code holds: the registered ones, none run here (no GPU).
     assert!(row("librocsparse")["kernels"] == 0 && row("librocsparse")["executions"] == 0);
     assert_eq!(footer(&records).counters.get("entry_calls_lost"), Some(&0));
+
+    // The library graph: Graphviz renders it, with the libraries and the dependency edge hipSPARSE ->
+    // rocSPARSE.
+    let o = tracer(&["export", out.to_str().unwrap(), "--format", "dot"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let graph = String::from_utf8(o.stdout).unwrap();
+    let node = |name: &str| {
+        graph.lines().find(|l| l.contains(&format!("label=\"{name}"))).and_then(|l| l.split('"').nth(1)).unwrap()
+    };
+    assert!(graph.contains(&format!("\"{}\" -> \"{}\"", node("libhipsparse"), node("librocsparse"))), "{graph}");
+    let mut dot = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("graphviz's dot (cargo xtask setup installs it)");
+    std::io::Write::write_all(&mut dot.stdin.take().unwrap(), graph.as_bytes()).unwrap();
+    let svg = dot.wait_with_output().unwrap();
+    assert!(svg.status.success());
+    let svg = String::from_utf8_lossy(&svg.stdout);
+    assert!(svg.contains("<svg") && svg.contains("libhipsparse.so") && svg.contains("mapped only"), "{svg}");
 }

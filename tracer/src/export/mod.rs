@@ -6,11 +6,16 @@
 //!   decode) as spans. Timestamps in microseconds, as the format requires.
 //! - `csv`: rocprofv3's kernel-trace columns, one row per kernel dispatch; `End_Timestamp` is empty, since
 //!   tracer does not see kernels end.
+//! - `dot`: the GPU libraries each process mapped, their dependency edges, coloured by mapped, called and
+//!   dispatched, with counts ([`dot`]).
 #![expect(
     clippy::float_arithmetic,
     clippy::cast_precision_loss,
     reason = "durations and rates are shown as decimal fractions of nanosecond counts"
 )]
+
+mod dot;
+pub use dot::dot;
 
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
