@@ -24,8 +24,8 @@ pub(super) struct Entries {
     program: Option<MultiProgram>,
     /// The kernel's counts: (process, point) -> calls.
     counts: BpfHashMap<MapData, EntryKey, u64>,
-    /// Libraries given probes (or tried): (dev, inode) -> library id.
-    libs: HashMap<(u64, u64), u32>,
+    /// Libraries given probes (or tried): (dev, inode) -> library id, and whether its link was made.
+    libs: HashMap<(u64, u64), (u32, bool)>,
     /// Point (the cookie) -> (library id, function).
     points: Vec<(u32, String)>,
     /// One link per library: closing it detaches (see `attach::release_in_background`).
@@ -39,7 +39,7 @@ impl Entries {
 
     /// Whether the library (dev, inode) has its entry points counted.
     pub(super) fn counted(&self, id: (u64, u64)) -> bool {
-        self.libs.contains_key(&id)
+        self.libs.get(&id).is_some_and(|&(_, linked)| linked)
     }
 
     /// Probes the exported functions of `file` (seen as `path`), unless done before: the record to write,
@@ -51,7 +51,7 @@ impl Entries {
             return None;
         }
         let id = u32::try_from(self.libs.len() + 1).unwrap_or(u32::MAX);
-        self.libs.insert((dev, inode), id);
+        self.libs.insert((dev, inode), (id, false));
         let mut rec = trace::EntryLibrary { id, path: path.to_owned(), dev, inode, ..Default::default() };
         let Some(found) = crate::elf::entry_points(file) else {
             rec.error = Some("not an ELF library tracer could read".into());
@@ -68,6 +68,7 @@ impl Entries {
         match program.attach(&file.proc_path(), &offsets, &cookies, None) {
             Ok(link) => {
                 self.links.push(link);
+                self.libs.insert((dev, inode), (id, true));
                 rec.attached_ts = Some(crate::clock::monotonic_ns());
                 rec.functions = u32::try_from(offsets.len()).unwrap_or(u32::MAX);
                 self.points.extend(found.functions.into_iter().map(|(name, _)| (id, name)));

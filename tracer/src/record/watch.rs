@@ -152,7 +152,9 @@ impl LibraryWatch {
                         // A library built on a runtime: its entry points counted from now on (late for
                         // this process, which has mapped it already).
                         if let Some(rec) = self.count_entries(gpu, &e.path, &opened) {
-                            self.late.insert((pid, e.dev, e.inode));
+                            if matches!(&rec, Record::EntryLibrary(l) if l.attached_ts.is_some()) {
+                                self.late.insert((pid, e.dev, e.inode));
+                            }
                             out.push(rec);
                         }
                         gpu
