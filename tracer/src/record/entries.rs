@@ -44,7 +44,7 @@ impl Entries {
 
     /// Probes the exported functions of `file` (seen as `path`), unless done before: the record to write,
     /// once per file (with the reason when it could not be probed).
-    pub(super) fn attach(&mut self, path: &str, file: &CodeFile) -> Option<Record> {
+    pub(super) fn attach(&mut self, path: &str, file: &CodeFile) -> Option<trace::EntryLibrary> {
         let program = self.program.as_ref()?;
         let (dev, inode) = file.id();
         if self.libs.contains_key(&(dev, inode)) {
@@ -55,12 +55,12 @@ impl Entries {
         let mut rec = trace::EntryLibrary { id, path: path.to_owned(), dev, inode, ..Default::default() };
         let Some(found) = crate::elf::entry_points(file) else {
             rec.error = Some("not an ELF library tracer could read".into());
-            return Some(Record::EntryLibrary(rec));
+            return Some(rec);
         };
         rec.not_probed = found.left_out;
         if found.functions.is_empty() {
             rec.error = Some("exports no C function".into());
-            return Some(Record::EntryLibrary(rec));
+            return Some(rec);
         }
         let first = self.points.len() as u64;
         let offsets: Vec<u64> = found.functions.iter().map(|(_, off)| *off).collect();
@@ -75,7 +75,7 @@ impl Entries {
             }
             Err(err) => rec.error = Some(format!("{err:#}")),
         }
-        Some(Record::EntryLibrary(rec))
+        Some(rec)
     }
 
     /// Reads and deletes the counts of process `pid` (every process: `None`), as records by library and

@@ -189,9 +189,9 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
 pub(crate) struct Setup {
     targets: Targets,
     copies: Vec<LibCopy>,
-    /// GPU libraries the command will load that are not runtimes: their entry points counted before it
-    /// starts.
-    counted: Vec<LibCopy>,
+    /// The other GPU libraries the command will load, with what each is: those built on a runtime get their
+    /// entry points counted before it starts.
+    counted: Vec<(GpuLibrary, LibCopy)>,
     /// The command's program, resolved.
     program: Option<PathBuf>,
 }
@@ -260,7 +260,7 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
 /// starts as the dynamic loader would find them (its `DT_NEEDED` closure under the `LD_LIBRARY_PATH` and
 /// runpaths it will have, and what lies beside it to be dlopened), so that a private copy is probed, and
 /// a library's entry points counted, before the command's first instruction.
-fn command_copies(args: &RecordArgs, program: &Path) -> (Vec<LibCopy>, Vec<LibCopy>) {
+fn command_copies(args: &RecordArgs, program: &Path) -> (Vec<LibCopy>, Vec<(GpuLibrary, LibCopy)>) {
     let launch = crate::ldso::launch(program, &args.command, |cmd, path| command::resolve_on(cmd, path).ok());
     let loaded = crate::ldso::closure(&launch);
     let runtimes = runtimes(args);
@@ -271,9 +271,9 @@ fn command_copies(args: &RecordArgs, program: &Path) -> (Vec<LibCopy>, Vec<LibCo
         if runtimes.iter().any(|r| name.starts_with(r)) {
             probed.extend(libs::at_path(p));
         } else if let Some(copy) = libs::at_path(p)
-            && matches!(watch::gpu_library(&name, Some(&copy.file)), Some(GpuLibrary::Code | GpuLibrary::UsesRuntime))
+            && let Some(gpu) = watch::gpu_library(&name, Some(&copy.file))
         {
-            counted.push(copy);
+            counted.push((gpu, copy));
         }
     }
     (probed, counted)

@@ -25,7 +25,7 @@ use crate::{
     clock::{monotonic_ns, realtime_ns},
     ollama,
     ring::Ring,
-    trace::{self, GpuLibrary, Record, Stop, Writer},
+    trace::{self, Record, Stop, Writer},
 };
 
 pub(super) struct Session<'a> {
@@ -110,8 +110,8 @@ impl<'a> Session<'a> {
         let threads: BpfHashMap<MapData, u64, ThreadTally> = BpfHashMap::try_from(take("THREADS")?)?;
         watch.entries = Some(Entries::new(multi, BpfHashMap::try_from(take("ENTRY_CALLS")?)?));
         // The GPU libraries the command will load: counted before its first instruction.
-        for copy in &counted {
-            setup.extend(watch.count_entries(Some(GpuLibrary::Code), &copy.path, &copy.file));
+        for (gpu, copy) in &counted {
+            setup.extend(watch.count_entries(Some(*gpu), &copy.path, &copy.file).map(Record::EntryLibrary));
         }
         let ring = Ring::spawn(RingBuf::try_from(take("EVENTS")?)?, args.read_delay)?;
 

@@ -151,11 +151,11 @@ impl LibraryWatch {
                         self.gpu.insert((e.dev, e.inode), gpu);
                         // A library built on a runtime: its entry points counted from now on (late for
                         // this process, which has mapped it already).
-                        if let Some(rec) = self.count_entries(gpu, &e.path, &opened) {
-                            if matches!(&rec, Record::EntryLibrary(l) if l.attached_ts.is_some()) {
+                        if let Some(lib) = self.count_entries(gpu, &e.path, &opened) {
+                            if lib.attached_ts.is_some() {
                                 self.late.insert((pid, e.dev, e.inode));
                             }
-                            out.push(rec);
+                            out.push(Record::EntryLibrary(lib));
                         }
                         gpu
                     }
@@ -195,17 +195,20 @@ impl LibraryWatch {
 
     /// Counts the entry points of a library built on a runtime (not a runtime itself: those calls are the
     /// API table's), unless done before: the record to write.
-    pub(super) fn count_entries(&mut self, gpu: Option<GpuLibrary>, path: &str, file: &CodeFile) -> Option<Record> {
+    pub(super) fn count_entries(
+        &mut self,
+        gpu: Option<GpuLibrary>,
+        path: &str,
+        file: &CodeFile,
+    ) -> Option<trace::EntryLibrary> {
         if !matches!(gpu, Some(GpuLibrary::Code | GpuLibrary::UsesRuntime)) {
             return None;
         }
-        let rec = self.entries.as_mut()?.attach(path, file)?;
-        if let Record::EntryLibrary(l) = &rec
-            && let Some(at) = l.attached_ts
-        {
-            self.attached_at.insert((l.dev, l.inode), at);
+        let lib = self.entries.as_mut()?.attach(path, file)?;
+        if let Some(at) = lib.attached_ts {
+            self.attached_at.insert((lib.dev, lib.inode), at);
         }
-        Some(rec)
+        Some(lib)
     }
 
     /// A process that ended: what it leaves to write (its counted calls).

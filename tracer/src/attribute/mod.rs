@@ -19,6 +19,8 @@ use crate::{
     trace::{self, Cause, Record},
 };
 
+mod sites;
+
 pub struct Attributor {
     pub(crate) processes: ProcessTable,
     /// Kernel names: what every process shares (files, symbols, ids given).
@@ -57,37 +59,8 @@ struct Process {
     pending_params: HashMap<u32, Params>,
     /// Its maps were looked at after one of its API events (its libraries are loaded by then).
     scanned: bool,
-    /// Its launches by return address (the code that made them), with the file holding that address,
-    /// looked up once per address. Written as `launch_sites` when the process ends.
-    sites: HashMap<u64, (Option<String>, u64)>,
-}
-
-/// Counts a launch by its return address (0: not read). A CUDA driver launch made by libcudart is not
-/// counted: the runtime launch that made it was, from the code that called the runtime.
-fn count_site(sites: &mut HashMap<u64, (Option<String>, u64)>, names: &mut crate::names::Of<'_>, l: &Launch) {
-    if l.caller == 0 {
-        return;
-    }
-    let site = sites.entry(l.caller).or_insert_with(|| (names.file_of(l.caller, l.ts).map(|(file, _)| file), 0));
-    let by_runtime =
-        site.0.as_deref().is_some_and(|f| f.rsplit('/').next().is_some_and(|n| n.starts_with("libcudart")));
-    if !(l.api.library() == Library::Cuda && by_runtime) {
-        site.1 += 1;
-    }
-}
-
-impl Process {
-    /// Its launches by the file that made them.
-    fn launch_sites(&self, pid: u32) -> Vec<Record> {
-        let mut by_file: BTreeMap<&str, u64> = BTreeMap::new();
-        for (file, n) in self.sites.values() {
-            *by_file.entry(file.as_deref().unwrap_or("")).or_default() += n;
-        }
-        by_file
-            .into_iter()
-            .map(|(path, launches)| Record::LaunchSites(trace::LaunchSites { pid, path: path.to_owned(), launches }))
-            .collect()
-    }
+    /// Its launches by the file whose code made them.
+    sites: sites::Sites,
 }
 
 impl Default for Attributor {
@@ -134,7 +107,7 @@ impl Attributor {
     pub fn launch_sites(&self) -> Vec<Record> {
         let mut pids: Vec<&u32> = self.live.keys().collect();
         pids.sort_unstable();
-        pids.into_iter().flat_map(|pid| self.live[pid].launch_sites(*pid)).collect()
+        pids.into_iter().flat_map(|pid| self.live[pid].sites.records(*pid)).collect()
     }
 
     /// Reads a process's maps now (see [`crate::names::Of::snapshot`]).
@@ -225,7 +198,7 @@ impl Attributor {
         let mut names = self.names.of(l.pid, &mut p.names);
         // The code that made the launch: for CUDA, the runtime launch's caller (its driver launch is made
         // from libcudart).
-        count_site(&mut p.sites, &mut names, &l);
+        p.sites.count(&mut names, &l);
         match l.api.library() {
             Library::CudaRuntime => {
                 // Its host stub's name goes to the driver launch it makes next on this thread.
@@ -252,7 +225,8 @@ impl Attributor {
         let (kernel, new) = names.resolve(l.handle, l.ts);
         if let Some(mut k) = new {
             if k.source == Source::Unnamed && l.caller != 0 {
-                k.caller = names.file_of(l.caller, l.ts).map(|(file, _)| file);
+                // Looked up when the launch was counted by its site.
+                k.caller = p.sites.file(l.caller);
             }
             out.push(Record::Kernel(k));
         }
@@ -348,7 +322,7 @@ impl Attributor {
                 // read now may hold another file by the time an address in it is looked up. Its first API
                 // event reads them (its libraries are loaded by then).
                 if let Some(old) = self.live.insert(p.pid, Process::default()) {
-                    out.extend(old.launch_sites(p.pid));
+                    out.extend(old.sites.records(p.pid));
                 }
                 self.newly_seen.push(p.pid);
                 self.last_scanned = 0;
@@ -358,7 +332,7 @@ impl Attributor {
             }
             ProcEvent::Exit => {
                 if let Some(gone) = self.live.remove(&p.pid) {
-                    out.extend(gone.launch_sites(p.pid));
+                    out.extend(gone.sites.records(p.pid));
                 }
                 self.last_scanned = 0;
                 self.processes.forget(p.pid);
