@@ -3,7 +3,7 @@
 //! must read, with nothing skipped, and report what its recording saw. (`cf368ce`: the last build before
 //! the redesign of 2026-11-22 14:47, which wrote `"kind":""` for a probe whose symbol was missing, a
 //! trace the builds after it could not read; `1f05bb8`: main as it landed on 2026-11-23; `ef4bb2b`: the build
-//! that began reading them all.)
+//! that began reading them all; `77a58eb`: the first to write `entry_library` and `launch_sites` records.)
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +14,7 @@ fn compat(name: &str) -> PathBuf {
 }
 
 /// The builds whose traces are kept, oldest first.
-const BUILDS: [&str; 3] = ["2026-11-22-cf368ce", "2026-11-23-1f05bb8", "2026-11-23-ef4bb2b"];
+const BUILDS: [&str; 4] = ["2026-11-22-cf368ce", "2026-11-23-1f05bb8", "2026-11-23-ef4bb2b", "2026-11-24-77a58eb"];
 
 /// Reads a kept trace: complete, nothing skipped; its report as JSON.
 fn read(name: &str) -> (Vec<Record>, serde_json::Value) {

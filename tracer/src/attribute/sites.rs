@@ -37,7 +37,7 @@ impl Sites {
     /// The process's launches by the file that made them.
     pub(super) fn records(&self, pid: u32) -> Vec<Record> {
         let mut by_file: BTreeMap<&str, u64> = BTreeMap::new();
-        for (file, n) in self.0.values() {
+        for (file, n) in self.0.values().filter(|(_, n)| *n > 0) {
             *by_file.entry(file.as_deref().unwrap_or("")).or_default() += n;
         }
         by_file
