@@ -26,7 +26,32 @@ def step(x, y):
     return torch.relu(x @ y) + 1
 
 
-def workload(x, y):
+def libraries(x):
+    """A convolution (cuDNN) and a user-written Triton kernel (when Triton is installed): kernels whose
+    code comes from libraries other than cuBLAS, and from an image compiled at run time."""
+    w = torch.randn(16, 1, 3, 3, device="cuda")
+    for _ in range(ITERS):
+        torch.nn.functional.conv2d(x[None, None, :64, :64], w)
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        print("triton: not installed, its part skipped", file=sys.stderr)
+        return
+
+    @triton.jit
+    def add_one(ptr, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(ptr + i, tl.load(ptr + i, mask=i < n) + 1, mask=i < n)
+
+    flat = x.reshape(-1)
+    for _ in range(ITERS):
+        add_one[(triton.cdiv(flat.numel(), 1024),)](flat, flat.numel(), BLOCK=1024)
+
+
+def workload(x, y, with_libraries=False):
+    if with_libraries:
+        libraries(x.clone())
     for _ in range(ITERS):
         step(x, y)
     static_x = torch.empty_like(x)
@@ -59,6 +84,7 @@ def main():
     ap.add_argument("--out", default="oracle.json")
     ap.add_argument("--launches", type=int, default=20_000, help="launches per timed round (loop mode)")
     ap.add_argument("--rounds", type=int, default=10, help="timed rounds (loop mode)")
+    ap.add_argument("--libraries", action="store_true", help="add a cuDNN convolution and a Triton kernel")
     a = ap.parse_args()
     if a.mode == "loop":
         x = torch.zeros(1, device="cuda")
@@ -85,12 +111,12 @@ def main():
         return
     x, y = inputs()
     if a.mode == "trace":
-        workload(x, y)
+        workload(x, y, a.libraries)
         return
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        workload(x, y)
+        workload(x, y, a.libraries)
     counts = collections.Counter()
     for e in prof.events():
         if e.device_type != torch.autograd.DeviceType.CUDA:

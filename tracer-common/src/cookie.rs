@@ -42,6 +42,11 @@ pub const MARK: u64 = 1 << 42;
 /// device-to-host or from the pointers.
 pub const MARK_IF: u64 = 1 << 43;
 const MARK_SHIFT: u32 = 44; // 3 bits
+/// Wake the reader at once when the record is written, and read the return address at entry.
+///
+/// For a module loaded from an image in memory, whose file (or, for an image outside every file, its
+/// loader's) is looked up in the process's maps while the process lives (such loads are few).
+pub const WAKE: u64 = 1 << 47;
 
 pub const fn mark_if(slot: u64) -> u64 {
     MARK_IF | ((slot & 7) << MARK_SHIFT)

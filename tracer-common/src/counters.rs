@@ -106,6 +106,9 @@ pub struct ThreadTally {
     /// 1 once the thread has exited or its process has left the filter: the entry keeps its counts, but no
     /// longer vouches that the thread is traced (a recycled thread id checks the filter again).
     pub ended: u32,
+    /// The ring's producer position just past the last copy toward the device this thread wrote: a copy
+    /// that finds the ring there (nothing written since) is tallied.
+    pub ring_at_copy: u64,
     /// Calls per tally slot.
     pub calls: [u64; TALLY_SLOTS],
     /// The sizes the calls passed (copies), summed, per tally slot.

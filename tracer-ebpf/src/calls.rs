@@ -8,6 +8,7 @@
 
 use aya_ebpf::{
     EbpfContext as _,
+    bindings::BPF_RB_PROD_POS,
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, generated::bpf_get_attach_cookie},
     macros::{uprobe, uretprobe},
     programs::{ProbeContext, RetProbeContext},
@@ -30,8 +31,14 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
     }
     // SAFETY: the context pointer is the probe's own pt_regs.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    let mut stash = Stash { ts_ns: 0, flags: 0, args: register_args(&ctx) };
+    let mut stash = Stash { ts_ns: 0, flags: 0, caller: 0, args: register_args(&ctx) };
     mark_host_copy(pid_tgid, c, &stash.args);
+    if c & (cookie::PARAMS | cookie::WAKE) != 0 {
+        // A launch (hipLaunchKernel) or a module load: its return address, [rsp] at entry, says which
+        // code made it.
+        // SAFETY: bpf_probe_read_user checks the address and never faults the process.
+        stash.caller = unsafe { bpf_probe_read_user(stack_pointer(&ctx) as *const u64) }.unwrap_or(0);
+    }
     if c & cookie::STACK != 0 {
         // [rsp] is the return address; stack arguments start at [rsp+8].
         let at = (stack_pointer(&ctx) + 8) as *const [u64; STACK_ARGS];
@@ -77,6 +84,10 @@ fn stack_pointer(ctx: &ProbeContext) -> u64 {
 /// A call on a hot path (CUDA's driver launches, graph replays, synchronizations): one trap. The record
 /// is written at entry with the arguments (stack slots or the `CUlaunchConfig` the cookie asks for);
 /// there is no return probe, so no duration and no return value.
+/// What one [`CallRecord`] advances the ring's producer position by: the record rounded up to 8 bytes,
+/// after the ring's own 8-byte header.
+const RECORD_SPAN: u64 = ((size_of::<CallRecord>() as u64 + 7) & !7) + 8;
+
 #[uprobe]
 pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
@@ -100,18 +111,28 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
             }
         };
         let slot = cookie::tally_slot_of(c) & (TALLY_SLOTS - 1);
+        // A copy toward the device is written when anything was written since this thread's last one
+        // (the ring's producer moved): after a launch it may start a step's next matrix pass. The copies
+        // of one batch of inputs after it are tallied.
+        let ring = if c & cookie::TALLY != 0 { EVENTS.query(u64::from(BPF_RB_PROD_POS)) } else { 0 };
         // SAFETY: `t` points into the live map value; only this thread writes its entry (its programs do
         // not run concurrently), so plain adds lose nothing.
         unsafe {
-            if c & cookie::TALLY != 0 || (*t).host_copied == 0 {
+            let tally = if c & cookie::TALLY != 0 { (*t).ring_at_copy == ring } else { (*t).host_copied == 0 };
+            if tally {
                 (*t).calls[slot] += 1;
                 if c & cookie::TALLY != 0 {
                     (*t).bytes[slot] += ctx.arg::<u64>(2).unwrap_or(0);
                 }
                 return 0;
             }
-            // A sync after a copy toward the host: it ends a step, so it is written.
-            (*t).host_copied = 0;
+            if c & cookie::TALLY != 0 {
+                // Past this copy's own record: the next copy with nothing written between is tallied.
+                (*t).ring_at_copy = ring + RECORD_SPAN;
+            } else {
+                // A sync after a copy toward the host: it ends a step, so it is written.
+                (*t).host_copied = 0;
+            }
         }
     } else if !traced((pid_tgid >> 32) as u32) {
         return 0;
@@ -196,10 +217,14 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
             Err(_) => flags |= CALL_OUT_FAULT,
         }
     }
-    // A fat binary registered wakes the reader at once: its process's maps are read while it lives
-    // (a library's fat binaries are few; its kernel registrations, many, wake nobody).
-    let wake =
-        if c & cookie::WRAPPER != 0 { u64::from(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP) } else { submit_flags() };
+    // A fat binary registered, or a module loaded from an image, wakes the reader at once: its process's
+    // maps are read while it lives (a library's fat binaries are few; its kernel registrations, many,
+    // wake nobody).
+    let wake = if c & (cookie::WRAPPER | cookie::WAKE) != 0 {
+        u64::from(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP)
+    } else {
+        submit_flags()
+    };
     match EVENTS.reserve::<CallRecord>(0) {
         Some(mut entry) => {
             entry.write(CallRecord {
@@ -208,7 +233,7 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
                 ret,
                 out,
                 flags,
-                caller: 0,
+                caller: stash.caller,
                 args: stash.args,
             });
             entry.submit(wake);
@@ -233,7 +258,8 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
 #[inline(always)]
 fn thread_tally(pid_tgid: u64) -> Option<*mut ThreadTally> {
     let t = THREADS.get_ptr_mut(pid_tgid).or_else(|| {
-        let zero = ThreadTally { host_copied: 0, ended: 0, calls: [0; TALLY_SLOTS], bytes: [0; TALLY_SLOTS] };
+        let zero =
+            ThreadTally { host_copied: 0, ended: 0, ring_at_copy: 0, calls: [0; TALLY_SLOTS], bytes: [0; TALLY_SLOTS] };
         #[expect(clippy::let_underscore_must_use, reason = "the lookup below tells whether an entry exists")]
         let _: Result<(), _> = THREADS.insert(pid_tgid, zero, u64::from(aya_ebpf::bindings::BPF_NOEXIST));
         THREADS.get_ptr_mut(pid_tgid)

@@ -21,6 +21,9 @@ pub(crate) static PIDS: HashMap<u32, u32> = HashMap::with_max_entries(8192, 0);
 pub(crate) struct Stash {
     pub ts_ns: u64,
     pub flags: u64,
+    /// A launch's or module load's return address (the code that made it), read at entry; 0 for other
+    /// calls.
+    pub caller: u64,
     pub args: [u64; ARG_SLOTS],
 }
 

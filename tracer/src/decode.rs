@@ -208,7 +208,7 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
     };
     let u32s = |x: &[u64]| -> [u32; 3] { std::array::from_fn(|i| x[i] as u32) };
     let shmem = |v: u64, shmem32: bool| if shmem32 { u64::from(v as u32) } else { v };
-    let call = Call { entry_only, ..Call::new(o, api, i64::from(ret32), r.duration_ns) };
+    let call = Call { entry_only, caller: r.caller, ..Call::new(o, api, i64::from(ret32), r.duration_ns) };
     Ok(match api.layout() {
         Layout::LaunchDim3 { shmem32 } => {
             launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, shmem(a[6], shmem32), a[7])

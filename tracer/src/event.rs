@@ -231,6 +231,10 @@ pub struct Call {
     /// Recorded at entry by a one-trap probe (`cuGraphLaunch`): `ret` and `dur` are not known (0).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub entry_only: bool,
+    /// A module load's return address (the code that loaded it), read while recording to place an image
+    /// that lies outside every file; the trace keeps what it placed (`file`), not the address.
+    #[serde(skip)]
+    pub caller: u64,
 }
 
 impl Call {
@@ -260,6 +264,7 @@ impl Call {
             file_offset: None,
             bundle: None,
             entry_only: false,
+            caller: 0,
         }
     }
 

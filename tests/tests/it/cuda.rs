@@ -60,6 +60,18 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     let sources: Vec<&str> = kernels(&records).iter().map(|k| k.source.as_str()).collect();
     // (The last: the runtime resolving its registered vecadd lazily, through cuLibraryGetKernel.)
     assert_eq!(sources, ["library", "library", "module", "library"]);
+    // Each kernel's code: the file holding the image its library or module was loaded from (the
+    // program's own .rodata here; libcublasLt's or libtorch_cuda's embedded fat binary on a GPU machine).
+    let driver = fixture("cuda_driver");
+    for k in kernels(&records) {
+        assert_eq!(k.code_file.as_deref(), Some(driver.to_str().unwrap()), "{k:?}");
+    }
+    let loads: Vec<(&str, Option<&str>)> = calls(&records)
+        .iter()
+        .filter(|c| matches!(c.api.name(), "cuLibraryLoadData" | "cuModuleLoadData"))
+        .map(|c| (c.api.name(), c.file.as_deref()))
+        .collect();
+    assert_eq!(loads, [("cuLibraryLoadData", driver.to_str()), ("cuModuleLoadData", driver.to_str())]);
     // Memory calls: sizes, pointers and directions.
     let calls = calls(&records);
     let alloc = calls.iter().find(|c| c.api.name() == "cuMemAlloc_v2").unwrap();
@@ -69,15 +81,20 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
         (d2h.size, d2h.src, d2h.kind.map(tracer::event::MemcpyKind::name).as_deref()),
         (Some(64), Some(0x7f00_0000_0000), Some("DeviceToHost"))
     );
-    // The async copies to the device are tallied in the kernel (a token's loop makes ~7), and so are the
-    // syncs with no copy to the host before them on their thread: no record of their own, one tally per
-    // function at the end, summed over the two threads that made them.
-    assert!(calls.iter().all(|c| c.api.name() != "cuMemcpyHtoDAsync_v2"));
+    // An async copy to the device is written when its thread's last one was followed by a record (a
+    // launch may have run since: the copy may start a step's next matrix pass), else tallied in the kernel
+    // (a token's loop makes ~7 in a row); the syncs with no copy to the host before them on their thread
+    // are tallied: no record of their own, one tally per function at the end, summed over the threads.
+    // The main thread's first copy and the worker thread's are written; the main thread's second, right
+    // after its first, is tallied.
+    let h2d: Vec<Option<u64>> =
+        calls.iter().filter(|c| c.api.name() == "cuMemcpyHtoDAsync_v2").map(|c| c.size).collect();
+    assert_eq!(h2d, [Some(32), Some(16)]);
     let tallies: Vec<(&str, u64, u64)> = records
         .iter()
         .filter_map(|r| if let Record::Tally(t) = r { Some((t.api.name(), t.calls, t.bytes)) } else { None })
         .collect();
-    assert_eq!(tallies, [("cuStreamSynchronize", 2, 0), ("cuMemcpyHtoDAsync_v2", 2, 48)]);
+    assert_eq!(tallies, [("cuStreamSynchronize", 2, 0), ("cuMemcpyHtoDAsync_v2", 1, 16)]);
     // The synchronization after the copy to the host is written (it ends a step).
     assert_eq!(calls.iter().filter(|c| c.api.name() == "cuStreamSynchronize").count(), 1);
     assert_eq!(calls.iter().filter(|c| c.api.name() == "cuGraphLaunch" && c.handle == Some(0x7000)).count(), 5);
@@ -89,11 +106,11 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     let p = &v["processes"][0];
     assert_eq!((p["graph_replays"].as_u64(), p["graph_replays_unresolved"].as_u64()), (Some(5), Some(0)));
     let h2d = p["api"].as_array().unwrap().iter().find(|a| a["api"] == "cuMemcpyHtoDAsync_v2").unwrap();
-    assert_eq!((h2d["calls"].as_u64(), h2d["tallied"].as_u64()), (Some(2), Some(2)));
+    assert_eq!((h2d["calls"].as_u64(), h2d["tallied"].as_u64()), (Some(3), Some(1)));
     let sync = p["api"].as_array().unwrap().iter().find(|a| a["api"] == "cuStreamSynchronize").unwrap();
     assert_eq!((sync["calls"].as_u64(), sync["tallied"].as_u64()), (Some(3), Some(2)));
     let copies = &p["memory"]["memcpy"]["HostToDevice"];
-    assert_eq!((copies["calls"].as_u64(), copies["unchecked"].as_u64()), (Some(3), Some(2)), "{copies}");
+    assert_eq!((copies["calls"].as_u64(), copies["unchecked"].as_u64()), (Some(4), Some(3)), "{copies}");
     let runs: Vec<(u64, u64, u64)> = p["kernels"]
         .as_array()
         .unwrap()
@@ -169,5 +186,17 @@ fn late_attach_learns_driver_functions_from_runtime_launches() {
     assert_eq!(unnamed.handle, 0xBAD0);
     assert_eq!(unnamed.caller.as_deref(), Some(driver.to_str().unwrap()));
     assert_eq!(ks.len(), 3, "{ks:#?}");
+    // Two replays of a graph captured before the attach: their kernels unknown, said in one sentence, and
+    // the two steps they ran in (each ended by the logits copy and its sync) still cut.
+    let v = tracer_json(&["report", "--json", out.to_str().unwrap()]);
+    let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "cuda_driver").unwrap();
+    assert_eq!((p["graph_replays"].as_u64(), p["graph_replays_unresolved"].as_u64()), (Some(2), Some(2)));
+    // (The launches after them, of no matrix kernel, make one more step: "other".)
+    let phases = p["phases"].as_array().unwrap();
+    let unknown = phases.iter().find(|ph| ph["phase"] == "unknown").unwrap_or_else(|| panic!("{phases:?}"));
+    assert_eq!((unknown["steps"].as_u64(), unknown["unknown_replays"].as_u64()), (Some(2), Some(2)), "{phases:?}");
+    let text = String::from_utf8(tracer(&["report", out.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("2 of 2 graph replays ran executables captured before tracer started"), "{text}");
+    assert!(text.contains("kernels unknown      2"), "{text}");
     drop(std::fs::remove_dir_all(dir));
 }

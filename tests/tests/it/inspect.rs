@@ -37,7 +37,7 @@ fn inspect_lists_bundles_targets_and_ggml_kernels() {
     let gpu = &entries[1];
     assert_eq!(gpu["target"], "gfx1030");
     let kernels = gpu["kernels"].as_array().unwrap();
-    assert_eq!(kernels.len(), 9);
+    assert_eq!(kernels.len(), 10);
     let mmvq = kernels.iter().find(|k| k["family"] == "MMVQ").expect("mul_mat_vec_q found");
     assert_eq!(mmvq["quant"], "Q4_K");
     assert_eq!(mmvq["name"], "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj");
@@ -56,7 +56,7 @@ fn inspect_lists_bundles_targets_and_ggml_kernels() {
             (at, index, offsets.len() as u64)
         })
         .collect();
-    assert_eq!(mmq.len(), 2, "{kernels:?}");
+    assert_eq!(mmq.len(), 3, "{kernels:?}");
     assert!(mmq.contains(&(72, 10, mmq.iter().find(|m| m.0 == 72).unwrap().2)), "{mmq:?}");
     assert!(mmq.contains(&(80, 11, mmq.iter().find(|m| m.0 == 80).unwrap().2)), "{mmq:?}");
     // A target filter keeps only that target's entries.
@@ -126,7 +126,7 @@ fn compressed_bundles_open_like_plain_ones() {
     std::fs::write(&plain_file, plain).unwrap();
     let want = inspect_json(&[plain_file.to_str().unwrap()]);
     assert_eq!(kernel_names(&want), kernel_names(&inspect_json(&[prog.to_str().unwrap()])));
-    assert_eq!(kernel_names(&want)[1].len(), 9);
+    assert_eq!(kernel_names(&want)[1].len(), 10);
     for (version, method, name) in [(1, 1, "zstd"), (2, 1, "zstd"), (2, 0, "zlib"), (3, 1, "zstd"), (3, 0, "zlib")] {
         // Two compressed bundles in a row, padded as the section pads them: both open, numbered in order.
         let mut two = ccob(plain, version, method);

@@ -7,11 +7,17 @@ use integration_tests::*;
 
 /// Records `ggml_steps` with `flags` into a fresh scratch folder; the trace's path and its process's report.
 fn record_ggml_steps(scratch_name: &str, flags: &[&str]) -> (PathBuf, serde_json::Value) {
+    record_ggml_steps_mode(scratch_name, flags, &[])
+}
+
+/// The same, with the program's own arguments (`microbatch`).
+fn record_ggml_steps_mode(scratch_name: &str, flags: &[&str], mode: &[&str]) -> (PathBuf, serde_json::Value) {
     let out = scratch(scratch_name).join("t.jsonl");
     let prog = fixture("ggml_steps");
     let mut args = vec!["record", "-q", "-o", out.to_str().unwrap()];
     args.extend_from_slice(flags);
     args.extend(["--", prog.to_str().unwrap()]);
+    args.extend_from_slice(mode);
     let o = tracer(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v = tracer_json(&["report", "--json", out.to_str().unwrap()]);
@@ -101,4 +107,50 @@ fn lean_recording_leaves_synchronizations_unprobed_and_cuts_the_same_steps() {
     let text = String::from_utf8(tracer(&["report", out.to_str().unwrap()]).stdout).unwrap();
     assert!(text.contains("left unprobed by --lean (not counted): "), "{text}");
     assert!(text.contains("it ends at the logits copy"), "{text}");
+}
+
+/// A 513-token prompt with `n_ubatch` 512, as `llama_decode` runs it on the real HIP runtime: one step (one
+/// logits copy) of two matrix passes, each after its inputs' upload: ggml's `mul_mat_q` with its real
+/// parameter list over 512 columns, then `mul_mat_vec_q` over the last token. The step shows both, in
+/// order, with the kernels of each; each matrix kernel row gives its exact column counts.
+#[test]
+fn a_prompt_longer_than_one_micro_batch_is_one_step_of_two_passes() {
+    let (out, p) = record_ggml_steps_mode("microbatch", &[], &["microbatch"]);
+    let phases = p["phases"].as_array().unwrap();
+    let phase =
+        |name: &str| phases.iter().find(|ph| ph["phase"] == name).unwrap_or_else(|| panic!("no {name}: {phases:?}"));
+    let prefill = phase("prefill");
+    assert_eq!(prefill["steps"], 1);
+    assert_eq!(prefill["batch_widths"], serde_json::json!(["513 = 512 + 1"]));
+    assert_eq!(
+        prefill["micro_batched"],
+        serde_json::json!([{
+            "label": "513 = 512 + 1",
+            "steps": 1,
+            "passes": [
+                {"width": "512", "kernels": {"MMQ Q4_K": 1, "RoPE": 1, "flash-attention": 1, "quantize": 1}},
+                {"width": "1", "kernels": {"MMVQ Q4_K": 1, "RoPE": 1, "flash-attention F16": 1, "quantize": 1}}
+            ]
+        }])
+    );
+    let decode = phase("decode");
+    assert_eq!((decode["steps"].as_u64(), &decode["batch_widths"]), (Some(1), &serde_json::json!(["1"])));
+    assert!(decode.get("micro_batched").is_none(), "{decode}");
+    // Exact column counts per kernel row: MMQ's from its own ncols_y parameter, MMVQ's from its name.
+    let kernels = p["kernels"].as_array().unwrap();
+    let row = |family: &str| kernels.iter().find(|k| k["class"]["family"] == family).unwrap();
+    assert_eq!(row("MMQ")["ne11"], serde_json::json!({"512": 1}));
+    assert_eq!(row("MMVQ")["ne11"], serde_json::json!({"1": 2}));
+    let text = String::from_utf8(tracer(&["report", out.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("ne11 (columns): 512 x1"), "{text}");
+    assert!(
+        text.contains(
+            "513 = 512 + 1 (1 step), passes in order: [512] MMQ Q4_K x1, RoPE x1, flash-attention x1, quantize x1; \
+             [1] MMVQ Q4_K x1, RoPE x1, flash-attention F16 x1, quantize x1"
+        ),
+        "{text}"
+    );
+    // The MMQ row shows its exact count, not the name's tile bound.
+    let mmq_line = text.lines().find(|l| l.contains("mul_mat_q")).unwrap();
+    assert!(mmq_line.contains("MMQ Q4_K ") && !mmq_line.contains("b<="), "{mmq_line}");
 }

@@ -94,6 +94,17 @@ fn record_mini_runner(
     (out, records)
 }
 
+/// The program a process exec'd, as its exec record names it.
+fn runner_path(records: &[Record], pid: u32) -> &str {
+    records
+        .iter()
+        .find_map(|r| match r {
+            Record::Process(p) if p.pid == pid && p.cause.as_str() == "exec" => Some(p.argv[0].as_str()),
+            _ => None,
+        })
+        .expect("an exec record")
+}
+
 #[test]
 fn command_is_recorded_from_its_first_instruction() {
     let (_, records) = record_mini_runner_launches("command", "t.jsonl");
@@ -122,6 +133,16 @@ fn command_is_recorded_from_its_first_instruction() {
     assert!(calls(&records).iter().any(|c| c.api.name() == "__hipRegisterFatBinary" && c.module.unwrap_or(0) != 0));
 
     assert_known_launches(&records, pid, "register");
+    // Which code made the launches: every one, HIP's two-trap hipLaunchKernel included (its return address
+    // is read at entry), came from the program itself.
+    let sites: Vec<(&str, u64)> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::LaunchSites(s) if s.pid == pid => Some((s.path.as_str(), s.launches)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sites, [(runner_path(&records, pid), LAUNCHES.len() as u64)]);
 
     let exit = records.iter().find_map(|r| if let Record::Exit(e) = r { Some(e) } else { None }).expect("exit");
     assert_eq!((exit.pid, exit.code), (pid, Some(0)));

@@ -292,6 +292,13 @@ impl Attributor {
                     c.file = Some(code.file);
                     c.file_offset = Some(code.offset);
                     c.bundle = code.bundle;
+                } else if let (true, Some(module), Some(image)) = (ok, c.module, c.ptr)
+                    && let Some((file, offset)) = names.module_image(module, image, c.caller, c.ts)
+                {
+                    // Loaded from an image: the file holding it holds the code of its functions (no
+                    // offset: an image in memory, placed in the file whose code loaded it).
+                    c.file = Some(file);
+                    c.file_offset = offset;
                 }
             }
             Op::CodeObjectRead => {
@@ -362,7 +369,7 @@ impl Attributor {
             }
             // A library kernel: a context's function is named after it (`cuKernelGetFunction`).
             Op::KernelLookup => {
-                names.library_kernel(n.handle, &n.name, n.truncated);
+                names.library_kernel(n.handle, n.module, &n.name, n.truncated);
                 Source::Library
             }
             Op::FunctionLookup => Source::Module,

@@ -22,6 +22,7 @@ const fn look(m: &MappedReport) -> (&'static str, &'static str, &'static str) {
     } else {
         match m.status {
             MapStatus::Called => ("called", "#f5d76e", "filled"),
+            MapStatus::Dispatched => ("dispatched", "#7bc96f", "filled"),
             MapStatus::MappedOnly => ("mapped only", "#d9d9d9", "filled"),
             MapStatus::NotProbed => ("not counted", "#ffffff", "dashed"),
         }

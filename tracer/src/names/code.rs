@@ -72,6 +72,29 @@ impl Of<'_> {
         Some(code)
     }
 
+    /// A module or library loaded from an image in memory (`cuModuleLoadData`, `cuLibraryLoadData`,
+    /// `hipModuleLoadData`): the file mapping the image (a library's embedded fat binary: `libcublasLt`,
+    /// `libtorch_cuda`), kept for the functions looked up in it. An image outside every file (decompressed
+    /// or compiled at run time: cuBLASLt's compressed kernels, Triton, NVRTC) is placed in the file whose
+    /// code loaded it (`caller`, the load's return address), with no offset, and counted.
+    pub fn module_image(&mut self, module: u64, image: u64, caller: u64, ts: u64) -> Option<(String, Option<u64>)> {
+        let (path, offset) = if let Some(m) = self.mapping_at(image, ts).cloned() {
+            let offset = m.file_offset(image);
+            (m.path, Some(offset))
+        } else if let Some(m) = (caller != 0).then(|| self.mapping_at(caller, ts).cloned()).flatten() {
+            self.names.count("module_images_placed_by_loader");
+            (m.path, None)
+        } else {
+            let why = if self.proc.gone { "module_images_maps_gone" } else { "module_images_outside_files" };
+            self.names.count(why);
+            return None;
+        };
+        self.proc
+            .modules
+            .insert(module, FatBinaryCode { file: path.clone(), offset: offset.unwrap_or(0), bundle: None });
+        Some((path, offset))
+    }
+
     /// The file mapping `addr`, when it carries a fat binary (a host stub lies in its kernel's file).
     pub(super) fn code_file_at(&mut self, addr: u64, ts: u64) -> Option<String> {
         let m = self.mapping_at(addr, ts)?.clone();

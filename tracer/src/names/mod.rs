@@ -118,7 +118,7 @@ pub struct ProcessNames {
     /// HSA symbol handle -> kernel name (without `.kd`), until its `KERNEL_OBJECT` is asked.
     hsa_symbols: HashMap<u64, String>,
     /// Library kernel handles (`CUkernel`) -> (name, truncated): a context's function is named after them.
-    library_kernels: HashMap<u64, (String, bool)>,
+    library_kernels: HashMap<u64, (String, bool, u64)>,
     /// The CUDA runtime's and driver's names.
     cuda: cuda::CudaNames,
 }
@@ -182,6 +182,8 @@ impl Of<'_> {
             },
             // A host stub named from its file lies in the file that carries the kernel's code.
             Source::Elf | Source::RegisterCall => self.bundles_of(handle, name, ts),
+            // A function looked up in a module or library loaded from an image: the file holding the image.
+            Source::Module | Source::Library => (self.proc.modules.get(&module).map(|c| c.file.clone()), Vec::new()),
             _ => (None, Vec::new()),
         };
         trace::Kernel {
@@ -255,9 +257,9 @@ impl Of<'_> {
         Some(self.bind(object, symbol, &name, Source::Hsa, false, ts))
     }
 
-    /// A library kernel (`CUkernel`) looked up by name: kept for the functions made from it.
-    pub fn library_kernel(&mut self, kernel: u64, name: &str, truncated: bool) {
-        self.proc.library_kernels.insert(kernel, (name.to_owned(), truncated));
+    /// A library kernel (`CUkernel`) looked up by name in `library`: kept for the functions made from it.
+    pub fn library_kernel(&mut self, kernel: u64, library: u64, name: &str, truncated: bool) {
+        self.proc.library_kernels.insert(kernel, (name.to_owned(), truncated, library));
     }
 
     /// The function a library kernel has in the current context (`cuKernelGetFunction`): named as the
@@ -266,8 +268,10 @@ impl Of<'_> {
         if self.lookup(function).is_some() {
             return None;
         }
-        let (name, truncated) = self.proc.library_kernels.get(&kernel)?.clone();
-        Some(self.bind(function, kernel, &name, Source::Library, truncated, ts))
+        let (name, truncated, library) = self.proc.library_kernels.get(&kernel)?.clone();
+        let mut rec = self.bind(function, kernel, &name, Source::Library, truncated, ts);
+        rec.code_file = self.proc.modules.get(&library).map(|c| c.file.clone());
+        Some(rec)
     }
 
     /// A dispatch's kernel object: its id, bound first (the record to write) from `ROCr`'s code-object

@@ -50,6 +50,12 @@ impl ProcessSteps {
             self.launch_widths.sources.clone()
         }
     }
+
+    /// The exact column counts (ne11) each MMQ or MMVQ kernel id ran with, counted in executions: in the
+    /// launches' view (launches and graph replays), or the queue's (dispatches).
+    pub const fn columns(&self, queue: bool) -> &BTreeMap<u32, BTreeMap<u32, u64>> {
+        if queue { &self.queue_widths.columns } else { &self.launch_widths.columns }
+    }
 }
 
 impl Feeder {
@@ -89,20 +95,25 @@ impl Feeder {
                 k.batch = class.batch;
             }
         } else {
+            p.launch_widths.ran(l.kernel, &class, 1);
             p.phases.launch(class, l.ts);
         }
     }
 
     fn call(&mut self, c: &Call) {
         let p = self.procs.entry(c.pid).or_default();
+        let unknown_before = p.graphs.unknown_replays;
         if let Some(bag) = p.graphs.call(c) {
             for (&id, k) in bag {
                 let mut class = self.classes.of(Some(id));
                 if k.batch.is_some() {
                     class.batch = k.batch;
                 }
+                p.launch_widths.ran(Some(id), &class, k.count);
                 p.phases.replay(&class, k.count, c.ts);
             }
+        } else if p.graphs.unknown_replays > unknown_before {
+            p.phases.unknown_replay(c.ts);
         }
         p.phases.call(c.api.op(), c.kind, c.ts, self.lean);
     }
@@ -120,6 +131,7 @@ impl Feeder {
         // The kernel's own argument where the doorbell read it.
         let exact = class.ne11_from_kernarg(&d.params);
         p.queue_widths.settle(&mut class, d.queue, blocks, exact);
+        p.queue_widths.ran(d.kernel, &class, 1);
         p.phases.dispatch(class, d.ts);
     }
 }
@@ -159,9 +171,19 @@ struct MmqWidths {
     quantized: HashMap<u64, u32>,
     /// MMQ kernels by the source of their column count.
     sources: BTreeMap<&'static str, u64>,
+    /// Kernel id -> exact column count -> executions, of MMQ and MMVQ kernels whose count is known.
+    columns: BTreeMap<u32, BTreeMap<u32, u64>>,
 }
 
 impl MmqWidths {
+    /// `n` executions of kernel `id`: counted under its exact column count when it is a ggml matrix
+    /// kernel whose count is known.
+    fn ran(&mut self, id: Option<u32>, class: &Class, n: u64) {
+        if let (Some(id), Family::Mmq | Family::Mmvq, Some(Batch::Exact(columns))) = (id, class.family, class.batch) {
+            *self.columns.entry(id).or_default().entry(columns).or_default() += n;
+        }
+    }
+
     /// One kernel run on stream or queue `lane` with a grid of `grid` blocks: a src1 quantization is
     /// remembered; an MMQ takes its exact column count from its own parameter (`exact`) where that was
     /// read, else from the quantization before it there, else keeps its tile bound.

@@ -6,10 +6,17 @@
 //! llama.cpp, each token's step is: inputs copied up, the graph replayed, the logits copied down, a sync):
 //! its kernels are those its capture recorded; launches made while capturing run only in replays. Labels:
 //! any MMQ or BLAS GEMM, or MMVQ with more than one column, is a prompt batch (prefill); MMVQ with one
-//! column only is token decode; a step with no quantized or BLAS matrix kernel is "other". A step's batch
-//! width is its widest matrix kernel's (a prompt's output projection runs on the last token only). Kernels
+//! column only is token decode; a step with no quantized or BLAS matrix kernel is "other". Kernels
 //! are counted from the queue's dispatches when the process has any (graph replays reach the queue), else
 //! from its API launches and replays. Only processes that ran ggml's quantized kernels get phases.
+//!
+//! A step runs one or more matrix passes (micro-batches): llama.cpp splits a prompt longer than its
+//! `n_ubatch` into passes of at most that many tokens, each one evaluation of the graph with its inputs
+//! copied up first, all in one `llama_decode` (one step: only the last pass copies logits down). A copy
+//! toward the device after a matrix kernel starts the next pass. A pass's width is its widest matrix
+//! kernel's (a prompt's output projection runs on the last token only); a step of several passes is
+//! labelled with their sum, `513 = 512 + 1`. A recording made with `--lean` does not see ggml's input
+//! copies (async, to the device): each of its steps is one pass.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,6 +43,9 @@ pub enum Phase {
     /// No quantized or BLAS matrix kernel.
     #[default]
     Other,
+    /// Its kernels are unknown: it ran graph replays of executables whose capture tracer did not see
+    /// (made before it attached), and no matrix kernel tracer could count.
+    Unknown,
 }
 
 impl Phase {
@@ -44,6 +54,7 @@ impl Phase {
             Self::Prefill => "prefill",
             Self::Decode => "decode",
             Self::Other => "other",
+            Self::Unknown => "kernels unknown",
         }
     }
 }
@@ -55,13 +66,100 @@ pub struct PhaseReport {
     pub steps: u64,
     /// Kernels by family, and by family and quant type ("MMVQ `Q4_K`").
     pub kernels: BTreeMap<String, u64>,
-    /// The steps' batch widths, each its widest matrix kernel's ("1", "290"; "<=16" where only a tile
-    /// bound is known).
+    /// The steps' batch widths: a pass's widest matrix kernel's ("1", "290"; "<=16" where only a tile
+    /// bound is known), a step of several passes their sum ("513 = 512 + 1").
     pub batch_widths: BTreeSet<String>,
+    /// Steps of more than one pass, grouped by their passes' widths in order, with the kernels of each
+    /// pass (at most [`MAX_SEQUENCES`] sequences per phase; steps of others are counted in
+    /// `passes_unlisted`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub micro_batched: Vec<PassSequence>,
+    /// Steps of several passes whose sequence was not listed (more than [`MAX_SEQUENCES`] distinct ones).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub passes_unlisted: u64,
+    /// Copies that would have started a pass beyond [`MAX_PASSES`] in one step: those passes were
+    /// counted in the step's last listed pass.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub passes_merged: u64,
+    /// Graph replays in these steps whose kernels are unknown (their executable's capture was not seen).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unknown_replays: u64,
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+const fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// The most passes kept per step; a copy that would start one more adds to the last (counted).
+pub const MAX_PASSES: usize = 64;
+/// The most distinct pass sequences listed per phase; steps of further ones are counted.
+pub const MAX_SEQUENCES: usize = 64;
+
+/// Steps that ran the same passes, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PassSequence {
+    /// "513 = 512 + 1" (a sum only when every width is exact).
+    pub label: String,
+    pub steps: u64,
+    /// Each pass in order: its width and its kernels by family.
+    pub passes: Vec<PassReport>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PassReport {
+    pub width: String,
+    pub kernels: BTreeMap<String, u64>,
+}
+
+/// "513 = 512 + 1" for several passes whose widths are all exact, "<=16 + 1" otherwise; one pass's width
+/// alone; "-" for none known.
+fn passes_label(widths: &[Option<Batch>]) -> String {
+    let labels: Vec<String> = widths.iter().map(|w| w.map_or_else(|| "-".to_owned(), Batch::label)).collect();
+    if labels.len() <= 1 {
+        return labels.into_iter().next().unwrap_or_else(|| "-".to_owned());
+    }
+    let exact: Option<Vec<u64>> =
+        widths.iter().map(|w| if let Some(Batch::Exact(n)) = w { Some(u64::from(*n)) } else { None }).collect();
+    match exact {
+        Some(n) => format!("{} = {}", n.iter().sum::<u64>(), labels.join(" + ")),
+        None => labels.join(" + "),
+    }
+}
+
+fn family_key((family, quant): (Family, Option<&'static str>)) -> String {
+    quant.map_or_else(|| family.name().to_owned(), |q| format!("{} {q}", family.name()))
 }
 
 /// Kernels of one family (and quantization type) counted.
 type FamilyCounts = BTreeMap<(Family, Option<&'static str>), u64>;
+
+/// One matrix pass of a step (a micro-batch): its widest matrix kernel and its kernels by family.
+#[derive(Clone, Default)]
+struct Pass {
+    widest: Option<Batch>,
+    counts: FamilyCounts,
+    /// It ran a matrix kernel (MMQ, MMVQ, a BLAS GEMM): a copy toward the device ends it.
+    matrix: bool,
+}
+
+impl Pass {
+    fn add(&mut self, other: Self) {
+        for (k, n) in other.counts {
+            *self.counts.entry(k).or_default() += n;
+        }
+        self.widest = wider(self.widest, other.widest);
+        self.matrix |= other.matrix;
+    }
+}
+
+/// The wider of two batches (by their most columns).
+fn wider(a: Option<Batch>, b: Option<Batch>) -> Option<Batch> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if upper(y) > upper(x) { y } else { x }),
+        (x, y) => x.or(y),
+    }
+}
 
 /// The step being built: what its kernels add up to, not the kernels themselves, so that memory stays
 /// flat however long the trace.
@@ -69,13 +167,18 @@ type FamilyCounts = BTreeMap<(Family, Option<&'static str>), u64>;
 struct Step {
     kernels: usize,
     counts: FamilyCounts,
-    /// The widest batch of its matrix kernels.
-    widest: Option<Batch>,
+    /// The pass being built, and those before it in this step.
+    pass: Pass,
+    passes: Vec<Pass>,
+    /// Copies that would have started a pass beyond [`MAX_PASSES`].
+    passes_merged: u64,
     /// MMQ or a BLAS GEMM, or MMVQ over more than one column.
     prompt_batch: bool,
     mmvq: bool,
     /// A ggml quantized kernel (MMVQ, MMQ, `q8_1` quantize).
     ggml: bool,
+    /// Graph replays whose kernels are unknown.
+    unknown: u64,
     copied_to_host: bool,
     /// The first kernel's time and the last event's (kernel, or the call that ended the step).
     start: u64,
@@ -103,11 +206,39 @@ impl Step {
         self.mmvq |= class.family == Family::Mmvq;
         self.ggml |= matches!(class.family, Family::Mmvq | Family::Mmq | Family::Quantize);
         *self.counts.entry((class.family, class.quant)).or_default() += n;
-        if let Some(b) = class.batch
-            && self.widest.is_none_or(|w| upper(w) < upper(b))
-        {
-            self.widest = Some(b);
+        *self.pass.counts.entry((class.family, class.quant)).or_default() += n;
+        self.pass.widest = wider(self.pass.widest, class.batch);
+        self.pass.matrix |= matches!(class.family, Family::Mmq | Family::Mmvq | Family::BlasGemm);
+    }
+
+    /// A copy toward the device: after a matrix kernel, the next pass's inputs.
+    fn copy_up(&mut self) {
+        if !self.pass.matrix {
+            return;
         }
+        let pass = std::mem::take(&mut self.pass);
+        let full = self.passes.len() >= MAX_PASSES;
+        match self.passes.last_mut() {
+            Some(last) if full => {
+                last.add(pass);
+                self.passes_merged += 1;
+            }
+            _ => self.passes.push(pass),
+        }
+    }
+
+    /// Its passes, closed: kernels after the last matrix pass (no matrix kernel of their own) belong to it.
+    fn into_passes(mut self) -> (Vec<Pass>, u64) {
+        if self.pass.matrix {
+            self.copy_up();
+        }
+        let rest = std::mem::take(&mut self.pass);
+        match self.passes.last_mut() {
+            Some(last) => last.add(rest),
+            None if !rest.counts.is_empty() => self.passes.push(rest),
+            None => {}
+        }
+        (self.passes, self.passes_merged)
     }
 
     /// Any MMQ or BLAS GEMM, or MMVQ with more than one column, is a prompt batch (prefill); MMVQ with one
@@ -117,9 +248,15 @@ impl Step {
             Phase::Prefill
         } else if self.mmvq {
             Phase::Decode
+        } else if self.unknown > 0 {
+            Phase::Unknown
         } else {
             Phase::Other
         }
+    }
+
+    const fn is_empty(&self) -> bool {
+        self.kernels == 0 && self.unknown == 0
     }
 }
 
@@ -139,25 +276,63 @@ pub struct StepSpan {
     pub kernels: usize,
 }
 
+/// One phase's closed steps: how many, their kernels, their widths, and the steps of several passes by
+/// their sequence of widths.
+#[derive(Default)]
+struct PhaseAcc {
+    steps: u64,
+    counts: FamilyCounts,
+    widths: BTreeSet<String>,
+    sequences: BTreeMap<Vec<Option<Batch>>, (u64, Vec<FamilyCounts>)>,
+    unlisted: u64,
+    merged: u64,
+    unknown: u64,
+}
+
 /// The closed steps of one view (API launches or queue dispatches): totals per phase and a span each.
 #[derive(Default)]
 struct Done {
-    steps: BTreeMap<Phase, (u64, FamilyCounts, BTreeSet<Batch>)>,
+    steps: BTreeMap<Phase, PhaseAcc>,
     spans: Vec<StepSpan>,
     ggml: bool,
+    /// Steps ran graph replays whose kernels are unknown.
+    unknown: bool,
 }
 
 impl Done {
     fn add(&mut self, step: Step) {
         let phase = step.label();
-        let (n, counts, batches) = self.steps.entry(phase).or_default();
-        *n += 1;
-        for (k, c) in step.counts {
-            *counts.entry(k).or_default() += c;
+        let (start, end, kernels, ggml) = (step.start, step.end, step.kernels, step.ggml);
+        let acc = self.steps.entry(phase).or_default();
+        acc.steps += 1;
+        acc.unknown += step.unknown;
+        self.unknown |= step.unknown > 0;
+        for (k, c) in &step.counts {
+            *acc.counts.entry(*k).or_default() += c;
         }
-        batches.extend(step.widest);
-        self.ggml |= step.ggml;
-        self.spans.push(StepSpan { phase, start: step.start, end: step.end, kernels: step.kernels });
+        let (passes, merged) = step.into_passes();
+        acc.merged += merged;
+        let widths: Vec<Option<Batch>> = passes.iter().map(|p| p.widest).collect();
+        if widths.iter().any(Option::is_some) {
+            acc.widths.insert(passes_label(&widths));
+        }
+        if passes.len() > 1 {
+            let listed = acc.sequences.len() < MAX_SEQUENCES || acc.sequences.contains_key(&widths);
+            if listed {
+                let (n, counts) =
+                    acc.sequences.entry(widths).or_insert_with(|| (0, vec![FamilyCounts::new(); passes.len()]));
+                *n += 1;
+                for (into, pass) in counts.iter_mut().zip(passes) {
+                    for (k, c) in pass.counts {
+                        *into.entry(k).or_default() += c;
+                    }
+                }
+            } else {
+                acc.unlisted += 1;
+            }
+        }
+        self.ggml |= ggml;
+        self.spans.push(StepSpan { phase, start, end, kernels });
     }
 }
 
@@ -181,6 +356,16 @@ impl Phases {
         self.api.push_n(class, n, ts);
     }
 
+    /// A graph replay of an executable whose capture was not seen: part of the launches' step being built,
+    /// its kernels unknown (the queue's view, where there is one, sees them as dispatches).
+    pub fn unknown_replay(&mut self, ts: u64) {
+        if self.api.is_empty() {
+            self.api.start = ts;
+        }
+        self.api.end = self.api.end.max(ts);
+        self.api.unknown += 1;
+    }
+
     pub fn dispatch(&mut self, class: Class, ts: u64) {
         self.saw_dispatch = true;
         self.queue.push(class, ts);
@@ -195,11 +380,15 @@ impl Phases {
     /// synchronizations unprobed (`lean`: `record --lean`), the copy itself ends it.
     pub fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64, lean: bool) {
         for step in [&mut self.api, &mut self.queue] {
-            if step.kernels > 0 {
+            if !step.is_empty() {
                 step.end = step.end.max(ts);
             }
         }
         match (op, kind) {
+            (Op::Memcpy, Some(MemcpyKind::HostToDevice)) => {
+                self.api.copy_up();
+                self.queue.copy_up();
+            }
             (Op::Memcpy, Some(MemcpyKind::DeviceToHost)) if lean => self.close(),
             (Op::Memcpy, Some(MemcpyKind::DeviceToHost)) => {
                 self.api.copied_to_host = true;
@@ -213,7 +402,7 @@ impl Phases {
     fn close(&mut self) {
         for (step, done) in [(&mut self.api, &mut self.api_done), (&mut self.queue, &mut self.queue_done)] {
             let s = std::mem::take(step);
-            if s.kernels > 0 {
+            if !s.is_empty() {
                 done.add(s);
             }
         }
@@ -224,7 +413,7 @@ impl Phases {
     fn done(mut self) -> Option<Done> {
         self.close();
         let done = if self.saw_dispatch { self.queue_done } else { self.api_done };
-        done.ggml.then_some(done)
+        (done.ggml || done.unknown).then_some(done)
     }
 
     /// Each step as a labelled time span.
@@ -235,165 +424,41 @@ impl Phases {
     /// The phases' totals.
     pub fn finish(self) -> Vec<PhaseReport> {
         let Some(done) = self.done() else { return Vec::new() };
+        let named = |counts: FamilyCounts| counts.into_iter().map(|(k, n)| (family_key(k), n)).collect();
         done.steps
             .into_iter()
-            .map(|(phase, (steps, counts, batches))| PhaseReport {
-                phase,
-                steps,
-                kernels: counts
+            .map(|(phase, acc)| {
+                let mut micro_batched: Vec<PassSequence> = acc
+                    .sequences
                     .into_iter()
-                    .map(|((family, quant), n)| {
-                        let key = quant.map_or_else(|| family.name().to_owned(), |q| format!("{} {q}", family.name()));
-                        (key, n)
+                    .map(|(widths, (steps, counts))| PassSequence {
+                        label: passes_label(&widths),
+                        steps,
+                        passes: widths
+                            .iter()
+                            .zip(counts)
+                            .map(|(w, c)| PassReport {
+                                width: w.map_or_else(|| "-".to_owned(), Batch::label),
+                                kernels: named(c),
+                            })
+                            .collect(),
                     })
-                    .collect(),
-                batch_widths: batches.into_iter().map(Batch::label).collect(),
+                    .collect();
+                micro_batched.sort_by(|a, b| b.steps.cmp(&a.steps).then_with(|| a.label.cmp(&b.label)));
+                PhaseReport {
+                    phase,
+                    steps: acc.steps,
+                    kernels: named(acc.counts),
+                    batch_widths: acc.widths,
+                    micro_batched,
+                    passes_unlisted: acc.unlisted,
+                    passes_merged: acc.merged,
+                    unknown_replays: acc.unknown,
+                }
             })
             .collect()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use tracer_common::ApiFunc;
-
-    use super::*;
-    use crate::classify::classify;
-
-    const MMVQ1: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj";
-    const MMVQ4: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi4ELb0EEvPKvS2_PKiPfjjj";
-    const MMQ16: &str = "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii";
-
-    #[test]
-    fn steps_as_time_spans() {
-        let mut p = Phases::default();
-        p.launch(classify(MMQ16), 100);
-        p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 110);
-        p.call(ApiFunc::HipMemcpy.op(), Some(MemcpyKind::DeviceToHost), 120, false);
-        p.call(ApiFunc::HipStreamSynchronize.op(), None, 130, false);
-        p.launch(classify(MMVQ1), 200);
-        p.call(ApiFunc::HipGraphLaunch.op(), None, 250, false);
-        let spans = p.spans();
-        assert_eq!(
-            spans,
-            [
-                StepSpan { phase: Phase::Prefill, start: 100, end: 130, kernels: 2 },
-                StepSpan { phase: Phase::Decode, start: 200, end: 250, kernels: 1 },
-            ]
-        );
-    }
-
-    #[test]
-    fn lean_steps_end_at_the_copy_toward_the_host() {
-        // No synchronization recorded: the logits copy ends the step, and a copy toward the device does not.
-        let mut p = Phases::default();
-        p.launch(classify(MMQ16), 100);
-        p.call(ApiFunc::CuMemcpyHtoDAsync.op(), Some(MemcpyKind::HostToDevice), 105, true);
-        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 120, true);
-        p.call(ApiFunc::CuGraphLaunch.op(), None, 200, true);
-        p.launch(classify(MMVQ1), 210);
-        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 220, true);
-        // A second copy with no kernel since closes nothing.
-        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 230, true);
-        assert_eq!(
-            p.spans(),
-            [
-                StepSpan { phase: Phase::Prefill, start: 100, end: 120, kernels: 1 },
-                StepSpan { phase: Phase::Decode, start: 210, end: 220, kernels: 1 },
-            ]
-        );
-        // The same calls in a full recording: the copy alone ends nothing.
-        let mut p = Phases::default();
-        p.launch(classify(MMQ16), 100);
-        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 120, false);
-        p.launch(classify(MMVQ1), 210);
-        assert_eq!(p.spans().len(), 1);
-    }
-
-    #[test]
-    fn cuda_steps_and_no_phases_without_ggml() {
-        // ggml-cuda: the same cuts through the driver API's copy and synchronize.
-        let mut p = Phases::default();
-        for _ in 0..2 {
-            p.launch(classify(MMVQ1), 0);
-            p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
-            p.call(ApiFunc::CuStreamSynchronize.op(), None, 0, false);
-        }
-        let phases = p.finish();
-        assert_eq!((phases.len(), phases[0].phase.as_str(), phases[0].steps), (1, "decode", 2));
-        // A PyTorch process (cuBLAS GEMM and element-wise kernels): no prefill/decode to speak of.
-        let mut p = Phases::default();
-        p.launch(classify("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas"), 0);
-        p.launch(
-            classify(
-                "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_",
-            ),
-            0,
-        );
-        p.call(ApiFunc::CuGraphLaunch.op(), None, 0, false);
-        assert!(p.finish().is_empty());
-    }
-
-    #[test]
-    fn steps_end_at_a_sync_after_the_logits_copy() {
-        let mut p = Phases::default();
-        p.launch(classify(MMQ16), 0);
-        p.call(ApiFunc::HipStreamSynchronize.op(), None, 0, false); // no copy yet: same step
-        p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 0);
-        p.call(ApiFunc::HipMemcpy.op(), Some(MemcpyKind::DeviceToHost), 0, false);
-        p.call(ApiFunc::HipStreamSynchronize.op(), None, 0, false);
-        for _ in 0..3 {
-            p.launch(classify(MMVQ1), 0);
-            p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
-            p.call(ApiFunc::HipDeviceSynchronize.op(), None, 0, false);
-        }
-        p.launch(classify(MMVQ4), 0); // a 4-token prompt goes through MMVQ too
-        p.launch(classify(MMVQ1), 0); // its output projection: the last token only
-        let phases = p.finish();
-        let by: BTreeMap<&str, &PhaseReport> = phases.iter().map(|p| (p.phase.as_str(), p)).collect();
-        assert_eq!((by["prefill"].steps, by["decode"].steps), (2, 3));
-        assert_eq!(by["prefill"].kernels["MMQ Q4_K"], 1);
-        assert_eq!(by["prefill"].kernels["RoPE"], 1);
-        assert_eq!(by["decode"].kernels["MMVQ Q4_K"], 3);
-        assert_eq!(by["decode"].batch_widths, BTreeSet::from(["1".to_owned()]));
-        // Each step's widest: the 4-token prompt is width 4, not 1 as well.
-        assert_eq!(by["prefill"].batch_widths, BTreeSet::from(["4".to_owned(), "<=16".to_owned()]));
-    }
-
-    /// ggml-cuda's token loop with CUDA graphs, as the real llama.cpp does it: the graph is captured (its
-    /// launches do not run then), instantiated and replayed in the same step, then replayed alone in each
-    /// later step; the logits copy and its sync end every step.
-    #[test]
-    fn graph_replays_are_part_of_their_step() {
-        let mut p = Phases::default();
-        let token = |p: &mut Phases| {
-            p.replay(&classify(MMVQ1), 4, 0);
-            p.replay(&classify("_Z9rope_normILb1EEvPKfPfiiiii"), 2, 0);
-            p.call(ApiFunc::CuGraphLaunch.op(), None, 0, false);
-            p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
-            p.call(ApiFunc::CuStreamSynchronize.op(), None, 0, false);
-        };
-        for _ in 0..5 {
-            token(&mut p);
-        }
-        let phases = p.finish();
-        assert_eq!(phases.len(), 1);
-        assert_eq!((phases[0].phase, phases[0].steps), (Phase::Decode, 5));
-        assert_eq!(phases[0].kernels["MMVQ Q4_K"], 20);
-        assert_eq!(phases[0].kernels["RoPE"], 10);
-    }
-
-    #[test]
-    fn dispatches_win_over_launches() {
-        let mut p = Phases::default();
-        p.replay(&classify(MMVQ1), 1, 0);
-        for _ in 0..2 {
-            p.dispatch(classify(MMVQ1), 0);
-            p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
-            p.call(ApiFunc::HipStreamSynchronize.op(), None, 0, false);
-        }
-        let phases = p.finish();
-        assert_eq!(phases.len(), 1);
-        assert_eq!((phases[0].phase.as_str(), phases[0].steps, phases[0].kernels["MMVQ Q4_K"]), ("decode", 2, 2));
-    }
-}
+mod tests;

@@ -194,6 +194,9 @@ fn merge_by_name(kernels: Vec<KernelReport>) -> Vec<KernelReport> {
         m.failed += k.failed;
         m.executions += k.executions;
         m.graph_executions += k.graph_executions;
+        for (columns, n) in k.ne11 {
+            *m.ne11.entry(columns).or_default() += n;
+        }
         for (code, n) in k.returns {
             *m.returns.entry(code).or_default() += n;
         }
@@ -268,12 +271,6 @@ impl Ledger<'_> {
         } else {
             None
         };
-        let status = match (m.lib, calls) {
-            (Some(id), _) if self.called.contains(&id) => MapStatus::Called,
-            (_, Some(n)) if n > 0 => MapStatus::Called,
-            (_, Some(_)) => MapStatus::MappedOnly,
-            (_, None) => MapStatus::NotProbed,
-        };
         let attached =
             [probed.and_then(|l| l.attached_ts), counted.and_then(|l| l.attached_ts)].into_iter().flatten().next();
         let (kernels, executions) = self
@@ -281,6 +278,14 @@ impl Ledger<'_> {
             .iter()
             .filter(|k| k.code_file.as_deref() == Some(m.path.as_str()))
             .fold((0, 0), |(n, e), k| (n + 1, e + k.executions));
+        let launches_from = self.sites.get(&m.path).copied().unwrap_or(0);
+        let status = match (m.lib, calls) {
+            (Some(id), _) if self.called.contains(&id) => MapStatus::Called,
+            (_, Some(n)) if n > 0 => MapStatus::Called,
+            _ if executions > 0 || launches_from > 0 => MapStatus::Dispatched,
+            (_, Some(_)) => MapStatus::MappedOnly,
+            (_, None) => MapStatus::NotProbed,
+        };
         MappedReport {
             status,
             origin: probed.map(|l| l.origin),
@@ -292,7 +297,7 @@ impl Ledger<'_> {
             functions,
             kernels,
             executions,
-            launches_from: self.sites.get(&m.path).copied().unwrap_or(0),
+            launches_from,
             path: m.path,
         }
     }
@@ -412,7 +417,8 @@ impl ReportBuilder {
                         acc.launch_outcomes.get(&k.report.id).copied().unwrap_or_default();
                     let replayed = steps.graphs.replayed.get(&k.report.id).copied().unwrap_or(0);
                     let executions = launched - failed - captured + replayed;
-                    KernelReport { shapes, class, executions, graph_executions: replayed, ..k.report }
+                    let ne11 = steps.columns(false).get(&k.report.id).cloned().unwrap_or_default();
+                    KernelReport { shapes, class, executions, graph_executions: replayed, ne11, ..k.report }
                 })
                 .collect();
             let mut kernels = merge_by_name(kernels);
@@ -464,8 +470,11 @@ impl ReportBuilder {
             }
             .rows(seen_maps);
             let incomplete = mapped.iter().any(|m| m.unseen_before_s.is_some() || m.runtime_not_probed);
-            let (dispatches, crosscheck) =
+            let (mut dispatches, crosscheck) =
                 crosscheck::queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, steps.graphs.replays);
+            for d in &mut dispatches {
+                d.ne11 = d.kernel.and_then(|id| steps.columns(true).get(&id)).cloned().unwrap_or_default();
+            }
             let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
             ioctls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
             let (has_ioctls, has_queues) = (!ioctls.is_empty(), !acc.queues.is_empty());

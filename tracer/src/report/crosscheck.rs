@@ -58,6 +58,7 @@ pub(super) fn queue_view(
             kernel_object: object,
             dispatches: count,
             shapes,
+            ne11: BTreeMap::new(),
         });
     }
     reports.sort_by(|a, b| b.dispatches.cmp(&a.dispatches).then(a.kernel_object.cmp(&b.kernel_object)));

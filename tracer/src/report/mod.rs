@@ -150,6 +150,10 @@ pub struct FunctionCalls {
 pub enum MapStatus {
     /// Probes on it fired for this process.
     Called,
+    /// None of its calls counted (none made, or it is not probed), but its code ran: kernels whose code it
+    /// holds executed, or launches were made from its code (cuDNN's engine libraries, entered through
+    /// C++ only; the program itself).
+    Dispatched,
     /// Probed, never called.
     MappedOnly,
     /// A library tracer does not instrument.
@@ -160,6 +164,7 @@ impl MapStatus {
     pub const fn as_str(self) -> &'static str {
         match self {
             Self::Called => "called",
+            Self::Dispatched => "dispatched",
             Self::MappedOnly => "mapped-only",
             Self::NotProbed => "not-probed",
         }
@@ -177,6 +182,9 @@ pub struct DispatchReport {
     pub dispatches: u64,
     /// (workgroup, grid in work-items, group segment bytes) with counts.
     pub shapes: Vec<DispatchShape>,
+    /// A ggml MMQ or MMVQ kernel: its dispatches by exact column count (ne11), where known.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub ne11: BTreeMap<u32, u64>,
     /// The file and offload bundles holding the kernel's code, from the process's registration of the
     /// same kernel name (see `KernelReport`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -250,9 +258,11 @@ impl KernelClass {
         }
     }
 
-    pub(crate) fn text(&self) -> String {
+    /// The family text, with the batch bound the name or shape gives (`b<=128`), or without it (a row
+    /// whose exact column counts are listed instead).
+    pub(crate) fn text_with(&self, batch: bool) -> String {
         let quant = self.quant.as_deref().map(|q| format!(" {q}")).unwrap_or_default();
-        let batch = self.batch.as_deref().map(|b| format!(" b{b}")).unwrap_or_default();
+        let batch = self.batch.as_deref().filter(|_| batch).map(|b| format!(" b{b}")).unwrap_or_default();
         let library = self.library.as_deref().map(|l| format!(" ({l})")).unwrap_or_default();
         format!("{}{quant}{batch}{library}", self.family.name())
     }
@@ -287,6 +297,10 @@ pub struct KernelReport {
     pub executions: u64,
     /// Of those, the graph replays'.
     pub graph_executions: u64,
+    /// A ggml MMQ or MMVQ kernel: its executions by exact column count (ne11: the tokens of the matrix
+    /// pass), where known; executions not counted here ran with a column count only bounded (`class.batch`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub ne11: BTreeMap<u32, u64>,
     /// Return codes seen, by value.
     pub returns: BTreeMap<i32, u64>,
     pub shapes: Vec<Shape>,

@@ -241,6 +241,14 @@ fn write_api(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
 }
 
 fn write_phases(s: &mut String, p: &ProcessReport, lean: bool) -> std::fmt::Result {
+    if p.graph_replays_unresolved > 0 {
+        writeln!(
+            s,
+            "\n  {} of {} graph replays ran executables captured before tracer started: their kernels are \
+             unknown (a graph captured, instantiated or updated while tracing is followed)",
+            p.graph_replays_unresolved, p.graph_replays
+        )?;
+    }
     if p.phases.iter().any(|ph| ph.phase != crate::phase::Phase::Other) {
         writeln!(
             s,
@@ -259,6 +267,37 @@ fn write_phases(s: &mut String, p: &ProcessReport, lean: bool) -> std::fmt::Resu
                 if widths.is_empty() { "-".to_owned() } else { widths.join(", ") },
                 kernels.join(", ")
             )?;
+            for seq in &ph.micro_batched {
+                let passes: Vec<String> = seq
+                    .passes
+                    .iter()
+                    .map(|pass| {
+                        let k: Vec<String> = pass.kernels.iter().map(|(k, n)| format!("{k} x{n}")).collect();
+                        format!("[{}] {}", pass.width, k.join(", "))
+                    })
+                    .collect();
+                let steps = if seq.steps == 1 { "1 step".to_owned() } else { format!("{} steps", seq.steps) };
+                writeln!(s, "  {:>15}  {} ({steps}), passes in order: {}", "", seq.label, passes.join("; "))?;
+            }
+            if ph.passes_unlisted > 0 {
+                writeln!(
+                    s,
+                    "  {:>15}  ({} more steps of several passes, sequences not listed)",
+                    "", ph.passes_unlisted
+                )?;
+            }
+            if ph.unknown_replays > 0 {
+                writeln!(s, "  {:>15}  ({} graph replays of unknown kernels in these steps)", "", ph.unknown_replays)?;
+            }
+            if ph.passes_merged > 0 {
+                writeln!(
+                    s,
+                    "  {:>15}  ({} passes beyond {} in a step counted in its last)",
+                    "",
+                    ph.passes_merged,
+                    crate::phase::MAX_PASSES
+                )?;
+            }
         }
         if !p.mmq_widths.is_empty() {
             let sources: Vec<String> = p.mmq_widths.iter().map(|(k, n)| format!("{n} from the {k}")).collect();
@@ -286,9 +325,13 @@ fn write_queues(s: &mut String, p: &ProcessReport, opts: &TextOptions) -> std::f
                 display_name(&d.demangled, opts)
             };
             let first = d.shapes.first().map(dispatch_shape_text).unwrap_or_default();
-            writeln!(s, "  {:>10}  {:<38} {:<22} {}", d.dispatches, first, d.class.text(), name)?;
+            let exact = !d.ne11.is_empty() && d.ne11.values().sum::<u64>() >= d.dispatches;
+            writeln!(s, "  {:>10}  {:<38} {:<22} {}", d.dispatches, first, d.class.text_with(!exact), name)?;
             for sh in d.shapes.iter().skip(1) {
                 writeln!(s, "  {:>10}  {:<38}", "", dispatch_shape_text(sh))?;
+            }
+            if let Some(line) = columns_text(&d.ne11, d.dispatches) {
+                writeln!(s, "  {:>10}  {line}", "")?;
             }
             if let Some(code) = code_text(d.code_file.as_deref(), &d.bundles) {
                 writeln!(s, "  {:>10}  {code}", "")?;
@@ -397,6 +440,7 @@ struct KernelRow<'a> {
     from_elf: bool,
     code: Option<String>,
     returns: BTreeMap<i32, u64>,
+    ne11: BTreeMap<u32, u64>,
     first: &'a KernelReport,
 }
 
@@ -415,7 +459,9 @@ fn kernel_rows<'a>(kernels: &'a [KernelReport], full_names: bool) -> Vec<KernelR
         } else {
             k.short_name.clone()
         };
-        let class = k.class.text();
+        // Every run's exact column count known: the counts replace the name's tile bound.
+        let exact = !k.ne11.is_empty() && k.ne11.values().sum::<u64>() >= k.executions;
+        let class = k.class.text_with(!exact);
         let key = (name.clone(), class.clone());
         if let Some(&i) = at.get(&key).filter(|_| !full_names && !unnamed) {
             let r = &mut rows[i];
@@ -430,6 +476,9 @@ fn kernel_rows<'a>(kernels: &'a [KernelReport], full_names: bool) -> Vec<KernelR
             }
             for (code, n) in &k.returns {
                 *r.returns.entry(*code).or_default() += n;
+            }
+            for (columns, n) in &k.ne11 {
+                *r.ne11.entry(*columns).or_default() += n;
             }
             continue;
         }
@@ -446,6 +495,7 @@ fn kernel_rows<'a>(kernels: &'a [KernelReport], full_names: bool) -> Vec<KernelR
             from_elf: k.source == trace::Source::Elf,
             code: code_text(k.code_file.as_deref(), &k.bundles),
             returns: k.returns.clone(),
+            ne11: k.ne11.clone(),
             first: k,
         });
     }
@@ -497,6 +547,9 @@ fn write_kernels(s: &mut String, kernels: &[KernelReport], opts: &TextOptions) -
         if r.graph_runs > 0 {
             writeln!(s, "  {:>8} {:>8} {:>6}  ({} of the runs from graph replays)", "", "", "", r.graph_runs)?;
         }
+        if let Some(line) = columns_text(&r.ne11, r.runs) {
+            writeln!(s, "  {:>8} {:>8} {:>6}  {line}", "", "", "")?;
+        }
         if let Some(code) = &r.code {
             writeln!(s, "  {:>8} {:>8} {:>6}  {code}", "", "", "")?;
         }
@@ -522,9 +575,35 @@ fn write_kernels(s: &mut String, kernels: &[KernelReport], opts: &TextOptions) -
     Ok(())
 }
 
-/// "(code: FILE bundle 0042)" for a kernel whose code file and bundles are known.
+/// Column counts shown per kernel row; the rest are summed.
+const COLUMNS_SHOWN: usize = 8;
+
+/// "ne11 (columns): 512 x28, 1 x2 (3 runs not exact)" for a ggml matrix kernel whose exact column
+/// counts are known, most runs first.
+fn columns_text(ne11: &BTreeMap<u32, u64>, runs: u64) -> Option<String> {
+    if ne11.is_empty() {
+        return None;
+    }
+    let mut by_runs: Vec<(u32, u64)> = ne11.iter().map(|(c, n)| (*c, *n)).collect();
+    by_runs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut parts: Vec<String> = by_runs.iter().take(COLUMNS_SHOWN).map(|(c, n)| format!("{c} x{n}")).collect();
+    if by_runs.len() > COLUMNS_SHOWN {
+        let rest: u64 = by_runs[COLUMNS_SHOWN..].iter().map(|(_, n)| n).sum();
+        parts.push(format!("{} more counts x{rest}", by_runs.len() - COLUMNS_SHOWN));
+    }
+    let exact: u64 = ne11.values().sum();
+    let bounded = runs.saturating_sub(exact);
+    let rest = if bounded > 0 { format!(" ({bounded} runs: column count bounded only)") } else { String::new() };
+    Some(format!("ne11 (columns): {}{rest}", parts.join(", ")))
+}
+
+/// "(code: FILE bundle 0042)" for a kernel whose code file and bundles are known, "(code: FILE)" for one
+/// whose file alone is (a CUDA module's image).
 fn code_text(file: Option<&str>, bundles: &[String]) -> Option<String> {
-    let file = file.filter(|_| !bundles.is_empty())?;
+    let file = file?;
+    if bundles.is_empty() {
+        return Some(format!("(code: {file})"));
+    }
     let which = if bundles.len() == 1 { "bundle" } else { "bundles" };
     Some(format!("(code: {file} {which} {})", bundles.join(", ")))
 }

@@ -1,0 +1,226 @@
+//! Steps, phases and passes, from calls and kernels in order.
+
+use tracer_common::ApiFunc;
+
+use super::*;
+use crate::classify::classify;
+
+const MMVQ1: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj";
+const MMVQ4: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi4ELb0EEvPKvS2_PKiPfjjj";
+const MMQ16: &str = "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii";
+
+#[test]
+fn steps_as_time_spans() {
+    let mut p = Phases::default();
+    p.launch(classify(MMQ16), 100);
+    p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 110);
+    p.call(ApiFunc::HipMemcpy.op(), Some(MemcpyKind::DeviceToHost), 120, false);
+    p.call(ApiFunc::HipStreamSynchronize.op(), None, 130, false);
+    p.launch(classify(MMVQ1), 200);
+    p.call(ApiFunc::HipGraphLaunch.op(), None, 250, false);
+    let spans = p.spans();
+    assert_eq!(
+        spans,
+        [
+            StepSpan { phase: Phase::Prefill, start: 100, end: 130, kernels: 2 },
+            StepSpan { phase: Phase::Decode, start: 200, end: 250, kernels: 1 },
+        ]
+    );
+}
+
+#[test]
+fn lean_steps_end_at_the_copy_toward_the_host() {
+    // No synchronization recorded: the logits copy ends the step, and a copy toward the device does not.
+    let mut p = Phases::default();
+    p.launch(classify(MMQ16), 100);
+    p.call(ApiFunc::CuMemcpyHtoDAsync.op(), Some(MemcpyKind::HostToDevice), 105, true);
+    p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 120, true);
+    p.call(ApiFunc::CuGraphLaunch.op(), None, 200, true);
+    p.launch(classify(MMVQ1), 210);
+    p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 220, true);
+    // A second copy with no kernel since closes nothing.
+    p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 230, true);
+    assert_eq!(
+        p.spans(),
+        [
+            StepSpan { phase: Phase::Prefill, start: 100, end: 120, kernels: 1 },
+            StepSpan { phase: Phase::Decode, start: 210, end: 220, kernels: 1 },
+        ]
+    );
+    // The same calls in a full recording: the copy alone ends nothing.
+    let mut p = Phases::default();
+    p.launch(classify(MMQ16), 100);
+    p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 120, false);
+    p.launch(classify(MMVQ1), 210);
+    assert_eq!(p.spans().len(), 1);
+}
+
+#[test]
+fn cuda_steps_and_no_phases_without_ggml() {
+    // ggml-cuda: the same cuts through the driver API's copy and synchronize.
+    let mut p = Phases::default();
+    for _ in 0..2 {
+        p.launch(classify(MMVQ1), 0);
+        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+        p.call(ApiFunc::CuStreamSynchronize.op(), None, 0, false);
+    }
+    let phases = p.finish();
+    assert_eq!((phases.len(), phases[0].phase.as_str(), phases[0].steps), (1, "decode", 2));
+    // A PyTorch process (cuBLAS GEMM and element-wise kernels): no prefill/decode to speak of.
+    let mut p = Phases::default();
+    p.launch(classify("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas"), 0);
+    p.launch(
+        classify("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"),
+        0,
+    );
+    p.call(ApiFunc::CuGraphLaunch.op(), None, 0, false);
+    assert!(p.finish().is_empty());
+}
+
+#[test]
+fn steps_end_at_a_sync_after_the_logits_copy() {
+    let mut p = Phases::default();
+    p.launch(classify(MMQ16), 0);
+    p.call(ApiFunc::HipStreamSynchronize.op(), None, 0, false); // no copy yet: same step
+    p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 0);
+    p.call(ApiFunc::HipMemcpy.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+    p.call(ApiFunc::HipStreamSynchronize.op(), None, 0, false);
+    for _ in 0..3 {
+        p.launch(classify(MMVQ1), 0);
+        p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+        p.call(ApiFunc::HipDeviceSynchronize.op(), None, 0, false);
+    }
+    p.launch(classify(MMVQ4), 0); // a 4-token prompt goes through MMVQ too
+    p.launch(classify(MMVQ1), 0); // its output projection: the last token only
+    let phases = p.finish();
+    let by: BTreeMap<&str, &PhaseReport> = phases.iter().map(|p| (p.phase.as_str(), p)).collect();
+    assert_eq!((by["prefill"].steps, by["decode"].steps), (2, 3));
+    assert_eq!(by["prefill"].kernels["MMQ Q4_K"], 1);
+    assert_eq!(by["prefill"].kernels["RoPE"], 1);
+    assert_eq!(by["decode"].kernels["MMVQ Q4_K"], 3);
+    assert_eq!(by["decode"].batch_widths, BTreeSet::from(["1".to_owned()]));
+    // Each step's widest: the 4-token prompt is width 4, not 1 as well.
+    assert_eq!(by["prefill"].batch_widths, BTreeSet::from(["4".to_owned(), "<=16".to_owned()]));
+}
+
+/// A 513-token prompt with `n_ubatch` 512: one step (one logits copy), two passes, each started by
+/// its inputs' copy toward the device: 512 columns through MMQ, then the last token through MMVQ.
+#[test]
+fn a_step_lists_its_micro_batches_in_order() {
+    const MMQ128: &str = "_Z9mul_mat_qIL9ggml_type12ELi128ELb0EEvPKcPKiS4_S4_PfS5_iii";
+    let mut mmq = classify(MMQ128);
+    mmq.batch = Some(Batch::Exact(512)); // its ncols_y parameter, as the feeder settles it
+    let up = |p: &mut Phases| p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::HostToDevice), 0, false);
+    let end = |p: &mut Phases| {
+        p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+        p.call(ApiFunc::HipStreamSynchronize.op(), None, 0, false);
+    };
+    let mut p = Phases::default();
+    up(&mut p);
+    p.launch(mmq.clone(), 0);
+    p.launch(mmq, 0);
+    up(&mut p); // two copies between passes start one pass
+    up(&mut p);
+    p.launch(classify(MMVQ1), 0);
+    p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 0);
+    end(&mut p);
+    // A one-pass prompt: a copy up before anything ran, and after a kernel that is not a matrix
+    // product, starts nothing.
+    up(&mut p);
+    p.launch(classify("_Z9rope_normILb1EEvPKfPfiiiii"), 0);
+    up(&mut p);
+    p.launch(classify(MMVQ4), 0);
+    p.launch(classify(MMVQ1), 0);
+    end(&mut p);
+    let phases = p.finish();
+    assert_eq!(phases.len(), 1);
+    let prefill = &phases[0];
+    assert_eq!(prefill.steps, 2);
+    assert_eq!(prefill.batch_widths, BTreeSet::from(["513 = 512 + 1".to_owned(), "4".to_owned()]));
+    assert_eq!(prefill.micro_batched.len(), 1, "{:?}", prefill.micro_batched);
+    let seq = &prefill.micro_batched[0];
+    assert_eq!((seq.label.as_str(), seq.steps), ("513 = 512 + 1", 1));
+    let passes: Vec<(&str, Vec<(&str, u64)>)> = seq
+        .passes
+        .iter()
+        .map(|p| (p.width.as_str(), p.kernels.iter().map(|(k, n)| (k.as_str(), *n)).collect()))
+        .collect();
+    assert_eq!(passes, [("512", vec![("MMQ Q4_K", 2)]), ("1", vec![("MMVQ Q4_K", 1), ("RoPE", 1)])]);
+    // Widths not all exact: no sum.
+    assert_eq!(passes_label(&[Some(Batch::TileUpTo(16)), Some(Batch::Exact(1))]), "<=16 + 1");
+}
+
+#[test]
+fn passes_beyond_the_cap_are_counted_in_the_last() {
+    let mut p = Phases::default();
+    for _ in 0..MAX_PASSES + 3 {
+        p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::HostToDevice), 0, false);
+        p.launch(classify(MMVQ4), 0);
+    }
+    p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+    p.call(ApiFunc::HipStreamSynchronize.op(), None, 0, false);
+    let phases = p.finish();
+    assert_eq!(phases[0].passes_merged, 3);
+    let passes = &phases[0].micro_batched[0].passes;
+    assert_eq!(passes.len(), MAX_PASSES);
+    assert_eq!(passes.last().unwrap().kernels["MMVQ Q4_K"], 4);
+}
+
+/// ggml-cuda's token loop with CUDA graphs, as the real llama.cpp does it: the graph is captured (its
+/// launches do not run then), instantiated and replayed in the same step, then replayed alone in each
+/// later step; the logits copy and its sync end every step.
+#[test]
+fn graph_replays_are_part_of_their_step() {
+    let mut p = Phases::default();
+    let token = |p: &mut Phases| {
+        p.replay(&classify(MMVQ1), 4, 0);
+        p.replay(&classify("_Z9rope_normILb1EEvPKfPfiiiii"), 2, 0);
+        p.call(ApiFunc::CuGraphLaunch.op(), None, 0, false);
+        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+        p.call(ApiFunc::CuStreamSynchronize.op(), None, 0, false);
+    };
+    for _ in 0..5 {
+        token(&mut p);
+    }
+    let phases = p.finish();
+    assert_eq!(phases.len(), 1);
+    assert_eq!((phases[0].phase, phases[0].steps), (Phase::Decode, 5));
+    assert_eq!(phases[0].kernels["MMVQ Q4_K"], 20);
+    assert_eq!(phases[0].kernels["RoPE"], 10);
+}
+
+/// Attached late to a steady CUDA graph loop: every replay runs an executable captured before tracer
+/// started. The steps are still cut (logits copy, then its sync), labelled "kernels unknown".
+#[test]
+fn replays_of_unknown_graphs_still_make_steps() {
+    let mut p = Phases::default();
+    for t in 0..3 {
+        p.unknown_replay(t * 100);
+        p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), t * 100 + 10, false);
+        p.call(ApiFunc::CuStreamSynchronize.op(), None, t * 100 + 20, false);
+    }
+    let spans = p.spans();
+    assert_eq!(spans.len(), 3);
+    assert_eq!(spans[1], StepSpan { phase: Phase::Unknown, start: 100, end: 120, kernels: 0 });
+    let mut p = Phases::default();
+    p.unknown_replay(0);
+    p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 1, false);
+    p.call(ApiFunc::CuStreamSynchronize.op(), None, 2, false);
+    let phases = p.finish();
+    assert_eq!(phases.len(), 1);
+    assert_eq!((phases[0].phase.as_str(), phases[0].steps, phases[0].unknown_replays), ("kernels unknown", 1, 1));
+}
+
+#[test]
+fn dispatches_win_over_launches() {
+    let mut p = Phases::default();
+    p.replay(&classify(MMVQ1), 1, 0);
+    for _ in 0..2 {
+        p.dispatch(classify(MMVQ1), 0);
+        p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0, false);
+        p.call(ApiFunc::HipStreamSynchronize.op(), None, 0, false);
+    }
+    let phases = p.finish();
+    assert_eq!(phases.len(), 1);
+    assert_eq!((phases[0].phase.as_str(), phases[0].steps, phases[0].kernels["MMVQ Q4_K"]), ("decode", 2, 2));
+}
