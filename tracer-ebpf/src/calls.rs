@@ -34,10 +34,8 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
     let mut stash = Stash { ts_ns: 0, flags: 0, caller: 0, args: register_args(&ctx) };
     mark_host_copy(pid_tgid, c, &stash.args);
     if c & (cookie::PARAMS | cookie::WAKE) != 0 {
-        // A launch (hipLaunchKernel) or a module load: its return address, [rsp] at entry, says which
-        // code made it.
-        // SAFETY: bpf_probe_read_user checks the address and never faults the process.
-        stash.caller = unsafe { bpf_probe_read_user(stack_pointer(&ctx) as *const u64) }.unwrap_or(0);
+        // A launch (hipLaunchKernel) or a module load: its return address says which code made it.
+        stash.caller = return_address(&ctx);
     }
     if c & cookie::STACK != 0 {
         // [rsp] is the return address; stack arguments start at [rsp+8].
@@ -74,6 +72,13 @@ fn register_args(ctx: &ProbeContext) -> [u64; ARG_SLOTS] {
     [a(0), a(1), a(2), a(3), a(4), a(5), 0, 0, 0, 0]
 }
 
+/// The return address at entry, `[rsp]` (0 when it cannot be read).
+#[inline(always)]
+fn return_address(ctx: &ProbeContext) -> u64 {
+    // SAFETY: bpf_probe_read_user checks the address and never faults the process.
+    unsafe { bpf_probe_read_user(stack_pointer(ctx) as *const u64) }.unwrap_or(0)
+}
+
 /// The stack pointer at entry (no `arg` reaches it).
 #[inline(always)]
 fn stack_pointer(ctx: &ProbeContext) -> u64 {
@@ -81,13 +86,13 @@ fn stack_pointer(ctx: &ProbeContext) -> u64 {
     unsafe { (*ctx.regs).rsp }
 }
 
-/// A call on a hot path (CUDA's driver launches, graph replays, synchronizations): one trap. The record
-/// is written at entry with the arguments (stack slots or the `CUlaunchConfig` the cookie asks for);
-/// there is no return probe, so no duration and no return value.
 /// What one [`CallRecord`] advances the ring's producer position by: the record rounded up to 8 bytes,
 /// after the ring's own 8-byte header.
 const RECORD_SPAN: u64 = ((size_of::<CallRecord>() as u64 + 7) & !7) + 8;
 
+/// A call on a hot path (CUDA's driver launches, graph replays, synchronizations): one trap. The record
+/// is written at entry with the arguments (stack slots or the `CUlaunchConfig` the cookie asks for);
+/// there is no return probe, so no duration and no return value.
 #[uprobe]
 pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
@@ -158,12 +163,7 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     }
     // A launch's return address: which code made it (one that stays unnamed is counted by library, and a
     // runtime's launch names the driver launch it makes). Other calls do not need it.
-    let caller = if c & cookie::PARAMS != 0 {
-        // SAFETY: as above.
-        unsafe { bpf_probe_read_user(stack_pointer(&ctx) as *const u64) }.unwrap_or(0)
-    } else {
-        0
-    };
+    let caller = if c & cookie::PARAMS != 0 { return_address(&ctx) } else { 0 };
     // SAFETY: helper call without preconditions.
     let ts_ns = unsafe { bpf_ktime_get_ns() };
     let header = RecordHeader::of_probe(RecordKind::Call, c, pid_tgid, ts_ns);

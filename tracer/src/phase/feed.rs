@@ -102,18 +102,19 @@ impl Feeder {
 
     fn call(&mut self, c: &Call) {
         let p = self.procs.entry(c.pid).or_default();
-        let unknown_before = p.graphs.unknown_replays;
-        if let Some(bag) = p.graphs.call(c) {
-            for (&id, k) in bag {
-                let mut class = self.classes.of(Some(id));
-                if k.batch.is_some() {
-                    class.batch = k.batch;
+        match p.graphs.call(c) {
+            Ran::Replay(bag) => {
+                for (&id, k) in bag {
+                    let mut class = self.classes.of(Some(id));
+                    if k.batch.is_some() {
+                        class.batch = k.batch;
+                    }
+                    p.launch_widths.ran(Some(id), &class, k.count);
+                    p.phases.replay(&class, k.count, c.ts);
                 }
-                p.launch_widths.ran(Some(id), &class, k.count);
-                p.phases.replay(&class, k.count, c.ts);
             }
-        } else if p.graphs.unknown_replays > unknown_before {
-            p.phases.unknown_replay(c.ts);
+            Ran::UnknownReplay => p.phases.unknown_replay(c.ts),
+            Ran::Nothing => {}
         }
         p.phases.call(c.api.op(), c.kind, c.ts, self.lean);
     }
@@ -237,9 +238,17 @@ pub struct Graphs {
     pub unknown_replays: u64,
 }
 
+/// What a call ran: nothing, a replay of a known graph (its launches), or a replay of an executable whose
+/// capture was not seen.
+enum Ran<'a> {
+    Nothing,
+    Replay(&'a CaptureBag),
+    UnknownReplay,
+}
+
 impl Graphs {
     /// A call: captures end, executables are made, replays run. Returns what a replay ran.
-    fn call(&mut self, c: &Call) -> Option<&CaptureBag> {
+    fn call(&mut self, c: &Call) -> Ran<'_> {
         let ok = c.ret == 0;
         match c.api.op() {
             Op::CaptureEnd => {
@@ -259,15 +268,15 @@ impl Graphs {
                 self.replays += 1;
                 let Some(bag) = c.handle.and_then(|e| self.execs.get(&e)) else {
                     self.unknown_replays += 1;
-                    return None;
+                    return Ran::UnknownReplay;
                 };
                 for (id, k) in bag {
                     *self.replayed.entry(*id).or_default() += k.count;
                 }
-                return Some(bag);
+                return Ran::Replay(bag);
             }
             _ => {}
         }
-        None
+        Ran::Nothing
     }
 }

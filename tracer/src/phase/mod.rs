@@ -143,11 +143,16 @@ struct Pass {
     matrix: bool,
 }
 
+/// Adds one set of family counts into another.
+fn add_counts(into: &mut FamilyCounts, from: &FamilyCounts) {
+    for (k, n) in from {
+        *into.entry(*k).or_default() += n;
+    }
+}
+
 impl Pass {
     fn add(&mut self, other: Self) {
-        for (k, n) in other.counts {
-            *self.counts.entry(k).or_default() += n;
-        }
+        add_counts(&mut self.counts, &other.counts);
         self.widest = wider(self.widest, other.widest);
         self.matrix |= other.matrix;
     }
@@ -166,8 +171,7 @@ fn wider(a: Option<Batch>, b: Option<Batch>) -> Option<Batch> {
 #[derive(Default)]
 struct Step {
     kernels: usize,
-    counts: FamilyCounts,
-    /// The pass being built, and those before it in this step.
+    /// The pass being built, and those before it in this step (their counts are the step's).
     pass: Pass,
     passes: Vec<Pass>,
     /// Copies that would have started a pass beyond [`MAX_PASSES`].
@@ -205,7 +209,6 @@ impl Step {
             matches!(class.family, Family::Mmq | Family::BlasGemm) || (class.family == Family::Mmvq && !one_column);
         self.mmvq |= class.family == Family::Mmvq;
         self.ggml |= matches!(class.family, Family::Mmvq | Family::Mmq | Family::Quantize);
-        *self.counts.entry((class.family, class.quant)).or_default() += n;
         *self.pass.counts.entry((class.family, class.quant)).or_default() += n;
         self.pass.widest = wider(self.pass.widest, class.batch);
         self.pass.matrix |= matches!(class.family, Family::Mmq | Family::Mmvq | Family::BlasGemm);
@@ -307,10 +310,10 @@ impl Done {
         acc.steps += 1;
         acc.unknown += step.unknown;
         self.unknown |= step.unknown > 0;
-        for (k, c) in &step.counts {
-            *acc.counts.entry(*k).or_default() += c;
-        }
         let (passes, merged) = step.into_passes();
+        for pass in &passes {
+            add_counts(&mut acc.counts, &pass.counts);
+        }
         acc.merged += merged;
         let widths: Vec<Option<Batch>> = passes.iter().map(|p| p.widest).collect();
         if widths.iter().any(Option::is_some) {
@@ -322,10 +325,8 @@ impl Done {
                 let (n, counts) =
                     acc.sequences.entry(widths).or_insert_with(|| (0, vec![FamilyCounts::new(); passes.len()]));
                 *n += 1;
-                for (into, pass) in counts.iter_mut().zip(passes) {
-                    for (k, c) in pass.counts {
-                        *into.entry(k).or_default() += c;
-                    }
+                for (into, pass) in counts.iter_mut().zip(&passes) {
+                    add_counts(into, &pass.counts);
                 }
             } else {
                 acc.unlisted += 1;
