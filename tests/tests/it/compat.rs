@@ -3,7 +3,9 @@
 //! must read, with nothing skipped, and report what its recording saw. (`cf368ce`: the last build before
 //! the redesign of 2026-11-22 14:47, which wrote `"kind":""` for a probe whose symbol was missing, a
 //! trace the builds after it could not read; `1f05bb8`: main as it landed on 2026-11-23; `ef4bb2b`: the build
-//! that began reading them all; `77a58eb`: the first to write `entry_library` and `launch_sites` records.)
+//! that began reading them all; `77a58eb`: the first to write `entry_library` and `launch_sites` records;
+//! `17a875f`: the first with HIP launch sites, CUDA kernels' `code_file` and CUDA async copies toward the
+//! device written as `call` records when they may start a pass.)
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +16,8 @@ fn compat(name: &str) -> PathBuf {
 }
 
 /// The builds whose traces are kept, oldest first.
-const BUILDS: [&str; 4] = ["2026-11-22-cf368ce", "2026-11-23-1f05bb8", "2026-11-23-ef4bb2b", "2026-11-24-77a58eb"];
+const BUILDS: [&str; 5] =
+    ["2026-11-22-cf368ce", "2026-11-23-1f05bb8", "2026-11-23-ef4bb2b", "2026-11-24-77a58eb", "2026-11-24-17a875f"];
 
 /// Reads a kept trace: complete, nothing skipped; its report as JSON.
 fn read(name: &str) -> (Vec<Record>, serde_json::Value) {
@@ -54,6 +57,11 @@ fn the_demo_recorded_by_every_kept_build_reads_the_same() {
         assert_eq!(launches(p), 16, "{build}");
         assert_eq!(api_calls(p, "hipLaunchKernel"), 16, "{build}");
         assert_eq!(api_calls(p, "__hipPushCallConfiguration"), 4, "{build}");
+        // From 17a875f, HIP's launches carry their return address: all 16 made by the program's code.
+        if build.ends_with("17a875f") {
+            let sites: u64 = p["mapped"].as_array().unwrap().iter().map(|m| m["launches_from"].as_u64().unwrap()).sum();
+            assert_eq!(sites, 16, "{build}");
+        }
         let names: Vec<&str> = kernels(&records).iter().map(|k| k.name.as_str()).collect();
         for k in ["_Z12rms_norm_f32PKfPfif", "_Z11mul_mat_vecILi1EfEvPKT0_PKfPfi", "_Z8rope_f32PKfPfiPKif"] {
             assert!(names.contains(&k), "{build}: {k} not among {names:?}");
@@ -81,8 +89,12 @@ fn the_queue_and_cuda_recordings_of_every_kept_build_read_the_same() {
         // 29 kernel dispatches and a barrier packet.
         assert_eq!((dispatched, p["barrier_packets"].as_u64()), (29, Some(1)), "{build}");
         assert_eq!(records.iter().filter(|r| matches!(r, Record::Dispatch(_))).count(), 30, "{build}");
-        let (_, report) = read(&format!("{build}-cuda.jsonl"));
+        let (records, report) = read(&format!("{build}-cuda.jsonl"));
         let p = process(&report, "cuda_driver");
+        // From 17a875f, CUDA kernels carry the file their module's image lay in.
+        if build.ends_with("17a875f") {
+            assert!(kernels(&records).iter().all(|k| k.code_file.is_some()), "{build}");
+        }
         assert_eq!(launches(p), 9, "{build}");
         assert_eq!(api_calls(p, "cuGraphLaunch"), 5, "{build}");
     }
