@@ -84,6 +84,8 @@ pub struct Recording {
     pub child: Child,
     stderr: BufReader<ChildStderr>,
     pub output: PathBuf,
+    /// What tracer said on stderr up to and including its "recording to" line.
+    pub said: String,
 }
 
 impl Recording {
@@ -110,7 +112,7 @@ impl Recording {
             }
             assert!(Instant::now() < deadline, "tracer did not start recording");
         }
-        Self { child, stderr, output: output.to_path_buf() }
+        Self { child, stderr, output: output.to_path_buf(), said }
     }
 
     pub fn pid(&self) -> i32 {

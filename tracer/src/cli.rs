@@ -66,6 +66,9 @@ pub enum ExportFormat {
     Csv,
     /// Graphviz: the mapped GPU libraries and their dependencies, coloured by mapped / called / dispatched.
     Dot,
+    /// Apache Parquet: one row per kernel execution (process, model, phase, step, kernel, family,
+    /// library, ne11, grid/block, times), for `DuckDB`, Polars, Spark, `ClickHouse`.
+    Parquet,
 }
 
 #[derive(Debug, Args)]
@@ -128,6 +131,11 @@ pub struct RecordCli {
     /// copy toward the host (the logits), and the report has no count of the calls left out.
     #[arg(long, conflicts_with = "probe_mode")]
     pub lean: bool,
+    /// Serve live counters for Prometheus at `http://ADDR/metrics` while recording (e.g. 127.0.0.1:9464):
+    /// kernel executions by family, launches, graph replays, API calls by category, steps and tokens per
+    /// inference phase, per process (comm, Ollama role, model); records dropped; probes attached.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Testing aid: leave the ring buffer unread for this long after attaching, to provoke overflow.
     #[arg(long, hide = true, value_name = "MS", default_value_t = 0)]
     pub debug_read_delay_ms: u64,

@@ -22,6 +22,7 @@ pub mod inspect;
 mod ioctl;
 mod ldso;
 mod libs;
+pub mod metrics;
 pub mod names;
 pub mod ollama;
 pub mod output;

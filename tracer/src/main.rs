@@ -47,6 +47,7 @@ fn main() -> ExitCode {
                 read_delay: std::time::Duration::from_millis(r.debug_read_delay_ms),
                 sync_teardown: r.debug_sync_teardown,
                 program_stats: r.program_stats,
+                metrics: r.metrics,
                 probe_mode: match r.probe_mode {
                     ProbeModeArg::Record if r.lean => ProbeMode::Lean,
                     ProbeModeArg::Record => ProbeMode::Record,
@@ -91,14 +92,15 @@ fn print(text: &str) -> anyhow::Result<ExitCode> {
 
 /// Exports to standard output, or to a file that appears only when the export is complete.
 fn export(e: &ExportCli) -> anyhow::Result<ExitCode> {
-    let run = |out: &mut dyn std::io::Write| match e.format {
+    let run = |out: &mut (dyn std::io::Write + Send)| match e.format {
         ExportFormat::Perfetto => tracer::export::perfetto(&e.file, out),
         ExportFormat::Csv => tracer::export::csv(&e.file, out),
         ExportFormat::Dot => tracer::export::dot(&e.file, out),
+        ExportFormat::Parquet => tracer::export::parquet(&e.file, out).map(drop),
     };
     match e.output.as_deref().map_or(Dest::Stdout, Dest::parse) {
         Dest::Stdout => {
-            let mut out = BufWriter::new(std::io::stdout().lock());
+            let mut out = BufWriter::new(std::io::stdout());
             run(&mut out)?;
             out.flush()?;
         }

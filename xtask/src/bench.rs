@@ -203,6 +203,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     row_8(&d, q, &mut rows)?;
     row_9(&d, q, &mut rows)?;
     stack_rows(&d, q, &mut rows)?;
+    row_12(&d, q, &mut rows)?;
     print_table(&rows.table);
     let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     rows.results.insert("machine".into(), json!({"kernel": host.trim(), "cpus": std::thread::available_parallelism().map_or(0, std::num::NonZero::get), "quick": q}));
@@ -215,7 +216,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
 /// Row 1: the cost of one traced call against empty programs and no tracing.
 fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
-    step("1/11 cost per traced call: none, empty programs, tracer (stand-in library)");
+    step("1/12 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let [(none_m, none_lo, none_hi), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
         three_modes(d, &trace, reps, &["count", n], "ns_per_call")?;
@@ -249,11 +250,70 @@ fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     Ok(())
 }
 
+/// Row 12: a call into a counted GPU library entry point (rocSPARSE's, through its multi-point link): one
+/// trap and one counter, against empty programs on the same points and no tracing.
+fn row_12(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
+    step("12/12 cost per counted library entry call (real rocSPARSE): none, empty programs, tracer");
+    let program = fixtures_dir().join("sparse_rand");
+    let program = program.to_str().context("path")?;
+    let real_lib = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")?;
+    let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
+    let cmd = [program, "loop", n];
+    let trace = d.trace();
+    let (mut none, mut empty, mut full, mut counted) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    for _ in 0..reps {
+        none.push(field(&stdout_of(Command::new(program).args(&cmd[1..]))?, "ns_per_call")?);
+        empty.push(field(&traced(d, &trace, &["--probe-mode", "empty"], &real_lib, &cmd)?, "ns_per_call")?);
+        full.push(field(&traced(d, &trace, &[], &real_lib, &cmd)?, "ns_per_call")?);
+        counted = entry_calls(&trace, "librocsparse")?;
+    }
+    let [(none_m, ..), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
+        [stats(none), stats(empty), stats(full)];
+    let ratio = (full_m - none_m) / (empty_m - none_m);
+    let want = 2 * n.parse::<u64>()?;
+    rows.results.insert(
+        "cost_per_entry_call".into(),
+        json!({
+            "calls_per_run": want, "repeats": reps, "counted_calls_last_run": counted,
+            "none_ns": none_m,
+            "empty_probes_ns": {"median": empty_m, "min": empty_lo, "max": empty_hi},
+            "tracer_ns": {"median": full_m, "min": full_lo, "max": full_hi},
+            "ratio": ratio, "target_ratio": 1.15,
+        }),
+    );
+    rows.table.push((
+        "12 cost per counted library entry call".into(),
+        format!(
+            "none {none_m:.0} ns, empty probe {empty_m:.0} ns [{empty_lo:.0}-{empty_hi:.0}], tracer {full_m:.0} ns [{full_lo:.0}-{full_hi:.0}]; ratio {ratio:.3}; {counted}/{want} counted"
+        ),
+        "ratio <= 1.15, all counted".into(),
+        verdict(ratio <= 1.15 && counted == want),
+    ));
+    Ok(())
+}
+
+/// Calls counted into the entry points of the mapped library whose name starts with `lib`, summed over
+/// the trace's processes (`tracer report --json`'s ledger).
+fn entry_calls(trace: &Path, lib: &str) -> Result<u64> {
+    let out = stdout_of(Command::new(tracer_bin()).args(["report", "--json"]).arg(trace))?;
+    let v: Value = serde_json::from_str(&out)?;
+    let mut sum = 0;
+    for p in v["processes"].as_array().into_iter().flatten() {
+        for l in p["mapped"].as_array().into_iter().flatten() {
+            let name = l["path"].as_str().unwrap_or("").rsplit('/').next().unwrap_or("");
+            if name.starts_with(lib) {
+                sum += l["calls"].as_u64().unwrap_or(0);
+            }
+        }
+    }
+    Ok(sum)
+}
+
 /// Row 2: loss with both cores calling as fast as they can, tracer against bpftrace.
 fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
     let driver = d.driver.to_str().context("path")?;
-    step("2/11 loss: both cores calling as fast as they can, tracer and bpftrace");
+    step("2/12 loss: both cores calling as fast as they can, tracer and bpftrace");
     let per_thread = if q { "100000" } else { "500000" };
     let calls = 2 * per_thread.parse::<u64>()?;
     traced(d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
@@ -290,7 +350,7 @@ fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// Row 3: the user-space path alone (decode, attribute, write); also writes the traces rows 6 and 7 read.
 fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step(
-        "3/11 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/11 and 7/11",
+        "3/12 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/12 and 7/12",
     );
     let big = d.big();
     let mut c = Command::new("cargo");
@@ -318,7 +378,7 @@ fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<f64> {
     let trace = d.trace();
     let driver = d.driver.to_str().context("path")?;
     let secs = if q { "5" } else { "60" };
-    step(&format!("4/11 realistic load: 60000 launches/s for {secs} s"));
+    step(&format!("4/12 realistic load: 60000 launches/s for {secs} s"));
     let t = Instant::now();
     traced(d, &trace, &[], &d.standin, &[driver, "paced", "60000", secs])?;
     let wall = t.elapsed().as_secs_f64();
@@ -343,7 +403,7 @@ fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<f64> {
 /// Row 5: bytes per dispatch on disk, plain and compressed.
 fn row_5(d: &Dir, q: bool, plain_bytes: f64, rows: &mut Rows) -> Result<()> {
     let driver = d.driver.to_str().context("path")?;
-    step("5/11 bytes per dispatch on disk, plain and compressed");
+    step("5/12 bytes per dispatch on disk, plain and compressed");
     let zst = d.work.join("bench.jsonl.zst");
     let zsecs = if q { "2" } else { "10" };
     traced(d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
@@ -371,7 +431,7 @@ fn row_6(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("6/11 tracer report over the 10 M- and the 100 M-event traces");
+        step("6/12 tracer report over the 10 M- and the 100 M-event traces");
         let mut c = Command::new(tracer_bin());
         let (s10, rss10) = measured(c.arg("report").arg(&big))?;
         let mut c = Command::new(tracer_bin());
@@ -407,7 +467,7 @@ fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("7/11 tracer export --format perfetto over the 10 M-launch trace (to a file)");
+        step("7/12 tracer export --format perfetto over the 10 M-launch trace (to a file)");
         let out = d.work.join("big.perfetto.json");
         drop(fs::remove_file(&out));
         let mut c = Command::new(tracer_bin());
@@ -429,7 +489,7 @@ fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Row 8: how long a recording of nothing takes from start to exit.
 fn row_8(d: &Dir, _q: bool, rows: &mut Rows) -> Result<()> {
-    step("8/11 tracer record -- /bin/true, start to exit (attach, record, detach)");
+    step("8/12 tracer record -- /bin/true, start to exit (attach, record, detach)");
     let trace_true = d.work.join("true.jsonl");
     let mut walls = Vec::new();
     for _ in 0..5 {
@@ -461,7 +521,7 @@ fn row_8(d: &Dir, _q: bool, rows: &mut Rows) -> Result<()> {
 fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
     let reps = repeats(q);
-    step("9/11 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
+    step("9/12 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
     let tokens = if q { "5000" } else { "20000" };
     let [(none_m, _, _), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
         three_modes(d, &trace, reps, &["tokens", tokens], "ns_per_token")?;
@@ -491,11 +551,11 @@ fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Rows 10 and 11: a real `ROCm` library stack, thousands of registrations at load, gigabytes of GPU code.
 fn stack_rows(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("10/11 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
+    step("10/12 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
     let (r, v) = stack::rocsparse(&d.work, q)?;
     rows.results.insert("rocsparse_stack".into(), v);
     rows.table.push(r);
-    step("11/11 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
+    step("11/12 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
     let (r, v) = stack::ggml_hip(&d.work, q)?;
     rows.results.insert("ggml_hip_mapped".into(), v);
     rows.table.push(r);

@@ -69,7 +69,8 @@ enum Cmd {
 /// libggml-hip.so the classification and inspection tests read (a Python wheel), bpftrace, the
 /// independent count the library-stack test checks tracer against, and strace, which shows what files a
 /// root tracer opened when a user put an impostor in front of it, and graphviz, which renders the library
-/// graph `tracer export --format dot` writes.
+/// graph `tracer export --format dot` writes, and Prometheus, the real server that scrapes `record --metrics`
+/// in a test.
 const ROCM_PACKAGES: &[&str] = &[
     "libamdhip64-5",
     "libamdhip64-dev",
@@ -82,6 +83,7 @@ const ROCM_PACKAGES: &[&str] = &[
     "bpftrace",
     "strace",
     "graphviz",
+    "prometheus",
 ];
 
 /// Libraries a HIP fixture links besides the HIP runtime.
@@ -157,8 +159,47 @@ fn setup() -> Result<()> {
     nightly_rust_src()?;
     bpf_linker()?;
     rocm_packages()?;
+    python_packages()?;
     tracefs()?;
     Ok(())
+}
+
+/// `DuckDB`'s Python package, which reads back `tracer export --format parquet` in a test: installed with
+/// pip into `target/pylib` (the tests put it on `PYTHONPATH`), not into the system's Python.
+const DUCKDB: &str = "duckdb==1.5.6";
+
+fn python_packages() -> Result<()> {
+    let dir = pylib();
+    let have = Command::new("python3")
+        .args(["-c", "import duckdb, sys; sys.exit(0 if duckdb.__version__ == sys.argv[1] else 1)"])
+        .arg(DUCKDB.trim_start_matches("duckdb=="))
+        .env("PYTHONPATH", &dir)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if have {
+        step(&format!("Python {DUCKDB} in {}: present", dir.display()));
+        return Ok(());
+    }
+    step(&format!("installing Python {DUCKDB} into {} with pip", dir.display()));
+    run(Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--timeout",
+            "60",
+            "--upgrade",
+            "--target",
+        ])
+        .arg(&dir)
+        .arg(DUCKDB))
+}
+
+/// Where the tests' Python packages live.
+fn pylib() -> PathBuf {
+    root().join("target/pylib")
 }
 
 fn nightly_rust_src() -> Result<()> {
@@ -474,5 +515,6 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
         .args(&filter_args)
         .args(["--", "--test-threads=1"])
         .env("TRACER_BIN", tracer_bin())
-        .env("TRACER_FIXTURES", fixtures_dir()))
+        .env("TRACER_FIXTURES", fixtures_dir())
+        .env("TRACER_PYLIB", pylib()))
 }

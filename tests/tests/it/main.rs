@@ -12,6 +12,7 @@ mod driver;
 mod hostile;
 mod inspect;
 mod library_stack;
+mod metrics;
 mod ollama;
 mod phases;
 mod private_copies;

@@ -93,6 +93,38 @@ pub enum Op {
     Init,
 }
 
+impl Op {
+    /// The category's name in reports and metrics labels (kebab-case).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Launch => "launch",
+            Self::PushConfig => "push-config",
+            Self::GraphLaunch => "graph-launch",
+            Self::CaptureBegin => "capture-begin",
+            Self::CaptureEnd => "capture-end",
+            Self::GraphInstantiate => "graph-instantiate",
+            Self::GraphUpdate => "graph-update",
+            Self::Alloc => "alloc",
+            Self::Free => "free",
+            Self::PoolAlloc => "pool-alloc",
+            Self::PoolFree => "pool-free",
+            Self::Memcpy => "memcpy",
+            Self::Sync => "sync",
+            Self::ModuleLoad => "module-load",
+            Self::FunctionLookup => "function-lookup",
+            Self::KernelLookup => "kernel-lookup",
+            Self::KernelFunction => "kernel-function",
+            Self::Register => "register",
+            Self::SymbolLookup => "symbol-lookup",
+            Self::SymbolInfo => "symbol-info",
+            Self::CodeObjectRead => "code-object-read",
+            Self::QueueCreate => "queue-create",
+            Self::Doorbell => "doorbell",
+            Self::Init => "init",
+        }
+    }
+}
+
 /// `hsa_executable_symbol_get_info`'s attribute that gives the kernel object dispatch packets carry.
 pub const HSA_SYMBOL_INFO_KERNEL_OBJECT: u32 = 22;
 

@@ -86,7 +86,12 @@ pub enum ProbeMode {
 }
 
 impl ProbeMode {
-    /// Programs for (entry, return, registration, doorbell).
+    /// The program counting calls into other GPU libraries' entry points (loaded for multi-point links).
+    pub const fn library_program(self) -> &'static str {
+        self.programs().library
+    }
+
+    /// Programs for (entry, return, registration, doorbell, one-trap calls, library entry points).
     const fn programs(self) -> Programs {
         match self {
             Self::Record | Self::Lean => Programs {
@@ -95,6 +100,7 @@ impl ProbeMode {
                 register: "register_function",
                 doorbell: "doorbell",
                 one_trap: "one_trap_entry",
+                library: "library_entry",
             },
             Self::Empty => Programs {
                 entry: "empty_entry",
@@ -102,6 +108,7 @@ impl ProbeMode {
                 register: "empty_entry",
                 doorbell: "empty_entry",
                 one_trap: "empty_one_trap",
+                library: "empty_entry",
             },
         }
     }
@@ -114,6 +121,8 @@ struct Programs {
     register: &'static str,
     doorbell: &'static str,
     one_trap: &'static str,
+    /// The program of the multi-point links on other GPU libraries' entry points.
+    library: &'static str,
 }
 
 /// Offset of `field` in a tracepoint's format description, if the kernel has that field.
@@ -243,7 +252,7 @@ pub(crate) fn attach_runtime(
     copy: &LibCopy,
     mode: ProbeMode,
 ) -> Result<Vec<trace::Probe>> {
-    let Programs { entry, ret, register, doorbell, one_trap } = mode.programs();
+    let Programs { entry, ret, register, doorbell, one_trap, .. } = mode.programs();
     let offsets =
         crate::elf::function_offsets(&copy.file).with_context(|| format!("{} is not an ELF library", copy.path))?;
     let target = copy.attach_path();

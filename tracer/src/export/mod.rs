@@ -8,6 +8,7 @@
 //!   tracer does not see kernels end.
 //! - `dot`: the GPU libraries each process mapped, their dependency edges, coloured by mapped, called and
 //!   dispatched, with counts ([`dot`]).
+//! - `parquet`: one row per kernel execution, for columnar analysis of many traces ([`parquet()`]).
 #![expect(
     clippy::float_arithmetic,
     clippy::cast_precision_loss,
@@ -15,6 +16,8 @@
 )]
 
 mod dot;
+mod parquet;
+pub use self::parquet::parquet;
 pub use dot::dot;
 
 use std::{

@@ -27,6 +27,55 @@ pub struct Feeder {
     /// Recorded with `--lean`: steps end at the copy toward the host.
     lean: bool,
     procs: BTreeMap<u32, ProcessSteps>,
+    /// When set ([`Feeder::listing_executions`]), each kernel execution the last record made, as the steps
+    /// counted it (the Parquet export's rows).
+    pub executions: Option<Vec<Execution>>,
+}
+
+/// Kernel executions one record made, as the steps count them: a launch (outside a capture), the kernels
+/// of a graph replay (`count` runs each), or a queue dispatch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Execution {
+    pub pid: u32,
+    pub ts: u64,
+    pub kernel: Option<u32>,
+    pub view: View,
+    /// Runs of the kernel (more than one only for a replay of a graph that captured it several times).
+    pub count: u64,
+    /// Its family, with the ggml quantization type where the name has one ("MMQ `Q4_K`").
+    pub family: String,
+    /// The exact column count (ne11) of a ggml matrix kernel, where known.
+    pub ne11: Option<u32>,
+    /// The launch returned success (always, for a replay or a dispatch): the report's executions count
+    /// only these; steps count every launch (a failed launch still shows what the program ran).
+    pub ok: bool,
+}
+
+/// Where an execution was seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Launch,
+    GraphReplay,
+    Dispatch,
+}
+
+impl View {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Launch => "launch",
+            Self::GraphReplay => "graph-replay",
+            Self::Dispatch => "dispatch",
+        }
+    }
+}
+
+/// An execution's family and exact column count, from its class.
+fn execution(pid: u32, ts: u64, kernel: Option<u32>, view: View, count: u64, class: &Class, ok: bool) -> Execution {
+    let ne11 = match class.batch {
+        Some(Batch::Exact(n)) if matches!(class.family, Family::Mmq | Family::Mmvq) => Some(n),
+        _ => None,
+    };
+    Execution { pid, ts, kernel, view, count, family: super::family_key((class.family, class.quant)), ne11, ok }
 }
 
 /// One process's steps and what feeding them needs: the graphs its replays run and where its MMQ
@@ -59,6 +108,11 @@ impl ProcessSteps {
 }
 
 impl Feeder {
+    /// A feeder that also lists each record's kernel executions in [`Feeder::executions`].
+    pub fn listing_executions() -> Self {
+        Self { executions: Some(Vec::new()), ..Self::default() }
+    }
+
     /// One record, in trace order.
     pub fn record(&mut self, rec: &Record) {
         match rec {
@@ -74,6 +128,11 @@ impl Feeder {
     /// The steps of a process (empty for one with none).
     pub fn take(&mut self, pid: u32) -> ProcessSteps {
         self.procs.remove(&pid).unwrap_or_default()
+    }
+
+    /// A process's steps so far.
+    pub fn process_mut(&mut self, pid: u32) -> Option<&mut ProcessSteps> {
+        self.procs.get_mut(&pid)
     }
 
     /// Every process's steps.
@@ -96,6 +155,9 @@ impl Feeder {
             }
         } else {
             p.launch_widths.ran(l.kernel, &class, 1);
+            if let Some(list) = &mut self.executions {
+                list.push(execution(l.pid, l.ts, l.kernel, View::Launch, 1, &class, l.ret == 0));
+            }
             p.phases.launch(class, l.ts);
         }
     }
@@ -110,6 +172,9 @@ impl Feeder {
                         class.batch = k.batch;
                     }
                     p.launch_widths.ran(Some(id), &class, k.count);
+                    if let Some(list) = &mut self.executions {
+                        list.push(execution(c.pid, c.ts, Some(id), View::GraphReplay, k.count, &class, true));
+                    }
                     p.phases.replay(&class, k.count, c.ts);
                 }
             }
@@ -133,6 +198,9 @@ impl Feeder {
         let exact = class.ne11_from_kernarg(&d.params);
         p.queue_widths.settle(&mut class, d.queue, blocks, exact);
         p.queue_widths.ran(d.kernel, &class, 1);
+        if let Some(list) = &mut self.executions {
+            list.push(execution(d.pid, d.ts, d.kernel, View::Dispatch, 1, &class, true));
+        }
         p.phases.dispatch(class, d.ts);
     }
 }

@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 mod feed;
-pub use feed::{Feeder, Graphs, ProcessSteps};
+pub use feed::{Execution, Feeder, Graphs, ProcessSteps, View};
 
 use serde::Serialize;
 
@@ -57,6 +57,14 @@ impl Phase {
             Self::Unknown => "kernels unknown",
         }
     }
+
+    /// The phase as a metrics label value (one word).
+    pub const fn metric_name(self) -> &'static str {
+        match self {
+            Self::Unknown => "unknown",
+            _ => self.as_str(),
+        }
+    }
 }
 
 /// One phase's totals.
@@ -84,6 +92,20 @@ pub struct PhaseReport {
     /// Graph replays in these steps whose kernels are unknown (their executable's capture was not seen).
     #[serde(skip_serializing_if = "is_zero")]
     pub unknown_replays: u64,
+    /// Tokens these steps evaluated: the sum of their passes' exact widths (a decode step: 1), over the
+    /// steps whose every pass has an exact width; the others are counted in `tokens_unknown_steps`.
+    pub tokens: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tokens_unknown_steps: u64,
+}
+
+/// One phase's closed steps so far, while recording (live metrics): steps, tokens, kernels by family.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PhaseTotals {
+    pub phase: Phase,
+    pub steps: u64,
+    pub tokens: u64,
+    pub kernels: Vec<(String, u64)>,
 }
 
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
@@ -290,6 +312,8 @@ struct PhaseAcc {
     unlisted: u64,
     merged: u64,
     unknown: u64,
+    tokens: u64,
+    tokens_unknown: u64,
 }
 
 /// The closed steps of one view (API launches or queue dispatches): totals per phase and a span each.
@@ -316,6 +340,17 @@ impl Done {
         }
         acc.merged += merged;
         let widths: Vec<Option<Batch>> = passes.iter().map(|p| p.widest).collect();
+        let exact: Option<u64> = widths
+            .iter()
+            .map(|w| match w {
+                Some(Batch::Exact(n)) => Some(u64::from(*n)),
+                _ => None,
+            })
+            .sum();
+        match exact {
+            Some(n) if !widths.is_empty() => acc.tokens += n,
+            _ => acc.tokens_unknown += 1,
+        }
         if widths.iter().any(Option::is_some) {
             acc.widths.insert(passes_label(&widths));
         }
@@ -417,6 +452,30 @@ impl Phases {
         (done.ggml || done.unknown).then_some(done)
     }
 
+    /// The closed steps' totals so far, per phase, without ending the step being built (a live
+    /// recording's metrics); none for a process that ran no ggml quantized kernel, as [`Phases::finish`].
+    pub fn totals(&self) -> Vec<PhaseTotals> {
+        let done = if self.saw_dispatch { &self.queue_done } else { &self.api_done };
+        if !(done.ggml || done.unknown) {
+            return Vec::new();
+        }
+        done.steps
+            .iter()
+            .map(|(&phase, acc)| PhaseTotals {
+                phase,
+                steps: acc.steps,
+                tokens: acc.tokens,
+                kernels: acc.counts.iter().map(|(&k, &n)| (family_key(k), n)).collect(),
+            })
+            .collect()
+    }
+
+    /// Lets go of the closed steps' spans (a live recording keeps totals only, so its memory stays flat).
+    pub fn forget_spans(&mut self) {
+        self.api_done.spans.clear();
+        self.queue_done.spans.clear();
+    }
+
     /// Each step as a labelled time span.
     pub fn spans(self) -> Vec<StepSpan> {
         self.done().map(|d| d.spans).unwrap_or_default()
@@ -455,6 +514,8 @@ impl Phases {
                     passes_unlisted: acc.unlisted,
                     passes_merged: acc.merged,
                     unknown_replays: acc.unknown,
+                    tokens: acc.tokens,
+                    tokens_unknown_steps: acc.tokens_unknown,
                 }
             })
             .collect()

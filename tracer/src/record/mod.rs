@@ -53,6 +53,8 @@ pub struct RecordArgs {
     pub ollama_user: Option<u32>,
     /// Keep only `argv[0]` of processes that are not targets (`--private-argv`).
     pub private_argv: bool,
+    /// Serve live metrics for Prometheus at this address (`--metrics`).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// The trace file of a recording: new, or (with `--force` over an existing file) written beside the old
@@ -162,8 +164,18 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
         let (mut out, file) = TraceOutput::create(&args.output, args.force)?;
         let to_stdout = output::Dest::parse(&args.output) == output::Dest::Stdout;
         let compress = !to_stdout && args.output.extension().is_some_and(|e| e == "zst");
-        let writer = Writer::new(file, compress)?;
+        let mut writer = Writer::new(file, compress)?;
+        let metrics = match args.metrics {
+            Some(addr) => {
+                let server = crate::metrics::Server::bind(addr)?;
+                let live = std::sync::Arc::new(std::sync::Mutex::new(crate::metrics::Metrics::new()));
+                writer.set_tap(Box::new(crate::metrics::Tap(std::sync::Arc::clone(&live))));
+                Some(session::LiveMetrics { live, server })
+            }
+            None => None,
+        };
         let (mut session, child) = session::Session::set_up(&args, setup, writer)?;
+        session.metrics = metrics;
         if let Some(sig) = signals.pending() {
             drop(out); // removes what was made
             if let Some(c) = &child {

@@ -51,6 +51,8 @@ pub(super) struct Session<'a> {
     watch_ollama: bool,
     /// While held, the kernel times every program run (`--program-stats`).
     _program_stats: Option<std::os::fd::OwnedFd>,
+    /// Live metrics and their endpoint (`--metrics`).
+    pub(super) metrics: Option<LiveMetrics>,
 }
 
 /// How a recording ended: why, the started command's end if it has ended, and the signal that stopped
@@ -78,7 +80,7 @@ impl<'a> Session<'a> {
         let watch_comm = targets.watch_ollama.then_some("ollama");
         let mut ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm })?;
         // Loaded while aya holds every map: it shares them.
-        let multi = attach::MultiProgram::load(attach::OBJECT, &ebpf, "library_entry")
+        let multi = attach::MultiProgram::load(attach::OBJECT, &ebpf, args.probe_mode.library_program())
             .map_err(|e| {
                 eprintln!(
                     "tracer: warning: calls into GPU libraries other than the runtimes are not counted (the kernel refused multi-point uprobes, Linux 6.6 or later): {e:#}"
@@ -179,6 +181,7 @@ impl<'a> Session<'a> {
             servers: targets.servers,
             watch_ollama: targets.watch_ollama,
             _program_stats: program_stats,
+            metrics: None,
         };
         Ok((session, child))
     }
@@ -190,6 +193,9 @@ impl<'a> Session<'a> {
         }
         if !self.args.quiet {
             let n = self.watch.probed.len();
+            if let Some(m) = &self.metrics {
+                eprintln!("tracer: metrics for Prometheus at http://{}/metrics", m.server.addr);
+            }
             eprintln!(
                 "tracer: recording to {} ({n} library cop{}); stop with Ctrl-C",
                 self.args.output.display(),
@@ -241,6 +247,7 @@ impl<'a> Session<'a> {
                         break Stop::TargetsExited;
                     }
                 }
+                Some(sock) = next_client(self.metrics.as_ref()) => self.answer_scrape(sock),
                 sig = signals.recv() => {
                     signal_seen = Some(sig);
                     break Stop::Signal;
@@ -291,6 +298,28 @@ impl<'a> Session<'a> {
             .sum();
         let processes = if self.filter_by_pid { self.pids.keys().count() } else { self.attr.processes_seen() };
         status.line(processes, launches, dispatches, dropped)
+    }
+
+    /// A Prometheus scrape: the metrics so far, rendered now and written by a task of its own.
+    fn answer_scrape(&self, sock: tokio::net::TcpStream) {
+        let Some(m) = &self.metrics else { return };
+        if !m.server.has_room() {
+            return; // closed at once: too many clients
+        }
+        let mut dropped: BTreeMap<String, u64> = BTreeMap::new();
+        for c in Counter::ALL {
+            if let Footer::Drop(kind) = c.footer() {
+                let n: u64 = self.counters.get(&(c as u32), 0).map_or(0, |v| v.iter().sum());
+                *dropped.entry(kind.to_owned()).or_default() += n;
+            }
+        }
+        for (kind, n) in self.ring.dropped() {
+            *dropped.entry(kind).or_default() += n;
+        }
+        let processes = if self.filter_by_pid { self.pids.keys().count() } else { self.attr.processes_seen() };
+        let session = crate::metrics::Session { dropped, processes_traced: processes as u64 };
+        let body = crate::metrics::with(&m.live, |live| live.render(&session));
+        m.server.answer(sock, body);
     }
 
     /// New runners, late dlopens, containers: looks at what each traced process maps now. False when
@@ -434,6 +463,8 @@ impl<'a> Session<'a> {
     /// Reads what the probes committed before the stop, records the command's exit, and writes the
     /// footer: drops per CPU, every loss counter, the tracer's own cost.
     pub(super) fn finish(mut self, ended: Ended) -> Result<Option<u8>> {
+        // The endpoint closes with the recording (the child that releases the probes must not keep its port).
+        self.metrics = None;
         self.ring.finish(&mut self.attr, &mut self.writer)?;
         if let (Some(pid), Some(end)) = (self.child_pid, ended.command) {
             let (code, signal) = match end {
@@ -553,6 +584,20 @@ impl<'a> Session<'a> {
             (None, Some(sig)) => Some(command::Ended::Killed(sig).status()),
             (None, None) => self.child_pid.map(|_| 0),
         })
+    }
+}
+
+/// The live metrics of a recording and their endpoint (`--metrics`).
+pub(super) struct LiveMetrics {
+    pub live: crate::metrics::Shared,
+    pub server: crate::metrics::Server,
+}
+
+/// The next client of the metrics endpoint (never, without one).
+async fn next_client(m: Option<&LiveMetrics>) -> Option<tokio::net::TcpStream> {
+    match m {
+        Some(m) => m.server.accept().await,
+        None => std::future::pending().await,
     }
 }
 

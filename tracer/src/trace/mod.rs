@@ -8,7 +8,7 @@ mod writer;
 
 pub use reader::{MAX_LINE, ReadStatus, for_each_record, read_file, read_from, read_records};
 pub use schema::*;
-pub use writer::Writer;
+pub use writer::{Tap, Writer};
 
 #[cfg(test)]
 mod tests {

@@ -19,6 +19,12 @@ pub struct Writer {
     out: Sink,
     buf: Vec<u8>,
     counts: BTreeMap<String, u64>,
+    tap: Option<Box<dyn Tap>>,
+}
+
+/// Sees every record written, in order (a recording's live metrics).
+pub trait Tap: Send {
+    fn record(&mut self, record: &Record);
 }
 
 /// Compressed output is a sequence of zstd frames, one per flush: a reader decodes every complete
@@ -34,11 +40,19 @@ impl Writer {
     /// `compress`: write zstd frames (used when the file name ends in `.zst`).
     pub fn new(file: File, compress: bool) -> Result<Self> {
         let out = if compress { Sink::Zstd { file: Some(file), frame: None } } else { Sink::Plain(file) };
-        Ok(Self { out, buf: Vec::with_capacity(1 << 17), counts: BTreeMap::new() })
+        Ok(Self { out, buf: Vec::with_capacity(1 << 17), counts: BTreeMap::new(), tap: None })
+    }
+
+    /// Shows every record written from now on to `tap` too.
+    pub fn set_tap(&mut self, tap: Box<dyn Tap>) {
+        self.tap = Some(tap);
     }
 
     pub fn write(&mut self, record: &Record) -> Result<()> {
         *self.counts.entry(record.type_name().to_owned()).or_default() += 1;
+        if let Some(tap) = &mut self.tap {
+            tap.record(record);
+        }
         serde_json::to_writer(&mut self.buf, record)?;
         self.buf.push(b'\n');
         if self.buf.len() >= 1 << 16 {

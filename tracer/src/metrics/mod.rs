@@ -1,0 +1,286 @@
+//! Live metrics while recording (`tracer record --metrics ADDR`): what the trace says so far, counted from
+//! the same records the writer writes, as Prometheus counters served over HTTP ([`serve`]).
+//!
+//! Counted per process, under the labels `comm`, `role` (Ollama's server or runner) and `model` (a
+//! runner's model name): kernel executions by family (launches, graph replays' kernels and queue
+//! dispatches, as the report's steps count them: [`crate::phase::Feeder`]), launches, graph replays
+//! (and those whose kernels are unknown), API calls by category, and per inference phase the closed
+//! steps, their tokens and kernels by family. Label values are bounded sets: a kernel's family, never its
+//! name. A process that exits has its counts folded into its labels' totals and its state dropped, so
+//! memory stays flat over days of runner churn. Records dropped and probes attached or missing come
+//! from the session ([`Session`]).
+//!
+//! The exposition format is written by `prometheus-client` (the Prometheus project's own Rust client):
+//! escaping, `# TYPE`/`# HELP`/`# UNIT` lines and the `_total` suffix as the `OpenMetrics` text format
+//! wants them.
+
+mod serve;
+pub use serve::Server;
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::{Arc, Mutex, PoisonError},
+};
+
+use prometheus_client::{
+    encoding::text::encode,
+    metrics::{counter::Counter, family::Family, gauge::Gauge},
+    registry::Registry,
+};
+
+use crate::{
+    phase::Feeder,
+    trace::{Record, Role},
+};
+
+/// A process's labels: (comm, role, model).
+type Labels = (String, String, String);
+
+/// One process's counts (or the totals of the exited processes of one label set).
+#[derive(Clone, Default)]
+struct Counts {
+    launches: u64,
+    replays: u64,
+    replays_unknown: u64,
+    /// Family -> kernel executions.
+    executions: BTreeMap<String, u64>,
+    /// API category -> calls.
+    calls: BTreeMap<&'static str, u64>,
+    /// (phase, family) -> kernel executions in closed steps; phase -> (steps, tokens).
+    phase_kernels: BTreeMap<(&'static str, String), u64>,
+    phase_steps: BTreeMap<&'static str, (u64, u64)>,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Self) {
+        self.launches += o.launches;
+        self.replays += o.replays;
+        self.replays_unknown += o.replays_unknown;
+        for (k, v) in &o.executions {
+            *self.executions.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &o.calls {
+            *self.calls.entry(k).or_default() += v;
+        }
+        for (k, v) in &o.phase_kernels {
+            *self.phase_kernels.entry(k.clone()).or_default() += v;
+        }
+        for (k, (s, t)) in &o.phase_steps {
+            let e = self.phase_steps.entry(k).or_default();
+            e.0 += s;
+            e.1 += t;
+        }
+    }
+}
+
+/// What the session knows besides the records: drops and probes.
+#[derive(Clone, Debug, Default)]
+pub struct Session {
+    /// Drop kind -> records dropped.
+    pub dropped: BTreeMap<String, u64>,
+    pub processes_traced: u64,
+}
+
+/// The live counts of a recording.
+#[derive(Default)]
+pub struct Metrics {
+    feeder: Feeder,
+    labels: HashMap<u32, Labels>,
+    live: HashMap<u32, Counts>,
+    /// Exited processes' counts, by labels.
+    retired: BTreeMap<Labels, Counts>,
+    probes_attached: u64,
+    probes_missing: u64,
+    records: u64,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        Self { feeder: Feeder::listing_executions(), ..Self::default() }
+    }
+
+    /// One record, as written.
+    pub fn record(&mut self, r: &Record) {
+        self.records += 1;
+        match r {
+            Record::Process(p) => {
+                let role = p.role.map_or("", Role::as_str).to_owned();
+                let model = p.model_name.clone().or_else(|| p.model.clone()).unwrap_or_default();
+                self.labels.insert(p.pid, (p.comm.clone(), role, model));
+            }
+            Record::Probe(p) => {
+                if p.error.is_none() {
+                    self.probes_attached += 1;
+                } else {
+                    self.probes_missing += 1;
+                }
+            }
+            Record::Launch(l) => self.live.entry(l.pid).or_default().launches += 1,
+            Record::Call(c) => {
+                let counts = self.live.entry(c.pid).or_default();
+                *counts.calls.entry(c.api.op().name()).or_default() += 1;
+            }
+            Record::Exit(e) => {
+                self.feeder.record(r);
+                self.retire(e.pid);
+                return;
+            }
+            _ => {}
+        }
+        self.feeder.record(r);
+        if let Some(list) = self.feeder.executions.as_mut() {
+            for e in list.drain(..).filter(|e| e.ok) {
+                *self.live.entry(e.pid).or_default().executions.entry(e.family).or_default() += e.count;
+            }
+        }
+        // Totals are kept; the spans of the steps a call closed are not (memory stays flat).
+        if let Record::Call(c) = r
+            && let Some(p) = self.feeder.process_mut(c.pid)
+        {
+            p.phases.forget_spans();
+        }
+    }
+
+    /// A process ended: its counts join its labels' totals, its state goes.
+    fn retire(&mut self, pid: u32) {
+        let mut counts = self.live.remove(&pid).unwrap_or_default();
+        let steps = self.feeder.take(pid);
+        step_counts(&mut counts, &steps);
+        let labels = self.labels.remove(&pid).unwrap_or_default();
+        self.retired.entry(labels).or_default().add(&counts);
+    }
+
+    /// Processes whose state is held (not yet exited).
+    pub fn processes_held(&self) -> usize {
+        self.live.len().max(self.labels.len())
+    }
+
+    /// The `OpenMetrics` text of everything so far.
+    pub fn render(&mut self, session: &Session) -> String {
+        let mut all: BTreeMap<Labels, Counts> = self.retired.clone();
+        for (pid, counts) in &self.live {
+            let mut c = counts.clone();
+            if let Some(p) = self.feeder.process_mut(*pid) {
+                step_counts(&mut c, p);
+            }
+            all.entry(self.labels.get(pid).cloned().unwrap_or_default()).or_default().add(&c);
+        }
+        let mut reg = Registry::with_prefix("tracer");
+        let proc_family = |reg: &mut Registry, name: &str, help: &str| {
+            let f = Family::<Vec<(String, String)>, Counter>::default();
+            reg.register(name, help, f.clone());
+            f
+        };
+        let executions = proc_family(
+            &mut reg,
+            "kernel_executions",
+            "Kernel executions (launches that succeeded, graph replays' kernels, queue dispatches), by kernel family",
+        );
+        let launches = proc_family(&mut reg, "kernel_launches", "Kernel launch calls");
+        let replays = proc_family(&mut reg, "graph_replays", "Graph replays (hipGraphLaunch, cuGraphLaunch)");
+        let unknown = proc_family(
+            &mut reg,
+            "graph_replays_unresolved",
+            "Graph replays of executables whose capture tracer did not see (their kernels are not counted)",
+        );
+        let calls = proc_family(&mut reg, "api_calls", "GPU API calls recorded one by one, by category");
+        let steps = proc_family(&mut reg, "phase_steps", "Closed inference steps (graph evaluations), by phase");
+        let tokens =
+            proc_family(&mut reg, "phase_tokens", "Tokens evaluated in closed steps with exact widths, by phase");
+        let phase_kernels =
+            proc_family(&mut reg, "phase_kernel_executions", "Kernel executions in closed steps, by phase and family");
+        for ((comm, role, model), c) in &all {
+            let base = || {
+                vec![
+                    ("comm".to_owned(), comm.clone()),
+                    ("role".to_owned(), role.clone()),
+                    ("model".to_owned(), model.clone()),
+                ]
+            };
+            let with = |extra: &[(&str, &str)]| {
+                let mut l = base();
+                l.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+                l
+            };
+            launches.get_or_create(&base()).inc_by(c.launches);
+            replays.get_or_create(&base()).inc_by(c.replays);
+            unknown.get_or_create(&base()).inc_by(c.replays_unknown);
+            for (family, n) in &c.executions {
+                executions.get_or_create(&with(&[("family", family)])).inc_by(*n);
+            }
+            for (category, n) in &c.calls {
+                calls.get_or_create(&with(&[("category", category)])).inc_by(*n);
+            }
+            for (phase, (s, t)) in &c.phase_steps {
+                steps.get_or_create(&with(&[("phase", phase)])).inc_by(*s);
+                tokens.get_or_create(&with(&[("phase", phase)])).inc_by(*t);
+            }
+            for ((phase, family), n) in &c.phase_kernels {
+                phase_kernels.get_or_create(&with(&[("phase", phase), ("family", family)])).inc_by(*n);
+            }
+        }
+        let dropped = Family::<Vec<(String, String)>, Counter>::default();
+        reg.register("records_dropped", "Records lost before the trace file, by kind", dropped.clone());
+        for (kind, n) in &session.dropped {
+            dropped.get_or_create(&vec![("kind".to_owned(), kind.clone())]).inc_by(*n);
+        }
+        let gauge = |reg: &mut Registry, name: &str, help: &str, v: u64| {
+            let g = Gauge::<i64>::default();
+            g.set(i64::try_from(v).unwrap_or(i64::MAX));
+            reg.register(name, help, g);
+        };
+        gauge(&mut reg, "probes_attached", "Runtime functions probed", self.probes_attached);
+        gauge(&mut reg, "probes_missing", "Runtime functions that could not be probed", self.probes_missing);
+        gauge(
+            &mut reg,
+            "processes_traced",
+            "Processes in the kernel's filter (or seen, without one)",
+            session.processes_traced,
+        );
+        let records = Counter::<u64>::default();
+        records.inc_by(self.records);
+        reg.register("trace_records", "Records written to the trace file", records);
+        let mut out = String::new();
+        if encode(&mut out, &reg).is_err() {
+            // Writing to a String fails only if a value's formatting does: an empty exposition instead.
+            "# EOF\n".clone_into(&mut out);
+        }
+        out
+    }
+}
+
+/// The metrics as the writer's tap and the endpoint share them (on the recording's one thread: the lock
+/// is never contended).
+pub type Shared = Arc<Mutex<Metrics>>;
+
+/// Runs `f` on the shared metrics.
+pub fn with<T>(shared: &Shared, f: impl FnOnce(&mut Metrics) -> T) -> T {
+    f(&mut shared.lock().unwrap_or_else(PoisonError::into_inner))
+}
+
+/// The writer's tap feeding the metrics.
+pub struct Tap(pub Shared);
+
+impl crate::trace::Tap for Tap {
+    fn record(&mut self, record: &Record) {
+        with(&self.0, |m| m.record(record));
+    }
+}
+
+/// Adds what a process's steps hold to its counts: its graph replays, and its closed steps' totals.
+fn step_counts(counts: &mut Counts, steps: &crate::phase::ProcessSteps) {
+    counts.replays += steps.graphs.replays;
+    counts.replays_unknown += steps.graphs.unknown_replays;
+    for t in steps.phases.totals() {
+        let phase = t.phase.metric_name();
+        let e = counts.phase_steps.entry(phase).or_default();
+        e.0 += t.steps;
+        e.1 += t.tokens;
+        for (family, n) in t.kernels {
+            *counts.phase_kernels.entry((phase, family)).or_default() += n;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

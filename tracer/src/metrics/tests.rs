@@ -1,0 +1,94 @@
+//! Live counts from records: per process labels, families, phases; kept after a process exits.
+
+use tracer_common::ApiFunc;
+
+use super::*;
+use crate::{
+    event::{Call, GridUnit, Launch, MemcpyKind},
+    trace::{Exit, Kernel, Process},
+};
+
+const MMVQ1: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj";
+const ROPE: &str = "_Z9rope_normILb1EEvPKfPfiiiii";
+
+fn launch(pid: u32, kernel: u32, ts: u64) -> Record {
+    Record::Launch(Launch {
+        ts,
+        pid,
+        tid: pid,
+        lib: 0,
+        api: ApiFunc::HipLaunchKernel,
+        kernel: Some(kernel),
+        handle: 0,
+        grid: [1; 3],
+        block: [1; 3],
+        grid_unit: GridUnit::Blocks,
+        shmem: 0,
+        stream: 0,
+        ret: 0,
+        dur: 0,
+        captured: false,
+        entry_only: false,
+        params: BTreeMap::default(),
+        caller: 0,
+    })
+}
+
+fn call(pid: u32, api: ApiFunc, kind: Option<MemcpyKind>, ts: u64) -> Record {
+    let v = serde_json::json!({"ts": ts, "pid": pid, "tid": pid, "lib": 0, "api": api.name(), "ret": 0, "dur": 0, "kind": kind});
+    Record::Call(serde_json::from_value::<Call>(v).unwrap())
+}
+
+/// The value of the sample line that starts with `series` (its name and labels).
+fn sample(text: &str, series: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn counts_by_process_family_and_phase_and_keeps_them_after_exit() {
+    let mut m = Metrics::new();
+    let runner = |pid| {
+        Record::Process(Process {
+            pid,
+            comm: "ollama".into(),
+            role: Some(Role::Runner),
+            model_name: Some("qwen3:8b".into()),
+            ..Process::default()
+        })
+    };
+    for r in [
+        runner(10),
+        Record::Kernel(Kernel { id: 1, pid: 10, name: MMVQ1.into(), ..Kernel::default() }),
+        Record::Kernel(Kernel { id: 2, pid: 10, name: ROPE.into(), ..Kernel::default() }),
+    ] {
+        m.record(&r);
+    }
+    // Two decode tokens: each one MMVQ over one column and a RoPE, the logits copied down, a sync.
+    for t in 0..2u64 {
+        let ts = 100 * (t + 1);
+        m.record(&launch(10, 1, ts));
+        m.record(&launch(10, 2, ts + 1));
+        m.record(&call(10, ApiFunc::HipMemcpy, Some(MemcpyKind::DeviceToHost), ts + 2));
+        m.record(&call(10, ApiFunc::HipStreamSynchronize, None, ts + 3));
+    }
+    let labels = r#"comm="ollama",role="runner",model="qwen3:8b""#;
+    let text = m.render(&Session { dropped: BTreeMap::from([("ring".into(), 3)]), processes_traced: 1 });
+    assert_eq!(sample(&text, &format!("tracer_kernel_launches_total{{{labels}}}")), Some(4), "{text}");
+    assert_eq!(sample(&text, &format!("tracer_kernel_executions_total{{{labels},family=\"MMVQ Q4_K\"}}")), Some(2));
+    assert_eq!(sample(&text, &format!("tracer_phase_steps_total{{{labels},phase=\"decode\"}}")), Some(2));
+    assert_eq!(sample(&text, &format!("tracer_phase_tokens_total{{{labels},phase=\"decode\"}}")), Some(2));
+    assert_eq!(sample(&text, &format!("tracer_api_calls_total{{{labels},category=\"sync\"}}")), Some(2));
+    assert_eq!(sample(&text, "tracer_records_dropped_total{kind=\"ring\"}"), Some(3));
+    assert!(text.trim_end().ends_with("# EOF"), "OpenMetrics text ends with # EOF");
+
+    // The runner exits and another with the same model starts: counts add up under the same labels, and
+    // the first one's state is gone.
+    m.record(&Record::Exit(Exit { ts: 1000, pid: 10, code: Some(0), signal: None }));
+    assert_eq!(m.processes_held(), 0);
+    m.record(&runner(11));
+    m.record(&Record::Kernel(Kernel { id: 3, pid: 11, name: ROPE.into(), ..Kernel::default() }));
+    m.record(&launch(11, 3, 2000));
+    let text = m.render(&Session::default());
+    assert_eq!(sample(&text, &format!("tracer_kernel_launches_total{{{labels}}}")), Some(5), "{text}");
+    assert_eq!(sample(&text, &format!("tracer_phase_steps_total{{{labels},phase=\"decode\"}}")), Some(2));
+}
