@@ -21,6 +21,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[expect(clippy::large_enum_variant, reason = "parsed once per run; boxing would only add an indirection")]
 pub enum Cmd {
     /// Record a trace: of a command (`-- COMMAND ARGS`), of running processes (--pid), or of every process
     /// that calls the probed libraries.
@@ -47,8 +48,9 @@ pub struct InspectCli {
 
 #[derive(Debug, Args)]
 pub struct ExportCli {
-    /// The trace file.
-    pub file: PathBuf,
+    /// The trace file; or the parts of a rotated recording (several files, or their directory).
+    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
+    pub files: Vec<PathBuf>,
     #[arg(long, value_enum)]
     pub format: ExportFormat,
     /// Where to write: a file that appears only when the export is complete, or `-` (the default) for
@@ -136,6 +138,16 @@ pub struct RecordCli {
     /// inference phase, per process (comm, Ollama role, model); records dropped; probes attached.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Rotate: start a new file once this one holds SIZE bytes of new records (e.g. 256M, 1G; before
+    /// compression; each part also restates the libraries and live processes' kernels it refers to).
+    /// Parts are named after -o with a number (`run.0000.jsonl.zst`, `run.0001.jsonl.zst`, ...), each
+    /// readable alone; `tracer report` and `export` read several parts, or their directory, as one
+    /// recording.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub rotate_size: Option<u64>,
+    /// Rotate: start a new file once this one is this old (e.g. 1h, 30m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub rotate_every: Option<Duration>,
     /// Testing aid: leave the ring buffer unread for this long after attaching, to provoke overflow.
     #[arg(long, hide = true, value_name = "MS", default_value_t = 0)]
     pub debug_read_delay_ms: u64,
@@ -159,8 +171,9 @@ pub enum ProbeModeArg {
 
 #[derive(Debug, Args)]
 pub struct ReportCli {
-    /// The trace file.
-    pub file: PathBuf,
+    /// The trace file; or the parts of a rotated recording (several files, or their directory).
+    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
+    pub files: Vec<PathBuf>,
     /// Print the report as one JSON object (whole kernel names, every kernel).
     #[arg(long)]
     pub json: bool,
@@ -171,6 +184,23 @@ pub struct ReportCli {
     /// Kernels listed per process, most executions first (0: all).
     #[arg(long, value_name = "N", default_value_t = 25)]
     pub top: usize,
+}
+
+/// A size in bytes: a number with an optional K, M or G (powers of 1024), at least 64K.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim().trim_end_matches(['B', 'b']).trim_end_matches('i');
+    let (num, shift) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 30),
+        _ => (t, 0),
+    };
+    let n: u64 = num.trim().parse().map_err(|e| format!("`{s}` is not a size ({e}; try 256M or 1G)"))?;
+    let bytes = n.checked_mul(1 << shift).ok_or_else(|| format!("`{s}` is too large"))?;
+    if bytes < 64 << 10 {
+        return Err(format!("`{s}` is smaller than a part may be (at least 64K)"));
+    }
+    Ok(bytes)
 }
 
 #[expect(clippy::float_arithmetic, reason = "durations are given in decimal fractions of their unit")]

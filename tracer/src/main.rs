@@ -48,6 +48,8 @@ fn main() -> ExitCode {
                 sync_teardown: r.debug_sync_teardown,
                 program_stats: r.program_stats,
                 metrics: r.metrics,
+                rotate_size: r.rotate_size,
+                rotate_every: r.rotate_every,
                 probe_mode: match r.probe_mode {
                     ProbeModeArg::Record if r.lean => ProbeMode::Lean,
                     ProbeModeArg::Record => ProbeMode::Record,
@@ -61,16 +63,18 @@ fn main() -> ExitCode {
             print(&text)
         }),
         Cmd::Export(e) => export(&e),
-        Cmd::Report(r) => Report::from_file(&r.file).and_then(|rep| {
-            if r.json {
-                print(&format!("{}\n", serde_json::to_string_pretty(&rep)?))
-            } else {
-                if let Some(w) = &rep.trace.warning {
-                    eprintln!("tracer: warning: {w}");
+        Cmd::Report(r) => {
+            tracer::trace::Input::new(&r.files).and_then(|input| Report::from_input(&input)).and_then(|rep| {
+                if r.json {
+                    print(&format!("{}\n", serde_json::to_string_pretty(&rep)?))
+                } else {
+                    if let Some(w) = &rep.trace.warning {
+                        eprintln!("tracer: warning: {w}");
+                    }
+                    print(&rep.to_text(&tracer::report::TextOptions { full_names: r.full_names, top: r.top }))
                 }
-                print(&rep.to_text(&tracer::report::TextOptions { full_names: r.full_names, top: r.top }))
-            }
-        }),
+            })
+        }
     };
     match result {
         Ok(code) => code,
@@ -92,11 +96,12 @@ fn print(text: &str) -> anyhow::Result<ExitCode> {
 
 /// Exports to standard output, or to a file that appears only when the export is complete.
 fn export(e: &ExportCli) -> anyhow::Result<ExitCode> {
+    let input = tracer::trace::Input::new(&e.files)?;
     let run = |out: &mut (dyn std::io::Write + Send)| match e.format {
-        ExportFormat::Perfetto => tracer::export::perfetto(&e.file, out),
-        ExportFormat::Csv => tracer::export::csv(&e.file, out),
-        ExportFormat::Dot => tracer::export::dot(&e.file, out),
-        ExportFormat::Parquet => tracer::export::parquet(&e.file, out).map(drop),
+        ExportFormat::Perfetto => tracer::export::perfetto(&input, out),
+        ExportFormat::Csv => tracer::export::csv(&input, out),
+        ExportFormat::Dot => tracer::export::dot(&input, out),
+        ExportFormat::Parquet => tracer::export::parquet(&input, out).map(drop),
     };
     match e.output.as_deref().map_or(Dest::Stdout, Dest::parse) {
         Dest::Stdout => {
@@ -105,7 +110,8 @@ fn export(e: &ExportCli) -> anyhow::Result<ExitCode> {
             out.flush()?;
         }
         Dest::File(path) => {
-            let mut staged = Staged::create(&path, e.force, &[&e.file])?;
+            let inputs: Vec<&std::path::Path> = input.paths().collect();
+            let mut staged = Staged::create(&path, e.force, &inputs)?;
             let mut out = BufWriter::new(staged.file());
             run(&mut out)?;
             out.flush()?;

@@ -81,6 +81,17 @@ pub fn create_new(path: &Path) -> Result<File> {
         })
 }
 
+/// Creates the next part of a rotated recording: new, or (with `force`) replacing a regular file of that
+/// name; the same refusals as [`check`].
+pub fn create_part(path: &Path, force: bool) -> Result<File> {
+    check(path, force, &[])?;
+    if force && std::fs::symlink_metadata(path).is_ok() {
+        std::fs::remove_file(path)
+            .map_err(|e| anyhow!("cannot replace {} ({e}): choose another path with -o", path.display()))?;
+    }
+    create_new(path)
+}
+
 /// The temporary name a file for `dest` is written under, beside it, until it takes `dest`'s name.
 pub fn staged_name(dest: &Path) -> Result<PathBuf> {
     let dir = match dest.parent() {

@@ -181,6 +181,8 @@ fn cpu_of(cmd: &mut Command) -> Result<(f64, f64, String)> {
 struct Rows {
     results: serde_json::Map<String, Value>,
     table: Vec<(String, String, String, String)>,
+    /// What the metrics tap adds per event, from row 3's warm runs (row 13 uses it).
+    tap_ns: f64,
 }
 
 /// Runs every row, prints the table and writes `bench/results.json`.
@@ -196,9 +198,11 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     row_1(&d, q, &mut rows)?;
     row_2(&d, q, &mut rows)?;
     row_3(&d, q, &mut rows)?;
-    let plain_bytes = row_4(&d, q, &mut rows)?;
+    let (plain_bytes, cpu_pct) = row_4(&d, q, &mut rows)?;
+    row_13(&d, q, cpu_pct, &mut rows)?;
     row_5(&d, q, plain_bytes, &mut rows)?;
     row_6(&d, q, &mut rows)?;
+    row_14(&d, q, &mut rows)?;
     row_7(&d, q, &mut rows)?;
     row_8(&d, q, &mut rows)?;
     row_9(&d, q, &mut rows)?;
@@ -216,7 +220,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
 /// Row 1: the cost of one traced call against empty programs and no tracing.
 fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
-    step("1/12 cost per traced call: none, empty programs, tracer (stand-in library)");
+    step("1/14 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let [(none_m, none_lo, none_hi), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
         three_modes(d, &trace, reps, &["count", n], "ns_per_call")?;
@@ -253,7 +257,7 @@ fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// Row 12: a call into a counted GPU library entry point (rocSPARSE's, through its multi-point link): one
 /// trap and one counter, against empty programs on the same points and no tracing.
 fn row_12(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("12/12 cost per counted library entry call (real rocSPARSE): none, empty programs, tracer");
+    step("12/14 cost per counted library entry call (real rocSPARSE): none, empty programs, tracer");
     let program = fixtures_dir().join("sparse_rand");
     let program = program.to_str().context("path")?;
     let real_lib = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")?;
@@ -313,7 +317,7 @@ fn entry_calls(trace: &Path, lib: &str) -> Result<u64> {
 fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
     let driver = d.driver.to_str().context("path")?;
-    step("2/12 loss: both cores calling as fast as they can, tracer and bpftrace");
+    step("2/14 loss: both cores calling as fast as they can, tracer and bpftrace");
     let per_thread = if q { "100000" } else { "500000" };
     let calls = 2 * per_thread.parse::<u64>()?;
     traced(d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
@@ -350,7 +354,7 @@ fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// Row 3: the user-space path alone (decode, attribute, write); also writes the traces rows 6 and 7 read.
 fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step(
-        "3/12 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/12 and 7/12",
+        "3/14 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/14 and 7/14",
     );
     let big = d.big();
     let mut c = Command::new("cargo");
@@ -362,7 +366,11 @@ fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let out = stdout_of(c.env("PATH", crate::path_with_cargo_bin()))?;
     let line = out.lines().find(|l| l.starts_with("pipeline")).context("no pipeline line")?;
     let eps = field(line, "events_per_s")?;
+    let warm = out.lines().find(|l| l.starts_with("pipeline_warm")).context("no pipeline_warm line")?;
+    let tap_ns = field(warm, "metrics_ns_per_event")?;
     rows.results.insert("pipeline_events_per_s".into(), json!({"value": eps, "target": 1_000_000}));
+    rows.results.insert("metrics_tap_ns_per_event".into(), json!({"value": tap_ns}));
+    rows.tap_ns = tap_ns;
     rows.table.push((
         "3 user-space path, one core".into(),
         format!("{:.2} M events/s", eps / 1e6),
@@ -373,12 +381,12 @@ fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 }
 
 /// Row 4: a realistic load, 60 000 launches/s: tracer's CPU and peak memory.
-/// Returns the bytes per launch of its plain trace, for row 5.
-fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<f64> {
+/// Returns the bytes per launch of its plain trace, for row 5, and tracer's share of a core, for row 13.
+fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<(f64, f64)> {
     let trace = d.trace();
     let driver = d.driver.to_str().context("path")?;
     let secs = if q { "5" } else { "60" };
-    step(&format!("4/12 realistic load: 60000 launches/s for {secs} s"));
+    step(&format!("4/14 realistic load: 60000 launches/s for {secs} s"));
     let t = Instant::now();
     traced(d, &trace, &[], &d.standin, &[driver, "paced", "60000", secs])?;
     let wall = t.elapsed().as_secs_f64();
@@ -397,13 +405,110 @@ fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<f64> {
         "<= 5 %, <= 64 MiB".into(),
         verdict(pct <= 5.0 && rss_mib <= 64.0),
     ));
-    Ok(plain_bytes)
+    Ok((plain_bytes, pct))
+}
+
+/// The port row 13's recording serves metrics on.
+const METRICS_PORT: u16 = 19_464;
+
+/// Row 13: row 4's load with the metrics endpoint served and scraped every second (as Prometheus would):
+/// tracer's CPU, beside row 4's `plain_pct` (one run each: their difference is within the runs' noise, about
+/// half a point), and what the tap costs per event measured alone (row 3's warm runs), as a share of a core
+/// at the same rate: the figure the target is on.
+fn row_13(d: &Dir, q: bool, plain_pct: f64, rows: &mut Rows) -> Result<()> {
+    use std::io::{Read as _, Write as _};
+    let trace = d.trace();
+    let driver = d.driver.to_str().context("path")?;
+    let secs = if q { "5" } else { "60" };
+    step(&format!("13/14 the same load with --metrics served and scraped every second, {secs} s"));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let scraper = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            let (mut scrapes, mut bytes) = (0u64, 0u64);
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_secs(1));
+                let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", METRICS_PORT)) else { continue };
+                let mut body = Vec::new();
+                if s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").is_ok() && s.read_to_end(&mut body).is_ok() {
+                    scrapes += 1;
+                    bytes += body.len() as u64;
+                }
+            }
+            (scrapes, bytes)
+        })
+    };
+    let t = Instant::now();
+    let addr = format!("127.0.0.1:{METRICS_PORT}");
+    let ran = traced(d, &trace, &["--metrics", &addr], &d.standin, &[driver, "paced", "60000", secs]);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (scrapes, bytes) = scraper.join().map_err(|panic| anyhow::anyhow!("the scraper thread failed: {panic:?}"))?;
+    ran?;
+    let wall = t.elapsed().as_secs_f64();
+    let (f, launches) = footer(&trace)?;
+    let cpu = f["counters"]["tracer_cpu_us"].as_f64().unwrap_or(0.0) / 1e6;
+    let rss_mib = f["counters"]["tracer_max_rss_kib"].as_f64().unwrap_or(0.0) / 1024.0;
+    let pct = 100.0 * cpu / wall;
+    let tap_pct = 100.0 * 60_000.0 * rows.tap_ns / 1e9;
+    rows.results.insert(
+        "metrics_endpoint".into(),
+        json!({"rate": 60000, "seconds": secs, "launches": launches, "scrapes": scrapes, "scrape_bytes": bytes,
+               "tracer_cpu_percent": pct, "without_metrics_cpu_percent": plain_pct, "tracer_peak_rss_mib": rss_mib,
+               "tap_ns_per_event": rows.tap_ns, "tap_percent_at_60k": tap_pct,
+               "target": "tap <= 1 % of a core at 60 000 launches/s"}),
+    );
+    rows.table.push((
+        "13 60k launches/s, --metrics scraped 1/s".into(),
+        format!(
+            "tracer {pct:.2} % of a core (row 4: {plain_pct:.2} %), peak RSS {rss_mib:.1} MiB; {scrapes} scrapes of {} B; the tap alone {:.0} ns/event = {tap_pct:.2} % of a core",
+            bytes / scrapes.max(1),
+            rows.tap_ns
+        ),
+        "tap <= 1 %".into(),
+        verdict(tap_pct <= 1.0 && scrapes > 0),
+    ));
+    Ok(())
+}
+
+/// Row 14: `tracer export --format parquet` over the 100 M-event trace: time, memory, size (row 6 reads the
+/// trace first; it is removed here).
+fn row_14(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
+    let huge = d.huge();
+    if q {
+        rows.table.push((
+            "14 export parquet, 100 M events".into(),
+            "skipped (--quick)".into(),
+            "bounded memory".into(),
+            "-".into(),
+        ));
+        return Ok(());
+    }
+    step("14/14 tracer export --format parquet over the 100 M-event trace (to a file)");
+    let out = d.work.join("huge.parquet");
+    let mut c = Command::new(tracer_bin());
+    let (s, rss_kib) = measured(c.args(["export", "--format", "parquet", "--force", "-o"]).arg(&out).arg(&huge))?;
+    let size_mib = fs::metadata(&out).map_or(0, |m| m.len()) as f64 / f64::from(1u32 << 20);
+    let trace_mib = fs::metadata(&huge).map_or(0, |m| m.len()) as f64 / f64::from(1u32 << 20);
+    drop(fs::remove_file(&out));
+    drop(fs::remove_file(&huge));
+    let rss_mib = rss_kib as f64 / 1024.0;
+    rows.results.insert(
+        "export_parquet_100m".into(),
+        json!({"seconds": s, "peak_rss_mib": rss_mib, "output_mib": size_mib, "trace_mib": trace_mib, "target": "memory bounded (<= 256 MiB)"}),
+    );
+    rows.table.push((
+        "14 export parquet, 100 M events".into(),
+        format!("{s:.1} s, peak RSS {rss_mib:.0} MiB, {size_mib:.0} MiB written (trace {trace_mib:.0} MiB zstd)"),
+        "<= 256 MiB".into(),
+        verdict(rss_mib <= 256.0),
+    ));
+    Ok(())
 }
 
 /// Row 5: bytes per dispatch on disk, plain and compressed.
 fn row_5(d: &Dir, q: bool, plain_bytes: f64, rows: &mut Rows) -> Result<()> {
     let driver = d.driver.to_str().context("path")?;
-    step("5/12 bytes per dispatch on disk, plain and compressed");
+    step("5/14 bytes per dispatch on disk, plain and compressed");
     let zst = d.work.join("bench.jsonl.zst");
     let zsecs = if q { "2" } else { "10" };
     traced(d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
@@ -431,13 +536,12 @@ fn row_6(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("6/12 tracer report over the 10 M- and the 100 M-event traces");
+        step("6/14 tracer report over the 10 M- and the 100 M-event traces");
         let mut c = Command::new(tracer_bin());
         let (s10, rss10) = measured(c.arg("report").arg(&big))?;
         let mut c = Command::new(tracer_bin());
         let (s100, rss100) = measured(c.arg("report").arg(&huge))?;
         let huge_mib = fs::metadata(&huge).map_or(0, |m| m.len()) / (1 << 20);
-        drop(fs::remove_file(&huge));
         let (rss10, rss100) = (rss10 as f64 / 1024.0, rss100 as f64 / 1024.0);
         rows.results.insert("report_10m_s".into(), json!({"value": s10, "peak_rss_mib": rss10, "target": 5}));
         rows.results.insert(
@@ -467,7 +571,7 @@ fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("7/12 tracer export --format perfetto over the 10 M-launch trace (to a file)");
+        step("7/14 tracer export --format perfetto over the 10 M-launch trace (to a file)");
         let out = d.work.join("big.perfetto.json");
         drop(fs::remove_file(&out));
         let mut c = Command::new(tracer_bin());
@@ -489,7 +593,7 @@ fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Row 8: how long a recording of nothing takes from start to exit.
 fn row_8(d: &Dir, _q: bool, rows: &mut Rows) -> Result<()> {
-    step("8/12 tracer record -- /bin/true, start to exit (attach, record, detach)");
+    step("8/14 tracer record -- /bin/true, start to exit (attach, record, detach)");
     let trace_true = d.work.join("true.jsonl");
     let mut walls = Vec::new();
     for _ in 0..5 {
@@ -521,7 +625,7 @@ fn row_8(d: &Dir, _q: bool, rows: &mut Rows) -> Result<()> {
 fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
     let reps = repeats(q);
-    step("9/12 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
+    step("9/14 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
     let tokens = if q { "5000" } else { "20000" };
     let [(none_m, _, _), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
         three_modes(d, &trace, reps, &["tokens", tokens], "ns_per_token")?;
@@ -551,11 +655,11 @@ fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Rows 10 and 11: a real `ROCm` library stack, thousands of registrations at load, gigabytes of GPU code.
 fn stack_rows(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("10/12 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
+    step("10/14 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
     let (r, v) = stack::rocsparse(&d.work, q)?;
     rows.results.insert("rocsparse_stack".into(), v);
     rows.table.push(r);
-    step("11/12 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
+    step("11/14 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
     let (r, v) = stack::ggml_hip(&d.work, q)?;
     rows.results.insert("ggml_hip_mapped".into(), v);
     rows.table.push(r);

@@ -13,6 +13,7 @@ use anyhow::Result;
 use crate::{
     files::CodeFile,
     report::{MapStatus, MappedReport, Report},
+    trace,
 };
 
 /// Fill colour and style by what the library did.
@@ -51,8 +52,8 @@ fn label(m: &MappedReport) -> String {
 }
 
 /// Writes the graph of the trace at `input`.
-pub fn dot(input: &Path, out: &mut dyn Write) -> Result<()> {
-    let report = Report::from_file(input)?;
+pub fn dot(input: &trace::Input, out: &mut dyn Write) -> Result<()> {
+    let report = Report::from_input(input)?;
     writeln!(out, "digraph gpu_libraries {{")?;
     writeln!(out, "  rankdir=LR;")?;
     writeln!(out, "  node [shape=box, fontname=\"monospace\", fontsize=10];")?;

@@ -23,7 +23,6 @@ pub use dot::dot;
 use std::{
     collections::{BTreeMap, HashMap, VecDeque},
     io::Write,
-    path::Path,
 };
 
 use anyhow::Result;
@@ -66,7 +65,7 @@ impl EventStream<'_> {
 
 /// Streams a trace as Chrome trace-event JSON: memory stays bounded by the number of kernels, queues,
 /// processes and inference steps, not by the number of events.
-pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
+pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<()> {
     out.write_all(b"{\"traceEvents\":[")?;
     let mut events = EventStream { out, first: true, failure: None };
     let mut kernels: HashMap<u32, String> = HashMap::new();
@@ -79,7 +78,7 @@ pub fn perfetto(input: &Path, out: &mut dyn Write) -> Result<()> {
     let mut next_flow = 1u64;
     let mut start = 0u64;
     let us = |ts: u64, start: u64| ts.saturating_sub(start) as f64 / 1000.0;
-    let status = trace::for_each_record(input, |r| {
+    let status = input.for_each_record(|r| {
         steps.record(&r);
         match r {
         Record::Header(h) => start = h.start_mono_ns,
@@ -219,14 +218,14 @@ pub const CSV_COLUMNS: [&str; 22] = [
     "Grid_Size_Z",
 ];
 
-pub fn csv(input: &Path, out: &mut dyn Write) -> Result<()> {
+pub fn csv(input: &trace::Input, out: &mut dyn Write) -> Result<()> {
     let mut w = ::csv::Writer::from_writer(out);
     w.write_record(CSV_COLUMNS)?;
     let mut kernels: HashMap<u32, String> = HashMap::new();
     let mut queues: BTreeMap<(u32, u64), u64> = BTreeMap::new();
     let mut dispatch_id = 0u64;
     let mut failure = None;
-    trace::for_each_record(input, |r| match r {
+    input.for_each_record(|r| match r {
         Record::Kernel(k) => {
             let name = if k.demangled.is_empty() { k.name } else { k.demangled };
             kernels.insert(k.id, name);
@@ -353,7 +352,7 @@ mod tests {
         }
         w.finish(trace::Footer::default()).unwrap();
         let mut out = Vec::new();
-        perfetto(&path, &mut out).unwrap();
+        perfetto(&trace::Input::file(&path), &mut out).unwrap();
         let v: Value = serde_json::from_slice(&out).unwrap();
         let ev = v["traceEvents"].as_array().unwrap();
         let starts: Vec<&Value> = ev.iter().filter(|e| e["ph"] == "s").collect();
@@ -369,7 +368,7 @@ mod tests {
             ev.iter().any(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == "GPU queue 0x99")
         );
         let mut csv_out = Vec::new();
-        csv(&path, &mut csv_out).unwrap();
+        csv(&trace::Input::file(&path), &mut csv_out).unwrap();
         let text = String::from_utf8(csv_out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], CSV_COLUMNS.join(","));

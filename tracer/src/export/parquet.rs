@@ -16,7 +16,7 @@
 //! most readers are tested against) without its Arrow layer: the rows are typed columns already, and the
 //! Arrow crates would double the build.
 
-use std::{collections::HashMap, io::Write, path::Path, sync::Arc};
+use std::{collections::HashMap, io::Write, sync::Arc};
 
 use anyhow::{Context as _, Result};
 use parquet::{
@@ -28,7 +28,7 @@ use parquet::{
 
 use crate::{
     event::GridUnit,
-    phase::{Execution, Feeder, StepSpan, View},
+    phase::{Execution, FamilyKey, Feeder, StepSpan, View},
     trace::{self, Record},
 };
 
@@ -207,7 +207,7 @@ struct Table<W: Write + Send> {
     steps: HashMap<u32, Vec<StepSpan>>,
     views: [ByteArray; 3],
     phases: HashMap<&'static str, ByteArray>,
-    families: HashMap<String, ByteArray>,
+    families: HashMap<FamilyKey, ByteArray>,
     apis: HashMap<&'static str, ByteArray>,
     units: [ByteArray; 2],
     unknown_process: ProcessCols,
@@ -221,7 +221,7 @@ impl<W: Write + Send> Table<W> {
             spans.get(n).filter(|s| e.ts <= s.end).map(|s| (n, s.phase))
         });
         let phase = step.map(|(_, p)| self.phases.entry(p.as_str()).or_insert_with(|| text(p.as_str())).clone());
-        let family = self.families.entry(e.family.clone()).or_insert_with(|| text(&e.family)).clone();
+        let family = self.families.entry(e.family).or_insert_with(|| text(&e.family_name())).clone();
         let api = shape.api.map(|a| self.apis.entry(a).or_insert_with(|| text(a)).clone());
         let kernel = e.kernel.and_then(|id| self.kernels.get(&id));
         let (name, library) = (kernel.and_then(|k| k.name.clone()), kernel.and_then(|k| k.library.clone()));
@@ -301,10 +301,10 @@ impl<W: Write + Send> Table<W> {
 }
 
 /// Writes the kernel executions of the trace at `input` as a Parquet file to `out`; returns the rows.
-pub fn parquet(input: &Path, out: &mut (dyn Write + Send)) -> Result<u64> {
+pub fn parquet(input: &trace::Input, out: &mut (dyn Write + Send)) -> Result<u64> {
     // First reading: each process's steps.
     let mut feeder = Feeder::default();
-    trace::for_each_record(input, |r| feeder.record(&r))?;
+    input.for_each_record(|r| feeder.record(&r))?;
     let steps = feeder.into_processes().into_iter().map(|(pid, p)| (pid, p.phases.spans())).collect();
 
     let schema = Arc::new(parse_message_type(SCHEMA).context("the Parquet schema")?);
@@ -341,7 +341,7 @@ pub fn parquet(input: &Path, out: &mut (dyn Write + Send)) -> Result<u64> {
     // Second reading: the rows.
     let mut feeder = Feeder::listing_executions();
     let mut failure = None;
-    let status = trace::for_each_record(input, |r| {
+    let status = input.for_each_record(|r| {
         if failure.is_some() {
             return;
         }
@@ -381,7 +381,7 @@ pub fn parquet(input: &Path, out: &mut (dyn Write + Send)) -> Result<u64> {
         return Err(e);
     }
     table.flush()?;
-    let mut kv = vec![parquet::file::metadata::KeyValue::new("tracer.source".to_owned(), input.display().to_string())];
+    let mut kv = vec![parquet::file::metadata::KeyValue::new("tracer.source".to_owned(), input.display())];
     if let Some(w) = status.warning() {
         kv.push(parquet::file::metadata::KeyValue::new("tracer.warning".to_owned(), w));
     }

@@ -1,5 +1,5 @@
 //! Live metrics while recording (`tracer record --metrics ADDR`): what the trace says so far, counted from
-//! the same records the writer writes, as Prometheus counters served over HTTP ([`serve`]).
+//! the same records the writer writes, as Prometheus counters served over HTTP (`serve.rs`, [`Server`]).
 //!
 //! Counted per process, under the labels `comm`, `role` (Ollama's server or runner) and `model` (a
 //! runner's model name): kernel executions by family (launches, graph replays' kernels and queue
@@ -29,7 +29,7 @@ use prometheus_client::{
 };
 
 use crate::{
-    phase::Feeder,
+    phase::{FamilyKey, Feeder, family_key},
     trace::{Record, Role},
 };
 
@@ -43,7 +43,7 @@ struct Counts {
     replays: u64,
     replays_unknown: u64,
     /// Family -> kernel executions.
-    executions: BTreeMap<String, u64>,
+    executions: BTreeMap<FamilyKey, u64>,
     /// API category -> calls.
     calls: BTreeMap<&'static str, u64>,
     /// (phase, family) -> kernel executions in closed steps; phase -> (steps, tokens).
@@ -57,7 +57,7 @@ impl Counts {
         self.replays += o.replays;
         self.replays_unknown += o.replays_unknown;
         for (k, v) in &o.executions {
-            *self.executions.entry(k.clone()).or_default() += v;
+            *self.executions.entry(*k).or_default() += v;
         }
         for (k, v) in &o.calls {
             *self.calls.entry(k).or_default() += v;
@@ -206,7 +206,7 @@ impl Metrics {
             replays.get_or_create(&base()).inc_by(c.replays);
             unknown.get_or_create(&base()).inc_by(c.replays_unknown);
             for (family, n) in &c.executions {
-                executions.get_or_create(&with(&[("family", family)])).inc_by(*n);
+                executions.get_or_create(&with(&[("family", &family_key(*family))])).inc_by(*n);
             }
             for (category, n) in &c.calls {
                 calls.get_or_create(&with(&[("category", category)])).inc_by(*n);

@@ -42,8 +42,8 @@ pub struct Execution {
     pub view: View,
     /// Runs of the kernel (more than one only for a replay of a graph that captured it several times).
     pub count: u64,
-    /// Its family, with the ggml quantization type where the name has one ("MMQ `Q4_K`").
-    pub family: String,
+    /// Its family, with the ggml quantization type where the name has one (see [`Execution::family_name`]).
+    pub family: FamilyKey,
     /// The exact column count (ne11) of a ggml matrix kernel, where known.
     pub ne11: Option<u32>,
     /// The launch returned success (always, for a replay or a dispatch): the report's executions count
@@ -70,12 +70,30 @@ impl View {
 }
 
 /// An execution's family and exact column count, from its class.
-fn execution(pid: u32, ts: u64, kernel: Option<u32>, view: View, count: u64, class: &Class, ok: bool) -> Execution {
+const fn execution(
+    pid: u32,
+    ts: u64,
+    kernel: Option<u32>,
+    view: View,
+    count: u64,
+    class: &Class,
+    ok: bool,
+) -> Execution {
     let ne11 = match class.batch {
         Some(Batch::Exact(n)) if matches!(class.family, Family::Mmq | Family::Mmvq) => Some(n),
         _ => None,
     };
-    Execution { pid, ts, kernel, view, count, family: super::family_key((class.family, class.quant)), ne11, ok }
+    Execution { pid, ts, kernel, view, count, family: (class.family, class.quant), ne11, ok }
+}
+
+/// A kernel family and the ggml quantization type its name gives.
+pub type FamilyKey = (Family, Option<&'static str>);
+
+impl Execution {
+    /// The family as reports name it ("MMQ `Q4_K`").
+    pub fn family_name(&self) -> String {
+        super::family_key(self.family)
+    }
 }
 
 /// One process's steps and what feeding them needs: the graphs its replays run and where its MMQ

@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 mod feed;
-pub use feed::{Execution, Feeder, Graphs, ProcessSteps, View};
+pub use feed::{Execution, FamilyKey, Feeder, Graphs, ProcessSteps, View};
 
 use serde::Serialize;
 
@@ -149,7 +149,7 @@ fn passes_label(widths: &[Option<Batch>]) -> String {
     }
 }
 
-fn family_key((family, quant): (Family, Option<&'static str>)) -> String {
+pub fn family_key((family, quant): (Family, Option<&'static str>)) -> String {
     quant.map_or_else(|| family.name().to_owned(), |q| format!("{} {q}", family.name()))
 }
 

@@ -24,7 +24,7 @@ use crate::{
     libs::{self, CUDA_DRIVER, HIP_RUNTIME, LibCopy},
     ollama, output,
     proc::{LIVE, Procs as _},
-    trace::{GpuLibrary, Writer},
+    trace::{GpuLibrary, Rotation, Writer},
 };
 
 pub struct RecordArgs {
@@ -55,6 +55,9 @@ pub struct RecordArgs {
     pub private_argv: bool,
     /// Serve live metrics for Prometheus at this address (`--metrics`).
     pub metrics: Option<std::net::SocketAddr>,
+    /// Start a new file past this many bytes (`--rotate-size`) or this age (`--rotate-every`).
+    pub rotate_size: Option<u64>,
+    pub rotate_every: Option<Duration>,
 }
 
 /// The trace file of a recording: new, or (with `--force` over an existing file) written beside the old
@@ -161,10 +164,19 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
         // tracer without a word, nor leave a half-made file.
         let mut signals = signals::Signals::install()?;
         let setup = prepare(&args)?;
-        let (mut out, file) = TraceOutput::create(&args.output, args.force)?;
         let to_stdout = output::Dest::parse(&args.output) == output::Dest::Stdout;
         let compress = !to_stdout && args.output.extension().is_some_and(|e| e == "zst");
-        let mut writer = Writer::new(file, compress)?;
+        let rotation = (args.rotate_size.is_some() || args.rotate_every.is_some()).then(|| Rotation {
+            first: Rotation::part_path(&args.output, 0),
+            max_bytes: args.rotate_size,
+            every: args.rotate_every,
+            force: args.force,
+        });
+        let (mut out, file) = TraceOutput::create(rotation.as_ref().map_or(&args.output, |r| &r.first), args.force)?;
+        let mut writer = match rotation {
+            Some(r) => Writer::rotating(file, compress, r, &args.output)?,
+            None => Writer::new(file, compress)?,
+        };
         let metrics = match args.metrics {
             Some(addr) => {
                 let server = crate::metrics::Server::bind(addr)?;
@@ -209,6 +221,11 @@ pub(crate) struct Setup {
 }
 
 fn prepare(args: &RecordArgs) -> Result<Setup> {
+    if (args.rotate_size.is_some() || args.rotate_every.is_some())
+        && output::Dest::parse(&args.output) == output::Dest::Stdout
+    {
+        bail!("a rotated recording is written to files: give -o NAME.jsonl.zst with --rotate-size or --rotate-every");
+    }
     attach::preflight()?;
     for &pid in args.pids.iter().chain(&args.ollama_pids) {
         if !LIVE.is_running(pid) {

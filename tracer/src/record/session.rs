@@ -238,7 +238,7 @@ impl<'a> Session<'a> {
                     }
                 }
                 _ = tick.tick() => {
-                    self.writer.flush()?;
+                    self.writer.flush_and_rotate()?;
                     if status.due() {
                         let line = self.status_line(&mut status);
                         status.show(&line);
@@ -556,7 +556,7 @@ impl<'a> Session<'a> {
             footer.counters.insert("tracer_max_rss_kib".into(), kib);
         }
         let drops = footer.total_drops();
-        let counts: BTreeMap<String, u64> = self.writer.counts().clone();
+        let counts: BTreeMap<&'static str, u64> = self.writer.counts().clone();
         self.writer.finish(footer)?;
         // The trace is complete. Detaching the probes takes the kernel about 100 ms each, one after the
         // other; a child keeps them so that this process can end now (the probes stay in place, recording
@@ -622,6 +622,7 @@ fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono:
             lean: args.probe_mode == attach::ProbeMode::Lean,
         },
         units: units(),
+        part: None,
     }
 }
 

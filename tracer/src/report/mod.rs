@@ -383,10 +383,15 @@ pub struct MemcpyReport {
 impl Report {
     /// Reads a trace file and summarizes it, streaming.
     pub fn from_file(path: &Path) -> Result<Self> {
+        Self::from_input(&trace::Input::file(path))
+    }
+
+    /// Reads a trace, or the parts of a rotated recording as one, and summarizes it, streaming.
+    pub fn from_input(input: &trace::Input) -> Result<Self> {
         let mut b = ReportBuilder::default();
-        let status = trace::for_each_record(path, |r| b.add(r))?;
+        let status = input.for_each_record(|r| b.add(r))?;
         let mut r = b.finish();
-        r.trace.path = path.display().to_string();
+        r.trace.path = input.display();
         r.trace.warning = status.warning();
         r.trace.unknown_records = status.unknown_records;
         r.trace.unreadable_records = status.unreadable_records;

@@ -1,14 +1,16 @@
 //! The trace file: `schema` (what each line holds), `writer`, `reader` (with `scan`, its fast
 //! path for the writer's own launch and call lines).
 
+mod parts;
 mod reader;
 mod scan;
 mod schema;
 mod writer;
 
+pub use parts::{Input, MAX_PARTS};
 pub use reader::{MAX_LINE, ReadStatus, for_each_record, read_file, read_from, read_records};
 pub use schema::*;
-pub use writer::{Tap, Writer};
+pub use writer::{Rotation, Tap, Writer};
 
 #[cfg(test)]
 mod tests {

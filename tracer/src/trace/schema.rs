@@ -53,6 +53,19 @@ pub struct Header {
     pub options: Options,
     /// Units of the numeric fields, spelled out.
     pub units: BTreeMap<String, String>,
+    /// A part of a rotated recording: which, and how many records after this header restate what earlier
+    /// parts said (libraries, probes, live processes, their kernels, mappings and queues), so that the part
+    /// reads alone; a reader of the whole recording skips them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<Part>,
+}
+
+/// Where a file lies in a rotated recording.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Part {
+    /// 0 for the first file.
+    pub index: u32,
+    pub restated: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -268,6 +281,9 @@ pub enum Stop {
     CommandExited,
     /// Every --pid process and its children ended.
     TargetsExited,
+    /// A part of a rotated recording ended here (`--rotate-size`, `--rotate-every`); the recording goes
+    /// on in the next part.
+    Rotated,
     /// A value this build does not know (a trace from a later build).
     #[serde(other)]
     Unknown,
@@ -280,6 +296,7 @@ impl Stop {
             Self::Duration => "duration",
             Self::CommandExited => "command-exited",
             Self::TargetsExited => "targets-exited",
+            Self::Rotated => "rotated",
             Self::Unknown => "unknown",
         }
     }

@@ -3,23 +3,113 @@
 //! A header comes first, then events in the order they were seen, then a footer with counts and losses.
 //! The writer flushes often (and closes the zstd block each time), so a tracer killed mid-recording
 //! leaves a file whose every complete record reads back.
+//!
+//! A rotated recording ([`Rotation`]) is a sequence of such files, `NAME.0000.jsonl.zst`,
+//! `NAME.0001.jsonl.zst`, ...: at a flush past the size or age limit the part ends with a footer (stop
+//! `rotated`) and the next begins with the header (its `part`), then restates what a reader needs to read
+//! it alone: the libraries, probes and counted libraries, and of each process still running its process,
+//! kernel, mapping and queue records ([`Restate`], dropped at the process's exit, so memory stays flat over
+//! runner churn). Reading the parts in order as one recording skips the restatements.
 
 use std::{
     collections::BTreeMap,
     fs::File,
     io::{self, Write as _},
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
 };
 
 use anyhow::{Context as _, Result};
 
-use super::schema::{Footer, Record};
+use super::schema::{Footer, Header, Part, Record, Stop};
 
 /// Writes records to a file, batching lines and counting them by type.
 pub struct Writer {
     out: Sink,
     buf: Vec<u8>,
-    counts: BTreeMap<String, u64>,
+    /// Records written, by type (restatements not counted).
+    counts: BTreeMap<&'static str, u64>,
     tap: Option<Box<dyn Tap>>,
+    parts: Option<Parts>,
+    /// Bytes of records handed to the current file (before compression), restatements not counted.
+    written: u64,
+}
+
+/// When a recording starts a new file, and where.
+#[derive(Clone, Debug)]
+pub struct Rotation {
+    /// The first part's path (`NAME.0000.jsonl.zst`); the others differ in the number.
+    pub first: PathBuf,
+    pub max_bytes: Option<u64>,
+    pub every: Option<Duration>,
+    /// Replace parts that exist (`--force`).
+    pub force: bool,
+}
+
+impl Rotation {
+    /// The path of part `index` of a recording whose `-o` is `output`: the number goes before the
+    /// extensions (`run.jsonl.zst` -> `run.0003.jsonl.zst`).
+    pub fn part_path(output: &Path, index: u32) -> PathBuf {
+        let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let (stem, ext) = match name.find(".jsonl") {
+            Some(at) => name.split_at(at),
+            None => (name.as_str(), ""),
+        };
+        output.with_file_name(format!("{stem}.{index:04}{ext}"))
+    }
+}
+
+/// Whether a rotated recording's part being written has reached its size.
+fn parts_full(parts: Option<&Parts>, written: u64) -> bool {
+    parts.is_some_and(|p| p.header.is_some() && p.rotation.max_bytes.is_some_and(|max| written >= max))
+}
+
+/// A rotated recording's state: the part being written and what the next must restate.
+struct Parts {
+    rotation: Rotation,
+    output: PathBuf,
+    compress: bool,
+    index: u32,
+    started: Instant,
+    header: Option<Header>,
+    restate: Restate,
+}
+
+/// What a part restates: records that later records refer to, kept while they can be referred to.
+#[derive(Default)]
+struct Restate {
+    /// Library, probe and counted-library records, for the whole recording.
+    global: Vec<Record>,
+    /// Per process: its latest process record, its kernels, mappings and queues; gone at its exit.
+    processes: BTreeMap<u32, Vec<Record>>,
+}
+
+impl Restate {
+    fn see(&mut self, r: &Record) {
+        match r {
+            Record::Library(_) | Record::Probe(_) | Record::EntryLibrary(_) => self.global.push(r.clone()),
+            Record::Process(p) => {
+                let kept = self.processes.entry(p.pid).or_default();
+                // An exec replaces the image: its kernels and mappings are the old program's.
+                if p.cause == super::schema::Cause::Exec {
+                    kept.clear();
+                }
+                kept.retain(|k| !matches!(k, Record::Process(_)));
+                kept.insert(0, r.clone());
+            }
+            Record::Kernel(k) => self.processes.entry(k.pid).or_default().push(r.clone()),
+            Record::Mapping(m) => self.processes.entry(m.pid).or_default().push(r.clone()),
+            Record::Queue(q) => self.processes.entry(q.pid).or_default().push(r.clone()),
+            Record::Exit(e) => {
+                self.processes.remove(&e.pid);
+            }
+            _ => {}
+        }
+    }
+
+    fn records(&self) -> impl Iterator<Item = &Record> {
+        self.global.iter().chain(self.processes.values().flatten())
+    }
 }
 
 /// Sees every record written, in order (a recording's live metrics).
@@ -40,7 +130,23 @@ impl Writer {
     /// `compress`: write zstd frames (used when the file name ends in `.zst`).
     pub fn new(file: File, compress: bool) -> Result<Self> {
         let out = if compress { Sink::Zstd { file: Some(file), frame: None } } else { Sink::Plain(file) };
-        Ok(Self { out, buf: Vec::with_capacity(1 << 17), counts: BTreeMap::new(), tap: None })
+        Ok(Self { out, buf: Vec::with_capacity(1 << 17), counts: BTreeMap::new(), tap: None, parts: None, written: 0 })
+    }
+
+    /// A rotated recording: `file` is its first part (at `rotation.first`), `output` the `-o` name the
+    /// parts are named after.
+    pub fn rotating(file: File, compress: bool, rotation: Rotation, output: &Path) -> Result<Self> {
+        let mut w = Self::new(file, compress)?;
+        w.parts = Some(Parts {
+            rotation,
+            output: output.to_path_buf(),
+            compress,
+            index: 0,
+            started: Instant::now(),
+            header: None,
+            restate: Restate::default(),
+        });
+        Ok(w)
     }
 
     /// Shows every record written from now on to `tap` too.
@@ -49,20 +155,85 @@ impl Writer {
     }
 
     pub fn write(&mut self, record: &Record) -> Result<()> {
-        *self.counts.entry(record.type_name().to_owned()).or_default() += 1;
+        *self.counts.entry(record.type_name()).or_default() += 1;
         if let Some(tap) = &mut self.tap {
             tap.record(record);
         }
+        if let Some(parts) = &mut self.parts {
+            match record {
+                Record::Header(h) if parts.header.is_none() => {
+                    let mut first = h.clone();
+                    first.part = Some(Part { index: 0, restated: 0 });
+                    parts.header = Some(first.clone());
+                    return self.line(&Record::Header(first));
+                }
+                r => parts.restate.see(r),
+            }
+            self.line(record)?;
+            // Past its size, a part ends after any record (its age is looked at with each flush).
+            let full = parts_full(self.parts.as_ref(), self.written);
+            return if full { self.rotate() } else { Ok(()) };
+        }
+        self.line(record)
+    }
+
+    /// One line into the buffer.
+    fn line(&mut self, record: &Record) -> Result<()> {
+        let before = self.buf.len();
         serde_json::to_writer(&mut self.buf, record)?;
         self.buf.push(b'\n');
+        self.written += (self.buf.len() - before) as u64;
         if self.buf.len() >= 1 << 16 {
             self.drain()?;
         }
         Ok(())
     }
 
-    pub const fn counts(&self) -> &BTreeMap<String, u64> {
+    /// Whether the part being written has reached its size or age (a footer or a flush ends it).
+    fn due(&self) -> bool {
+        self.parts.as_ref().is_some_and(|p| {
+            p.header.is_some()
+                && (p.rotation.max_bytes.is_some_and(|max| self.written >= max)
+                    || p.rotation.every.is_some_and(|every| p.started.elapsed() >= every))
+        })
+    }
+
+    /// Ends the part being written (a footer saying `rotated`) and starts the next: header, then what it
+    /// restates.
+    fn rotate(&mut self) -> Result<()> {
+        let Some(parts) = self.parts.as_mut() else { return Ok(()) };
+        parts.index = parts.index.checked_add(1).context("too many parts")?;
+        let path = Rotation::part_path(&parts.output, parts.index);
+        let file = crate::output::create_part(&path, parts.rotation.force)?;
+        let compress = parts.compress;
+        let header = parts.header.clone().context("rotating before the header")?;
+        let restated: Vec<Record> = parts.restate.records().cloned().collect();
+        parts.started = Instant::now();
+        // The part ends: its footer (counts so far; losses are in the last part's).
+        let footer = Footer { records: self.footer_counts(), stop: Stop::Rotated, ..Footer::default() };
+        self.line(&Record::Footer(footer))?;
+        self.flush()?;
+        self.sync()?;
+        self.out = if compress { Sink::Zstd { file: Some(file), frame: None } } else { Sink::Plain(file) };
+        self.written = 0;
+        let index = self.parts.as_ref().map_or(0, |p| p.index);
+        let header = Header { part: Some(Part { index, restated: restated.len() as u64 }), ..header };
+        self.line(&Record::Header(header))?;
+        for r in &restated {
+            self.line(r)?;
+        }
+        // A part's size counts its own records: what it restates could exceed any limit by itself.
+        self.written = 0;
+        self.flush()
+    }
+
+    pub const fn counts(&self) -> &BTreeMap<&'static str, u64> {
         &self.counts
+    }
+
+    /// The counts as a footer holds them.
+    fn footer_counts(&self) -> BTreeMap<String, u64> {
+        self.counts.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
     }
 
     fn drain(&mut self) -> Result<()> {
@@ -83,6 +254,13 @@ impl Writer {
         Ok(())
     }
 
+    /// Makes everything written so far readable, and starts the next part of a rotated recording when
+    /// this one has reached its size or age.
+    pub fn flush_and_rotate(&mut self) -> Result<()> {
+        self.flush()?;
+        if self.due() { self.rotate() } else { Ok(()) }
+    }
+
     /// Makes everything written so far readable from the file, even if the tracer dies next.
     pub fn flush(&mut self) -> Result<()> {
         self.drain()?;
@@ -99,9 +277,14 @@ impl Writer {
 
     /// Writes the footer, ends the stream and syncs the file.
     pub fn finish(mut self, mut footer: Footer) -> Result<()> {
-        footer.records = self.counts.clone();
-        self.write(&Record::Footer(footer))?;
+        footer.records = self.footer_counts();
+        self.line(&Record::Footer(footer))?;
         self.flush()?;
+        self.sync()
+    }
+
+    /// Syncs the file being written.
+    fn sync(&self) -> Result<()> {
         let file = match &self.out {
             Sink::Plain(f) => f,
             Sink::Zstd { file, .. } => file.as_ref().context("trace file already closed")?,

@@ -292,3 +292,88 @@ fn memory_stays_flat_over_hundreds_of_short_gpu_processes() {
     eprintln!("tracer peak RSS: {small} KiB over 30 processes, {large} KiB over 300");
     assert!(large <= small + 4096, "{large} KiB after 300 processes, {small} KiB after 30");
 }
+
+/// The counts a report gives of a recording: per process (by comm), kernels named, launches, API calls,
+/// libraries' calls, and the phases.
+fn counts(report: &serde_json::Value) -> BTreeMap<String, serde_json::Value> {
+    report["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["gpu_activity"] == true)
+        .map(|p| {
+            let kernels: Vec<(&str, u64)> = p["kernels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|k| (k["name"].as_str().unwrap(), k["launches"].as_u64().unwrap()))
+                .collect();
+            let api: Vec<(&str, u64)> = p["api"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|a| (a["api"].as_str().unwrap(), a["calls"].as_u64().unwrap()))
+                .collect();
+            // (Libraries with equal counts come in the order they were found, which may differ.)
+            let mut mapped: Vec<(&str, String, &str)> = p["mapped"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| (m["path"].as_str().unwrap(), m["calls"].to_string(), m["status"].as_str().unwrap()))
+                .collect();
+            mapped.sort_unstable();
+            (
+                p["comm"].as_str().unwrap().to_owned(),
+                serde_json::json!({"kernels": kernels, "api": api, "mapped": mapped, "phases": p["phases"]}),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_rotated_recording_reads_with_the_counts_of_an_unrotated_one() {
+    let dir = scratch("rotation");
+    let program = fixture("sparse_rand");
+    let whole = dir.join("whole.jsonl.zst");
+    let o = tracer(&["record", "-q", "-o", whole.to_str().unwrap(), "--", program.to_str().unwrap(), "both"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // 12 424 kernel records and more, in parts of at most 256 KiB before compression.
+    let parts_dir = dir.join("parts");
+    std::fs::create_dir_all(&parts_dir).unwrap();
+    let base = parts_dir.join("run.jsonl.zst");
+    let o = tracer(&[
+        "record",
+        "-q",
+        "--rotate-size",
+        "256K",
+        "-o",
+        base.to_str().unwrap(),
+        "--",
+        program.to_str().unwrap(),
+        "both",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let parts: Vec<_> = std::fs::read_dir(&parts_dir).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(parts.len() >= 3, "{parts:?}");
+    let unrotated = tracer_json(&["report", "--json", whole.to_str().unwrap()]);
+    let rotated = tracer_json(&["report", "--json", parts_dir.to_str().unwrap()]);
+    let (a, b) = (counts(&unrotated), counts(&rotated));
+    assert!(a.get("sparse_rand").is_some_and(|p| !p["mapped"].as_array().unwrap().is_empty()), "{a:?}");
+    assert_eq!(a, b);
+    // Every kernel named once in the recording, restatements not counted: the last part's footer.
+    let mut sorted = parts.clone();
+    sorted.sort();
+    let kernels = |path: &Path| footer(&read_trace(path)).records["kernel"];
+    assert!(kernels(&whole) > 12_000, "{}", kernels(&whole));
+    assert_eq!(kernels(&whole), kernels(sorted.last().unwrap()));
+    assert_eq!(rotated["drops_total"], 0);
+    // Each part reads alone: its header restates the libraries, and the process its records refer to.
+    for part in &parts {
+        let alone = tracer_json(&["report", "--json", part.to_str().unwrap()]);
+        assert!(!alone["libraries"].as_array().unwrap().is_empty(), "{}", part.display());
+    }
+    // The export reads the parts as one recording too.
+    let csv_whole = tracer(&["export", "--format", "csv", whole.to_str().unwrap()]);
+    let csv_parts = tracer(&["export", "--format", "csv", parts_dir.to_str().unwrap()]);
+    assert_eq!(csv_whole.stdout, csv_parts.stdout);
+}
