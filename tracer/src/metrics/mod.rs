@@ -1,5 +1,6 @@
-//! Live metrics while recording (`tracer record --metrics ADDR`): what the trace says so far, counted from
-//! the same records the writer writes, as Prometheus counters served over HTTP (`serve.rs`, [`Server`]).
+//! Live metrics while recording (`tracer record --metrics ADDR`), served over HTTP ([`Server`]).
+//!
+//! What the trace says so far, counted from the same records the writer writes, as Prometheus counters.
 //!
 //! Counted per process, under the labels `comm`, `role` (Ollama's server or runner) and `model` (a
 //! runner's model name): kernel executions by family (launches, graph replays' kernels and queue
