@@ -112,16 +112,23 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
-/// The stand-in driver run `reps` times each without tracer, under empty programs and under tracer;
-/// (median, min, max) of the printed `key` for each of the three.
-fn three_modes(d: &Dir, trace: &Path, reps: usize, args: &[&str], key: &str) -> Result<[(f64, f64, f64); 3]> {
-    let driver = d.driver.to_str().context("path")?;
-    let cmd: Vec<&str> = std::iter::once(driver).chain(args.iter().copied()).collect();
+/// A program (on the runtime copy `lib`) run `reps` times each without tracer, under empty programs and
+/// under tracer (last, so `trace` then holds a tracer recording); (median, min, max) of the printed `key`
+/// for each of the three.
+fn three_modes(
+    d: &Dir,
+    trace: &Path,
+    reps: usize,
+    (program, lib): (&Path, &Path),
+    args: &[&str],
+    key: &str,
+) -> Result<[(f64, f64, f64); 3]> {
+    let cmd: Vec<&str> = std::iter::once(program.to_str().context("path")?).chain(args.iter().copied()).collect();
     let (mut none, mut empty, mut full) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..reps {
-        none.push(field(&stdout_of(Command::new(&d.driver).args(args))?, key)?);
-        empty.push(field(&traced(d, trace, &["--probe-mode", "empty"], &d.standin, &cmd)?, key)?);
-        full.push(field(&traced(d, trace, &[], &d.standin, &cmd)?, key)?);
+        none.push(field(&stdout_of(Command::new(program).args(args))?, key)?);
+        empty.push(field(&traced(d, trace, &["--probe-mode", "empty"], lib, &cmd)?, key)?);
+        full.push(field(&traced(d, trace, &[], lib, &cmd)?, key)?);
     }
     Ok([stats(none), stats(empty), stats(full)])
 }
@@ -223,7 +230,7 @@ fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step("1/14 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let [(none_m, none_lo, none_hi), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
-        three_modes(d, &trace, reps, &["count", n], "ns_per_call")?;
+        three_modes(d, &trace, reps, (&d.driver, &d.standin), &["count", n], "ns_per_call")?;
     let ratio = (full_m - none_m) / (empty_m - none_m);
     // The real runtime beside it.
     let runner = fixtures_dir().join("mini_runner");
@@ -259,20 +266,13 @@ fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 fn row_12(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step("12/14 cost per counted library entry call (real rocSPARSE): none, empty programs, tracer");
     let program = fixtures_dir().join("sparse_rand");
-    let program = program.to_str().context("path")?;
     let real_lib = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")?;
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
-    let cmd = [program, "loop", n];
     let trace = d.trace();
-    let (mut none, mut empty, mut full, mut counted) = (Vec::new(), Vec::new(), Vec::new(), 0);
-    for _ in 0..reps {
-        none.push(field(&stdout_of(Command::new(program).args(&cmd[1..]))?, "ns_per_call")?);
-        empty.push(field(&traced(d, &trace, &["--probe-mode", "empty"], &real_lib, &cmd)?, "ns_per_call")?);
-        full.push(field(&traced(d, &trace, &[], &real_lib, &cmd)?, "ns_per_call")?);
-        counted = entry_calls(&trace, "librocsparse")?;
-    }
     let [(none_m, ..), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
-        [stats(none), stats(empty), stats(full)];
+        three_modes(d, &trace, reps, (&program, &real_lib), &["loop", n], "ns_per_call")?;
+    // The last run's recording: were all its calls counted?
+    let counted = entry_calls(&trace, "librocsparse")?;
     let ratio = (full_m - none_m) / (empty_m - none_m);
     let want = 2 * n.parse::<u64>()?;
     rows.results.insert(
@@ -384,16 +384,9 @@ fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// Returns the bytes per launch of its plain trace, for row 5, and tracer's share of a core, for row 13.
 fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<(f64, f64)> {
     let trace = d.trace();
-    let driver = d.driver.to_str().context("path")?;
     let secs = if q { "5" } else { "60" };
     step(&format!("4/14 realistic load: 60000 launches/s for {secs} s"));
-    let t = Instant::now();
-    traced(d, &trace, &[], &d.standin, &[driver, "paced", "60000", secs])?;
-    let wall = t.elapsed().as_secs_f64();
-    let (f, launches) = footer(&trace)?;
-    let cpu = f["counters"]["tracer_cpu_us"].as_f64().unwrap_or(0.0) / 1e6;
-    let rss_mib = f["counters"]["tracer_max_rss_kib"].as_f64().unwrap_or(0.0) / 1024.0;
-    let pct = 100.0 * cpu / wall;
+    let Paced { pct, rss_mib, launches } = paced(d, &trace, &[], secs)?;
     let plain_bytes = fs::metadata(&trace)?.len() as f64 / launches.max(1) as f64;
     rows.results.insert(
         "realistic".into(),
@@ -408,6 +401,26 @@ fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<(f64, f64)> {
     Ok((plain_bytes, pct))
 }
 
+/// What a recording of the stand-in driver at 60 000 launches/s cost tracer.
+struct Paced {
+    /// Tracer's CPU time over the run's wall time, in percent of a core.
+    pct: f64,
+    rss_mib: f64,
+    launches: u64,
+}
+
+/// Records the stand-in driver launching 60 000 times a second for `secs` (with `extra` record options).
+fn paced(d: &Dir, trace: &Path, extra: &[&str], secs: &str) -> Result<Paced> {
+    let driver = d.driver.to_str().context("path")?;
+    let t = Instant::now();
+    traced(d, trace, extra, &d.standin, &[driver, "paced", "60000", secs])?;
+    let wall = t.elapsed().as_secs_f64();
+    let (f, launches) = footer(trace)?;
+    let cpu = f["counters"]["tracer_cpu_us"].as_f64().unwrap_or(0.0) / 1e6;
+    let rss_mib = f["counters"]["tracer_max_rss_kib"].as_f64().unwrap_or(0.0) / 1024.0;
+    Ok(Paced { pct: 100.0 * cpu / wall, rss_mib, launches })
+}
+
 /// The port row 13's recording serves metrics on.
 const METRICS_PORT: u16 = 19_464;
 
@@ -418,7 +431,6 @@ const METRICS_PORT: u16 = 19_464;
 fn row_13(d: &Dir, q: bool, plain_pct: f64, rows: &mut Rows) -> Result<()> {
     use std::io::{Read as _, Write as _};
     let trace = d.trace();
-    let driver = d.driver.to_str().context("path")?;
     let secs = if q { "5" } else { "60" };
     step(&format!("13/14 the same load with --metrics served and scraped every second, {secs} s"));
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -438,17 +450,11 @@ fn row_13(d: &Dir, q: bool, plain_pct: f64, rows: &mut Rows) -> Result<()> {
             (scrapes, bytes)
         })
     };
-    let t = Instant::now();
     let addr = format!("127.0.0.1:{METRICS_PORT}");
-    let ran = traced(d, &trace, &["--metrics", &addr], &d.standin, &[driver, "paced", "60000", secs]);
+    let ran = paced(d, &trace, &["--metrics", &addr], secs);
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let (scrapes, bytes) = scraper.join().map_err(|panic| anyhow::anyhow!("the scraper thread failed: {panic:?}"))?;
-    ran?;
-    let wall = t.elapsed().as_secs_f64();
-    let (f, launches) = footer(&trace)?;
-    let cpu = f["counters"]["tracer_cpu_us"].as_f64().unwrap_or(0.0) / 1e6;
-    let rss_mib = f["counters"]["tracer_max_rss_kib"].as_f64().unwrap_or(0.0) / 1024.0;
-    let pct = 100.0 * cpu / wall;
+    let Paced { pct, rss_mib, launches } = ran?;
     let tap_pct = 100.0 * 60_000.0 * rows.tap_ns / 1e9;
     rows.results.insert(
         "metrics_endpoint".into(),
@@ -628,7 +634,7 @@ fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step("9/14 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
     let tokens = if q { "5000" } else { "20000" };
     let [(none_m, _, _), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
-        three_modes(d, &trace, reps, &["tokens", tokens], "ns_per_token")?;
+        three_modes(d, &trace, reps, (&d.driver, &d.standin), &["tokens", tokens], "ns_per_token")?;
     let token_ratio = (full_m - none_m) / (empty_m - none_m);
     // Traps per token, from the probes the last recording lists: one for an entry probe, two for entry+return.
     let traps = 14 * traps_per_call(&trace, "hipStreamSynchronize")? + traps_per_call(&trace, "hipGraphLaunch")?;

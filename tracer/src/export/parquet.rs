@@ -68,65 +68,68 @@ const SCHEMA: &str = "message kernel_execution {
 
 /// One column's values while a row group fills: the present values and, for an optional column, each
 /// row's definition level (1 present, 0 null).
+struct Values<T> {
+    values: Vec<T>,
+    levels: Option<Vec<i16>>,
+}
+
+impl<T> Values<T> {
+    fn push(&mut self, v: Option<T>) {
+        if let Some(l) = &mut self.levels {
+            l.push(i16::from(v.is_some()));
+        }
+        self.values.extend(v);
+    }
+
+    fn clear(&mut self) {
+        self.values.clear();
+        if let Some(l) = &mut self.levels {
+            l.clear();
+        }
+    }
+}
+
+/// A column by its physical type. Unsigned values are stored bit for bit in Parquet's signed physical types
+/// (the column's logical type says unsigned).
 enum Column {
-    U64 { values: Vec<i64>, levels: Option<Vec<i16>> },
-    U32 { values: Vec<i32>, levels: Option<Vec<i16>> },
-    Text { values: Vec<ByteArray>, levels: Option<Vec<i16>> },
+    U64(Values<i64>),
+    U32(Values<i32>),
+    Text(Values<ByteArray>),
 }
 
 impl Column {
-    fn new(kind: &str, optional: bool) -> Self {
+    fn new(physical: parquet::basic::Type, optional: bool) -> Self {
         let levels = optional.then(Vec::new);
-        match kind {
-            "INT64" => Self::U64 { values: Vec::new(), levels },
-            "INT32" => Self::U32 { values: Vec::new(), levels },
-            _ => Self::Text { values: Vec::new(), levels },
+        match physical {
+            parquet::basic::Type::INT64 => Self::U64(Values { values: Vec::new(), levels }),
+            parquet::basic::Type::INT32 => Self::U32(Values { values: Vec::new(), levels }),
+            _ => Self::Text(Values { values: Vec::new(), levels }),
         }
     }
 
-    fn mark(levels: &mut Option<Vec<i16>>, present: bool) {
-        if let Some(l) = levels {
-            l.push(i16::from(present));
-        }
-    }
-
-    /// Unsigned values are stored bit for bit in Parquet's signed physical types (the column's logical
-    /// type says unsigned).
     fn u64(&mut self, v: Option<u64>) {
-        if let Self::U64 { values, levels } = self {
-            Self::mark(levels, v.is_some());
-            values.extend(v.map(|v| i64::from_ne_bytes(v.to_ne_bytes())));
+        if let Self::U64(c) = self {
+            c.push(v.map(|v| i64::from_ne_bytes(v.to_ne_bytes())));
         }
     }
 
     fn u32(&mut self, v: Option<u32>) {
-        if let Self::U32 { values, levels } = self {
-            Self::mark(levels, v.is_some());
-            values.extend(v.map(|v| i32::from_ne_bytes(v.to_ne_bytes())));
+        if let Self::U32(c) = self {
+            c.push(v.map(|v| i32::from_ne_bytes(v.to_ne_bytes())));
         }
     }
 
     fn text(&mut self, v: Option<&ByteArray>) {
-        if let Self::Text { values, levels } = self {
-            Self::mark(levels, v.is_some());
-            values.extend(v.cloned());
+        if let Self::Text(c) = self {
+            c.push(v.cloned());
         }
     }
 
     fn clear(&mut self) {
         match self {
-            Self::U64 { values, levels } => {
-                values.clear();
-                levels.as_mut().map(Vec::clear);
-            }
-            Self::U32 { values, levels } => {
-                values.clear();
-                levels.as_mut().map(Vec::clear);
-            }
-            Self::Text { values, levels } => {
-                values.clear();
-                levels.as_mut().map(Vec::clear);
-            }
+            Self::U64(c) => c.clear(),
+            Self::U32(c) => c.clear(),
+            Self::Text(c) => c.clear(),
         }
     }
 }
@@ -280,16 +283,10 @@ impl<W: Write + Send> Table<W> {
         while let Some(mut w) = group.next_column()? {
             let col = columns.next().context("the schema has more columns than the rows")?;
             match col {
-                Column::U64 { values, levels } => {
-                    w.typed::<Int64Type>().write_batch(values, levels.as_deref(), None)?;
-                }
-                Column::U32 { values, levels } => {
-                    w.typed::<Int32Type>().write_batch(values, levels.as_deref(), None)?;
-                }
-                Column::Text { values, levels } => {
-                    w.typed::<ByteArrayType>().write_batch(values, levels.as_deref(), None)?;
-                }
-            }
+                Column::U64(c) => w.typed::<Int64Type>().write_batch(&c.values, c.levels.as_deref(), None)?,
+                Column::U32(c) => w.typed::<Int32Type>().write_batch(&c.values, c.levels.as_deref(), None)?,
+                Column::Text(c) => w.typed::<ByteArrayType>().write_batch(&c.values, c.levels.as_deref(), None)?,
+            };
             w.close()?;
             col.clear();
         }
@@ -312,10 +309,8 @@ pub fn parquet(input: &trace::Input, out: &mut (dyn Write + Send)) -> Result<u64
         .get_fields()
         .iter()
         .map(|f| {
-            let info = f.get_basic_info();
-            let kind = if f.get_physical_type() == parquet::basic::Type::INT64 { "INT64" } else { "" };
-            let kind = if f.get_physical_type() == parquet::basic::Type::INT32 { "INT32" } else { kind };
-            Column::new(kind, info.repetition() == parquet::basic::Repetition::OPTIONAL)
+            let optional = f.get_basic_info().repetition() == parquet::basic::Repetition::OPTIONAL;
+            Column::new(f.get_physical_type(), optional)
         })
         .collect();
     let props = WriterProperties::builder()

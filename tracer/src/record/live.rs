@@ -1,4 +1,5 @@
-//! The live line on stderr while recording: processes, launches and dispatches per second, drops.
+//! What a recording shows while it runs: the live line on stderr (processes, launches and dispatches per
+//! second, drops), and the metrics endpoint (`--metrics`).
 #![expect(clippy::print_stderr, reason = "the live line is drawn on stderr")]
 
 use std::time::Duration;
@@ -49,5 +50,31 @@ impl LiveStatus {
             eprint!("\r\x1b[K");
             self.shown = false;
         }
+    }
+}
+
+/// The live metrics of a recording and their endpoint (`--metrics`).
+pub(super) struct LiveMetrics {
+    pub live: crate::metrics::Shared,
+    pub server: crate::metrics::Server,
+}
+
+impl LiveMetrics {
+    /// A scrape: the metrics so far, rendered now and written by a task of its own; a client beyond the
+    /// endpoint's room is closed at once.
+    pub(super) fn answer(&self, sock: tokio::net::TcpStream, session: &crate::metrics::Session) {
+        if !self.server.has_room() {
+            return;
+        }
+        let body = crate::metrics::with(&self.live, |live| live.render(session));
+        self.server.answer(sock, body);
+    }
+}
+
+/// The next client of the metrics endpoint (never, without one).
+pub(super) async fn next_client(m: Option<&LiveMetrics>) -> Option<tokio::net::TcpStream> {
+    match m {
+        Some(m) => m.server.accept().await,
+        None => std::future::pending().await,
     }
 }

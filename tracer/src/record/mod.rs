@@ -21,10 +21,11 @@ use anyhow::{Result, bail};
 
 use crate::{
     attach::{self, ProbeMode},
+    clock::realtime_ns,
     libs::{self, CUDA_DRIVER, HIP_RUNTIME, LibCopy},
     ollama, output,
     proc::{LIVE, Procs as _},
-    trace::{GpuLibrary, Rotation, Writer},
+    trace::{self, GpuLibrary, Rotation, Writer},
 };
 
 pub struct RecordArgs {
@@ -182,7 +183,7 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
                 let server = crate::metrics::Server::bind(addr)?;
                 let live = std::sync::Arc::new(std::sync::Mutex::new(crate::metrics::Metrics::new()));
                 writer.set_tap(Box::new(crate::metrics::Tap(std::sync::Arc::clone(&live))));
-                Some(session::LiveMetrics { live, server })
+                Some(live::LiveMetrics { live, server })
             }
             None => None,
         };
@@ -314,6 +315,36 @@ struct Targets {
     servers: Vec<u32>,
     /// Follow any `ollama serve` that starts during the recording.
     watch_ollama: bool,
+}
+
+/// The trace's first record: the recording's options, host and clocks.
+fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono: u64) -> trace::Header {
+    trace::Header {
+        format: trace::FORMAT.into(),
+        schema: trace::SCHEMA,
+        tracer_version: env!("CARGO_PKG_VERSION").into(),
+        host: read_trimmed("/proc/sys/kernel/hostname"),
+        kernel_release: read_trimmed("/proc/sys/kernel/osrelease"),
+        start_unix_ns: realtime_ns(),
+        start_mono_ns: start_mono,
+        options: trace::Options {
+            pids: args.pids.clone(),
+            command: args.command.clone(),
+            libs: args.libs.iter().map(|p| p.display().to_string()).collect(),
+            duration_s: args.duration.map(|d| d.as_secs_f64()),
+            filter: if filter_by_pid { trace::Filter::Pid } else { trace::Filter::All },
+            ring_bytes: args.ring_bytes,
+            ollama_servers: targets.servers.clone(),
+            kernel_tracepoints: attach::gpu_tracepoint_groups(),
+            lean: args.probe_mode == ProbeMode::Lean,
+        },
+        units: units(),
+        part: None,
+    }
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path).map(|s| s.trim().to_owned()).unwrap_or_default()
 }
 
 fn units() -> BTreeMap<String, String> {

@@ -10,19 +10,19 @@ use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use tracer_common::{ApiFunc, Counter, Footer, PlanKey, ThreadTally};
 
 use super::{
-    RecordArgs, Setup, Targets,
+    RecordArgs, Setup,
     command::{self, Command},
     entries::Entries,
-    live::LiveStatus,
+    header,
+    live::{LiveMetrics, LiveStatus, next_client},
     runtimes,
     signals::{Signals, restore_default_signals},
-    units,
     watch::LibraryWatch,
 };
 use crate::{
     attach::{self, Settings},
     attribute::Attributor,
-    clock::{monotonic_ns, realtime_ns},
+    clock::monotonic_ns,
     ollama,
     ring::Ring,
     trace::{self, Record, Stop, Writer},
@@ -290,36 +290,36 @@ impl<'a> Session<'a> {
         let counts = self.writer.counts();
         let n = |k: &str| counts.get(k).copied().unwrap_or(0);
         let (launches, dispatches) = (n("launch"), n("dispatch"));
-        let dropped: u64 = Counter::ALL
-            .iter()
-            .filter(|c| matches!(c.footer(), Footer::Drop(_)))
-            .filter_map(|c| self.counters.get(&(*c as u32), 0).ok())
-            .map(|v| v.iter().sum::<u64>())
-            .sum();
-        let processes = if self.filter_by_pid { self.pids.keys().count() } else { self.attr.processes_seen() };
-        status.line(processes, launches, dispatches, dropped)
+        let dropped: u64 = self.ring_drops().values().sum();
+        status.line(self.processes_traced(), launches, dispatches, dropped)
     }
 
-    /// A Prometheus scrape: the metrics so far, rendered now and written by a task of its own.
-    fn answer_scrape(&self, sock: tokio::net::TcpStream) {
-        let Some(m) = &self.metrics else { return };
-        if !m.server.has_room() {
-            return; // closed at once: too many clients
-        }
-        let mut dropped: BTreeMap<String, u64> = BTreeMap::new();
+    /// Records the ring could not take so far, by kind, summed over the CPUs.
+    fn ring_drops(&self) -> BTreeMap<String, u64> {
+        let mut dropped = BTreeMap::new();
         for c in Counter::ALL {
             if let Footer::Drop(kind) = c.footer() {
                 let n: u64 = self.counters.get(&(c as u32), 0).map_or(0, |v| v.iter().sum());
                 *dropped.entry(kind.to_owned()).or_default() += n;
             }
         }
+        dropped
+    }
+
+    /// Processes in the kernel's filter, or seen (recording every process).
+    fn processes_traced(&self) -> usize {
+        if self.filter_by_pid { self.pids.keys().count() } else { self.attr.processes_seen() }
+    }
+
+    /// A Prometheus scrape: the metrics so far, with the session's losses and processes.
+    fn answer_scrape(&self, sock: tokio::net::TcpStream) {
+        let Some(m) = &self.metrics else { return };
+        // The drain thread's own losses beside the ring's, as the footer lists them.
+        let mut dropped = self.ring_drops();
         for (kind, n) in self.ring.dropped() {
             *dropped.entry(kind).or_default() += n;
         }
-        let processes = if self.filter_by_pid { self.pids.keys().count() } else { self.attr.processes_seen() };
-        let session = crate::metrics::Session { dropped, processes_traced: processes as u64 };
-        let body = crate::metrics::with(&m.live, |live| live.render(&session));
-        m.server.answer(sock, body);
+        m.answer(sock, &crate::metrics::Session { dropped, processes_traced: self.processes_traced() as u64 });
     }
 
     /// New runners, late dlopens, containers: looks at what each traced process maps now. False when
@@ -585,47 +585,4 @@ impl<'a> Session<'a> {
             (None, None) => self.child_pid.map(|_| 0),
         })
     }
-}
-
-/// The live metrics of a recording and their endpoint (`--metrics`).
-pub(super) struct LiveMetrics {
-    pub live: crate::metrics::Shared,
-    pub server: crate::metrics::Server,
-}
-
-/// The next client of the metrics endpoint (never, without one).
-async fn next_client(m: Option<&LiveMetrics>) -> Option<tokio::net::TcpStream> {
-    match m {
-        Some(m) => m.server.accept().await,
-        None => std::future::pending().await,
-    }
-}
-
-fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono: u64) -> trace::Header {
-    trace::Header {
-        format: trace::FORMAT.into(),
-        schema: trace::SCHEMA,
-        tracer_version: env!("CARGO_PKG_VERSION").into(),
-        host: read_trimmed("/proc/sys/kernel/hostname"),
-        kernel_release: read_trimmed("/proc/sys/kernel/osrelease"),
-        start_unix_ns: realtime_ns(),
-        start_mono_ns: start_mono,
-        options: trace::Options {
-            pids: args.pids.clone(),
-            command: args.command.clone(),
-            libs: args.libs.iter().map(|p| p.display().to_string()).collect(),
-            duration_s: args.duration.map(|d| d.as_secs_f64()),
-            filter: if filter_by_pid { trace::Filter::Pid } else { trace::Filter::All },
-            ring_bytes: args.ring_bytes,
-            ollama_servers: targets.servers.clone(),
-            kernel_tracepoints: attach::gpu_tracepoint_groups(),
-            lean: args.probe_mode == attach::ProbeMode::Lean,
-        },
-        units: units(),
-        part: None,
-    }
-}
-
-fn read_trimmed(path: &str) -> String {
-    std::fs::read_to_string(path).map(|s| s.trim().to_owned()).unwrap_or_default()
 }

@@ -16,7 +16,7 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 
 use super::{
-    reader::{MAX_LINE, ReadStatus, for_each_record},
+    reader::{MAX_LINE, ReadStatus, ZSTD_MAGIC, for_each_record},
     schema::{Header, Record},
 };
 
@@ -157,8 +157,7 @@ fn header_of(path: &Path) -> Result<Header> {
     let mut head = BufReader::new(file);
     let n = head.fill_buf().map(|b| b.len().min(4))?;
     magic[..n].copy_from_slice(&head.buffer()[..n]);
-    let input: Box<dyn Read> =
-        if magic == [0x28, 0xb5, 0x2f, 0xfd] { Box::new(zstd::Decoder::new(head)?) } else { Box::new(head) };
+    let input: Box<dyn Read> = if magic == ZSTD_MAGIC { Box::new(zstd::Decoder::new(head)?) } else { Box::new(head) };
     let mut line = Vec::new();
     BufReader::new(input.take(MAX_LINE as u64)).read_until(b'\n', &mut line)?;
     match serde_json::from_slice::<Record>(&line) {

@@ -16,7 +16,7 @@ use super::schema::{FORMAT, KNOWN_TYPES, Record, SCHEMA};
 /// A line longer than this is not a record: the reader stops there instead of buffering without bound.
 pub const MAX_LINE: usize = 1 << 20;
 
-const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+pub(super) const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
 /// What reading a trace found besides its records.
 #[derive(Debug, Default, PartialEq, Eq)]

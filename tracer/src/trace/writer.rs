@@ -191,11 +191,10 @@ impl Writer {
 
     /// Whether the part being written has reached its size or age (a footer or a flush ends it).
     fn due(&self) -> bool {
-        self.parts.as_ref().is_some_and(|p| {
-            p.header.is_some()
-                && (p.rotation.max_bytes.is_some_and(|max| self.written >= max)
-                    || p.rotation.every.is_some_and(|every| p.started.elapsed() >= every))
-        })
+        parts_full(self.parts.as_ref(), self.written)
+            || self.parts.as_ref().is_some_and(|p| {
+                p.header.is_some() && p.rotation.every.is_some_and(|every| p.started.elapsed() >= every)
+            })
     }
 
     /// Ends the part being written (a footer saying `rotated`) and starts the next: header, then what it
@@ -203,7 +202,8 @@ impl Writer {
     fn rotate(&mut self) -> Result<()> {
         let Some(parts) = self.parts.as_mut() else { return Ok(()) };
         parts.index = parts.index.checked_add(1).context("too many parts")?;
-        let path = Rotation::part_path(&parts.output, parts.index);
+        let index = parts.index;
+        let path = Rotation::part_path(&parts.output, index);
         let file = crate::output::create_part(&path, parts.rotation.force)?;
         let compress = parts.compress;
         let header = parts.header.clone().context("rotating before the header")?;
@@ -216,7 +216,6 @@ impl Writer {
         self.sync()?;
         self.out = if compress { Sink::Zstd { file: Some(file), frame: None } } else { Sink::Plain(file) };
         self.written = 0;
-        let index = self.parts.as_ref().map_or(0, |p| p.index);
         let header = Header { part: Some(Part { index, restated: restated.len() as u64 }), ..header };
         self.line(&Record::Header(header))?;
         for r in &restated {
