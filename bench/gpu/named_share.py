@@ -30,6 +30,10 @@ total = sum(by_source.values())
 named = total - by_source["unnamed"]
 print(f"executions {total}, named {named} ({100.0 * named / max(total, 1):.2f} %)")
 print(f"graph replays {replays}, of graphs captured before the attach (kernels unknown) {unresolved}")
+for p in report["processes"]:
+    d = p.get("graph_execs_from_driver")
+    if d:
+        print(f"  pid {p['pid']}: executables read from the driver {d}")
 for source, n in by_source.most_common():
     print(f"  source {source:<16} {n:>10}")
 for caller, n in unnamed_by_caller.most_common():

@@ -431,7 +431,7 @@ fn demo() -> Result<()> {
 }
 
 /// The fuzz targets (`fuzz/fuzz_targets/NAME.rs`), each with its corpus under `fuzz/corpus/NAME`.
-const FUZZ_TARGETS: [&str; 5] = ["trace_reader", "bundles", "elf_files", "loader_list", "proc_files"];
+const FUZZ_TARGETS: [&str; 6] = ["trace_reader", "bundles", "elf_files", "loader_list", "proc_files", "graph_exec"];
 
 fn fuzz(seconds: u64, only: Option<&str>) -> Result<()> {
     if !Command::new("cargo")

@@ -97,7 +97,19 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     assert_eq!(tallies, [("cuStreamSynchronize", 2, 0), ("cuMemcpyHtoDAsync_v2", 1, 16)]);
     // The synchronization after the copy to the host is written (it ends a step).
     assert_eq!(calls.iter().filter(|c| c.api.name() == "cuStreamSynchronize").count(), 1);
-    assert_eq!(calls.iter().filter(|c| c.api.name() == "cuGraphLaunch" && c.handle == Some(0x7000)).count(), 5);
+    let exec = calls.iter().find(|c| c.api.name() == "cuGraphInstantiateWithFlags").and_then(|c| c.value);
+    assert!(exec.is_some());
+    assert_eq!(calls.iter().filter(|c| c.api.name() == "cuGraphLaunch" && c.handle == exec).count(), 5);
+    // Its first replay read the executable from the driver's objects (the TEST DOUBLE lays them out as the
+    // real driver does) to check the layout against the capture: the two launches agree.
+    let reads: Vec<_> =
+        records.iter().filter_map(|r| if let Record::GraphExec(g) = r { Some(g) } else { None }).collect();
+    assert_eq!(reads.len(), 1, "{reads:#?}");
+    assert_eq!(
+        (reads[0].exec, reads[0].outcome.as_str(), reads[0].nodes, reads[0].agrees),
+        (exec.unwrap(), "named", 2, Some(true))
+    );
+    assert_eq!(footer(&records).counters["graph_checks_agreed"], 1);
 
     // The report: the captured kernel ran 3 times plainly and 2 x 5 times in graph replays.
     let o = tracer(&["report", "--json", dir.join("t.jsonl").to_str().unwrap()]);
@@ -198,5 +210,82 @@ fn late_attach_learns_driver_functions_from_runtime_launches() {
     let text = String::from_utf8(tracer(&["report", out.to_str().unwrap()]).stdout).unwrap();
     assert!(text.contains("2 of 2 graph replays ran executables captured before tracer started"), "{text}");
     assert!(text.contains("kernels unknown      2"), "{text}");
+    // Not read from the driver's objects: no graph was captured while tracing to check the layout against,
+    // and the TEST DOUBLE's file names no driver version the layout was measured on.
+    assert_eq!(p["graph_execs_from_driver"]["refused"].as_u64(), Some(1), "{p}");
+    assert!(
+        text.contains(
+            "1 executable not read: no graph captured while tracing to check the layout, and driver \
+                       (version unknown) is not one it was measured on"
+        ),
+        "{text}"
+    );
+    drop(std::fs::remove_dir_all(dir));
+}
+
+/// Issue 28: a steady graph loop attached late. Executables made before the attach are read from the
+/// driver's objects (the TEST DOUBLE lays them out as driver 580.159.04 does: `bench/gpu/graphexec_layout.md`)
+/// once a graph captured while tracing agreed with its own executable as read the same way; their kernels
+/// count in the replays and the steps; one whose source graph was destroyed stays unknown, said why.
+#[test]
+fn late_attach_reads_graph_executables_made_before_it() {
+    let dir = scratch("cuda-late-graphs");
+    let out = dir.join("t.jsonl");
+    let records = Waiting::start(&fixture("cuda_driver"), "graphs").traced_late(&out);
+    let reads: Vec<_> =
+        records.iter().filter_map(|r| if let Record::GraphExec(g) = r { Some(g) } else { None }).collect();
+    let got: Vec<(&str, u32, usize, Option<bool>)> =
+        reads.iter().map(|g| (g.outcome.as_str(), g.nodes, g.kernels.len(), g.agrees)).collect();
+    // The graph captured after the attach (checked: agrees), the one made before (4 nodes: 3 kernels and
+    // a copy), the one whose source graph is gone.
+    assert_eq!(got, [("named", 2, 0, Some(true)), ("named", 4, 3, None), ("source-gone", 0, 0, None)]);
+    let ks = kernels(&records);
+    let name = |id: u32| ks.iter().find(|k| k.id == id).map(|k| (k.name.as_str(), k.source.as_str())).unwrap();
+    let named: Vec<(&str, &str)> = reads[1].kernels.iter().map(|&id| name(id)).collect();
+    // gemm named from the driver's function object through the executable; blas known by its lookup.
+    assert_eq!(
+        named,
+        [("_Z9late_gemmPfi", "graph-exec"), ("_Z11blas_kernelPfi", "module"), ("_Z9late_gemmPfi", "graph-exec")]
+    );
+    let f = footer(&records);
+    assert_eq!((f.counters["graph_checks_agreed"], f.counters["graph_execs_named"]), (1, 1));
+    assert_eq!(f.counters["graph_execs_source_gone"], 1);
+
+    let v = tracer_json(&["report", "--json", out.to_str().unwrap()]);
+    let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "cuda_driver").unwrap();
+    assert_eq!((p["graph_replays"].as_u64(), p["graph_replays_unresolved"].as_u64()), (Some(4), Some(1)));
+    let d = &p["graph_execs_from_driver"];
+    assert_eq!(
+        (d["named"].as_u64(), d["kernel_nodes"].as_u64(), d["replays"].as_u64(), d["source_gone"].as_u64()),
+        (Some(1), Some(3), Some(2), Some(1)),
+        "{d}"
+    );
+    assert_eq!((d["checks_agreed"].as_u64(), d["checks_disagreed"].as_u64()), (Some(1), Some(0)));
+    // Executions in replays: gemm 2 x 2, blas 2 (the old executable) + 1 (the checked one), vecadd 1.
+    let replayed = |name: &str| -> u64 {
+        p["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|k| k["name"] == name)
+            .map(|k| k["graph_executions"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        (replayed("_Z9late_gemmPfi"), replayed("_Z11blas_kernelPfi"), replayed("_Z6vecaddPfS_S_i")),
+        (4, 3, 1),
+        "{p}"
+    );
+    let text = String::from_utf8(tracer(&["report", out.to_str().unwrap()]).stdout).unwrap();
+    assert!(
+        text.contains("2 of 4 graph replays ran 1 executable made before tracer started, 3 kernel nodes read"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the layout checked against 1 graph captured while tracing: 1 agreed, 0 disagreed"),
+        "{text}"
+    );
+    assert!(text.contains("1 of 4 graph replays ran executables captured before tracer started"), "{text}");
+    assert!(text.contains("1 executable whose source graph was destroyed after instantiation"), "{text}");
     drop(std::fs::remove_dir_all(dir));
 }

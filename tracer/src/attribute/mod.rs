@@ -3,7 +3,7 @@
 //! The dispatcher of the step: it keeps what it knows of each live process in one struct (dropped at
 //! exit, replaced at exec) and asks [`crate::names`] for kernel names.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use tracer_common::{
     ProcEvent,
@@ -19,6 +19,7 @@ use crate::{
     trace::{self, Cause, Record},
 };
 
+mod graphs;
 mod sites;
 
 pub struct Attributor {
@@ -53,8 +54,8 @@ struct Process {
     names: ProcessNames,
     /// What each fd of its ioctls points to, read once.
     fds: HashMap<u32, Option<String>>,
-    /// Its streams capturing a graph.
-    capturing: HashSet<u64>,
+    /// Its streams capturing a graph, what they captured, its graph executables.
+    graphs: graphs::Graphs,
     /// Per thread: the kernel parameters read at the entry of its launch in progress.
     pending_params: HashMap<u32, Params>,
     /// Its maps were looked at after one of its API events (its libraries are loaded by then).
@@ -231,7 +232,10 @@ impl Attributor {
             out.push(Record::Kernel(k));
         }
         l.kernel = Some(kernel);
-        l.captured = p.capturing.contains(&l.stream);
+        l.captured = p.graphs.is_capturing(l.stream);
+        if l.captured && l.api.library() == Library::Cuda {
+            p.graphs.captured_launch(l.stream, l.handle);
+        }
         let plan = names.param_plan(l.handle);
         let key = (l.tid, l.ts, l.handle);
         l.params = take_params(p, &mut self.counters, &mut self.new_plans, l.pid, key, plan).unwrap_or_default();
@@ -262,11 +266,29 @@ impl Attributor {
         let p = self.live.entry(c.pid).or_default();
         let mut names = self.names.of(c.pid, &mut p.names);
         match c.api.op() {
-            Op::CaptureBegin if ok => {
-                p.capturing.insert(c.stream.unwrap_or(0));
+            Op::CaptureBegin if ok => p.graphs.begin_capture(c.stream.unwrap_or(0)),
+            Op::CaptureEnd => p.graphs.end_capture(c.stream.unwrap_or(0), c.handle.filter(|_| ok)),
+            Op::GraphInstantiate | Op::GraphUpdate if ok => {
+                if let (Some(graph), Some(exec)) = (c.handle, c.value) {
+                    p.graphs.made(graph, exec);
+                }
             }
-            Op::CaptureEnd => {
-                p.capturing.remove(&c.stream.unwrap_or(0));
+            // A CUDA replay of an executable tracer did not see made: its kernels read from the driver's
+            // objects (written before the replay, which then runs them), or a check of that layout.
+            Op::GraphLaunch if ok && c.api.library() == Library::Cuda => {
+                if let Some(exec) = c.handle {
+                    let agreements = names.graph_agreements();
+                    let untracked = p.graphs.untracked;
+                    if let graphs::AtReplay::Read(captured) = p.graphs.replay(exec, agreements) {
+                        let rec = names.graph_exec(exec, c.ts, captured.as_deref(), out);
+                        if rec.outcome == trace::ExecOutcome::Refused {
+                            p.graphs.refused(exec, agreements);
+                        }
+                        out.push(Record::GraphExec(rec));
+                    } else if p.graphs.untracked > untracked {
+                        bump(&mut self.counters, "graph_execs_untracked");
+                    }
+                }
             }
             // The function a CUDA library kernel has in the current context: named as the kernel.
             Op::KernelFunction if ok => {

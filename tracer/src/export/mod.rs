@@ -158,6 +158,7 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<()> {
         | Record::EntryLibrary(_)
         | Record::EntryCalls(_)
         | Record::LaunchSites(_)
+        | Record::GraphExec(_)
         | Record::Footer(_) => {}
         }
     })?;

@@ -1,11 +1,24 @@
 //! CUDA's naming rules: a `cudaLaunchKernel` names the driver launch it makes next on its thread, and a
 //! driver function loaded before the attach is named from the driver's own function object once that
-//! source has agreed with names learned another way in the same process.
+//! source has agreed with names learned another way in the same process. A graph executable made before
+//! the attach is named from the driver's executable object ([`super::graph_exec`]), checked against the
+//! graphs tracer saw captured in the same process.
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Of, Source, memory::ProcMem};
-use crate::{event::Launch, trace};
+use super::{
+    Of, Source,
+    graph_exec::{self, Unread},
+    memory::ProcMem,
+};
+use crate::{
+    event::Launch,
+    trace::{self, ExecOutcome, GraphExec, Record},
+};
+
+/// Driver versions the graph-executable layout was measured on (`bench/gpu/graphexec_layout.md`): in a
+/// process mapping one of these, an executable is read before any capture could check the layout.
+const MEASURED_DRIVERS: &[&str] = &["580.159.04"];
 
 /// What CUDA naming knows of one process.
 #[derive(Default)]
@@ -20,6 +33,10 @@ pub(super) struct CudaNames {
     agreement: (u64, u64),
     /// Driver functions whose object was read for a name: once each.
     tried: HashSet<u64>,
+    /// Graph executables read to check the layout against a capture: (agreed, disagreed).
+    graph_checks: (u64, u64),
+    /// The driver's version from the name of the `libcuda.so` file the process maps, looked up once.
+    driver: Driver,
 }
 
 impl Of<'_> {
@@ -111,6 +128,160 @@ impl Of<'_> {
     }
 }
 
+impl Of<'_> {
+    /// Checks of the graph-executable layout in this process: one more each time a capture's executable
+    /// agrees (a refused read may be tried again then).
+    pub const fn graph_agreements(&self) -> u64 {
+        self.proc.cuda.graph_checks.0
+    }
+
+    /// Reads graph executable `exec` from the driver's objects and returns the record to write (after the
+    /// kernel records of functions it named, pushed to `out`).
+    ///
+    /// `captured`: the functions the launches of the capture it was made from passed, when tracer saw that
+    /// capture: the read is then a check of the layout (the capture's names must all be among the nodes',
+    /// as many times), counted for the process. Otherwise the executable was made before tracer saw it: it
+    /// is read when the process's checks agreed (at least one, and ten times as many agreements as
+    /// disagreements), or when none was made and the process maps a driver the layout was measured on;
+    /// each kernel node is named as its function is known, else from the driver's function object, else
+    /// unnamed.
+    pub fn graph_exec(&mut self, exec: u64, ts: u64, captured: Option<&[u64]>, out: &mut Vec<Record>) -> GraphExec {
+        let driver = self.driver_version();
+        let mut rec = GraphExec { ts, pid: self.pid, exec, check: captured.is_some(), driver, ..GraphExec::default() };
+        if captured.is_none() && !self.graph_reads_allowed(rec.driver.as_deref()) {
+            self.names.count("graph_execs_refused");
+            return rec; // outcome refused
+        }
+        let nodes = ProcMem::open(self.pid).ok_or(Unread::Layout).and_then(|mem| graph_exec::read(&mem, exec));
+        let nodes = match nodes {
+            Ok(nodes) => nodes,
+            Err(why) => {
+                // A read that failed because the process's memory is gone says nothing of the layout.
+                let gone = why == Unread::Layout && !has_memory(self.pid);
+                rec.outcome = match why {
+                    Unread::Empty => ExecOutcome::SourceGone,
+                    Unread::Layout if gone => ExecOutcome::ProcessGone,
+                    Unread::Layout => ExecOutcome::Layout,
+                };
+                self.names.count(match rec.outcome {
+                    // A check's graph may have changed or gone since (a loop capturing every step).
+                    _ if rec.check => "graph_checks_unread",
+                    ExecOutcome::SourceGone => "graph_execs_source_gone",
+                    ExecOutcome::ProcessGone => "graph_execs_process_gone",
+                    _ => "graph_execs_layout",
+                });
+                return rec;
+            }
+        };
+        rec.outcome = ExecOutcome::Named;
+        rec.nodes = u32::try_from(nodes.len()).unwrap_or(u32::MAX);
+        let functions: Vec<u64> = nodes.iter().filter(|n| n.is_kernel()).map(|n| n.function).collect();
+        if let Some(captured) = captured {
+            rec.agrees = self.check_capture(captured, &functions);
+            return rec;
+        }
+        self.names.count("graph_execs_named");
+        let mut driver_names: HashMap<u64, Option<String>> = HashMap::new();
+        for f in functions {
+            if let Some(id) = self.lookup(f) {
+                rec.kernels.push(id);
+                continue;
+            }
+            let name = driver_names.entry(f).or_insert_with(|| driver_name(self.pid, f)).clone();
+            let (id, new) = if let Some(name) = name {
+                let k = self.bind(f, 0, &name, Source::GraphExec, false, ts);
+                (k.id, Some(k))
+            } else {
+                self.names.count("graph_exec_functions_unnamed");
+                self.resolve(f, ts)
+            };
+            rec.kernels.push(id);
+            out.extend(new.map(Record::Kernel));
+        }
+        rec
+    }
+
+    /// Whether an executable tracer did not see made may be read in this process (see [`Of::graph_exec`]).
+    fn graph_reads_allowed(&self, driver: Option<&str>) -> bool {
+        match self.proc.cuda.graph_checks {
+            (0, 0) => driver.is_some_and(|d| MEASURED_DRIVERS.contains(&d)),
+            (agreed, disagreed) => agreed > 0 && agreed >= 10 * disagreed,
+        }
+    }
+
+    /// A captured graph's executable as read: does every name the capture launched appear among the
+    /// nodes' names as many times? None (counted apart) when a captured launch had no name to compare.
+    fn check_capture(&mut self, captured: &[u64], functions: &[u64]) -> Option<bool> {
+        let mut want: HashMap<String, i64> = HashMap::new();
+        for &h in captured {
+            let Some(name) = self.name_of(h).filter(|n| !n.is_empty()) else {
+                self.names.count("graph_checks_unnamed");
+                return None;
+            };
+            *want.entry(name.to_owned()).or_default() += 1;
+        }
+        let mut read: HashMap<u64, Option<String>> = HashMap::new();
+        for &f in functions {
+            let name = match self.name_of(f).filter(|n| !n.is_empty()) {
+                Some(n) => Some(n.to_owned()),
+                None => read.entry(f).or_insert_with(|| driver_name(self.pid, f)).clone(),
+            };
+            if let Some(n) = name.and_then(|n| want.get_mut(&n)) {
+                *n -= 1;
+            }
+        }
+        let agrees = want.values().all(|&n| n == 0);
+        let c = &mut self.proc.cuda.graph_checks;
+        if agrees {
+            c.0 += 1;
+        } else {
+            c.1 += 1;
+        }
+        self.names.count(if agrees { "graph_checks_agreed" } else { "graph_checks_disagreed" });
+        Some(agrees)
+    }
+
+    /// The CUDA driver's version: the suffix of the `libcuda.so.VERSION` file the process maps (the
+    /// driver's own file; `libcuda.so.1` is a link to it), looked up once.
+    fn driver_version(&mut self) -> Option<String> {
+        if let Driver::Looked(known) = &self.proc.cuda.driver {
+            return known.clone();
+        }
+        let mut version = self.mappings().iter().find_map(|m| driver_version_of(&m.path));
+        if version.is_none() {
+            // Maps read before the driver was loaded: read them again, once.
+            self.snapshot();
+            version = self.mappings().iter().find_map(|m| driver_version_of(&m.path));
+        }
+        self.proc.cuda.driver = Driver::Looked(version.clone());
+        version
+    }
+}
+
+/// The CUDA driver's version in one process, once looked up (None: its file name gives none).
+#[derive(Default)]
+enum Driver {
+    #[default]
+    NotLooked,
+    Looked(Option<String>),
+}
+
+/// Whether a process still has its memory (an ended one, a zombie until reaped, has none mapped).
+fn has_memory(pid: u32) -> bool {
+    use std::io::Read as _;
+    let mut first = [0u8; 1];
+    std::fs::File::open(format!("/proc/{pid}/maps")).and_then(|mut f| f.read(&mut first)).is_ok_and(|n| n == 1)
+}
+
+/// The version in a driver file's name (`/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04`): digits and
+/// dots after `libcuda.so.`, at least two parts (`libcuda.so.1` is the link name, no version).
+fn driver_version_of(path: &str) -> Option<String> {
+    let version = path.rsplit('/').next()?.strip_prefix("libcuda.so.")?;
+    let parts: Vec<&str> = version.split('.').collect();
+    (parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+        .then(|| version.to_owned())
+}
+
 /// The name the CUDA driver keeps in its function object: a pointer to it at byte 8 of the
 /// `CUfunction` (read on an H100, driver API 13.0, for functions of the runtime and of modules loaded
 /// through the driver: `bench/gpu/cufunc_layout.cu`). Taken only when it reads as a symbol name (a
@@ -124,4 +295,17 @@ fn driver_name(pid: u32, handle: u64) -> Option<String> {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.');
     let cxx_ok = !name.starts_with("_Z") || cpp_demangle::Symbol::new(name.as_bytes()).is_ok();
     (identifier && cxx_ok).then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::driver_version_of;
+
+    #[test]
+    fn driver_version_from_its_file_name() {
+        assert_eq!(driver_version_of("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04").as_deref(), Some("580.159.04"));
+        for none in ["/usr/lib/libcuda.so.1", "/usr/lib/libcuda.so", "/x/libcuda.so.580.x", "/x/libcudart.so.13.0"] {
+            assert_eq!(driver_version_of(none), None, "{none}");
+        }
+    }
 }

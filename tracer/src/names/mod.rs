@@ -22,6 +22,7 @@ pub mod bundle;
 mod code;
 mod cuda;
 mod elf_symbols;
+pub mod graph_exec;
 mod maps;
 pub mod memory;
 pub mod registration;
@@ -55,6 +56,9 @@ type KernelSymbols = Vec<(String, u64)>;
 struct Entry {
     id: u32,
     source: Source,
+    /// The mangled name ("" when unnamed): graph executables read from the driver are checked against the
+    /// names of the launches a capture made.
+    name: Arc<str>,
     /// The kernel parameters its launches need read ([`crate::classify::Class::param_plan`]).
     param_plan: u32,
     /// For a kernel object: the words of a dispatch's argument segment it needs read
@@ -172,7 +176,9 @@ impl Of<'_> {
             let class = crate::classify::classify_demangled(name, &demangled);
             (class.param_plan(), class.kernarg_plan())
         };
-        self.proc.by_handle.insert(handle, Entry { id, source, param_plan, kernarg_plan, plan_sent: false });
+        self.proc
+            .by_handle
+            .insert(handle, Entry { id, source, name: name.into(), param_plan, kernarg_plan, plan_sent: false });
         let (code_file, bundles) = match source {
             _ if name.is_empty() => (None, Vec::new()),
             // A registration names its module: the fat binary registered under it holds the code.
@@ -238,6 +244,11 @@ impl Of<'_> {
     /// Whether no name is bound to the handle (unknown, or bound as unnamed).
     pub fn unnamed(&self, handle: u64) -> bool {
         self.proc.by_handle.get(&handle).is_none_or(|e| e.source == Source::Unnamed)
+    }
+
+    /// The name bound to a handle ("" for an unnamed one), without looking further.
+    pub fn name_of(&self, handle: u64) -> Option<&str> {
+        self.proc.by_handle.get(&handle).map(|e| &*e.name)
     }
 
     /// The kernel id already bound to a handle, without looking further.

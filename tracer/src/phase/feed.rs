@@ -5,11 +5,12 @@
 //! from its own parameter where read, else from the src1 quantization before it on the same stream or
 //! queue. A launch made while a stream captures a graph does not run then: it runs in the replays of
 //! the executables instantiated from that graph, and each replay adds its kernels (with the widths they
-//! had when captured) to the step it runs in. Dispatches are fed as the queue's view. API calls end steps
+//! had when captured) to the step it runs in. An executable made before the attach runs the kernels
+//! read from the driver's objects (a `graph_exec` record), where they were read. Dispatches are fed as the queue's view. API calls end steps
 //! (a copy toward the host, then a sync; the copy alone in a lean recording). Tallies (calls counted in
 //! the kernel, never recorded one by one) carry no time and cut nothing.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use tracer_common::api::Op;
 
@@ -139,6 +140,7 @@ impl Feeder {
             Record::Launch(l) => self.launch(l),
             Record::Call(c) => self.call(c),
             Record::Dispatch(d) => self.dispatch(d),
+            Record::GraphExec(g) => self.procs.entry(g.pid).or_default().graphs.driver_read(g),
             _ => {}
         }
     }
@@ -320,8 +322,47 @@ pub struct Graphs {
     pub replayed: BTreeMap<u32, u64>,
     /// Successful graph launches (replays).
     pub replays: u64,
-    /// Replays of an executable whose capture was not seen (made before tracer started).
+    /// Replays of an executable whose capture was not seen (made before tracer started) and whose
+    /// kernels were not read from the driver.
     pub unknown_replays: u64,
+    /// Executables whose kernels were read from the driver (until made again from a graph).
+    driver_execs: HashSet<u64>,
+    /// What reading executables from the driver gave.
+    pub driver: DriverReads,
+}
+
+/// Graph executables read from the driver's objects in one process (`graph_exec` records), and the
+/// replays they resolved.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DriverReads {
+    /// Executables made before the attach whose kernels were read.
+    pub named: u64,
+    /// Their kernel nodes.
+    pub kernel_nodes: u64,
+    /// Replays that ran them.
+    pub replays: u64,
+    /// Executables not read: their source graph was destroyed (the count reads 0); the layout did not
+    /// hold; refused (checks disagreed, or none and a driver the layout was not measured on).
+    pub source_gone: u64,
+    pub layout: u64,
+    pub refused: u64,
+    /// Executables not read because the process had ended by then.
+    pub process_gone: u64,
+    /// Executables of graphs tracer saw captured, read to check the layout: agreed, disagreed.
+    pub checks_agreed: u64,
+    pub checks_disagreed: u64,
+    /// Checks not made: the executable could not be read by then (its graph changed or gone: a loop that
+    /// captures at every step), or a captured launch had no name.
+    pub checks_unread: u64,
+    /// The driver's version, from its file name.
+    pub driver: Option<String>,
+}
+
+impl DriverReads {
+    /// Whether any executable was read or refused (the report says so only then).
+    pub fn any(&self) -> bool {
+        *self != Self { driver: self.driver.clone(), ..Self::default() }
+    }
 }
 
 /// What a call ran: nothing, a replay of a known graph (its launches), or a replay of an executable whose
@@ -347,15 +388,19 @@ impl Graphs {
             // the executable run the graph's launches from then on.
             Op::GraphInstantiate | Op::GraphUpdate => {
                 if let (true, Some(graph), Some(exec)) = (ok, c.handle, c.value) {
+                    self.driver_execs.remove(&exec);
                     self.execs.insert(exec, self.captured.get(&graph).cloned().unwrap_or_default());
                 }
             }
             Op::GraphLaunch if ok => {
                 self.replays += 1;
-                let Some(bag) = c.handle.and_then(|e| self.execs.get(&e)) else {
+                let Some((exec, bag)) = c.handle.and_then(|e| Some((e, self.execs.get(&e)?))) else {
                     self.unknown_replays += 1;
                     return Ran::UnknownReplay;
                 };
+                if self.driver_execs.contains(&exec) {
+                    self.driver.replays += 1;
+                }
                 for (id, k) in bag {
                     *self.replayed.entry(*id).or_default() += k.count;
                 }
@@ -364,5 +409,34 @@ impl Graphs {
             _ => {}
         }
         Ran::Nothing
+    }
+
+    /// A graph executable read from the driver: one made before the attach runs the kernels read from
+    /// then on (unless made again from a graph); one read to check the layout is counted.
+    fn driver_read(&mut self, g: &crate::trace::GraphExec) {
+        use crate::trace::ExecOutcome;
+        let d = &mut self.driver;
+        if g.driver.is_some() {
+            d.driver.clone_from(&g.driver);
+        }
+        match (g.check, g.agrees, g.outcome) {
+            (true, Some(true), _) => d.checks_agreed += 1,
+            (true, Some(false), _) => d.checks_disagreed += 1,
+            (true, None, _) => d.checks_unread += 1,
+            (false, _, ExecOutcome::Named) => {
+                d.named += 1;
+                d.kernel_nodes += g.kernels.len() as u64;
+                let mut bag = CaptureBag::new();
+                for &id in &g.kernels {
+                    bag.entry(id).or_default().count += 1;
+                }
+                self.execs.insert(g.exec, bag);
+                self.driver_execs.insert(g.exec);
+            }
+            (false, _, ExecOutcome::SourceGone) => d.source_gone += 1,
+            (false, _, ExecOutcome::Layout) => d.layout += 1,
+            (false, _, ExecOutcome::ProcessGone) => d.process_gone += 1,
+            (false, _, ExecOutcome::Refused | ExecOutcome::Unknown) => d.refused += 1,
+        }
     }
 }

@@ -21,7 +21,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 mod feed;
-pub use feed::{Execution, FamilyKey, Feeder, Graphs, ProcessSteps, View};
+pub use feed::{DriverReads, Execution, FamilyKey, Feeder, Graphs, ProcessSteps, View};
 
 use serde::Serialize;
 

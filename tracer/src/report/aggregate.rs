@@ -54,23 +54,7 @@ impl ProcAcc {
         *self.lib_calls.entry(l.lib).or_default() += 1;
         api_stat(&mut self.api, l.api, (!l.entry_only).then_some((i64::from(l.ret), l.dur)));
         let id = l.kernel.unwrap_or(0);
-        let k = self.kernels.entry(id).or_insert_with(|| {
-            let mut k = KernelAcc::default();
-            k.report.id = id;
-            if let Some(n) = kernel_names.get(&id) {
-                k.report.name.clone_from(&n.name);
-                k.report.demangled.clone_from(&n.demangled);
-                k.report.source = n.source;
-                k.report.handle = n.handle;
-                k.report.code_file.clone_from(&n.code_file);
-                k.report.bundles.clone_from(&n.bundles);
-                k.report.caller.clone_from(&n.caller);
-            } else {
-                k.report.source = trace::Source::Unnamed;
-                k.report.handle = l.handle;
-            }
-            k
-        });
+        let k = self.kernels.entry(id).or_insert_with(|| kernel_acc(id, kernel_names, l.handle));
         k.report.launches += 1;
         if l.ret != 0 {
             k.report.failed += 1;
@@ -84,6 +68,16 @@ impl ProcAcc {
             k.report.apis.push(l.api);
         }
         *k.shapes.entry((l.grid, l.block, l.grid_unit, l.shmem)).or_default() += 1;
+    }
+
+    /// The kernels of a graph executable read from the driver: in the kernel table even when only its
+    /// replays ran them.
+    fn graph_exec(&mut self, g: &trace::GraphExec, kernel_names: &HashMap<u32, trace::Kernel>) {
+        if !g.check {
+            for &id in &g.kernels {
+                self.kernels.entry(id).or_insert_with(|| kernel_acc(id, kernel_names, 0));
+            }
+        }
     }
 
     /// Any other API call: its statistics, and for memory calls the bytes they moved.
@@ -377,6 +371,8 @@ impl ReportBuilder {
             }
             Record::LaunchSites(l) => *procs.entry(l.pid).or_default().sites.entry(l.path).or_default() += l.launches,
             Record::Mapping(m) => procs.entry(m.pid).or_default().mapped.push(m),
+            // The step feeder took the executable's kernels.
+            Record::GraphExec(g) => procs.entry(g.pid).or_default().graph_exec(&g, kernel_names),
             Record::Queue(q) => procs.entry(q.pid).or_default().queues.push(q),
             Record::Dispatch(d) => {
                 *last_ts = (*last_ts).max(d.ts);
@@ -495,6 +491,7 @@ impl ReportBuilder {
                 barrier_packets: acc.barrier_packets,
                 graph_replays: steps.graphs.replays,
                 graph_replays_unresolved: steps.graphs.unknown_replays,
+                graph_execs_from_driver: steps.graphs.driver.clone(),
                 crosscheck,
                 exit_code: acc.exit.as_ref().and_then(|e| e.code),
                 exit_signal: acc.exit.as_ref().and_then(|e| e.signal),
@@ -526,4 +523,24 @@ fn api_stat(api: &mut BTreeMap<ApiFunc, ApiReport>, func: ApiFunc, timed: Option
         }
         None => a.untimed += 1,
     }
+}
+
+/// A kernel's entry in a process's table, named from its kernel record (unnamed, with the handle
+/// launched, when there is none).
+fn kernel_acc(id: u32, kernel_names: &HashMap<u32, trace::Kernel>, handle: u64) -> KernelAcc {
+    let mut k = KernelAcc::default();
+    k.report.id = id;
+    if let Some(n) = kernel_names.get(&id) {
+        k.report.name.clone_from(&n.name);
+        k.report.demangled.clone_from(&n.demangled);
+        k.report.source = n.source;
+        k.report.handle = n.handle;
+        k.report.code_file.clone_from(&n.code_file);
+        k.report.bundles.clone_from(&n.bundles);
+        k.report.caller.clone_from(&n.caller);
+    } else {
+        k.report.source = trace::Source::Unnamed;
+        k.report.handle = handle;
+    }
+    k
 }

@@ -84,6 +84,10 @@ pub struct ProcessReport {
     /// did not see (its kernels' executions cannot be counted).
     pub graph_replays: u64,
     pub graph_replays_unresolved: u64,
+    /// CUDA graph executables made before the attach, read from the driver's objects: what the reads
+    /// gave and the replays they resolved.
+    #[serde(skip_serializing_if = "crate::report::no_driver_reads")]
+    pub graph_execs_from_driver: crate::phase::DriverReads,
     /// The HIP API launches and the queue dispatches joined by kernel name, differences explained.
     pub crosscheck: Vec<CrossRow>,
     /// Steps (graph evaluations) by phase: prefill, decode, other.
@@ -410,3 +414,9 @@ impl Report {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether a process had no graph executable read from the driver (the JSON report then leaves the
+/// field out).
+fn no_driver_reads(d: &crate::phase::DriverReads) -> bool {
+    !d.any()
+}

@@ -35,6 +35,7 @@ pub enum Record {
     EntryLibrary(EntryLibrary),
     EntryCalls(EntryCalls),
     LaunchSites(LaunchSites),
+    GraphExec(GraphExec),
     Footer(Footer),
 }
 
@@ -239,6 +240,10 @@ pub enum Source {
     /// at byte 8 (read on an H100 with driver API 13.0, `bench/gpu/cufunc_layout.cu`), used in a process
     /// only once functions named another way there agreed with it (a late attach).
     DriverFunction,
+    /// A kernel node of a CUDA graph executable made before the attach: the driver's function object it
+    /// points to (read through the executable's node list, `names::graph_exec`), named as `DriverFunction`
+    /// names (a late attach to a graph loop).
+    GraphExec,
     /// `ROCr`'s list of loaded code objects (`_amdgpu_r_debug`), read from the process: the `NAME.kd`
     /// symbol at the dispatch's `kernel_object` (a late attach to an HSA runtime).
     Loader,
@@ -261,6 +266,7 @@ impl Source {
             Self::RegisterCall => "register-call",
             Self::RuntimeLaunch => "runtime-launch",
             Self::DriverFunction => "driver-function",
+            Self::GraphExec => "graph-exec",
             Self::Loader => "loader",
             Self::Unnamed => "unnamed",
             Self::Unknown => "unknown",
@@ -431,6 +437,72 @@ pub enum GpuLibrary {
     Unknown,
 }
 
+/// A CUDA graph executable read from the driver's objects in the process's memory.
+///
+/// Read (`names::graph_exec`) at the first replay of one made before tracer saw it (its kernels, which
+/// its replays run from then on), and at the first replay of a few made from graphs tracer saw captured
+/// (`check`: the layout checked against what the capture launched).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphExec {
+    pub ts: u64,
+    pub pid: u32,
+    /// The `CUgraphExec`.
+    pub exec: u64,
+    /// Read to check the layout against a graph tracer saw captured (its kernels are the capture's).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub check: bool,
+    pub outcome: ExecOutcome,
+    /// Its nodes, of every type, where read.
+    pub nodes: u32,
+    /// The kernel ids of its kernel nodes, in the driver's order (`outcome` named; a function without a
+    /// name has an unnamed kernel's id).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<u32>,
+    /// For a check: whether every kernel its capture launched is among the read
+    /// nodes' names as many times (nodes the capture did not launch, such as a device-to-device copy the
+    /// driver runs as its own kernel, may be added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agrees: Option<bool>,
+    /// The CUDA driver's version, as the file name of the `libcuda.so` the process maps gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+}
+
+/// What reading a graph executable gave.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExecOutcome {
+    /// Its nodes were read (kernel nodes named where their function object holds a name).
+    Named,
+    /// Its node count reads 0: the graph it was made from was destroyed (`PyTorch`'s default), so the
+    /// layout reaches no node.
+    SourceGone,
+    /// A read failed or a word was out of bounds: the layout does not hold for the object.
+    Layout,
+    /// The process had ended (its memory gone) before tracer read the executable.
+    ProcessGone,
+    /// Not read: in this process the checks against captured graphs disagreed, or none were made and the
+    /// driver is not one the layout was measured on.
+    #[default]
+    Refused,
+    /// A value this build does not know (a trace from a later build).
+    #[serde(other)]
+    Unknown,
+}
+
+impl ExecOutcome {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Named => "named",
+            Self::SourceGone => "source-gone",
+            Self::Layout => "layout",
+            Self::ProcessGone => "process-gone",
+            Self::Refused => "refused",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
 /// A traced process ended.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Exit {
@@ -523,7 +595,7 @@ impl Footer {
     }
 }
 
-pub(crate) const KNOWN_TYPES: [&str; 18] = [
+pub(crate) const KNOWN_TYPES: [&str; 19] = [
     "header",
     "library",
     "probe",
@@ -541,6 +613,7 @@ pub(crate) const KNOWN_TYPES: [&str; 18] = [
     "entry_library",
     "entry_calls",
     "launch_sites",
+    "graph_exec",
     "footer",
 ];
 
@@ -564,6 +637,7 @@ impl Record {
             Self::EntryLibrary(_) => "entry_library",
             Self::EntryCalls(_) => "entry_calls",
             Self::LaunchSites(_) => "launch_sites",
+            Self::GraphExec(_) => "graph_exec",
             Self::Footer(_) => "footer",
         }
     }

@@ -241,13 +241,103 @@ fn write_api(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
     Ok(())
 }
 
+/// The CUDA graph executables made before the attach whose kernels were read from the driver's objects,
+/// and what the reads rest on.
+fn write_driver_reads(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
+    let d = &p.graph_execs_from_driver;
+    if d.named == 0 && d.checks_agreed + d.checks_disagreed + d.checks_unread == 0 {
+        return Ok(());
+    }
+    let driver = d.driver.as_deref().map_or_else(String::new, |v| format!(" {v}"));
+    if d.named > 0 {
+        writeln!(
+            s,
+            "\n  {} of {} graph replays ran {} executable{} made before tracer started, {} kernel nodes read from \
+             the CUDA driver{driver}'s own objects (kernels with source graph-exec)",
+            d.replays,
+            p.graph_replays,
+            d.named,
+            if d.named == 1 { "" } else { "s" },
+            d.kernel_nodes
+        )?;
+    }
+    let checks = d.checks_agreed + d.checks_disagreed;
+    let unread = if d.checks_unread > 0 {
+        format!(
+            "; {} not compared: the executable no longer read as its capture (changed or gone since)",
+            d.checks_unread
+        )
+    } else {
+        String::new()
+    };
+    if checks > 0 {
+        writeln!(
+            s,
+            "  (the layout checked against {checks} graph{} captured while tracing: {} agreed, {} disagreed{unread})",
+            if checks == 1 { "" } else { "s" },
+            d.checks_agreed,
+            d.checks_disagreed
+        )
+    } else if d.named > 0 {
+        writeln!(
+            s,
+            "  (no graph captured while tracing could check the layout{unread}: read on driver{driver}, the one the \
+             layout was measured on)"
+        )
+    } else {
+        writeln!(s, "\n  (the graph-executable layout was not checked{unread})")
+    }
+}
+
+/// Why executables made before the attach were not read from the driver, where some were not.
+fn unread_why(d: &crate::phase::DriverReads) -> String {
+    let mut why = Vec::new();
+    if d.source_gone > 0 {
+        why.push(format!(
+            "{} executable{} whose source graph was destroyed after instantiation (PyTorch's default): the driver \
+             keeps no node list tracer reads",
+            d.source_gone,
+            if d.source_gone == 1 { "" } else { "s" }
+        ));
+    }
+    if d.layout > 0 {
+        why.push(format!(
+            "{} executable{} the driver's layout did not hold for",
+            d.layout,
+            if d.layout == 1 { "" } else { "s" }
+        ));
+    }
+    if d.process_gone > 0 {
+        why.push(format!(
+            "{} executable{} not read: the process had ended",
+            d.process_gone,
+            if d.process_gone == 1 { "" } else { "s" }
+        ));
+    }
+    if d.refused > 0 {
+        let reason = if d.checks_disagreed > 0 {
+            "the checks against captured graphs disagreed".to_owned()
+        } else {
+            format!(
+                "no graph captured while tracing to check the layout, and driver {} is not one it was measured on",
+                d.driver.as_deref().unwrap_or("(version unknown)")
+            )
+        };
+        why.push(format!("{} executable{} not read: {reason}", d.refused, if d.refused == 1 { "" } else { "s" }));
+    }
+    if why.is_empty() { String::new() } else { format!(";\n  not read from the driver: {}", why.join("; ")) }
+}
+
 fn write_phases(s: &mut String, p: &ProcessReport, lean: bool) -> std::fmt::Result {
+    write_driver_reads(s, p)?;
     if p.graph_replays_unresolved > 0 {
         writeln!(
             s,
             "\n  {} of {} graph replays ran executables captured before tracer started: their kernels are \
-             unknown (a graph captured, instantiated or updated while tracing is followed)",
-            p.graph_replays_unresolved, p.graph_replays
+             unknown (a graph captured, instantiated or updated while tracing is followed){}",
+            p.graph_replays_unresolved,
+            p.graph_replays,
+            unread_why(&p.graph_execs_from_driver)
         )?;
     }
     if p.phases.iter().any(|ph| ph.phase != crate::phase::Phase::Other) {
