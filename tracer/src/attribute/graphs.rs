@@ -5,7 +5,10 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::names::graph_exec::MAX_NODES;
+use crate::{
+    names::{Of, graph_exec::MAX_NODES},
+    trace::{ExecOutcome, Record},
+};
 
 /// Executables checked against their capture, per process.
 const CHECKS: u32 = 4;
@@ -28,8 +31,10 @@ enum Exec {
 }
 
 /// What to do at a replay.
-pub(super) enum AtReplay {
+enum AtReplay {
     Nothing,
+    /// Over the caps: neither read nor followed.
+    Untracked,
     /// Read the executable: to check it against these captured functions, or (None) to name its kernels.
     Read(Option<Vec<u64>>),
 }
@@ -45,8 +50,6 @@ pub(super) struct Graphs {
     checks: u32,
     /// Reads of executables tracer did not see made.
     reads: u32,
-    /// Executables not followed (over [`EXECS_KEPT`]) or not read (over [`READS`]).
-    pub(super) untracked: u64,
 }
 
 impl Graphs {
@@ -93,8 +96,27 @@ impl Graphs {
         }
     }
 
+    /// A CUDA replay of `exec`: an executable tracer did not see made has its kernels read from the driver's
+    /// objects (the record written before the replay's, which then runs them), one made from a capture is
+    /// checked against it. Returns whether the executable went unfollowed (over the caps).
+    pub(super) fn replayed(&mut self, exec: u64, ts: u64, names: &mut Of<'_>, out: &mut Vec<Record>) -> bool {
+        let agreements = names.graph_agreements();
+        match self.replay(exec, agreements) {
+            AtReplay::Nothing => false,
+            AtReplay::Untracked => true,
+            AtReplay::Read(captured) => {
+                let rec = names.graph_exec(exec, ts, captured.as_deref(), out);
+                if rec.outcome == ExecOutcome::Refused {
+                    self.refused(exec, agreements);
+                }
+                out.push(Record::GraphExec(rec));
+                false
+            }
+        }
+    }
+
     /// A replay of `exec`: what to read now. `agreements`: the process's agreeing checks so far.
-    pub(super) fn replay(&mut self, exec: u64, agreements: u64) -> AtReplay {
+    fn replay(&mut self, exec: u64, agreements: u64) -> AtReplay {
         match self.execs.get_mut(&exec) {
             Some(Exec::Known) => AtReplay::Nothing,
             Some(Exec::Refused(then)) if *then >= agreements => AtReplay::Nothing,
@@ -112,8 +134,7 @@ impl Graphs {
             }
             None => {
                 if self.execs.len() >= EXECS_KEPT || self.reads >= READS {
-                    self.untracked += 1;
-                    return AtReplay::Nothing;
+                    return AtReplay::Untracked;
                 }
                 self.reads += 1;
                 self.execs.insert(exec, Exec::Known);
@@ -123,15 +144,14 @@ impl Graphs {
     }
 
     /// The read of an executable tracer did not see made was refused: tried again after more checks agree.
-    pub(super) fn refused(&mut self, exec: u64, agreements: u64) {
+    fn refused(&mut self, exec: u64, agreements: u64) {
         self.execs.insert(exec, Exec::Refused(agreements));
     }
 
+    /// Follows an executable, within [`EXECS_KEPT`] (one past it is counted at its replay).
     fn set(&mut self, exec: u64, e: Exec) {
         if self.execs.len() < EXECS_KEPT || self.execs.contains_key(&exec) {
             self.execs.insert(exec, e);
-        } else {
-            self.untracked += 1;
         }
     }
 }
@@ -145,6 +165,7 @@ mod tests {
     fn reads(a: &AtReplay) -> String {
         match a {
             AtReplay::Nothing => "-".to_owned(),
+            AtReplay::Untracked => "untracked".to_owned(),
             AtReplay::Read(None) => "unknown".to_owned(),
             AtReplay::Read(Some(l)) => format!("{l:x?}"),
         }

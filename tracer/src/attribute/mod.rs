@@ -273,21 +273,12 @@ impl Attributor {
                     p.graphs.made(graph, exec);
                 }
             }
-            // A CUDA replay of an executable tracer did not see made: its kernels read from the driver's
-            // objects (written before the replay, which then runs them), or a check of that layout.
+            // A CUDA replay: an executable tracer did not see made is read from the driver's objects.
             Op::GraphLaunch if ok && c.api.library() == Library::Cuda => {
-                if let Some(exec) = c.handle {
-                    let agreements = names.graph_agreements();
-                    let untracked = p.graphs.untracked;
-                    if let graphs::AtReplay::Read(captured) = p.graphs.replay(exec, agreements) {
-                        let rec = names.graph_exec(exec, c.ts, captured.as_deref(), out);
-                        if rec.outcome == trace::ExecOutcome::Refused {
-                            p.graphs.refused(exec, agreements);
-                        }
-                        out.push(Record::GraphExec(rec));
-                    } else if p.graphs.untracked > untracked {
-                        bump(&mut self.counters, "graph_execs_untracked");
-                    }
+                if let Some(exec) = c.handle
+                    && p.graphs.replayed(exec, c.ts, &mut names, out)
+                {
+                    bump(&mut self.counters, "graph_execs_untracked");
                 }
             }
             // The function a CUDA library kernel has in the current context: named as the kernel.

@@ -181,14 +181,13 @@ impl Of<'_> {
             return rec;
         }
         self.names.count("graph_execs_named");
-        let mut driver_names: HashMap<u64, Option<String>> = HashMap::new();
         for f in functions {
+            // A function bound once (named, or unnamed) is looked up for its next nodes.
             if let Some(id) = self.lookup(f) {
                 rec.kernels.push(id);
                 continue;
             }
-            let name = driver_names.entry(f).or_insert_with(|| driver_name(self.pid, f)).clone();
-            let (id, new) = if let Some(name) = name {
+            let (id, new) = if let Some(name) = driver_name(self.pid, f) {
                 let k = self.bind(f, 0, &name, Source::GraphExec, false, ts);
                 (k.id, Some(k))
             } else {

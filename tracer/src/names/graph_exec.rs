@@ -10,7 +10,7 @@
 
 #![expect(clippy::little_endian_bytes, reason = "the traced processes are x86-64: their words are little-endian")]
 
-use super::memory::{Memory, read_u64};
+use super::memory::{Memory, read_u32, read_u64};
 
 /// Byte offset of the node list's address in an executable.
 const EXEC_NODE_LIST: u64 = 0x50;
@@ -111,11 +111,6 @@ fn read_node(mem: &impl Memory, node: u64) -> Option<Node> {
         return None;
     }
     Some(Node { kind, function })
-}
-
-fn read_u32(mem: &impl Memory, addr: u64) -> Option<u32> {
-    let mut b = [0; 4];
-    mem.read(addr, &mut b).then(|| u32::from_le_bytes(b))
 }
 
 fn word(bytes: &[u8], at: usize) -> Option<u64> {

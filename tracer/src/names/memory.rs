@@ -54,6 +54,11 @@ pub fn read_u64(mem: &impl Memory, addr: u64) -> Option<u64> {
     mem.read(addr, &mut b).then(|| u64::from_le_bytes(b))
 }
 
+pub fn read_u32(mem: &impl Memory, addr: u64) -> Option<u32> {
+    let mut b = [0; 4];
+    mem.read(addr, &mut b).then(|| u32::from_le_bytes(b))
+}
+
 /// A NUL-terminated string of at most `MAX_STRING` bytes, read in pieces so that the read stops at the end
 /// of readable memory.
 pub fn read_c_string(mem: &impl Memory, addr: u64) -> Option<String> {

@@ -257,7 +257,7 @@ fn write_driver_reads(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
             d.replays,
             p.graph_replays,
             d.named,
-            if d.named == 1 { "" } else { "s" },
+            plural(d.named),
             d.kernel_nodes
         )?;
     }
@@ -274,7 +274,7 @@ fn write_driver_reads(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
         writeln!(
             s,
             "  (the layout checked against {checks} graph{} captured while tracing: {} agreed, {} disagreed{unread})",
-            if checks == 1 { "" } else { "s" },
+            plural(checks),
             d.checks_agreed,
             d.checks_disagreed
         )
@@ -289,6 +289,11 @@ fn write_driver_reads(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
     }
 }
 
+/// "s" for a count other than one.
+const fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
 /// Why executables made before the attach were not read from the driver, where some were not.
 fn unread_why(d: &crate::phase::DriverReads) -> String {
     let mut why = Vec::new();
@@ -297,22 +302,14 @@ fn unread_why(d: &crate::phase::DriverReads) -> String {
             "{} executable{} whose source graph was destroyed after instantiation (PyTorch's default): the driver \
              keeps no node list tracer reads",
             d.source_gone,
-            if d.source_gone == 1 { "" } else { "s" }
+            plural(d.source_gone)
         ));
     }
     if d.layout > 0 {
-        why.push(format!(
-            "{} executable{} the driver's layout did not hold for",
-            d.layout,
-            if d.layout == 1 { "" } else { "s" }
-        ));
+        why.push(format!("{} executable{} the driver's layout did not hold for", d.layout, plural(d.layout)));
     }
     if d.process_gone > 0 {
-        why.push(format!(
-            "{} executable{} not read: the process had ended",
-            d.process_gone,
-            if d.process_gone == 1 { "" } else { "s" }
-        ));
+        why.push(format!("{} executable{} not read: the process had ended", d.process_gone, plural(d.process_gone)));
     }
     if d.refused > 0 {
         let reason = if d.checks_disagreed > 0 {
@@ -323,7 +320,7 @@ fn unread_why(d: &crate::phase::DriverReads) -> String {
                 d.driver.as_deref().unwrap_or("(version unknown)")
             )
         };
-        why.push(format!("{} executable{} not read: {reason}", d.refused, if d.refused == 1 { "" } else { "s" }));
+        why.push(format!("{} executable{} not read: {reason}", d.refused, plural(d.refused)));
     }
     if why.is_empty() { String::new() } else { format!(";\n  not read from the driver: {}", why.join("; ")) }
 }
@@ -404,9 +401,9 @@ fn write_queues(s: &mut String, p: &ProcessReport, opts: &TextOptions) -> std::f
             s,
             "\n  at the GPU queues ({} queue{}, {} barrier packet{}):",
             p.queues.len(),
-            if p.queues.len() == 1 { "" } else { "s" },
+            plural(p.queues.len() as u64),
             p.barrier_packets,
-            if p.barrier_packets == 1 { "" } else { "s" }
+            plural(p.barrier_packets)
         )?;
         writeln!(s, "  {:>10}  {:<38} {:<22} kernel", "dispatches", "workgroup / grid work-items (LDS)", "family")?;
         for d in &p.dispatches {

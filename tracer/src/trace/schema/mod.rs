@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod kernels;
+pub use kernels::*;
+
 pub use crate::event::{ApiFunc, Call, Config, Dispatch, Ioctl, Launch, Queue};
 
 /// The value of the header's `format` field.
@@ -214,66 +217,6 @@ impl Role {
     }
 }
 
-/// Where a kernel's name came from, in order of trust.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Source {
-    /// `__hipRegisterFunction` / `__cudaRegisterFunction` seen live.
-    Register,
-    /// A module function lookup (`hipModuleGetFunction`, `cuModuleGetFunction`).
-    Module,
-    /// A CUDA library kernel (`cuLibraryGetKernel`), or the function it has in a context
-    /// (`cuKernelGetFunction`).
-    Library,
-    /// An HSA kernel object named at code-object load (symbol lookup + `KERNEL_OBJECT`).
-    Hsa,
-    /// The ELF symbol table of the file that maps the handle (a late attach to an unstripped program).
-    Elf,
-    /// The registration call for the handle, decoded in the code of the file that maps it (a late attach
-    /// to a stripped library).
-    RegisterCall,
-    /// A CUDA driver function (`CUfunction`) named after the `cudaLaunchKernel` whose call made its
-    /// launch on the same thread: the runtime's host stub is named (ELF symbol, registration call) and
-    /// the driver launch it triggers carries that function (a late attach).
-    RuntimeLaunch,
-    /// The CUDA driver's own function object (`CUfunction`): the pointer to the function's name it keeps
-    /// at byte 8 (read on an H100 with driver API 13.0, `bench/gpu/cufunc_layout.cu`), used in a process
-    /// only once functions named another way there agreed with it (a late attach).
-    DriverFunction,
-    /// A kernel node of a CUDA graph executable made before the attach: the driver's function object it
-    /// points to (read through the executable's node list, `names::graph_exec`), named as `DriverFunction`
-    /// names (a late attach to a graph loop).
-    GraphExec,
-    /// `ROCr`'s list of loaded code objects (`_amdgpu_r_debug`), read from the process: the `NAME.kd`
-    /// symbol at the dispatch's `kernel_object` (a late attach to an HSA runtime).
-    Loader,
-    /// No name anywhere: the raw handle is kept.
-    #[default]
-    Unnamed,
-    /// A source this build does not know (a trace from a later build): the name is kept as written.
-    #[serde(other)]
-    Unknown,
-}
-
-impl Source {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Register => "register",
-            Self::Module => "module",
-            Self::Library => "library",
-            Self::Hsa => "hsa",
-            Self::Elf => "elf",
-            Self::RegisterCall => "register-call",
-            Self::RuntimeLaunch => "runtime-launch",
-            Self::DriverFunction => "driver-function",
-            Self::GraphExec => "graph-exec",
-            Self::Loader => "loader",
-            Self::Unnamed => "unnamed",
-            Self::Unknown => "unknown",
-        }
-    }
-}
-
 /// Why recording stopped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -371,34 +314,6 @@ pub struct Process {
     pub model_name: Option<String>,
 }
 
-/// A kernel named in a process: a handle (host function, `hipFunction_t`) bound to its name.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Kernel {
-    pub id: u32,
-    pub pid: u32,
-    pub handle: u64,
-    pub module: u64,
-    /// The mangled name as the runtime saw it ("" when unnamed).
-    pub name: String,
-    pub demangled: String,
-    pub source: Source,
-    /// True when the name was longer than the probe keeps and was cut.
-    pub truncated: bool,
-    pub ts: u64,
-    /// The mapped file whose `.hip_fatbin` holds the kernel (a registered host stub lies in it), as the
-    /// process saw its path.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code_file: Option<String>,
-    /// The offload bundles of that file ("0042", numbered as `tracer inspect` numbers them) whose code
-    /// objects define the kernel: one, or several when a header's static kernel is built into several.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub bundles: Vec<String>,
-    /// For an unnamed kernel: the file whose code made its first launch (the return address at the
-    /// launch probe), as the process saw its path; what stays unnamed is counted by this library.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub caller: Option<String>,
-}
-
 /// A GPU library mapped by a traced process (the "loaded" side of loaded vs dispatched).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mapping {
@@ -435,72 +350,6 @@ pub enum GpuLibrary {
     /// A value this build does not know (a trace from a later build).
     #[serde(other)]
     Unknown,
-}
-
-/// A CUDA graph executable read from the driver's objects in the process's memory.
-///
-/// Read (`names::graph_exec`) at the first replay of one made before tracer saw it (its kernels, which
-/// its replays run from then on), and at the first replay of a few made from graphs tracer saw captured
-/// (`check`: the layout checked against what the capture launched).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GraphExec {
-    pub ts: u64,
-    pub pid: u32,
-    /// The `CUgraphExec`.
-    pub exec: u64,
-    /// Read to check the layout against a graph tracer saw captured (its kernels are the capture's).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub check: bool,
-    pub outcome: ExecOutcome,
-    /// Its nodes, of every type, where read.
-    pub nodes: u32,
-    /// The kernel ids of its kernel nodes, in the driver's order (`outcome` named; a function without a
-    /// name has an unnamed kernel's id).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub kernels: Vec<u32>,
-    /// For a check: whether every kernel its capture launched is among the read
-    /// nodes' names as many times (nodes the capture did not launch, such as a device-to-device copy the
-    /// driver runs as its own kernel, may be added).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agrees: Option<bool>,
-    /// The CUDA driver's version, as the file name of the `libcuda.so` the process maps gives it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub driver: Option<String>,
-}
-
-/// What reading a graph executable gave.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ExecOutcome {
-    /// Its nodes were read (kernel nodes named where their function object holds a name).
-    Named,
-    /// Its node count reads 0: the graph it was made from was destroyed (`PyTorch`'s default), so the
-    /// layout reaches no node.
-    SourceGone,
-    /// A read failed or a word was out of bounds: the layout does not hold for the object.
-    Layout,
-    /// The process had ended (its memory gone) before tracer read the executable.
-    ProcessGone,
-    /// Not read: in this process the checks against captured graphs disagreed, or none were made and the
-    /// driver is not one the layout was measured on.
-    #[default]
-    Refused,
-    /// A value this build does not know (a trace from a later build).
-    #[serde(other)]
-    Unknown,
-}
-
-impl ExecOutcome {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Named => "named",
-            Self::SourceGone => "source-gone",
-            Self::Layout => "layout",
-            Self::ProcessGone => "process-gone",
-            Self::Refused => "refused",
-            Self::Unknown => "unknown",
-        }
-    }
 }
 
 /// A traced process ended.
