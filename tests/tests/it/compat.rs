@@ -6,7 +6,8 @@
 //! that began reading them all; `77a58eb`: the first to write `entry_library` and `launch_sites` records;
 //! `17a875f`: the first with HIP launch sites, CUDA kernels' `code_file` and CUDA async copies toward the
 //! device written as `call` records when they may start a pass; `1c2b61f`: the first that can rotate its
-//! recordings, whose header may then carry `part` and whose footer may stop `rotated`.)
+//! recordings, whose header may then carry `part` and whose footer may stop `rotated`; `8a5f83e`: the first
+//! that reads CUDA graph executables from the driver, writing `graph_exec` records.)
 
 use std::path::{Path, PathBuf};
 
@@ -17,13 +18,14 @@ fn compat(name: &str) -> PathBuf {
 }
 
 /// The builds whose traces are kept, oldest first.
-const BUILDS: [&str; 6] = [
+const BUILDS: [&str; 7] = [
     "2026-11-22-cf368ce",
     "2026-11-23-1f05bb8",
     "2026-11-23-ef4bb2b",
     "2026-11-24-77a58eb",
     "2026-11-24-17a875f",
     "2026-11-24-1c2b61f",
+    "2026-11-24-8a5f83e",
 ];
 
 /// Whether a kept build is 17a875f or later (HIP launch sites, CUDA kernels' code files).
@@ -109,5 +111,13 @@ fn the_queue_and_cuda_recordings_of_every_kept_build_read_the_same() {
         }
         assert_eq!(launches(p), 9, "{build}");
         assert_eq!(api_calls(p, "cuGraphLaunch"), 5, "{build}");
+        // From 8a5f83e, the first replay's executable is read from the driver to check the layout: it agrees.
+        let checks: Vec<Option<bool>> =
+            records.iter().filter_map(|r| if let Record::GraphExec(g) = r { Some(g.agrees) } else { None }).collect();
+        let want: &[Option<bool>] = if build.ends_with("8a5f83e") { &[Some(true)] } else { &[] };
+        assert_eq!(checks, want, "{build}");
+        if build.ends_with("8a5f83e") {
+            assert_eq!(p["graph_execs_from_driver"]["checks_agreed"].as_u64(), Some(1), "{build}");
+        }
     }
 }
