@@ -2,7 +2,8 @@
 //!
 //! The probes commit records into the kernel's ring; when it is full, they lose records. So the ring is
 //! drained by a loop that never waits on anything but the ring: no file parsing, no `/proc`, no writes.
-//! It moves each record, as bytes, into batches held in user space, and the session decodes, attributes
+//! It moves each record, as bytes, into batches held in user space (posting, without waiting, the PID of
+//! a process worth an early look at its maps: [`crate::names::early`]), and the session decodes, attributes
 //! and writes them beside it ([`Ring::take`]). Naming a kernel may read a gigabyte library's headers or a
 //! process's maps; while it does, records wait in the queue, not in the ring, and a burst of ten thousand
 //! registrations at a library's load passes a 4 MiB ring.
@@ -26,7 +27,7 @@ use aya::maps::{MapData, RingBuf};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracer_common::RecordKind;
 
-use crate::{attribute::Attributor, decode::decode, trace::Writer};
+use crate::{attribute::Attributor, decode::decode, names::early::Poster, trace::Writer};
 
 /// Most bytes of records waiting between the drain and the session.
 pub(crate) const QUEUE_MAX: u64 = 256 << 20;
@@ -74,8 +75,9 @@ pub(crate) struct Ring {
 
 impl Ring {
     /// Starts the drain thread on the `EVENTS` ring. `delay`: a testing aid, how long the drain leaves
-    /// the ring unread at first (provokes overflow).
-    pub(crate) fn spawn(ring: RingBuf<MapData>, delay: Duration) -> Result<Self> {
+    /// the ring unread at first (provokes overflow). `early`: where the drain posts the processes to look
+    /// at before the session reaches their records.
+    pub(crate) fn spawn(ring: RingBuf<MapData>, delay: Duration, mut early: Poster) -> Result<Self> {
         let fd = ring.as_fd().try_clone_to_owned().context("cannot poll the ring buffer")?;
         let (tx, batches) = unbounded_channel();
         let shared = Arc::new(Shared::default());
@@ -84,7 +86,7 @@ impl Ring {
             .name("tracer-drain".into())
             .spawn(move || {
                 std::thread::sleep(delay);
-                drain(ring, &fd, &tx, &drain_shared);
+                drain(ring, &fd, &tx, &drain_shared, &mut early);
             })
             .context("cannot start the ring's drain thread")?;
         Ok(Self { batches, shared, thread: Some(thread), undecodable: 0 })
@@ -173,13 +175,14 @@ impl Drop for Ring {
 
 /// The drain thread: ring → batches, until told to stop (then once more, so that nothing committed
 /// before the stop is left behind) or until the session has gone.
-fn drain(mut ring: RingBuf<MapData>, fd: &OwnedFd, tx: &UnboundedSender<Vec<u8>>, shared: &Shared) {
+fn drain(mut ring: RingBuf<MapData>, fd: &OwnedFd, tx: &UnboundedSender<Vec<u8>>, shared: &Shared, early: &mut Poster) {
     use rustix::event::{PollFd, PollFlags, Timespec};
     let timeout = Timespec { tv_sec: 0, tv_nsec: POLL.as_nanos() as i64 };
     loop {
         let stopping = shared.stop.load(Ordering::Acquire);
         let mut batch = Vec::new();
         while let Some(item) = ring.next() {
+            early.offer(&item);
             let queued = shared.queued.load(Ordering::Relaxed) + batch.len() as u64;
             if queued + 4 + item.len() as u64 > QUEUE_MAX {
                 let kind = item.first_chunk::<2>().map_or(0, |k| usize::from(u16::from_ne_bytes(*k)));

@@ -153,6 +153,52 @@ fn command_is_recorded_from_its_first_instruction() {
     assert_eq!(f.counters["undecodable"], 0);
 }
 
+/// A program that lives 35 ms, started while tracer still names rocSPARSE's 12 425 registrations (the
+/// records wait in the queue behind them): its maps can no longer be read when its first record is
+/// named, and the look the early-look thread took at its exec and first call stands in.
+#[test]
+fn a_process_that_ended_before_its_records_were_named_keeps_its_launch_sites() {
+    let dir = scratch("early_look");
+    let script = dir.join("behind_rocsparse.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/bash\ncoproc SR {{ {} late; }}\nread -r ready <&\"${{SR[0]}}\"\n{} launches\necho go >&\"${{SR[1]}}\"\nwait\n",
+            fixture("sparse_rand").display(),
+            fixture("mini_runner").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = dir.join("t.jsonl");
+    let records = record_ok(&out, &["--", script.to_str().unwrap()]);
+    let runner = records
+        .iter()
+        .find_map(|r| match r {
+            // Named by its comm: its command line was gone too when its exec was named.
+            Record::Process(p) if p.cause.as_str() == "exec" && p.comm == "mini_runner" => Some(p.pid),
+            _ => None,
+        })
+        .expect("the runner's exec record");
+    let sites: Vec<(&str, u64)> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::LaunchSites(s) if s.pid == runner => Some((s.path.as_str(), s.launches)),
+            _ => None,
+        })
+        .collect();
+    let path = fixture("mini_runner");
+    assert_eq!(sites, [(path.to_str().unwrap(), LAUNCHES.len() as u64)]);
+    // Its launches (sparse_rand makes none), named from its registrations as ever.
+    let named: Vec<(u32, &str)> = launches(&records).iter().map(|l| (l.pid, kernel_name(&records, l))).collect();
+    let want: Vec<(u32, &str)> = LAUNCHES.iter().map(|l| (runner, l.1.unwrap_or(""))).collect();
+    assert_eq!(named, want);
+    // It was over before it was named: the early look placed its launches.
+    let f = footer(&records);
+    assert!(f.counters.get("maps_from_early_look").copied().unwrap_or(0) >= 1, "{:?}", f.counters);
+    assert_eq!((f.counters["early_looks_lost"], f.total_drops()), (0, 0));
+}
+
 #[test]
 fn late_attach_names_launches_from_elf_and_ignores_other_processes() {
     let out = scratch_trace("late");

@@ -341,8 +341,12 @@ impl Attributor {
                 // dynamic loader is still mapping and unmapping (its cache, its libraries), and a mapping
                 // read now may hold another file by the time an address in it is looked up. Its first API
                 // event reads them (its libraries are loaded by then).
-                if let Some(old) = self.live.insert(p.pid, Process::default()) {
+                let image = Process { names: ProcessNames::since(ts), ..Process::default() };
+                if let Some(old) = self.live.insert(p.pid, image) {
                     out.extend(old.sites.records(p.pid));
+                }
+                if let Some(e) = &self.names.early {
+                    e.forget_before(p.pid, ts);
                 }
                 self.newly_seen.push(p.pid);
                 self.last_scanned = 0;
@@ -353,6 +357,9 @@ impl Attributor {
             ProcEvent::Exit => {
                 if let Some(gone) = self.live.remove(&p.pid) {
                     out.extend(gone.sites.records(p.pid));
+                }
+                if let Some(e) = &self.names.early {
+                    e.forget_before(p.pid, ts);
                 }
                 self.last_scanned = 0;
                 self.processes.forget(p.pid);

@@ -14,8 +14,8 @@ const MAX_OPEN_FILES: usize = 4096;
 #[derive(Debug)]
 pub(super) struct Snapshot {
     /// `CLOCK_MONOTONIC` when they were read: they hold for events up to then.
-    taken: u64,
-    maps: Vec<Mapping>,
+    pub(super) taken: u64,
+    pub(super) maps: Vec<Mapping>,
 }
 
 /// One file mapping of a process.
@@ -40,7 +40,7 @@ impl Mapping {
     }
 }
 
-fn read_mappings(pid: u32) -> Option<Vec<Mapping>> {
+pub(super) fn read_mappings(pid: u32) -> Option<Vec<Mapping>> {
     use crate::proc::Procs as _;
     let maps = crate::proc::LIVE.maps(pid)?;
     Some(
@@ -71,8 +71,24 @@ impl Of<'_> {
         // A process that has exited but is not reaped yet shows empty maps: keep what was seen before.
         let Some(maps) = read_mappings(self.pid).filter(|m| !m.is_empty()) else {
             self.proc.gone = true;
+            // Ended before this look: the early look at this image, if newer than what was seen (its files
+            // could not be opened any more: they count as unopened).
+            let early = self.names.early.as_ref().and_then(|e| e.take(self.pid, self.proc.since));
+            if let Some(look) = early.filter(|l| self.proc.maps.as_ref().is_none_or(|s| l.taken > s.taken)) {
+                self.names.count("maps_from_early_look");
+                for m in &look.maps {
+                    if !self.names.files.contains_key(&m.file) {
+                        self.names.count("files_unopened");
+                        self.names.files.insert(m.file, None);
+                    }
+                }
+                self.proc.maps = Some(look);
+            }
             return;
         };
+        if let Some(e) = &self.names.early {
+            e.forget(self.pid);
+        }
         for m in &maps {
             if self.names.files.contains_key(&m.file) {
                 continue;

@@ -21,6 +21,7 @@ use std::{
 pub mod bundle;
 mod code;
 mod cuda;
+pub mod early;
 mod elf_symbols;
 pub mod graph_exec;
 mod maps;
@@ -99,6 +100,9 @@ pub struct Names {
     code_objects: HashMap<String, Option<Arc<KernelSymbols>>>,
     /// Per libhsa-runtime64 file: the address of `_amdgpu_r_debug` and the `PT_LOAD` segments.
     r_debug_files: HashMap<FileId, Option<(u64, Segments)>>,
+    /// The early looks at new processes' maps, taken for one that ended before its first record was
+    /// named ([`early`]); None when no drain posts them (tests, reading a trace).
+    pub early: Option<Arc<early::EarlyLooks>>,
 }
 
 /// What naming knows of one process: dropped whole when it exits, replaced when it execs.
@@ -109,6 +113,8 @@ pub struct ProcessNames {
     maps: Option<Snapshot>,
     /// Its maps could not be read any more (it ended): the last snapshot stands.
     gone: bool,
+    /// `CLOCK_MONOTONIC` of the exec that started its image (0: no exec seen).
+    since: u64,
     /// Addresses found in no file mapping when its maps were read again for them.
     outside_files: HashSet<u64>,
     /// Fat binaries registered, by module handle: where their code lies.
@@ -125,6 +131,13 @@ pub struct ProcessNames {
     library_kernels: HashMap<u64, (String, bool, u64)>,
     /// The CUDA runtime's and driver's names.
     cuda: cuda::CudaNames,
+}
+
+impl ProcessNames {
+    /// A process image that its exec started at `ts`.
+    pub fn since(ts: u64) -> Self {
+        Self { since: ts, ..Self::default() }
+    }
 }
 
 impl Names {

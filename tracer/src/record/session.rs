@@ -115,7 +115,9 @@ impl<'a> Session<'a> {
         for (gpu, copy) in &counted {
             setup.extend(watch.count_entries(Some(*gpu), &copy.path, &copy.file).map(Record::EntryLibrary));
         }
-        let ring = Ring::spawn(RingBuf::try_from(take("EVENTS")?)?, args.read_delay)?;
+        // The looking thread ends with the drain, which holds its poster.
+        let (poster, early, _looking) = crate::names::early::start()?;
+        let ring = Ring::spawn(RingBuf::try_from(take("EVENTS")?)?, args.read_delay, poster)?;
 
         for &pid in &targets.pids {
             pids.insert(pid, 1, 0)?;
@@ -144,6 +146,7 @@ impl<'a> Session<'a> {
             writer.write(&r)?;
         }
         let mut attr = Attributor::default();
+        attr.names.early = Some(early);
         attr.own_child = child_pid;
         attr.runtime_view = args.cuda_runtime;
         if let Some(pid) = child_pid {
@@ -522,6 +525,11 @@ impl<'a> Session<'a> {
         }
         footer.counters.insert("unnamed_kernels".into(), self.attr.names.unnamed);
         footer.counters.insert("maps_gone_before_look".into(), self.watch.maps_gone_count);
+        if let Some(e) = &self.attr.names.early {
+            use std::sync::atomic::Ordering::Relaxed;
+            footer.counters.insert("early_looks_lost".into(), e.lost.load(Relaxed));
+            footer.counters.insert("early_looks_evicted".into(), e.evicted.load(Relaxed));
+        }
         for (cause, n) in &self.watch.unreadable {
             footer.counters.insert(format!("mapped_files_unread_{cause}"), *n);
         }

@@ -1,0 +1,279 @@
+//! The early look: a thread of its own reads a new process's maps before the session names its records.
+//!
+//! It looks as soon as the ring's drain sees the process make its first call since its exec, or load code, and
+//! keeps the newest look per process image. The session looks at a process's maps itself when it names
+//! the process's first record; a process that lives a few milliseconds (a test program, a short script)
+//! may have ended by then, while the session still names the records before (opening a gigabyte
+//! library, probing what it opened). Its own look then finds it gone and takes the early look instead
+//! (footer counter `maps_from_early_look`), so that the file of a launch's return address can still be
+//! told.
+//!
+//! The drain only posts a PID (never waits, never reads `/proc`: a full queue counts
+//! `early_looks_lost`); this thread reads `/proc/PID/maps`, which takes the target's mmap lock, once
+//! per post. A look is only taken after the dynamic loader's work for the image: at calls into the
+//! runtime, made from code the loader has finished placing.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+        mpsc::{Receiver, SyncSender, TrySendError},
+    },
+    thread::JoinHandle,
+};
+
+use anyhow::{Context as _, Result};
+use tracer_common::{ApiFunc, ProcEvent, RecordHeader, RecordKind, cookie};
+
+use super::maps::{Snapshot, read_mappings};
+
+/// PIDs posted and not yet looked at.
+const QUEUE: usize = 4096;
+/// Processes whose early look is kept; past it the oldest look goes (counted `early_looks_evicted`).
+const KEPT: usize = 1024;
+/// Processes the drain remembers having posted since their exec (cleared whole past it: a process then
+/// gets one more look at its next call).
+const POSTED: usize = 65_536;
+
+/// A look at one process image's maps.
+struct Look {
+    /// The image: `CLOCK_MONOTONIC` of the exec the drain saw before the look (0: none seen, a process
+    /// traced from before tracer or a forked copy of one).
+    since: u64,
+    snapshot: Snapshot,
+}
+
+/// The looks taken, shared by the looking thread and the session.
+#[derive(Default)]
+pub struct EarlyLooks {
+    looks: Mutex<HashMap<u32, Look>>,
+    /// Posts the drain could not queue.
+    pub lost: AtomicU64,
+    /// Looks dropped to keep 1024 processes' at most.
+    pub evicted: AtomicU64,
+}
+
+impl EarlyLooks {
+    /// Keeps a look, replacing an older one of the same process.
+    fn keep(&self, pid: u32, look: Look) {
+        let mut looks = self.looks.lock().unwrap_or_else(PoisonError::into_inner);
+        if looks.len() >= KEPT && !looks.contains_key(&pid) {
+            let oldest = looks.iter().min_by_key(|(_, l)| l.snapshot.taken).map(|(p, _)| *p);
+            if let Some(p) = oldest {
+                looks.remove(&p);
+                self.evicted.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        looks.insert(pid, look);
+    }
+
+    /// The look of a process image that has ended (the image of its exec at `since`, 0: of no exec seen),
+    /// taken by the session. A look at another image of the PID stays.
+    pub(super) fn take(&self, pid: u32, since: u64) -> Option<Snapshot> {
+        let mut looks = self.looks.lock().unwrap_or_else(PoisonError::into_inner);
+        if looks.get(&pid)?.since != since {
+            return None;
+        }
+        looks.remove(&pid).map(|l| l.snapshot)
+    }
+
+    /// Forgets a process's look taken before `ts` (an exec or exit of that PID at `ts`: what it mapped
+    /// before means nothing after).
+    pub fn forget_before(&self, pid: u32, ts: u64) {
+        let mut looks = self.looks.lock().unwrap_or_else(PoisonError::into_inner);
+        if looks.get(&pid).is_some_and(|l| l.snapshot.taken < ts) {
+            looks.remove(&pid);
+        }
+    }
+
+    /// Forgets a process's look: the session's own look is newer.
+    pub(super) fn forget(&self, pid: u32) {
+        self.looks.lock().unwrap_or_else(PoisonError::into_inner).remove(&pid);
+    }
+}
+
+/// The drain's side: decides from a record's header whether its process is worth a look now, and
+/// posts its PID without waiting.
+pub struct Poster {
+    tx: SyncSender<(u32, u64)>,
+    looks: Arc<EarlyLooks>,
+    /// Processes seen since their exec (or since tracer started), with the time of that exec (0: none).
+    posted: HashMap<u32, u64>,
+    /// Processes seen exec and not calling since.
+    first_call: HashSet<u32>,
+}
+
+impl Poster {
+    /// Looks at a record (its header alone) as the drain moves it.
+    pub fn offer(&mut self, record: &[u8]) {
+        if let Some(post) = self.wanted(record)
+            && let Err(TrySendError::Full(_)) = self.tx.try_send(post)
+        {
+            self.looks.lost.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The process to look at for this record, with the exec its image began at: at its first call
+    /// since its exec (or since tracer started); at every load of code (the calls the probes wake the
+    /// reader for, few).
+    fn wanted(&mut self, record: &[u8]) -> Option<(u32, u64)> {
+        let h: RecordHeader = bytemuck::try_pod_read_unaligned(record.get(..size_of::<RecordHeader>())?).ok()?;
+        let pid = h.pid();
+        match RecordKind::from_u16(h.kind)? {
+            RecordKind::Proc => match ProcEvent::from_u16(h.func)? {
+                // Not looked at yet: a process that never calls a GPU runtime needs no look (recording
+                // every process, that is every exec on the machine).
+                ProcEvent::Exec => {
+                    self.posted.insert(pid, h.ts_ns);
+                    self.first_call.insert(pid);
+                    None
+                }
+                ProcEvent::Exit => {
+                    self.posted.remove(&pid);
+                    self.first_call.remove(&pid);
+                    None
+                }
+                ProcEvent::Fork => None,
+            },
+            RecordKind::Call => {
+                let loads = ApiFunc::from_u16(h.func)
+                    .is_some_and(|f| f.layout().cookie_flags() & (cookie::WRAPPER | cookie::WAKE) != 0);
+                if self.posted.len() >= POSTED {
+                    self.posted.clear();
+                    self.first_call.clear();
+                }
+                let first = !self.posted.contains_key(&pid) || self.first_call.remove(&pid);
+                let since = *self.posted.entry(pid).or_default();
+                (first || loads).then_some((pid, since))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Starts the looking thread; it ends when the poster is dropped (the drain has ended).
+pub fn start() -> Result<(Poster, Arc<EarlyLooks>, JoinHandle<()>)> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
+    let looks = Arc::new(EarlyLooks::default());
+    let shared = Arc::clone(&looks);
+    let thread = std::thread::Builder::new()
+        .name("tracer-early-look".into())
+        .spawn(move || look(&rx, &shared))
+        .context("cannot start the thread that looks at new processes' maps")?;
+    Ok((Poster { tx, looks: Arc::clone(&looks), posted: HashMap::new(), first_call: HashSet::new() }, looks, thread))
+}
+
+/// The looking thread: one maps read per PID waiting (a PID posted twice meanwhile is read once).
+fn look(rx: &Receiver<(u32, u64)>, looks: &EarlyLooks) {
+    while let Ok(first) = rx.recv() {
+        let mut pids = vec![first];
+        pids.extend(rx.try_iter().take(QUEUE));
+        pids.sort_unstable();
+        pids.dedup();
+        for (pid, since) in pids {
+            let taken = crate::clock::monotonic_ns();
+            // Ended already (or an exiting process, whose maps read empty): nothing to keep.
+            if let Some(maps) = read_mappings(pid).filter(|m| !m.is_empty()) {
+                looks.keep(pid, Look { since, snapshot: Snapshot { taken, maps } });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(kind: RecordKind, func: u16, pid: u32) -> Vec<u8> {
+        let h = RecordHeader { kind: kind as u16, func, lib: 0, pid_tgid: (u64::from(pid) << 32) | 7, ts_ns: 1 };
+        let mut b = bytemuck::bytes_of(&h).to_vec();
+        b.extend([0u8; 40]);
+        b
+    }
+
+    fn poster() -> (Poster, Receiver<(u32, u64)>) {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        (Poster { tx, looks: Arc::new(EarlyLooks::default()), posted: HashMap::new(), first_call: HashSet::new() }, rx)
+    }
+
+    #[test]
+    fn posts_at_the_first_call_of_an_image_and_at_code_loads_only() {
+        let (mut p, rx) = poster();
+        let launch = ApiFunc::ALL.iter().find(|f| f.symbol() == "hipLaunchKernel").unwrap();
+        let fat = ApiFunc::ALL.iter().find(|f| f.symbol() == "__hipRegisterFatBinary").unwrap();
+        p.offer(&header(RecordKind::Proc, ProcEvent::Exec as u16, 5));
+        rx.try_recv().unwrap_err();
+        // Its first call, with the exec's time; a code load every time.
+        p.offer(&header(RecordKind::Call, *launch as u16, 5));
+        p.offer(&header(RecordKind::Call, *launch as u16, 5));
+        p.offer(&header(RecordKind::Call, *fat as u16, 5));
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), [(5, 1), (5, 1)]);
+        // Exec'd again: the new image's first call is looked at.
+        p.offer(&header(RecordKind::Proc, ProcEvent::Exec as u16, 5));
+        p.offer(&header(RecordKind::Call, *launch as u16, 5));
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), [(5, 1)]);
+        // A process traced from before tracer: its first call.
+        p.offer(&header(RecordKind::Call, *launch as u16, 9));
+        p.offer(&header(RecordKind::Call, *launch as u16, 9));
+        p.offer(&header(RecordKind::Name, *launch as u16, 9));
+        p.offer(&header(RecordKind::Proc, ProcEvent::Fork as u16, 9));
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), [(9, 0)]);
+        // After its exit, a PID used again is looked at again.
+        p.offer(&header(RecordKind::Proc, ProcEvent::Exit as u16, 9));
+        p.offer(&header(RecordKind::Call, *launch as u16, 9));
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), [(9, 0)]);
+        // Short or unknown records are not looked at.
+        p.offer(&[1, 0, 0]);
+        p.offer(&header(RecordKind::Call, *launch as u16, 11)[..20]);
+        let mut unknown = header(RecordKind::Call, *launch as u16, 12);
+        unknown[0] = 0xee;
+        p.offer(&unknown);
+        rx.try_recv().unwrap_err();
+    }
+
+    #[test]
+    fn a_full_queue_counts_the_posts_it_loses() {
+        let (mut p, rx) = poster();
+        let launch = ApiFunc::ALL.iter().find(|f| f.symbol() == "hipLaunchKernel").unwrap();
+        for pid in 1..=5 {
+            p.offer(&header(RecordKind::Call, *launch as u16, pid));
+        }
+        assert_eq!(rx.try_iter().count(), 2);
+        assert_eq!(p.looks.lost.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn keeps_the_newest_look_per_process_within_its_bound() {
+        let looks = EarlyLooks::default();
+        let look = |since, taken| Look { since, snapshot: Snapshot { taken, maps: Vec::new() } };
+        for pid in 0..KEPT as u32 {
+            looks.keep(pid, look(0, 100 + u64::from(pid)));
+        }
+        looks.keep(0, look(4000, 5000));
+        looks.keep(99_999, look(0, 6000));
+        // The oldest (pid 1, taken at 101) made room; pid 0's newer look replaced its older one.
+        assert_eq!(looks.evicted.load(Ordering::Relaxed), 1);
+        assert!(looks.take(1, 0).is_none());
+        // A look at the image of another exec is not this image's, and stays for that one.
+        assert!(looks.take(0, 0).is_none());
+        assert_eq!(looks.take(0, 4000).map(|s| s.taken), Some(5000));
+        looks.forget_before(2, 50);
+        looks.forget_before(3, 500);
+        assert!(looks.take(2, 0).is_some() && looks.take(3, 0).is_none());
+    }
+
+    #[test]
+    fn looks_at_a_live_process_and_keeps_nothing_of_an_ended_one() {
+        let (mut p, looks, thread) = start().unwrap();
+        let me = std::process::id();
+        let launch = ApiFunc::ALL.iter().find(|f| f.symbol() == "hipLaunchKernel").unwrap();
+        p.offer(&header(RecordKind::Call, *launch as u16, me));
+        p.offer(&header(RecordKind::Call, *launch as u16, u32::MAX - 1));
+        drop(p);
+        thread.join().unwrap();
+        let mine = looks.take(me, 0).expect("a look at this test's own maps");
+        assert!(mine.maps.iter().any(|m| m.path.contains("tracer")), "{:?}", mine.maps.first());
+        assert!(looks.take(u32::MAX - 1, 0).is_none());
+    }
+}
