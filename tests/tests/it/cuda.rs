@@ -236,32 +236,43 @@ fn late_attach_reads_graph_executables_made_before_it() {
         records.iter().filter_map(|r| if let Record::GraphExec(g) = r { Some(g) } else { None }).collect();
     let got: Vec<(&str, u32, usize, Option<bool>)> =
         reads.iter().map(|g| (g.outcome.as_str(), g.nodes, g.kernels.len(), g.agrees)).collect();
-    // The graph captured after the attach (checked: agrees), the one made before (4 nodes: 3 kernels and
-    // a copy), the one whose source graph is gone.
-    assert_eq!(got, [("named", 2, 0, Some(true)), ("named", 4, 3, None), ("source-gone", 0, 0, None)]);
+    // The graph captured after the attach (checked: agrees), the one captured after it whose source graph
+    // was destroyed first (checked through its node copies: 4 records, the first a kernel node of no name,
+    // passed over), the one made before (4 nodes: 3 kernels and a copy), the one made before whose source
+    // graph is gone (its node copies: 2 records, 1 kernel).
+    assert_eq!(
+        got,
+        [("named", 2, 2, Some(true)), ("named", 4, 3, Some(true)), ("named", 4, 3, None), ("named", 2, 1, None)]
+    );
+    let routes: Vec<&str> = reads.iter().map(|g| g.route.map_or("", |r| r.as_str())).collect();
+    assert_eq!(routes, ["graph", "copies", "graph", "copies"]);
     let ks = kernels(&records);
     let name = |id: u32| ks.iter().find(|k| k.id == id).map(|k| (k.name.as_str(), k.source.as_str())).unwrap();
-    let named: Vec<(&str, &str)> = reads[1].kernels.iter().map(|&id| name(id)).collect();
+    let named: Vec<(&str, &str)> = reads[2].kernels.iter().map(|&id| name(id)).collect();
     // gemm named from the driver's function object through the executable; blas known by its lookup.
     assert_eq!(
         named,
         [("_Z9late_gemmPfi", "graph-exec"), ("_Z11blas_kernelPfi", "module"), ("_Z9late_gemmPfi", "graph-exec")]
     );
+    assert_eq!(name(reads[3].kernels[0]), ("_Z11blas_kernelPfi", "module"));
     let f = footer(&records);
-    assert_eq!((f.counters["graph_checks_agreed"], f.counters["graph_execs_named"]), (1, 1));
-    assert_eq!(f.counters["graph_execs_source_gone"], 1);
+    assert_eq!((f.counters["graph_checks_agreed"], f.counters["graph_execs_named"]), (2, 1));
+    assert_eq!((f.counters["graph_execs_named_from_copies"], f.counters["graph_exec_copies_first_unnamed"]), (1, 2));
+    assert!(!f.counters.contains_key("graph_execs_source_gone"), "{:?}", f.counters);
 
     let v = tracer_json(&["report", "--json", out.to_str().unwrap()]);
     let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "cuda_driver").unwrap();
-    assert_eq!((p["graph_replays"].as_u64(), p["graph_replays_unresolved"].as_u64()), (Some(4), Some(1)));
+    assert_eq!((p["graph_replays"].as_u64(), p["graph_replays_unresolved"].as_u64()), (Some(5), Some(0)));
     let d = &p["graph_execs_from_driver"];
     assert_eq!(
-        (d["named"].as_u64(), d["kernel_nodes"].as_u64(), d["replays"].as_u64(), d["source_gone"].as_u64()),
-        (Some(1), Some(3), Some(2), Some(1)),
+        (d["named"].as_u64(), d["named_from_copies"].as_u64(), d["kernel_nodes"].as_u64(), d["replays"].as_u64()),
+        (Some(2), Some(1), Some(4), Some(3)),
         "{d}"
     );
-    assert_eq!((d["checks_agreed"].as_u64(), d["checks_disagreed"].as_u64()), (Some(1), Some(0)));
-    // Executions in replays: gemm 2 x 2, blas 2 (the old executable) + 1 (the checked one), vecadd 1.
+    assert_eq!((d["source_gone"].as_u64(), d["refused"].as_u64()), (Some(0), Some(0)), "{d}");
+    assert_eq!((d["checks_agreed"].as_u64(), d["checks_disagreed"].as_u64()), (Some(2), Some(0)));
+    // Executions in replays: gemm 2 x 2 (the old executable); blas 2 (the old one) + 1 (the checked one) +
+    // 1 (the copied one) + 1 (the old one whose source is gone); vecadd 1 + 2 (the copied one).
     let replayed = |name: &str| -> u64 {
         p["kernels"]
             .as_array()
@@ -273,19 +284,22 @@ fn late_attach_reads_graph_executables_made_before_it() {
     };
     assert_eq!(
         (replayed("_Z9late_gemmPfi"), replayed("_Z11blas_kernelPfi"), replayed("_Z6vecaddPfS_S_i")),
-        (4, 3, 1),
+        (4, 5, 3),
         "{p}"
     );
     let text = String::from_utf8(tracer(&["report", out.to_str().unwrap()]).stdout).unwrap();
     assert!(
-        text.contains("2 of 4 graph replays ran 1 executable made before tracer started, 3 kernel nodes read"),
+        text.contains(
+            "3 of 5 graph replays ran 2 executables made before tracer started, 4 kernel nodes read from the CUDA \
+             driver's own objects (kernels with source graph-exec; 1 executable through its own node copies, its \
+             source graph destroyed)"
+        ),
         "{text}"
     );
     assert!(
-        text.contains("the layout checked against 1 graph captured while tracing: 1 agreed, 0 disagreed"),
+        text.contains("the layout checked against 2 graphs captured while tracing: 2 agreed, 0 disagreed"),
         "{text}"
     );
-    assert!(text.contains("1 of 4 graph replays ran executables captured before tracer started"), "{text}");
-    assert!(text.contains("1 executable whose source graph was destroyed after instantiation"), "{text}");
+    assert!(!text.contains("not read from the driver"), "{text}");
     drop(std::fs::remove_dir_all(dir));
 }

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     event::Launch,
-    trace::{self, ExecOutcome, GraphExec, Record},
+    trace::{self, ExecOutcome, ExecRoute, GraphExec, Record},
 };
 
 /// Driver versions the graph-executable layout was measured on (`bench/gpu/graphexec_layout.md`): in a
@@ -33,8 +33,9 @@ pub(super) struct CudaNames {
     agreement: (u64, u64),
     /// Driver functions whose object was read for a name: once each.
     tried: HashSet<u64>,
-    /// Graph executables read to check the layout against a capture: (agreed, disagreed).
-    graph_checks: (u64, u64),
+    /// Graph executables read to check the layout against a capture: (agreed, disagreed), per route
+    /// (indexed by [`route_index`]).
+    graph_checks: [(u64, u64); 2],
     /// The driver's version from the name of the `libcuda.so` file the process maps, looked up once.
     driver: Driver,
 }
@@ -132,7 +133,7 @@ impl Of<'_> {
     /// Checks of the graph-executable layout in this process: one more each time a capture's executable
     /// agrees (a refused read may be tried again then).
     pub const fn graph_agreements(&self) -> u64 {
-        self.proc.cuda.graph_checks.0
+        self.proc.cuda.graph_checks[0].0 + self.proc.cuda.graph_checks[1].0
     }
 
     /// Reads graph executable `exec` from the driver's objects and returns the record to write (after the
@@ -148,20 +149,39 @@ impl Of<'_> {
     pub fn graph_exec(&mut self, exec: u64, ts: u64, captured: Option<&[u64]>, out: &mut Vec<Record>) -> GraphExec {
         let driver = self.driver_version();
         let mut rec = GraphExec { ts, pid: self.pid, exec, check: captured.is_some(), driver, ..GraphExec::default() };
-        if captured.is_none() && !self.graph_reads_allowed(rec.driver.as_deref()) {
+        let allowed = |of: &Self, route| captured.is_some() || of.graph_reads_allowed(route, rec.driver.as_deref());
+        let (graph_allowed, copies_allowed) = (allowed(self, ExecRoute::Graph), allowed(self, ExecRoute::Copies));
+        if !graph_allowed && !copies_allowed {
             self.names.count("graph_execs_refused");
             return rec; // outcome refused
         }
-        let nodes = ProcMem::open(self.pid).ok_or(Unread::Layout).and_then(|mem| graph_exec::read(&mem, exec));
-        let nodes = match nodes {
-            Ok(nodes) => nodes,
+        // The source graph's node list first; once that graph is destroyed (its count reads 0), the
+        // executable's own node copies.
+        let read = ProcMem::open(self.pid).ok_or(Unread::Layout).and_then(|mem| match graph_exec::read(&mem, exec) {
+            Err(Unread::Empty) if copies_allowed => {
+                rec.route = Some(ExecRoute::Copies);
+                graph_exec::read_copies(&mem, exec).map(|c| (c.entries, self.first_copy(c.first, c.kernels)))
+            }
+            Ok(_) if !graph_allowed => Err(Unread::Refused),
+            read => {
+                rec.route = Some(ExecRoute::Graph);
+                read.map(|nodes| (u32::try_from(nodes.len()).unwrap_or(u32::MAX), nodes))
+            }
+        });
+        let (entries, nodes) = match read {
+            Ok(read) => read,
+            Err(Unread::Refused) => {
+                rec.route = None;
+                self.names.count("graph_execs_refused");
+                return rec;
+            }
             Err(why) => {
                 // A read that failed because the process's memory is gone says nothing of the layout.
                 let gone = why == Unread::Layout && !has_memory(self.pid);
                 rec.outcome = match why {
                     Unread::Empty => ExecOutcome::SourceGone,
                     Unread::Layout if gone => ExecOutcome::ProcessGone,
-                    Unread::Layout => ExecOutcome::Layout,
+                    Unread::Layout | Unread::Refused => ExecOutcome::Layout,
                 };
                 self.names.count(match rec.outcome {
                     // A check's graph may have changed or gone since (a loop capturing every step).
@@ -174,14 +194,11 @@ impl Of<'_> {
             }
         };
         rec.outcome = ExecOutcome::Named;
-        rec.nodes = u32::try_from(nodes.len()).unwrap_or(u32::MAX);
+        rec.nodes = entries;
         let functions: Vec<u64> = nodes.iter().filter(|n| n.is_kernel()).map(|n| n.function).collect();
-        if let Some(captured) = captured {
-            rec.agrees = self.check_capture(captured, &functions);
-            return rec;
-        }
-        self.names.count("graph_execs_named");
-        for f in functions {
+        let route = rec.route.unwrap_or(ExecRoute::Graph);
+        // Each kernel node named as its function is known, else from the driver's function object.
+        for &f in &functions {
             // A function bound once (named, or unnamed) is looked up for its next nodes.
             if let Some(id) = self.lookup(f) {
                 rec.kernels.push(id);
@@ -197,20 +214,50 @@ impl Of<'_> {
             rec.kernels.push(id);
             out.extend(new.map(Record::Kernel));
         }
+        if let Some(captured) = captured {
+            rec.agrees = self.check_capture(captured, &functions, route);
+        } else {
+            self.names.count(if route == ExecRoute::Copies {
+                "graph_execs_named_from_copies"
+            } else {
+                "graph_execs_named"
+            });
+        }
         rec
     }
 
+    /// The kernel node copies of an executable, the first record's among them when the driver names its
+    /// function (else it is no node of the graph: passed over, counted `graph_exec_copies_first_unnamed`).
+    fn first_copy(&mut self, first: Option<graph_exec::Node>, rest: Vec<graph_exec::Node>) -> Vec<graph_exec::Node> {
+        let Some(first) = first else { return rest };
+        let named = self.name_of(first.function).is_some_and(|n| !n.is_empty()) || {
+            let name = driver_name(self.pid, first.function);
+            name.is_some()
+        };
+        if !named {
+            self.names.count("graph_exec_copies_first_unnamed");
+            return rest;
+        }
+        let mut all = Vec::with_capacity(rest.len() + 1);
+        all.push(first);
+        all.extend(rest);
+        all
+    }
+
     /// Whether an executable tracer did not see made may be read in this process (see [`Of::graph_exec`]).
-    fn graph_reads_allowed(&self, driver: Option<&str>) -> bool {
-        match self.proc.cuda.graph_checks {
+    fn graph_reads_allowed(&self, route: ExecRoute, driver: Option<&str>) -> bool {
+        match self.proc.cuda.graph_checks[route_index(route)] {
             (0, 0) => driver.is_some_and(|d| MEASURED_DRIVERS.contains(&d)),
             (agreed, disagreed) => agreed > 0 && agreed >= 10 * disagreed,
         }
     }
 
     /// A captured graph's executable as read: does every name the capture launched appear among the
-    /// nodes' names as many times? None (counted apart) when a captured launch had no name to compare.
-    fn check_capture(&mut self, captured: &[u64], functions: &[u64]) -> Option<bool> {
+    /// nodes' names as many times, and has every other kernel node a name from the driver (a device-to-
+    /// device copy the driver runs as its own kernel, a kernel launched on another stream joined into the
+    /// capture, which tracer's capture does not list)? A kernel node without a name is no kernel the
+    /// layout should have reached. None (counted apart) when a captured launch had no name to compare.
+    fn check_capture(&mut self, captured: &[u64], functions: &[u64], route: ExecRoute) -> Option<bool> {
         if captured.is_empty() {
             // A capture of no kernel (copies only): nothing to compare, no agreement.
             self.names.count("graph_checks_without_kernels");
@@ -225,17 +272,23 @@ impl Of<'_> {
             *want.entry(name.to_owned()).or_default() += 1;
         }
         let mut read: HashMap<u64, Option<String>> = HashMap::new();
+        let mut unnamed = 0u64;
         for &f in functions {
             let name = match self.name_of(f).filter(|n| !n.is_empty()) {
                 Some(n) => Some(n.to_owned()),
                 None => read.entry(f).or_insert_with(|| driver_name(self.pid, f)).clone(),
             };
-            if let Some(n) = name.and_then(|n| want.get_mut(&n)) {
-                *n -= 1;
+            match name {
+                Some(n) => {
+                    if let Some(left) = want.get_mut(&n) {
+                        *left -= 1;
+                    }
+                }
+                None => unnamed += 1,
             }
         }
-        let agrees = want.values().all(|&n| n == 0);
-        let c = &mut self.proc.cuda.graph_checks;
+        let agrees = want.values().all(|&n| n == 0) && unnamed == 0;
+        let c = &mut self.proc.cuda.graph_checks[route_index(route)];
         if agrees {
             c.0 += 1;
         } else {
@@ -299,6 +352,14 @@ fn driver_name(pid: u32, handle: u64) -> Option<String> {
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.');
     let cxx_ok = !name.starts_with("_Z") || cpp_demangle::Symbol::new(name.as_bytes()).is_ok();
     (identifier && cxx_ok).then_some(name)
+}
+
+/// A route's slot in the per-route check counts.
+const fn route_index(route: ExecRoute) -> usize {
+    match route {
+        ExecRoute::Copies => 1,
+        ExecRoute::Graph | ExecRoute::Unknown => 0,
+    }
 }
 
 #[cfg(test)]

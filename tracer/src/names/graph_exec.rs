@@ -6,7 +6,8 @@
 //! points at byte 0x10 to its node; a node's type is the u32 at byte 4 (the public `CUgraphNodeType`: 0 a
 //! kernel), and a kernel node's `CUfunction` lies at byte 0x20. Held there for graphs of 1 to 4096 nodes,
 //! captured and built, after launches and after `cuGraphExecUpdate`, while the source graph lives; after
-//! the source graph is destroyed the count reads 0. A leaf: memory in, nodes out, every read bounded.
+//! the source graph is destroyed the count reads 0, and [`read_copies`] reads the executable's own node
+//! copies instead. A leaf: memory in, nodes out, every read bounded.
 
 #![expect(clippy::little_endian_bytes, reason = "the traced processes are x86-64: their words are little-endian")]
 
@@ -61,6 +62,8 @@ pub enum Unread {
     /// A read failed, the count is out of bounds, or a node does not read as one: this layout does not
     /// hold for the object.
     Layout,
+    /// Read, but not to be taken: the route is not trusted in this process (its checks disagreed).
+    Refused,
 }
 
 /// The nodes of executable `exec`, in the driver's order.
@@ -111,6 +114,92 @@ fn read_node(mem: &impl Memory, node: u64) -> Option<Node> {
         return None;
     }
     Some(Node { kind, function })
+}
+
+/// The second route, for an executable whose source graph is gone (measured on the same driver, 21
+/// graphs of 1 to 2000 nodes, sources destroyed and kept, after launches and `cuGraphExecUpdate`:
+/// `bench/gpu/graphexec_layout.md`, "after the source graph is destroyed"): the executable keeps its own
+/// copies of the nodes, each pointed at (byte 0x38) by a record the executable lists in a vector;
+/// `C = *(*(*(E+0x178)+0x10)+0x10)` holds the vector's length (u32) at 0x10 and its data at 0x18.
+const EXEC_COPIES: u64 = 0x178;
+const COPIES_HOP: u64 = 0x10;
+const COPIES_COUNT: u64 = 0x10;
+const COPIES_DATA: u64 = 0x18;
+/// Byte offset of the node copy's address in a record.
+const COPY_NODE: u64 = 0x38;
+/// Byte offset of the executable owning a node copy.
+const NODE_OWNER: u64 = 0x18;
+/// Record addresses read per piece.
+const COPIES_PER_READ: usize = 1024;
+
+/// What the second route read: the records listed, and the kernel node copies among them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Copies {
+    /// Records listed: as many as the graph's nodes, or one more (every linear capture of 3 nodes or more
+    /// measured), whose first is then no node of the graph.
+    pub entries: u32,
+    /// The first record's node, when it is a kernel node copy the executable owns: a node of the graph
+    /// when the driver names its function; where the records are one more than the nodes, it points at a
+    /// function the driver does not name (one for all of a process's executables), measured on 11 graphs
+    /// of 3 to 2000 nodes (`bench/gpu/graph_copies.sh`).
+    pub first: Option<Node>,
+    /// The kernel node copies of the other records the executable owns, in the vector's order.
+    pub kernels: Vec<Node>,
+}
+
+/// The kernel nodes of executable `exec`, read from its own node copies.
+///
+/// Every listed record is read, and kept when it points at a kernel node that the executable owns (byte
+/// 0x18 of the node) with a function. A record pointing at anything else is passed over; a record that
+/// cannot be read, or no kernel node at all, refuses the whole.
+pub fn read_copies(mem: &impl Memory, exec: u64) -> Result<Copies, Unread> {
+    let mut at = exec;
+    for hop in [EXEC_COPIES, COPIES_HOP, COPIES_HOP] {
+        at = read_u64(mem, at.checked_add(hop).ok_or(Unread::Layout)?).ok_or(Unread::Layout)?;
+        if at == 0 {
+            return Err(Unread::Layout);
+        }
+    }
+    let entries = read_u32(mem, at.checked_add(COPIES_COUNT).ok_or(Unread::Layout)?).ok_or(Unread::Layout)?;
+    if entries == 0 {
+        return Err(Unread::Empty);
+    }
+    if entries > MAX_NODES.saturating_add(1) {
+        return Err(Unread::Layout);
+    }
+    let data = read_u64(mem, at.checked_add(COPIES_DATA).ok_or(Unread::Layout)?).ok_or(Unread::Layout)?;
+    let count = entries as usize;
+    let mut kernels = Vec::new();
+    let mut first = None;
+    let mut piece = vec![0u8; COPIES_PER_READ.min(count) * 8];
+    let mut done = 0;
+    while done < count {
+        let n = COPIES_PER_READ.min(count - done);
+        let buf = &mut piece[..n * 8];
+        if !mem.read(data.checked_add((done * 8) as u64).ok_or(Unread::Layout)?, buf) {
+            return Err(Unread::Layout);
+        }
+        for (i, record) in buf.chunks_exact(8).enumerate() {
+            let record = word(record, 0).ok_or(Unread::Layout)?;
+            let node = read_u64(mem, record.checked_add(COPY_NODE).ok_or(Unread::Layout)?).ok_or(Unread::Layout)?;
+            match owned_kernel(mem, node, exec) {
+                Some(kernel) if done + i == 0 => first = Some(kernel),
+                Some(kernel) => kernels.push(kernel),
+                None => {}
+            }
+        }
+        done += n;
+    }
+    if kernels.is_empty() && first.is_none() {
+        return Err(Unread::Layout);
+    }
+    Ok(Copies { entries, first, kernels })
+}
+
+/// A kernel node copy the executable owns, or None (anything else a record points at).
+fn owned_kernel(mem: &impl Memory, node: u64, exec: u64) -> Option<Node> {
+    let n = read_node(mem, node)?;
+    (n.is_kernel() && read_u64(mem, node.checked_add(NODE_OWNER)?)? == exec).then_some(n)
 }
 
 fn word(bytes: &[u8], at: usize) -> Option<u64> {
@@ -176,6 +265,62 @@ mod tests {
         }
         // An executable outside readable memory, at the end of the address space.
         assert_eq!(read(&Image { base: BASE, bytes: &[] }, u64::MAX - 4), Err(Unread::Layout));
+    }
+
+    /// An image laid out as the measured driver keeps an executable's node copies: exec at BASE, the
+    /// hops at BASE+0x300/0x340, the vector at BASE+0x380, its data at BASE+0x400, records 0xc8 apart
+    /// from BASE+0x1000, node copies 0x40 apart after them. `entries`: (type, function, owned by the
+    /// executable).
+    fn copies_image(entries: &[(u32, u64, bool)], count: u32) -> Vec<u8> {
+        let records = 0x1000u64;
+        let nodes = records + 0xc8 * entries.len() as u64;
+        let mut b = vec![0u8; usize::try_from(nodes).unwrap() + 0x40 * entries.len() + 0x40];
+        put(&mut b, BASE + EXEC_COPIES, &(BASE + 0x300).to_le_bytes());
+        put(&mut b, BASE + 0x300 + COPIES_HOP, &(BASE + 0x340).to_le_bytes());
+        put(&mut b, BASE + 0x340 + COPIES_HOP, &(BASE + 0x380).to_le_bytes());
+        put(&mut b, BASE + 0x380 + COPIES_COUNT, &count.to_le_bytes());
+        put(&mut b, BASE + 0x380 + COPIES_DATA, &(BASE + 0x400).to_le_bytes());
+        for (i, &(kind, function, owned)) in entries.iter().enumerate() {
+            let (record, node) = (BASE + records + 0xc8 * i as u64, BASE + nodes + 0x40 * i as u64);
+            put(&mut b, BASE + 0x400 + 8 * i as u64, &record.to_le_bytes());
+            put(&mut b, record + COPY_NODE, &node.to_le_bytes());
+            put(&mut b, node + NODE_TYPE, &kind.to_le_bytes());
+            put(&mut b, node + NODE_FUNCTION, &function.to_le_bytes());
+            put(&mut b, node + NODE_OWNER, &(if owned { BASE } else { 0xdead_0000 }).to_le_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn node_copies_keep_the_kernels_the_executable_owns() {
+        // The first record points at a kernel node of another executable; a copy node (type 1) is no kernel;
+        // a node type no driver has is passed over.
+        let entries = [(0, 0x99, false), (0, 0xaa, true), (1, 0, true), (0, 0xbb, true), (77, 0xcc, true)];
+        let bytes = copies_image(&entries, 5);
+        let c = read_copies(&Image { base: BASE, bytes: &bytes }, BASE).unwrap();
+        assert_eq!((c.entries, c.first), (5, None));
+        assert_eq!(c.kernels.iter().map(|n| n.function).collect::<Vec<_>>(), [0xaa, 0xbb]);
+        // The first record's kernel apart (the caller decides on its name).
+        let bytes = copies_image(&[(0, 0x77, true), (0, 0xaa, true)], 2);
+        let c = read_copies(&Image { base: BASE, bytes: &bytes }, BASE).unwrap();
+        assert_eq!((c.first.map(|n| n.function), c.kernels.len()), (Some(0x77), 1));
+    }
+
+    #[test]
+    fn node_copies_that_do_not_hold_are_refused() {
+        let image = |e: &[(u32, u64, bool)], count| copies_image(e, count);
+        let read = |b: &[u8]| read_copies(&Image { base: BASE, bytes: b }, BASE);
+        assert_eq!(read(&image(&[], 0)), Err(Unread::Empty));
+        // No kernel of its own among the records.
+        assert_eq!(read(&image(&[(0, 0x99, false), (1, 0, true)], 2)), Err(Unread::Layout));
+        // More records listed than the image holds; a count over the bound.
+        assert_eq!(read(&image(&[(0, 0xaa, true)], 900)), Err(Unread::Layout));
+        assert_eq!(read(&image(&[(0, 0xaa, true)], MAX_NODES + 2)), Err(Unread::Layout));
+        // A broken hop.
+        let mut b = image(&[(0, 0xaa, true)], 1);
+        put(&mut b, BASE + 0x300 + COPIES_HOP, &0u64.to_le_bytes());
+        assert_eq!(read(&b), Err(Unread::Layout));
+        assert_eq!(read_copies(&Image { base: BASE, bytes: &[] }, u64::MAX - 0x100), Err(Unread::Layout));
     }
 
     #[test]

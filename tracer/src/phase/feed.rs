@@ -337,6 +337,8 @@ pub struct Graphs {
 pub struct DriverReads {
     /// Executables made before the attach whose kernels were read.
     pub named: u64,
+    /// Of them, read through their own node copies (their source graph destroyed).
+    pub named_from_copies: u64,
     /// Their kernel nodes.
     pub kernel_nodes: u64,
     /// Replays that ran them.
@@ -425,6 +427,9 @@ impl Graphs {
             (true, None, _) => d.checks_unread += 1,
             (false, _, ExecOutcome::Named) => {
                 d.named += 1;
+                if g.route == Some(crate::trace::ExecRoute::Copies) {
+                    d.named_from_copies += 1;
+                }
                 d.kernel_nodes += g.kernels.len() as u64;
                 let mut bag = CaptureBag::new();
                 for &id in &g.kernels {

@@ -253,12 +253,23 @@ fn write_driver_reads(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
         writeln!(
             s,
             "\n  {} of {} graph replays ran {} executable{} made before tracer started, {} kernel nodes read from \
-             the CUDA driver{driver}'s own objects (kernels with source graph-exec)",
+             the CUDA driver{driver}'s own objects (kernels with source graph-exec{copies})",
             d.replays,
             p.graph_replays,
             d.named,
             plural(d.named),
-            d.kernel_nodes
+            d.kernel_nodes,
+            copies = if d.named_from_copies > 0 {
+                format!(
+                    "; {} executable{} through {} own node copies, {} source graph destroyed",
+                    d.named_from_copies,
+                    plural(d.named_from_copies),
+                    if d.named_from_copies == 1 { "its" } else { "their" },
+                    if d.named_from_copies == 1 { "its" } else { "their" }
+                )
+            } else {
+                String::new()
+            }
         )?;
     }
     let checks = d.checks_agreed + d.checks_disagreed;
@@ -299,8 +310,8 @@ fn unread_why(d: &crate::phase::DriverReads) -> String {
     let mut why = Vec::new();
     if d.source_gone > 0 {
         why.push(format!(
-            "{} executable{} whose source graph was destroyed after instantiation (PyTorch's default): the driver \
-             keeps no node list tracer reads",
+            "{} executable{} whose source graph was destroyed after instantiation (PyTorch's default), and whose \
+             own node copies did not read as kernel nodes (or were not trusted in this process)",
             d.source_gone,
             plural(d.source_gone)
         ));

@@ -112,14 +112,41 @@ pub struct GraphExec {
     /// name has an unnamed kernel's id).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernels: Vec<u32>,
-    /// For a check: whether every kernel its capture launched is among the read
-    /// nodes' names as many times (nodes the capture did not launch, such as a device-to-device copy the
-    /// driver runs as its own kernel, may be added).
+    /// For a check: whether every kernel its capture launched is among the read nodes' names as many
+    /// times, and every other kernel node read has a name from the driver (nodes the capture did not
+    /// launch, such as a device-to-device copy the driver runs as its own kernel, may be added).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agrees: Option<bool>,
     /// The CUDA driver's version, as the file name of the `libcuda.so` the process maps gives it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver: Option<String>,
+    /// Which of the driver's structures were read (absent: none, the read refused or not reached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<ExecRoute>,
+}
+
+/// Where a graph executable's nodes were read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExecRoute {
+    /// The node list of the graph it was made from (`nodes`: every node of it, of every type).
+    Graph,
+    /// Its own copies of the nodes, once that graph is destroyed (`nodes`: the records it lists; its
+    /// kernel node copies alone are kept).
+    Copies,
+    /// A value this build does not know (a trace from a later build).
+    #[serde(other)]
+    Unknown,
+}
+
+impl ExecRoute {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Graph => "graph",
+            Self::Copies => "copies",
+            Self::Unknown => "unknown",
+        }
+    }
 }
 
 /// What reading a graph executable gave.
