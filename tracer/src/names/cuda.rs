@@ -156,22 +156,22 @@ impl Of<'_> {
             return rec; // outcome refused
         }
         // The source graph's node list first; once that graph is destroyed (its count reads 0), the
-        // executable's own node copies.
+        // executable's own node copies. None: read through a route this process does not trust.
         let read = ProcMem::open(self.pid).ok_or(Unread::Layout).and_then(|mem| match graph_exec::read(&mem, exec) {
             Err(Unread::Empty) if copies_allowed => {
                 rec.route = Some(ExecRoute::Copies);
-                graph_exec::read_copies(&mem, exec).map(|c| (c.entries, self.first_copy(c.first, c.kernels)))
+                let c = graph_exec::read_copies(&mem, exec)?;
+                Ok(Some((c.entries, self.first_copy(c.first, c.kernels))))
             }
-            Ok(_) if !graph_allowed => Err(Unread::Refused),
+            Ok(_) if !graph_allowed => Ok(None),
             read => {
                 rec.route = Some(ExecRoute::Graph);
-                read.map(|nodes| (u32::try_from(nodes.len()).unwrap_or(u32::MAX), nodes))
+                read.map(|nodes| Some((u32::try_from(nodes.len()).unwrap_or(u32::MAX), nodes)))
             }
         });
         let (entries, nodes) = match read {
-            Ok(read) => read,
-            Err(Unread::Refused) => {
-                rec.route = None;
+            Ok(Some(read)) => read,
+            Ok(None) => {
                 self.names.count("graph_execs_refused");
                 return rec;
             }
@@ -181,7 +181,7 @@ impl Of<'_> {
                 rec.outcome = match why {
                     Unread::Empty => ExecOutcome::SourceGone,
                     Unread::Layout if gone => ExecOutcome::ProcessGone,
-                    Unread::Layout | Unread::Refused => ExecOutcome::Layout,
+                    Unread::Layout => ExecOutcome::Layout,
                 };
                 self.names.count(match rec.outcome {
                     // A check's graph may have changed or gone since (a loop capturing every step).
@@ -230,18 +230,13 @@ impl Of<'_> {
     /// function (else it is no node of the graph: passed over, counted `graph_exec_copies_first_unnamed`).
     fn first_copy(&mut self, first: Option<graph_exec::Node>, rest: Vec<graph_exec::Node>) -> Vec<graph_exec::Node> {
         let Some(first) = first else { return rest };
-        let named = self.name_of(first.function).is_some_and(|n| !n.is_empty()) || {
-            let name = driver_name(self.pid, first.function);
-            name.is_some()
-        };
+        let named = self.name_of(first.function).is_some_and(|n| !n.is_empty())
+            || driver_name(self.pid, first.function).is_some();
         if !named {
             self.names.count("graph_exec_copies_first_unnamed");
             return rest;
         }
-        let mut all = Vec::with_capacity(rest.len() + 1);
-        all.push(first);
-        all.extend(rest);
-        all
+        std::iter::once(first).chain(rest).collect()
     }
 
     /// Whether an executable tracer did not see made may be read in this process (see [`Of::graph_exec`]).

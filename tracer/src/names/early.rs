@@ -14,7 +14,7 @@
 //! runtime, made from code the loader has finished placing.
 
 use std::{
-    collections::{HashMap, HashSet},
+    collections::HashMap,
     sync::{
         Arc, Mutex, PoisonError,
         atomic::{AtomicU64, Ordering},
@@ -98,10 +98,20 @@ impl EarlyLooks {
 pub struct Poster {
     tx: SyncSender<(u32, u64)>,
     looks: Arc<EarlyLooks>,
-    /// Processes seen since their exec (or since tracer started), with the time of that exec (0: none).
-    posted: HashMap<u32, u64>,
-    /// Processes seen exec and not calling since.
-    first_call: HashSet<u32>,
+    /// Processes seen since their exec (or since tracer started): their image.
+    posted: HashMap<u32, Image>,
+    /// The process of the last call looked at, whose first call is behind it (the hot path: the same
+    /// process calling again, no map touched).
+    last: u32,
+}
+
+/// A process image the drain has seen.
+#[derive(Default)]
+struct Image {
+    /// The time of the exec that began it (0: none seen).
+    since: u64,
+    /// Its first call has been posted.
+    called: bool,
 }
 
 impl Poster {
@@ -125,13 +135,13 @@ impl Poster {
                 // Not looked at yet: a process that never calls a GPU runtime needs no look (recording
                 // every process, that is every exec on the machine).
                 ProcEvent::Exec => {
-                    self.posted.insert(pid, h.ts_ns);
-                    self.first_call.insert(pid);
+                    self.posted.insert(pid, Image { since: h.ts_ns, called: false });
+                    self.last = 0;
                     None
                 }
                 ProcEvent::Exit => {
                     self.posted.remove(&pid);
-                    self.first_call.remove(&pid);
+                    self.last = 0;
                     None
                 }
                 ProcEvent::Fork => None,
@@ -139,13 +149,16 @@ impl Poster {
             RecordKind::Call => {
                 let loads = ApiFunc::from_u16(h.func)
                     .is_some_and(|f| f.layout().cookie_flags() & (cookie::WRAPPER | cookie::WAKE) != 0);
+                if pid == self.last && !loads {
+                    return None;
+                }
                 if self.posted.len() >= POSTED {
                     self.posted.clear();
-                    self.first_call.clear();
                 }
-                let first = !self.posted.contains_key(&pid) || self.first_call.remove(&pid);
-                let since = *self.posted.entry(pid).or_default();
-                (first || loads).then_some((pid, since))
+                self.last = pid;
+                let image = self.posted.entry(pid).or_default();
+                let first = !std::mem::replace(&mut image.called, true);
+                (first || loads).then_some((pid, image.since))
             }
             _ => None,
         }
@@ -161,7 +174,7 @@ pub fn start() -> Result<(Poster, Arc<EarlyLooks>, JoinHandle<()>)> {
         .name("tracer-early-look".into())
         .spawn(move || look(&rx, &shared))
         .context("cannot start the thread that looks at new processes' maps")?;
-    Ok((Poster { tx, looks: Arc::clone(&looks), posted: HashMap::new(), first_call: HashSet::new() }, looks, thread))
+    Ok((Poster { tx, looks: Arc::clone(&looks), posted: HashMap::new(), last: 0 }, looks, thread))
 }
 
 /// The looking thread: one maps read per PID waiting (a PID posted twice meanwhile is read once).
@@ -194,7 +207,7 @@ mod tests {
 
     fn poster() -> (Poster, Receiver<(u32, u64)>) {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
-        (Poster { tx, looks: Arc::new(EarlyLooks::default()), posted: HashMap::new(), first_call: HashSet::new() }, rx)
+        (Poster { tx, looks: Arc::new(EarlyLooks::default()), posted: HashMap::new(), last: 0 }, rx)
     }
 
     #[test]

@@ -62,8 +62,6 @@ pub enum Unread {
     /// A read failed, the count is out of bounds, or a node does not read as one: this layout does not
     /// hold for the object.
     Layout,
-    /// Read, but not to be taken: the route is not trusted in this process (its checks disagreed).
-    Refused,
 }
 
 /// The nodes of executable `exec`, in the driver's order.

@@ -1,0 +1,166 @@
+//! Attribution: launches named by registration, capture and replay, kernel parameters joined, a recycled PID.
+
+use tracer_common::ApiFunc;
+
+use super::*;
+use crate::event::{GridUnit, Origin};
+
+fn origin(ts: u64) -> Origin {
+    // A PID that cannot exist, so /proc lookups find nothing and only the events speak.
+    Origin { pid: 0x3fff_fff0, tid: 1, lib: 1, ts }
+}
+
+/// ggml's `mul_mat_q` as llama-cpp-python 0.3.36's ggml declares it: `ncols_y` is parameter 11.
+const MMQ: &str =
+    "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EL9ggml_prec30EEvPKcPKiS5_S5_PfS6_PKf5uint3iiiiiS9_S9_iiiS9_S9_iiiS9_";
+
+/// `__hipRegisterFunction` binding `handle` to `name` in process 1's module 0x20.
+fn register(handle: u64, name: &str) -> Event {
+    Event::Name(Name {
+        origin: origin(1),
+        api: ApiFunc::HipRegisterFunction,
+        handle,
+        module: 0x20,
+        name: name.into(),
+        truncated: false,
+        fault: false,
+    })
+}
+
+fn launch(handle: u64, ret: i32) -> Event {
+    let o = origin(10);
+    Event::Launch(Launch {
+        ts: o.ts,
+        pid: o.pid,
+        tid: o.tid,
+        lib: o.lib,
+        api: ApiFunc::HipLaunchKernel,
+        kernel: None,
+        handle,
+        grid: [4, 1, 1],
+        block: [64, 1, 1],
+        grid_unit: GridUnit::Blocks,
+        shmem: 0,
+        stream: 0,
+        ret,
+        dur: 3,
+        captured: false,
+        entry_only: false,
+        params: Default::default(),
+        caller: 0,
+    })
+}
+
+#[test]
+fn launches_on_a_capturing_stream_are_graph_nodes() {
+    let mut a = Attributor::default();
+    let mut out = Vec::new();
+    let capture = |api, ret| Event::Call(Call { stream: Some(0), ..Call::new(origin(1), api, ret, 0) });
+    a.event(capture(ApiFunc::HipStreamBeginCapture, 0), &mut out);
+    a.event(launch(0x1000, 0), &mut out);
+    a.event(capture(ApiFunc::HipStreamEndCapture, 0), &mut out);
+    a.event(launch(0x1000, 0), &mut out);
+    // A capture that failed to begin captures nothing.
+    a.event(capture(ApiFunc::HipStreamBeginCapture, 101), &mut out);
+    a.event(launch(0x1000, 0), &mut out);
+    let captured: Vec<bool> =
+        out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l.captured) } else { None }).collect();
+    assert_eq!(captured, [true, false, false]);
+}
+
+#[test]
+fn kernel_parameters_join_their_launch_and_plans_follow_the_name() {
+    let mut a = Attributor::default();
+    let mut out = Vec::new();
+    a.event(register(0x1000, MMQ), &mut out);
+    a.event(register(0x2000, "_Z4axpyPfS_f"), &mut out);
+    // Read before any plan: every parameter; the launch keeps the one its kernel needs.
+    let params = |handle, ts| {
+        Event::Params(Params {
+            origin: origin(ts),
+            handle,
+            wanted: tracer_common::PARAMS_ALL,
+            values: vec![(0, 5), (11, 290), (12, 4096)],
+        })
+    };
+    a.event(params(0x1000, 10), &mut out);
+    a.event(launch(0x1000, 0), &mut out);
+    a.event(params(0x2000, 10), &mut out);
+    a.event(launch(0x2000, 0), &mut out);
+    // Parameters of another launch (an earlier entry) join nothing, and are counted.
+    a.event(params(0x1000, 9), &mut out);
+    a.event(launch(0x1000, 0), &mut out);
+    let launches: Vec<&Launch> =
+        out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
+    assert_eq!(launches[0].params, BTreeMap::from([(11, 290)]));
+    assert!(launches[1].params.is_empty() && launches[2].params.is_empty());
+    assert_eq!(a.counters.get("params_without_launch"), Some(&1));
+    // One plan per function, given once: MMQ's ncols_y, nothing for the other.
+    assert_eq!(a.new_plans, [(origin(0).pid, 0x1000, 1 << 11), (origin(0).pid, 0x2000, 0)]);
+}
+
+#[test]
+fn a_recycled_pid_starts_clean() {
+    let capture = Event::Call(Call { stream: Some(0), ..Call::new(origin(1), ApiFunc::HipStreamBeginCapture, 0, 0) });
+    let params = Event::Params(Params {
+        origin: origin(10),
+        handle: 0x1000,
+        wanted: tracer_common::PARAMS_ALL,
+        values: vec![(11, 290)],
+    });
+    // The first life ends (exit), or its image is replaced (exec); the PID then runs another program
+    // that registers the same MMQ handle but none at 0x3000.
+    for end in [ProcEvent::Exit, ProcEvent::Exec] {
+        let mut a = Attributor::default();
+        let mut out = Vec::new();
+        a.event(register(0x1000, MMQ), &mut out);
+        a.event(register(0x3000, "_Z4axpyPfS_f"), &mut out);
+        a.event(capture.clone(), &mut out);
+        a.event(params.clone(), &mut out);
+        let pid = origin(0).pid;
+        a.event(Event::Proc(Proc { origin: origin(5), event: end, pid, parent: 1, comm: "next".into() }), &mut out);
+        out.clear();
+        a.event(register(0x1000, MMQ), &mut out);
+        a.event(launch(0x1000, 0), &mut out);
+        a.event(launch(0x3000, 0), &mut out);
+        let launches: Vec<&Launch> =
+            out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
+        let kernels: Vec<&trace::Kernel> =
+            out.iter().filter_map(|r| if let Record::Kernel(k) = r { Some(k) } else { None }).collect();
+        // No capture, no parameters read in the other life, no name of the other life.
+        assert!(launches.iter().all(|l| !l.captured), "{end:?}");
+        assert!(launches[0].params.is_empty(), "{end:?}");
+        assert_eq!(kernels.last().map(|k| k.source), Some(Source::Unnamed), "{end:?}");
+    }
+}
+
+#[test]
+fn registered_names_attribute_launches() {
+    let mut a = Attributor::default();
+    let mut out = Vec::new();
+    a.event(
+        Event::Name(Name {
+            origin: origin(1),
+            api: ApiFunc::HipRegisterFunction,
+            handle: 0x1000,
+            module: 0x20,
+            name: "_Z4axpyPfS_f".into(),
+            truncated: false,
+            fault: false,
+        }),
+        &mut out,
+    );
+    a.event(launch(0x1000, 101), &mut out);
+    a.event(launch(0x2000, 0), &mut out);
+    let kernels: Vec<&trace::Kernel> =
+        out.iter().filter_map(|r| if let Record::Kernel(k) = r { Some(k) } else { None }).collect();
+    let launches: Vec<&Launch> =
+        out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
+    assert_eq!(kernels.len(), 2);
+    assert_eq!((kernels[0].demangled.as_str(), kernels[0].source), ("axpy(float*, float*, float)", Source::Register));
+    assert_eq!(kernels[1].source, Source::Unnamed);
+    assert_eq!(launches[0].kernel, Some(kernels[0].id));
+    assert_eq!(launches[1].kernel, Some(kernels[1].id));
+    assert_eq!(launches[0].ret, 101);
+    assert_eq!(a.names.unnamed, 1);
+}
