@@ -7,7 +7,8 @@
 //! `17a875f`: the first with HIP launch sites, CUDA kernels' `code_file` and CUDA async copies toward the
 //! device written as `call` records when they may start a pass; `1c2b61f`: the first that can rotate its
 //! recordings, whose header may then carry `part` and whose footer may stop `rotated`; `8a5f83e`: the first
-//! that reads CUDA graph executables from the driver, writing `graph_exec` records.)
+//! that reads CUDA graph executables from the driver, writing `graph_exec` records; `522a71f`: the first
+//! whose `graph_exec` records carry their `route` and, for a check, the kernels read.)
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +19,7 @@ fn compat(name: &str) -> PathBuf {
 }
 
 /// The builds whose traces are kept, oldest first.
-const BUILDS: [&str; 7] = [
+const BUILDS: [&str; 8] = [
     "2026-11-22-cf368ce",
     "2026-11-23-1f05bb8",
     "2026-11-23-ef4bb2b",
@@ -26,11 +27,12 @@ const BUILDS: [&str; 7] = [
     "2026-11-24-17a875f",
     "2026-11-24-1c2b61f",
     "2026-11-24-8a5f83e",
+    "2026-11-24-522a71f",
 ];
 
-/// Whether a kept build is 17a875f or later (HIP launch sites, CUDA kernels' code files).
-fn from_17a875f(build: &str) -> bool {
-    BUILDS.iter().position(|b| *b == build) >= BUILDS.iter().position(|b| b.ends_with("17a875f"))
+/// Whether a kept build is `commit` or later (17a875f: HIP launch sites, CUDA kernels' code files).
+fn from(build: &str, commit: &str) -> bool {
+    BUILDS.iter().position(|b| *b == build) >= BUILDS.iter().position(|b| b.ends_with(commit))
 }
 
 /// Reads a kept trace: complete, nothing skipped; its report as JSON.
@@ -72,7 +74,7 @@ fn the_demo_recorded_by_every_kept_build_reads_the_same() {
         assert_eq!(api_calls(p, "hipLaunchKernel"), 16, "{build}");
         assert_eq!(api_calls(p, "__hipPushCallConfiguration"), 4, "{build}");
         // From 17a875f, HIP's launches carry their return address: all 16 made by the program's code.
-        if from_17a875f(build) {
+        if from(build, "17a875f") {
             let sites: u64 = p["mapped"].as_array().unwrap().iter().map(|m| m["launches_from"].as_u64().unwrap()).sum();
             assert_eq!(sites, 16, "{build}");
         }
@@ -106,18 +108,28 @@ fn the_queue_and_cuda_recordings_of_every_kept_build_read_the_same() {
         let (records, report) = read(&format!("{build}-cuda.jsonl"));
         let p = process(&report, "cuda_driver");
         // From 17a875f, CUDA kernels carry the file their module's image lay in.
-        if from_17a875f(build) {
+        if from(build, "17a875f") {
             assert!(kernels(&records).iter().all(|k| k.code_file.is_some()), "{build}");
         }
         assert_eq!(launches(p), 9, "{build}");
         assert_eq!(api_calls(p, "cuGraphLaunch"), 5, "{build}");
         // From 8a5f83e, the first replay's executable is read from the driver to check the layout: it agrees.
-        let checks: Vec<Option<bool>> =
-            records.iter().filter_map(|r| if let Record::GraphExec(g) = r { Some(g.agrees) } else { None }).collect();
-        let want: &[Option<bool>] = if build.ends_with("8a5f83e") { &[Some(true)] } else { &[] };
-        assert_eq!(checks, want, "{build}");
-        if build.ends_with("8a5f83e") {
+        let checks: Vec<&trace::GraphExec> =
+            records.iter().filter_map(|r| if let Record::GraphExec(g) = r { Some(g) } else { None }).collect();
+        let agrees: Vec<Option<bool>> = checks.iter().map(|g| g.agrees).collect();
+        let want: &[Option<bool>] = if from(build, "8a5f83e") { &[Some(true)] } else { &[] };
+        assert_eq!(agrees, want, "{build}");
+        if from(build, "8a5f83e") {
             assert_eq!(p["graph_execs_from_driver"]["checks_agreed"].as_u64(), Some(1), "{build}");
         }
+        // From 522a71f, the check says its route and lists the two kernels it read.
+        let routes: Vec<(Option<&str>, usize)> =
+            checks.iter().map(|g| (g.route.map(trace::ExecRoute::as_str), g.kernels.len())).collect();
+        let want: &[(Option<&str>, usize)] = match build {
+            b if from(b, "522a71f") => &[(Some("graph"), 2)],
+            b if from(b, "8a5f83e") => &[(None, 0)],
+            _ => &[],
+        };
+        assert_eq!(routes, want, "{build}");
     }
 }
