@@ -4,7 +4,9 @@
 //! finder, the kernel table, Ollama discovery and the recording session read processes through
 //! [`Procs`], so a test can hand them a made-up process table.
 
-use std::{collections::HashMap, path::PathBuf};
+use std::{collections::HashMap, os::fd::OwnedFd, path::PathBuf, sync::LazyLock};
+
+use rustix::fs::{Mode, OFlags};
 
 /// The fields of `/proc/PID/stat` tracer uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +43,8 @@ pub trait Procs {
     fn stat(&self, pid: u32) -> Option<Stat>;
     /// Empty when the process is gone or is a kernel thread.
     fn argv(&self, pid: u32) -> Vec<String>;
+    /// None when the process is gone, has no address space (a zombie, a kernel thread), or its exit
+    /// cut the read short.
     fn maps(&self, pid: u32) -> Option<Vec<MapsEntry>>;
     /// Every process now.
     fn pids(&self) -> Vec<u32>;
@@ -131,10 +135,58 @@ pub const MAX_PROC_FILE: u64 = 64 << 20;
 
 /// A `/proc/PID/...` file, at most [`MAX_PROC_FILE`] bytes (never a wait: procfs answers at once).
 fn read_proc(pid: u32, name: &str) -> Option<Vec<u8>> {
+    read_to_end(std::fs::File::open(format!("/proc/{pid}/{name}")).ok()?, Vec::new())
+}
+
+/// The rest of an open `/proc` file after `start`, at most [`MAX_PROC_FILE`] bytes in all.
+fn read_to_end(file: std::fs::File, mut start: Vec<u8>) -> Option<Vec<u8>> {
     use std::io::Read as _;
-    let mut out = Vec::new();
-    std::fs::File::open(format!("/proc/{pid}/{name}")).ok()?.take(MAX_PROC_FILE).read_to_end(&mut out).ok()?;
-    Some(out)
+    let left = MAX_PROC_FILE.saturating_sub(start.len() as u64);
+    file.take(left).read_to_end(&mut start).ok()?;
+    Some(start)
+}
+
+/// A process's `/proc/PID` directory: what is opened beneath it is of this process, never of another that
+/// took its PID since (the kernel answers ESRCH once it is reaped).
+fn proc_dir(pid: u32) -> Option<OwnedFd> {
+    rustix::fs::open(format!("/proc/{pid}"), OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()
+}
+
+/// A file beneath a `/proc/PID` directory, opened for reading.
+fn open_at(dir: &OwnedFd, name: &str) -> Option<std::fs::File> {
+    rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok().map(std::fs::File::from)
+}
+
+/// Whether this kernel ends a 64-bit process's maps with the gate area (x86-64's `[vsyscall]`, the one
+/// line above the user half of the address space): tracer's own maps say, once.
+static SHOWS_GATE: LazyLock<bool> =
+    LazyLock::new(|| read_proc(std::process::id(), "maps").is_some_and(|t| ends_in_gate(&t)));
+
+/// Whether a maps table's last line is the gate area: a start address in the kernel half.
+fn ends_in_gate(text: &[u8]) -> bool {
+    let text = text.strip_suffix(b"\n").unwrap_or(text);
+    let last = text.rsplit(|&b| b == b'\n').next().unwrap_or(text);
+    let start = last.iter().position(|&b| b == b'-').and_then(|dash| std::str::from_utf8(&last[..dash]).ok());
+    start.and_then(|s| u64::from_str_radix(s, 16).ok()).is_some_and(|a| a >= 1 << 63)
+}
+
+/// Whether the process still has its address space: `statm`'s first field (its size) is not 0.
+fn has_address_space(dir: &OwnedFd) -> bool {
+    let statm = open_at(dir, "statm").and_then(|f| read_to_end(f, Vec::new()));
+    statm.is_some_and(|s| s.split(u8::is_ascii_whitespace).next().is_some_and(|size| !size.is_empty() && size != b"0"))
+}
+
+/// The rest of a process's maps table after `start`, when the read saw the whole table. The kernel answers
+/// a read of maps a page at a time; once the process's exit (or exec) has let go of the address space, the
+/// next page is the end of the file: the table stops before its later mappings (the libraries, mapped
+/// high), with nothing to say so. Measured: a process killed after the first page of its 25 KiB table
+/// left a 4 KiB table. None then, as for a process that has ended. A whole table ends with the gate area
+/// where the kernel shows one; elsewhere the address space is still there after the read (then it was
+/// there for every page before).
+fn whole_maps(dir: &OwnedFd, maps: std::fs::File, start: Vec<u8>) -> Option<Vec<u8>> {
+    let text = read_to_end(maps, start)?;
+    let whole = if *SHOWS_GATE { ends_in_gate(&text) } else { has_address_space(dir) };
+    whole.then_some(text)
 }
 
 /// The fields of a `/proc/PID/stat` line tracer reads.
@@ -207,7 +259,8 @@ impl Procs for Live {
     }
 
     fn maps(&self, pid: u32) -> Option<Vec<MapsEntry>> {
-        Some(parse_maps(&read_proc(pid, "maps")?))
+        let dir = proc_dir(pid)?;
+        Some(parse_maps(&whole_maps(&dir, open_at(&dir, "maps")?, Vec::new())?))
     }
 
     fn pids(&self) -> Vec<u32> {
@@ -265,6 +318,69 @@ not a maps line
             paths,
             ["/SYSV4.so.2", "/home/u/lib/ollama/rocm/libamdhip64.so.6.1", "/tmp/with space/libx.so", "/usr/bin/prog"]
         );
+    }
+
+    #[test]
+    fn the_gate_area_ends_a_whole_table() {
+        let table = "55d0c0000000-55d0c0001000 r--p 00000000 08:01 123 /usr/bin/prog\n";
+        let gate = "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
+        assert!(ends_in_gate(format!("{table}{gate}").as_bytes()));
+        assert!(ends_in_gate(gate.trim_end().as_bytes()));
+        for cut in [table, "", "\n", "ffffffffff600000", "x-y\n", &gate[..10]] {
+            assert!(!ends_in_gate(cut.as_bytes()), "{cut:?}");
+        }
+        // This kernel (x86-64, vsyscall emulated or not) shows its gate area at the end of this very table.
+        if cfg!(target_arch = "x86_64") {
+            assert!(*SHOWS_GATE);
+        }
+    }
+
+    #[test]
+    fn a_maps_read_cut_short_by_the_exit_is_no_table() {
+        use std::io::Read as _;
+        // A program at a path so long that its table is several pages: each line of its own file holds it.
+        let mut dir = std::env::temp_dir().join(format!("tracer-proc-{}", std::process::id()));
+        let top = dir.clone();
+        for i in 0..14 {
+            dir.push(format!("{i:0>200}"));
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        let prog = dir.join("sleep");
+        std::fs::copy("/bin/sleep", &prog).unwrap();
+        let mut child = std::process::Command::new(&prog).arg("30").spawn().unwrap();
+        let pid = child.id();
+        // Until the loader has mapped it (its table then ends with the C library and the gate area).
+        let dir_fd = proc_dir(pid).unwrap();
+        let whole = (0..500)
+            .find_map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                let text = whole_maps(&dir_fd, open_at(&dir_fd, "maps")?, Vec::new())?;
+                parse_maps(&text).iter().any(|m| m.path.contains("libc.so")).then_some(text)
+            })
+            .expect("the child's whole table");
+        assert!(whole.len() > 3 * 4096, "{} bytes", whole.len());
+        assert!(has_address_space(&dir_fd));
+
+        // One page read, then the process is killed: the rest of the read is the end of the file.
+        let mut maps = open_at(&dir_fd, "maps").unwrap();
+        let mut first = vec![0; 4096];
+        let n = maps.read(&mut first).unwrap();
+        first.truncate(n);
+        assert!(n > 0 && n < whole.len());
+        child.kill().unwrap();
+        // A zombie, not reaped yet: its directory is still there.
+        while LIVE.stat(pid).is_some() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!has_address_space(&dir_fd));
+        assert_eq!(whole_maps(&dir_fd, maps, first.clone()).map(|t| t.len()), None);
+        // What the cut read holds is a table missing its libraries, which is why it is refused.
+        let mut rest = first;
+        open_at(&dir_fd, "maps").unwrap().read_to_end(&mut rest).unwrap();
+        assert!(!parse_maps(&rest).iter().any(|m| m.path.contains("libc.so")));
+        assert_eq!(LIVE.maps(pid), None);
+        child.wait().unwrap();
+        std::fs::remove_dir_all(top).unwrap();
     }
 
     #[test]

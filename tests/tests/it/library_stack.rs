@@ -55,7 +55,9 @@ fn a_real_rocsparse_stack_registers_at_the_default_ring_with_nothing_lost_and_ev
     let registered: Vec<&&trace::Kernel> = ks.iter().filter(|k| k.source == trace::Source::Register).collect();
     assert_eq!(registered.len() as u64, functions, "kernels named by registration vs bpftrace's count");
     assert!(registered.iter().all(|k| !k.name.is_empty() && !k.truncated), "a registration without its name");
-    assert!(registered.iter().all(|k| k.code_file.is_some() && k.bundles.len() == 1), "a kernel without its bundle");
+    let unplaced: Vec<&&&trace::Kernel> =
+        registered.iter().filter(|k| k.code_file.is_none() || k.bundles.len() != 1).take(3).collect();
+    assert!(unplaced.is_empty(), "kernels without their bundle: {unplaced:#?}\n{:?}", f.counters);
     let fats: Vec<&trace::Call> =
         calls(&records).into_iter().filter(|c| c.pid == pid && c.api.name() == "__hipRegisterFatBinary").collect();
     assert_eq!(fats.len() as u64, fat_binaries, "fat binaries registered vs bpftrace's count");

@@ -157,7 +157,7 @@ fn command_is_recorded_from_its_first_instruction() {
 /// records wait in the queue behind them): its maps can no longer be read when its first record is
 /// named, and the look the early-look thread took at its exec and first call stands in.
 #[test]
-fn a_process_that_ended_before_its_records_were_named_keeps_its_launch_sites() {
+fn a_process_that_ended_before_its_records_were_named_keeps_its_launch_sites_and_code_files() {
     let dir = scratch("early_look");
     let script = dir.join("behind_rocsparse.sh");
     std::fs::write(
@@ -193,10 +193,20 @@ fn a_process_that_ended_before_its_records_were_named_keeps_its_launch_sites() {
     let named: Vec<(u32, &str)> = launches(&records).iter().map(|l| (l.pid, kernel_name(&records, l))).collect();
     let want: Vec<(u32, &str)> = LAUNCHES.iter().map(|l| (runner, l.1.unwrap_or(""))).collect();
     assert_eq!(named, want);
+    // Its registered kernels keep the file and bundle of their code: the early look opened the runner's
+    // files while it lived.
+    let registered: Vec<(Option<&str>, usize)> = kernels(&records)
+        .into_iter()
+        .filter(|k| k.pid == runner && k.source == trace::Source::Register)
+        .map(|k| (k.code_file.as_deref(), k.bundles.len()))
+        .collect();
+    assert!(!registered.is_empty());
+    assert!(registered.iter().all(|&r| r == (path.to_str(), 1)), "{registered:?}");
     // It was over before it was named: the early look placed its launches.
     let f = footer(&records);
     assert!(f.counters.get("maps_from_early_look").copied().unwrap_or(0) >= 1, "{:?}", f.counters);
-    assert_eq!((f.counters["early_looks_lost"], f.total_drops()), (0, 0));
+    assert_eq!((f.counters["early_looks_lost"], f.counters["early_look_files_limit"], f.total_drops()), (0, 0, 0));
+    assert_eq!(f.counters.get("files_unopened"), None, "{:?}", f.counters);
 }
 
 #[test]

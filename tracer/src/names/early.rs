@@ -12,6 +12,13 @@
 //! `early_looks_lost`); this thread reads `/proc/PID/maps`, which takes the target's mmap lock, once
 //! per post. A look is only taken after the dynamic loader's work for the image: at calls into the
 //! runtime, made from code the loader has finished placing.
+//!
+//! It also opens, while the process lives, each file the look finds mapped that neither it nor the
+//! session has opened (through the process's `map_files`, checked as the session checks them), and hands
+//! it to the session, which takes it instead of opening the file itself: a process that ended before the
+//! session looked still has its files read (the bundle a registered fat binary points at, the symbols
+//! that name a launch). At most 4096 files are opened so (as many as naming keeps); past it a file is
+//! left to the session (footer counter `early_look_files_limit`).
 
 use std::{
     collections::HashMap,
@@ -26,7 +33,11 @@ use std::{
 use anyhow::{Context as _, Result};
 use tracer_common::{ApiFunc, ProcEvent, RecordHeader, RecordKind, cookie};
 
-use super::maps::{Snapshot, read_mappings};
+use super::{
+    FileId,
+    maps::{MAX_OPEN_FILES, Snapshot, read_mappings},
+};
+use crate::files::CodeFile;
 
 /// PIDs posted and not yet looked at.
 const QUEUE: usize = 4096;
@@ -48,10 +59,22 @@ struct Look {
 #[derive(Default)]
 pub struct EarlyLooks {
     looks: Mutex<HashMap<u32, Look>>,
+    files: Mutex<Files>,
     /// Posts the drain could not queue.
     pub lost: AtomicU64,
     /// Looks dropped to keep 1024 processes' at most.
     pub evicted: AtomicU64,
+    /// Files left to the session: 4096 opened already.
+    pub files_limit: AtomicU64,
+}
+
+/// The files the looking thread opens for the session.
+#[derive(Default)]
+struct Files {
+    /// Opened while their process lived, not taken by the session yet.
+    opened: HashMap<FileId, Arc<CodeFile>>,
+    /// Opened by the thread (or being opened), or asked for by the session: not opened again.
+    known: std::collections::HashSet<FileId>,
 }
 
 impl EarlyLooks {
@@ -90,6 +113,43 @@ impl EarlyLooks {
     /// Forgets a process's look: the session's own look is newer.
     pub(super) fn forget(&self, pid: u32) {
         self.looks.lock().unwrap_or_else(PoisonError::into_inner).remove(&pid);
+    }
+
+    /// The file the looking thread opened for the session, if it did; the thread will not open it again
+    /// (the session holds it, or opens it itself).
+    pub(super) fn take_file(&self, id: FileId) -> Option<Arc<CodeFile>> {
+        let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+        files.known.insert(id);
+        files.opened.remove(&id)
+    }
+
+    /// Opens the files a look found mapped that are not known yet, while the process lives. One that
+    /// cannot be opened now (the process ended, a mapping replaced) is forgotten: a later look, or the
+    /// session, tries again and counts why.
+    fn open_files(&self, pid: u32, maps: &[super::maps::Mapping]) {
+        for m in maps {
+            {
+                let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+                if files.known.contains(&m.file) {
+                    continue;
+                }
+                if files.known.len() >= MAX_OPEN_FILES {
+                    self.files_limit.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                files.known.insert(m.file);
+            }
+            let opened = CodeFile::mapped(pid, m.start, m.end, m.file.0, m.file.1, &m.path);
+            let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
+            match opened {
+                Ok(f) => {
+                    files.opened.insert(m.file, Arc::new(f));
+                }
+                Err(_) => {
+                    files.known.remove(&m.file);
+                }
+            }
+        }
     }
 }
 
@@ -188,6 +248,7 @@ fn look(rx: &Receiver<(u32, u64)>, looks: &EarlyLooks) {
             let taken = crate::clock::monotonic_ns();
             // Ended already (or an exiting process, whose maps read empty): nothing to keep.
             if let Some(maps) = read_mappings(pid).filter(|m| !m.is_empty()) {
+                looks.open_files(pid, &maps);
                 looks.keep(pid, Look { since, snapshot: Snapshot { taken, maps } });
             }
         }
@@ -286,7 +347,32 @@ mod tests {
         drop(p);
         thread.join().unwrap();
         let mine = looks.take(me, 0).expect("a look at this test's own maps");
-        assert!(mine.maps.iter().any(|m| m.path.contains("tracer")), "{:?}", mine.maps.first());
+        let exe = mine.maps.iter().find(|m| m.path.contains("tracer")).expect("this test's own executable");
         assert!(looks.take(u32::MAX - 1, 0).is_none());
+        // The files it maps were opened for the session, each handed over once.
+        let file = looks.take_file(exe.file).expect("the executable opened by the look");
+        assert_eq!(file.id(), exe.file);
+        assert!(looks.take_file(exe.file).is_none());
+        assert_eq!(looks.files_limit.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_file_known_to_the_session_is_not_opened_again() {
+        let looks = EarlyLooks::default();
+        let me = std::process::id();
+        let maps = read_mappings(me).unwrap();
+        assert!(looks.take_file(maps[0].file).is_none());
+        looks.open_files(me, &maps);
+        // Asked for before the look: left to the session; every other file opened.
+        assert!(looks.take_file(maps[0].file).is_none());
+        let others: std::collections::BTreeSet<FileId> =
+            maps.iter().map(|m| m.file).filter(|f| *f != maps[0].file).collect();
+        assert!(!others.is_empty());
+        assert!(others.iter().all(|f| looks.take_file(*f).is_some()));
+        // A file that cannot be opened (a process that has ended) is forgotten, to be tried again.
+        let fresh = EarlyLooks::default();
+        fresh.open_files(u32::MAX - 1, &maps);
+        let left = fresh.files.lock().map(|f| (f.opened.len(), f.known.len())).unwrap();
+        assert_eq!(left, (0, 0));
     }
 }

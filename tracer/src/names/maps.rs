@@ -8,7 +8,7 @@ use super::{FileId, Of};
 use crate::files::{CodeFile, FileError};
 
 /// Files kept open for naming (one descriptor each, shared by every process that maps the file).
-const MAX_OPEN_FILES: usize = 4096;
+pub(super) const MAX_OPEN_FILES: usize = 4096;
 
 /// A process's file mappings, and when they were read.
 #[derive(Debug)]
@@ -77,9 +77,14 @@ impl Of<'_> {
             if let Some(look) = early.filter(|l| self.proc.maps.as_ref().is_none_or(|s| l.taken > s.taken)) {
                 self.names.count("maps_from_early_look");
                 for m in &look.maps {
+                    // The files the early look opened while the process lived; the others cannot be
+                    // opened any more.
                     if !self.names.files.contains_key(&m.file) {
-                        self.names.count("files_unopened");
-                        self.names.files.insert(m.file, None);
+                        let opened = self.names.early.as_ref().and_then(|e| e.take_file(m.file));
+                        if opened.is_none() {
+                            self.names.count("files_unopened");
+                        }
+                        self.names.files.insert(m.file, opened);
                     }
                 }
                 self.proc.maps = Some(look);
@@ -97,8 +102,12 @@ impl Of<'_> {
                 self.names.count("files_not_opened_limit");
                 continue;
             }
-            let opened = match CodeFile::mapped(self.pid, m.start, m.end, m.file.0, m.file.1, &m.path) {
-                Ok(f) => Some(Arc::new(f)),
+            let early = self.names.early.as_ref().and_then(|e| e.take_file(m.file));
+            let opened = match early.map_or_else(
+                || CodeFile::mapped(self.pid, m.start, m.end, m.file.0, m.file.1, &m.path).map(Arc::new),
+                Ok,
+            ) {
+                Ok(f) => Some(f),
                 Err(e) => {
                     self.names.count(refusal(&e));
                     None

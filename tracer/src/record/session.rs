@@ -134,6 +134,8 @@ impl<'a> Session<'a> {
             }
             None => None,
         };
+        // After the command is forked: it keeps the limit it was given.
+        raise_open_files_limit();
         let child_pid = child.as_ref().map(|c| c.pid);
         if let Some(pid) = child_pid {
             pids.insert(pid, 1, 0)?;
@@ -529,6 +531,7 @@ impl<'a> Session<'a> {
             use std::sync::atomic::Ordering::Relaxed;
             footer.counters.insert("early_looks_lost".into(), e.lost.load(Relaxed));
             footer.counters.insert("early_looks_evicted".into(), e.evicted.load(Relaxed));
+            footer.counters.insert("early_look_files_limit".into(), e.files_limit.load(Relaxed));
         }
         for (cause, n) in &self.watch.unreadable {
             footer.counters.insert(format!("mapped_files_unread_{cause}"), *n);
@@ -592,5 +595,22 @@ impl<'a> Session<'a> {
             (None, Some(sig)) => Some(command::Ended::Killed(sig).status()),
             (None, None) => self.child_pid.map(|_| 0),
         })
+    }
+}
+
+/// Raises the soft limit of open files to the hard one. A recording holds a descriptor per probed copy,
+/// per file its processes map (up to 4096, opened for naming or by the early look) and per probe;
+/// a shell under systemd starts tracer with 1024 of 524 288. The command tracer starts is forked before,
+/// with the limit it was given. A limit that cannot be raised stays (a warning): files past it are counted
+/// unopened.
+fn raise_open_files_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let Rlimit { current, maximum } = getrlimit(Resource::Nofile);
+    // None: no limit.
+    if current.is_some_and(|c| maximum.is_none_or(|m| c < m))
+        && let Err(e) = setrlimit(Resource::Nofile, Rlimit { current: maximum, maximum })
+    {
+        let c = current.unwrap_or(0);
+        eprintln!("tracer: warning: the open-files limit stays {c} ({e}): files past it are counted unopened");
     }
 }
