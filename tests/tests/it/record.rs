@@ -157,7 +157,7 @@ fn command_is_recorded_from_its_first_instruction() {
 /// records wait in the queue behind them): its maps can no longer be read when its first record is
 /// named, and the look the early-look thread took at its exec and first call stands in.
 #[test]
-fn a_process_that_ended_before_its_records_were_named_keeps_its_launch_sites_and_code_files() {
+fn a_process_that_ended_before_it_was_named_keeps_its_launch_sites_code_files_and_libraries() {
     let dir = scratch("early_look");
     let script = dir.join("behind_rocsparse.sh");
     std::fs::write(
@@ -202,6 +202,16 @@ fn a_process_that_ended_before_its_records_were_named_keeps_its_launch_sites_and
         .collect();
     assert!(!registered.is_empty());
     assert!(registered.iter().all(|&r| r == (path.to_str(), 1)), "{registered:?}");
+    // And the libraries it mapped are listed, each for what it is, from the same look.
+    let mapped: Vec<(&str, Option<trace::GpuLibrary>)> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Mapping(m) if m.pid == runner => Some((m.path.rsplit('/').next().unwrap(), m.gpu)),
+            _ => None,
+        })
+        .collect();
+    assert!(mapped.contains(&("mini_runner", Some(trace::GpuLibrary::Code))), "{mapped:?}");
+    assert!(mapped.iter().any(|(f, g)| f.starts_with("libamdhip64") && *g == Some(trace::GpuLibrary::Runtime)));
     // It was over before it was named: the early look placed its launches.
     let f = footer(&records);
     assert!(f.counters.get("maps_from_early_look").copied().unwrap_or(0) >= 1, "{:?}", f.counters);

@@ -3,7 +3,10 @@
 //! The dispatcher of the step: it keeps what it knows of each live process in one struct (dropped at
 //! exit, replaced at exec) and asks [`crate::names`] for kernel names.
 
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
 
 use tracer_common::{
     ProcEvent,
@@ -13,6 +16,7 @@ use tracer_common::{
 use crate::{
     decode::{Event, Name, Params, Proc},
     event::{Call, Dispatch, Launch, PacketType},
+    files::CodeFile,
     names::{Names, ProcessNames, Source},
     proc::{LIVE, Procs},
     process::ProcessTable,
@@ -115,6 +119,13 @@ impl Attributor {
     pub fn snapshot(&mut self, pid: u32) {
         let (p, names) = self.process(pid);
         names.of(pid, &mut p.names).snapshot();
+    }
+
+    /// The file mappings naming holds of a process (see [`crate::names::Of::held_mappings`]); none for
+    /// a process it does not know (one whose exit has been taken already).
+    pub fn held_mappings(&mut self, pid: u32) -> Vec<(crate::proc::MapsEntry, Option<Arc<CodeFile>>)> {
+        let Some(p) = self.live.get_mut(&pid) else { return Vec::new() };
+        self.names.of(pid, &mut p.names).held_mappings()
     }
 
     /// Records for a process being traced from now on (before any of its events).

@@ -126,6 +126,29 @@ impl Of<'_> {
         self.proc.maps.as_ref().map_or(&[], |s| s.maps.as_slice())
     }
 
+    /// The file mappings naming holds of the process (read now if it has none), each with its file as
+    /// opened (None: not opened). For a process that has ended: its last look taken while it lived,
+    /// naming's own or the early look's.
+    pub fn held_mappings(&mut self) -> Vec<(crate::proc::MapsEntry, Option<Arc<CodeFile>>)> {
+        self.mappings();
+        let Some(snapshot) = &self.proc.maps else { return Vec::new() };
+        snapshot
+            .maps
+            .iter()
+            .map(|m| {
+                let entry = crate::proc::MapsEntry {
+                    start: m.start,
+                    end: m.end,
+                    offset: m.offset,
+                    dev: m.file.0,
+                    inode: m.file.1,
+                    path: m.path.clone(),
+                };
+                (entry, self.names.files.get(&m.file).cloned().flatten())
+            })
+            .collect()
+    }
+
     /// The file behind a mapping, as opened when its process was looked at.
     pub(super) fn file(&self, m: &Mapping) -> Option<Arc<CodeFile>> {
         self.names.files.get(&m.file).cloned().flatten()

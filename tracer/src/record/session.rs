@@ -161,7 +161,7 @@ impl<'a> Session<'a> {
         let mut out = Vec::new();
         for &pid in targets.pids.iter().chain(child_pid.iter()) {
             attr.start_process(pid, start_mono, &mut out);
-            out.extend(watch.scan(&mut ebpf, pid, start_mono, args.probe_mode));
+            out.extend(watch.scan(&mut ebpf, pid, start_mono, args.probe_mode, || attr.held_mappings(pid)));
         }
         let filter_at_start = pids.keys().count() as u64;
         for r in out {
@@ -349,7 +349,8 @@ impl<'a> Session<'a> {
         }
         for pid in &live {
             self.attr.snapshot(*pid);
-            for r in self.watch.scan(&mut self.ebpf, *pid, now, self.args.probe_mode) {
+            let held = || self.attr.held_mappings(*pid);
+            for r in self.watch.scan(&mut self.ebpf, *pid, now, self.args.probe_mode, held) {
                 self.writer.write(&r)?;
             }
         }
@@ -368,7 +369,8 @@ impl<'a> Session<'a> {
             // The dynamic loader has mapped what it loaded before this runtime: listed now, since a
             // short-lived program may be gone by the time its first API event is taken from the queue.
             let now = monotonic_ns();
-            for r in self.watch.scan(&mut self.ebpf, o.origin.pid, now, self.args.probe_mode) {
+            let held = || self.attr.held_mappings(o.origin.pid);
+            for r in self.watch.scan(&mut self.ebpf, o.origin.pid, now, self.args.probe_mode, held) {
                 self.writer.write(&r)?;
             }
         }
@@ -392,7 +394,8 @@ impl<'a> Session<'a> {
             if self.watch_ollama {
                 self.follow_if_server(pid)?;
             }
-            for r in self.watch.scan(&mut self.ebpf, pid, now, self.args.probe_mode) {
+            let held = || self.attr.held_mappings(pid);
+            for r in self.watch.scan(&mut self.ebpf, pid, now, self.args.probe_mode, held) {
                 self.writer.write(&r)?;
             }
         }
@@ -527,6 +530,7 @@ impl<'a> Session<'a> {
         }
         footer.counters.insert("unnamed_kernels".into(), self.attr.names.unnamed);
         footer.counters.insert("maps_gone_before_look".into(), self.watch.maps_gone_count);
+        footer.counters.insert("maps_gone_listed_from_naming".into(), self.watch.maps_gone_listed_count);
         if let Some(e) = &self.attr.names.early {
             use std::sync::atomic::Ordering::Relaxed;
             footer.counters.insert("early_looks_lost".into(), e.lost.load(Relaxed));

@@ -2,13 +2,15 @@
 //! (a dlopen after the start, a copy inside a container), and the GPU libraries each process maps.
 #![expect(clippy::print_stderr, reason = "a recording tells its user on stderr that it started, warned or stopped")]
 
+use std::sync::Arc;
+
 use anyhow::Result;
 
 use crate::{
     attach::{self, ProbeMode},
     files::CodeFile,
     libs::{self, LibCopy},
-    proc::{LIVE, Procs as _},
+    proc::{LIVE, MapsEntry, Procs as _},
     record::entries::Entries,
     trace::{self, GpuLibrary, Record},
 };
@@ -72,6 +74,8 @@ pub(super) struct LibraryWatch {
     /// Processes a look found without maps (ended), and how many there were (footer counter).
     maps_gone: std::collections::HashSet<u32>,
     pub(super) maps_gone_count: u64,
+    /// Processes a look found ended, listed from the mappings naming held of them (footer counter).
+    pub(super) maps_gone_listed_count: u64,
     /// Calls into the other GPU libraries, counted per exported function (set once the maps are loaded).
     pub(super) entries: Option<Entries>,
 }
@@ -106,23 +110,40 @@ impl LibraryWatch {
 
     /// Looks at a traced process's maps (one read): probes a runtime copy it maps that is not probed yet
     /// (a dlopen after the start, a copy inside a container), and records the libraries of interest it
-    /// maps. Known files cost no stat: maps give their device and inode.
-    pub(super) fn scan(&mut self, ebpf: &mut aya::Ebpf, pid: u32, ts: u64, mode: ProbeMode) -> Vec<Record> {
+    /// maps. Known files cost no stat: maps give their device and inode. A process that has ended is
+    /// listed from the mappings naming holds of it (`held`: its last look taken while it lived, with the
+    /// files opened then).
+    pub(super) fn scan(
+        &mut self,
+        ebpf: &mut aya::Ebpf,
+        pid: u32,
+        ts: u64,
+        mode: ProbeMode,
+        held: impl FnOnce() -> Vec<(MapsEntry, Option<Arc<CodeFile>>)>,
+    ) -> Vec<Record> {
         let mut out = Vec::new();
-        // A process that ended (or is a zombie) has no maps left: counted once per process in the footer,
-        // since the libraries it mapped after the last look are then not listed.
-        let Some(entries) = LIVE.maps(pid).filter(|e| !e.is_empty()) else {
+        let (entries, held_files) = if let Some(entries) = LIVE.maps(pid).filter(|e| !e.is_empty()) {
+            (entries, None)
+        } else {
+            // Ended (or a zombie): counted once per process in the footer, as listed from naming's look
+            // or not listed at all (the libraries it mapped after the last look are missing).
+            let (entries, files): (Vec<_>, Vec<_>) = held().into_iter().unzip();
             if self.maps_gone.insert(pid) {
-                self.maps_gone_count += 1;
+                if entries.is_empty() {
+                    self.maps_gone_count += 1;
+                } else {
+                    self.maps_gone_listed_count += 1;
+                }
             }
-            return out;
+            (entries, Some(files))
         };
         let first_seen = *self.first_seen.entry(pid).or_insert(ts);
-        for e in &entries {
+        for (i, e) in entries.iter().enumerate() {
             let file = e.file_name();
             let id = (e.dev, e.inode);
             let runtime = self.runtimes.iter().any(|r| file.starts_with(r));
-            if runtime && !self.probed.contains_key(&id) && !self.failed.contains(&id) {
+            // A copy is probed only in a process that lives: it is opened through that process.
+            if runtime && held_files.is_none() && !self.probed.contains_key(&id) && !self.failed.contains(&id) {
                 // Mapped already, not probed: probed now, late for this process.
                 match libs::copy_in(pid, e).map(|copy| self.attach(ebpf, &copy, mode).map_err(|err| (copy, err))) {
                     Some(Ok(recs)) => {
@@ -145,7 +166,12 @@ impl LibraryWatch {
             let gpu = if let Some(known) = self.gpu.get(&(e.dev, e.inode)) {
                 *known
             } else {
-                match CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path) {
+                let opened = match &held_files {
+                    None => CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path).map(Arc::new).map_err(Some),
+                    // Naming counted the files it could not open.
+                    Some(files) => files.get(i).cloned().flatten().ok_or(None),
+                };
+                match opened {
                     Ok(opened) => {
                         let gpu = gpu_library(file, Some(&opened));
                         self.gpu.insert((e.dev, e.inode), gpu);
@@ -162,7 +188,9 @@ impl LibraryWatch {
                     Err(err) => {
                         // Not kept: a mapping the dynamic loader was replacing, or a process that just
                         // ended, is read again at the next look. Counted once per file.
-                        if self.unread_files.insert((e.dev, e.inode)) {
+                        if let Some(err) = err
+                            && self.unread_files.insert((e.dev, e.inode))
+                        {
                             *self.unreadable.entry(err.cause()).or_default() += 1;
                         }
                         gpu_library(file, None)
