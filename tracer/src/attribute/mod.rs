@@ -3,10 +3,7 @@
 //! The dispatcher of the step: it keeps what it knows of each live process in one struct (dropped at
 //! exit, replaced at exec) and asks [`crate::names`] for kernel names.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    sync::Arc,
-};
+use std::collections::{BTreeMap, HashMap};
 
 use tracer_common::{
     ProcEvent,
@@ -16,8 +13,7 @@ use tracer_common::{
 use crate::{
     decode::{Event, Name, Params, Proc},
     event::{Call, Dispatch, Launch, PacketType},
-    files::CodeFile,
-    names::{Names, ProcessNames, Source},
+    names::{HeldMappings, Names, ProcessNames, Source},
     proc::{LIVE, Procs},
     process::ProcessTable,
     trace::{self, Cause, Record},
@@ -36,6 +32,9 @@ pub struct Attributor {
     pub own_child: Option<u32>,
     /// Processes first seen (or exec'd) since the caller last took this list: it looks at their maps.
     pub newly_seen: Vec<u32>,
+    /// What naming held of the processes of `newly_seen` that have exited since: the caller's look at
+    /// their maps lists them from it, then clears it.
+    pub held_at_exit: HashMap<u32, HeldMappings>,
     /// Write the CUDA runtime's own launches (`--cuda-runtime`); otherwise they only name the driver
     /// function of the launch they make.
     pub runtime_view: bool,
@@ -76,6 +75,7 @@ impl Default for Attributor {
             counters: BTreeMap::new(),
             own_child: None,
             newly_seen: Vec::new(),
+            held_at_exit: HashMap::new(),
             runtime_view: false,
             new_plans: Vec::new(),
             opened: Vec::new(),
@@ -121,10 +121,12 @@ impl Attributor {
         names.of(pid, &mut p.names).snapshot();
     }
 
-    /// The file mappings naming holds of a process (see [`crate::names::Of::held_mappings`]); none for
-    /// a process it does not know (one whose exit has been taken already).
-    pub fn held_mappings(&mut self, pid: u32) -> Vec<(crate::proc::MapsEntry, Option<Arc<CodeFile>>)> {
-        let Some(p) = self.live.get_mut(&pid) else { return Vec::new() };
+    /// The file mappings naming holds of a process (see [`crate::names::Of::held_mappings`]), or held
+    /// at its exit for the library watch's first look; none for another process it no longer knows.
+    pub fn held_mappings(&mut self, pid: u32) -> HeldMappings {
+        let Some(p) = self.live.get_mut(&pid) else {
+            return self.held_at_exit.get(&pid).cloned().unwrap_or_default();
+        };
         self.names.of(pid, &mut p.names).held_mappings()
     }
 
@@ -367,8 +369,14 @@ impl Attributor {
                 }
             }
             ProcEvent::Exit => {
-                if let Some(gone) = self.live.remove(&p.pid) {
+                if let Some(mut gone) = self.live.remove(&p.pid) {
                     out.extend(gone.sites.records(p.pid));
+                    // Ended before the library watch looked at it: what naming holds of it is kept for
+                    // that look (taken once the events at hand are attributed).
+                    if self.newly_seen.contains(&p.pid) {
+                        let held = self.names.of(p.pid, &mut gone.names).held_mappings();
+                        self.held_at_exit.insert(p.pid, held);
+                    }
                 }
                 self.last_scanned = 0;
                 self.processes.forget(p.pid);

@@ -129,7 +129,7 @@ impl Of<'_> {
     /// The file mappings naming holds of the process (read now if it has none), each with its file as
     /// opened (None: not opened). For a process that has ended: its last look taken while it lived,
     /// naming's own or the early look's.
-    pub fn held_mappings(&mut self) -> Vec<(crate::proc::MapsEntry, Option<Arc<CodeFile>>)> {
+    pub fn held_mappings(&mut self) -> super::HeldMappings {
         self.mappings();
         let Some(snapshot) = &self.proc.maps else { return Vec::new() };
         snapshot

@@ -46,6 +46,9 @@ pub use code::FatBinaryCode;
 /// A file, by (device, inode): the same file for every process that maps it.
 type FileId = (u64, u64);
 
+/// A process's file mappings as naming holds them, each with its file as opened (None: not opened).
+pub type HeldMappings = Vec<(crate::proc::MapsEntry, Option<Arc<CodeFile>>)>;
+
 /// A kernel of a loaded code object: its name and the file the code object came from.
 type LoadedKernel = (Arc<str>, Option<Arc<str>>);
 

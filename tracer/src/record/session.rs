@@ -399,6 +399,7 @@ impl<'a> Session<'a> {
                 self.writer.write(&r)?;
             }
         }
+        self.attr.held_at_exit.clear();
         Ok(())
     }
 

@@ -10,7 +10,7 @@ use crate::{
     attach::{self, ProbeMode},
     files::CodeFile,
     libs::{self, LibCopy},
-    proc::{LIVE, MapsEntry, Procs as _},
+    proc::{LIVE, Procs as _},
     record::entries::Entries,
     trace::{self, GpuLibrary, Record},
 };
@@ -119,7 +119,7 @@ impl LibraryWatch {
         pid: u32,
         ts: u64,
         mode: ProbeMode,
-        held: impl FnOnce() -> Vec<(MapsEntry, Option<Arc<CodeFile>>)>,
+        held: impl FnOnce() -> crate::names::HeldMappings,
     ) -> Vec<Record> {
         let mut out = Vec::new();
         let (entries, held_files) = if let Some(entries) = LIVE.maps(pid).filter(|e| !e.is_empty()) {
