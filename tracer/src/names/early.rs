@@ -110,6 +110,15 @@ impl EarlyLooks {
         }
     }
 
+    /// The footer counters of what the early look left undone.
+    pub fn counters(&self) -> [(&'static str, u64); 3] {
+        [
+            ("early_looks_lost", self.lost.load(Ordering::Relaxed)),
+            ("early_looks_evicted", self.evicted.load(Ordering::Relaxed)),
+            ("early_look_files_limit", self.files_limit.load(Ordering::Relaxed)),
+        ]
+    }
+
     /// Forgets a process's look: the session's own look is newer.
     pub(super) fn forget(&self, pid: u32) {
         self.looks.lock().unwrap_or_else(PoisonError::into_inner).remove(&pid);
@@ -139,7 +148,7 @@ impl EarlyLooks {
                 }
                 files.known.insert(m.file);
             }
-            let opened = CodeFile::mapped(pid, m.start, m.end, m.file.0, m.file.1, &m.path);
+            let opened = m.open(pid);
             let mut files = self.files.lock().unwrap_or_else(PoisonError::into_inner);
             match opened {
                 Ok(f) => {

@@ -34,6 +34,11 @@ impl Mapping {
         addr >= self.start && addr < self.end
     }
 
+    /// The file it maps, opened through the process's `map_files` and checked to be that file.
+    pub(super) fn open(&self, pid: u32) -> crate::files::Result<CodeFile> {
+        CodeFile::mapped(pid, self.start, self.end, self.file.0, self.file.1, &self.path)
+    }
+
     /// The file offset of an address it holds.
     pub(super) const fn file_offset(&self, addr: u64) -> u64 {
         addr - self.start + self.offset
@@ -103,10 +108,7 @@ impl Of<'_> {
                 continue;
             }
             let early = self.names.early.as_ref().and_then(|e| e.take_file(m.file));
-            let opened = match early.map_or_else(
-                || CodeFile::mapped(self.pid, m.start, m.end, m.file.0, m.file.1, &m.path).map(Arc::new),
-                Ok,
-            ) {
+            let opened = match early.map_or_else(|| m.open(self.pid).map(Arc::new), Ok) {
                 Ok(f) => Some(f),
                 Err(e) => {
                     self.names.count(refusal(&e));

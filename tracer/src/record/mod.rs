@@ -364,3 +364,21 @@ fn units() -> BTreeMap<String, String> {
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
     .collect()
 }
+
+/// Raises the soft limit of open files to the hard one. A recording holds a descriptor per probed copy,
+/// per file its processes map (up to 4096, opened for naming or by the early look) and per probe;
+/// a shell under systemd starts tracer with 1024 of 524 288. The command tracer starts is forked before,
+/// with the limit it was given. A limit that cannot be raised stays (a warning): files past it are counted
+/// unopened.
+#[expect(clippy::print_stderr, reason = "a recording warns its user on stderr")]
+fn raise_open_files_limit() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let Rlimit { current, maximum } = getrlimit(Resource::Nofile);
+    // None: no limit.
+    if current.is_some_and(|c| maximum.is_none_or(|m| c < m))
+        && let Err(e) = setrlimit(Resource::Nofile, Rlimit { current: maximum, maximum })
+    {
+        let c = current.unwrap_or(0);
+        eprintln!("tracer: warning: the open-files limit stays {c} ({e}): files past it are counted unopened");
+    }
+}

@@ -135,7 +135,7 @@ impl<'a> Session<'a> {
             None => None,
         };
         // After the command is forked: it keeps the limit it was given.
-        raise_open_files_limit();
+        super::raise_open_files_limit();
         let child_pid = child.as_ref().map(|c| c.pid);
         if let Some(pid) = child_pid {
             pids.insert(pid, 1, 0)?;
@@ -349,10 +349,7 @@ impl<'a> Session<'a> {
         }
         for pid in &live {
             self.attr.snapshot(*pid);
-            let held = || self.attr.held_mappings(*pid);
-            for r in self.watch.scan(&mut self.ebpf, *pid, now, self.args.probe_mode, held) {
-                self.writer.write(&r)?;
-            }
+            self.list_libraries(*pid, now)?;
         }
         let any_left = !(self.until_targets_exit && live.is_empty());
         *prev_live = live;
@@ -368,11 +365,7 @@ impl<'a> Session<'a> {
             }
             // The dynamic loader has mapped what it loaded before this runtime: listed now, since a
             // short-lived program may be gone by the time its first API event is taken from the queue.
-            let now = monotonic_ns();
-            let held = || self.attr.held_mappings(o.origin.pid);
-            for r in self.watch.scan(&mut self.ebpf, o.origin.pid, now, self.args.probe_mode, held) {
-                self.writer.write(&r)?;
-            }
+            self.list_libraries(o.origin.pid, monotonic_ns())?;
         }
         for w in std::mem::take(&mut self.attr.names.warnings) {
             if !self.args.quiet {
@@ -394,12 +387,18 @@ impl<'a> Session<'a> {
             if self.watch_ollama {
                 self.follow_if_server(pid)?;
             }
-            let held = || self.attr.held_mappings(pid);
-            for r in self.watch.scan(&mut self.ebpf, pid, now, self.args.probe_mode, held) {
-                self.writer.write(&r)?;
-            }
+            self.list_libraries(pid, now)?;
         }
         self.attr.held_at_exit.clear();
+        Ok(())
+    }
+
+    /// The library watch's look at a process (see `LibraryWatch::scan`), its records written; a process
+    /// that has ended is listed from what naming holds of it.
+    fn list_libraries(&mut self, pid: u32, now: u64) -> Result<()> {
+        for r in self.watch.scan(&mut self.ebpf, pid, now, self.args.probe_mode, || self.attr.held_mappings(pid)) {
+            self.writer.write(&r)?;
+        }
         Ok(())
     }
 
@@ -533,10 +532,7 @@ impl<'a> Session<'a> {
         footer.counters.insert("maps_gone_before_look".into(), self.watch.maps_gone_count);
         footer.counters.insert("maps_gone_listed_from_naming".into(), self.watch.maps_gone_listed_count);
         if let Some(e) = &self.attr.names.early {
-            use std::sync::atomic::Ordering::Relaxed;
-            footer.counters.insert("early_looks_lost".into(), e.lost.load(Relaxed));
-            footer.counters.insert("early_looks_evicted".into(), e.evicted.load(Relaxed));
-            footer.counters.insert("early_look_files_limit".into(), e.files_limit.load(Relaxed));
+            footer.counters.extend(e.counters().map(|(name, n)| (name.to_owned(), n)));
         }
         for (cause, n) in &self.watch.unreadable {
             footer.counters.insert(format!("mapped_files_unread_{cause}"), *n);
@@ -600,22 +596,5 @@ impl<'a> Session<'a> {
             (None, Some(sig)) => Some(command::Ended::Killed(sig).status()),
             (None, None) => self.child_pid.map(|_| 0),
         })
-    }
-}
-
-/// Raises the soft limit of open files to the hard one. A recording holds a descriptor per probed copy,
-/// per file its processes map (up to 4096, opened for naming or by the early look) and per probe;
-/// a shell under systemd starts tracer with 1024 of 524 288. The command tracer starts is forked before,
-/// with the limit it was given. A limit that cannot be raised stays (a warning): files past it are counted
-/// unopened.
-fn raise_open_files_limit() {
-    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let Rlimit { current, maximum } = getrlimit(Resource::Nofile);
-    // None: no limit.
-    if current.is_some_and(|c| maximum.is_none_or(|m| c < m))
-        && let Err(e) = setrlimit(Resource::Nofile, Rlimit { current: maximum, maximum })
-    {
-        let c = current.unwrap_or(0);
-        eprintln!("tracer: warning: the open-files limit stays {c} ({e}): files past it are counted unopened");
     }
 }
