@@ -131,24 +131,18 @@ impl Ring {
         Ok(batch.len() - rest.len())
     }
 
-    /// Takes every batch waiting now, without waiting for more.
-    pub(crate) fn take_waiting(&mut self, attr: &mut Attributor, writer: &mut Writer) -> Result<()> {
-        while let Ok(batch) = self.batches.try_recv() {
-            let mut at = 0;
-            while at < batch.len() {
-                at = self.take(&batch, at, attr, writer)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Stops the drain once it has read what the ring holds now, and takes everything it handed over.
-    pub(crate) fn finish(&mut self, attr: &mut Attributor, writer: &mut Writer) -> Result<()> {
+    /// Stops the drain once it has read what the ring holds now; what it handed over is then taken
+    /// batch by batch ([`Ring::waiting`]), as while recording.
+    pub(crate) fn stop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
             drop(t.join());
         }
-        self.take_waiting(attr, writer)
+    }
+
+    /// A batch the drain handed over, without waiting for more.
+    pub(crate) fn waiting(&mut self) -> Option<Vec<u8>> {
+        self.batches.try_recv().ok()
     }
 
     /// Records the drain could not keep, by kind (`queue:call`, ...).

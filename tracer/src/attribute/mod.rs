@@ -32,9 +32,6 @@ pub struct Attributor {
     pub own_child: Option<u32>,
     /// Processes first seen (or exec'd) since the caller last took this list: it looks at their maps.
     pub newly_seen: Vec<u32>,
-    /// What naming held of the processes of `newly_seen` that have exited since: the caller's look at
-    /// their maps lists them from it, then clears it.
-    pub held_at_exit: HashMap<u32, HeldMappings>,
     /// Write the CUDA runtime's own launches (`--cuda-runtime`); otherwise they only name the driver
     /// function of the launch they make.
     pub runtime_view: bool,
@@ -75,7 +72,6 @@ impl Default for Attributor {
             counters: BTreeMap::new(),
             own_child: None,
             newly_seen: Vec::new(),
-            held_at_exit: HashMap::new(),
             runtime_view: false,
             new_plans: Vec::new(),
             opened: Vec::new(),
@@ -121,12 +117,11 @@ impl Attributor {
         names.of(pid, &mut p.names).snapshot();
     }
 
-    /// The file mappings naming holds of a process (see [`crate::names::Of::held_mappings`]), or held
-    /// at its exit for the library watch's first look; none for another process it no longer knows.
+    /// The file mappings naming holds of a process (see [`crate::names::Of::held_mappings`]); none for
+    /// a process it no longer knows. (The library watch looks at a new process before any later record
+    /// of it, its exit included, is attributed: `Ring::take` stops at it.)
     pub fn held_mappings(&mut self, pid: u32) -> HeldMappings {
-        let Some(p) = self.live.get_mut(&pid) else {
-            return self.held_at_exit.get(&pid).cloned().unwrap_or_default();
-        };
+        let Some(p) = self.live.get_mut(&pid) else { return Vec::new() };
         self.names.of(pid, &mut p.names).held_mappings()
     }
 
@@ -369,14 +364,8 @@ impl Attributor {
                 }
             }
             ProcEvent::Exit => {
-                if let Some(mut gone) = self.live.remove(&p.pid) {
+                if let Some(gone) = self.live.remove(&p.pid) {
                     out.extend(gone.sites.records(p.pid));
-                    // Ended before the library watch looked at it: what naming holds of it is kept for
-                    // that look (taken once the events at hand are attributed).
-                    if self.newly_seen.contains(&p.pid) {
-                        let held = self.names.of(p.pid, &mut gone.names).held_mappings();
-                        self.held_at_exit.insert(p.pid, held);
-                    }
                 }
                 self.last_scanned = 0;
                 self.processes.forget(p.pid);

@@ -164,30 +164,3 @@ fn registered_names_attribute_launches() {
     assert_eq!(launches[0].ret, 101);
     assert_eq!(a.names.unnamed, 1);
 }
-
-#[test]
-fn what_naming_held_of_a_process_ending_before_the_watch_looked_is_kept_for_that_look() {
-    // This test's own process, whose maps naming reads at its first event.
-    let me = std::process::id();
-    let o = Origin { pid: me, tid: 1, lib: 1, ts: 1 };
-    let exit = Event::Proc(Proc { origin: o, event: ProcEvent::Exit, pid: me, parent: 1, comm: "me".into() });
-    for watched in [false, true] {
-        let mut a = Attributor::default();
-        let mut out = Vec::new();
-        a.event(Event::Call(Call::new(o, ApiFunc::HipStreamBeginCapture, 0, 0)), &mut out);
-        assert_eq!(a.newly_seen, [me]);
-        if watched {
-            // The watch has looked at it already: nothing kept at its exit.
-            a.newly_seen.clear();
-        }
-        a.event(exit.clone(), &mut out);
-        let held = a.held_mappings(me);
-        if watched {
-            assert!(held.is_empty() && a.held_at_exit.is_empty());
-        } else {
-            let exe = std::fs::read_link("/proc/self/exe").unwrap();
-            let own = held.iter().find(|(m, _)| std::path::Path::new(&m.path) == exe).expect("its executable");
-            assert!(own.1.as_ref().is_some_and(|f| f.id() == (own.0.dev, own.0.inode)));
-        }
-    }
-}

@@ -175,7 +175,9 @@ impl Of<'_> {
             if self.proc.outside_files.contains(&addr) {
                 return None;
             }
-            if !self.proc.gone {
+            // An ended process is looked at again only while nothing is held of it: the early look may
+            // come later than the first look that found it ended (the library watch's, at its exec).
+            if !self.proc.gone || self.proc.maps.is_none() {
                 self.snapshot();
             }
             if !covered(self.proc) {

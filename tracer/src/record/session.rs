@@ -227,15 +227,7 @@ impl<'a> Session<'a> {
         let mut status = LiveStatus::new(!self.args.quiet && std::io::stderr().is_terminal());
         let stop = loop {
             tokio::select! {
-                Some(batch) = self.ring.next() => {
-                    // A process seen for the first time has its maps looked at before the records after
-                    // its first: a short-lived one may be gone by the end of a batch.
-                    let mut at = 0;
-                    while at < batch.len() {
-                        at = self.ring.take(&batch, at, &mut self.attr, &mut self.writer)?;
-                        self.scan_new()?;
-                    }
-                }
+                Some(batch) = self.ring.next() => self.take_batch(&batch)?,
                 _ = poll.tick() => {
                     self.scan_new()?;
                     if child.as_mut().is_some_and(|c| c.try_wait().is_some()) {
@@ -356,6 +348,17 @@ impl<'a> Session<'a> {
         Ok(any_left)
     }
 
+    /// Attributes and writes a batch of records. A process seen for the first time has its maps looked at
+    /// before the records after its first: a short-lived one may be gone by the end of a batch.
+    fn take_batch(&mut self, batch: &[u8]) -> Result<()> {
+        let mut at = 0;
+        while at < batch.len() {
+            at = self.ring.take(batch, at, &mut self.attr, &mut self.writer)?;
+            self.scan_new()?;
+        }
+        Ok(())
+    }
+
     /// Looks at the maps of processes that just appeared (their first event, an exec): the libraries they
     /// use are mapped by now, even if they end before the next periodic look.
     fn scan_new(&mut self) -> Result<()> {
@@ -389,7 +392,6 @@ impl<'a> Session<'a> {
             }
             self.list_libraries(pid, now)?;
         }
-        self.attr.held_at_exit.clear();
         Ok(())
     }
 
@@ -473,7 +475,10 @@ impl<'a> Session<'a> {
     pub(super) fn finish(mut self, ended: Ended) -> Result<Option<u8>> {
         // The endpoint closes with the recording (the child that releases the probes must not keep its port).
         self.metrics = None;
-        self.ring.finish(&mut self.attr, &mut self.writer)?;
+        self.ring.stop();
+        while let Some(batch) = self.ring.waiting() {
+            self.take_batch(&batch)?;
+        }
         if let (Some(pid), Some(end)) = (self.child_pid, ended.command) {
             let (code, signal) = match end {
                 command::Ended::Exited(c) => (Some(c), None),
