@@ -155,7 +155,7 @@ fn command_is_recorded_from_its_first_instruction() {
 
 /// A program that lives 35 ms, started while tracer still names rocSPARSE's 12 425 registrations (the
 /// records wait in the queue behind them): its maps can no longer be read when its first record is
-/// named, and the look the early-look thread took at its exec and first call stands in.
+/// named, and the look the early-look thread took while it lived (at its runtime opens and first call) stands in.
 #[test]
 fn a_process_that_ended_before_it_was_named_keeps_its_launch_sites_code_files_and_libraries() {
     let dir = scratch("early_look");

@@ -1,17 +1,24 @@
 //! The early look: a thread of its own reads a new process's maps before the session names its records.
 //!
-//! It looks as soon as the ring's drain sees the process make its first call since its exec, or load code, and
-//! keeps the newest look per process image. The session looks at a process's maps itself when it names
-//! the process's first record; a process that lives a few milliseconds (a test program, a short script)
-//! may have ended by then, while the session still names the records before (opening a gigabyte
-//! library, probing what it opened). Its own look then finds it gone and takes the early look instead
-//! (footer counter `maps_from_early_look`), so that the file of a launch's return address can still be
-//! told.
+//! It looks when the ring's drain sees the process open a GPU runtime library (the dynamic loader placing
+//! it: the executable and the libraries placed before are mapped), make its first call since its exec, or
+//! load code, and keeps the newest look per process image that found it alive. The session looks at a
+//! process's maps itself when it names the process's first record; a process that lives a few
+//! milliseconds (a test program, a short script) may have ended by then, while the session still names
+//! the records before (opening a gigabyte library, probing what it opened). Its own look then finds it
+//! gone and takes the early look instead (footer counter `maps_from_early_look`), so that the file of a
+//! launch's return address can still be told.
+//!
+//! The look at the first call sees every library the loader placed; but a program that fails fast (no GPU)
+//! may end a few milliseconds after that call, and a thread woken on a loaded machine can be later than
+//! that (measured here with four busy loops on two cores: 3 of 12 such looks found the process's address
+//! space gone). The look at a runtime open comes tens of milliseconds before the first call, while the
+//! loader works: when the later look fails, it stands, with the executable (a `hipcc` program's fat
+//! binary) and the libraries placed by then.
 //!
 //! The drain only posts a PID (never waits, never reads `/proc`: a full queue counts
 //! `early_looks_lost`); this thread reads `/proc/PID/maps`, which takes the target's mmap lock, once
-//! per post. A look is only taken after the dynamic loader's work for the image: at calls into the
-//! runtime, made from code the loader has finished placing.
+//! per post.
 //!
 //! It also opens, while the process lives, each file the look finds mapped that neither it nor the
 //! session has opened (through the process's `map_files`, checked as the session checks them), and hands
@@ -193,9 +200,9 @@ impl Poster {
         }
     }
 
-    /// The process to look at for this record, with the exec its image began at: at its first call
-    /// since its exec (or since tracer started); at every load of code (the calls the probes wake the
-    /// reader for, few).
+    /// The process to look at for this record, with the exec its image began at: at each GPU runtime
+    /// library it opens; at its first call since its exec (or since tracer started); at every load of
+    /// code (the calls the probes wake the reader for, few).
     fn wanted(&mut self, record: &[u8]) -> Option<(u32, u64)> {
         let h: RecordHeader = bytemuck::try_pod_read_unaligned(record.get(..size_of::<RecordHeader>())?).ok()?;
         let pid = h.pid();
@@ -215,6 +222,15 @@ impl Poster {
                 }
                 ProcEvent::Fork => None,
             },
+            // The dynamic loader opening a GPU runtime library (few per process): the executable and the
+            // libraries placed so far are mapped. A process whose first call comes a few milliseconds
+            // before its exit may have ended before that call's look: this one, taken earlier, stands.
+            RecordKind::Open => {
+                if self.posted.len() >= POSTED {
+                    self.posted.clear();
+                }
+                Some((pid, self.posted.entry(pid).or_default().since))
+            }
             RecordKind::Call => {
                 let loads = ApiFunc::from_u16(h.func)
                     .is_some_and(|f| f.layout().cookie_flags() & (cookie::WRAPPER | cookie::WAKE) != 0);
@@ -281,12 +297,16 @@ mod tests {
     }
 
     #[test]
-    fn posts_at_the_first_call_of_an_image_and_at_code_loads_only() {
+    fn posts_at_runtime_opens_the_first_call_of_an_image_and_code_loads_only() {
         let (mut p, rx) = poster();
         let launch = ApiFunc::ALL.iter().find(|f| f.symbol() == "hipLaunchKernel").unwrap();
         let fat = ApiFunc::ALL.iter().find(|f| f.symbol() == "__hipRegisterFatBinary").unwrap();
         p.offer(&header(RecordKind::Proc, ProcEvent::Exec as u16, 5));
         rx.try_recv().unwrap_err();
+        // Each runtime library the loader opens, with the exec's time; they are not its first call.
+        p.offer(&header(RecordKind::Open, 0, 5));
+        p.offer(&header(RecordKind::Open, 0, 5));
+        assert_eq!(rx.try_iter().collect::<Vec<_>>(), [(5, 1), (5, 1)]);
         // Its first call, with the exec's time; a code load every time.
         p.offer(&header(RecordKind::Call, *launch as u16, 5));
         p.offer(&header(RecordKind::Call, *launch as u16, 5));
