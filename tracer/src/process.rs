@@ -4,6 +4,7 @@
 use std::{collections::HashMap, path::PathBuf};
 
 use crate::{
+    names::early::EarlyLooks,
     ollama,
     proc::{LIVE, Procs},
     trace::{self, Cause},
@@ -20,6 +21,8 @@ pub(crate) struct ProcessTable {
     pub private_argv: bool,
     pub targets: std::collections::HashSet<u32>,
     procs: &'static (dyn Procs + Sync),
+    /// Who a process was at the early look (names/early.rs), for one that ended before it was named.
+    pub early: Option<std::sync::Arc<EarlyLooks>>,
 }
 
 impl Default for ProcessTable {
@@ -38,12 +41,31 @@ impl ProcessTable {
             private_argv: false,
             targets: std::collections::HashSet::new(),
             procs,
+            early: None,
         }
     }
 
     /// A process record when `pid` is new to the trace (or was reused, or `cause` is exec), else None.
-    pub(crate) fn observe(&mut self, pid: u32, cause: Cause, ts: u64, comm_hint: &str) -> Option<trace::Process> {
-        let info = self.procs.stat(pid);
+    /// `image`: the exec its program image began at (0: none seen), to tell the early look of this image
+    /// when the process has ended already.
+    pub(crate) fn observe(
+        &mut self,
+        pid: u32,
+        cause: Cause,
+        ts: u64,
+        image: u64,
+        comm_hint: &str,
+    ) -> Option<trace::Process> {
+        let stat = self.procs.stat(pid);
+        // Ended: who it was when the early look saw it alive, if it did.
+        let early = match (&stat, &self.early) {
+            (None, Some(e)) => e.who(pid, image),
+            _ => None,
+        };
+        let (info, argv) = match early {
+            Some(who) => (Some(who.stat), who.argv),
+            None => (stat, self.procs.argv(pid)),
+        };
         let start = info.as_ref().map_or(0, |i| i.start_time);
         if cause != Cause::Exec && self.known.get(&pid) == Some(&start) {
             return None;
@@ -51,7 +73,7 @@ impl ProcessTable {
         self.known.insert(pid, start);
         let (ppid, start_time, comm) =
             info.map_or_else(|| (0, 0, comm_hint.to_owned()), |i| (i.ppid, i.start_time, i.comm));
-        let mut argv = self.procs.argv(pid);
+        let mut argv = argv;
         let mut comm = comm;
         // The command tracer started: a copy of tracer until it execs, and maybe gone before its exec is
         // seen. Its argv is the one given after `--`.
@@ -128,12 +150,12 @@ mod tests {
     fn observes_self_once() {
         let mut t = ProcessTable::default();
         let me = std::process::id();
-        let p = t.observe(me, Cause::Start, 1, "").unwrap();
+        let p = t.observe(me, Cause::Start, 1, 0, "").unwrap();
         assert_eq!(p.pid, me);
         assert!(!p.argv.is_empty());
         assert!(p.start_time > 0);
-        assert!(t.observe(me, Cause::Seen, 2, "").is_none());
-        assert!(t.observe(me, Cause::Exec, 3, "").is_some());
+        assert!(t.observe(me, Cause::Seen, 2, 0, "").is_none());
+        assert!(t.observe(me, Cause::Exec, 3, 0, "").is_some());
     }
 
     #[test]
@@ -141,21 +163,37 @@ mod tests {
         let mut t = ProcessTable::with_procs(&FAKE);
         t.private_argv = true;
         // A runner keeps its command line (its model), a process not asked for keeps argv[0].
-        assert_eq!(t.observe(500, Cause::Seen, 1, "").unwrap().argv, ["ollama", "runner", "--model", "/m/blob"]);
-        assert_eq!(t.observe(502, Cause::Seen, 1, "").unwrap().argv, ["python3"]);
+        assert_eq!(t.observe(500, Cause::Seen, 1, 0, "").unwrap().argv, ["ollama", "runner", "--model", "/m/blob"]);
+        assert_eq!(t.observe(502, Cause::Seen, 1, 0, "").unwrap().argv, ["python3"]);
         // One it was asked to follow keeps its whole command line.
         t.targets.insert(502);
-        assert_eq!(t.observe(502, Cause::Exec, 2, "").unwrap().argv.len(), 4);
+        assert_eq!(t.observe(502, Cause::Exec, 2, 0, "").unwrap().argv.len(), 4);
     }
 
     #[test]
     fn roles_from_a_made_up_table() {
         let mut t = ProcessTable::with_procs(&FAKE);
-        let p = t.observe(500, Cause::Seen, 1, "").unwrap();
+        let p = t.observe(500, Cause::Seen, 1, 0, "").unwrap();
         assert_eq!((p.role, p.model.as_deref(), p.start_time), (Some(trace::Role::Runner), Some("/m/blob"), 77));
         // A process the table does not know: named by the event's comm, no role.
-        let gone = t.observe(501, Cause::Fork, 2, "llama-server").unwrap();
+        let gone = t.observe(501, Cause::Fork, 2, 0, "llama-server").unwrap();
         assert_eq!((gone.comm.as_str(), gone.role), ("llama-server", Some(trace::Role::Runner)));
         assert_eq!(ollama::find_servers(&FAKE), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn a_process_ended_before_its_exec_was_named_is_who_the_early_look_saw() {
+        let early = std::sync::Arc::new(EarlyLooks::default());
+        let stat = Stat { ppid: 9, start_time: 1234, comm: "ollama".into() };
+        let argv: Vec<String> = ["/usr/bin/ollama", "runner", "--model", "/m/blob"].map(String::from).to_vec();
+        early.keep_who(503, 40, crate::names::early::Who { stat, argv: argv.clone() });
+        let mut t = ProcessTable::with_procs(&FAKE);
+        t.early = Some(early);
+        // Its exec at 40 began the image looked at: its parent, start, command line and role.
+        let p = t.observe(503, Cause::Exec, 40, 40, "ollama").unwrap();
+        assert_eq!((p.ppid, p.start_time, &p.argv, p.role), (9, 1234, &argv, Some(trace::Role::Runner)));
+        // Another image of the PID (an exec at 50) is not that look's.
+        let other = t.observe(503, Cause::Exec, 50, 50, "ollama").unwrap();
+        assert_eq!((other.ppid, other.start_time, other.argv.len()), (0, 0, 0));
     }
 }

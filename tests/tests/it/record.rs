@@ -155,7 +155,8 @@ fn command_is_recorded_from_its_first_instruction() {
 
 /// A program that lives 35 ms, started while tracer still names rocSPARSE's 12 425 registrations (the
 /// records wait in the queue behind them): its maps can no longer be read when its first record is
-/// named, and the look the early-look thread took while it lived (at its runtime opens and first call) stands in.
+/// named, and the look the early-look thread took while it lived (at its runtime opens and first call) stands in,
+/// for its maps, its files and who it was.
 #[test]
 fn a_process_that_ended_before_it_was_named_keeps_its_launch_sites_code_files_and_libraries() {
     let dir = scratch("early_look");
@@ -172,14 +173,22 @@ fn a_process_that_ended_before_it_was_named_keeps_its_launch_sites_code_files_an
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out = dir.join("t.jsonl");
     let records = record_ok(&out, &["--", script.to_str().unwrap()]);
-    let runner = records
+    let exec = records
         .iter()
         .find_map(|r| match r {
-            // Named by its comm: its command line was gone too when its exec was named.
-            Record::Process(p) if p.cause.as_str() == "exec" && p.comm == "mini_runner" => Some(p.pid),
+            Record::Process(p) if p.cause.as_str() == "exec" && p.comm == "mini_runner" => Some(p),
             _ => None,
         })
         .expect("the runner's exec record");
+    let runner = exec.pid;
+    // Its parent, start time and command line as the early look read them while it lived.
+    let script_pid = records.iter().find_map(|r| match r {
+        Record::Process(p) if p.argv.iter().any(|a| a.ends_with("behind_rocsparse.sh")) => Some(p.pid),
+        _ => None,
+    });
+    assert_eq!(exec.argv, [fixture("mini_runner").to_str().unwrap(), "launches"], "{exec:?}");
+    assert_eq!(Some(exec.ppid), script_pid, "{exec:?}");
+    assert!(exec.start_time > 0, "{exec:?}");
     let sites: Vec<(&str, u64)> = records
         .iter()
         .filter_map(|r| match r {

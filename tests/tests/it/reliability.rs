@@ -47,6 +47,17 @@ fn ring_overflow_is_counted_per_cpu_and_adds_up() {
             &LAUNCHES.to_string(),
         ],
     );
+    // --lib names the only copy probed: libhsa-runtime64, mapped by the runner too, is listed unprobed
+    // if the watch looked at the runner while it lived, never probed.
+    let probed: Vec<&str> =
+        records.iter().filter_map(|r| if let Record::Library(l) = r { Some(l.path.as_str()) } else { None }).collect();
+    assert_eq!(probed, ["/usr/lib/x86_64-linux-gnu/libamdhip64.so.5.2.21153"]);
+    assert!(
+        records
+            .iter()
+            .all(|r| !matches!(r, Record::Mapping(m) if m.path.contains("libhsa-runtime64") && !m.not_probed)),
+        "{records:?}"
+    );
     let f = footer(&records);
     let per_cpu = &f.drops["call"];
     assert_eq!(per_cpu.len(), std::thread::available_parallelism().unwrap().get().max(per_cpu.len()));

@@ -128,7 +128,7 @@ impl Attributor {
     /// Records for a process being traced from now on (before any of its events).
     pub fn start_process(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
         self.snapshot(pid);
-        if let Some(p) = self.processes.observe(pid, Cause::Start, ts, "") {
+        if let Some(p) = self.processes.observe(pid, Cause::Start, ts, 0, "") {
             out.push(Record::Process(p));
         }
     }
@@ -145,9 +145,10 @@ impl Attributor {
             return;
         }
         names.of(pid, &mut p.names).snapshot();
+        let image = p.names.image();
         self.newly_seen.push(pid);
         if !self.processes.knows(pid)
-            && let Some(p) = self.processes.observe(pid, Cause::Seen, ts, "")
+            && let Some(p) = self.processes.observe(pid, Cause::Seen, ts, image, "")
         {
             out.push(Record::Process(p));
         }
@@ -184,8 +185,9 @@ impl Attributor {
                 // recording lists the GPU libraries mapped so far at once (`scan_new`): a short-lived
                 // program may be gone by its first API event.
                 let pid = o.origin.pid;
+                let image = self.live.get(&pid).map_or(0, |p| p.names.image());
                 if !self.processes.knows(pid)
-                    && let Some(p) = self.processes.observe(pid, Cause::Seen, o.origin.ts, "")
+                    && let Some(p) = self.processes.observe(pid, Cause::Seen, o.origin.ts, image, "")
                 {
                     out.push(Record::Process(p));
                 }
@@ -344,7 +346,7 @@ impl Attributor {
                 // A new process: nothing of another process that had its PID before.
                 self.live.insert(p.pid, Process::default());
                 self.snapshot(p.pid);
-                if let Some(rec) = self.processes.observe(p.pid, Cause::Fork, ts, &p.comm) {
+                if let Some(rec) = self.processes.observe(p.pid, Cause::Fork, ts, 0, &p.comm) {
                     out.push(Record::Process(trace::Process { ppid: p.parent, ..rec }));
                 }
             }
@@ -359,7 +361,7 @@ impl Attributor {
                 }
                 self.newly_seen.push(p.pid);
                 self.last_scanned = 0;
-                if let Some(rec) = self.processes.observe(p.pid, Cause::Exec, ts, &p.comm) {
+                if let Some(rec) = self.processes.observe(p.pid, Cause::Exec, ts, ts, &p.comm) {
                     out.push(Record::Process(rec));
                 }
             }

@@ -60,7 +60,21 @@ struct Look {
     /// traced from before tracer or a forked copy of one).
     since: u64,
     snapshot: Snapshot,
+    /// Who it was, read with its maps (None: it ended between the two reads).
+    who: Option<Who>,
 }
+
+/// A process's `stat` fields and command line, as read at the look: its `process` record when it has
+/// ended before the session names its exec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Who {
+    pub stat: crate::proc::Stat,
+    /// At most 64 KiB of arguments: those past it are left out (`early_look_argv_cut`).
+    pub argv: Vec<String>,
+}
+
+/// Bytes of a command line kept with a look (1024 looks at most are kept).
+const ARGV_KEPT: usize = 64 << 10;
 
 /// The looks taken, shared by the looking thread and the session.
 #[derive(Default)]
@@ -73,6 +87,8 @@ pub struct EarlyLooks {
     pub evicted: AtomicU64,
     /// Files left to the session: 4096 opened already.
     pub files_limit: AtomicU64,
+    /// Command lines kept without their last arguments (over 64 KiB).
+    pub argv_cut: AtomicU64,
 }
 
 /// The files the looking thread opens for the session.
@@ -108,6 +124,19 @@ impl EarlyLooks {
         looks.remove(&pid).map(|l| l.snapshot)
     }
 
+    /// Who the process of an image was at its newest look (the image of its exec at `since`, 0: of no
+    /// exec seen); the look stays for naming.
+    pub fn who(&self, pid: u32, since: u64) -> Option<Who> {
+        let looks = self.looks.lock().unwrap_or_else(PoisonError::into_inner);
+        looks.get(&pid).filter(|l| l.since == since)?.who.clone()
+    }
+
+    /// Keeps a look with no mappings that saw `who` (for tests of what reads it).
+    #[cfg(test)]
+    pub(crate) fn keep_who(&self, pid: u32, since: u64, who: Who) {
+        self.keep(pid, Look { since, snapshot: Snapshot { taken: since, maps: Vec::new() }, who: Some(who) });
+    }
+
     /// Forgets a process's look taken before `ts` (an exec or exit of that PID at `ts`: what it mapped
     /// before means nothing after).
     pub fn forget_before(&self, pid: u32, ts: u64) {
@@ -118,11 +147,12 @@ impl EarlyLooks {
     }
 
     /// The footer counters of what the early look left undone.
-    pub fn counters(&self) -> [(&'static str, u64); 3] {
+    pub fn counters(&self) -> [(&'static str, u64); 4] {
         [
             ("early_looks_lost", self.lost.load(Ordering::Relaxed)),
             ("early_looks_evicted", self.evicted.load(Ordering::Relaxed)),
             ("early_look_files_limit", self.files_limit.load(Ordering::Relaxed)),
+            ("early_look_argv_cut", self.argv_cut.load(Ordering::Relaxed)),
         ]
     }
 
@@ -274,15 +304,38 @@ fn look(rx: &Receiver<(u32, u64)>, looks: &EarlyLooks) {
             // Ended already (or an exiting process, whose maps read empty): nothing to keep.
             if let Some(maps) = read_mappings(pid).filter(|m| !m.is_empty()) {
                 looks.open_files(pid, &maps);
-                looks.keep(pid, Look { since, snapshot: Snapshot { taken, maps } });
+                let who = who(pid, &looks.argv_cut);
+                looks.keep(pid, Look { since, snapshot: Snapshot { taken, maps }, who });
             }
         }
     }
 }
 
+/// Who a process is now: its `stat` fields and at most [`ARGV_KEPT`] bytes of its arguments (a cut one
+/// counted in `cut`).
+fn who(pid: u32, cut: &AtomicU64) -> Option<Who> {
+    use crate::proc::{LIVE, Procs as _};
+    let stat = LIVE.stat(pid)?;
+    let mut argv = LIVE.argv(pid);
+    let mut bytes = 0usize;
+    let kept = argv
+        .iter()
+        .take_while(|a| {
+            bytes = bytes.saturating_add(a.len() + 1);
+            bytes <= ARGV_KEPT
+        })
+        .count();
+    if kept < argv.len() {
+        argv.truncate(kept);
+        cut.fetch_add(1, Ordering::Relaxed);
+    }
+    Some(Who { stat, argv })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proc::Procs as _;
 
     fn header(kind: RecordKind, func: u16, pid: u32) -> Vec<u8> {
         let h = RecordHeader { kind: kind as u16, func, lib: 0, pid_tgid: (u64::from(pid) << 32) | 7, ts_ns: 1 };
@@ -349,7 +402,7 @@ mod tests {
     #[test]
     fn keeps_the_newest_look_per_process_within_its_bound() {
         let looks = EarlyLooks::default();
-        let look = |since, taken| Look { since, snapshot: Snapshot { taken, maps: Vec::new() } };
+        let look = |since, taken| Look { since, snapshot: Snapshot { taken, maps: Vec::new() }, who: None };
         for pid in 0..KEPT as u32 {
             looks.keep(pid, look(0, 100 + u64::from(pid)));
         }
@@ -375,6 +428,11 @@ mod tests {
         p.offer(&header(RecordKind::Call, *launch as u16, u32::MAX - 1));
         drop(p);
         thread.join().unwrap();
+        // Who it is, kept with the look for a process record written after the process has ended.
+        let who = looks.who(me, 0).expect("this test's own stat and command line");
+        assert_eq!(who.argv, crate::proc::LIVE.argv(me));
+        assert_eq!(who.stat, crate::proc::LIVE.stat(me).unwrap());
+        assert!(looks.who(me, 1).is_none(), "another image's");
         let mine = looks.take(me, 0).expect("a look at this test's own maps");
         let exe = mine.maps.iter().find(|m| m.path.contains("tracer")).expect("this test's own executable");
         assert!(looks.take(u32::MAX - 1, 0).is_none());
@@ -383,6 +441,36 @@ mod tests {
         assert_eq!(file.id(), exe.file);
         assert!(looks.take_file(exe.file).is_none());
         assert_eq!(looks.files_limit.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_command_line_over_its_bound_keeps_the_arguments_before_it_and_is_counted() {
+        // Three 30 000-byte arguments: two fit in 64 KiB with `sh`, `-c`, the script and `$0`.
+        let long: Vec<String> = (b'a'..=b'c').map(|c| String::from_utf8(vec![c; 30_000]).unwrap()).collect();
+        let mut child =
+            std::process::Command::new("/bin/sh").args(["-c", "sleep 5", "zero"]).args(&long).spawn().unwrap();
+        let pid = child.id();
+        // The shell's own command line, once it has exec'd.
+        let read = (0..500).any(|_| {
+            let exec_done = crate::proc::LIVE.argv(pid).len() == 7;
+            if !exec_done {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            exec_done
+        });
+        let cut = AtomicU64::new(0);
+        let who = who(pid, &cut);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(read);
+        let who = who.expect("a live process");
+        assert_eq!(who.argv.len(), 6, "the last argument is past 64 KiB");
+        assert_eq!(who.argv[5], long[1]);
+        assert_eq!(cut.load(Ordering::Relaxed), 1);
+        let small = AtomicU64::new(0);
+        assert!(super::who(std::process::id(), &small).is_some());
+        assert_eq!(small.load(Ordering::Relaxed), 0);
+        assert!(super::who(u32::MAX - 1, &small).is_none());
     }
 
     #[test]

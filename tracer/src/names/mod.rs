@@ -141,6 +141,11 @@ impl ProcessNames {
     pub fn since(ts: u64) -> Self {
         Self { since: ts, ..Self::default() }
     }
+
+    /// `CLOCK_MONOTONIC` of the exec that started its image (0: no exec seen).
+    pub const fn image(&self) -> u64 {
+        self.since
+    }
 }
 
 impl Names {

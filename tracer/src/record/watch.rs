@@ -50,6 +50,11 @@ pub(super) fn gpu_library(file_name: &str, file: Option<&CodeFile>) -> Option<Gp
 pub(super) struct LibraryWatch {
     /// File-name prefixes of the runtimes to probe.
     runtimes: Vec<&'static str>,
+    /// `--lib`: only the copies the user named are probed; another copy a process maps or opens is listed
+    /// as not probed (its mapping record says so), never probed behind the user's back.
+    only_named: bool,
+    /// Copies left unprobed for `--lib`, said once each on stderr.
+    left_unprobed: std::collections::HashSet<(u64, u64)>,
     /// Probed copies: (dev, inode) -> library id.
     pub(super) probed: std::collections::HashMap<(u64, u64), u32>,
     /// Mappings already written: (pid, dev, inode).
@@ -81,8 +86,20 @@ pub(super) struct LibraryWatch {
 }
 
 impl LibraryWatch {
-    pub(super) fn new(runtimes: Vec<&'static str>) -> Self {
-        Self { runtimes, ..Default::default() }
+    /// A watch probing the copies of `runtimes` it finds, or (`only_named`: `--lib`) none but those.
+    pub(super) fn new(runtimes: Vec<&'static str>, only_named: bool) -> Self {
+        Self { runtimes, only_named, ..Default::default() }
+    }
+
+    /// Whether a runtime copy found mapped or opened by `pid` is to be probed now; with `--lib`, it is
+    /// not (said once per copy).
+    pub(super) fn may_probe(&mut self, id: (u64, u64), path: &str, pid: u32) -> bool {
+        if self.only_named && self.left_unprobed.insert(id) {
+            eprintln!(
+                "tracer: note: {path} (used by process {pid}) is not probed: --lib names the only copies to probe"
+            );
+        }
+        !self.only_named
     }
 
     /// Attaches to `copy` unless it is probed already; returns the records to write.
@@ -143,7 +160,12 @@ impl LibraryWatch {
             let id = (e.dev, e.inode);
             let runtime = self.runtimes.iter().any(|r| file.starts_with(r));
             // A copy is probed only in a process that lives: it is opened through that process.
-            if runtime && held_files.is_none() && !self.probed.contains_key(&id) && !self.failed.contains(&id) {
+            if runtime
+                && held_files.is_none()
+                && !self.probed.contains_key(&id)
+                && !self.failed.contains(&id)
+                && self.may_probe(id, &e.path, pid)
+            {
                 // Mapped already, not probed: probed now, late for this process.
                 match libs::copy_in(pid, e).map(|copy| self.attach(ebpf, &copy, mode).map_err(|err| (copy, err))) {
                     Some(Ok(recs)) => {
@@ -259,7 +281,8 @@ impl LibraryWatch {
         let pid = o.origin.pid;
         self.first_seen.entry(pid).or_insert(o.origin.ts);
         let Some(copy) = libs::opened_by(pid, &o.path) else { return Vec::new() };
-        if self.probed.contains_key(&(copy.dev, copy.inode)) {
+        if self.probed.contains_key(&(copy.dev, copy.inode)) || !self.may_probe((copy.dev, copy.inode), &copy.path, pid)
+        {
             return Vec::new();
         }
         match self.attach(ebpf, &copy, mode) {

@@ -125,7 +125,8 @@ pub struct MappedReport {
     /// were not seen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unseen_before_s: Option<f64>,
-    /// A runtime tracer probes, but this copy could not be probed: none of its calls were seen.
+    /// A runtime tracer probes, but this copy was not probed (it could not be, or `--lib` named others): none
+    /// of its calls were seen.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub runtime_not_probed: bool,
     /// Calls of it by this process that tracer saw: a runtime's API calls, or calls of another GPU

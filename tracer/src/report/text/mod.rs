@@ -155,7 +155,10 @@ fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptio
             let copy = m.origin.map(|o| format!(" [{}]", o.as_str())).unwrap_or_default();
             let gap = match (m.unseen_before_s, m.runtime_not_probed) {
                 (Some(t), _) => format!(" \u{2014} probed late: its calls before {t:.3} s were not seen"),
-                (None, true) => " \u{2014} could not be probed: none of its calls were seen".to_owned(),
+                (None, true) => {
+                    " \u{2014} not probed (it could not be, or --lib named others): none of its calls were seen"
+                        .to_owned()
+                }
                 _ => String::new(),
             };
             let mut facts = Vec::new();

@@ -331,7 +331,8 @@ pub struct Mapping {
     /// library's `attached_ts` were not seen.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probed_late: bool,
-    /// A runtime tracer probes, but this copy could not be probed: none of its calls were seen.
+    /// A runtime tracer probes, but this copy was not probed (it could not be, or `--lib` named others): none
+    /// of its calls were seen.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_probed: bool,
 }

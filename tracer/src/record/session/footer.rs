@@ -1,0 +1,103 @@
+//! The end of a recording: what the kernel counted instead of writing (the tally records) and the
+//! footer, with every loss and counter the eBPF side, the drain, naming and the watch kept.
+
+use std::collections::BTreeMap;
+
+use tracer_common::{ApiFunc, Counter, Footer};
+
+use super::Session;
+use crate::{
+    clock::monotonic_ns,
+    trace::{self, Record, Stop},
+};
+
+impl Session<'_> {
+    /// The calls the kernel counted instead of writing, summed over each process's threads, one record per
+    /// process and function, in a stable order.
+    pub(super) fn tallies(&self) -> Vec<Record> {
+        let mut tallies: BTreeMap<(u32, ApiFunc), (u64, u64)> = BTreeMap::new();
+        // Slot -> function, looked up once (each lookup walks the API table).
+        let slots: [Option<ApiFunc>; tracer_common::TALLY_SLOTS] = std::array::from_fn(ApiFunc::from_tally_slot);
+        for (pid_tgid, t) in self.threads.iter().filter_map(Result::ok) {
+            for ((&calls, &bytes), &api) in t.calls.iter().zip(&t.bytes).zip(&slots) {
+                if let Some(api) = api.filter(|_| calls > 0) {
+                    let sum = tallies.entry(((pid_tgid >> 32) as u32, api)).or_default();
+                    sum.0 += calls;
+                    sum.1 += bytes;
+                }
+            }
+        }
+        tallies
+            .into_iter()
+            .map(|((pid, api), (calls, bytes))| Record::Tally(trace::Tally { pid, api, calls, bytes }))
+            .collect()
+    }
+
+    /// The footer: drops per CPU, every loss counter, the tracer's own cost.
+    pub(super) fn footer(&self, stop: Stop) -> trace::Footer {
+        let mut footer = trace::Footer { end_mono_ns: monotonic_ns(), stop, ..Default::default() };
+        let per_cpu = |c: Counter| -> Vec<u64> {
+            self.counters.get(&(c as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default()
+        };
+        for c in Counter::ALL {
+            match c.footer() {
+                Footer::Drop(kind) => {
+                    footer.drops.insert(kind.into(), per_cpu(c));
+                }
+                Footer::Count(name) => {
+                    footer.counters.insert(name.into(), per_cpu(c).iter().sum());
+                }
+            }
+        }
+        footer.counters.insert("undecodable".into(), self.ring.undecodable);
+        // Records the drain thread could not keep (its queue full), by kind, beside the ring's own drops.
+        for (kind, n) in self.ring.dropped() {
+            footer.drops.insert(kind, vec![n]);
+        }
+        footer.counters.insert("queue_peak_bytes".into(), self.ring.peak_queued());
+        if self.filter_by_pid {
+            footer.counters.insert("filter_entries_start".into(), self.filter_at_start);
+            footer.counters.insert("filter_entries_end".into(), self.pids.keys().count() as u64);
+        }
+        footer.counters.insert("unnamed_kernels".into(), self.attr.names.unnamed);
+        footer.counters.insert("maps_gone_before_look".into(), self.watch.maps_gone_count);
+        footer.counters.insert("maps_gone_listed_from_naming".into(), self.watch.maps_gone_listed_count);
+        if let Some(e) = &self.attr.names.early {
+            footer.counters.extend(e.counters().map(|(name, n)| (name.to_owned(), n)));
+        }
+        for (cause, n) in &self.watch.unreadable {
+            footer.counters.insert(format!("mapped_files_unread_{cause}"), *n);
+        }
+        for (k, v) in &self.attr.names.counts {
+            footer.counters.insert((*k).into(), *v);
+        }
+        for (k, v) in &self.attr.counters {
+            footer.counters.insert(k.clone(), *v);
+        }
+        if self.args.program_stats {
+            // What each program cost, timed by the kernel.
+            for (name, program) in self.ebpf.programs() {
+                if let Ok(info) = program.info()
+                    && info.run_count() > 0
+                {
+                    let stat = trace::ProgramStat { runs: info.run_count(), ns: info.run_time().as_nanos() as u64 };
+                    footer.programs.insert(name.to_owned(), stat);
+                }
+            }
+        }
+        // The tracer's own cost, for users and for `cargo xtask bench`.
+        // SAFETY: rusage is plain data, for which all-zero bytes are valid.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointer to a rusage.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &raw mut usage) } == 0 {
+            let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+            footer.counters.insert("tracer_cpu_us".into(), us(usage.ru_utime) + us(usage.ru_stime));
+        }
+        // Peak RSS of this program image (VmHWM): ru_maxrss would also count the image of the process that
+        // started tracer, inherited across fork and exec.
+        if let Some(kib) = crate::proc::own_peak_rss_kib() {
+            footer.counters.insert("tracer_max_rss_kib".into(), kib);
+        }
+        footer
+    }
+}
