@@ -62,7 +62,7 @@ impl ProcessTable {
             (None, Some(e)) => e.who(pid, image),
             _ => None,
         };
-        let (info, argv) = match early {
+        let (info, mut argv) = match early {
             Some(who) => (Some(who.stat), who.argv),
             None => (stat, self.procs.argv(pid)),
         };
@@ -73,7 +73,6 @@ impl ProcessTable {
         self.known.insert(pid, start);
         let (ppid, start_time, comm) =
             info.map_or_else(|| (0, 0, comm_hint.to_owned()), |i| (i.ppid, i.start_time, i.comm));
-        let mut argv = argv;
         let mut comm = comm;
         // The command tracer started: a copy of tracer until it execs, and maybe gone before its exec is
         // seen. Its argv is the one given after `--`.

@@ -255,28 +255,28 @@ impl Poster {
             // The dynamic loader opening a GPU runtime library (few per process): the executable and the
             // libraries placed so far are mapped. A process whose first call comes a few milliseconds
             // before its exit may have ended before that call's look: this one, taken earlier, stands.
-            RecordKind::Open => {
-                if self.posted.len() >= POSTED {
-                    self.posted.clear();
-                }
-                Some((pid, self.posted.entry(pid).or_default().since))
-            }
+            RecordKind::Open => Some((pid, self.image(pid).since)),
             RecordKind::Call => {
                 let loads = ApiFunc::from_u16(h.func)
                     .is_some_and(|f| f.layout().cookie_flags() & (cookie::WRAPPER | cookie::WAKE) != 0);
                 if pid == self.last && !loads {
                     return None;
                 }
-                if self.posted.len() >= POSTED {
-                    self.posted.clear();
-                }
                 self.last = pid;
-                let image = self.posted.entry(pid).or_default();
+                let image = self.image(pid);
                 let first = !std::mem::replace(&mut image.called, true);
                 (first || loads).then_some((pid, image.since))
             }
             _ => None,
         }
+    }
+
+    /// What the drain has seen of a process's image (nothing yet: no exec seen), within its bound.
+    fn image(&mut self, pid: u32) -> &mut Image {
+        if self.posted.len() >= POSTED {
+            self.posted.clear();
+        }
+        self.posted.entry(pid).or_default()
     }
 }
 
