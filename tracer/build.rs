@@ -1,5 +1,5 @@
 //! Builds the eBPF programs (crate `tracer-ebpf`) for bpfel-unknown-none with the nightly toolchain and
-//! bpf-linker, and leaves the object at `$OUT_DIR/tracer`, which `src/attach.rs` embeds.
+//! bpf-linker, and leaves the object at `$OUT_DIR/tracer`, which `src/attach/mod.rs` embeds.
 //! `cargo xtask setup` installs what this needs.
 use std::path::Path;
 

@@ -10,7 +10,7 @@
 use std::{
     io::{BufRead as _, BufReader},
     path::{Path, PathBuf},
-    process::{Child, ChildStderr, Command, Output, Stdio},
+    process::{Child, Command, Output, Stdio},
     time::{Duration, Instant},
 };
 
@@ -79,40 +79,49 @@ pub fn read_trace(path: &Path) -> Vec<Record> {
     records
 }
 
-/// A `tracer record` running in the background, started once it says it is recording.
+/// A `tracer record` running in the background, started once its probes are live: it waits for the
+/// readiness file (`--ready-file`), the signal a script uses, never for a time.
 pub struct Recording {
     pub child: Child,
-    stderr: BufReader<ChildStderr>,
+    stderr: Option<std::thread::JoinHandle<String>>,
     pub output: PathBuf,
-    /// What tracer said on stderr up to and including its "recording to" line.
-    pub said: String,
+    /// The readiness file's `key=value` lines (`pid`, `trace`, `metrics`).
+    pub ready: String,
 }
 
 impl Recording {
     pub fn start(output: &Path, args: &[&str]) -> Self {
+        let ready = output.with_extension("ready");
+        drop(std::fs::remove_file(&ready));
         let mut child = Command::new(tracer_bin())
             .arg("record")
             .arg("-o")
             .arg(output)
+            .arg("--ready-file")
+            .arg(&ready)
             .args(args)
             .stderr(Stdio::piped())
             .spawn()
             .expect("tracer starts");
-        let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
-        let mut line = String::new();
-        let mut said = String::new();
+        let mut stderr = child.stderr.take().expect("piped");
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            drop(std::io::Read::read_to_string(&mut stderr, &mut text));
+            text
+        });
         let deadline = Instant::now() + Duration::from_mins(1);
-        loop {
-            line.clear();
-            let n = stderr.read_line(&mut line).expect("tracer stderr");
-            assert!(n > 0, "tracer exited before recording: {:?}: {said}", child.wait());
-            said.push_str(&line);
-            if line.contains("recording to") {
-                break;
-            }
-            assert!(Instant::now() < deadline, "tracer did not start recording");
+        let said = wait_for_file(&ready, deadline, &mut child);
+        let mut stderr = Some(stderr);
+        if said.is_err() {
+            let why = stderr.take().and_then(|t| t.join().ok()).unwrap_or_default();
+            assert_eq!(said.as_ref().err(), None, "tracer exited before its probes were live: {why}");
         }
-        Self { child, stderr, output: output.to_path_buf(), said }
+        Self { child, stderr, output: output.to_path_buf(), ready: said.unwrap_or_default() }
+    }
+
+    /// A `key=` line of the readiness file.
+    pub fn ready_value(&self, key: &str) -> Option<&str> {
+        self.ready.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
     }
 
     pub fn pid(&self) -> i32 {
@@ -126,12 +135,26 @@ impl Recording {
         }
     }
 
-    /// Waits for the tracer to end; returns its exit status and the rest of its stderr.
+    /// Waits for the tracer to end; returns its exit status and its stderr.
     pub fn wait(mut self) -> (std::process::ExitStatus, String) {
-        let mut rest = String::new();
-        drop(std::io::Read::read_to_string(&mut self.stderr, &mut rest));
         let status = self.child.wait().expect("tracer waits");
-        (status, rest)
+        let said = self.stderr.take().and_then(|t| t.join().ok()).unwrap_or_default();
+        (status, said)
+    }
+}
+
+/// Waits until `path` exists and returns its text, or the child's exit status if it ends first; fails the
+/// test past `deadline`.
+pub fn wait_for_file(path: &Path, deadline: Instant, child: &mut Child) -> Result<String, std::process::ExitStatus> {
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return Ok(text);
+        }
+        if let Some(status) = child.try_wait().expect("child status") {
+            return Err(status);
+        }
+        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -262,7 +285,7 @@ pub fn wheel_library(wheel: &str, member: &str, file: &str) -> Option<PathBuf> {
         return Some(lib);
     }
     std::fs::create_dir_all(&cache).unwrap();
-    let o = Command::new("python3")
+    let o = Command::new("/usr/bin/python3")
         .args(["-m", "pip", "download", "--no-deps", "--timeout", "30", "--retries", "2", "-d"])
         .arg(&cache)
         .arg(wheel)
@@ -288,7 +311,8 @@ pub fn wheel_library(wheel: &str, member: &str, file: &str) -> Option<PathBuf> {
         z = zipfile.ZipFile(sys.argv[1])\n\
         name = next(n for n in z.namelist() if sys.argv[3] in n)\n\
         shutil.copyfileobj(z.open(name), open(sys.argv[2], 'wb'))";
-    let ok = Command::new("python3").args(["-c", extract]).arg(&archive).arg(&part).arg(member).status().unwrap();
+    let ok =
+        Command::new("/usr/bin/python3").args(["-c", extract]).arg(&archive).arg(&part).arg(member).status().unwrap();
     assert!(ok.success(), "cannot extract {member} from {}", archive.display());
     std::fs::rename(&part, &lib).unwrap();
     drop(std::fs::remove_file(archive));

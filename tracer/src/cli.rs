@@ -32,6 +32,22 @@ pub enum Cmd {
     Inspect(InspectCli),
     /// Convert a trace for other tools: Perfetto / <chrome://tracing> JSON, rocprofv3-style kernel CSV, or a Graphviz graph of the libraries.
     Export(ExportCli),
+    /// Write files generated from tracer's own definition (`tracer generate man DIR`: the man pages).
+    #[command(hide = true)]
+    Generate(GenerateCli),
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateCli {
+    pub what: Generated,
+    /// The directory to write into.
+    pub dir: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Generated {
+    /// The man pages, tracer(1) and one per subcommand, in roff.
+    Man,
 }
 
 #[derive(Debug, Args)]
@@ -118,6 +134,11 @@ pub struct RecordCli {
     /// Print nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Once the probes are live, write this file (`pid=`, `trace=`, `metrics=` lines; removed when the
+    /// recording stops): a script starts its work when the file appears, with -q too. Under systemd
+    /// (`Type=notify`) tracer also sends READY=1 then.
+    #[arg(long, value_name = "PATH")]
+    pub ready_file: Option<PathBuf>,
     /// Also probe libcudart (cudaLaunchKernel, __cudaRegisterFunction): the runtime API's view of CUDA
     /// launches, at a second trap per launch. The driver (libcuda) is always probed, one trap per launch.
     #[arg(long)]
@@ -184,6 +205,12 @@ pub struct ReportCli {
     /// Kernels listed per process, most executions first (0: all).
     #[arg(long, value_name = "N", default_value_t = 25)]
     pub top: usize,
+}
+
+/// Writes the man pages, tracer(1) and one per subcommand (tracer-record(1), ...), in roff, into `dir`:
+/// made from this definition by the clap project's generator.
+pub fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
+    clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), dir)
 }
 
 /// A size in bytes: a number with an optional K, M or G (powers of 1024), at least 64K.

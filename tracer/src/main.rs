@@ -16,7 +16,7 @@ use std::{
 use clap::Parser as _;
 use tracer::{
     attach::ProbeMode,
-    cli::{Cli, Cmd, ExportCli, ExportFormat, ProbeModeArg},
+    cli::{Cli, Cmd, ExportCli, ExportFormat, Generated, ProbeModeArg},
     output::{self, Dest, Staged},
     record::{self, RecordArgs},
     report::Report,
@@ -43,6 +43,7 @@ fn main() -> ExitCode {
                 command: r.command,
                 ring_bytes: r.ring_size,
                 quiet: r.quiet,
+                ready_file: r.ready_file,
                 cuda_runtime: r.cuda_runtime,
                 read_delay: std::time::Duration::from_millis(r.debug_read_delay_ms),
                 sync_teardown: r.debug_sync_teardown,
@@ -63,6 +64,11 @@ fn main() -> ExitCode {
             print(&text)
         }),
         Cmd::Export(e) => export(&e),
+        Cmd::Generate(g) => match g.what {
+            Generated::Man => tracer::cli::man_pages(&g.dir).map(|()| ExitCode::SUCCESS).map_err(|e| {
+                anyhow::anyhow!("cannot write the man pages into {} ({e}): give an existing directory", g.dir.display())
+            }),
+        },
         Cmd::Report(r) => {
             tracer::trace::Input::new(&r.files).and_then(|input| Report::from_input(&input)).and_then(|rep| {
                 if r.json {

@@ -434,10 +434,17 @@ fn row_13(d: &Dir, q: bool, plain_pct: f64, rows: &mut Rows) -> Result<()> {
     let secs = if q { "5" } else { "60" };
     step(&format!("13/14 the same load with --metrics served and scraped every second, {secs} s"));
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Scrapes start once the recording says its probes (and its endpoint) are live.
+    let ready = trace.with_extension("ready");
+    drop(fs::remove_file(&ready));
     let scraper = {
         let done = std::sync::Arc::clone(&done);
+        let ready = ready.clone();
         std::thread::spawn(move || {
             let (mut scrapes, mut bytes) = (0u64, 0u64);
+            while !ready.exists() && !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
                 std::thread::sleep(std::time::Duration::from_secs(1));
                 let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", METRICS_PORT)) else { continue };
@@ -451,7 +458,8 @@ fn row_13(d: &Dir, q: bool, plain_pct: f64, rows: &mut Rows) -> Result<()> {
         })
     };
     let addr = format!("127.0.0.1:{METRICS_PORT}");
-    let ran = paced(d, &trace, &["--metrics", &addr], secs);
+    let ready_arg = ready.to_str().context("a UTF-8 path")?;
+    let ran = paced(d, &trace, &["--metrics", &addr, "--ready-file", ready_arg], secs);
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let (scrapes, bytes) = scraper.join().map_err(|panic| anyhow::anyhow!("the scraper thread failed: {panic:?}"))?;
     let Paced { pct, rss_mib, launches } = ran?;

@@ -16,6 +16,8 @@ use anyhow::{Context as _, Result, bail};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod package;
+mod provenance;
 mod stack;
 
 #[derive(Parser)]
@@ -54,6 +56,19 @@ enum Cmd {
         #[arg(long)]
         target: Option<String>,
     },
+    /// Check that every header the fixtures include, every library they link and every program the tests
+    /// run comes from a Debian package setup installs (dpkg -S), and that the check fails without one.
+    CheckSetup,
+    /// Build the Debian package for users: `target/debian/tracer_VERSION_ARCH.deb` (the binary, its man page,
+    /// the systemd unit; no `ROCm` or CUDA packages needed or installed).
+    Deb,
+    /// Build tracer and install it for users under a prefix: bin/tracer, the man page and the systemd unit
+    /// (needs only the eBPF build's toolchain, never `ROCm` or CUDA packages).
+    Install {
+        /// Where to install.
+        #[arg(long, default_value = "/usr/local")]
+        prefix: PathBuf,
+    },
     /// Set up, build, then run fmt and clippy checks, every unit test and the root integration tests.
     Test {
         /// Only run tests whose name contains this.
@@ -64,26 +79,36 @@ enum Cmd {
     },
 }
 
-/// Debian packages the tests need: `ROCm` user space (the real targets: the HIP and HSA runtimes, and a
-/// real library stack, hipSPARSE over the 1.3 GB rocSPARSE, and rocRAND), pip, which fetches the real
-/// libggml-hip.so the classification and inspection tests read (a Python wheel), bpftrace, the
-/// independent count the library-stack test checks tracer against, and strace, which shows what files a
-/// root tracer opened when a user put an impostor in front of it, and graphviz, which renders the library
-/// graph `tracer export --format dot` writes, and Prometheus, the real server that scrapes `record --metrics`
-/// in a test.
-const ROCM_PACKAGES: &[&str] = &[
+/// Debian packages `cargo xtask setup` installs: everything the build, the fixtures and the tests use
+/// (`cargo xtask check-setup` proves it against what they really include, link and run). `ROCm` user space
+/// (the real targets: the HIP and HSA runtimes, and a real library stack, hipSPARSE over the 1.3 GB
+/// rocSPARSE, and rocRAND, with the headers the fixtures include), the C toolchain for the test doubles,
+/// pip, which fetches the real libggml-hip.so the classification and inspection tests read (a Python
+/// wheel), bpftrace, the independent count the library-stack test checks tracer against, strace, which shows
+/// what files a root tracer opened when a user put an impostor in front of it, graphviz, which renders the
+/// library graph `tracer export --format dot` writes, Prometheus, the real server that scrapes
+/// `record --metrics` in a test, zstd (`zstdcat` reads a trace back), systemd (`systemd-analyze verify`
+/// checks the shipped unit), and mmdebstrap and dpkg-dev, which make a fresh Debian system without `ROCm`
+/// and the `.deb` that is installed into it.
+const PACKAGES: &[&str] = &[
     "libamdhip64-5",
     "libamdhip64-dev",
     "hipcc",
     "libhsa-runtime64-1",
     "rocminfo",
     "libhipsparse-dev",
+    "librocsparse-dev",
     "librocrand-dev",
+    "build-essential",
     "python3-pip",
     "bpftrace",
     "strace",
     "graphviz",
     "prometheus",
+    "zstd",
+    "systemd",
+    "mmdebstrap",
+    "dpkg-dev",
 ];
 
 /// Libraries a HIP fixture links besides the HIP runtime.
@@ -101,6 +126,9 @@ fn main() {
             setup().and_then(|()| build()).and_then(|()| bench::bench(bench::Opts { quick, stack_only: stack }))
         }
         Cmd::Fuzz { seconds, target } => setup().and_then(|()| fuzz(seconds, target.as_deref())),
+        Cmd::CheckSetup => setup().and_then(|()| build()).and_then(|()| provenance::check()),
+        Cmd::Deb => package::deb().map(|deb| step(&format!("built {}", deb.display()))),
+        Cmd::Install { prefix } => package::install(&prefix),
         Cmd::Test { filter, no_lint } => setup().and_then(|()| build()).and_then(|()| test(filter, no_lint)),
     };
     if let Err(e) = result {
@@ -158,19 +186,20 @@ fn output(cmd: &mut Command) -> Result<String> {
 fn setup() -> Result<()> {
     nightly_rust_src()?;
     bpf_linker()?;
-    rocm_packages()?;
+    debian_packages()?;
     python_packages()?;
     tracefs()?;
     Ok(())
 }
 
 /// `DuckDB`'s Python package, which reads back `tracer export --format parquet` in a test: installed with
-/// pip into `target/pylib` (the tests put it on `PYTHONPATH`), not into the system's Python.
+/// Debian's Python and pip into `target/pylib` (the tests put it on `PYTHONPATH`), not into the system's
+/// Python.
 const DUCKDB: &str = "duckdb==1.5.6";
 
 fn python_packages() -> Result<()> {
     let dir = pylib();
-    let have = Command::new("python3")
+    let have = Command::new("/usr/bin/python3")
         .args(["-c", "import duckdb, sys; sys.exit(0 if duckdb.__version__ == sys.argv[1] else 1)"])
         .arg(DUCKDB.trim_start_matches("duckdb=="))
         .env("PYTHONPATH", &dir)
@@ -181,7 +210,7 @@ fn python_packages() -> Result<()> {
         return Ok(());
     }
     step(&format!("installing Python {DUCKDB} into {} with pip", dir.display()));
-    run(Command::new("python3")
+    run(Command::new("/usr/bin/python3")
         .args([
             "-m",
             "pip",
@@ -278,8 +307,8 @@ fn bpf_linker() -> Result<()> {
     Ok(())
 }
 
-fn rocm_packages() -> Result<()> {
-    let missing: Vec<&str> = ROCM_PACKAGES
+fn debian_packages() -> Result<()> {
+    let missing: Vec<&str> = PACKAGES
         .iter()
         .copied()
         .filter(|p| {
@@ -290,9 +319,7 @@ fn rocm_packages() -> Result<()> {
         })
         .collect();
     if missing.is_empty() {
-        step(
-            "Debian packages (HIP runtime, hipcc, ROCr, rocminfo, hipSPARSE, rocRAND, pip, bpftrace, strace): present",
-        );
+        step(&format!("Debian packages ({}): present", PACKAGES.join(" ")));
         return Ok(());
     }
     step(&format!("installing Debian packages: {}", missing.join(" ")));
@@ -414,10 +441,16 @@ fn tracer_bin() -> PathBuf {
     root().join("target/release/tracer")
 }
 
+/// The GPU recording the demo reports: made on an NVIDIA H100 by `bench/gpu/ggml/ledger.sh`.
+const DEMO_GPU_TRACE: &str = "fixtures/traces/h100-llama-bench-q4_k_m-p513.jsonl.zst";
+
+/// Two parts: a recording made here (the eBPF side works on this machine: a GPU-less run of the demo
+/// workload, every launch failing), then the report of a real GPU recording shipped in the repository.
 fn demo() -> Result<()> {
     let trace = root().join("target/demo.trace.jsonl");
     let runner = fixtures_dir().join("mini_runner");
-    step(&format!("recording the demo workload: tracer record -o {} -- {} demo", trace.display(), runner.display()));
+    step("part 1 of 2: a recording made on this machine (no GPU here: the runtime is real, every launch fails)");
+    step(&format!("tracer record -o {} -- {} demo", trace.display(), runner.display()));
     run(Command::new(tracer_bin())
         .arg("record")
         .arg("--force")
@@ -427,7 +460,15 @@ fn demo() -> Result<()> {
         .arg(&runner)
         .arg("demo"))?;
     step(&format!("tracer report {}", trace.display()));
-    run(Command::new(tracer_bin()).arg("report").arg(&trace))
+    run(Command::new(tracer_bin()).arg("report").arg(&trace))?;
+    step(
+        "part 2 of 2: a real GPU recording shipped with tracer, made on an NVIDIA H100 (driver 580.159.04) by \
+         bench/gpu/ggml/ledger.sh: llama.cpp's llama-bench (CUDA backend, a random-weight Q4_K_M model) with a \
+         513-token prompt (two passes at n_ubatch 512) and 4 generated tokens, traced from its start; its 796 \
+         kernel executions equal CUPTI's there, kernel by kernel",
+    );
+    step(&format!("tracer report {DEMO_GPU_TRACE}"));
+    run(Command::new(tracer_bin()).arg("report").arg(root().join(DEMO_GPU_TRACE)))
 }
 
 /// The fuzz targets (`fuzz/fuzz_targets/NAME.rs`), each with its corpus under `fuzz/corpus/NAME`.
@@ -501,6 +542,9 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
             "warnings",
         ]))?;
     }
+    step("provenance of what the fixtures and tests use (cargo xtask check-setup)");
+    provenance::check()?;
+    let deb = package::deb()?;
     let filter_args: Vec<String> = filter.into_iter().collect();
     step("unit tests");
     run(Command::new("cargo").current_dir(&root).args(["test", "--release"]).args(&filter_args))?;
@@ -516,5 +560,6 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
         .args(["--", "--test-threads=1"])
         .env("TRACER_BIN", tracer_bin())
         .env("TRACER_FIXTURES", fixtures_dir())
-        .env("TRACER_PYLIB", pylib()))
+        .env("TRACER_PYLIB", pylib())
+        .env("TRACER_DEB", deb))
 }

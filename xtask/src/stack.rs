@@ -190,7 +190,7 @@ fn real_ggml_hip() -> Result<PathBuf> {
     }
     step("fetching the cyllama-rocm 0.2.18 wheel (a real llama.cpp ROCm build) with pip");
     fs::create_dir_all(&cache)?;
-    run(Command::new("python3")
+    run(Command::new("/usr/bin/python3")
         .args(["-m", "pip", "download", "--no-deps", "--timeout", "30", "-d"])
         .arg(&cache)
         .arg("cyllama-rocm==0.2.18"))?;
@@ -204,7 +204,7 @@ fn real_ggml_hip() -> Result<PathBuf> {
         name = next(n for n in z.namelist() if '/libggml-hip' in n)\n\
         shutil.copyfileobj(z.open(name), open(sys.argv[2], 'wb'))";
     let part = cache.join("libggml-hip.so.part");
-    run(Command::new("python3").args(["-c", extract]).arg(&wheel).arg(&part))?;
+    run(Command::new("/usr/bin/python3").args(["-c", extract]).arg(&wheel).arg(&part))?;
     fs::rename(&part, &lib)?;
     drop(fs::remove_file(wheel));
     if !lib.exists() {

@@ -180,3 +180,53 @@ fn report_and_perfetto_export_cut_the_same_steps() {
     assert_eq!(from_report.get(&(pid, "decode".to_owned())), Some(&9));
     assert_eq!(from_export, from_report);
 }
+
+/// `fixtures/traces/h100-llama-bench-q4_k_m-p513.jsonl.zst`, the GPU recording `cargo xtask demo` reports:
+/// `bench/gpu/ggml/ledger.sh` on an H100 (driver 580.159.04), `llama-bench -m q4_k_m.gguf -p 513 -n 4 -r 1`,
+/// traced from its start; its 796 executions equalled CUPTI's kernel by kernel. What the demo shows is here:
+/// the prompt step as two matrix passes (`513 = 512 + 1`), exact column counts, and a ledger of called and
+/// mapped-only libraries.
+#[test]
+fn the_demos_gpu_recording_has_passes_column_counts_and_a_ledger() {
+    let p = llama_bench_report("h100-llama-bench-q4_k_m-p513.jsonl.zst");
+    let total: u64 = p["kernels"].as_array().unwrap().iter().map(|k| k["executions"].as_u64().unwrap()).sum();
+    assert_eq!(total, 796);
+    let (prefill, decode) = (phase(&p, "prefill"), phase(&p, "decode"));
+    assert_eq!((prefill["steps"].as_u64(), decode["steps"].as_u64()), (Some(2), Some(5)));
+    assert_eq!(prefill["batch_widths"], serde_json::json!(["513 = 512 + 1"]));
+    let widths: Vec<&str> = prefill["micro_batched"][0]["passes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["width"].as_str().unwrap())
+        .collect();
+    assert_eq!(widths, ["512", "1"]);
+    let mmq: Vec<&serde_json::Value> =
+        p["kernels"].as_array().unwrap().iter().filter(|k| k["class"]["family"] == "MMQ").map(|k| &k["ne11"]).collect();
+    assert!(!mmq.is_empty() && mmq.iter().all(|n| n.as_object().unwrap().keys().eq(["512"])), "{mmq:?}");
+    let status = |name: &str| {
+        let m = p["mapped"].as_array().unwrap().iter().find(|m| m["path"].as_str().unwrap().contains(name));
+        m.map(|m| m["status"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(status("libggml-cuda").as_deref(), Some("called"));
+    assert_eq!(status("libcuda.so").as_deref(), Some("called"));
+    assert_eq!(status("libcublas.so").as_deref(), Some("mapped-only"));
+    assert_eq!(status("libcublasLt").as_deref(), Some("mapped-only"));
+}
+
+/// `fixtures/traces/h100-llama-bench-f16-p513.jsonl.zst`: the same run in F16 (621 executions = CUPTI's),
+/// where ggml hands large products to cuBLAS: libcublas and libcublasLt are called, cuBLASLt's kernels are
+/// attributed to its file.
+#[test]
+fn the_f16_recording_calls_cublas_and_runs_cublaslt_kernels() {
+    let p = llama_bench_report("h100-llama-bench-f16-p513.jsonl.zst");
+    let total: u64 = p["kernels"].as_array().unwrap().iter().map(|k| k["executions"].as_u64().unwrap()).sum();
+    assert_eq!(total, 621);
+    let row = |name: &str| {
+        p["mapped"].as_array().unwrap().iter().find(|m| m["path"].as_str().unwrap().contains(name)).unwrap().clone()
+    };
+    let blas = row("libcublas.so");
+    assert_eq!((blas["status"].as_str(), blas["calls"].as_u64()), (Some("called"), Some(55)));
+    let lt = row("libcublasLt");
+    assert_eq!((lt["status"].as_str(), lt["executions"].as_u64()), (Some("called"), Some(50)));
+}

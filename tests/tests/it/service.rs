@@ -25,10 +25,10 @@ fn http_get(port: u16, path: &str) -> Option<String> {
 }
 
 /// The port of the metrics endpoint a recording said it serves.
-fn metrics_port(said: &str) -> u16 {
-    let url = said.lines().find_map(|l| l.split("http://").nth(1));
-    let url = url.expect("tracer says where it serves metrics");
-    url.split('/').next().unwrap().rsplit(':').next().unwrap().parse().unwrap()
+/// The port a recording serves metrics on, from its readiness file.
+fn metrics_port(rec: &Recording) -> u16 {
+    let addr = rec.ready_value("metrics").expect("the readiness file says where metrics are served");
+    addr.rsplit(':').next().unwrap().parse().unwrap()
 }
 
 /// Sample lines of a metric: labels (as written) -> value.
@@ -63,7 +63,7 @@ fn metrics_scraped_while_recording_agree_with_the_report() {
     let out = scratch("metrics-scrape").join("t.jsonl");
     let cmd = ggml_then_wait(4);
     let rec = Recording::start(&out, &["--metrics", "127.0.0.1:0", "--", "sh", "-c", &cmd]);
-    let port = metrics_port(&rec.said);
+    let port = metrics_port(&rec);
     // Scraped until the GPU process's steps have all closed and two scrapes agree.
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut last = String::new();
@@ -203,7 +203,7 @@ fn a_real_prometheus_scrapes_the_recording_and_answers_a_query() {
     let out = dir.join("t.jsonl");
     let cmd = ggml_then_wait(12);
     let rec = Recording::start(&out, &["--metrics", "127.0.0.1:0", "--", "sh", "-c", &cmd]);
-    let prom = Prometheus::start(&dir, metrics_port(&rec.said));
+    let prom = Prometheus::start(&dir, metrics_port(&rec));
     // The GPU process ends within a second; Prometheus scrapes every second from its start.
     let deadline = Instant::now() + Duration::from_secs(40);
     let mut launches = None;
@@ -255,7 +255,7 @@ print(json.dumps({
     "unnamed": q("select count(*) from F where kernel is null")[0][0],
 }))
 "#;
-    let o = Command::new("python3")
+    let o = Command::new("/usr/bin/python3")
         .args(["-c", script])
         .arg(&parquet)
         .env("PYTHONPATH", std::env::var("TRACER_PYLIB").expect("TRACER_PYLIB (set by cargo xtask test)"))

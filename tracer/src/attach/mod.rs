@@ -31,12 +31,35 @@ pub static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), 
 
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
-/// Checks what loading needs, in the order a user would fix it: root, kernel BTF, tracefs (mounted here
-/// when missing).
+/// Checks what loading needs, in the order a user would fix it.
+///
+/// Root, a kernel new enough (the BPF ring buffer: 5.8), the capabilities (a container's root may lack
+/// them), kernel BTF, tracefs (mounted here when missing). Each missing piece is one sentence saying what
+/// to do.
 pub fn preflight() -> Result<()> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("tracer record needs root to load eBPF programs: run it with sudo");
+    }
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    if let Some(v) = kernel_version(&release)
+        && v < MIN_KERNEL
+    {
+        bail!(
+            "this kernel ({}) is older than tracer supports: it needs Linux {}.{} or later (the BPF ring buffer)",
+            release.trim(),
+            MIN_KERNEL.0,
+            MIN_KERNEL.1
+        );
+    }
+    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let missing = missing_capabilities(&status);
+    if !missing.is_empty() {
+        bail!(
+            "tracer record runs as root without {}: give it these capabilities (a container: --cap-add {}), or run it as root on the host",
+            missing.join(", "),
+            missing.iter().map(|c| c.trim_start_matches("CAP_")).collect::<Vec<_>>().join(" --cap-add ")
+        );
     }
     if !Path::new("/sys/kernel/btf/vmlinux").exists() {
         bail!(
@@ -44,6 +67,54 @@ pub fn preflight() -> Result<()> {
         );
     }
     ensure_tracefs()
+}
+
+/// The oldest kernel tracer loads on: the BPF ring buffer came in 5.8.
+const MIN_KERNEL: (u32, u32) = (5, 8);
+
+/// What recording needs beyond root's uid, by bit: loading programs and maps (`CAP_BPF`), uprobes and
+/// tracepoints (`CAP_PERFMON`), mounting tracefs, reading `/proc/PID/map_files` and the kernel's program
+/// statistics (`CAP_SYS_ADMIN`), other processes' memory and maps (`CAP_SYS_PTRACE`), their files
+/// (`CAP_DAC_READ_SEARCH`).
+const NEEDED_CAPABILITIES: [(u32, &str); 5] =
+    [(39, "CAP_BPF"), (38, "CAP_PERFMON"), (21, "CAP_SYS_ADMIN"), (19, "CAP_SYS_PTRACE"), (2, "CAP_DAC_READ_SEARCH")];
+
+/// "6.18.0-1-amd64" -> (6, 18).
+fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.trim().split(['.', '-']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// The capabilities of [`NEEDED_CAPABILITIES`] missing from `CapEff` in `/proc/self/status` (none when the
+/// line cannot be read: the kernel then answers for itself).
+fn missing_capabilities(status: &str) -> Vec<&'static str> {
+    let Some(eff) =
+        status.lines().find_map(|l| l.strip_prefix("CapEff:")).and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+    else {
+        return Vec::new();
+    };
+    NEEDED_CAPABILITIES.iter().filter(|(bit, _)| eff & (1u64 << bit) == 0).map(|(_, name)| *name).collect()
+}
+
+#[cfg(test)]
+mod preflight_tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions_and_capabilities_are_read() {
+        assert_eq!(kernel_version("6.18.0-1-amd64\n"), Some((6, 18)));
+        assert_eq!(kernel_version("5.4.0"), Some((5, 4)));
+        assert!(kernel_version("5.4.0").unwrap() < MIN_KERNEL);
+        assert_eq!(kernel_version("garbage"), None);
+        assert!(missing_capabilities("Name:\ttracer\nCapEff:\t000001ffffffffff\n").is_empty());
+        // Root in a container without CAP_BPF and CAP_SYS_ADMIN.
+        let eff = 0x0000_01ff_ffff_ffffu64 & !(1 << 39) & !(1 << 21);
+        let got = missing_capabilities(&format!("CapEff:\t{eff:016x}\n"));
+        assert_eq!(got, ["CAP_BPF", "CAP_SYS_ADMIN"]);
+        assert!(missing_capabilities("no such line").is_empty());
+    }
 }
 
 fn ensure_tracefs() -> Result<()> {

@@ -11,9 +11,9 @@ use crate::{
     trace::{self, Record},
 };
 
-/// One process's launches by return address, with the file holding that address.
+/// One process's launches by return address, with the file holding that address: (file, launches, failed).
 #[derive(Default)]
-pub(super) struct Sites(HashMap<u64, (Option<String>, u64)>);
+pub(super) struct Sites(HashMap<u64, (Option<String>, u64, u64)>);
 
 impl Sites {
     /// Counts a launch by its return address (0: not read). A CUDA driver launch made by libcudart is not
@@ -22,10 +22,15 @@ impl Sites {
         if l.caller == 0 {
             return;
         }
-        let site = self.0.entry(l.caller).or_insert_with(|| (names.file_of(l.caller, l.ts).map(|(file, _)| file), 0));
+        let site =
+            self.0.entry(l.caller).or_insert_with(|| (names.file_of(l.caller, l.ts).map(|(file, _)| file), 0, 0));
         let by_runtime = site.0.as_deref().is_some_and(|f| crate::libs::runtime_of(f) == Library::CudaRuntime);
         if !(l.api.library() == Library::Cuda && by_runtime) {
             site.1 += 1;
+            // A one-trap launch has no return value: it is counted as made, never as failed.
+            if !l.entry_only && l.ret != 0 {
+                site.2 += 1;
+            }
         }
     }
 
@@ -36,13 +41,17 @@ impl Sites {
 
     /// The process's launches by the file that made them.
     pub(super) fn records(&self, pid: u32) -> Vec<Record> {
-        let mut by_file: BTreeMap<&str, u64> = BTreeMap::new();
-        for (file, n) in self.0.values().filter(|(_, n)| *n > 0) {
-            *by_file.entry(file.as_deref().unwrap_or("")).or_default() += n;
+        let mut by_file: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+        for (file, n, failed) in self.0.values().filter(|(_, n, _)| *n > 0) {
+            let e = by_file.entry(file.as_deref().unwrap_or("")).or_default();
+            e.0 += n;
+            e.1 += failed;
         }
         by_file
             .into_iter()
-            .map(|(path, launches)| Record::LaunchSites(trace::LaunchSites { pid, path: path.to_owned(), launches }))
+            .map(|(path, (launches, failed))| {
+                Record::LaunchSites(trace::LaunchSites { pid, path: path.to_owned(), launches, failed })
+            })
             .collect()
     }
 }

@@ -18,12 +18,13 @@ use crate::{
 
 /// Fill colour and style by what the library did.
 const fn look(m: &MappedReport) -> (&'static str, &'static str, &'static str) {
-    if m.executions > 0 || m.launches_from > 0 {
+    if m.executions > 0 || m.launches_from > m.launches_failed {
         ("dispatched", "#7bc96f", "filled")
     } else {
         match m.status {
             MapStatus::Called => ("called", "#f5d76e", "filled"),
             MapStatus::Dispatched => ("dispatched", "#7bc96f", "filled"),
+            MapStatus::LaunchesFailed => ("launches failed", "#f4a6a6", "filled"),
             MapStatus::MappedOnly => ("mapped only", "#d9d9d9", "filled"),
             MapStatus::NotProbed => ("not counted", "#ffffff", "dashed"),
         }
@@ -46,7 +47,7 @@ fn label(m: &MappedReport) -> String {
         lines.push(format!("{} kernels, {} executions", m.kernels, m.executions));
     }
     if m.launches_from > 0 {
-        lines.push(format!("{} launches made", m.launches_from));
+        lines.push(format!("{} launches made, {} failed", m.launches_from, m.launches_failed));
     }
     lines.iter().map(|l| quoted(l)).collect::<Vec<_>>().join("\\n")
 }

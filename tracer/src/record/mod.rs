@@ -5,6 +5,7 @@
 mod command;
 mod entries;
 mod live;
+mod ready;
 mod session;
 mod signals;
 mod watch;
@@ -41,6 +42,8 @@ pub struct RecordArgs {
     pub command: Vec<String>,
     pub ring_bytes: u32,
     pub quiet: bool,
+    /// Written once the probes are live, removed at the stop (`--ready-file`).
+    pub ready_file: Option<PathBuf>,
     pub probe_mode: ProbeMode,
     /// Also probe libcudart's launch and registration (a second trap per CUDA launch).
     pub cuda_runtime: bool,
@@ -228,6 +231,9 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
         bail!("a rotated recording is written to files: give -o NAME.jsonl.zst with --rotate-size or --rotate-every");
     }
     attach::preflight()?;
+    if let Some(path) = &args.ready_file {
+        ready::check(path)?;
+    }
     for &pid in args.pids.iter().chain(&args.ollama_pids) {
         if !LIVE.is_running(pid) {
             bail!("process {pid} is not running: check the PID (ps -p {pid})");
@@ -277,9 +283,12 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
         let mut seen = std::collections::BTreeSet::new();
         copies.retain(|c| seen.insert((c.dev, c.inode)));
         use tracer_common::api::Library;
-        if !copies.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda)) {
-            bail!(
-                "neither {HIP_RUNTIME} nor {CUDA_DRIVER} found (not among what the command loads, nor in /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): give its path with --lib PATH"
+        // No runtime on this machine yet: the command's process life is recorded, and a runtime it opens
+        // later (a bundled copy, a Python package's) is probed then, its calls before that unseen.
+        if !copies.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda)) && !args.quiet {
+            #[expect(clippy::print_stderr, reason = "a recording that starts without a runtime says so")]
+            let () = eprintln!(
+                "tracer: note: neither {HIP_RUNTIME} nor {CUDA_DRIVER} found (not among what the command loads, nor in /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): recording the command's processes; a runtime it opens is probed then (give its path with --lib PATH to probe it from the start)"
             );
         }
     }

@@ -41,7 +41,7 @@ struct ProcAcc {
     /// Calls of counted libraries' functions: library id -> function -> calls.
     entry_calls: BTreeMap<u32, BTreeMap<String, u64>>,
     /// Launches by the file that made them.
-    sites: BTreeMap<String, u64>,
+    sites: BTreeMap<String, (u64, u64)>,
 }
 
 /// (grid, block, grid unit, shmem).
@@ -238,7 +238,7 @@ struct Ledger<'a> {
     called: &'a std::collections::BTreeSet<u32>,
     lib_calls: &'a BTreeMap<u32, u64>,
     entry_calls: &'a BTreeMap<u32, BTreeMap<String, u64>>,
-    sites: &'a BTreeMap<String, u64>,
+    sites: &'a BTreeMap<String, (u64, u64)>,
 }
 
 impl Ledger<'_> {
@@ -272,11 +272,12 @@ impl Ledger<'_> {
             .iter()
             .filter(|k| k.code_file.as_deref() == Some(m.path.as_str()))
             .fold((0, 0), |(n, e), k| (n + 1, e + k.executions));
-        let launches_from = self.sites.get(&m.path).copied().unwrap_or(0);
+        let (launches_from, launches_failed) = self.sites.get(&m.path).copied().unwrap_or((0, 0));
         let status = match (m.lib, calls) {
             (Some(id), _) if self.called.contains(&id) => MapStatus::Called,
             (_, Some(n)) if n > 0 => MapStatus::Called,
-            _ if executions > 0 || launches_from > 0 => MapStatus::Dispatched,
+            _ if executions > 0 || launches_from > launches_failed => MapStatus::Dispatched,
+            _ if launches_from > 0 => MapStatus::LaunchesFailed,
             (_, Some(_)) => MapStatus::MappedOnly,
             (_, None) => MapStatus::NotProbed,
         };
@@ -292,6 +293,7 @@ impl Ledger<'_> {
             kernels,
             executions,
             launches_from,
+            launches_failed,
             path: m.path,
         }
     }
@@ -369,7 +371,11 @@ impl ReportBuilder {
                 let acc = procs.entry(c.pid).or_default();
                 *acc.entry_calls.entry(c.lib).or_default().entry(c.function).or_default() += c.calls;
             }
-            Record::LaunchSites(l) => *procs.entry(l.pid).or_default().sites.entry(l.path).or_default() += l.launches,
+            Record::LaunchSites(l) => {
+                let site = procs.entry(l.pid).or_default().sites.entry(l.path).or_default();
+                site.0 += l.launches;
+                site.1 += l.failed;
+            }
             Record::Mapping(m) => procs.entry(m.pid).or_default().mapped.push(m),
             // The step feeder took the executable's kernels.
             Record::GraphExec(g) => procs.entry(g.pid).or_default().graph_exec(&g, kernel_names),

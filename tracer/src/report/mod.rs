@@ -141,6 +141,8 @@ pub struct MappedReport {
     pub executions: u64,
     /// Launches whose return address lay in this file: the code that made them.
     pub launches_from: u64,
+    /// Of those, the launches that returned an error (none of them ran).
+    pub launches_failed: u64,
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -159,6 +161,9 @@ pub enum MapStatus {
     /// holds executed, or launches were made from its code (cuDNN's engine libraries, entered through
     /// C++ only; the program itself).
     Dispatched,
+    /// None of its calls counted, and its code made launches, every one of which failed: nothing of it ran
+    /// (a program launching on a machine without a usable GPU).
+    LaunchesFailed,
     /// Probed, never called.
     MappedOnly,
     /// A library tracer does not instrument.
@@ -170,6 +175,7 @@ impl MapStatus {
         match self {
             Self::Called => "called",
             Self::Dispatched => "dispatched",
+            Self::LaunchesFailed => "launches-failed",
             Self::MappedOnly => "mapped-only",
             Self::NotProbed => "not-probed",
         }

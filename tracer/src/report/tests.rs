@@ -307,13 +307,28 @@ fn the_ledger_sums_calls_kernels_and_launches_per_mapped_library() {
         launch(1, [4, 1, 1], 0),
         entry(1, "hipblasCreate", 1),
         entry(1, "hipblasSgemm", 3),
-        Record::LaunchSites(trace::LaunchSites { pid: 7, path: "/lib/libggml-hip.so".into(), launches: 2 }),
+        Record::LaunchSites(trace::LaunchSites { pid: 7, path: "/lib/libggml-hip.so".into(), launches: 2, failed: 0 }),
+        // A program whose own kernels' launches all failed (no usable GPU): nothing of it ran.
+        mapping("/bin/runner", 14, None),
+        Record::Kernel(Kernel {
+            id: 2,
+            pid: 7,
+            handle: 0x200,
+            name: "_Z1bv".into(),
+            source: Source::Register,
+            code_file: Some("/bin/runner".into()),
+            ..Default::default()
+        }),
+        launch(2, [4, 1, 1], 100),
+        launch(2, [4, 1, 1], 100),
+        launch(2, [4, 1, 1], 100),
+        Record::LaunchSites(trace::LaunchSites { pid: 7, path: "/bin/runner".into(), launches: 3, failed: 3 }),
     ];
     let r = Report::build(records);
     let p = &r.processes[0];
     let row = |name: &str| p.mapped.iter().find(|m| m.path.contains(name)).unwrap();
     let hip = row("libamdhip64");
-    assert_eq!((hip.status, hip.calls), (MapStatus::Called, Some(2)));
+    assert_eq!((hip.status, hip.calls), (MapStatus::Called, Some(5))); // 2 calls and the runner's 3 launches
     let blas = row("libhipblas");
     assert_eq!((blas.status, blas.calls), (MapStatus::Called, Some(4)));
     let functions: Vec<(&str, u64)> = blas.functions.iter().map(|f| (f.function.as_str(), f.calls)).collect();
@@ -324,7 +339,10 @@ fn the_ledger_sums_calls_kernels_and_launches_per_mapped_library() {
     let ggml = row("libggml-hip");
     assert_eq!((ggml.status, ggml.calls), (MapStatus::Dispatched, None));
     assert_eq!((ggml.kernels, ggml.executions, ggml.launches_from), (1, 2, 2));
+    let runner = row("/bin/runner");
+    assert_eq!((runner.status, runner.executions, runner.launches_failed), (MapStatus::LaunchesFailed, 0, 3));
     let text = r.to_text(&TextOptions::default());
+    assert!(text.contains("launches-failed /bin/runner (1 kernels of its code, 0 executions, 3 launches made from its code, every one failed)"), "{text}");
     assert!(text.contains("hipblasSgemm 3, hipblasCreate 1"), "{text}");
     assert!(text.contains("(1 kernels of its code, 2 executions, 2 launches made from its code)"), "{text}");
 }

@@ -103,7 +103,11 @@ impl<'a> Session<'a> {
             }
         }
         // Watching for Ollama, the runtimes may come later with a server not started yet.
-        if !targets.watch_ollama && !setup.iter().any(|r| matches!(r, Record::Probe(p) if p.error.is_none())) {
+        // Watching for Ollama or recording a command, a runtime opened later is probed then.
+        if !targets.watch_ollama
+            && program.is_none()
+            && !setup.iter().any(|r| matches!(r, Record::Probe(p) if p.error.is_none()))
+        {
             let paths: Vec<&str> = copies.iter().map(|c| c.path.as_str()).collect();
             bail!("no runtime function could be probed in {}: is this libamdhip64 or libcuda?", paths.join(", "));
         }
@@ -218,6 +222,14 @@ impl<'a> Session<'a> {
                 );
             }
         }
+        // The probes are live: said to a waiting script or service manager (with -q too).
+        let mut facts =
+            vec![("pid", std::process::id().to_string()), ("trace", self.args.output.display().to_string())];
+        if let Some(m) = &self.metrics {
+            facts.push(("metrics", m.server.addr.to_string()));
+        }
+        let status = format!("recording to {}", self.args.output.display());
+        let _ready = super::ready::Ready::announce(self.args.ready_file.as_deref(), &facts, &status)?;
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         let mut poll = tokio::time::interval(Duration::from_millis(10));
         let deadline = self.args.duration.map(|d| tokio::time::Instant::now() + d);

@@ -169,7 +169,12 @@ fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptio
                 facts.push(format!("{} kernels of its code, {} executions", m.kernels, m.executions));
             }
             if m.launches_from > 0 {
-                facts.push(format!("{} launches made from its code", m.launches_from));
+                let failed = match m.launches_failed {
+                    0 => String::new(),
+                    n if n == m.launches_from => ", every one failed".to_owned(),
+                    n => format!(", {n} failed"),
+                };
+                facts.push(format!("{} launches made from its code{failed}", m.launches_from));
             }
             let facts = if facts.is_empty() { String::new() } else { format!(" ({})", facts.join(", ")) };
             writeln!(s, "    {:<12} {}{copy}{facts}{gap}", m.status.as_str(), m.path)?;

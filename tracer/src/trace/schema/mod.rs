@@ -413,6 +413,16 @@ pub struct LaunchSites {
     /// The file as the process saw its path; empty for return addresses outside every file mapping.
     pub path: String,
     pub launches: u64,
+    /// Of those, the launches whose call returned an error (none of them ran); absent in traces before it
+    /// was counted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed: u64,
+}
+
+/// Serde's test for leaving a zero count out.
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+pub(crate) const fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

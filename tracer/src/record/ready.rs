@@ -1,0 +1,113 @@
+//! Readiness: the moment the probes are live, said to whoever waits for it, with `-q` too.
+//!
+//! A script that starts tracer and then sends work must not send it before the probes are attached, and a
+//! service manager must not start what depends on tracer before then. Two signals, both sent once the
+//! set-up is complete and the command (if any) is resumed:
+//! - `--ready-file PATH`: a file that appears whole (written beside, then renamed) holding `pid=`, `trace=`
+//!   and, when served, `metrics=` lines; removed when the recording stops;
+//! - systemd's notify protocol (`Type=notify`): `READY=1` with a `STATUS=` line, and `STOPPING=1` at the stop.
+//!   Nothing is sent where `NOTIFY_SOCKET` is unset.
+
+use std::{
+    io::Write as _,
+    path::{Path, PathBuf},
+};
+
+use anyhow::{Context as _, Result, bail};
+
+/// Checked before anything is attached: the file's directory exists and the path is no directory.
+pub(super) fn check(path: &Path) -> Result<()> {
+    let dir = parent(path);
+    if !dir.is_dir() {
+        bail!("the directory of --ready-file {} does not exist: create it or choose another path", path.display());
+    }
+    if path.is_dir() {
+        bail!("--ready-file {} is a directory: give a file's path", path.display());
+    }
+    Ok(())
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// The live recording's readiness, withdrawn when dropped.
+pub(super) struct Ready {
+    file: Option<PathBuf>,
+}
+
+impl Ready {
+    /// Says the probes are live: `facts` are (key, value) lines of the file; `status` is systemd's line.
+    pub(super) fn announce(file: Option<&Path>, facts: &[(&str, String)], status: &str) -> Result<Self> {
+        if let Some(path) = file {
+            let text = facts.iter().fold(String::new(), |mut t, (k, v)| {
+                t.push_str(k);
+                t.push('=');
+                t.push_str(v);
+                t.push('\n');
+                t
+            });
+            write_whole(path, text.as_bytes())
+                .with_context(|| format!("cannot write the --ready-file {}", path.display()))?;
+        }
+        // Best effort: a manager that went away cannot be told, and the recording goes on.
+        drop(sd_notify::notify(&[sd_notify::NotifyState::Ready, sd_notify::NotifyState::Status(status)]));
+        Ok(Self { file: file.map(Path::to_path_buf) })
+    }
+}
+
+impl Drop for Ready {
+    fn drop(&mut self) {
+        drop(sd_notify::notify(&[sd_notify::NotifyState::Stopping]));
+        if let Some(path) = &self.file {
+            drop(std::fs::remove_file(path));
+        }
+    }
+}
+
+/// Writes `bytes` under a temporary name beside `path` (created new, never through a link) and renames it
+/// over `path`: a reader sees no file or the whole file.
+fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let name = path.file_name().context("a file name")?;
+    let tmp = parent(path).join(format!(".{}.{}.part", name.to_string_lossy(), std::process::id()));
+    drop(std::fs::remove_file(&tmp));
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path).inspect_err(|_| drop(std::fs::remove_file(&tmp)))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_appears_whole_and_goes_at_the_stop() {
+        let dir = std::env::temp_dir().join(format!("tracer-ready-{}", std::process::id()));
+        drop(std::fs::remove_dir_all(&dir));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ready");
+        check(&path).unwrap();
+        // A stale file from an earlier run is replaced.
+        std::fs::write(&path, "stale").unwrap();
+        let ready = Ready::announce(Some(&path), &[("pid", "7".into()), ("trace", "t.jsonl".into())], "x").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "pid=7\ntrace=t.jsonl\n");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file is left");
+        drop(ready);
+        assert!(!path.exists());
+        check(&dir).unwrap_err();
+        check(&dir.join("missing/ready")).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
