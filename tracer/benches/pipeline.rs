@@ -89,7 +89,7 @@ fn run<E: AsRef<[u8]>>(
     let mut writer = trace::Writer::new(File::create(path).expect("bench output"), compress).expect("writer");
     if metrics {
         // `record --metrics`: every record written also feeds the live counts.
-        let live = std::sync::Arc::new(std::sync::Mutex::new(tracer::metrics::Metrics::new()));
+        let live = std::sync::Arc::new(std::sync::Mutex::new(tracer::metrics::Metrics::new(true)));
         writer.set_tap(Box::new(tracer::metrics::Tap(live)));
     }
     writer

@@ -114,9 +114,14 @@ pub struct RecordCli {
     pub ollama_user: Option<String>,
     /// Write the whole command line only of the processes tracer was asked to follow (the command, --pid
     /// processes, Ollama's server and runners); every other process it records keeps its `argv[0]` alone.
-    /// (A command line can hold secrets: by default every recorded process's is written.)
+    /// The default when recording every process (no command, --pid or --ollama): a command line can hold
+    /// secrets, and any local user can make many. Command lines are cut at 64 KiB in every mode.
     #[arg(long)]
     pub private_argv: bool,
+    /// Recording every process: write every process's whole command line (up to 64 KiB), not `argv[0]`
+    /// alone.
+    #[arg(long, conflicts_with = "private_argv")]
+    pub full_argv: bool,
     /// Ollama's models directory, to name a runner's model (default: $`OLLAMA_MODELS`, ~/.ollama/models).
     #[arg(long, value_name = "DIR")]
     pub models_dir: Option<PathBuf>,
@@ -157,8 +162,14 @@ pub struct RecordCli {
     /// Serve live counters for Prometheus at `http://ADDR/metrics` while recording (e.g. 127.0.0.1:9464):
     /// kernel executions by family, launches, graph replays, API calls by category, steps and tokens per
     /// inference phase, per process (comm, Ollama role, model); records dropped; probes attached.
-    #[arg(long, value_name = "ADDR")]
+    /// A port another program holds is said, and the recording goes on without metrics.
+    #[arg(long, value_name = "ADDR", value_parser = parse_metrics_addr)]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Leave the `comm` label (a process's name, which any user chooses) out of the metrics: processes are
+    /// then told apart by Ollama's role and model only. With it, at most 64 distinct names are labels, the
+    /// others count under `comm="other"`.
+    #[arg(long, requires = "metrics")]
+    pub metrics_no_comm: bool,
     /// Rotate: start a new file once this one holds SIZE bytes of new records (e.g. 256M, 1G; before
     /// compression; each part also restates the libraries and live processes' kernels it refers to).
     /// Parts are named after -o with a number (`run.0000.jsonl.zst`, `run.0001.jsonl.zst`, ...), each
@@ -205,6 +216,19 @@ pub struct ReportCli {
     /// Kernels listed per process, most executions first (0: all).
     #[arg(long, value_name = "N", default_value_t = 25)]
     pub top: usize,
+}
+
+/// An address to serve metrics on: `IP:PORT`, or `HOST:PORT` resolved now (`localhost:9464`).
+fn parse_metrics_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs as _;
+    if let Ok(addr) = s.parse() {
+        return Ok(addr);
+    }
+    let expected = "give IP:PORT or HOST:PORT, e.g. 127.0.0.1:9464";
+    match s.to_socket_addrs() {
+        Ok(mut addrs) => addrs.next().ok_or_else(|| format!("`{s}` names no address: {expected}")),
+        Err(e) => Err(format!("`{s}` is not an address to serve metrics on ({e}): {expected}")),
+    }
 }
 
 /// Writes the man pages, tracer(1) and one per subcommand (tracer-record(1), ...), in roff, into `dir`:

@@ -32,6 +32,7 @@ fn main() -> ExitCode {
             resolved => record::run(RecordArgs {
                 ollama_user: resolved.and_then(|(_, uid)| uid),
                 private_argv: r.private_argv,
+                full_argv: r.full_argv,
                 output: r.output,
                 ollama: r.ollama || !r.ollama_pids.is_empty(),
                 ollama_pids: r.ollama_pids,
@@ -49,6 +50,7 @@ fn main() -> ExitCode {
                 sync_teardown: r.debug_sync_teardown,
                 program_stats: r.program_stats,
                 metrics: r.metrics,
+                metrics_no_comm: r.metrics_no_comm,
                 rotate_size: r.rotate_size,
                 rotate_every: r.rotate_every,
                 probe_mode: match r.probe_mode {

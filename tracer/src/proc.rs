@@ -138,6 +138,41 @@ fn read_proc(pid: u32, name: &str) -> Option<Vec<u8>> {
     read_to_end(std::fs::File::open(format!("/proc/{pid}/{name}")).ok()?, Vec::new())
 }
 
+/// The most bytes of a command line a record keeps (its arguments and their separators).
+///
+/// A longer one is cut at an argument, and counted (`argv_cut`): any local user can give a process a 1 MB
+/// command line.
+pub const ARGV_KEPT: usize = 64 << 10;
+
+/// Cuts `argv` to at most [`ARGV_KEPT`] bytes: whole arguments while they fit, the first argument itself
+/// cut at a character boundary if it alone is longer. True when something was cut.
+pub fn cap_argv(argv: &mut Vec<String>) -> bool {
+    let mut bytes = 0usize;
+    let kept = argv
+        .iter()
+        .take_while(|a| {
+            bytes = bytes.saturating_add(a.len() + 1);
+            bytes <= ARGV_KEPT
+        })
+        .count();
+    if kept == argv.len() {
+        return false;
+    }
+    if kept == 0
+        && let Some(first) = argv.first_mut()
+    {
+        let mut end = ARGV_KEPT.saturating_sub(1).min(first.len());
+        while !first.is_char_boundary(end) {
+            end -= 1;
+        }
+        first.truncate(end);
+        argv.truncate(1);
+    } else {
+        argv.truncate(kept);
+    }
+    true
+}
+
 /// The rest of an open `/proc` file after `start`, at most [`MAX_PROC_FILE`] bytes in all.
 fn read_to_end(file: std::fs::File, mut start: Vec<u8>) -> Option<Vec<u8>> {
     use std::io::Read as _;
@@ -297,6 +332,27 @@ pub fn own_peak_rss_kib() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_lines_are_cut_at_64_kib_at_an_argument() {
+        let short: Vec<String> = ["python3", "app.py"].map(String::from).to_vec();
+        let mut argv = short.clone();
+        assert!(!cap_argv(&mut argv));
+        assert_eq!(argv, short);
+        // A 1 MB argument after two short ones: the short ones stay.
+        let mut argv = vec!["sh".to_owned(), "-c".to_owned(), "x".repeat(1 << 20)];
+        assert!(cap_argv(&mut argv));
+        assert_eq!(argv, ["sh", "-c"]);
+        // A 1 MB first argument (multi-byte characters): cut within it, at a character boundary.
+        let mut argv = vec!["\u{e9}".repeat(1 << 19), "more".to_owned()];
+        assert!(cap_argv(&mut argv));
+        assert_eq!(argv.len(), 1);
+        assert!(argv[0].len() < ARGV_KEPT && argv[0].len() > ARGV_KEPT - 4, "{}", argv[0].len());
+        // Many arguments: at most ARGV_KEPT bytes with their separators.
+        let mut argv = vec!["y".repeat(1000); 1000];
+        assert!(cap_argv(&mut argv));
+        assert_eq!(argv.len(), ARGV_KEPT / 1001);
+    }
 
     #[test]
     fn maps_paths_are_parsed() {

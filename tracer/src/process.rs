@@ -20,6 +20,8 @@ pub(crate) struct ProcessTable {
     /// runners) are written with their whole command line; others keep argv[0].
     pub private_argv: bool,
     pub targets: std::collections::HashSet<u32>,
+    /// Command lines written cut to [`crate::proc::ARGV_KEPT`] bytes (footer `argv_cut`).
+    pub argv_cut: u64,
     procs: &'static (dyn Procs + Sync),
     /// Who a process was at the early look (names/early.rs), for one that ended before it was named.
     pub early: Option<std::sync::Arc<EarlyLooks>>,
@@ -40,6 +42,7 @@ impl ProcessTable {
             models_dir: None,
             private_argv: false,
             targets: std::collections::HashSet::new(),
+            argv_cut: 0,
             procs,
             early: None,
         }
@@ -89,6 +92,9 @@ impl ProcessTable {
             model.as_deref().zip(self.models_dir.as_deref()).and_then(|(m, dir)| ollama::model_label(m, dir));
         if self.private_argv && role.is_none() && !self.targets.contains(&pid) {
             argv.truncate(1);
+        }
+        if crate::proc::cap_argv(&mut argv) {
+            self.argv_cut += 1;
         }
         Some(trace::Process { pid, ppid, start_time, comm, argv, cause, ts, role, model, model_name })
     }

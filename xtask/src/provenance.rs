@@ -271,8 +271,10 @@ fn owner(path: &Path) -> Result<Option<String>> {
         let o = Command::new("dpkg").arg("-S").arg(&c).output().context("cannot run dpkg -S")?;
         if o.status.success() {
             let text = String::from_utf8_lossy(&o.stdout);
-            // "pkg1, pkg2:amd64: /path": the owners before the last ": ".
-            if let Some((pkgs, _)) = text.lines().next().and_then(|l| l.rsplit_once(": ")) {
+            // "pkg1, pkg2:amd64: /path": the owners before the last ": " ("diversion by PKG from/to: ..." lines
+            // say who diverted a file, not who owns it).
+            let owned = text.lines().find(|l| !l.starts_with("diversion by "));
+            if let Some((pkgs, _)) = owned.and_then(|l| l.rsplit_once(": ")) {
                 let first = pkgs.split(", ").next().unwrap_or(pkgs);
                 return Ok(Some(first.split(':').next().unwrap_or(first).to_owned()));
             }

@@ -12,6 +12,7 @@ mod driver;
 mod hostile;
 mod inspect;
 mod library_stack;
+mod neighbours;
 mod ollama;
 mod package;
 mod phases;

@@ -24,7 +24,6 @@ fn http_get(port: u16, path: &str) -> Option<String> {
     (status == Some("200")).then(|| body.to_owned())
 }
 
-/// The port of the metrics endpoint a recording said it serves.
 /// The port a recording serves metrics on, from its readiness file.
 fn metrics_port(rec: &Recording) -> u16 {
     let addr = rec.ready_value("metrics").expect("the readiness file says where metrics are served");

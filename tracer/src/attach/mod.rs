@@ -404,6 +404,8 @@ pub fn release_in_background() {
                 libc::close(fd);
             }
             libc::setsid();
+            // Named, so that a recording started meanwhile can say why its attaching waits.
+            libc::prctl(libc::PR_SET_NAME, RELEASER.as_ptr());
             // Returns when every copy of the write end is closed: when the parent has ended.
             let mut byte = 0u8;
             while libc::read(read_end, (&raw mut byte).cast(), 1) < 0 {}
@@ -423,6 +425,17 @@ pub fn release_in_background() {
             }
         }
     }
+}
+
+/// The name (`comm`) of the child that releases a finished recording's probes.
+const RELEASER: &std::ffi::CStr = c"tracer-release";
+
+/// Earlier recordings whose probes the kernel is still releasing: a new recording's probes on the same
+/// files wait behind them (each release waits for a grace period, about 0.1 s a probe).
+pub fn releases_in_progress() -> usize {
+    use crate::proc::{LIVE, Procs as _};
+    let name = RELEASER.to_string_lossy();
+    LIVE.pids().into_iter().filter(|&pid| LIVE.stat(pid).is_some_and(|s| s.comm == name)).count()
 }
 
 /// BPF helpers that would let a program write to, redirect or signal the traced process.

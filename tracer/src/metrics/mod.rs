@@ -3,11 +3,14 @@
 //! What the trace says so far, counted from the same records the writer writes, as Prometheus counters.
 //!
 //! Counted per process, under the labels `comm`, `role` (Ollama's server or runner) and `model` (a
-//! runner's model name): kernel executions by family (launches, graph replays' kernels and queue
+//! runner's model name; `comm` may be left out, `--metrics-no-comm`): kernel executions by family (launches, graph replays' kernels and queue
 //! dispatches, as the report's steps count them: [`crate::phase::Feeder`]), launches, graph replays
 //! (and those whose kernels are unknown), API calls by category, and per inference phase the closed
 //! steps, their tokens and kernels by family. Label values are bounded sets: a kernel's family, never its
-//! name. A process that exits has its counts folded into its labels' totals and its state dropped, so
+//! name; Ollama's role and model come from trusted sources (the followed server's argv and manifests); a
+//! process's name, which any user chooses (`prctl(PR_SET_NAME)`), is a label for at most [`MAX_COMMS`]
+//! distinct names, the processes of any other name counting under `comm="other"` (the cap and how many
+//! were folded are in the scrape). A process that exits has its counts folded into its labels' totals and its state dropped, so
 //! memory stays flat over days of runner churn. Records dropped and probes attached or missing come
 //! from the session ([`Session`]).
 //!
@@ -36,6 +39,11 @@ use crate::{
 
 /// A process's labels: (comm, role, model).
 type Labels = (String, String, String);
+
+/// Distinct process names (`comm`) kept as label values; past them, `other`.
+pub const MAX_COMMS: usize = 64;
+/// The `comm` label value of the processes whose name came past [`MAX_COMMS`].
+const OTHER_COMM: &str = "other";
 
 /// One process's counts (or the totals of the exited processes of one label set).
 #[derive(Clone, Default)]
@@ -86,6 +94,12 @@ pub struct Session {
 #[derive(Default)]
 pub struct Metrics {
     feeder: Feeder,
+    /// Whether processes are labelled by their name (`comm`).
+    comm_label: bool,
+    /// The names admitted as `comm` values, at most [`MAX_COMMS`] besides those of Ollama's processes.
+    comms: std::collections::HashSet<String>,
+    /// Processes whose name was counted under `other`.
+    comms_folded: u64,
     labels: HashMap<u32, Labels>,
     live: HashMap<u32, Counts>,
     /// Exited processes' counts, by labels.
@@ -96,8 +110,26 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    pub fn new() -> Self {
-        Self { feeder: Feeder::listing_executions(), ..Self::default() }
+    /// Counts labelled by process name too when `comm_label`.
+    pub fn new(comm_label: bool) -> Self {
+        Self { feeder: Feeder::listing_executions(), comm_label, ..Self::default() }
+    }
+
+    /// The `comm` label value of a process: its name while fewer than [`MAX_COMMS`] names are labels (or
+    /// it is one of Ollama's processes, whose role is trusted), else `other`; empty without the label.
+    fn comm_value(&mut self, comm: &str, trusted: bool) -> String {
+        if !self.comm_label {
+            return String::new();
+        }
+        if self.comms.contains(comm) {
+            return comm.to_owned();
+        }
+        if trusted || self.comms.len() < MAX_COMMS {
+            self.comms.insert(comm.to_owned());
+            return comm.to_owned();
+        }
+        self.comms_folded += 1;
+        OTHER_COMM.to_owned()
     }
 
     /// One record, as written.
@@ -107,7 +139,8 @@ impl Metrics {
             Record::Process(p) => {
                 let role = p.role.map_or("", Role::as_str).to_owned();
                 let model = p.model_name.clone().or_else(|| p.model.clone()).unwrap_or_default();
-                self.labels.insert(p.pid, (p.comm.clone(), role, model));
+                let comm = self.comm_value(&p.comm, p.role.is_some());
+                self.labels.insert(p.pid, (comm, role, model));
             }
             Record::Probe(p) => {
                 if p.error.is_none() {
@@ -190,13 +223,16 @@ impl Metrics {
             proc_family(&mut reg, "phase_tokens", "Tokens evaluated in closed steps with exact widths, by phase");
         let phase_kernels =
             proc_family(&mut reg, "phase_kernel_executions", "Kernel executions in closed steps, by phase and family");
+        let comm_label = self.comm_label;
         for ((comm, role, model), c) in &all {
             let base = || {
-                vec![
-                    ("comm".to_owned(), comm.clone()),
-                    ("role".to_owned(), role.clone()),
-                    ("model".to_owned(), model.clone()),
-                ]
+                let mut l = Vec::with_capacity(5);
+                if comm_label {
+                    l.push(("comm".to_owned(), comm.clone()));
+                }
+                l.push(("role".to_owned(), role.clone()));
+                l.push(("model".to_owned(), model.clone()));
+                l
             };
             let with = |extra: &[(&str, &str)]| {
                 let mut l = base();
@@ -231,6 +267,19 @@ impl Metrics {
             reg.register(name, help, g);
         };
         gauge(&mut reg, "probes_attached", "Runtime functions probed", self.probes_attached);
+        gauge(
+            &mut reg,
+            "metrics_comm_values_max",
+            "Distinct process names (comm) kept as label values; processes of further names count under comm=\"other\"",
+            MAX_COMMS as u64,
+        );
+        let folded = Counter::<u64>::default();
+        folded.inc_by(self.comms_folded);
+        reg.register(
+            "metrics_comm_folded",
+            "Processes counted under comm=\"other\": their name came past the distinct names kept",
+            folded,
+        );
         gauge(&mut reg, "probes_missing", "Runtime functions that could not be probed", self.probes_missing);
         gauge(
             &mut reg,

@@ -46,7 +46,7 @@ fn sample(text: &str, series: &str) -> Option<u64> {
 
 #[test]
 fn counts_by_process_family_and_phase_and_keeps_them_after_exit() {
-    let mut m = Metrics::new();
+    let mut m = Metrics::new(true);
     let runner = |pid| {
         Record::Process(Process {
             pid,
@@ -91,4 +91,38 @@ fn counts_by_process_family_and_phase_and_keeps_them_after_exit() {
     let text = m.render(&Session::default());
     assert_eq!(sample(&text, &format!("tracer_kernel_launches_total{{{labels}}}")), Some(5), "{text}");
     assert_eq!(sample(&text, &format!("tracer_phase_steps_total{{{labels},phase=\"decode\"}}")), Some(2));
+}
+
+/// Any user names their processes: past 64 distinct names, processes count under `comm="other"`, and the
+/// scrape says the cap and how many were folded. Ollama's processes keep their name. Without the label,
+/// processes are told apart by role and model alone.
+#[test]
+fn process_names_chosen_by_users_are_bounded_label_values() {
+    let mut m = Metrics::new(true);
+    for pid in 0..2000u32 {
+        m.record(&Record::Process(Process { pid, comm: format!("name{pid}"), ..Process::default() }));
+        m.record(&launch(pid, 1, u64::from(pid)));
+        m.record(&Record::Exit(Exit { ts: u64::from(pid) + 1, pid, code: Some(0), signal: None }));
+    }
+    m.record(&Record::Process(Process {
+        pid: 9000,
+        comm: "ollama".into(),
+        role: Some(Role::Runner),
+        ..Process::default()
+    }));
+    m.record(&launch(9000, 1, 5000));
+    let text = m.render(&Session::default());
+    let series: Vec<&str> = text.lines().filter(|l| l.starts_with("tracer_kernel_launches_total{")).collect();
+    assert_eq!(series.len(), MAX_COMMS + 2, "{series:?}");
+    assert_eq!(sample(&text, r#"tracer_kernel_launches_total{comm="other",role="",model=""}"#), Some(2000 - 64));
+    assert_eq!(sample(&text, r#"tracer_kernel_launches_total{comm="ollama",role="runner",model=""}"#), Some(1));
+    assert_eq!(sample(&text, "tracer_metrics_comm_folded_total"), Some(2000 - 64), "{text}");
+    assert_eq!(sample(&text, "tracer_metrics_comm_values_max"), Some(64));
+    assert!(text.len() < 100_000, "{} bytes", text.len());
+
+    let mut m = Metrics::new(false);
+    m.record(&Record::Process(Process { pid: 1, comm: "anything".into(), ..Process::default() }));
+    m.record(&launch(1, 1, 1));
+    let text = m.render(&Session::default());
+    assert_eq!(sample(&text, r#"tracer_kernel_launches_total{role="",model=""}"#), Some(1), "{text}");
 }

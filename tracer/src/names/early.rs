@@ -73,9 +73,6 @@ pub struct Who {
     pub argv: Vec<String>,
 }
 
-/// Bytes of a command line kept with a look (1024 looks at most are kept).
-const ARGV_KEPT: usize = 64 << 10;
-
 /// The looks taken, shared by the looking thread and the session.
 #[derive(Default)]
 pub struct EarlyLooks {
@@ -311,22 +308,13 @@ fn look(rx: &Receiver<(u32, u64)>, looks: &EarlyLooks) {
     }
 }
 
-/// Who a process is now: its `stat` fields and at most [`ARGV_KEPT`] bytes of its arguments (a cut one
+/// Who a process is now: its `stat` fields and at most [`crate::proc::ARGV_KEPT`] bytes of its arguments (a cut one
 /// counted in `cut`).
 fn who(pid: u32, cut: &AtomicU64) -> Option<Who> {
     use crate::proc::{LIVE, Procs as _};
     let stat = LIVE.stat(pid)?;
     let mut argv = LIVE.argv(pid);
-    let mut bytes = 0usize;
-    let kept = argv
-        .iter()
-        .take_while(|a| {
-            bytes = bytes.saturating_add(a.len() + 1);
-            bytes <= ARGV_KEPT
-        })
-        .count();
-    if kept < argv.len() {
-        argv.truncate(kept);
+    if crate::proc::cap_argv(&mut argv) {
         cut.fetch_add(1, Ordering::Relaxed);
     }
     Some(Who { stat, argv })

@@ -53,28 +53,7 @@ impl LiveStatus {
     }
 }
 
-/// The live metrics of a recording and their endpoint (`--metrics`).
+/// The live metrics of a recording and their endpoint (`--metrics`), which answers on tasks of its own.
 pub(super) struct LiveMetrics {
-    pub live: crate::metrics::Shared,
     pub server: crate::metrics::Server,
-}
-
-impl LiveMetrics {
-    /// A scrape: the metrics so far, rendered now and written by a task of its own; a client beyond the
-    /// endpoint's room is closed at once.
-    pub(super) fn answer(&self, sock: tokio::net::TcpStream, session: &crate::metrics::Session) {
-        if !self.server.has_room() {
-            return;
-        }
-        let body = crate::metrics::with(&self.live, |live| live.render(session));
-        self.server.answer(sock, body);
-    }
-}
-
-/// The next client of the metrics endpoint (never, without one).
-pub(super) async fn next_client(m: Option<&LiveMetrics>) -> Option<tokio::net::TcpStream> {
-    match m {
-        Some(m) => m.server.accept().await,
-        None => std::future::pending().await,
-    }
 }

@@ -55,13 +55,25 @@ pub struct RecordArgs {
     pub program_stats: bool,
     /// `--ollama` also trusts a server whose executable this uid owns (root's always are).
     pub ollama_user: Option<u32>,
-    /// Keep only `argv[0]` of processes that are not targets (`--private-argv`).
+    /// Keep only `argv[0]` of processes that are not targets (`--private-argv`; the default system-wide).
     pub private_argv: bool,
+    /// System-wide: keep every process's whole command line (`--full-argv`).
+    pub full_argv: bool,
     /// Serve live metrics for Prometheus at this address (`--metrics`).
     pub metrics: Option<std::net::SocketAddr>,
+    /// Leave the `comm` label out of the metrics (`--metrics-no-comm`).
+    pub metrics_no_comm: bool,
     /// Start a new file past this many bytes (`--rotate-size`) or this age (`--rotate-every`).
     pub rotate_size: Option<u64>,
     pub rotate_every: Option<Duration>,
+}
+
+impl RecordArgs {
+    /// Whether processes not followed keep `argv[0]` alone: asked (`--private-argv`), or recording every
+    /// process without `--full-argv`.
+    pub(crate) const fn argv_private(&self, filter_by_pid: bool) -> bool {
+        self.private_argv || (!filter_by_pid && !self.full_argv)
+    }
 }
 
 /// The trace file of a recording: new, or (with `--force` over an existing file) written beside the old
@@ -181,15 +193,7 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
             Some(r) => Writer::rotating(file, compress, r, &args.output)?,
             None => Writer::new(file, compress)?,
         };
-        let metrics = match args.metrics {
-            Some(addr) => {
-                let server = crate::metrics::Server::bind(addr)?;
-                let live = std::sync::Arc::new(std::sync::Mutex::new(crate::metrics::Metrics::new()));
-                writer.set_tap(Box::new(crate::metrics::Tap(std::sync::Arc::clone(&live))));
-                Some(live::LiveMetrics { live, server })
-            }
-            None => None,
-        };
+        let metrics = args.metrics.and_then(|addr| serve_metrics(addr, &args, &mut writer));
         let (mut session, child) = session::Session::set_up(&args, setup, writer)?;
         session.metrics = metrics;
         if let Some(sig) = signals.pending() {
@@ -212,6 +216,28 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
     })
 }
 
+/// The metrics endpoint (`--metrics`), fed by the writer's tap. A port taken by someone else is no reason
+/// to lose the recording (a service would restart in a loop): tracer says so and records without metrics.
+#[expect(clippy::print_stderr, reason = "a recording without its metrics, or with them exposed, says so")]
+fn serve_metrics(addr: std::net::SocketAddr, args: &RecordArgs, writer: &mut Writer) -> Option<live::LiveMetrics> {
+    let live = std::sync::Arc::new(std::sync::Mutex::new(crate::metrics::Metrics::new(!args.metrics_no_comm)));
+    match crate::metrics::Server::start(addr, std::sync::Arc::clone(&live)) {
+        Ok(server) => {
+            if !addr.ip().is_loopback() {
+                eprintln!(
+                    "tracer: warning: metrics are served on {addr}, which other machines may reach, and they name the traced processes and models; serve them on 127.0.0.1 unless that is meant"
+                );
+            }
+            writer.set_tap(Box::new(crate::metrics::Tap(live)));
+            Some(live::LiveMetrics { server })
+        }
+        Err(e) => {
+            eprintln!("tracer: warning: {e:#}: recording without metrics (choose another port with --metrics)");
+            None
+        }
+    }
+}
+
 /// What a recording checks and finds before it creates its file or attaches anything: the machine, the
 /// processes named, the command (resolved, so a misspelled one is said at once), the library copies.
 pub(crate) struct Setup {
@@ -231,6 +257,15 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
         bail!("a rotated recording is written to files: give -o NAME.jsonl.zst with --rotate-size or --rotate-every");
     }
     attach::preflight()?;
+    let releasing = attach::releases_in_progress();
+    if releasing > 0 && !args.quiet {
+        #[expect(clippy::print_stderr, reason = "a start that may wait says why")]
+        let () = eprintln!(
+            "tracer: note: {releasing} earlier recording{} still releasing {} probes (the kernel frees each after a grace period, about 0.1 s a probe): attaching may wait for them",
+            if releasing == 1 { " is" } else { "s are" },
+            if releasing == 1 { "its" } else { "their" }
+        );
+    }
     if let Some(path) = &args.ready_file {
         ready::check(path)?;
     }
@@ -346,6 +381,7 @@ fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono:
             ollama_servers: targets.servers.clone(),
             kernel_tracepoints: attach::gpu_tracepoint_groups(),
             lean: args.probe_mode == ProbeMode::Lean,
+            private_argv: args.argv_private(filter_by_pid),
         },
         units: units(),
         part: None,

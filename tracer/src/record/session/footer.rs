@@ -60,6 +60,9 @@ impl Session<'_> {
             footer.counters.insert("filter_entries_end".into(), self.pids.keys().count() as u64);
         }
         footer.counters.insert("unnamed_kernels".into(), self.attr.names.unnamed);
+        if self.attr.processes.argv_cut > 0 {
+            footer.counters.insert("argv_cut".into(), self.attr.processes.argv_cut);
+        }
         footer.counters.insert("maps_gone_before_look".into(), self.watch.maps_gone_count);
         footer.counters.insert("maps_gone_listed_from_naming".into(), self.watch.maps_gone_listed_count);
         if let Some(e) = &self.attr.names.early {

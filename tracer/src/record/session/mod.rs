@@ -16,7 +16,7 @@ use super::{
     command::{self, Command},
     entries::Entries,
     header,
-    live::{LiveMetrics, LiveStatus, next_client},
+    live::{LiveMetrics, LiveStatus},
     runtimes,
     signals::{Signals, restore_default_signals},
     watch::LibraryWatch,
@@ -163,7 +163,7 @@ impl<'a> Session<'a> {
             attr.processes.name_command(pid, args.command.clone());
         }
         attr.processes.models_dir = ollama::models_dir(args.models_dir.as_deref());
-        attr.processes.private_argv = args.private_argv;
+        attr.processes.private_argv = args.argv_private(filter_by_pid);
         attr.processes.targets = targets.pids.iter().chain(child_pid.iter()).copied().collect();
         let mut out = Vec::new();
         for &pid in targets.pids.iter().chain(child_pid.iter()) {
@@ -209,7 +209,8 @@ impl<'a> Session<'a> {
                 eprintln!("tracer: metrics for Prometheus at http://{}/metrics", m.server.addr);
             }
             eprintln!(
-                "tracer: recording to {} ({n} library cop{}); stop with Ctrl-C",
+                "tracer: recording {}to {} ({n} library cop{}); stop with Ctrl-C",
+                if self.filter_by_pid { "" } else { "every process that calls a probed runtime " },
                 self.args.output.display(),
                 if n == 1 { "y" } else { "ies" }
             );
@@ -222,6 +223,7 @@ impl<'a> Session<'a> {
                 );
             }
         }
+        self.update_metrics_session();
         // The probes are live: said to a waiting script or service manager (with -q too).
         let mut facts =
             vec![("pid", std::process::id().to_string()), ("trace", self.args.output.display().to_string())];
@@ -251,6 +253,7 @@ impl<'a> Session<'a> {
                 }
                 _ = tick.tick() => {
                     self.writer.flush_and_rotate()?;
+                    self.update_metrics_session();
                     if status.due() {
                         let line = self.status_line(&mut status);
                         status.show(&line);
@@ -259,7 +262,6 @@ impl<'a> Session<'a> {
                         break Stop::TargetsExited;
                     }
                 }
-                Some(sock) = next_client(self.metrics.as_ref()) => self.answer_scrape(sock),
                 sig = signals.recv() => {
                     signal_seen = Some(sig);
                     break Stop::Signal;
@@ -323,15 +325,15 @@ impl<'a> Session<'a> {
         if self.filter_by_pid { self.pids.keys().count() } else { self.attr.processes_seen() }
     }
 
-    /// A Prometheus scrape: the metrics so far, with the session's losses and processes.
-    fn answer_scrape(&self, sock: tokio::net::TcpStream) {
+    /// The session's figures for the metrics endpoint's next renders: its losses and processes.
+    fn update_metrics_session(&self) {
         let Some(m) = &self.metrics else { return };
         // The drain thread's own losses beside the ring's, as the footer lists them.
         let mut dropped = self.ring_drops();
         for (kind, n) in self.ring.dropped() {
             *dropped.entry(kind).or_default() += n;
         }
-        m.answer(sock, &crate::metrics::Session { dropped, processes_traced: self.processes_traced() as u64 });
+        m.server.set_session(crate::metrics::Session { dropped, processes_traced: self.processes_traced() as u64 });
     }
 
     /// New runners, late dlopens, containers: looks at what each traced process maps now. False when

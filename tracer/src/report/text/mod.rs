@@ -516,6 +516,9 @@ fn write_idle(s: &mut String, idle: &[&ProcessReport]) -> std::fmt::Result {
         by_comm.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
         let names: Vec<String> = by_comm
             .iter()
+            // A process of which only the exit was recorded (it began before the recording, or its start
+            // was lost) has no name: said so, not left blank.
+            .map(|(comm, pids)| (if comm.is_empty() { "[exit only, name unknown]" } else { comm }, pids))
             .map(|(comm, pids)| match pids.as_slice() {
                 [one] => format!("{comm} (pid {one})"),
                 many => format!("{} {comm}", many.len()),

@@ -95,6 +95,10 @@ pub struct Options {
     /// a step ends at the copy toward the host.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lean: bool,
+    /// Processes tracer was not asked to follow were written with `argv[0]` alone (`--private-argv`, the
+    /// default when recording every process); absent in traces before it was said.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private_argv: bool,
 }
 
 /// Which processes a recording traces.

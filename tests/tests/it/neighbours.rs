@@ -1,0 +1,202 @@
+//! Hostile neighbours: root runs tracer, and a local user tries to starve its metrics, inflate their
+//! labels, fill the disk with command lines, or make a new recording wait without a word.
+
+use std::{
+    io::{Read as _, Write as _},
+    net::TcpStream,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use integration_tests::*;
+
+/// The port a recording serves metrics on, from its readiness file.
+fn metrics_port(rec: &Recording) -> u16 {
+    let addr = rec.ready_value("metrics").expect("the readiness file says where metrics are served");
+    addr.rsplit(':').next().unwrap().parse().unwrap()
+}
+
+/// A scrape: the body of `GET /metrics`, or None (a guard of 30 s against a hang, not a speed check).
+fn scrape(port: u16) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_owned())
+}
+
+/// The value of the sample line that starts with `series`.
+fn sample(text: &str, series: &str) -> Option<u64> {
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// 64 clients that connect and send their request one byte at a time, reconnecting whenever they are
+/// closed, for as long as the test runs (a slowloris): every real scrape is still answered.
+#[test]
+fn scrapes_are_answered_while_64_slow_clients_hold_the_endpoint() {
+    let out = scratch_trace("slowloris");
+    let rec = Recording::start(&out, &["--metrics", "127.0.0.1:0", "--", "/bin/sleep", "120"]);
+    let port = metrics_port(&rec);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut attackers = Vec::new();
+    for _ in 0..64 {
+        let stop = Arc::clone(&stop);
+        attackers.push(std::thread::spawn(move || {
+            let request = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX: ";
+            let mut connections = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { continue };
+                connections += 1;
+                for byte in request.iter().cycle() {
+                    if stop.load(Ordering::Relaxed) || s.write_all(&[*byte]).is_err() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+            connections
+        }));
+    }
+    // Let the attack take hold, then scrape as Prometheus would.
+    std::thread::sleep(Duration::from_secs(1));
+    let mut slowest = Duration::ZERO;
+    for _ in 0..10 {
+        let t = Instant::now();
+        let body = scrape(port);
+        slowest = slowest.max(t.elapsed());
+        assert!(body.is_some_and(|b| b.contains("# EOF")), "a scrape was not answered during the attack");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let connections: u64 = attackers.into_iter().map(|a| a.join().unwrap()).sum();
+    eprintln!(
+        "10 of 10 scrapes answered during the attack, the slowest in {slowest:?}; {connections} slow connections"
+    );
+    rec.signal(libc::SIGINT);
+    let (status, stderr) = rec.wait();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+}
+
+/// 20 000 processes of distinct names (any user picks a process's name): the scrape keeps 64 of them as
+/// labels and counts the others under `comm="other"`, stays small, and so does tracer, through a flood of
+/// scrapes.
+#[test]
+fn a_storm_of_process_names_keeps_the_scrape_and_tracer_small() {
+    let dir = scratch("comm-storm");
+    let out = dir.join("t.jsonl.zst");
+    let names = 20_000u64;
+    let script = format!("{} {names} {}; sleep 120", fixture("comm_storm").display(), dir.join("names").display());
+    let rec = Recording::start(&out, &["--metrics", "127.0.0.1:0", "--", "/bin/sh", "-c", &script]);
+    let port = metrics_port(&rec);
+    let deadline = Instant::now() + Duration::from_mins(5);
+    let body = loop {
+        assert!(Instant::now() < deadline, "the storm's processes never all reached the metrics");
+        std::thread::sleep(Duration::from_secs(1));
+        let Some(body) = scrape(port) else { continue };
+        if sample(&body, "tracer_metrics_comm_folded_total").is_some_and(|n| n + 64 >= names) {
+            break body;
+        }
+    };
+    let series = body.lines().filter(|l| l.starts_with("tracer_kernel_launches_total{")).count();
+    assert!(series <= 64 + 2, "{series} label sets");
+    assert!(body.len() < 100_000, "a scrape of {} bytes", body.len());
+    // A flood of scrapes: 8 clients, 50 each.
+    let mut flood = Vec::new();
+    for _ in 0..8 {
+        flood.push(std::thread::spawn(move || (0..50).filter(|_| scrape(port).is_some()).count()));
+    }
+    let answered: usize = flood.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(answered, 400);
+    rec.signal(libc::SIGINT);
+    let (status, stderr) = rec.wait();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let records = read_trace(&out);
+    let rss_kib = footer(&records).counters["tracer_max_rss_kib"];
+    eprintln!("{names} names: a scrape of {} bytes, {series} label sets; tracer's peak RSS {rss_kib} KiB", body.len());
+    assert!(rss_kib < 64 << 10, "tracer's peak RSS {rss_kib} KiB");
+}
+
+/// A 1 MB command line (ten arguments of 100 000 bytes) costs at most the 64 KiB cap in the trace, and
+/// the cut is counted.
+#[test]
+fn a_megabyte_command_line_costs_at_most_the_cap_on_disk() {
+    let out = scratch_trace("argv-bomb");
+    // The process lives half a second, so its command line is read while it runs.
+    let script =
+        "a=$(head -c 100000 /dev/zero | tr '\\0' x); exec /bin/sh -c 'sleep 0.5' $a $a $a $a $a $a $a $a $a $a";
+    let records = record_ok(&out, &["--", "/bin/sh", "-c", script]);
+    let sleeper = records.iter().find_map(|r| match r {
+        Record::Process(p) if p.argv.iter().any(|a| a == "sleep 0.5") => Some(p),
+        _ => None,
+    });
+    let p = sleeper.expect("the exec of the long command line is recorded");
+    assert_eq!(p.argv, ["/bin/sh", "-c", "sleep 0.5"], "whole arguments kept while they fit");
+    let bytes: usize = p.argv.iter().map(|a| a.len() + 1).sum();
+    assert!(bytes <= 64 << 10, "{bytes} bytes of argv kept");
+    let f = footer(&records);
+    let cut =
+        f.counters.get("argv_cut").copied().unwrap_or(0) + f.counters.get("early_look_argv_cut").copied().unwrap_or(0);
+    assert!(cut >= 1, "the cut is not counted: {:?}", f.counters);
+    let size = std::fs::metadata(&out).unwrap().len();
+    assert!(size < 128 << 10, "a trace of {size} bytes for one 1 MB command line");
+}
+
+/// Recording every process, a command line is `argv[0]` alone unless asked (`--full-argv`): the trace
+/// says so in its header.
+#[test]
+fn recording_every_process_keeps_argv0_alone_by_default() {
+    let dir = scratch("argv-system-wide");
+    let out = dir.join("t.jsonl");
+    // A program of a name of its own, living long enough for its command line to be read.
+    let probe = dir.join("argv-probe");
+    std::fs::copy("/bin/sleep", &probe).unwrap();
+    let rec = Recording::start(&out, &["-q", "-d", "2s"]);
+    let o = std::process::Command::new(&probe).arg("0.5").output().unwrap();
+    assert!(o.status.success());
+    let (status, stderr) = rec.wait();
+    assert!(status.success(), "{stderr}");
+    let records = read_trace(&out);
+    let Some(Record::Header(h)) = records.first() else { panic!("no header") };
+    assert!(h.options.private_argv);
+    let seen: Vec<&trace::Process> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Process(p) if p.comm == "argv-probe" => Some(p),
+            _ => None,
+        })
+        .collect();
+    assert!(!seen.is_empty(), "the exec of argv-probe is recorded");
+    assert!(seen.iter().all(|p| p.argv.len() == 1), "{seen:?}");
+}
+
+/// Five recordings back to back leave their probes releasing in the background; a sixth started at once
+/// says that its attaching may wait for them.
+#[test]
+fn a_start_behind_earlier_releases_says_why_it_may_wait() {
+    let dir = scratch("releases");
+    let runner = fixture("mini_runner");
+    for i in 0..5 {
+        let out = dir.join(format!("t{i}.jsonl"));
+        record_ok(&out, &["--", runner.to_str().unwrap(), "launches"]);
+    }
+    let releasing = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .filter(|c| c.trim() == "tracer-release")
+        .count();
+    let t = Instant::now();
+    let out = dir.join("t5.jsonl");
+    let o = tracer(&["record", "-o", out.to_str().unwrap(), "--", runner.to_str().unwrap(), "launches"]);
+    let took = t.elapsed();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    eprintln!("{releasing} releases in progress at the sixth start; it took {took:?}");
+    if releasing > 0 {
+        assert!(stderr.contains("still releasing"), "{releasing} releases in progress, and no word: {stderr}");
+    }
+}
