@@ -313,12 +313,53 @@ where
     prog.try_into().with_context(|| format!("eBPF program {name} has an unexpected type"))
 }
 
-/// Attaches every probed function of the copy's runtime found in `copy`.
+/// The runtime probes' programs loaded for multi-point uprobe links (Linux 6.6 and later): each program is
+/// attached to all its functions of a library copy by one link, so a copy costs five links instead of one
+/// uprobe per function, and its release waits for one grace period per link instead of one per probe (a
+/// recording started meanwhile no longer waits seconds behind the release). Without them (an older kernel),
+/// each function gets a uprobe of its own, as before.
+pub(crate) struct RuntimeLinks {
+    /// Program name -> the program loaded for multi-point links.
+    programs: BTreeMap<&'static str, MultiProgram>,
+    /// Every link made: closing one detaches its points (see [`release_in_background`]).
+    links: Vec<std::os::fd::OwnedFd>,
+}
+
+impl RuntimeLinks {
+    /// Loads the programs of `mode` for multi-point links, sharing `ebpf`'s maps.
+    pub(crate) fn load(ebpf: &Ebpf, mode: ProbeMode) -> Result<Self> {
+        let Programs { entry, ret, register, doorbell, one_trap, .. } = mode.programs();
+        let mut programs = BTreeMap::new();
+        for name in [entry, ret, register, doorbell, one_trap] {
+            if !programs.contains_key(name) {
+                programs.insert(name, MultiProgram::load(OBJECT, ebpf, name)?);
+            }
+        }
+        Ok(Self { programs, links: Vec::new() })
+    }
+
+    /// Links `prog` at `points` (offset, cookie) of `target`, at the returns when `returns`.
+    fn link(&mut self, prog: &str, target: &Path, points: &[(u64, u64)], returns: bool) -> Result<()> {
+        let program = self.programs.get(prog).ok_or_else(|| anyhow!("{prog} is not loaded for multi-point links"))?;
+        let (offsets, cookies): (Vec<u64>, Vec<u64>) = points.iter().copied().unzip();
+        self.links.push(program.attach(target, &offsets, &cookies, None, returns)?);
+        Ok(())
+    }
+}
+
+/// A probe point of a program (keyed by the program and whether at the return): (offset, cookie, index of
+/// the function's probe record).
+type Point = (u64, u64, usize);
+
+/// Attaches every probed function of the copy's runtime found in `copy`: through multi-point links when
+/// `links` is given (one per program), else one uprobe per function and program; a link the kernel refuses
+/// falls back to uprobes.
 ///
 /// Returns one probe record per function, with the reason where one could not be attached (a symbol this
 /// runtime version lacks, an alias already probed).
 pub(crate) fn attach_runtime(
     ebpf: &mut Ebpf,
+    links: Option<&mut RuntimeLinks>,
     lib_id: u32,
     copy: &LibCopy,
     mode: ProbeMode,
@@ -329,6 +370,8 @@ pub(crate) fn attach_runtime(
     let target = copy.attach_path();
     let mut probed_at: BTreeMap<u64, ApiFunc> = BTreeMap::new();
     let mut out = Vec::new();
+    let mut planned: BTreeMap<(&'static str, bool), Vec<Point>> = BTreeMap::new();
+    let mut links = links;
     for &func in ApiFunc::ALL.iter().filter(|f| f.library() == copy.runtime()) {
         let mut rec = trace::Probe { lib: lib_id, api: func.symbol().to_owned(), ..Default::default() };
         let Some(&off) = offsets.get(func.symbol()) else {
@@ -349,28 +392,34 @@ pub(crate) fn attach_runtime(
         }
         probed_at.insert(off, func);
         let c = cookie::make(lib_id, func as u16, func.cookie_flags());
-        let result = match func.shape() {
-            ProbeShape::Call => {
-                rec.kind = trace::ProbeKind::EntryReturn;
-                attach_one(ebpf, entry, off, c, &target).and_then(|()| attach_one(ebpf, ret, off, c, &target))
-            }
-            ProbeShape::RegisterName => {
-                rec.kind = trace::ProbeKind::Entry;
-                attach_one(ebpf, register, off, c, &target)
-            }
-            ProbeShape::Doorbell => {
-                rec.kind = trace::ProbeKind::Entry;
-                attach_one(ebpf, doorbell, off, c, &target)
-            }
-            ProbeShape::OneTrap => {
-                rec.kind = trace::ProbeKind::Entry;
-                attach_one(ebpf, one_trap, off, c, &target)
-            }
+        let progs: &[&'static str] = match func.shape() {
+            ProbeShape::Call => &[entry, ret],
+            ProbeShape::RegisterName => &[register],
+            ProbeShape::Doorbell => &[doorbell],
+            ProbeShape::OneTrap => &[one_trap],
         };
-        if let Err(e) = result {
-            rec.error = Some(format!("{e:#}"));
+        rec.kind = if progs.len() == 2 { trace::ProbeKind::EntryReturn } else { trace::ProbeKind::Entry };
+        for &prog in progs {
+            planned.entry((prog, prog == ret)).or_default().push((off, c, out.len()));
         }
         out.push(rec);
+    }
+    for ((prog, returns), points) in planned {
+        let linked = links.as_mut().is_some_and(|l| {
+            let at: Vec<(u64, u64)> = points.iter().map(|&(off, c, _)| (off, c)).collect();
+            l.link(prog, &target, &at, returns).is_ok()
+        });
+        if linked {
+            continue;
+        }
+        for (off, c, i) in points {
+            if let Err(e) = attach_one(ebpf, prog, off, c, &target)
+                && let Some(rec) = out.get_mut(i)
+                && rec.error.is_none()
+            {
+                rec.error = Some(format!("{e:#}"));
+            }
+        }
     }
     Ok(out)
 }

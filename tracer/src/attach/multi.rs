@@ -22,6 +22,37 @@ use aya::{
 };
 use aya_obj::generated::{bpf_attach_type, bpf_attr, bpf_cmd, bpf_insn, bpf_prog_type};
 
+/// `BPF_PROG_LOAD` of a uprobe-multi program, with the verifier's log in `log` when given.
+fn load_program(
+    name: &str,
+    insns: &[bpf_insn],
+    license: &CString,
+    sleepable: bool,
+    log: Option<&mut Vec<u8>>,
+) -> std::io::Result<RawFd> {
+    // SAFETY: all-zero is a valid `bpf_attr` (a union of plain integers).
+    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+    // SAFETY: the `BPF_PROG_LOAD` member of the union, written field by field.
+    let load = unsafe { &mut attr.__bindgen_anon_3 };
+    load.prog_type = bpf_prog_type::BPF_PROG_TYPE_KPROBE as u32;
+    load.expected_attach_type = bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
+    load.insns = insns.as_ptr() as u64;
+    load.insn_cnt = u32::try_from(insns.len()).map_err(std::io::Error::other)?;
+    load.license = license.as_ptr() as u64;
+    if sleepable {
+        load.prog_flags = aya_obj::generated::BPF_F_SLEEPABLE;
+    }
+    for (dst, src) in load.prog_name.iter_mut().zip(name.bytes().take(15)) {
+        *dst = src as libc::c_char;
+    }
+    if let Some(log) = log {
+        load.log_level = 1;
+        load.log_buf = log.as_mut_ptr() as u64;
+        load.log_size = u32::try_from(log.len()).unwrap_or(u32::MAX);
+    }
+    bpf(bpf_cmd::BPF_PROG_LOAD, &mut attr)
+}
+
 /// A loaded program for multi-point uprobe links.
 pub(crate) struct MultiProgram {
     fd: OwnedFd,
@@ -54,12 +85,17 @@ impl MultiProgram {
     /// at `ebpf`'s maps.
     pub(crate) fn load(object: &[u8], ebpf: &Ebpf, name: &str) -> Result<Self> {
         let mut obj = aya_obj::Object::parse(object).context("parsing tracer's eBPF object")?;
-        let key =
-            obj.programs.get(name).ok_or_else(|| anyhow!("the eBPF object has no program {name}"))?.function_key();
-        // Only this program is relocated and loaded (the others are aya's): its helpers are inlined, so it
-        // calls no other function of the object.
+        let program = obj.programs.get(name).ok_or_else(|| anyhow!("the eBPF object has no program {name}"))?;
+        let key = program.function_key();
+        // A program that may sleep (it copies from user memory) is loaded as one.
+        let sleepable = matches!(
+            program.section,
+            aya_obj::ProgramSection::UProbe { sleepable: true }
+                | aya_obj::ProgramSection::URetProbe { sleepable: true }
+        );
+        // Only this program is relocated and loaded (the others are aya's); the functions it calls are
+        // linked into it, as aya links them.
         obj.programs.retain(|n, _| n == name);
-        obj.functions.retain(|k, _| *k == key);
         let text_sections: HashSet<usize> = obj.functions.keys().map(|(section, _)| *section).collect();
         let declared = obj.maps.clone();
         let maps = ebpf.maps().filter_map(|(map_name, map)| {
@@ -71,33 +107,32 @@ impl MultiProgram {
         let insns: &[bpf_insn] = &function.instructions;
         let license = CString::new(obj.license.as_bytes()).context("the eBPF object's license")?;
 
-        let mut log = vec![0u8; 1 << 16];
-        // SAFETY: all-zero is a valid `bpf_attr` (a union of plain integers).
-        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
-        // SAFETY: the `BPF_PROG_LOAD` member of the union, written field by field.
-        let load = unsafe { &mut attr.__bindgen_anon_3 };
-        load.prog_type = bpf_prog_type::BPF_PROG_TYPE_KPROBE as u32;
-        load.expected_attach_type = bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
-        load.insns = insns.as_ptr() as u64;
-        load.insn_cnt = u32::try_from(insns.len()).context("too many instructions")?;
-        load.license = license.as_ptr() as u64;
-        for (dst, src) in load.prog_name.iter_mut().zip(name.bytes().take(15)) {
-            *dst = src as libc::c_char;
-        }
-        load.log_level = 1;
-        load.log_buf = log.as_mut_ptr() as u64;
-        load.log_size = log.len() as u32;
-        let fd = bpf(bpf_cmd::BPF_PROG_LOAD, &mut attr).map_err(|err| {
-            let text = String::from_utf8_lossy(log.split(|&b| b == 0).next().unwrap_or_default()).into_owned();
-            anyhow!("the kernel refused eBPF program {name}: {err}\n{text}")
+        // Loaded without a verifier log first: a log longer than its buffer fails the load (ENOSPC). Only a
+        // refused program is loaded again, with the log, for the reason.
+        let fd = load_program(name, insns, &license, sleepable, None).or_else(|_| {
+            let mut log = vec![0u8; 1 << 20];
+            load_program(name, insns, &license, sleepable, Some(&mut log)).map_err(|err| {
+                let text = String::from_utf8_lossy(log.split(|&b| b == 0).next().unwrap_or_default()).into_owned();
+                let tail: String =
+                    text.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+                anyhow!("the kernel refused eBPF program {name}: {err}\n{tail}")
+            })
         })?;
         // SAFETY: a descriptor the kernel just returned, owned by nothing else.
         Ok(Self { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
     }
 
-    /// Attaches the program at `offsets` (file offsets of `target`, with one cookie each) in one link;
-    /// `pid` limits it to one process. The returned descriptor holds the link: closing it detaches.
-    pub(crate) fn attach(&self, target: &Path, offsets: &[u64], cookies: &[u64], pid: Option<u32>) -> Result<OwnedFd> {
+    /// Attaches the program at `offsets` (file offsets of `target`, with one cookie each) in one link, at
+    /// the functions' returns when `returns`; `pid` limits it to one process. The returned descriptor holds
+    /// the link: closing it detaches every point with one grace period.
+    pub(crate) fn attach(
+        &self,
+        target: &Path,
+        offsets: &[u64],
+        cookies: &[u64],
+        pid: Option<u32>,
+        returns: bool,
+    ) -> Result<OwnedFd> {
         if offsets.is_empty() || offsets.len() != cookies.len() {
             bail!("{} offsets with {} cookies", offsets.len(), cookies.len());
         }
@@ -116,8 +151,10 @@ impl MultiProgram {
         multi.cookies = cookies.as_ptr() as u64;
         multi.cnt = u32::try_from(offsets.len()).context("too many entry points")?;
         multi.pid = pid.unwrap_or(0);
+        // BPF_F_UPROBE_MULTI_RETURN (include/uapi/linux/bpf.h): at the functions' returns.
+        multi.flags = u32::from(returns);
         let fd = bpf(bpf_cmd::BPF_LINK_CREATE, &mut attr)
-            .with_context(|| format!("attaching {} entry points of {}", offsets.len(), target.display()))?;
+            .with_context(|| format!("attaching {} points of {}", offsets.len(), target.display()))?;
         // SAFETY: a descriptor the kernel just returned, owned by nothing else.
         Ok(unsafe { OwnedFd::from_raw_fd(fd) })
     }

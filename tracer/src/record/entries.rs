@@ -65,7 +65,7 @@ impl Entries {
         let first = self.points.len() as u64;
         let offsets: Vec<u64> = found.functions.iter().map(|(_, off)| *off).collect();
         let cookies: Vec<u64> = (first..).take(offsets.len()).collect();
-        match program.attach(&file.proc_path(), &offsets, &cookies, None) {
+        match program.attach(&file.proc_path(), &offsets, &cookies, None, false) {
             Ok(link) => {
                 self.links.push(link);
                 self.libs.insert((dev, inode), (id, true));

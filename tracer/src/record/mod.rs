@@ -261,7 +261,7 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
     if releasing > 0 && !args.quiet {
         #[expect(clippy::print_stderr, reason = "a start that may wait says why")]
         let () = eprintln!(
-            "tracer: note: {releasing} earlier recording{} still releasing {} probes (the kernel frees each after a grace period, about 0.1 s a probe): attaching may wait for them",
+            "tracer: note: {releasing} earlier recording{} still releasing {} probes (the kernel frees them after grace periods): attaching may wait for them",
             if releasing == 1 { " is" } else { "s are" },
             if releasing == 1 { "its" } else { "their" }
         );

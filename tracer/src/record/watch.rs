@@ -55,6 +55,8 @@ pub(super) struct LibraryWatch {
     only_named: bool,
     /// Copies left unprobed for `--lib`, said once each on stderr.
     left_unprobed: std::collections::HashSet<(u64, u64)>,
+    /// The runtime programs for multi-point links (None: one uprobe per function).
+    pub(super) links: Option<attach::RuntimeLinks>,
     /// Probed copies: (dev, inode) -> library id.
     pub(super) probed: std::collections::HashMap<(u64, u64), u32>,
     /// Mappings already written: (pid, dev, inode).
@@ -108,7 +110,7 @@ impl LibraryWatch {
             return Ok(Vec::new());
         }
         let id = self.probed.len() as u32 + 1;
-        let probes = attach::attach_runtime(ebpf, id, copy, mode)?;
+        let probes = attach::attach_runtime(ebpf, self.links.as_mut(), id, copy, mode)?;
         let attached_ts = crate::clock::monotonic_ns();
         self.probed.insert((copy.dev, copy.inode), id);
         self.attached_at.insert((copy.dev, copy.inode), attached_ts);

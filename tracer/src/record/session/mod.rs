@@ -90,6 +90,13 @@ impl<'a> Session<'a> {
             })
             .ok();
         let mut watch = LibraryWatch::new(runtimes(args), !args.libs.is_empty());
+        watch.links = attach::RuntimeLinks::load(&ebpf, args.probe_mode)
+            .map_err(|e| {
+                eprintln!(
+                    "tracer: warning: runtime functions are probed one uprobe each (the kernel refused multi-point uprobes, Linux 6.6 or later), so releasing them after the recording takes about 0.1 s a probe: {e:#}"
+                );
+            })
+            .ok();
         let mut setup = Vec::new();
         for copy in copies {
             match watch.attach(&mut ebpf, copy, args.probe_mode) {
