@@ -76,9 +76,7 @@ fn main() -> ExitCode {
                 if r.json {
                     print(&format!("{}\n", serde_json::to_string_pretty(&rep)?))
                 } else {
-                    if let Some(w) = &rep.trace.warning {
-                        eprintln!("tracer: warning: {w}");
-                    }
+                    warn(&rep.trace.warnings());
                     print(&rep.to_text(&tracer::report::TextOptions { full_names: r.full_names, top: r.top }))
                 }
             })
@@ -95,6 +93,13 @@ fn main() -> ExitCode {
     }
 }
 
+/// What reading the input found wrong with it, on stderr (the output goes on).
+fn warn(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("tracer: warning: {w}");
+    }
+}
+
 fn print(text: &str) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())?;
@@ -102,30 +107,34 @@ fn print(text: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Exports to standard output, or to a file that appears only when the export is complete.
+/// Exports to standard output, or to a file that appears only when the export is complete; what reading
+/// the input found wrong with it (a cut file, parts missing) is said on stderr, as `report` says it.
 fn export(e: &ExportCli) -> anyhow::Result<ExitCode> {
     let input = tracer::trace::Input::new(&e.files)?;
     let run = |out: &mut (dyn std::io::Write + Send)| match e.format {
         ExportFormat::Perfetto => tracer::export::perfetto(&input, out),
         ExportFormat::Csv => tracer::export::csv(&input, out),
         ExportFormat::Dot => tracer::export::dot(&input, out),
-        ExportFormat::Parquet => tracer::export::parquet(&input, out).map(drop),
+        ExportFormat::Parquet => tracer::export::parquet(&input, out),
     };
-    match e.output.as_deref().map_or(Dest::Stdout, Dest::parse) {
+    let warnings = match e.output.as_deref().map_or(Dest::Stdout, Dest::parse) {
         Dest::Stdout => {
             let mut out = BufWriter::new(std::io::stdout());
-            run(&mut out)?;
+            let warnings = run(&mut out)?;
             out.flush()?;
+            warnings
         }
         Dest::File(path) => {
             let inputs: Vec<&std::path::Path> = input.paths().collect();
             let mut staged = Staged::create(&path, e.force, &inputs)?;
             let mut out = BufWriter::new(staged.file());
-            run(&mut out)?;
+            let warnings = run(&mut out)?;
             out.flush()?;
             drop(out);
             staged.commit()?;
+            warnings
         }
-    }
+    };
+    warn(&warnings);
     Ok(ExitCode::SUCCESS)
 }

@@ -81,15 +81,29 @@ pub fn create_new(path: &Path) -> Result<File> {
         })
 }
 
-/// Creates the next part of a rotated recording: new, or (with `force`) replacing a regular file of that
-/// name; the same refusals as [`check`].
-pub fn create_part(path: &Path, force: bool) -> Result<File> {
-    check(path, force, &[])?;
-    if force && std::fs::symlink_metadata(path).is_ok() {
-        std::fs::remove_file(path)
-            .map_err(|e| anyhow!("cannot replace {} ({e}): choose another path with -o", path.display()))?;
+/// Creates the next part of a rotated recording, never through a link nor over what another made.
+///
+/// A new file (`O_EXCL`, `O_NOFOLLOW`, mode 0600), or with `force` one in place of a regular file of that
+/// name (an earlier recording's part). `None`: the name is taken by what tracer does not replace (a link,
+/// a directory, a device; any file without `force`), or was taken between the look and the creation.
+pub fn create_part(path: &Path, force: bool) -> io::Result<Option<File>> {
+    if force && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
     }
-    create_new(path)
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ELOOP) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// The temporary name a file for `dest` is written under, beside it, until it takes `dest`'s name.

@@ -2,9 +2,15 @@
 //! entry offset that wraps around, a length that loops the walk, zstd and zlib bombs), a FIFO bind-mounted
 //! over a mapped file, `/dev/zero`. Each ends in one clear error within seconds and in bounded memory, in
 //! `inspect` and in a root `record` of a process (`fixtures/hip/hostile_register.hip`) that registers
-//! them with the real HIP runtime.
+//! them with the real HIP runtime. A trace any user can hand to `report` or `export`: a header, then
+//! gigabytes of newlines in a few KiB of zstd.
 
-use std::{process::Command, time::Duration};
+use std::{
+    io::Read as _,
+    path::Path,
+    process::Command,
+    time::{Duration, Instant},
+};
 
 use integration_tests::*;
 
@@ -43,7 +49,7 @@ fn inspect_ends_each_hostile_bundle_in_one_clear_error() {
 }
 
 /// Records `hostile_register MODE FILE` from its start; returns the trace and tracer's stderr.
-fn record_registration(dir: &std::path::Path, mode: &str, file: &std::path::Path) -> (Vec<Record>, String) {
+fn record_registration(dir: &Path, mode: &str, file: &Path) -> (Vec<Record>, String) {
     let out = dir.join(format!("{mode}-{}.jsonl", file.file_name().unwrap().to_string_lossy()));
     let (status, _, said) = run_measured(
         Command::new(tracer_bin())
@@ -106,5 +112,66 @@ fn a_fifo_over_a_mapped_files_path_and_dev_zero_never_stall_a_recording() {
     let f = footer(&records);
     assert!(f.counters.get("files_refused_not_regular").is_some_and(|n| *n >= 1), "{:?}", f.counters);
     assert_eq!(f.counters.get("fat_binaries_without_bundle"), Some(&1), "{:?}", f.counters);
+    drop(std::fs::remove_dir_all(dir));
+}
+
+/// A trace file of `header`, then 2 GiB of newlines: 32 zstd frames of 64 MiB each, a few KiB in all.
+fn newline_bomb(path: &Path, header: &trace::Header) {
+    let mut line = serde_json::to_vec(&Record::Header(header.clone())).unwrap();
+    line.push(b'\n');
+    let mut bytes = zstd::encode_all(line.as_slice(), 3).unwrap();
+    let frame = zstd::encode_all(std::io::repeat(b'\n').take(64 << 20), 3).unwrap();
+    for _ in 0..32 {
+        bytes.extend_from_slice(&frame);
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_newline_bomb_is_refused_in_one_sentence_by_report_and_export_alone_or_as_a_part() {
+    let dir = scratch("newline-bomb");
+    let header = trace::Header {
+        format: trace::FORMAT.into(),
+        schema: trace::SCHEMA,
+        host: "h".into(),
+        start_unix_ns: 7,
+        ..trace::Header::default()
+    };
+    let bomb = dir.join("bomb.jsonl.zst");
+    newline_bomb(&bomb, &header);
+    // The same as part 1 of a rotated recording, beside its part 0.
+    let parts = dir.join("parts");
+    std::fs::create_dir_all(&parts).unwrap();
+    let part = |index| trace::Header { part: Some(trace::Part { index, restated: 0 }), ..header.clone() };
+    let first = parts.join("run.0000.jsonl.zst");
+    let mut w = trace::Writer::new(std::fs::File::create(&first).unwrap(), true).unwrap();
+    w.write(&Record::Header(part(0))).unwrap();
+    w.finish(trace::Footer { stop: trace::Stop::Rotated, ..trace::Footer::default() }).unwrap();
+    let bomb_part = parts.join("run.0001.jsonl.zst");
+    newline_bomb(&bomb_part, &part(1));
+    println!("{} bytes of zstd, 2 GiB of newlines", std::fs::metadata(&bomb).unwrap().len());
+    for (input, named) in [(&bomb, &bomb), (&parts, &bomb_part)] {
+        let out = dir.join("out.parquet");
+        let commands: [&[&str]; 2] = [
+            &["report", input.to_str().unwrap()],
+            &["export", "--format", "parquet", "-o", out.to_str().unwrap(), input.to_str().unwrap()],
+        ];
+        for args in commands {
+            let started = Instant::now();
+            let (status, rss_kib, said) = run_measured(Command::new(tracer_bin()).args(args), Duration::from_mins(1));
+            let took = started.elapsed();
+            assert_eq!(status.code(), Some(1), "{args:?}: {said}");
+            assert_eq!(
+                said.trim(),
+                format!(
+                    "tracer: error: {}: more than 1024 blank lines in a row at line 2; this is not a tracer trace",
+                    named.display()
+                ),
+                "{args:?}"
+            );
+            assert!(!out.exists(), "a refused export left {}", out.display());
+            println!("tracer {} {}: refused in {took:?}, {rss_kib} KiB", args[0], input.display());
+        }
+    }
     drop(std::fs::remove_dir_all(dir));
 }

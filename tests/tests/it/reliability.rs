@@ -1,5 +1,6 @@
-//! The worst moments: a target killed mid-trace, a ring buffer that overflows, a full disk, and a machine
-//! that lacks what recording needs.
+//! The worst moments: a target killed mid-trace, a ring buffer that overflows, a full disk (also while a
+//! rotated recording starts its next part), a link planted at the next part's name, and a machine that
+//! lacks what recording needs.
 
 use std::process::Command;
 
@@ -103,6 +104,177 @@ fn full_disk_ends_with_a_clear_error_and_a_readable_file() {
     assert!(!status.has_footer);
     assert!(matches!(records[0], Record::Header(_)));
     assert!(launches(&records).len() > 10, "only {} launches kept", launches(&records).len());
+}
+
+/// The files of a rotated recording's directory, by name: (path, records, how it ended).
+fn parts_in(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<Record>, trace::ReadStatus)> {
+    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.metadata().is_ok_and(|m| m.is_file()) && e.file_name().to_string_lossy().starts_with("run."))
+        .map(|e| e.path())
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let read = trace::read_file(&p);
+            assert!(read.is_ok(), "{}: {read:?}", p.display());
+            let (records, status) = read.unwrap();
+            (p, records, status)
+        })
+        .collect()
+}
+
+fn part_index(records: &[Record]) -> Option<u32> {
+    match records.first() {
+        Some(Record::Header(h)) => h.part.map(|p| p.index),
+        _ => None,
+    }
+}
+
+#[test]
+fn full_disk_while_rotating_ends_naming_the_part_and_every_complete_part_reads() {
+    // 68 KiB: part 0 (64 KiB and a record, its footer) fits, part 1 has no room for its header; 256 KiB:
+    // the disk fills in the middle of a later part.
+    for size in ["68k", "256k"] {
+        let dir = scratch(&format!("full-disk-rotating-{size}")).join("small");
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tracer-test", dir.to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        let _mount = Tmpfs(dir.clone());
+        let out = dir.join("run.jsonl");
+        let runner = fixture("mini_runner");
+        let o = tracer(&[
+            "record",
+            "-q",
+            "--rotate-size",
+            "64K",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            runner.to_str().unwrap(),
+            "loop",
+            "3000",
+        ]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("the disk holding the trace is full: "), "{stderr}");
+        println!("{size}: record: {}", stderr.trim());
+        // No empty part is left; every part reads, in order, cut back to its last complete record; each but
+        // the last ends `rotated`.
+        let parts = parts_in(&dir);
+        for (i, (path, records, status)) in parts.iter().enumerate() {
+            assert!(std::fs::metadata(path).unwrap().len() > 0, "{} is empty", path.display());
+            assert_eq!(part_index(records), Some(i as u32), "{}", path.display());
+            assert_eq!(status.cut_bytes, 0, "{}", path.display());
+            if i + 1 < parts.len() {
+                assert!(matches!(records.last(), Some(Record::Footer(f)) if f.stop.as_str() == "rotated"));
+            }
+        }
+        // The error names the part it ended in, or the one it removed.
+        let (last, _, last_status) = parts.last().unwrap();
+        let next = dir.join(format!("run.{:04}.jsonl", parts.len()));
+        if last_status.has_footer {
+            assert!(
+                stderr.contains(&format!(
+                    "part {} could not be written and {} was removed",
+                    parts.len(),
+                    next.display()
+                )),
+                "{stderr}"
+            );
+        } else {
+            assert!(stderr.contains(&format!("the recording ends in {},", last.display())), "{stderr}");
+        }
+        if size == "68k" {
+            assert_eq!(parts.len(), 1, "{stderr}");
+        }
+        // The report reads every part and says how the recording ended.
+        let o = tracer(&["report", dir.to_str().unwrap()]);
+        let said = String::from_utf8_lossy(&o.stderr);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{said}");
+        let name = dir.join("run.jsonl").display().to_string();
+        let n = parts.len() - 1;
+        let read = if n == 0 { "part 0000".to_owned() } else { format!("parts 0000-{n:04}") };
+        assert!(text.starts_with(&format!("trace {read} of {name}")), "{text}");
+        if last_status.has_footer {
+            assert!(said.contains(&format!("continued after part {n:04}: its later parts are missing")), "{said}");
+        } else {
+            assert!(said.contains(&format!("part {n:04} ({}) was not closed normally", last.display())), "{said}");
+        }
+        let launches: usize = parts.iter().map(|(_, r, _)| launches(r).len()).sum();
+        assert!(launches > 100, "{launches} launches read");
+        println!("{size}: report: {} parts, {launches} launches; {}", parts.len(), said.trim());
+    }
+}
+
+#[test]
+fn a_link_planted_at_the_next_parts_name_moves_the_part_to_the_next_name() {
+    let dir = scratch("planted-part-link");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "not tracer's").unwrap();
+    let out = dir.join("run.jsonl");
+    let planted = dir.join("run.0001.jsonl");
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    let runner = fixture("mini_runner");
+    let o = tracer(&[
+        "record",
+        "-q",
+        "--rotate-size",
+        "64K",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        runner.to_str().unwrap(),
+        "loop",
+        "3000",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "tracer: warning: {} is taken by a file or link already there: part 1 is written to {}",
+            planted.display(),
+            dir.join("run.0002.jsonl").display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "not tracer's");
+    assert!(std::fs::symlink_metadata(&planted).unwrap().file_type().is_symlink());
+    // Every part has its footer, numbered in order though the names skip one.
+    let parts = parts_in(&dir);
+    assert!(parts.len() >= 3, "{}", parts.len());
+    for (i, (path, records, status)) in parts.iter().enumerate() {
+        assert!(status.has_footer, "{}", path.display());
+        assert_eq!(part_index(records), Some(i as u32), "{}", path.display());
+    }
+    let f = footer(&parts.last().unwrap().1);
+    assert_eq!(f.counters.get("rotation_names_taken"), Some(&1), "{:?}", f.counters);
+    assert_eq!(f.stop.as_str(), "command-exited");
+    // The directory reads whole, the link skipped and said.
+    let o = tracer(&["report", dir.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    assert_eq!(said.trim(), format!("tracer: warning: {} is a symbolic link, not a part: skipped", planted.display()));
+    let v = tracer_json(&["report", "--json", dir.to_str().unwrap()]);
+    let launched: u64 = v["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["kernels"].as_array().unwrap())
+        .map(|k| k["launches"].as_u64().unwrap())
+        .sum();
+    // Each launch once: the parts' restatements are not read twice.
+    let recorded: usize = parts.iter().map(|(_, r, _)| launches(r).len()).sum();
+    assert_eq!(launched, recorded as u64);
+    assert!(launched > 2000, "{launched}");
+    drop(std::fs::remove_dir_all(dir));
 }
 
 fn assert_env_error(mut cmd: Command, sentence: &str) {

@@ -230,3 +230,30 @@ fn the_f16_recording_calls_cublas_and_runs_cublaslt_kernels() {
     let lt = row("libcublasLt");
     assert_eq!((lt["status"].as_str(), lt["executions"].as_u64()), (Some("called"), Some(50)));
 }
+
+/// A compressed trace cut in the middle of a frame (a copy interrupted, a disk full): `report` and every
+/// export read what is complete, end with status 0 and say on stderr that the file was cut and how much
+/// was read.
+#[test]
+fn a_compressed_trace_cut_mid_frame_is_reported_and_exported_with_a_warning() {
+    let dir = scratch("cut-zst");
+    let whole = std::fs::read(recorded("pytorch-mix.jsonl.zst")).unwrap();
+    let cut = dir.join("cut.jsonl.zst");
+    std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+    let said = "tracer: warning: the trace was not closed normally (the tracer was killed, or its disk filled?): the file is cut in the middle of a compressed frame: the ";
+    let o = tracer(&["report", cut.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.starts_with(said) && stderr.trim().lines().count() == 1, "{stderr}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("warning: the trace was not closed normally"));
+    for format in ["csv", "perfetto", "dot", "parquet"] {
+        let out = dir.join(format!("out.{format}"));
+        let o = tracer(&["export", "--format", format, "-o", out.to_str().unwrap(), cut.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{format}: {stderr}");
+        assert!(stderr.starts_with(said) && stderr.trim().lines().count() == 1, "{format}: {stderr}");
+        assert!(std::fs::metadata(&out).unwrap().len() > 0, "{format}");
+        println!("export {format}: {}", stderr.trim());
+    }
+    drop(std::fs::remove_dir_all(dir));
+}

@@ -53,7 +53,7 @@ fn label(m: &MappedReport) -> String {
 }
 
 /// Writes the graph of the trace at `input`.
-pub fn dot(input: &trace::Input, out: &mut dyn Write) -> Result<()> {
+pub fn dot(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>> {
     let report = Report::from_input(input)?;
     writeln!(out, "digraph gpu_libraries {{")?;
     writeln!(out, "  rankdir=LR;")?;
@@ -87,5 +87,5 @@ pub fn dot(input: &trace::Input, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "  }}")?;
     }
     writeln!(out, "}}")?;
-    Ok(())
+    Ok(report.trace.warnings())
 }

@@ -65,7 +65,7 @@ impl EventStream<'_> {
 
 /// Streams a trace as Chrome trace-event JSON: memory stays bounded by the number of kernels, queues,
 /// processes and inference steps, not by the number of events.
-pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<()> {
+pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>> {
     out.write_all(b"{\"traceEvents\":[")?;
     let mut events = EventStream { out, first: true, failure: None };
     let mut kernels: HashMap<u32, String> = HashMap::new();
@@ -183,9 +183,11 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<()> {
     if let Some(e) = events.failure {
         return Err(e.into());
     }
-    let other = json!({"source": "tracer", "warning": status.warning(), "flows_given_up": flows_given_up});
+    let warnings = status.warnings();
+    let warning = (!warnings.is_empty()).then(|| warnings.join("; "));
+    let other = json!({"source": "tracer", "warning": warning, "flows_given_up": flows_given_up});
     write!(out, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{other}}}\n")?;
-    Ok(())
+    Ok(warnings)
 }
 
 /// rocprofv3's kernel-trace CSV columns, in its order.
@@ -219,14 +221,14 @@ pub const CSV_COLUMNS: [&str; 22] = [
     "Grid_Size_Z",
 ];
 
-pub fn csv(input: &trace::Input, out: &mut dyn Write) -> Result<()> {
+pub fn csv(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>> {
     let mut w = ::csv::Writer::from_writer(out);
     w.write_record(CSV_COLUMNS)?;
     let mut kernels: HashMap<u32, String> = HashMap::new();
     let mut queues: BTreeMap<(u32, u64), u64> = BTreeMap::new();
     let mut dispatch_id = 0u64;
     let mut failure = None;
-    input.for_each_record(|r| match r {
+    let status = input.for_each_record(|r| match r {
         Record::Kernel(k) => {
             let name = if k.demangled.is_empty() { k.name } else { k.demangled };
             kernels.insert(k.id, name);
@@ -277,7 +279,7 @@ pub fn csv(input: &trace::Input, out: &mut dyn Write) -> Result<()> {
         return Err(e.into());
     }
     w.flush()?;
-    Ok(())
+    Ok(status.warnings())
 }
 
 #[cfg(test)]

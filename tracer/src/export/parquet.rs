@@ -297,8 +297,9 @@ impl<W: Write + Send> Table<W> {
     }
 }
 
-/// Writes the kernel executions of the trace at `input` as a Parquet file to `out`; returns the rows.
-pub fn parquet(input: &trace::Input, out: &mut (dyn Write + Send)) -> Result<u64> {
+/// Writes the kernel executions of the trace at `input` as a Parquet file to `out`; returns what reading
+/// it found wrong (a cut file, parts missing), also kept in the file's metadata (`tracer.warning`).
+pub fn parquet(input: &trace::Input, out: &mut (dyn Write + Send)) -> Result<Vec<String>> {
     // First reading: each process's steps.
     let mut feeder = Feeder::default();
     input.for_each_record(|r| feeder.record(&r))?;
@@ -377,12 +378,13 @@ pub fn parquet(input: &trace::Input, out: &mut (dyn Write + Send)) -> Result<u64
     }
     table.flush()?;
     let mut kv = vec![parquet::file::metadata::KeyValue::new("tracer.source".to_owned(), input.display())];
-    if let Some(w) = status.warning() {
-        kv.push(parquet::file::metadata::KeyValue::new("tracer.warning".to_owned(), w));
+    let warnings = status.warnings();
+    if !warnings.is_empty() {
+        kv.push(parquet::file::metadata::KeyValue::new("tracer.warning".to_owned(), warnings.join("; ")));
     }
     for item in kv {
         table.writer.append_key_value_metadata(item);
     }
     table.writer.close()?;
-    Ok(table.written)
+    Ok(warnings)
 }

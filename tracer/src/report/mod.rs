@@ -52,6 +52,10 @@ pub struct TraceInfo {
     pub stop: Option<trace::Stop>,
     /// Set when the file did not end normally.
     pub warning: Option<String>,
+    /// What reading a rotated recording's parts found besides: files skipped, parts missing after the
+    /// last one read; one sentence each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Records of types this tracer does not know (from a newer tracer), skipped.
     pub unknown_records: u64,
     /// Records of known types this tracer could not read, skipped; the first one's line and why.
@@ -60,6 +64,13 @@ pub struct TraceInfo {
     pub first_unreadable: Option<String>,
     /// Recorded with `--lean`: synchronizations and async copies to the device were not probed.
     pub lean: bool,
+}
+
+impl TraceInfo {
+    /// Every sentence the user should read about the input: the warning, then the notes.
+    pub fn warnings(&self) -> Vec<String> {
+        self.warning.iter().chain(&self.notes).cloned().collect()
+    }
 }
 
 #[derive(Debug, Default, Serialize)]
@@ -404,6 +415,7 @@ impl Report {
         let mut r = b.finish();
         r.trace.path = input.display();
         r.trace.warning = status.warning();
+        r.trace.notes.clone_from(&status.notes);
         r.trace.unknown_records = status.unknown_records;
         r.trace.unreadable_records = status.unreadable_records;
         r.trace.first_unreadable.clone_from(&status.first_unreadable);

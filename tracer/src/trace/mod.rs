@@ -8,13 +8,13 @@ mod schema;
 mod writer;
 
 pub use parts::{Input, MAX_PARTS};
-pub use reader::{MAX_LINE, ReadStatus, for_each_record, read_file, read_from, read_records};
+pub use reader::{MAX_BLANK_LINES, MAX_LINE, ReadStatus, for_each_record, read_file, read_from, read_records};
 pub use schema::*;
 pub use writer::{Rotation, Tap, Writer};
 
 #[cfg(test)]
 mod tests {
-    use std::io::Write as _;
+    use std::io::{Read as _, Write as _};
 
     use super::*;
     use std::{fs::File, path::Path};
@@ -80,7 +80,8 @@ mod tests {
             let Some(Record::Footer(f)) = read.last() else { panic!("no footer") };
             assert_eq!(f.records["launch"], 100);
             assert_eq!(f.records["header"], 1);
-            assert_eq!(status, ReadStatus { has_footer: true, ..Default::default() });
+            let lines = written.len() as u64 + 1;
+            assert_eq!(status, ReadStatus { has_footer: true, lines, bytes: status.bytes, ..Default::default() });
             assert!(status.warning().is_none());
         }
     }
@@ -122,6 +123,28 @@ mod tests {
         assert_eq!(read, written);
         assert!(!status.has_footer);
         assert!(status.warning().is_some());
+    }
+
+    #[test]
+    fn a_compressed_file_cut_mid_frame_reads_up_to_the_cut_and_says_how_much() {
+        let path = tmp("whole.jsonl.zst");
+        write_trace(&path, true, 20_000, true);
+        let bytes = std::fs::read(&path).unwrap();
+        let cut = tmp("cut.jsonl.zst");
+        std::fs::write(&cut, &bytes[..bytes.len() * 3 / 5]).unwrap();
+        let (records, status) = read_file(&cut).unwrap();
+        assert!(status.stream_cut && !status.has_footer, "{status:?}");
+        assert!(records.len() > 1000 && records.len() < 20_000, "{}", records.len());
+        assert_eq!(status.lines, records.len() as u64);
+        let warning = status.warning().unwrap();
+        assert!(
+            warning.starts_with(&format!(
+                "the trace was not closed normally (the tracer was killed, or its disk filled?): the file is cut in the middle of a compressed frame: the {} complete lines before the cut ({} bytes decompressed) were read",
+                records.len(),
+                status.bytes
+            )),
+            "{warning}"
+        );
     }
 
     #[test]
@@ -192,6 +215,78 @@ mod tests {
         assert!(matches!(&records[3], Record::Kernel(k) if k.source == Source::Unknown && k.name == "k"));
         assert_eq!(status.unreadable_records, 1);
         assert!(status.first_unreadable.as_deref().is_some_and(|e| e.starts_with("line 7:")), "{status:?}");
+    }
+
+    /// Endless newlines after `head`, counting the bytes handed out.
+    struct Newlines {
+        head: std::io::Cursor<Vec<u8>>,
+        given: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    }
+
+    impl std::io::Read for Newlines {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = match self.head.read(buf)? {
+                0 => {
+                    buf.fill(b'\n');
+                    buf.len()
+                }
+                n => n,
+            };
+            self.given.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_run_of_blank_lines_past_the_bound_is_refused_after_reading_little() {
+        let head = format!("{}\n", serde_json::to_string(&header()).unwrap());
+        let record = format!("{}\n", serde_json::to_string(&launch(1)).unwrap());
+        // 1024 blank or whitespace-only lines in a row read; 1025 do not.
+        let p = tmp("blank-runs.jsonl");
+        let run = |n: usize| (0..n).map(|i| if i % 2 == 0 { "\n" } else { " \t \r\n" }).collect::<String>();
+        let bound = MAX_BLANK_LINES as usize;
+        std::fs::write(&p, format!("{head}{}{record}{}{record}", run(bound), run(bound))).unwrap();
+        let (records, _) = read_file(&p).unwrap();
+        assert_eq!(records.len(), 3);
+        std::fs::write(&p, format!("{head}{record}{}{record}", run(bound + 1))).unwrap();
+        let err = read_file(&p).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            format!("{}: more than 1024 blank lines in a row at line 3; this is not a tracer trace", p.display())
+        );
+        // Fewer lines of more whitespace: bounded in bytes too.
+        let wide = format!("{}\n", " ".repeat(MAX_LINE / 4));
+        std::fs::write(&p, format!("{head}{}{record}", wide.repeat(5))).unwrap();
+        let err = read_file(&p).unwrap_err().to_string();
+        assert!(
+            err.ends_with("more than 1048576 bytes of blank lines in a row at line 2; this is not a tracer trace"),
+            "{err}"
+        );
+
+        // Endless newlines: refused once the first chunk is seen, before any is parsed.
+        let given = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let endless =
+            Newlines { head: std::io::Cursor::new(head.clone().into_bytes()), given: std::sync::Arc::clone(&given) };
+        let started = std::time::Instant::now();
+        let mut n = 0;
+        let err = read_from(endless, Path::new("endless"), |_| n += 1).unwrap_err().to_string();
+        assert_eq!(err, "endless: more than 1024 blank lines in a row at line 2; this is not a tracer trace");
+        let read = given.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(read < 4 << 20, "{read} bytes read");
+        println!("endless newlines refused after {read} bytes, {:?}", started.elapsed());
+
+        // The same as zstd: 2 GiB of newlines in frames of 64 MiB, a few KiB compressed.
+        let mut bomb = zstd::encode_all(head.as_bytes(), 1).unwrap();
+        let frame = zstd::encode_all(std::io::repeat(b'\n').take(64 << 20), 1).unwrap();
+        for _ in 0..32 {
+            bomb.extend_from_slice(&frame);
+        }
+        let p = tmp("bomb.jsonl.zst");
+        std::fs::write(&p, &bomb).unwrap();
+        let started = std::time::Instant::now();
+        let err = read_file(&p).unwrap_err().to_string();
+        assert!(err.ends_with("more than 1024 blank lines in a row at line 2; this is not a tracer trace"), "{err}");
+        println!("{} compressed bytes of 2 GiB of newlines refused in {:?}", bomb.len(), started.elapsed());
     }
 
     #[test]

@@ -16,6 +16,13 @@ use super::schema::{FORMAT, KNOWN_TYPES, Record, SCHEMA};
 /// A line longer than this is not a record: the reader stops there instead of buffering without bound.
 pub const MAX_LINE: usize = 1 << 20;
 
+/// More blank lines than this in a row are not a trace.
+///
+/// Blank: empty or whitespace-only; more than [`MAX_LINE`] bytes of them in a row are refused too. The
+/// reader stops there instead of reading a file of newlines (a few KiB compressed, gigabytes
+/// decompressed) to its end.
+pub const MAX_BLANK_LINES: u64 = 1024;
+
 pub(super) const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
 /// What reading a trace found besides its records.
@@ -33,6 +40,14 @@ pub struct ReadStatus {
     /// wrote), skipped; the first one's line and why.
     pub unreadable_records: u64,
     pub first_unreadable: Option<String>,
+    /// Complete lines read, and their bytes (decompressed).
+    pub lines: u64,
+    pub bytes: u64,
+    /// For the parts of a rotated recording: the part whose ending this status tells (named in the warning).
+    pub part: Option<String>,
+    /// What reading the parts of a rotated recording found besides their records, one sentence each: files
+    /// skipped, parts missing after the last one read, a part before the last that was cut.
+    pub notes: Vec<String>,
 }
 
 impl ReadStatus {
@@ -41,14 +56,28 @@ impl ReadStatus {
         if self.has_footer && self.cut_bytes == 0 && !self.stream_cut {
             return None;
         }
-        let why = if self.cut_bytes > 0 {
+        let why = if self.stream_cut {
+            let cut_record = if self.cut_bytes > 0 {
+                format!(", and the {} bytes of the record it cuts ignored", self.cut_bytes)
+            } else {
+                String::new()
+            };
+            format!(
+                "the file is cut in the middle of a compressed frame: the {} complete lines before the cut ({} bytes decompressed) were read{cut_record}",
+                self.lines, self.bytes
+            )
+        } else if self.cut_bytes > 0 {
             format!("{} bytes after the last complete record were ignored", self.cut_bytes)
-        } else if self.stream_cut {
-            "the compressed stream ends early; every complete record before that was read".to_owned()
         } else {
-            "it has no footer, so drop counts are unknown".to_owned()
+            "it has no footer, so the recording was cut short there and drop counts are unknown".to_owned()
         };
-        Some(format!("the trace was not closed normally (the tracer was killed?): {why}"))
+        let what = self.part.as_deref().unwrap_or("the trace");
+        Some(format!("{what} was not closed normally (the tracer was killed, or its disk filled?): {why}"))
+    }
+
+    /// Every sentence the user should read about the input: [`Self::warning`], then the notes.
+    pub fn warnings(&self) -> Vec<String> {
+        self.warning().into_iter().chain(self.notes.iter().cloned()).collect()
     }
 }
 
@@ -93,11 +122,11 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 pub fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
     // Three stages on their own threads: cut the (decompressed) bytes into chunks of whole lines, parse
     // them (two workers), then, here, check and hand over the records in file order. A chunk is one
-    // buffer: no allocation or copy per line.
+    // buffer: no allocation or copy per line, and a blank line costs no parsed entry.
     const WORKERS: usize = 2;
     std::thread::scope(|scope| {
         let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(2 * WORKERS);
-        let (rec_tx, rec_rx) = mpsc::sync_channel::<(u64, u64, Vec<Parsed>)>(2 * WORKERS);
+        let (rec_tx, rec_rx) = mpsc::sync_channel::<Batch>(2 * WORKERS);
         let reader = scope.spawn(move || split_chunks(input, path, chunk_tx));
         let chunk_rx = Arc::new(Mutex::new(chunk_rx));
         for _ in 0..WORKERS {
@@ -109,14 +138,7 @@ pub fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(R
                     let next = guard.recv();
                     drop(guard);
                     let Ok(chunk) = next else { return };
-                    let parsed = memchr::memchr_iter(b'\n', &chunk.bytes)
-                        .scan(0, |start, end| {
-                            let line = &chunk.bytes[*start..end];
-                            *start = end + 1;
-                            Some(parse_line(line))
-                        })
-                        .collect();
-                    if tx.send((chunk.seq, chunk.first_line, parsed)).is_err() {
+                    if tx.send(parse_chunk(&chunk)).is_err() {
                         return;
                     }
                 }
@@ -126,14 +148,12 @@ pub fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(R
         let mut status = ReadStatus::default();
         let mut pending = BTreeMap::new();
         let mut next_seq = 0u64;
-        let mut lines = 0u64;
-        for (seq, first, batch) in rec_rx {
-            pending.insert(seq, (first, batch));
-            while let Some((first, batch)) = pending.remove(&next_seq) {
+        for batch in rec_rx {
+            pending.insert(batch.seq, batch);
+            while let Some(batch) = pending.remove(&next_seq) {
                 next_seq += 1;
-                for (i, parsed) in batch.into_iter().enumerate() {
-                    let lineno = first + i as u64;
-                    lines = lineno;
+                status.lines = batch.last_line;
+                for (lineno, parsed) in batch.parsed {
                     let record = match parsed {
                         Parsed::Record(r) => r,
                         Parsed::Unknown | Parsed::Bad(_) | Parsed::Blank | Parsed::Unreadable(_) if lineno == 1 => {
@@ -174,10 +194,11 @@ pub fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(R
         let tail = reader.join().map_err(|panic| anyhow::anyhow!("the trace reader thread failed: {panic:?}"))??;
         status.cut_bytes = tail.cut_bytes;
         status.stream_cut = tail.stream_cut;
-        if lines == 0 && status.cut_bytes == 0 {
+        status.bytes = tail.bytes;
+        if status.lines == 0 && status.cut_bytes == 0 {
             bail!("{} is empty: it holds no trace (record one with `tracer record -o FILE`)", path.display());
         }
-        if lines == 0 {
+        if status.lines == 0 {
             bail!(
                 "{} holds no complete record: it is not a tracer trace, or was cut before its header",
                 path.display()
@@ -185,6 +206,36 @@ pub fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(R
         }
         Ok(status)
     })
+}
+
+/// A chunk's lines parsed: the blank ones left out, but for the file's first line (which must be the
+/// header).
+struct Batch {
+    seq: u64,
+    /// The number of the chunk's last line.
+    last_line: u64,
+    /// (line number, what it holds).
+    parsed: Vec<(u64, Parsed)>,
+}
+
+fn parse_chunk(chunk: &Chunk) -> Batch {
+    let mut parsed = Vec::new();
+    let mut start = 0;
+    let mut lineno = chunk.first_line;
+    for end in memchr::memchr_iter(b'\n', &chunk.bytes) {
+        let line = &chunk.bytes[start..end];
+        start = end + 1;
+        if lineno == 1 || !is_blank(line) {
+            parsed.push((lineno, parse_line(line)));
+        }
+        lineno += 1;
+    }
+    Batch { seq: chunk.seq, last_line: lineno - 1, parsed }
+}
+
+/// An empty line, or one of whitespace only.
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
 }
 
 /// Whole lines, each ending in a newline, in one buffer.
@@ -214,7 +265,7 @@ enum Parsed {
 }
 
 fn parse_line(line: &[u8]) -> Parsed {
-    if line.iter().all(u8::is_ascii_whitespace) {
+    if is_blank(line) {
         return Parsed::Blank;
     }
     match parse_record(line) {
@@ -265,10 +316,14 @@ fn check_header(record: &Record, path: &Path) -> Result<()> {
 const CHUNK: usize = 256 << 10;
 
 /// Cuts the input into chunks of whole lines (about [`CHUNK`] bytes each); returns how the input ended.
+/// A line longer than [`MAX_LINE`], or a run of blank lines past [`MAX_BLANK_LINES`], ends the reading
+/// with an error as soon as it is seen: no chunk holding it is parsed.
 fn split_chunks(mut input: impl Read, path: &Path, tx: mpsc::SyncSender<Chunk>) -> Result<ReadStatus> {
     let mut status = ReadStatus::default();
     let mut lines = 0u64;
     let mut seq = 0u64;
+    // The blank lines just read, in a row: where the run began, how many, their bytes.
+    let (mut blank_from, mut blank_lines, mut blank_bytes) = (0u64, 0u64, 0usize);
     // The bytes after the last newline so far: the start of a line that a later read completes.
     let mut carry: Vec<u8> = Vec::new();
     loop {
@@ -297,7 +352,34 @@ fn split_chunks(mut input: impl Read, path: &Path, tx: mpsc::SyncSender<Chunk>) 
         }
         if !bytes.is_empty() {
             let first_line = lines + 1;
-            lines += memchr::memchr_iter(b'\n', &bytes).count() as u64;
+            let mut start = 0;
+            for nl in memchr::memchr_iter(b'\n', &bytes) {
+                lines += 1;
+                let line = &bytes[start..nl];
+                start = nl + 1;
+                if !is_blank(line) {
+                    blank_lines = 0;
+                    blank_bytes = 0;
+                    continue;
+                }
+                if blank_lines == 0 {
+                    blank_from = lines;
+                }
+                blank_lines += 1;
+                blank_bytes = blank_bytes.saturating_add(line.len());
+                if blank_lines > MAX_BLANK_LINES || blank_bytes > MAX_LINE {
+                    bail!(
+                        "{}: more than {} in a row at line {blank_from}; this is not a tracer trace",
+                        path.display(),
+                        if blank_lines > MAX_BLANK_LINES {
+                            format!("{MAX_BLANK_LINES} blank lines")
+                        } else {
+                            format!("{MAX_LINE} bytes of blank lines")
+                        }
+                    )
+                }
+            }
+            status.bytes += bytes.len() as u64;
             if tx.send(Chunk { seq, first_line, bytes }).is_err() {
                 return Ok(status);
             }

@@ -10,16 +10,22 @@
 //! it alone: the libraries, probes and counted libraries, and of each process still running its process,
 //! kernel, mapping and queue records ([`Restate`], dropped at the process's exit, so memory stays flat over
 //! runner churn). Reading the parts in order as one recording skips the restatements.
+//!
+//! A part's name is never taken over: a file or link already there (planted by another user) makes the
+//! part take the next free number, said on stderr and counted in the footer (`rotation_names_taken`); its
+//! header's index, not its name, says where it goes. A part that cannot be written (the disk full) is cut
+//! back to its last flush, or removed when that leaves nothing, and the recording ends naming it.
 
 use std::{
     collections::BTreeMap,
     fs::File,
-    io::{self, Write as _},
+    io::{self, Seek as _, Write as _},
+    os::unix::fs::MetadataExt as _,
     path::{Path, PathBuf},
     time::{Duration, Instant},
 };
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, anyhow, bail};
 
 use super::schema::{Footer, Header, Part, Record, Stop};
 
@@ -64,12 +70,25 @@ fn parts_full(parts: Option<&Parts>, written: u64) -> bool {
     parts.is_some_and(|p| p.header.is_some() && p.rotation.max_bytes.is_some_and(|max| written >= max))
 }
 
+/// Names of parts found taken in a row, at most, before a rotation gives up.
+const MAX_NAMES_TAKEN: usize = 1024;
+
 /// A rotated recording's state: the part being written and what the next must restate.
 struct Parts {
     rotation: Rotation,
     output: PathBuf,
     compress: bool,
+    /// The part being written: its index (in its header), the number in its name (higher once names were
+    /// found taken), its path.
     index: u32,
+    name: u32,
+    path: PathBuf,
+    /// The part before it, complete.
+    previous: Option<PathBuf>,
+    /// Its bytes on disk after the last flush: what it is cut back to when a write fails.
+    good: u64,
+    /// Names found taken by a file or link already there, skipped.
+    names_taken: u64,
     started: Instant,
     header: Option<Header>,
     restate: Restate,
@@ -142,10 +161,15 @@ impl Writer {
     pub fn rotating(file: File, compress: bool, rotation: Rotation, output: &Path) -> Result<Self> {
         let mut w = Self::new(file, compress)?;
         w.parts = Some(Parts {
+            path: rotation.first.clone(),
+            previous: None,
             rotation,
             output: output.to_path_buf(),
             compress,
             index: 0,
+            name: 0,
+            good: 0,
+            names_taken: 0,
             started: Instant::now(),
             header: None,
             restate: Restate::default(),
@@ -204,21 +228,22 @@ impl Writer {
     /// Ends the part being written (a footer saying `rotated`) and starts the next: header, then what it
     /// restates.
     fn rotate(&mut self) -> Result<()> {
-        let Some(parts) = self.parts.as_mut() else { return Ok(()) };
-        parts.index = parts.index.checked_add(1).context("too many parts")?;
-        let index = parts.index;
-        let path = Rotation::part_path(&parts.output, index);
-        let file = crate::output::create_part(&path, parts.rotation.force)?;
-        let compress = parts.compress;
+        let Some(parts) = self.parts.as_ref() else { return Ok(()) };
         let header = parts.header.clone().context("rotating before the header")?;
-        let restated: Vec<Record> = parts.restate.records().cloned().collect();
-        parts.started = Instant::now();
+        let index = parts.index.checked_add(1).context("too many parts")?;
         // The part ends: its footer (counts so far; losses are in the last part's).
         let footer = Footer { records: self.footer_counts(), stop: Stop::Rotated, ..Footer::default() };
         self.line(&Record::Footer(footer))?;
         self.flush()?;
         self.sync()?;
-        self.out = if compress { Sink::Zstd { file: Some(file), frame: None } } else { Sink::Plain(file) };
+        let (path, file) = self.next_part(index)?;
+        let Some(parts) = self.parts.as_mut() else { return Ok(()) };
+        parts.index = index;
+        parts.previous = Some(std::mem::replace(&mut parts.path, path));
+        parts.good = 0;
+        parts.started = Instant::now();
+        let restated: Vec<Record> = parts.restate.records().cloned().collect();
+        self.out = if parts.compress { Sink::Zstd { file: Some(file), frame: None } } else { Sink::Plain(file) };
         self.written = 0;
         let header = Header { part: Some(Part { index, restated: restated.len() as u64 }), ..header };
         self.line(&Record::Header(header))?;
@@ -228,6 +253,77 @@ impl Writer {
         // A part's size counts its own records: what it restates could exceed any limit by itself.
         self.written = 0;
         self.flush()
+    }
+
+    /// Creates the file of part `index` under the next free name: a name taken by a file or link already
+    /// there (planted by another user) is skipped, said and counted.
+    fn next_part(&mut self, index: u32) -> Result<(PathBuf, File)> {
+        let parts = self.parts.as_mut().context("not a rotated recording")?;
+        let previous = parts.path.display().to_string();
+        let mut taken: Vec<PathBuf> = Vec::new();
+        while taken.len() < MAX_NAMES_TAKEN {
+            parts.name = parts.name.checked_add(1).context("too many parts")?;
+            let path = Rotation::part_path(&parts.output, parts.name);
+            match crate::output::create_part(&path, parts.rotation.force) {
+                Ok(Some(file)) => {
+                    if let Some(first) = taken.first() {
+                        parts.names_taken += taken.len() as u64;
+                        let what = match taken.len() {
+                            1 => format!("{} is taken by a file or link already there", first.display()),
+                            n => format!(
+                                "the {n} names from {} on are taken by files or links already there",
+                                first.display()
+                            ),
+                        };
+                        #[expect(clippy::print_stderr, reason = "a part name found taken is said when it is")]
+                        let () = eprintln!("tracer: warning: {what}: part {index} is written to {}", path.display());
+                    }
+                    return Ok((path, file));
+                }
+                Ok(None) => taken.push(path),
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => bail!(
+                    "the disk holding the trace is full: {} cannot be created, so the recording ends with {previous}; free space or record elsewhere with -o",
+                    path.display()
+                ),
+                Err(e) => bail!(
+                    "cannot create {} ({e}), so the recording ends with {previous}: record into a directory tracer can write",
+                    path.display()
+                ),
+            }
+        }
+        bail!(
+            "the next {MAX_NAMES_TAKEN} part names from {} are all taken by files or links already there, so the recording ends with {previous}: record into a directory only you can write",
+            taken.first().map(|p| p.display().to_string()).unwrap_or_default()
+        )
+    }
+
+    /// A write to the trace failed: a rotated recording's part is cut back to its last flush (every record
+    /// before it complete), or removed when that leaves nothing; the error names it.
+    fn fail(&self, e: io::Error) -> anyhow::Error {
+        let Some(parts) = &self.parts else { return write_error(e) };
+        let file = match &self.out {
+            Sink::Plain(f) => Some(f),
+            Sink::Zstd { file, frame } => file.as_ref().or_else(|| frame.as_ref().map(zstd::Encoder::get_ref)),
+        };
+        let (why, remedy) = if e.raw_os_error() == Some(libc::ENOSPC) {
+            ("the disk holding the trace is full".to_owned(), "free space or record elsewhere with -o")
+        } else {
+            (format!("writing the trace failed ({e})"), "record elsewhere with -o")
+        };
+        let shown = parts.path.display();
+        let cut = file.is_some_and(|f| f.set_len(parts.good).is_ok());
+        // Removed only while the name is still this file's.
+        let ours = file.and_then(|f| f.metadata().ok()).is_some_and(|m| {
+            std::fs::symlink_metadata(&parts.path).is_ok_and(|at| (at.dev(), at.ino()) == (m.dev(), m.ino()))
+        });
+        if cut && parts.good == 0 && ours && std::fs::remove_file(&parts.path).is_ok() {
+            let before = parts.previous.as_ref().map_or_else(String::new, |p| format!(" with {}", p.display()));
+            return anyhow!(
+                "{why}: part {} could not be written and {shown} was removed, so the recording ends{before}; {remedy}",
+                parts.index
+            );
+        }
+        anyhow!("{why}: the recording ends in {shown}, which keeps every record written before; {remedy}")
     }
 
     pub const fn counts(&self) -> &BTreeMap<&'static str, u64> {
@@ -240,17 +336,23 @@ impl Writer {
     }
 
     fn drain(&mut self) -> Result<()> {
+        self.drain_io().map_err(|e| self.fail(e))
+    }
+
+    fn drain_io(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
         match &mut self.out {
-            Sink::Plain(f) => f.write_all(&self.buf).map_err(write_error)?,
+            Sink::Plain(f) => f.write_all(&self.buf)?,
             Sink::Zstd { file, frame } => {
-                if frame.is_none() {
-                    let f = file.take().context("trace file already closed")?;
-                    *frame = Some(zstd::Encoder::new(f, ZSTD_LEVEL)?);
-                }
-                frame.as_mut().expect("set above").write_all(&self.buf).map_err(write_error)?;
+                let enc = if let Some(enc) = frame {
+                    enc
+                } else {
+                    let f = file.take().ok_or_else(|| io::Error::other("the trace file is closed already"))?;
+                    frame.insert(zstd::Encoder::new(f, ZSTD_LEVEL)?)
+                };
+                enc.write_all(&self.buf)?;
             }
         }
         self.buf.clear();
@@ -266,21 +368,40 @@ impl Writer {
 
     /// Makes everything written so far readable from the file, even if the tracer dies next.
     pub fn flush(&mut self) -> Result<()> {
-        self.drain()?;
+        self.flush_io().map_err(|e| self.fail(e))?;
+        // Where a part is cut back to if a later write fails.
+        let file = match &mut self.out {
+            Sink::Plain(f) => Some(f),
+            Sink::Zstd { file, .. } => file.as_mut(),
+        };
+        if let (Some(parts), Some(f)) = (self.parts.as_mut(), file)
+            && let Ok(at) = f.stream_position()
+        {
+            parts.good = at;
+        }
+        Ok(())
+    }
+
+    fn flush_io(&mut self) -> io::Result<()> {
+        self.drain_io()?;
         match &mut self.out {
-            Sink::Plain(f) => f.flush().map_err(write_error)?,
+            Sink::Plain(f) => f.flush()?,
             Sink::Zstd { file, frame } => {
                 if let Some(enc) = frame.take() {
-                    *file = Some(enc.finish().map_err(write_error)?);
+                    *file = Some(enc.finish()?);
                 }
             }
         }
         Ok(())
     }
 
-    /// Writes the footer, ends the stream and syncs the file.
+    /// Writes the footer, ends the stream and syncs the file. A rotated recording's footer counts the part
+    /// names found taken, if any.
     pub fn finish(mut self, mut footer: Footer) -> Result<()> {
         footer.records = self.footer_counts();
+        if let Some(parts) = self.parts.as_ref().filter(|p| p.names_taken > 0) {
+            footer.counters.insert("rotation_names_taken".into(), parts.names_taken);
+        }
         self.line(&Record::Footer(footer))?;
         self.flush()?;
         self.sync()
@@ -294,7 +415,7 @@ impl Writer {
         };
         // A file is synced; a pipe or terminal (`-o -`) has nothing to sync (fsync says EINVAL there).
         if file.metadata().is_ok_and(|m| m.is_file()) {
-            file.sync_all().map_err(write_error)?;
+            file.sync_all().map_err(|e| self.fail(e))?;
         }
         Ok(())
     }

@@ -58,7 +58,7 @@ impl Report {
             t.duration_s,
             t.stop.map_or("(no footer)", trace::Stop::as_str)
         )?;
-        if let Some(w) = &t.warning {
+        for w in t.warnings() {
             writeln!(s, "warning: {w}")?;
         }
         if t.unreadable_records > 0 {
