@@ -256,6 +256,16 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
     {
         bail!("a rotated recording is written to files: give -o NAME.jsonl.zst with --rotate-size or --rotate-every");
     }
+    if (args.rotate_size.is_some() || args.rotate_every.is_some()) && !args.force {
+        let earlier = Rotation::earlier_parts(&args.output);
+        if let Some(first) = earlier.first() {
+            bail!(
+                "{} and {} more part(s) of an earlier recording are there: move them away, or give --force to write over them",
+                first.display(),
+                earlier.len() - 1
+            );
+        }
+    }
     attach::preflight()?;
     let releasing = attach::releases_in_progress();
     if releasing > 0 && !args.quiet {

@@ -71,6 +71,21 @@ mod tests {
     }
 
     #[test]
+    fn an_earlier_recordings_parts_are_found_but_not_links_or_other_names() {
+        let dir = std::env::temp_dir().join(format!("tracer-earlier-parts-{}", std::process::id()));
+        drop(std::fs::remove_dir_all(&dir));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("run.jsonl.zst");
+        assert!(Rotation::earlier_parts(&out).is_empty());
+        for name in ["run.0000.jsonl.zst", "run.0002.jsonl.zst", "run.00x1.jsonl.zst", "other.0001.jsonl.zst"] {
+            std::fs::write(dir.join(name), "").unwrap();
+        }
+        std::os::unix::fs::symlink("/dev/null", dir.join("run.0001.jsonl.zst")).unwrap();
+        assert_eq!(Rotation::earlier_parts(&out), [dir.join("run.0002.jsonl.zst")]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn round_trip_plain_and_compressed() {
         for compress in [false, true] {
             let path = tmp(&format!("rt-{compress}.jsonl"));

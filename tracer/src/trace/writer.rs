@@ -63,6 +63,38 @@ impl Rotation {
         };
         output.with_file_name(format!("{stem}.{index:04}{ext}"))
     }
+
+    /// Parts of an earlier recording under `output`'s names (`NAME.0001.jsonl.zst`, ...) in its directory:
+    /// regular files, part 0 aside (the output's own check refuses it). A new recording would skip past
+    /// their names and leave two recordings' parts mixed. (A link there is no earlier part: its name is
+    /// skipped when its turn comes.)
+    pub fn earlier_parts(output: &Path) -> Vec<PathBuf> {
+        let dir = match output.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let first = Self::part_path(output, 0);
+        let Some(first) = first.file_name().map(|n| n.to_string_lossy().into_owned()) else { return Vec::new() };
+        // "NAME.0000.jsonl.zst" -> ("NAME.", ".jsonl.zst")
+        let Some((before, after)) = first.split_once(".0000") else { return Vec::new() };
+        let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+        let mut found: Vec<PathBuf> = entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir() && !t.is_symlink()))
+            .filter(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_prefix(before)
+                    .and_then(|rest| rest.strip_prefix('.'))
+                    .and_then(|rest| rest.strip_suffix(after))
+                    .is_some_and(|digits| {
+                        digits.len() == 4 && digits != "0000" && digits.bytes().all(|b| b.is_ascii_digit())
+                    })
+            })
+            .map(|e| e.path())
+            .collect();
+        found.sort();
+        found
+    }
 }
 
 /// Whether a rotated recording's part being written has reached its size.
