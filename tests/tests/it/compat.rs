@@ -8,7 +8,8 @@
 //! device written as `call` records when they may start a pass; `1c2b61f`: the first that can rotate its
 //! recordings, whose header may then carry `part` and whose footer may stop `rotated`; `8a5f83e`: the first
 //! that reads CUDA graph executables from the driver, writing `graph_exec` records; `522a71f`: the first
-//! whose `graph_exec` records carry their `route` and, for a check, the kernels read.)
+//! whose `graph_exec` records carry their `route` and, for a check, the kernels read; `482366b`: the first
+//! whose `launch_sites` say how many launches `failed`, and whose runtime probes are multi-point links.)
 
 use std::path::{Path, PathBuf};
 
@@ -19,7 +20,7 @@ fn compat(name: &str) -> PathBuf {
 }
 
 /// The builds whose traces are kept, oldest first.
-const BUILDS: [&str; 8] = [
+const BUILDS: [&str; 9] = [
     "2026-11-22-cf368ce",
     "2026-11-23-1f05bb8",
     "2026-11-23-ef4bb2b",
@@ -28,6 +29,7 @@ const BUILDS: [&str; 8] = [
     "2026-11-24-1c2b61f",
     "2026-11-24-8a5f83e",
     "2026-11-24-522a71f",
+    "2026-11-25-482366b",
 ];
 
 /// Whether a kept build is `commit` or later (17a875f: HIP launch sites, CUDA kernels' code files).
@@ -77,6 +79,13 @@ fn the_demo_recorded_by_every_kept_build_reads_the_same() {
         if from(build, "17a875f") {
             let sites: u64 = p["mapped"].as_array().unwrap().iter().map(|m| m["launches_from"].as_u64().unwrap()).sum();
             assert_eq!(sites, 16, "{build}");
+            // From 482366b the sites say their 16 launches all failed (no GPU here): the program's own code
+            // ran nothing. Before, the failures were not counted there, and the program read as dispatched.
+            let program =
+                p["mapped"].as_array().unwrap().iter().find(|m| m["path"].as_str().unwrap().ends_with("mini_runner"));
+            let status = program.map(|m| m["status"].as_str().unwrap());
+            let want = if from(build, "482366b") { "launches-failed" } else { "dispatched" };
+            assert_eq!(status, Some(want), "{build}");
         }
         let names: Vec<&str> = kernels(&records).iter().map(|k| k.name.as_str()).collect();
         for k in ["_Z12rms_norm_f32PKfPfif", "_Z11mul_mat_vecILi1EfEvPKT0_PKfPfi", "_Z8rope_f32PKfPfiPKif"] {
