@@ -338,6 +338,11 @@ impl RuntimeLinks {
         Ok(Self { programs, links: Vec::new() })
     }
 
+    /// Each program's (name, runs, nanoseconds) as the kernel counted them (`record --program-stats`).
+    pub(crate) fn stats(&self) -> Vec<(&'static str, u64, u64)> {
+        self.programs.iter().filter_map(|(name, p)| p.stats().map(|(runs, ns)| (*name, runs, ns))).collect()
+    }
+
     /// Links `prog` at `points` (offset, cookie) of `target`, at the returns when `returns`.
     fn link(&mut self, prog: &str, target: &Path, points: &[(u64, u64)], returns: bool) -> Result<()> {
         let program = self.programs.get(prog).ok_or_else(|| anyhow!("{prog} is not loaded for multi-point links"))?;

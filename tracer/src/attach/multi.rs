@@ -122,6 +122,22 @@ impl MultiProgram {
         Ok(Self { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
     }
 
+    /// (runs, nanoseconds) the kernel counted for this program (`BPF_ENABLE_STATS`, `record
+    /// --program-stats`); None when it cannot be asked.
+    pub(crate) fn stats(&self) -> Option<(u64, u64)> {
+        // SAFETY: all-zero is a valid `bpf_prog_info` (plain integers).
+        let mut info: aya_obj::generated::bpf_prog_info = unsafe { std::mem::zeroed() };
+        // SAFETY: all-zero is a valid `bpf_attr` (a union of plain integers).
+        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+        // SAFETY: the `BPF_OBJ_GET_INFO_BY_FD` member of the union, written field by field.
+        let get = unsafe { &mut attr.info };
+        get.bpf_fd = self.fd.as_raw_fd() as u32;
+        get.info_len = u32::try_from(size_of::<aya_obj::generated::bpf_prog_info>()).ok()?;
+        get.info = std::ptr::from_mut(&mut info) as u64;
+        bpf(bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr).ok()?;
+        Some((info.run_cnt, info.run_time_ns))
+    }
+
     /// Attaches the program at `offsets` (file offsets of `target`, with one cookie each) in one link, at
     /// the functions' returns when `returns`; `pid` limits it to one process. The returned descriptor holds
     /// the link: closing it detaches every point with one grace period.

@@ -37,6 +37,11 @@ impl Entries {
         Self { program, counts, libs: HashMap::new(), points: Vec::new(), links: Vec::new() }
     }
 
+    /// The counting program's (name, runs, nanoseconds) as the kernel counted them (`--program-stats`).
+    pub(super) fn stats(&self, name: &'static str) -> Option<(&'static str, u64, u64)> {
+        self.program.as_ref()?.stats().map(|(runs, ns)| (name, runs, ns))
+    }
+
     /// Whether the library (dev, inode) has its entry points counted.
     pub(super) fn counted(&self, id: (u64, u64)) -> bool {
         self.libs.get(&id).is_some_and(|&(_, linked)| linked)

@@ -7,6 +7,7 @@ use tracer_common::{ApiFunc, Counter, Footer};
 
 use super::Session;
 use crate::{
+    attach,
     clock::monotonic_ns,
     trace::{self, Record, Stop},
 };
@@ -86,6 +87,16 @@ impl Session<'_> {
                     let stat = trace::ProgramStat { runs: info.run_count(), ns: info.run_time().as_nanos() as u64 };
                     footer.programs.insert(name.to_owned(), stat);
                 }
+            }
+            // The programs loaded for multi-point links (the runtime probes, the library entry counts): the
+            // same programs by name, run through their links.
+            let mut multi = self.watch.links.as_ref().map(attach::RuntimeLinks::stats).unwrap_or_default();
+            let library = self.args.probe_mode.library_program();
+            multi.extend(self.watch.entries.as_ref().and_then(|e| e.stats(library)));
+            for (name, runs, ns) in multi.into_iter().filter(|(_, runs, _)| *runs > 0) {
+                let stat = footer.programs.entry(name.to_owned()).or_default();
+                stat.runs += runs;
+                stat.ns += ns;
             }
         }
         // The tracer's own cost, for users and for `cargo xtask bench`.
