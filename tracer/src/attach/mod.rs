@@ -323,6 +323,8 @@ pub(crate) struct RuntimeLinks {
     programs: BTreeMap<&'static str, MultiProgram>,
     /// Every link made: closing one detaches its points (see [`release_in_background`]).
     links: Vec<std::os::fd::OwnedFd>,
+    /// Links the kernel refused since last asked, each said once (their functions got a uprobe each).
+    refused: Vec<String>,
 }
 
 impl RuntimeLinks {
@@ -335,7 +337,12 @@ impl RuntimeLinks {
                 programs.insert(name, MultiProgram::load(OBJECT, ebpf, name)?);
             }
         }
-        Ok(Self { programs, links: Vec::new() })
+        Ok(Self { programs, links: Vec::new(), refused: Vec::new() })
+    }
+
+    /// The links refused since the last call, as sentences (their functions were probed one uprobe each).
+    pub(crate) fn take_refused(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.refused)
     }
 
     /// Each program's (name, runs, nanoseconds) as the kernel counted them (`record --program-stats`).
@@ -412,7 +419,9 @@ pub(crate) fn attach_runtime(
     for ((prog, returns), points) in planned {
         let linked = links.as_mut().is_some_and(|l| {
             let at: Vec<(u64, u64)> = points.iter().map(|&(off, c, _)| (off, c)).collect();
-            l.link(prog, &target, &at, returns).is_ok()
+            l.link(prog, &target, &at, returns)
+                .map_err(|e| l.refused.push(format!("{prog} on {}: {e:#}", copy.path)))
+                .is_ok()
         });
         if linked {
             continue;

@@ -111,6 +111,11 @@ impl LibraryWatch {
         }
         let id = self.probed.len() as u32 + 1;
         let probes = attach::attach_runtime(ebpf, self.links.as_mut(), id, copy, mode)?;
+        for why in self.links.as_mut().map(attach::RuntimeLinks::take_refused).unwrap_or_default() {
+            eprintln!(
+                "tracer: warning: the kernel refused a multi-point link for {why}: its functions are probed one uprobe each (released more slowly)"
+            );
+        }
         let attached_ts = crate::clock::monotonic_ns();
         self.probed.insert((copy.dev, copy.inode), id);
         self.attached_at.insert((copy.dev, copy.inode), attached_ts);
