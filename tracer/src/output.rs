@@ -106,12 +106,17 @@ pub fn create_part(path: &Path, force: bool) -> io::Result<Option<File>> {
     }
 }
 
+/// The directory a path names a file in (`.` for a bare file name).
+pub fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
 /// The temporary name a file for `dest` is written under, beside it, until it takes `dest`'s name.
 pub fn staged_name(dest: &Path) -> Result<PathBuf> {
-    let dir = match dest.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let dir = dir_of(dest);
     let name = dest.file_name().ok_or_else(|| anyhow!("{} names no file: give a file name with -o", dest.display()))?;
     Ok(dir.join(format!(".{}.tracer-{}.tmp", name.to_string_lossy(), std::process::id())))
 }

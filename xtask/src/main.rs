@@ -432,9 +432,14 @@ fn build_fixtures() -> Result<()> {
 }
 
 fn build() -> Result<()> {
-    step("building tracer (release; the eBPF programs are built by tracer/build.rs)");
-    run(Command::new("cargo").current_dir(root()).args(["build", "--release", "-p", "tracer"]))?;
+    cargo_build_tracer()?;
     build_fixtures()
+}
+
+/// `cargo build --release -p tracer` (the eBPF programs are built by tracer/build.rs).
+fn cargo_build_tracer() -> Result<()> {
+    step("building tracer (release; the eBPF programs are built by tracer/build.rs)");
+    run(Command::new("cargo").current_dir(root()).args(["build", "--release", "-p", "tracer"]))
 }
 
 fn tracer_bin() -> PathBuf {

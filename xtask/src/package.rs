@@ -28,8 +28,7 @@ const PACKAGED_BIN: &str = "/usr/bin/tracer";
 pub(crate) fn build_tracer() -> Result<()> {
     crate::nightly_rust_src()?;
     crate::bpf_linker()?;
-    step("building tracer (release)");
-    run(Command::new("cargo").current_dir(root()).args(["build", "--release", "-p", "tracer"]))
+    crate::cargo_build_tracer()
 }
 
 /// Writes the man pages into `dir` (`tracer generate man DIR`, from the command line's own definition);

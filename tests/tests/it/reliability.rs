@@ -126,6 +126,23 @@ fn parts_in(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<Record>, trac
         .collect()
 }
 
+/// `tracer record -q --rotate-size 64K -o OUT -- mini_runner loop 3000`: 3000 launches, several parts.
+fn record_rotating_launch_loop(out: &std::path::Path) -> std::process::Output {
+    let runner = fixture("mini_runner");
+    tracer(&[
+        "record",
+        "-q",
+        "--rotate-size",
+        "64K",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        runner.to_str().unwrap(),
+        "loop",
+        "3000",
+    ])
+}
+
 fn part_index(records: &[Record]) -> Option<u32> {
     match records.first() {
         Some(Record::Header(h)) => h.part.map(|p| p.index),
@@ -147,19 +164,7 @@ fn full_disk_while_rotating_ends_naming_the_part_and_every_complete_part_reads()
         assert!(ok.success());
         let _mount = Tmpfs(dir.clone());
         let out = dir.join("run.jsonl");
-        let runner = fixture("mini_runner");
-        let o = tracer(&[
-            "record",
-            "-q",
-            "--rotate-size",
-            "64K",
-            "-o",
-            out.to_str().unwrap(),
-            "--",
-            runner.to_str().unwrap(),
-            "loop",
-            "3000",
-        ]);
+        let o = record_rotating_launch_loop(&out);
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{stderr}");
         assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
@@ -222,19 +227,7 @@ fn a_link_planted_at_the_next_parts_name_moves_the_part_to_the_next_name() {
     let out = dir.join("run.jsonl");
     let planted = dir.join("run.0001.jsonl");
     std::os::unix::fs::symlink(&victim, &planted).unwrap();
-    let runner = fixture("mini_runner");
-    let o = tracer(&[
-        "record",
-        "-q",
-        "--rotate-size",
-        "64K",
-        "-o",
-        out.to_str().unwrap(),
-        "--",
-        runner.to_str().unwrap(),
-        "loop",
-        "3000",
-    ]);
+    let o = record_rotating_launch_loop(&out);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert_eq!(

@@ -74,6 +74,11 @@ fn llama_bench_report(name: &str) -> serde_json::Value {
     v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-bench").expect("llama-bench").clone()
 }
 
+/// Kernel executions of a process's report, all its kernels together.
+fn executions(p: &serde_json::Value) -> u64 {
+    p["kernels"].as_array().unwrap().iter().map(|k| k["executions"].as_u64().unwrap()).sum()
+}
+
 /// One phase of a process's report.
 fn phase<'a>(p: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     let phases = p["phases"].as_array().unwrap();
@@ -111,7 +116,7 @@ fn real_llama_cpp_steps_are_its_decode_calls_with_their_batch_widths() {
 #[test]
 fn real_llama_cpp_prompts_on_both_sides_of_the_mmvq_threshold() {
     let p = llama_bench_report("llama-bench-cuda-prompts.jsonl.zst");
-    let total: u64 = p["kernels"].as_array().unwrap().iter().map(|k| k["executions"].as_u64().unwrap()).sum();
+    let total = executions(&p);
     assert_eq!(total, 1858);
     let (prefill, decode) = (phase(&p, "prefill"), phase(&p, "decode"));
     // 5 prompts, each a warm-up and a run; a warm-up token and 8.
@@ -189,7 +194,7 @@ fn report_and_perfetto_export_cut_the_same_steps() {
 #[test]
 fn the_demos_gpu_recording_has_passes_column_counts_and_a_ledger() {
     let p = llama_bench_report("h100-llama-bench-q4_k_m-p513.jsonl.zst");
-    let total: u64 = p["kernels"].as_array().unwrap().iter().map(|k| k["executions"].as_u64().unwrap()).sum();
+    let total = executions(&p);
     assert_eq!(total, 796);
     let (prefill, decode) = (phase(&p, "prefill"), phase(&p, "decode"));
     assert_eq!((prefill["steps"].as_u64(), decode["steps"].as_u64()), (Some(2), Some(5)));
@@ -220,7 +225,7 @@ fn the_demos_gpu_recording_has_passes_column_counts_and_a_ledger() {
 #[test]
 fn the_f16_recording_calls_cublas_and_runs_cublaslt_kernels() {
     let p = llama_bench_report("h100-llama-bench-f16-p513.jsonl.zst");
-    let total: u64 = p["kernels"].as_array().unwrap().iter().map(|k| k["executions"].as_u64().unwrap()).sum();
+    let total = executions(&p);
     assert_eq!(total, 621);
     let row = |name: &str| {
         p["mapped"].as_array().unwrap().iter().find(|m| m["path"].as_str().unwrap().contains(name)).unwrap().clone()

@@ -69,6 +69,11 @@ pub struct RecordArgs {
 }
 
 impl RecordArgs {
+    /// Whether the recording is cut into parts (`--rotate-size`, `--rotate-every`).
+    pub(crate) const fn rotates(&self) -> bool {
+        self.rotate_size.is_some() || self.rotate_every.is_some()
+    }
+
     /// Whether processes not followed keep `argv[0]` alone: asked (`--private-argv`), or recording every
     /// process without `--full-argv`.
     pub(crate) const fn argv_private(&self, filter_by_pid: bool) -> bool {
@@ -182,7 +187,7 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
         let setup = prepare(&args)?;
         let to_stdout = output::Dest::parse(&args.output) == output::Dest::Stdout;
         let compress = !to_stdout && args.output.extension().is_some_and(|e| e == "zst");
-        let rotation = (args.rotate_size.is_some() || args.rotate_every.is_some()).then(|| Rotation {
+        let rotation = args.rotates().then(|| Rotation {
             first: Rotation::part_path(&args.output, 0),
             max_bytes: args.rotate_size,
             every: args.rotate_every,
@@ -251,12 +256,10 @@ pub(crate) struct Setup {
 }
 
 fn prepare(args: &RecordArgs) -> Result<Setup> {
-    if (args.rotate_size.is_some() || args.rotate_every.is_some())
-        && output::Dest::parse(&args.output) == output::Dest::Stdout
-    {
+    if args.rotates() && output::Dest::parse(&args.output) == output::Dest::Stdout {
         bail!("a rotated recording is written to files: give -o NAME.jsonl.zst with --rotate-size or --rotate-every");
     }
-    if (args.rotate_size.is_some() || args.rotate_every.is_some()) && !args.force {
+    if args.rotates() && !args.force {
         let earlier = Rotation::earlier_parts(&args.output);
         if let Some(first) = earlier.first() {
             bail!(

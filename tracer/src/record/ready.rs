@@ -17,21 +17,13 @@ use anyhow::{Context as _, Result, bail};
 
 /// Checked before anything is attached: the file's directory exists and the path is no directory.
 pub(super) fn check(path: &Path) -> Result<()> {
-    let dir = parent(path);
-    if !dir.is_dir() {
+    if !crate::output::dir_of(path).is_dir() {
         bail!("the directory of --ready-file {} does not exist: create it or choose another path", path.display());
     }
     if path.is_dir() {
         bail!("--ready-file {} is a directory: give a file's path", path.display());
     }
     Ok(())
-}
-
-fn parent(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
 }
 
 /// The live recording's readiness, withdrawn when dropped.
@@ -72,8 +64,7 @@ impl Drop for Ready {
 /// over `path`: a reader sees no file or the whole file.
 fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let name = path.file_name().context("a file name")?;
-    let tmp = parent(path).join(format!(".{}.{}.part", name.to_string_lossy(), std::process::id()));
+    let tmp = crate::output::staged_name(path)?;
     drop(std::fs::remove_file(&tmp));
     let mut f = std::fs::OpenOptions::new()
         .write(true)

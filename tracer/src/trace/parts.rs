@@ -242,10 +242,7 @@ impl Input {
 /// -> `run.jsonl.zst`.
 fn recording_name(first: &Path) -> String {
     let name = first.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let (stem, ext) = match name.find(".jsonl") {
-        Some(at) => name.split_at(at),
-        None => (name.as_str(), ""),
-    };
+    let (stem, ext) = super::writer::split_trace_name(&name);
     let stem = match stem.rsplit_once('.') {
         Some((s, n)) if n.len() >= 4 && n.bytes().all(|b| b.is_ascii_digit()) => s,
         _ => stem,

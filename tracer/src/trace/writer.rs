@@ -57,10 +57,7 @@ impl Rotation {
     /// extensions (`run.jsonl.zst` -> `run.0003.jsonl.zst`).
     pub fn part_path(output: &Path, index: u32) -> PathBuf {
         let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let (stem, ext) = match name.find(".jsonl") {
-            Some(at) => name.split_at(at),
-            None => (name.as_str(), ""),
-        };
+        let (stem, ext) = split_trace_name(&name);
         output.with_file_name(format!("{stem}.{index:04}{ext}"))
     }
 
@@ -69,10 +66,7 @@ impl Rotation {
     /// their names and leave two recordings' parts mixed. (A link there is no earlier part: its name is
     /// skipped when its turn comes.)
     pub fn earlier_parts(output: &Path) -> Vec<PathBuf> {
-        let dir = match output.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
+        let dir = crate::output::dir_of(output);
         let first = Self::part_path(output, 0);
         let Some(first) = first.file_name().map(|n| n.to_string_lossy().into_owned()) else { return Vec::new() };
         // "NAME.0000.jsonl.zst" -> ("NAME.", ".jsonl.zst")
@@ -94,6 +88,15 @@ impl Rotation {
             .collect();
         found.sort();
         found
+    }
+}
+
+/// A trace's file name as (stem, extension from `.jsonl` on): `run.jsonl.zst` -> (`run`, `.jsonl.zst`); a
+/// name without `.jsonl` is all stem.
+pub(super) fn split_trace_name(name: &str) -> (&str, &str) {
+    match name.find(".jsonl") {
+        Some(at) => name.split_at(at),
+        None => (name, ""),
     }
 }
 
