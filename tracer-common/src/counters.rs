@@ -37,10 +37,12 @@ pub enum Counter {
     /// A call into a library's entry point found no room for its (process, entry point) in the entry-call
     /// map: it was not counted.
     EntryCallLost = 13,
+    /// A batch record (`llama_decode`) could not be reserved: that step's composition is unknown.
+    DropBatch = 14,
 }
 
 /// Number of [`Counter`] slots.
-pub const COUNTERS: u32 = 14;
+pub const COUNTERS: u32 = 15;
 
 impl Counter {
     pub const ALL: [Self; COUNTERS as usize] = [
@@ -58,6 +60,7 @@ impl Counter {
         Self::TallyLost,
         Self::DropOpen,
         Self::EntryCallLost,
+        Self::DropBatch,
     ];
 
     /// Where the trace footer reports this counter: `Drop(kind)` in `drops`, per CPU, under the record
@@ -78,6 +81,7 @@ impl Counter {
             Self::TallyLost => Footer::Count("tally_lost"),
             Self::DropOpen => Footer::Drop("open"),
             Self::EntryCallLost => Footer::Count("entry_calls_lost"),
+            Self::DropBatch => Footer::Drop("batch"),
         }
     }
 }

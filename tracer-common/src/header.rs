@@ -20,6 +20,8 @@ pub enum RecordKind {
     Params = 7,
     /// A traced process opening a GPU runtime library ([`OpenRecord`](crate::OpenRecord)).
     Open = 8,
+    /// A model's step began: the batch `llama_decode` was given ([`BatchRecord`](crate::BatchRecord)).
+    Batch = 9,
 }
 
 impl RecordKind {
@@ -33,6 +35,7 @@ impl RecordKind {
             6 => Some(Self::Dispatch),
             7 => Some(Self::Params),
             8 => Some(Self::Open),
+            9 => Some(Self::Batch),
             _ => None,
         }
     }

@@ -7,6 +7,7 @@
 #![no_std]
 
 pub mod api;
+mod batch;
 mod calls;
 pub mod cookie;
 mod counters;
@@ -16,6 +17,11 @@ mod process;
 mod queue;
 
 pub use api::ApiFunc;
+pub use batch::{
+    BATCH_CHUNK, BATCH_EMBD, BATCH_FAULT, BATCH_HEAD, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS, BATCH_SEQ,
+    BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, STEP_SLOTS, StepTally, batch_arrays,
+    step_slot,
+};
 pub use calls::{
     ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
     CallRecord, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX, ParamsRecord, PlanKey,
@@ -38,6 +44,8 @@ mod user {
     unsafe impl aya::Pod for super::ThreadTally {}
     // SAFETY: as above: two u32 fields.
     unsafe impl aya::Pod for super::EntryKey {}
+    // SAFETY: as above: u64 fields.
+    unsafe impl aya::Pod for super::StepTally {}
 }
 
 #[cfg(test)]
@@ -56,6 +64,12 @@ mod tests {
         assert_eq!(size_of::<DispatchRecord>(), 24 + 16 + AQL_PACKET_BYTES);
         assert_eq!(size_of::<ParamsRecord>(), 24 + 16 + 8 * PARAMS_MAX);
         assert_eq!(size_of::<OpenRecord>(), 24 + 8 + OPEN_PATH_MAX);
+        assert_eq!(BATCH_HEAD, 24 + 16 + 8 * STEP_SLOTS + 16);
+        assert_eq!(batch_arrays(10), ([0, 40, 80, 120], 130));
+        assert!(
+            BATCH_HEAD + BATCH_TOKEN_BYTES * BATCH_TOKENS_MAX + 8 * BATCH_CHUNK <= 32 << 10,
+            "a per-CPU map value holds at most 32 KiB"
+        );
         assert_eq!(size_of::<NameRecord>() % 8, 0);
         assert!(align_of::<CallRecord>() <= 8);
     }
@@ -117,6 +131,7 @@ mod tests {
             RecordKind::Dispatch,
             RecordKind::Params,
             RecordKind::Open,
+            RecordKind::Batch,
         ] {
             assert_eq!(RecordKind::from_u16(k as u16), Some(k));
         }

@@ -43,7 +43,8 @@ pub const OPEN_PATH_MAX: usize = 256;
 
 /// File-name prefixes of the runtime libraries whose opening by a traced process is reported
 /// ([`OpenRecord`]): the libraries tracer probes. The kernel compares a path's last component with them.
-pub const RUNTIME_PREFIXES: [&[u8]; 4] = [b"libamdhip64.so", b"libhsa-runtime64.so", b"libcuda.so", b"libcudart.so"];
+pub const RUNTIME_PREFIXES: [&[u8]; 5] =
+    [b"libamdhip64.so", b"libhsa-runtime64.so", b"libcuda.so", b"libcudart.so", b"libllama.so"];
 
 /// A traced process opening a file whose name is a GPU runtime's (`openat` at entry): a runtime copy it is
 /// about to load, to probe before its code runs (a private copy tracer could not foresee).

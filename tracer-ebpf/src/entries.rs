@@ -6,6 +6,10 @@
 //! this program itself (see the user side's `uprobe_multi` module): aya 0.14 cannot load a program for
 //! multi-point links yet. The link may filter by process; the program filters again, since the kernel's
 //! PID filter for these links is reliable only from Linux 6.10.
+//!
+//! A process that runs llama.cpp's `llama_decode` also counts each call in its step tally, in the slot
+//! the cookie's upper half names ([`tracer_common::step_slot`]): the next batch record carries those
+//! counts, so each call lands in the step it was made in.
 
 use aya_ebpf::{
     EbpfContext as _,
@@ -14,9 +18,11 @@ use aya_ebpf::{
     macros::uprobe,
     programs::ProbeContext,
 };
-use tracer_common::{Counter, EntryKey};
+use core::intrinsics::{AtomicOrdering, atomic_xadd};
 
-use crate::maps::{ENTRY_CALLS, count, traced};
+use tracer_common::{Counter, EntryKey, STEP_SLOTS};
+
+use crate::maps::{ENTRY_CALLS, STEP_TALLY, count, traced};
 
 #[uprobe]
 pub(crate) fn library_entry(ctx: ProbeContext) -> u32 {
@@ -25,8 +31,15 @@ pub(crate) fn library_entry(ctx: ProbeContext) -> u32 {
         return 0;
     }
     // SAFETY: the context pointer is the probe's own pt_regs.
-    let point = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) } as u32;
-    let key = EntryKey { tgid, point };
+    let cookie = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    if let Some(t) = STEP_TALLY.get_ptr_mut(tgid) {
+        let slot = ((cookie >> 32) as usize) & (STEP_SLOTS - 1);
+        // SAFETY: `t` points into the live map value; the add is atomic (several threads may call).
+        unsafe {
+            atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(&raw mut (*t).calls[slot], 1);
+        }
+    }
+    let key = EntryKey { tgid, point: cookie as u32 };
     if add_one(&key) {
         return 0;
     }
@@ -41,7 +54,6 @@ pub(crate) fn library_entry(ctx: ProbeContext) -> u32 {
 /// Adds one to the entry's count, if it has one.
 #[inline(always)]
 fn add_one(key: &EntryKey) -> bool {
-    use core::intrinsics::{AtomicOrdering, atomic_xadd};
     let Some(slot) = ENTRY_CALLS.get_ptr_mut(key) else { return false };
     // SAFETY: the map value is a valid, aligned u64 while the program runs; LLVM lowers this intrinsic to
     // the BPF atomic add (several CPUs may count the same entry).

@@ -6,7 +6,8 @@
 //! - [`process`]: scheduler tracepoints that keep the PID filter following the traced processes;
 //! - [`ioctl`]: GPU driver ioctls (KFD, DRM amdgpu) from the syscall tracepoints;
 //! - [`opens`]: a traced process opening a GPU runtime library (a copy to probe before it runs);
-//! - [`entries`]: calls into every other GPU library's exported functions, counted in the kernel.
+//! - [`entries`]: calls into every other GPU library's exported functions, counted in the kernel;
+//! - [`batch`]: llama.cpp's `llama_decode`, the batch each inference step is given.
 //!
 //! What they share: [`maps`] (every map, the load-time settings, the PID filter and loss counters) and
 //! [`emit`] (every record but a call's own, written into the ring in one place). No module of programs
@@ -27,6 +28,7 @@
 use tracer_ebpf as _;
 
 mod baseline;
+mod batch;
 mod calls;
 mod emit;
 mod entries;

@@ -5,7 +5,7 @@ use aya_ebpf::{
     macros::map,
     maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
-use tracer_common::{ARG_SLOTS, Counter, EntryKey, OpenRecord, PlanKey, ThreadTally};
+use tracer_common::{ARG_SLOTS, Counter, EntryKey, OpenRecord, PlanKey, StepTally, ThreadTally};
 
 /// Every record goes through this ring. Its size is set by user space at load (`--ring-size`).
 #[map]
@@ -62,6 +62,16 @@ pub(crate) static THREADS: HashMap<u64, ThreadTally> = HashMap::with_max_entries
 /// User space reads it when a process ends and at the end of the recording, and deletes what it read.
 #[map]
 pub(crate) static ENTRY_CALLS: HashMap<EntryKey, u64> = HashMap::with_max_entries(65536, 0);
+
+/// Per process that called `llama_decode` (tgid): its library calls since then, by step slot, and its
+/// steps so far (see `batch`). A plain hash map: an evicted entry would lose counts silently; a process
+/// that finds it full is flagged in its batch records. User space deletes a process's entry at its end.
+#[map]
+pub(crate) static STEP_TALLY: HashMap<u32, StepTally> = HashMap::with_max_entries(4096, 0);
+
+/// Where a batch record is built before it is written with its used length.
+#[map]
+pub(crate) static BATCH_SCRATCH: PerCpuArray<crate::batch::BatchScratch> = PerCpuArray::with_max_entries(1, 0);
 
 /// Loss and error counters, one slot per [`Counter`], per CPU.
 #[map]

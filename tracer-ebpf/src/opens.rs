@@ -76,12 +76,17 @@ fn runtime_file(buf: &[u8; OPEN_PATH_MAX], len: usize) -> bool {
     }
     let at = |k: usize| u64::from(buf[(base + k) & (OPEN_PATH_MAX - 1)]) << (8 * k);
     let head = at(0) | at(1) | at(2) | at(3) | at(4) | at(5) | at(6) | at(7);
-    head == PREFIX_HEADS[0] || head == PREFIX_HEADS[1] || head == PREFIX_HEADS[2] || head == PREFIX_HEADS[3]
+    PREFIX_HEADS.iter().any(|&h| h == head)
 }
 
 /// The first 8 bytes of each runtime prefix, as little-endian words.
-const PREFIX_HEADS: [u64; 4] =
-    [head(RUNTIME_PREFIXES[0]), head(RUNTIME_PREFIXES[1]), head(RUNTIME_PREFIXES[2]), head(RUNTIME_PREFIXES[3])];
+const PREFIX_HEADS: [u64; RUNTIME_PREFIXES.len()] = [
+    head(RUNTIME_PREFIXES[0]),
+    head(RUNTIME_PREFIXES[1]),
+    head(RUNTIME_PREFIXES[2]),
+    head(RUNTIME_PREFIXES[3]),
+    head(RUNTIME_PREFIXES[4]),
+];
 
 const fn head(p: &[u8]) -> u64 {
     let mut v = 0u64;

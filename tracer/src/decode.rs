@@ -4,14 +4,16 @@
 //! ([`tracer_common::api::Layout`]): one arm per layout, never one per function.
 
 use tracer_common::{
-    ARG_SLOTS, ApiFunc, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID, CONFIG_SLOTS, CallRecord, DispatchRecord,
-    IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, OpenRecord, PARAMS_MAX, ParamsRecord,
-    ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind,
+    ARG_SLOTS, ApiFunc, BATCH_EMBD, BATCH_FAULT, BATCH_HEAD, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS, BATCH_SEQ,
+    BATCH_STACK_FAULT, BATCH_TOKENS_MAX, BatchRecord, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID, CONFIG_SLOTS,
+    CallRecord, DispatchRecord, IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, OpenRecord,
+    PARAMS_MAX, ParamsRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind,
     api::{CopyDirection, Layout},
+    batch_arrays,
 };
 
 pub use crate::event::Origin;
-use crate::event::{Call, Config, Dispatch, GridUnit, Ioctl, Launch, MemcpyKind, Queue};
+use crate::event::{Call, Config, Dispatch, GridUnit, Ioctl, Launch, MemcpyKind, Queue, StepBatch};
 
 /// A decoded ring-buffer record.
 ///
@@ -29,6 +31,7 @@ pub enum Event {
     Dispatch(Dispatch),
     Params(Params),
     Open(Opened),
+    Batch(StepBatch),
 }
 
 /// A traced process opening a GPU runtime library by this path (as it gave it: absolute, or relative to
@@ -173,8 +176,61 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 truncated: r.flags & NAME_TRUNCATED != 0,
             }))
         }
+        Some(RecordKind::Batch) => decode_batch(bytes),
         None => Err(DecodeError::UnknownKind(header.kind)),
     }
+}
+
+/// A batch record: its head, then its arrays, each as long as the head says it laid out (bounded by
+/// what the probe can lay out, and by the bytes there).
+fn decode_batch(bytes: &[u8]) -> Result<Event, DecodeError> {
+    let r = read::<BatchRecord>(bytes)?;
+    let laid = (r.laid as usize).min(BATCH_TOKENS_MAX);
+    let (starts, len) = batch_arrays(laid);
+    let data = bytes.get(BATCH_HEAD..BATCH_HEAD + len).ok_or(DecodeError::Short { len: bytes.len() })?;
+    let read = (r.read as usize).min(laid);
+    let word = |array: usize, i: usize| {
+        let at = starts[array] + 4 * i;
+        data.get(at..at + 4).map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let positions = r.flags & BATCH_POS != 0;
+    let seq_ids = r.flags & BATCH_SEQ != 0;
+    let logits = r.flags & BATCH_LOGITS != 0;
+    let last = usize::try_from(r.n_tokens).unwrap_or(0).checked_sub(1);
+    let tokens = (0..read).map(|i| {
+        let output = if logits { data.get(starts[3] + i).is_some_and(|&b| b != 0) } else { Some(i) == last };
+        (
+            if seq_ids { word(0, i) } else { 0 },
+            positions.then(|| word(1, i)),
+            if seq_ids { word(2, i) } else { 1 },
+            output,
+        )
+    });
+    let o = origin(&r.header);
+    let uncounted = r.flags & BATCH_NO_TALLY != 0;
+    Ok(Event::Batch(StepBatch {
+        ts: o.ts,
+        pid: o.pid,
+        tid: o.tid,
+        lib: o.lib,
+        ctx: r.ctx,
+        step: r.step,
+        n_tokens: r.n_tokens,
+        runs: StepBatch::group(tokens),
+        unread: u32::try_from(r.n_tokens).unwrap_or(0).saturating_sub(read as u32),
+        positions,
+        seq_ids,
+        embd: r.flags & BATCH_EMBD != 0,
+        fault: r.flags & (BATCH_FAULT | BATCH_STACK_FAULT) != 0,
+        previous_calls: r
+            .step_calls
+            .iter()
+            .enumerate()
+            .filter(|&(_, &n)| n > 0)
+            .map(|(slot, &n)| (slot as u32, n))
+            .collect(),
+        calls_uncounted: uncounted,
+    }))
 }
 
 fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
@@ -287,8 +343,10 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
         }
         Layout::CodeObjectFromMemory => Event::Call(Call { ptr: Some(a[0]), size: Some(a[1]), handle: out, ..call }),
         Layout::QueueCreate => Event::Call(Call { size: Some(u64::from(a[1] as u32)), ..call }),
-        // Registration and doorbells have their own programs and records, never a call record.
-        Layout::Register | Layout::Doorbell => return Err(DecodeError::UnknownFunc(r.header.func)),
+        // Registration, doorbells and batches have their own programs and records, never a call record.
+        Layout::Register | Layout::Doorbell | Layout::LlamaBatch => {
+            return Err(DecodeError::UnknownFunc(r.header.func));
+        }
     })
 }
 
@@ -527,5 +585,58 @@ mod tests {
         assert_eq!(decode(&bytes_of(&r)), Err(DecodeError::UnknownKind(77)));
         let b = bytes_of(&call(ApiFunc::HipFree, [0; ARG_SLOTS], 0));
         assert!(matches!(decode(&b[..40]), Err(DecodeError::Short { .. })));
+    }
+
+    #[test]
+    fn a_batch_record_groups_its_tokens_into_sequence_runs() {
+        // Slot 0's decode token at 12, then slot 1's prompt of 3 at 0..3 with the last token's output.
+        let head = BatchRecord {
+            header: RecordHeader {
+                kind: RecordKind::Batch as u16,
+                func: 224,
+                lib: 3,
+                pid_tgid: 42 << 32 | 43,
+                ts_ns: 9,
+            },
+            ctx: 0x77,
+            step: 5,
+            n_tokens: 4,
+            laid: 4,
+            read: 4,
+            flags: BATCH_POS | BATCH_SEQ | BATCH_LOGITS,
+            ..BatchRecord::default()
+        };
+        let mut head = head;
+        head.step_calls[2] = 7;
+        let mut bytes = bytes_of(&head);
+        for v in [0i32, 1, 1, 1, 12, 0, 1, 2, 1, 1, 1, 2] {
+            bytes.extend_from_slice(&v.to_ne_bytes());
+        }
+        bytes.extend_from_slice(&[1, 0, 0, 1]);
+        let Ok(Event::Batch(b)) = decode(&bytes) else { panic!("not a batch") };
+        assert_eq!((b.pid, b.tid, b.ctx, b.step, b.n_tokens, b.unread), (42, 43, 0x77, 5, 4, 0));
+        assert_eq!(
+            b.runs,
+            [
+                crate::event::SeqRun { seq: 0, pos: Some(12), tokens: 1, outputs: 1, last_output: true, shared: 0 },
+                crate::event::SeqRun { seq: 1, pos: Some(0), tokens: 3, outputs: 1, last_output: true, shared: 1 },
+            ]
+        );
+        assert_eq!(b.previous_calls, [(2, 7)].into_iter().collect());
+        // Cut short (fewer array bytes than laid out): refused, never read past the end.
+        assert!(matches!(decode(&bytes[..bytes.len() - 1]), Err(DecodeError::Short { .. })));
+        // No positions, sequences or outputs given (`llama_batch_get_one`): sequence 0, the last token's
+        // output; tokens beyond the read ones are unread.
+        let bare = BatchRecord { n_tokens: 3000, laid: 0, read: 0, flags: 0, ..head };
+        let Ok(Event::Batch(b)) = decode(&bytes_of(&bare)) else { panic!("not a batch") };
+        assert_eq!((b.runs.len(), b.unread, b.positions, b.seq_ids), (0, 3000, false, false));
+        let one = BatchRecord { n_tokens: 2, laid: 2, read: 2, flags: 0, ..head };
+        let mut bytes = bytes_of(&one);
+        bytes.extend_from_slice(&[0; 26]);
+        let Ok(Event::Batch(b)) = decode(&bytes) else { panic!("not a batch") };
+        assert_eq!(
+            b.runs,
+            [crate::event::SeqRun { seq: 0, pos: None, tokens: 2, outputs: 1, last_output: true, shared: 0 }]
+        );
     }
 }

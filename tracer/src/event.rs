@@ -418,3 +418,97 @@ mod tests {
         serde_json::from_str::<MemcpyKind>("\"Sideways\"").unwrap_err();
     }
 }
+
+/// A step's batch, as llama.cpp's `llama_decode` was given it (read at its entry): its tokens grouped into
+/// runs, in batch order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepBatch {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub lib: u32,
+    /// The `llama_context*` (a process may run several: a draft model, an embedding context).
+    pub ctx: u64,
+    /// The process's `llama_decode` calls the kernel saw so far, this one included (0: not counted).
+    pub step: u64,
+    /// `n_tokens` as given.
+    pub n_tokens: i32,
+    /// Consecutive tokens of one sequence at consecutive positions, in batch order.
+    pub runs: Vec<SeqRun>,
+    /// Tokens whose sequence was not read: beyond the most a probe reads
+    /// ([`tracer_common::BATCH_TOKENS_MAX`]), or after an array that could not be read.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub unread: u32,
+    /// The batch gave positions (else the context numbers tokens itself, `llama_batch_get_one`).
+    pub positions: bool,
+    /// The batch gave sequence ids (else every token is sequence 0's).
+    pub seq_ids: bool,
+    /// The batch carries embeddings instead of token ids.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub embd: bool,
+    /// The batch structure or one of its arrays could not be read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fault: bool,
+    /// Calls into GPU libraries' entry points during the process's previous step (since its previous
+    /// `llama_decode`), by entry library id (`entry_library` records; the last id counts that library and
+    /// every later one, see [`STEP_LIBRARIES_MERGED`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub previous_calls: BTreeMap<u32, u64>,
+    /// The kernel had no room to count the process's library calls per step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub calls_uncounted: bool,
+}
+
+/// The entry library id from which step counts are merged into one (see [`StepBatch::previous_calls`]).
+pub const STEP_LIBRARIES_MERGED: u32 = (tracer_common::STEP_SLOTS - 1) as u32;
+
+/// Tokens of one sequence at consecutive positions in a batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeqRun {
+    /// The sequence id (a token's first, when it belongs to several).
+    pub seq: i32,
+    /// The first token's position, where the batch gave positions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pos: Option<i32>,
+    pub tokens: u32,
+    /// Tokens whose output (logits) was asked for.
+    pub outputs: u32,
+    /// The run's last token's output was asked for.
+    pub last_output: bool,
+    /// Tokens that belong to more than one sequence.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub shared: u32,
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+const fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
+impl StepBatch {
+    /// Groups a batch's tokens into runs: `seq[i]`, `pos[i]` (when given), `n_seq[i]` and `output[i]` of
+    /// each token read, in order.
+    pub fn group(tokens: impl Iterator<Item = (i32, Option<i32>, i32, bool)>) -> Vec<SeqRun> {
+        let mut runs: Vec<SeqRun> = Vec::new();
+        for (seq, pos, n_seq, output) in tokens {
+            let follows = runs.last().is_some_and(|r| {
+                r.seq == seq
+                    && match (r.pos, pos) {
+                        (Some(first), Some(p)) => i64::from(first) + i64::from(r.tokens) == i64::from(p),
+                        (None, None) => true,
+                        _ => false,
+                    }
+            });
+            if !follows {
+                runs.push(SeqRun { seq, pos, ..SeqRun::default() });
+            }
+            if let Some(r) = runs.last_mut() {
+                r.tokens += 1;
+                r.outputs += u32::from(output);
+                r.last_output = output;
+                r.shared += u32::from(n_seq > 1);
+            }
+        }
+        runs
+    }
+}

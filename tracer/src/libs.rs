@@ -17,8 +17,10 @@ pub(crate) const HSA_RUNTIME: &str = "libhsa-runtime64.so";
 pub(crate) const CUDA_DRIVER: &str = "libcuda.so";
 /// The CUDA runtime library (probed on request only: `--cuda-runtime`).
 pub(crate) const CUDA_RUNTIME: &str = "libcudart.so";
-/// The runtimes probed by default.
-pub(crate) const RUNTIMES: [&str; 3] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER];
+/// llama.cpp's model library: `llama_decode`, where each step's batch is read.
+pub(crate) const LLAMA: &str = "libllama.so";
+/// The libraries probed by default.
+pub(crate) const RUNTIMES: [&str; 4] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER, LLAMA];
 
 pub(crate) use crate::trace::LibOrigin as Origin;
 
@@ -66,6 +68,8 @@ pub(crate) fn runtime_of(path: &str) -> tracer_common::api::Library {
         Library::Cuda
     } else if name.starts_with(CUDA_RUNTIME) {
         Library::CudaRuntime
+    } else if name.starts_with(LLAMA) {
+        Library::Llama
     } else {
         Library::Hip
     }

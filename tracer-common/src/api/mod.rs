@@ -23,6 +23,8 @@ pub enum ProbeShape {
     /// driver launches, graph replays, and synchronizations (a decode loop calls one about 14 times per
     /// token; where it is in the sequence cuts the inference steps, its wait time is not needed).
     OneTrap,
+    /// Entry only: the batch a model's step is given, read from the stack ([`crate::BatchRecord`]).
+    Batch,
 }
 
 /// Which runtime library exports a function.
@@ -36,6 +38,8 @@ pub enum Library {
     Cuda,
     /// libcudart (the CUDA runtime API): probed only on request (`--cuda-runtime`).
     CudaRuntime,
+    /// libllama (llama.cpp's model library, above ggml): where each step's batch is handed over.
+    Llama,
 }
 
 /// What a call does, whatever library it comes from. Attribution, phases and the report decide by this,
@@ -91,6 +95,8 @@ pub enum Op {
     Doorbell,
     /// The runtime initialised.
     Init,
+    /// A batch of tokens handed to a model (`llama_decode`): one inference step begins.
+    Batch,
 }
 
 impl Op {
@@ -121,6 +127,7 @@ impl Op {
             Self::QueueCreate => "queue-create",
             Self::Doorbell => "doorbell",
             Self::Init => "init",
+            Self::Batch => "batch",
         }
     }
 }
@@ -200,6 +207,8 @@ pub enum Layout {
     Register,
     /// `(signal, value)`: read by the doorbell program.
     Doorbell,
+    /// `(ctx, struct llama_batch by value)`: the structure on the stack, read by the batch program.
+    LlamaBatch,
 }
 
 impl Layout {
@@ -229,7 +238,8 @@ impl Layout {
             | Self::Ptr
             | Self::Memcpy { .. }
             | Self::Register
-            | Self::Doorbell => 0,
+            | Self::Doorbell
+            | Self::LlamaBatch => 0,
         }
     }
 }

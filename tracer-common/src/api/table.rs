@@ -6,8 +6,8 @@ use super::{
 };
 use Layout::{
     AllocOut, CodeObjectFromMemory, Doorbell, ExecGraph, FatBinary, FunctionOut, HandleStream, InstantiateOut,
-    KernelFunctionOut, LaunchConfig, LaunchDim3, LaunchScalars, Memcpy, ModuleOut, Nothing, Ptr, PushConfig,
-    QueueCreate, Register, Stream, StreamHandleOut, SymbolByName, SymbolInfo,
+    KernelFunctionOut, LaunchConfig, LaunchDim3, LaunchScalars, LlamaBatch, Memcpy, ModuleOut, Nothing, Ptr,
+    PushConfig, QueueCreate, Register, Stream, StreamHandleOut, SymbolByName, SymbolInfo,
 };
 
 const DIM3: Layout = LaunchDim3 { shmem32: false };
@@ -167,4 +167,9 @@ api_funcs! {
     /// block, `size_t` shared memory and stream lie where `CUlaunchConfig` has them (ggml-cuda launches
     /// through it).
     CudaLaunchKernelExC = 194, CudaRuntime, "cudaLaunchKernelExC", Launch, LaunchConfig, OneTrap;
+
+    /// `int32_t llama_decode(llama_context* ctx, struct llama_batch batch)`: a step's batch, read at entry
+    /// (one trap a step; each sequence's tokens, positions and outputs, and the library calls of the step
+    /// before).
+    LlamaDecode = 224, Llama, "llama_decode", Batch, LlamaBatch, Batch;
 }

@@ -171,6 +171,7 @@ impl ProbeMode {
                 register: "register_function",
                 doorbell: "doorbell",
                 one_trap: "one_trap_entry",
+                batch: "llama_batch",
                 library: "library_entry",
             },
             Self::Empty => Programs {
@@ -179,6 +180,7 @@ impl ProbeMode {
                 register: "empty_entry",
                 doorbell: "empty_entry",
                 one_trap: "empty_one_trap",
+                batch: "empty_entry",
                 library: "empty_entry",
             },
         }
@@ -192,6 +194,8 @@ struct Programs {
     register: &'static str,
     doorbell: &'static str,
     one_trap: &'static str,
+    /// llama.cpp's `llama_decode`: a step's batch.
+    batch: &'static str,
     /// The program of the multi-point links on other GPU libraries' entry points.
     library: &'static str,
 }
@@ -283,6 +287,7 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         "register_function",
         "doorbell",
         "one_trap_entry",
+        "llama_batch",
         "empty_entry",
         "empty_return",
         "empty_one_trap",
@@ -330,9 +335,9 @@ pub(crate) struct RuntimeLinks {
 impl RuntimeLinks {
     /// Loads the programs of `mode` for multi-point links, sharing `ebpf`'s maps.
     pub(crate) fn load(ebpf: &Ebpf, mode: ProbeMode) -> Result<Self> {
-        let Programs { entry, ret, register, doorbell, one_trap, .. } = mode.programs();
+        let Programs { entry, ret, register, doorbell, one_trap, batch, .. } = mode.programs();
         let mut programs = BTreeMap::new();
-        for name in [entry, ret, register, doorbell, one_trap] {
+        for name in [entry, ret, register, doorbell, one_trap, batch] {
             if !programs.contains_key(name) {
                 programs.insert(name, MultiProgram::load(OBJECT, ebpf, name)?);
             }
@@ -376,7 +381,7 @@ pub(crate) fn attach_runtime(
     copy: &LibCopy,
     mode: ProbeMode,
 ) -> Result<Vec<trace::Probe>> {
-    let Programs { entry, ret, register, doorbell, one_trap, .. } = mode.programs();
+    let Programs { entry, ret, register, doorbell, one_trap, batch, .. } = mode.programs();
     let offsets =
         crate::elf::function_offsets(&copy.file).with_context(|| format!("{} is not an ELF library", copy.path))?;
     let target = copy.attach_path();
@@ -409,6 +414,7 @@ pub(crate) fn attach_runtime(
             ProbeShape::RegisterName => &[register],
             ProbeShape::Doorbell => &[doorbell],
             ProbeShape::OneTrap => &[one_trap],
+            ProbeShape::Batch => &[batch],
         };
         rec.kind = if progs.len() == 2 { trace::ProbeKind::EntryReturn } else { trace::ProbeKind::Entry };
         for &prog in progs {

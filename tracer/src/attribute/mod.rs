@@ -193,6 +193,10 @@ impl Attributor {
                 }
                 self.opened.push(o);
             }
+            Event::Batch(b) => {
+                self.see(b.pid, b.ts, out);
+                out.push(Record::Batch(b));
+            }
             Event::Params(params) => {
                 let p = self.live.entry(params.origin.pid).or_default();
                 if p.pending_params.insert(params.origin.tid, params).is_some() {

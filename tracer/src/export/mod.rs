@@ -150,6 +150,10 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>
             "ph": "i", "s": "p", "cat": "process", "name": "exit", "pid": e.pid, "tid": e.pid, "ts": us(e.ts, start),
             "args": {"code": e.code, "signal": e.signal},
         })),
+        Record::Batch(b) => events.emit(&json!({
+            "ph": "i", "s": "t", "cat": "batch", "name": "llama_decode", "pid": b.pid, "tid": b.tid,
+            "ts": us(b.ts, start), "args": {"n_tokens": b.n_tokens, "runs": b.runs},
+        })),
         Record::Library(_)
         | Record::Probe(_)
         | Record::Mapping(_)
@@ -159,6 +163,7 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>
         | Record::EntryCalls(_)
         | Record::LaunchSites(_)
         | Record::GraphExec(_)
+        | Record::StepCalls(_)
         | Record::Footer(_) => {}
         }
     })?;

@@ -141,6 +141,8 @@ impl Feeder {
             Record::Call(c) => self.call(c),
             Record::Dispatch(d) => self.dispatch(d),
             Record::GraphExec(g) => self.procs.entry(g.pid).or_default().graphs.driver_read(g),
+            Record::Batch(b) => self.procs.entry(b.pid).or_default().phases.batch(b),
+            Record::StepCalls(c) => self.procs.entry(c.pid).or_default().phases.library_calls(&c.calls),
             _ => {}
         }
     }
@@ -163,6 +165,7 @@ impl Feeder {
     fn launch(&mut self, l: &Launch) {
         let mut class = self.classes.of(l.kernel).with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems);
         let p = self.procs.entry(l.pid).or_default();
+        p.phases.api(l.api);
         let exact = class.ne11_from_params(&l.params);
         p.launch_widths.settle(&mut class, l.stream, l.grid, exact);
         // A launch made while capturing runs only in the graph's replays (counted there, with the batch
@@ -201,6 +204,7 @@ impl Feeder {
             Ran::UnknownReplay => p.phases.unknown_replay(c.ts),
             Ran::Nothing => {}
         }
+        p.phases.api(c.api);
         p.phases.call(c.api.op(), c.kind, c.ts, self.lean);
     }
 

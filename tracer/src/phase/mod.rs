@@ -20,12 +20,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+mod batch;
 mod feed;
+pub use batch::{Composition, MAX_SEQUENCE_STATES, Sequences};
 pub use feed::{DriverReads, Execution, FamilyKey, Feeder, Graphs, ProcessSteps, View};
 
 use serde::Serialize;
 
-use tracer_common::api::Op;
+use tracer_common::{ApiFunc, api::Op};
 
 use crate::{
     classify::{Batch, Class, Family},
@@ -38,8 +40,10 @@ use crate::{
 pub enum Phase {
     /// A prompt batch: MMQ or a BLAS GEMM, or MMVQ over more than one column.
     Prefill,
-    /// One token: MMVQ over one column.
+    /// One token: MMVQ over one column; or, from its batch, one decoded token of each of its sequences.
     Decode,
+    /// From its batch: prompt tokens of some sequences beside decode tokens of others (a server's slots).
+    Mixed,
     /// No quantized or BLAS matrix kernel.
     #[default]
     Other,
@@ -53,6 +57,7 @@ impl Phase {
         match self {
             Self::Prefill => "prefill",
             Self::Decode => "decode",
+            Self::Mixed => "mixed",
             Self::Other => "other",
             Self::Unknown => "kernels unknown",
         }
@@ -97,6 +102,31 @@ pub struct PhaseReport {
     pub tokens: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub tokens_unknown_steps: u64,
+    /// Steps whose label and tokens come from their batch (`llama_decode`); the others' come from their
+    /// kernels.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub steps_from_batches: u64,
+    /// Of `tokens`, from batches: prompt tokens, decode tokens, and tokens whose sequence was not read.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub prompt_tokens: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub decode_tokens: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unread_tokens: u64,
+    /// Steps by what their batch carried (`decode 2 seq x 1`, `mixed: 1 prompt of 23 + 1 decode`; at most
+    /// [`MAX_SEQUENCES`] kinds, further steps counted in `compositions_unlisted`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub compositions: BTreeMap<String, u64>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub compositions_unlisted: u64,
+    /// Calls the API table's probes saw one by one in these steps, by function (calls tallied in the
+    /// kernel are counted for the whole recording only).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub api_calls: BTreeMap<String, u64>,
+    /// Calls into GPU libraries' entry points in these steps, by entry library id (steps cut by batches
+    /// only: the kernel counts them per `llama_decode`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub library_calls: BTreeMap<u32, u64>,
 }
 
 /// One phase's closed steps so far, while recording (live metrics): steps, tokens, kernels by family.
@@ -105,6 +135,8 @@ pub struct PhaseTotals {
     pub phase: Phase,
     pub steps: u64,
     pub tokens: u64,
+    pub prompt_tokens: u64,
+    pub decode_tokens: u64,
     pub kernels: Vec<(String, u64)>,
 }
 
@@ -209,6 +241,12 @@ struct Step {
     /// The first kernel's time and the last event's (kernel, or the call that ended the step).
     start: u64,
     end: u64,
+    /// What its batch carried, where `llama_decode` was seen.
+    batch: Option<Composition>,
+    /// API calls seen one by one in it, by function.
+    api: BTreeMap<ApiFunc, u64>,
+    /// Calls into GPU libraries' entry points in it, by entry library id.
+    lib_calls: BTreeMap<u32, u64>,
 }
 
 impl Step {
@@ -221,7 +259,7 @@ impl Step {
         if n == 0 {
             return;
         }
-        if self.kernels == 0 {
+        if self.kernels == 0 && self.batch.is_none() {
             self.start = ts;
         }
         self.end = self.end.max(ts);
@@ -268,7 +306,11 @@ impl Step {
 
     /// Any MMQ or BLAS GEMM, or MMVQ with more than one column, is a prompt batch (prefill); MMVQ with one
     /// column only is token decode; a step with no quantized or BLAS matrix kernel is "other".
-    const fn label(&self) -> Phase {
+    /// A step with a batch is labelled by it: prefill, decode or mixed by its sequences' tokens.
+    fn label(&self) -> Phase {
+        if let Some(phase) = self.batch.as_ref().and_then(Composition::phase) {
+            return phase;
+        }
         if self.prompt_batch {
             Phase::Prefill
         } else if self.mmvq {
@@ -281,7 +323,7 @@ impl Step {
     }
 
     const fn is_empty(&self) -> bool {
-        self.kernels == 0 && self.unknown == 0
+        self.kernels == 0 && self.unknown == 0 && self.batch.is_none()
     }
 }
 
@@ -314,6 +356,14 @@ struct PhaseAcc {
     unknown: u64,
     tokens: u64,
     tokens_unknown: u64,
+    from_batches: u64,
+    prompt_tokens: u64,
+    decode_tokens: u64,
+    unread_tokens: u64,
+    compositions: BTreeMap<String, u64>,
+    compositions_unlisted: u64,
+    api: BTreeMap<ApiFunc, u64>,
+    lib_calls: BTreeMap<u32, u64>,
 }
 
 /// The closed steps of one view (API launches or queue dispatches): totals per phase and a span each.
@@ -324,6 +374,8 @@ struct Done {
     ggml: bool,
     /// Steps ran graph replays whose kernels are unknown.
     unknown: bool,
+    /// Steps had batches.
+    batched: bool,
 }
 
 impl Done {
@@ -332,6 +384,14 @@ impl Done {
         let (start, end, kernels, ggml) = (step.start, step.end, step.kernels, step.ggml);
         let acc = self.steps.entry(phase).or_default();
         acc.steps += 1;
+        for (api, n) in &step.api {
+            *acc.api.entry(*api).or_default() += n;
+        }
+        for (lib, n) in &step.lib_calls {
+            *acc.lib_calls.entry(*lib).or_default() += n;
+        }
+        let batch = step.batch.clone();
+        self.batched |= batch.is_some();
         acc.unknown += step.unknown;
         self.unknown |= step.unknown > 0;
         let (passes, merged) = step.into_passes();
@@ -347,9 +407,22 @@ impl Done {
                 _ => None,
             })
             .sum();
-        match exact {
-            Some(n) if !widths.is_empty() => acc.tokens += n,
-            _ => acc.tokens_unknown += 1,
+        match (&batch, exact) {
+            (Some(c), _) => {
+                acc.from_batches += 1;
+                acc.tokens += c.tokens();
+                acc.prompt_tokens += c.prompt_tokens();
+                acc.decode_tokens += u64::from(c.decodes);
+                acc.unread_tokens += u64::from(c.unread);
+                let label = c.label();
+                if acc.compositions.len() < MAX_SEQUENCES || acc.compositions.contains_key(&label) {
+                    *acc.compositions.entry(label).or_default() += 1;
+                } else {
+                    acc.compositions_unlisted += 1;
+                }
+            }
+            (None, Some(n)) if !widths.is_empty() => acc.tokens += n,
+            (None, _) => acc.tokens_unknown += 1,
         }
         if widths.iter().any(Option::is_some) {
             acc.widths.insert(passes_label(&widths));
@@ -380,6 +453,10 @@ pub struct Phases {
     api_done: Done,
     queue_done: Done,
     saw_dispatch: bool,
+    /// Batches (`llama_decode`) were seen: from then on, each one begins a step, and nothing else ends one.
+    batched: bool,
+    /// The process's sequences, to judge each batch's tokens.
+    pub sequences: Sequences,
 }
 
 impl Phases {
@@ -412,8 +489,40 @@ impl Phases {
         self.saw_dispatch
     }
 
+    /// A batch handed to the model (`llama_decode`): the step being built ends, with the library calls
+    /// the kernel counted in it, and one begins with this batch's composition.
+    pub fn batch(&mut self, b: &crate::event::StepBatch) {
+        let c = self.sequences.judge(b);
+        self.library_calls(&b.previous_calls);
+        self.close();
+        self.batched = true;
+        for step in [&mut self.api, &mut self.queue] {
+            step.batch = Some(c.clone());
+            step.start = b.ts;
+            step.end = b.ts;
+        }
+        self.api(ApiFunc::LlamaDecode);
+    }
+
+    /// Calls into GPU libraries' entry points, by entry library id, made in the step being built.
+    pub fn library_calls(&mut self, calls: &BTreeMap<u32, u64>) {
+        for step in [&mut self.api, &mut self.queue] {
+            for (lib, n) in calls {
+                *step.lib_calls.entry(*lib).or_default() += n;
+            }
+        }
+    }
+
+    /// An API call seen one by one (launches included), in the step being built.
+    pub fn api(&mut self, api: ApiFunc) {
+        for step in [&mut self.api, &mut self.queue] {
+            *step.api.entry(api).or_default() += 1;
+        }
+    }
+
     /// An API call: a copy to the host, then a synchronization, ends a step. In a recording that left
-    /// synchronizations unprobed (`lean`: `record --lean`), the copy itself ends it.
+    /// synchronizations unprobed (`lean`: `record --lean`), the copy itself ends it. Once batches are seen,
+    /// only they cut steps.
     pub fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64, lean: bool) {
         for step in [&mut self.api, &mut self.queue] {
             if !step.is_empty() {
@@ -425,6 +534,7 @@ impl Phases {
                 self.api.copy_up();
                 self.queue.copy_up();
             }
+            _ if self.batched => {}
             (Op::Memcpy, Some(MemcpyKind::DeviceToHost)) if lean => self.close(),
             (Op::Memcpy, Some(MemcpyKind::DeviceToHost)) => {
                 self.api.copied_to_host = true;
@@ -449,14 +559,14 @@ impl Phases {
     fn done(mut self) -> Option<Done> {
         self.close();
         let done = if self.saw_dispatch { self.queue_done } else { self.api_done };
-        (done.ggml || done.unknown).then_some(done)
+        (done.ggml || done.unknown || done.batched).then_some(done)
     }
 
     /// The closed steps' totals so far, per phase, without ending the step being built (a live
     /// recording's metrics); none for a process that ran no ggml quantized kernel, as [`Phases::finish`].
     pub fn totals(&self) -> Vec<PhaseTotals> {
         let done = if self.saw_dispatch { &self.queue_done } else { &self.api_done };
-        if !(done.ggml || done.unknown) {
+        if !(done.ggml || done.unknown || done.batched) {
             return Vec::new();
         }
         done.steps
@@ -465,6 +575,8 @@ impl Phases {
                 phase,
                 steps: acc.steps,
                 tokens: acc.tokens,
+                prompt_tokens: acc.prompt_tokens,
+                decode_tokens: acc.decode_tokens,
                 kernels: acc.counts.iter().map(|(&k, &n)| (family_key(k), n)).collect(),
             })
             .collect()
@@ -516,6 +628,14 @@ impl Phases {
                     unknown_replays: acc.unknown,
                     tokens: acc.tokens,
                     tokens_unknown_steps: acc.tokens_unknown,
+                    steps_from_batches: acc.from_batches,
+                    prompt_tokens: acc.prompt_tokens,
+                    decode_tokens: acc.decode_tokens,
+                    unread_tokens: acc.unread_tokens,
+                    compositions: acc.compositions,
+                    compositions_unlisted: acc.compositions_unlisted,
+                    api_calls: acc.api.into_iter().map(|(f, n)| (f.name().to_owned(), n)).collect(),
+                    library_calls: acc.lib_calls,
                 }
             })
             .collect()

@@ -224,3 +224,82 @@ fn dispatches_win_over_launches() {
     assert_eq!(phases.len(), 1);
     assert_eq!((phases[0].phase.as_str(), phases[0].steps, phases[0].kernels["MMVQ Q4_K"]), ("decode", 2, 2));
 }
+
+/// A batch of `runs` (sequence, first position, tokens, last token's output) at `ts`, carrying the library
+/// calls of the step before.
+fn step_batch(ts: u64, runs: &[(i32, i32, u32, bool)], previous: &[(u32, u64)]) -> crate::event::StepBatch {
+    crate::event::StepBatch {
+        ts,
+        n_tokens: runs.iter().map(|r| r.2 as i32).sum(),
+        runs: runs
+            .iter()
+            .map(|&(seq, pos, tokens, last_output)| crate::event::SeqRun {
+                seq,
+                pos: Some(pos),
+                tokens,
+                outputs: u32::from(last_output),
+                last_output,
+                shared: 0,
+            })
+            .collect(),
+        positions: true,
+        seq_ids: true,
+        previous_calls: previous.iter().copied().collect(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn batches_begin_steps_and_label_them_by_their_sequences() {
+    let mut p = Phases::default();
+    // Prefill of 11 tokens; its logits copy and sync end nothing once batches are seen.
+    p.batch(&step_batch(100, &[(0, 0, 11, true)], &[]));
+    p.launch(classify(MMQ16), 110);
+    p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 120, false);
+    p.call(ApiFunc::HipStreamSynchronize.op(), None, 130, false);
+    p.launch(classify(MMVQ1), 140); // still the prefill step's (before the next llama_decode)
+    // Slot 0 decodes; 3 library calls were made in the prefill step.
+    p.batch(&step_batch(200, &[(0, 11, 1, true)], &[(1, 3)]));
+    p.api(ApiFunc::HipLaunchKernel);
+    p.launch(classify(MMVQ1), 210);
+    // Slot 0 decodes beside slot 1's prompt of 23: a width-2+ step that is not a prefill.
+    p.batch(&step_batch(300, &[(0, 12, 1, true), (1, 0, 23, true)], &[(1, 2)]));
+    p.launch(classify(MMQ16), 310);
+    // Two sequences decode one token each: MMVQ over 2 columns, a decode step.
+    p.batch(&step_batch(400, &[(0, 13, 1, true), (1, 23, 1, true)], &[]));
+    p.launch(classify(MMVQ4), 410);
+    p.library_calls(&[(2, 5)].into_iter().collect());
+    let phases = p.finish();
+    let get = |ph: Phase| phases.iter().find(|r| r.phase == ph).unwrap();
+    let (prefill, decode, mixed) = (get(Phase::Prefill), get(Phase::Decode), get(Phase::Mixed));
+    assert_eq!((prefill.steps, prefill.prompt_tokens, prefill.tokens), (1, 11, 11));
+    assert_eq!(prefill.compositions.keys().collect::<Vec<_>>(), ["prefill: 1 prompt of 11"]);
+    assert_eq!(prefill.library_calls, [(1, 3)].into_iter().collect());
+    assert_eq!(prefill.kernels.values().sum::<u64>(), 2);
+    assert_eq!((decode.steps, decode.decode_tokens, decode.tokens, decode.steps_from_batches), (2, 3, 3, 2));
+    assert_eq!(
+        decode.compositions,
+        [("decode 1 seq x 1".to_owned(), 1), ("decode 2 seq x 1".to_owned(), 1)].into_iter().collect()
+    );
+    assert_eq!(decode.library_calls, [(1, 2), (2, 5)].into_iter().collect());
+    assert_eq!(decode.api_calls.get("llama_decode"), Some(&2));
+    assert_eq!(decode.api_calls.get("hipLaunchKernel"), Some(&1));
+    assert_eq!((mixed.steps, mixed.prompt_tokens, mixed.decode_tokens), (1, 23, 1));
+    assert_eq!(mixed.compositions.keys().collect::<Vec<_>>(), ["mixed: 1 prompt of 23 + 1 decode"]);
+}
+
+#[test]
+fn a_process_with_batches_and_no_gpu_kernel_has_steps() {
+    // llama.cpp on the CPU: its batches alone are its steps.
+    let mut p = Phases::default();
+    p.batch(&step_batch(100, &[(0, 0, 5, true)], &[]));
+    p.batch(&step_batch(200, &[(0, 5, 1, true)], &[]));
+    let spans = p.spans();
+    assert_eq!(
+        spans,
+        [
+            StepSpan { phase: Phase::Prefill, start: 100, end: 100, kernels: 0 },
+            StepSpan { phase: Phase::Decode, start: 200, end: 200, kernels: 0 },
+        ]
+    );
+}

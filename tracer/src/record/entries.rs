@@ -10,7 +10,7 @@ use std::{
 };
 
 use aya::maps::{HashMap as BpfHashMap, MapData};
-use tracer_common::EntryKey;
+use tracer_common::{EntryKey, StepTally};
 
 use crate::{
     attach::MultiProgram,
@@ -24,6 +24,8 @@ pub(super) struct Entries {
     program: Option<MultiProgram>,
     /// The kernel's counts: (process, point) -> calls.
     counts: BpfHashMap<MapData, EntryKey, u64>,
+    /// The kernel's step tallies: process -> its calls since its last `llama_decode`, by step slot.
+    steps: BpfHashMap<MapData, u32, StepTally>,
     /// Libraries given probes (or tried): (dev, inode) -> library id, and whether its link was made.
     libs: HashMap<(u64, u64), (u32, bool)>,
     /// Point (the cookie) -> (library id, function).
@@ -33,8 +35,12 @@ pub(super) struct Entries {
 }
 
 impl Entries {
-    pub(super) fn new(program: Option<MultiProgram>, counts: BpfHashMap<MapData, EntryKey, u64>) -> Self {
-        Self { program, counts, libs: HashMap::new(), points: Vec::new(), links: Vec::new() }
+    pub(super) fn new(
+        program: Option<MultiProgram>,
+        counts: BpfHashMap<MapData, EntryKey, u64>,
+        steps: BpfHashMap<MapData, u32, StepTally>,
+    ) -> Self {
+        Self { program, counts, steps, libs: HashMap::new(), points: Vec::new(), links: Vec::new() }
     }
 
     /// The counting program's (name, runs, nanoseconds) as the kernel counted them (`--program-stats`).
@@ -69,7 +75,9 @@ impl Entries {
         }
         let first = self.points.len() as u64;
         let offsets: Vec<u64> = found.functions.iter().map(|(_, off)| *off).collect();
-        let cookies: Vec<u64> = (first..).take(offsets.len()).collect();
+        // The point in the low half; the upper half is the library's step slot (its calls per step).
+        let slot = tracer_common::step_slot(id) << 32;
+        let cookies: Vec<u64> = (first..).take(offsets.len()).map(|p| p | slot).collect();
         match program.attach(&file.proc_path(), &offsets, &cookies, None, false) {
             Ok(link) => {
                 self.links.push(link);
@@ -84,8 +92,30 @@ impl Entries {
     }
 
     /// Reads and deletes the counts of process `pid` (every process: `None`), as records by library and
-    /// function.
+    /// function, and the calls of its last step (a process that ran `llama_decode`).
     pub(super) fn take(&mut self, pid: Option<u32>) -> Vec<Record> {
+        let mut out = self.take_steps(pid);
+        out.extend(self.take_calls(pid));
+        out
+    }
+
+    /// The step tallies of `pid` (every process: `None`): the calls of each one's last step.
+    fn take_steps(&mut self, pid: Option<u32>) -> Vec<Record> {
+        let keys: Vec<u32> = self.steps.keys().filter_map(Result::ok).filter(|&k| pid.is_none_or(|p| k == p)).collect();
+        let mut out = Vec::new();
+        for key in keys {
+            let Ok(tally) = self.steps.get(&key, 0) else { continue };
+            drop(self.steps.remove(&key));
+            let calls: BTreeMap<u32, u64> =
+                tally.calls.iter().enumerate().filter(|&(_, &n)| n > 0).map(|(slot, &n)| (slot as u32, n)).collect();
+            if !calls.is_empty() {
+                out.push(Record::StepCalls(trace::StepCalls { pid: key, step: tally.step, calls }));
+            }
+        }
+        out
+    }
+
+    fn take_calls(&mut self, pid: Option<u32>) -> Vec<Record> {
         if self.points.is_empty() {
             return Vec::new();
         }

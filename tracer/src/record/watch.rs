@@ -261,6 +261,11 @@ impl LibraryWatch {
         if !matches!(gpu, Some(GpuLibrary::Code | GpuLibrary::UsesRuntime)) {
             return None;
         }
+        // A library the API table probes (libllama: `llama_decode`) is not counted a second time.
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if libs::RUNTIMES.iter().any(|r| name.starts_with(r)) {
+            return None;
+        }
         let lib = self.entries.as_mut()?.attach(path, file)?;
         if let Some(at) = lib.attached_ts {
             self.attached_at.insert((lib.dev, lib.inode), at);

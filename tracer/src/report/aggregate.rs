@@ -388,6 +388,15 @@ impl ReportBuilder {
                 *last_ts = (*last_ts).max(i.ts);
                 procs.entry(i.pid).or_default().ioctl(&i);
             }
+            Record::Batch(b) => {
+                *last_ts = (*last_ts).max(b.ts);
+                let acc = procs.entry(b.pid).or_default();
+                acc.libs.insert(b.lib);
+                *acc.lib_calls.entry(b.lib).or_default() += 1;
+                api_stat(&mut acc.api, ApiFunc::LlamaDecode, None);
+            }
+            // The step feeder counts them per phase.
+            Record::StepCalls(_) => {}
             Record::Footer(f) => {
                 *last_ts = (*last_ts).max(f.end_mono_ns);
                 report.trace.stop = Some(f.stop);
@@ -404,7 +413,10 @@ impl ReportBuilder {
         let mut feeder = self.steps;
         report.trace.duration_s = self.last_ts.saturating_sub(self.start) as f64 / 1e9;
         for (pid, acc) in self.procs {
-            let steps = feeder.take(pid);
+            let mut steps = feeder.take(pid);
+            let mmq_widths = steps.mmq_widths();
+            let sequences_untracked = steps.phases.sequences.untracked;
+            let phases = std::mem::take(&mut steps.phases).finish();
             let kernels: Vec<KernelReport> = acc
                 .kernels
                 .into_values()
@@ -491,8 +503,10 @@ impl ReportBuilder {
                 mapped,
                 ioctls,
                 queues: acc.queues,
-                mmq_widths: steps.mmq_widths(),
-                phases: steps.phases.finish(),
+                mmq_widths,
+                step_libraries: step_libraries(&phases, &report.counted_libraries),
+                sequences_untracked,
+                phases,
                 dispatches,
                 barrier_packets: acc.barrier_packets,
                 graph_replays: steps.graphs.replays,
@@ -517,6 +531,21 @@ impl ReportBuilder {
 }
 
 /// Counts one call; `timed` is its result and duration, None for a call recorded at entry only.
+/// The names of the entry libraries whose calls the phases count (the last id stands for itself and every
+/// later one).
+fn step_libraries(phases: &[crate::phase::PhaseReport], libs: &[trace::EntryLibrary]) -> BTreeMap<u32, String> {
+    let merged = crate::event::STEP_LIBRARIES_MERGED;
+    phases
+        .iter()
+        .flat_map(|ph| ph.library_calls.keys())
+        .map(|&id| {
+            let name = libs.iter().find(|l| l.id == id).map_or_else(|| format!("library {id}"), |l| l.path.clone());
+            let name = if id == merged { format!("{name} and every later library") } else { name };
+            (id, name)
+        })
+        .collect()
+}
+
 fn api_stat(api: &mut BTreeMap<ApiFunc, ApiReport>, func: ApiFunc, timed: Option<(i64, u64)>) {
     let a = api.entry(func).or_insert_with(|| ApiReport::new(func));
     a.calls += 1;

@@ -101,8 +101,14 @@ pub struct ProcessReport {
     pub graph_execs_from_driver: crate::phase::DriverReads,
     /// The HIP API launches and the queue dispatches joined by kernel name, differences explained.
     pub crosscheck: Vec<CrossRow>,
-    /// Steps (graph evaluations) by phase: prefill, decode, other.
+    /// Steps (graph evaluations) by phase: prefill, decode, mixed, other.
     pub phases: Vec<crate::phase::PhaseReport>,
+    /// The entry libraries the phases' `library_calls` name, by id.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub step_libraries: BTreeMap<u32, String>,
+    /// Sequences judged without their history (more than the most kept per process).
+    #[serde(skip_serializing_if = "crate::report::is_zero")]
+    pub sequences_untracked: u64,
     /// ggml MMQ kernels by where their exact column count (ne11) came from: "kernel parameter", "src1
     /// quantize grid", or "tile bound only" (not known). Counted in the view the phases use: launches, or
     /// the queue's dispatches when the process has any (a dispatch carries no launch parameters).
@@ -438,4 +444,9 @@ mod tests;
 /// field out).
 fn no_driver_reads(d: &crate::phase::DriverReads) -> bool {
     !d.any()
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+const fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -123,7 +123,11 @@ impl<'a> Session<'a> {
         let counters: PerCpuArray<MapData, u64> = PerCpuArray::try_from(take("COUNTERS")?)?;
         let param_plans: BpfHashMap<MapData, PlanKey, u32> = BpfHashMap::try_from(take("PARAM_PLANS")?)?;
         let threads: BpfHashMap<MapData, u64, ThreadTally> = BpfHashMap::try_from(take("THREADS")?)?;
-        watch.entries = Some(Entries::new(multi, BpfHashMap::try_from(take("ENTRY_CALLS")?)?));
+        watch.entries = Some(Entries::new(
+            multi,
+            BpfHashMap::try_from(take("ENTRY_CALLS")?)?,
+            BpfHashMap::try_from(take("STEP_TALLY")?)?,
+        ));
         // The GPU libraries the command will load: counted before its first instruction.
         for (gpu, copy) in &counted {
             setup.extend(watch.count_entries(Some(*gpu), &copy.path, &copy.file).map(Record::EntryLibrary));

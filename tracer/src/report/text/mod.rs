@@ -357,11 +357,13 @@ fn write_phases(s: &mut String, p: &ProcessReport, lean: bool) -> std::fmt::Resu
         )?;
     }
     if p.phases.iter().any(|ph| ph.phase != crate::phase::Phase::Other) {
-        writeln!(
-            s,
-            "\n  phases (a step is one llama_decode: it ends at {}; graph replays count in it):",
-            if lean { "the logits copy" } else { "the sync after the logits copy" }
-        )?;
+        let batched: u64 = p.phases.iter().map(|ph| ph.steps_from_batches).sum();
+        let cut = match (batched, lean) {
+            (1.., _) => "it begins at llama_decode, whose batch gives its sequences",
+            (0, true) => "it ends at the logits copy",
+            (0, false) => "it ends at the sync after the logits copy",
+        };
+        writeln!(s, "\n  phases (a step is one llama_decode: {cut}; graph replays count in it):")?;
         writeln!(s, "  {:<8} {:>6}  {:<16} kernels", "phase", "steps", "batch widths")?;
         for ph in &p.phases {
             let widths: Vec<&str> = ph.batch_widths.iter().map(String::as_str).collect();
@@ -405,13 +407,58 @@ fn write_phases(s: &mut String, p: &ProcessReport, lean: bool) -> std::fmt::Resu
                     crate::phase::MAX_PASSES
                 )?;
             }
+            write_phase_calls(s, p, ph)?;
         }
+        write_step_tokens(s, p, batched)?;
         if !p.mmq_widths.is_empty() {
             let sources: Vec<String> = p.mmq_widths.iter().map(|(k, n)| format!("{n} from the {k}")).collect();
             writeln!(s, "  MMQ column counts (ne11): {}", sources.join(", "))?;
         }
     }
     Ok(())
+}
+
+/// A phase's steps by what their batches carried, and its API and library calls.
+fn write_phase_calls(s: &mut String, p: &ProcessReport, ph: &crate::phase::PhaseReport) -> std::fmt::Result {
+    let pad = "";
+    for (label, n) in &ph.compositions {
+        writeln!(s, "  {pad:>15}  {label} ({n} step{})", plural(*n))?;
+    }
+    if ph.compositions_unlisted > 0 {
+        writeln!(s, "  {pad:>15}  ({} more steps of other compositions, not listed)", ph.compositions_unlisted)?;
+    }
+    if !ph.api_calls.is_empty() {
+        let calls: Vec<String> = ph.api_calls.iter().map(|(f, n)| format!("{f} {n}")).collect();
+        writeln!(s, "  {pad:>15}  API calls: {}", calls.join(", "))?;
+    }
+    for (id, n) in &ph.library_calls {
+        let name = p.step_libraries.get(id).map_or("?", String::as_str);
+        writeln!(s, "  {pad:>15}  library calls: {n} into {name}")?;
+    }
+    Ok(())
+}
+
+/// Tokens by kind over the process's steps, and what the steps' composition rests on.
+fn write_step_tokens(s: &mut String, p: &ProcessReport, batched: u64) -> std::fmt::Result {
+    let steps: u64 = p.phases.iter().map(|ph| ph.steps).sum();
+    if batched == 0 {
+        return writeln!(
+            s,
+            "  composition: from kernel widths alone (no llama_decode seen: libllama not mapped, or llama.cpp \
+             linked into the program); several sequences in one step are not told apart"
+        );
+    }
+    let sum = |f: fn(&crate::phase::PhaseReport) -> u64| p.phases.iter().map(f).sum::<u64>();
+    let (prompt, decode, unread) = (sum(|ph| ph.prompt_tokens), sum(|ph| ph.decode_tokens), sum(|ph| ph.unread_tokens));
+    let unread = if unread > 0 { format!(", {unread} unread (beyond what a probe reads)") } else { String::new() };
+    writeln!(s, "  tokens from the batches: {prompt} prompt, {decode} decode{unread}")?;
+    if batched < steps {
+        writeln!(s, "  ({} steps before the first llama_decode seen are labelled by their kernels)", steps - batched)?;
+    }
+    if p.sequences_untracked > 0 {
+        writeln!(s, "  ({} sequences judged without their history: too many sequences)", p.sequences_untracked)?;
+    }
+    writeln!(s, "  (API calls tallied in the kernel are counted for the whole recording only, not per phase)")
 }
 
 fn write_queues(s: &mut String, p: &ProcessReport, opts: &TextOptions) -> std::fmt::Result {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 mod kernels;
 pub use kernels::*;
 
-pub use crate::event::{ApiFunc, Call, Config, Dispatch, Ioctl, Launch, Queue};
+pub use crate::event::{ApiFunc, Call, Config, Dispatch, Ioctl, Launch, Queue, SeqRun, StepBatch};
 
 /// The value of the header's `format` field.
 pub const FORMAT: &str = "tracer-trace";
@@ -39,6 +39,8 @@ pub enum Record {
     EntryCalls(EntryCalls),
     LaunchSites(LaunchSites),
     GraphExec(GraphExec),
+    Batch(StepBatch),
+    StepCalls(StepCalls),
     Footer(Footer),
 }
 
@@ -459,7 +461,7 @@ impl Footer {
     }
 }
 
-pub(crate) const KNOWN_TYPES: [&str; 19] = [
+pub(crate) const KNOWN_TYPES: [&str; 21] = [
     "header",
     "library",
     "probe",
@@ -478,8 +480,21 @@ pub(crate) const KNOWN_TYPES: [&str; 19] = [
     "entry_calls",
     "launch_sites",
     "graph_exec",
+    "batch",
+    "step_calls",
     "footer",
 ];
+
+/// Calls into GPU libraries' entry points a process made during its last step (since its last
+/// `llama_decode`), read from the kernel when it ended or the recording did: by entry library id, as a
+/// batch's `previous_calls`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepCalls {
+    pub pid: u32,
+    /// Its `llama_decode` calls the kernel saw.
+    pub step: u64,
+    pub calls: BTreeMap<u32, u64>,
+}
 
 impl Record {
     pub const fn type_name(&self) -> &'static str {
@@ -502,6 +517,8 @@ impl Record {
             Self::EntryCalls(_) => "entry_calls",
             Self::LaunchSites(_) => "launch_sites",
             Self::GraphExec(_) => "graph_exec",
+            Self::Batch(_) => "batch",
+            Self::StepCalls(_) => "step_calls",
             Self::Footer(_) => "footer",
         }
     }

@@ -1,0 +1,192 @@
+//! llama.cpp's `llama_decode`: the batch of one inference step, read at entry (one trap a step).
+//!
+//! The 56-byte `struct llama_batch` lies on the stack at `[rsp+8]` (passed by value, x86-64 `SysV`). Its
+//! position, sequence-count and output arrays are read whole; each token's first sequence id sits behind
+//! its own pointer (`seq_id[i]`), read one by one after a read of the pointers per chunk. The record is
+//! built in a per-CPU scratch value and written with its used length. The process's step tally of library
+//! calls (see [`crate::entries`]) is moved into the record, so that each call lands in the step it was made
+//! in.
+
+use aya_ebpf::{
+    EbpfContext as _,
+    bindings::BPF_NOEXIST,
+    cty::c_void,
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, generated},
+    macros::uprobe,
+    programs::ProbeContext,
+};
+use tracer_common::{
+    BATCH_CHUNK, BATCH_EMBD, BATCH_FAULT, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS, BATCH_SEQ, BATCH_STACK_FAULT,
+    BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, Counter, RecordHeader, RecordKind, STEP_SLOTS, StepTally,
+};
+
+use crate::maps::{BATCH_SCRATCH, EVENTS, STEP_TALLY, count, submit_flags, traced};
+
+/// The scratch a batch record is built in: its head, its arrays, and one chunk of `seq_id` pointers.
+#[repr(C)]
+pub(crate) struct BatchScratch {
+    rec: BatchRecord,
+    data: [u8; BATCH_TOKEN_BYTES * BATCH_TOKENS_MAX],
+    ptrs: [u64; BATCH_CHUNK],
+}
+
+#[uprobe]
+pub(crate) fn llama_batch(ctx: ProbeContext) -> u32 {
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
+    if !traced(tgid) {
+        return 0;
+    }
+    let Some(s) = BATCH_SCRATCH.get_ptr_mut(0) else { return 0 };
+    // SAFETY: the context pointer is the probe's own pt_regs.
+    let c = unsafe { generated::bpf_get_attach_cookie(ctx.as_ptr()) };
+    // SAFETY: helper call without preconditions.
+    let ts = unsafe { bpf_ktime_get_ns() };
+    // SAFETY: `s` points at this CPU's scratch value, used by this program alone, without preemption.
+    let rec = unsafe { &mut (*s).rec };
+    rec.header = RecordHeader::of_probe(RecordKind::Batch, c, pid_tgid, ts);
+    rec.ctx = ctx.arg::<u64>(0).unwrap_or(0);
+    rec.flags = 0;
+    rec.laid = 0;
+    rec.read = 0;
+    rec.n_tokens = 0;
+    take_step_calls(tgid, rec);
+    // SAFETY: pt_regs is the program's own; bpf_probe_read_user checks the address.
+    let at = unsafe { (*ctx.regs).rsp } + 8;
+    // SAFETY: as above.
+    match unsafe { bpf_probe_read_user(at as *const [u64; 7]) } {
+        Ok(batch) => read_tokens(s, &batch),
+        Err(_) => rec.flags |= BATCH_STACK_FAULT,
+    }
+    let laid = (rec.laid as usize).min(BATCH_TOKENS_MAX);
+    let size = size_of::<BatchRecord>() + laid * BATCH_TOKEN_BYTES;
+    // SAFETY: the record and its arrays lie at the start of the scratch value, `size` bytes of it.
+    let bytes = unsafe { core::slice::from_raw_parts(s.cast::<u8>(), size) };
+    if EVENTS.output::<[u8]>(bytes, submit_flags()).is_err() {
+        count(Counter::DropBatch);
+    }
+    0
+}
+
+/// Moves the process's step tally into the record: the calls of the step that ends here, then one more
+/// step. Atomic subtraction, so that a call counted meanwhile on another thread stays for the next step.
+#[inline(always)]
+fn take_step_calls(tgid: u32, rec: &mut BatchRecord) {
+    use core::intrinsics::{AtomicOrdering, atomic_xadd};
+    let t = STEP_TALLY.get_ptr_mut(tgid).or_else(|| {
+        let zero = StepTally { step: 0, calls: [0; STEP_SLOTS] };
+        #[expect(clippy::let_underscore_must_use, reason = "the lookup below tells whether an entry exists")]
+        let _: Result<(), _> = STEP_TALLY.insert(tgid, zero, u64::from(BPF_NOEXIST));
+        STEP_TALLY.get_ptr_mut(tgid)
+    });
+    let Some(t) = t else {
+        rec.flags |= BATCH_NO_TALLY;
+        rec.step = 0;
+        rec.step_calls = [0; STEP_SLOTS];
+        return;
+    };
+    // SAFETY: `t` points into the live map value; the calls are moved with atomic subtractions (library
+    // entries add to them on any CPU); the step number is this process's decode thread's to change.
+    unsafe {
+        (*t).step += 1;
+        rec.step = (*t).step;
+        let mut i = 0;
+        while i < STEP_SLOTS {
+            let n = core::ptr::read_volatile(&raw const (*t).calls[i]);
+            rec.step_calls[i] = n;
+            if n != 0 {
+                atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(&raw mut (*t).calls[i], n.wrapping_neg());
+            }
+            i += 1;
+        }
+    }
+}
+
+/// The batch's tokens: `batch` is `{n_tokens, token*, embd*, pos*, n_seq_id*, seq_id**, logits*}`.
+#[inline(always)]
+fn read_tokens(s: *mut BatchScratch, batch: &[u64; 7]) {
+    let n_tokens = batch[0] as u32 as i32;
+    let (embd, pos, n_seq, seq_id, logits) = (batch[2], batch[3], batch[4], batch[5], batch[6]);
+    let laid = if n_tokens <= 0 { 0 } else { (n_tokens as usize).min(BATCH_TOKENS_MAX) };
+    // SAFETY: `s` is this CPU's scratch value (see the caller); every read below goes through the helper,
+    // which checks the user address, into the value at offsets the verifier bounds.
+    unsafe {
+        let rec = &mut (*s).rec;
+        rec.n_tokens = n_tokens;
+        rec.laid = laid as u32;
+        let mut flags = 0;
+        if embd != 0 {
+            flags |= BATCH_EMBD;
+        }
+        let data = (&raw mut (*s).data).cast::<u8>();
+        let mut ok = true;
+        if pos != 0 {
+            flags |= BATCH_POS;
+            ok &= read_user(data.add(4 * laid), pos, 4 * laid);
+        }
+        if logits != 0 {
+            flags |= BATCH_LOGITS;
+            ok &= read_user(data.add(12 * laid), logits, laid);
+        }
+        let mut read = laid;
+        if seq_id != 0 && n_seq != 0 {
+            flags |= BATCH_SEQ;
+            ok &= read_user(data.add(8 * laid), n_seq, 4 * laid);
+            read = if ok { read_seq_ids(s, seq_id, laid) } else { 0 };
+        }
+        if !ok {
+            read = 0;
+        }
+        if read < laid {
+            flags |= BATCH_FAULT;
+        }
+        (*s).rec.read = read as u32;
+        (*s).rec.flags |= flags;
+    }
+}
+
+/// Each token's first sequence id, into the first array: the pointers a chunk at a time, then the id each
+/// points to. Returns how many were read.
+#[inline(always)]
+fn read_seq_ids(s: *mut BatchScratch, seq_id: u64, laid: usize) -> usize {
+    let mut chunk = 0;
+    while chunk < BATCH_TOKENS_MAX / BATCH_CHUNK {
+        let first = chunk * BATCH_CHUNK;
+        if first >= laid {
+            break;
+        }
+        let here = (laid - first).min(BATCH_CHUNK);
+        // SAFETY: `s` is this CPU's scratch value; the helper checks the user address.
+        unsafe {
+            if !read_user((&raw mut (*s).ptrs).cast::<u8>(), seq_id + 8 * first as u64, 8 * here) {
+                return first;
+            }
+            let ids = (&raw mut (*s).data).cast::<i32>();
+            let mut j = 0;
+            while j < BATCH_CHUNK {
+                if j >= here {
+                    break;
+                }
+                let at = (*s).ptrs[j & (BATCH_CHUNK - 1)];
+                match bpf_probe_read_user(at as *const i32) {
+                    Ok(id) => *ids.add((first + j) & (BATCH_TOKENS_MAX - 1)) = id,
+                    Err(_) => return first + j,
+                }
+                j += 1;
+            }
+        }
+        chunk += 1;
+    }
+    laid
+}
+
+/// Reads `len` bytes of user memory at `from` into `to`; false when it could not (nothing to read is
+/// success).
+#[inline(always)]
+unsafe fn read_user(to: *mut u8, from: u64, len: usize) -> bool {
+    if len == 0 {
+        return true;
+    }
+    // SAFETY: the caller gives a destination with room for `len` bytes; the helper checks the source.
+    unsafe { generated::bpf_probe_read_user(to.cast::<c_void>(), len as u32, from as *const c_void) == 0 }
+}
