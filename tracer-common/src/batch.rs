@@ -1,5 +1,8 @@
-//! The batch a model's step is given: llama.cpp's `llama_decode(ctx, struct llama_batch batch)`, read at
-//! its entry, and the calls into GPU libraries made during the step before it.
+//! The batch a model's step is given, read at entry: llama.cpp's `llama_decode(ctx, struct llama_batch
+//! batch)` (the C API of llama.cpp releases before the extended batch, which Ollama's runner and
+//! llama-cpp-python call) or `llama_process(ctx, type, struct llama_batch_ext* batch)` (llama.cpp's own
+//! tools since: llama-server, llama-bench, llama-cli); and the calls into GPU libraries made during the
+//! step before it.
 //!
 //! `struct llama_batch` (llama.h) is 56 bytes passed by value: on x86-64 `SysV` it lies on the caller's
 //! stack, at `[rsp+8]` at the callee's entry: `{i32 n_tokens; token*; embd*; pos*; n_seq_id*; seq_id**;
@@ -7,6 +10,13 @@
 //! to and whether its output (logits) is asked for; user space groups them into sequences. The arrays are
 //! read whole (one read each); only the sequence ids need one read per token (`seq_id[i]` points to the
 //! token's own array).
+//!
+//! `llama_batch_ext` is a C++ object (`src/llama-batch.h`): its `std::vector<token> tokens` lies at byte
+//! [`EXT_TOKENS`]; each 96-byte token holds its output flag at byte 16, its `std::unordered_set<seq_id>`
+//! at byte 24 (libstdc++'s hash table: the first node at byte 40 of the token, the element count at 48;
+//! a node is `{next, int value}`, the value at byte 8) and its positions at byte 80. Two reads per token:
+//! the token, then its first sequence node. Measured against g++ 12's libstdc++ (the layout its ABI has
+//! kept since GCC 5).
 
 use crate::RecordHeader;
 
@@ -32,6 +42,24 @@ pub const BATCH_STACK_FAULT: u32 = 1 << 4;
 pub const BATCH_FAULT: u32 = 1 << 5;
 /// The process's step tally could not be kept (map full): `step_calls` holds nothing.
 pub const BATCH_NO_TALLY: u32 = 1 << 6;
+/// An extended batch (`llama_process`), read from its C++ tokens.
+pub const BATCH_EXT: u32 = 1 << 7;
+/// `llama_process` was asked to encode (an encoder pass), not to decode.
+pub const BATCH_ENCODE: u32 = 1 << 8;
+
+/// Byte offset of `std::vector<token> tokens` in `llama_batch_ext`: after `n_tokens_max`, `n_embd_inp`,
+/// `n_embd_inp_enc` (`size_t`), `n_seq_max` (`int32`, padded), `mem`, `n_vocab` (padded),
+/// `n_pos_per_embd` and `n_embd`.
+pub const EXT_TOKENS: u64 = 64;
+/// Bytes of one `llama_batch_ext::token`.
+pub const EXT_TOKEN_BYTES: u64 = 96;
+/// In a token: its output flag, its sequence set's first node and element count, its first position.
+pub const EXT_OUTPUT: usize = 16;
+pub const EXT_SEQ_NODE: usize = 40;
+pub const EXT_SEQ_COUNT: usize = 48;
+pub const EXT_POS: usize = 80;
+/// In a node of the sequence set: the sequence id.
+pub const EXT_NODE_VALUE: u64 = 8;
 
 /// A `llama_decode` call, at entry: the start of one inference step.
 ///
@@ -58,6 +86,9 @@ pub struct BatchRecord {
     pub read: u32,
     /// [`BATCH_POS`], [`BATCH_SEQ`], ...
     pub flags: u32,
+    /// The probe's own scratch (a chunk's token count), meaningless to readers.
+    pub pad_chunk: u32,
+    pub pad: u32,
 }
 
 /// Bytes of a [`BatchRecord`]'s head, before its arrays.

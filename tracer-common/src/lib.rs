@@ -18,9 +18,9 @@ mod queue;
 
 pub use api::ApiFunc;
 pub use batch::{
-    BATCH_CHUNK, BATCH_EMBD, BATCH_FAULT, BATCH_HEAD, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS, BATCH_SEQ,
-    BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, STEP_SLOTS, StepTally, batch_arrays,
-    step_slot,
+    BATCH_CHUNK, BATCH_EMBD, BATCH_ENCODE, BATCH_EXT, BATCH_FAULT, BATCH_HEAD, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS,
+    BATCH_SEQ, BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, EXT_NODE_VALUE, EXT_OUTPUT,
+    EXT_POS, EXT_SEQ_COUNT, EXT_SEQ_NODE, EXT_TOKEN_BYTES, EXT_TOKENS, STEP_SLOTS, StepTally, batch_arrays, step_slot,
 };
 pub use calls::{
     ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
@@ -64,7 +64,7 @@ mod tests {
         assert_eq!(size_of::<DispatchRecord>(), 24 + 16 + AQL_PACKET_BYTES);
         assert_eq!(size_of::<ParamsRecord>(), 24 + 16 + 8 * PARAMS_MAX);
         assert_eq!(size_of::<OpenRecord>(), 24 + 8 + OPEN_PATH_MAX);
-        assert_eq!(BATCH_HEAD, 24 + 16 + 8 * STEP_SLOTS + 16);
+        assert_eq!(BATCH_HEAD, 24 + 16 + 8 * STEP_SLOTS + 24);
         assert_eq!(batch_arrays(10), ([0, 40, 80, 120], 130));
         assert!(
             BATCH_HEAD + BATCH_TOKEN_BYTES * BATCH_TOKENS_MAX + 8 * BATCH_CHUNK <= 32 << 10,

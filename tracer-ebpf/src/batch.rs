@@ -1,8 +1,11 @@
-//! llama.cpp's `llama_decode`: the batch of one inference step, read at entry (one trap a step).
+//! llama.cpp's `llama_decode` and `llama_process`: the batch of one inference step, read at entry (one
+//! trap a step).
 //!
-//! The 56-byte `struct llama_batch` lies on the stack at `[rsp+8]` (passed by value, x86-64 `SysV`). Its
-//! position, sequence-count and output arrays are read whole; each token's first sequence id sits behind
-//! its own pointer (`seq_id[i]`), read one by one after a read of the pointers per chunk. The record is
+//! `llama_decode`'s 56-byte `struct llama_batch` lies on the stack at `[rsp+8]` (passed by value, x86-64
+//! `SysV`): its position, sequence-count and output arrays are read whole; each token's first sequence id
+//! sits behind its own pointer (`seq_id[i]`), read one by one after a read of the pointers per chunk.
+//! `llama_process`'s `llama_batch_ext` is a C++ object behind argument 2: two reads per token (the token,
+//! its first sequence node; the layout is in `tracer_common::batch`). The record is
 //! built in a per-CPU scratch value and written with its used length. The process's step tally of library
 //! calls (see [`crate::entries`]) is moved into the record, so that each call lands in the step it was made
 //! in.
@@ -16,8 +19,9 @@ use aya_ebpf::{
     programs::ProbeContext,
 };
 use tracer_common::{
-    BATCH_CHUNK, BATCH_EMBD, BATCH_FAULT, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS, BATCH_SEQ, BATCH_STACK_FAULT,
-    BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, Counter, RecordHeader, RecordKind, STEP_SLOTS, StepTally,
+    BATCH_CHUNK, BATCH_EMBD, BATCH_ENCODE, BATCH_EXT, BATCH_FAULT, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS, BATCH_SEQ,
+    BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, Counter, EXT_NODE_VALUE, EXT_OUTPUT, EXT_POS,
+    EXT_SEQ_COUNT, EXT_SEQ_NODE, EXT_TOKEN_BYTES, EXT_TOKENS, RecordHeader, RecordKind, STEP_SLOTS, StepTally, cookie,
 };
 
 use crate::maps::{BATCH_SCRATCH, EVENTS, STEP_TALLY, count, submit_flags, traced};
@@ -51,14 +55,22 @@ pub(crate) fn llama_batch(ctx: ProbeContext) -> u32 {
     rec.read = 0;
     rec.n_tokens = 0;
     take_step_calls(tgid, rec);
-    // SAFETY: pt_regs is the program's own; bpf_probe_read_user checks the address.
-    let at = unsafe { (*ctx.regs).rsp } + 8;
-    // SAFETY: as above.
-    match unsafe { bpf_probe_read_user(at as *const [u64; 7]) } {
-        Ok(batch) => read_tokens(s, &batch),
-        Err(_) => rec.flags |= BATCH_STACK_FAULT,
+    if c & cookie::STACK != 0 {
+        // SAFETY: pt_regs is the program's own; bpf_probe_read_user checks the address.
+        let at = unsafe { (*ctx.regs).rsp } + 8;
+        // SAFETY: as above.
+        match unsafe { bpf_probe_read_user(at as *const [u64; 7]) } {
+            Ok(batch) => read_tokens(s, &batch),
+            Err(_) => rec.flags |= BATCH_STACK_FAULT,
+        }
+    } else {
+        // llama_process(ctx, type, batch): type 0 encodes, 1 decodes.
+        if ctx.arg::<u64>(1).unwrap_or(0) as u32 == 0 {
+            rec.flags |= BATCH_ENCODE;
+        }
+        read_ext(s, ctx.arg::<u64>(2).unwrap_or(0));
     }
-    let laid = (rec.laid as usize).min(BATCH_TOKENS_MAX);
+    let Some(laid) = bounded(&raw const rec.laid) else { return 0 };
     let size = size_of::<BatchRecord>() + laid * BATCH_TOKEN_BYTES;
     // SAFETY: the record and its arrays lie at the start of the scratch value, `size` bytes of it.
     let bytes = unsafe { core::slice::from_raw_parts(s.cast::<u8>(), size) };
@@ -114,6 +126,7 @@ fn read_tokens(s: *mut BatchScratch, batch: &[u64; 7]) {
         let rec = &mut (*s).rec;
         rec.n_tokens = n_tokens;
         rec.laid = laid as u32;
+        let Some(laid) = bounded(&raw const rec.laid) else { return };
         let mut flags = 0;
         if embd != 0 {
             flags |= BATCH_EMBD;
@@ -128,15 +141,12 @@ fn read_tokens(s: *mut BatchScratch, batch: &[u64; 7]) {
             flags |= BATCH_LOGITS;
             ok &= read_user(data.add(12 * laid), logits, laid);
         }
-        let mut read = laid;
         if seq_id != 0 && n_seq != 0 {
             flags |= BATCH_SEQ;
             ok &= read_user(data.add(8 * laid), n_seq, 4 * laid);
-            read = if ok { read_seq_ids(s, seq_id, laid) } else { 0 };
+            ok &= read_seq_ids(s, seq_id, laid);
         }
-        if !ok {
-            read = 0;
-        }
+        let read = if ok { laid } else { 0 };
         if read < laid {
             flags |= BATCH_FAULT;
         }
@@ -146,21 +156,29 @@ fn read_tokens(s: *mut BatchScratch, batch: &[u64; 7]) {
 }
 
 /// Each token's first sequence id, into the first array: the pointers a chunk at a time, then the id each
-/// points to. Returns how many were read.
+/// points to. False when a read failed (the ids are then not trusted). The loops do not branch on a read's
+/// result (the helper zero-fills what it could not read; failures are or-ed together): a branch per token
+/// would leave the verifier more paths to walk than it allows.
 #[inline(always)]
-fn read_seq_ids(s: *mut BatchScratch, seq_id: u64, laid: usize) -> usize {
+fn read_seq_ids(s: *mut BatchScratch, seq_id: u64, laid: usize) -> bool {
+    let mut fault = 0i64;
     let mut chunk = 0;
     while chunk < BATCH_TOKENS_MAX / BATCH_CHUNK {
         let first = chunk * BATCH_CHUNK;
         if first >= laid {
             break;
         }
-        let here = (laid - first).min(BATCH_CHUNK);
-        // SAFETY: `s` is this CPU's scratch value; the helper checks the user address.
+        let here = laid - first;
+        let here = if here > BATCH_CHUNK { BATCH_CHUNK } else { here };
+        // SAFETY: `s` is this CPU's scratch value.
+        unsafe { (*s).rec.pad_chunk = here as u32 };
+        // SAFETY: as above.
+        let Some(here) = bounded(unsafe { &raw const (*s).rec.pad_chunk }) else { return false };
+        let here = if here > BATCH_CHUNK { BATCH_CHUNK } else { here };
+        // SAFETY: `s` is this CPU's scratch value; the helper checks the user addresses and writes only
+        // into the value (the pointer chunk, then one id slot each, at indexes below BATCH_TOKENS_MAX).
         unsafe {
-            if !read_user((&raw mut (*s).ptrs).cast::<u8>(), seq_id + 8 * first as u64, 8 * here) {
-                return first;
-            }
+            fault |= raw_read((&raw mut (*s).ptrs).cast::<u8>(), seq_id + 8 * first as u64, 8 * here);
             let ids = (&raw mut (*s).data).cast::<i32>();
             let mut j = 0;
             while j < BATCH_CHUNK {
@@ -168,16 +186,79 @@ fn read_seq_ids(s: *mut BatchScratch, seq_id: u64, laid: usize) -> usize {
                     break;
                 }
                 let at = (*s).ptrs[j & (BATCH_CHUNK - 1)];
-                match bpf_probe_read_user(at as *const i32) {
-                    Ok(id) => *ids.add((first + j) & (BATCH_TOKENS_MAX - 1)) = id,
-                    Err(_) => return first + j,
-                }
+                fault |= raw_read(ids.add((first + j) & (BATCH_TOKENS_MAX - 1)).cast::<u8>(), at, 4);
                 j += 1;
             }
         }
         chunk += 1;
     }
-    laid
+    fault == 0
+}
+
+/// An extended batch's tokens: the vector's bounds, then per token the token and its first sequence node.
+#[inline(always)]
+fn read_ext(s: *mut BatchScratch, batch: u64) {
+    // SAFETY: `s` is this CPU's scratch value (see the caller); the helper checks every user address, and
+    // every write lands in the value at offsets bounded by `laid` and `i` (both at most BATCH_TOKENS_MAX).
+    unsafe {
+        let rec = &mut (*s).rec;
+        rec.flags |= BATCH_EXT | BATCH_POS | BATCH_SEQ | BATCH_LOGITS;
+        let Ok([begin, end]) = bpf_probe_read_user((batch + EXT_TOKENS) as *const [u64; 2]) else {
+            rec.flags |= BATCH_STACK_FAULT;
+            return;
+        };
+        let bytes = end.wrapping_sub(begin);
+        if end < begin || bytes % EXT_TOKEN_BYTES != 0 || bytes / EXT_TOKEN_BYTES > i32::MAX as u64 {
+            rec.flags |= BATCH_STACK_FAULT;
+            return;
+        }
+        let n = (bytes / EXT_TOKEN_BYTES) as usize;
+        let laid = n.min(BATCH_TOKENS_MAX);
+        rec.n_tokens = n as i32;
+        rec.laid = laid as u32;
+        let Some(laid) = bounded(&raw const rec.laid) else { return };
+        let data = (&raw mut (*s).data).cast::<u8>();
+        let token = (&raw mut (*s).ptrs).cast::<u8>();
+        let mut fault = 0i64;
+        let mut i = 0;
+        while i < BATCH_TOKENS_MAX {
+            if i >= laid {
+                break;
+            }
+            // As in `read_seq_ids`: no branch on a read's result.
+            fault |= raw_read(token, begin + i as u64 * EXT_TOKEN_BYTES, EXT_TOKEN_BYTES as usize);
+            let word = |at: usize| core::ptr::read_unaligned(token.add(at).cast::<u64>());
+            let k = i & (BATCH_TOKENS_MAX - 1);
+            fault |= raw_read(data.add(4 * k), word(EXT_SEQ_NODE) + EXT_NODE_VALUE, 4);
+            *data.add(4 * laid).cast::<i32>().add(k) = core::ptr::read_unaligned(token.add(EXT_POS).cast::<i32>());
+            *data.add(8 * laid).cast::<i32>().add(k) = word(EXT_SEQ_COUNT) as i32;
+            *data.add(12 * laid + k) = *token.add(EXT_OUTPUT);
+            i += 1;
+        }
+        let i = if fault == 0 { i } else { 0 };
+        if i < laid {
+            rec.flags |= BATCH_FAULT;
+        }
+        rec.read = i as u32;
+    }
+}
+
+/// A count read back from the scratch value and checked against [`BATCH_TOKENS_MAX`]: the compiler knows
+/// the bound of a value it computed and drops such checks, the verifier does not know it; a value read
+/// anew (volatile) keeps the check, and the verifier learns the bound from it.
+#[inline(always)]
+fn bounded(at: *const u32) -> Option<usize> {
+    // SAFETY: `at` points into this CPU's scratch value.
+    let v = unsafe { core::ptr::read_volatile(at) } as usize;
+    if v > BATCH_TOKENS_MAX { None } else { Some(v) }
+}
+
+/// Reads `len` bytes of user memory at `from` into `to`: the helper's result (0, or a negative error, the
+/// bytes then zeroed).
+#[inline(always)]
+unsafe fn raw_read(to: *mut u8, from: u64, len: usize) -> i64 {
+    // SAFETY: the caller gives a destination with room for `len` bytes; the helper checks the source.
+    unsafe { generated::bpf_probe_read_user(to.cast::<c_void>(), len as u32, from as *const c_void) }
 }
 
 /// Reads `len` bytes of user memory at `from` into `to`; false when it could not (nothing to read is

@@ -4,10 +4,10 @@
 //! ([`tracer_common::api::Layout`]): one arm per layout, never one per function.
 
 use tracer_common::{
-    ARG_SLOTS, ApiFunc, BATCH_EMBD, BATCH_FAULT, BATCH_HEAD, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS, BATCH_SEQ,
-    BATCH_STACK_FAULT, BATCH_TOKENS_MAX, BatchRecord, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID, CONFIG_SLOTS,
-    CallRecord, DispatchRecord, IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord, OpenRecord,
-    PARAMS_MAX, ParamsRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind,
+    ARG_SLOTS, ApiFunc, BATCH_EMBD, BATCH_ENCODE, BATCH_FAULT, BATCH_HEAD, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS,
+    BATCH_SEQ, BATCH_STACK_FAULT, BATCH_TOKENS_MAX, BatchRecord, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID,
+    CONFIG_SLOTS, CallRecord, DispatchRecord, IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord,
+    OpenRecord, PARAMS_MAX, ParamsRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind,
     api::{CopyDirection, Layout},
     batch_arrays,
 };
@@ -185,6 +185,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
 /// what the probe can lay out, and by the bytes there).
 fn decode_batch(bytes: &[u8]) -> Result<Event, DecodeError> {
     let r = read::<BatchRecord>(bytes)?;
+    let api = ApiFunc::from_u16(r.header.func).ok_or(DecodeError::UnknownFunc(r.header.func))?;
     let laid = (r.laid as usize).min(BATCH_TOKENS_MAX);
     let (starts, len) = batch_arrays(laid);
     let data = bytes.get(BATCH_HEAD..BATCH_HEAD + len).ok_or(DecodeError::Short { len: bytes.len() })?;
@@ -213,6 +214,8 @@ fn decode_batch(bytes: &[u8]) -> Result<Event, DecodeError> {
         pid: o.pid,
         tid: o.tid,
         lib: o.lib,
+        api,
+        encode: r.flags & BATCH_ENCODE != 0,
         ctx: r.ctx,
         step: r.step,
         n_tokens: r.n_tokens,
@@ -344,7 +347,7 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
         Layout::CodeObjectFromMemory => Event::Call(Call { ptr: Some(a[0]), size: Some(a[1]), handle: out, ..call }),
         Layout::QueueCreate => Event::Call(Call { size: Some(u64::from(a[1] as u32)), ..call }),
         // Registration, doorbells and batches have their own programs and records, never a call record.
-        Layout::Register | Layout::Doorbell | Layout::LlamaBatch => {
+        Layout::Register | Layout::Doorbell | Layout::LlamaBatch | Layout::LlamaBatchExt => {
             return Err(DecodeError::UnknownFunc(r.header.func));
         }
     })

@@ -421,12 +421,17 @@ mod tests {
 
 /// A step's batch, as llama.cpp's `llama_decode` was given it (read at its entry): its tokens grouped into
 /// runs, in batch order.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepBatch {
     pub ts: u64,
     pub pid: u32,
     pub tid: u32,
     pub lib: u32,
+    /// `llama_decode` or `llama_process`.
+    pub api: ApiFunc,
+    /// `llama_process` was asked to encode (an encoder model's pass), not to decode.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub encode: bool,
     /// The `llama_context*` (a process may run several: a draft model, an embedding context).
     pub ctx: u64,
     /// The process's `llama_decode` calls the kernel saw so far, this one included (0: not counted).
@@ -457,6 +462,30 @@ pub struct StepBatch {
     /// The kernel had no room to count the process's library calls per step.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub calls_uncounted: bool,
+}
+
+impl Default for StepBatch {
+    fn default() -> Self {
+        Self {
+            ts: 0,
+            pid: 0,
+            tid: 0,
+            lib: 0,
+            api: ApiFunc::LlamaDecode,
+            encode: false,
+            ctx: 0,
+            step: 0,
+            n_tokens: 0,
+            runs: Vec::new(),
+            unread: 0,
+            positions: false,
+            seq_ids: false,
+            embd: false,
+            fault: false,
+            previous_calls: BTreeMap::new(),
+            calls_uncounted: false,
+        }
+    }
 }
 
 /// The entry library id from which step counts are merged into one (see [`StepBatch::previous_calls`]).

@@ -95,7 +95,7 @@ pub enum Op {
     Doorbell,
     /// The runtime initialised.
     Init,
-    /// A batch of tokens handed to a model (`llama_decode`): one inference step begins.
+    /// A batch of tokens handed to a model (`llama_decode`, `llama_process`): one inference step begins.
     Batch,
 }
 
@@ -209,6 +209,8 @@ pub enum Layout {
     Doorbell,
     /// `(ctx, struct llama_batch by value)`: the structure on the stack, read by the batch program.
     LlamaBatch,
+    /// `(ctx, type, struct llama_batch_ext*)`: the C++ batch behind the pointer, read by the batch program.
+    LlamaBatchExt,
 }
 
 impl Layout {
@@ -229,6 +231,8 @@ impl Layout {
             Self::SymbolInfo => cookie::out(2),
             Self::CodeObjectFromMemory => cookie::out(2),
             Self::QueueCreate => cookie::STACK | cookie::QUEUE,
+            // The batch program reads the structure on the stack, or (without the flag) behind argument 2.
+            Self::LlamaBatch => cookie::STACK,
             Self::FatBinary => cookie::WRAPPER,
             Self::Nothing
             | Self::PushConfig
@@ -239,7 +243,7 @@ impl Layout {
             | Self::Memcpy { .. }
             | Self::Register
             | Self::Doorbell
-            | Self::LlamaBatch => 0,
+            | Self::LlamaBatchExt => 0,
         }
     }
 }

@@ -6,8 +6,8 @@ use super::{
 };
 use Layout::{
     AllocOut, CodeObjectFromMemory, Doorbell, ExecGraph, FatBinary, FunctionOut, HandleStream, InstantiateOut,
-    KernelFunctionOut, LaunchConfig, LaunchDim3, LaunchScalars, LlamaBatch, Memcpy, ModuleOut, Nothing, Ptr,
-    PushConfig, QueueCreate, Register, Stream, StreamHandleOut, SymbolByName, SymbolInfo,
+    KernelFunctionOut, LaunchConfig, LaunchDim3, LaunchScalars, LlamaBatch, LlamaBatchExt, Memcpy, ModuleOut, Nothing,
+    Ptr, PushConfig, QueueCreate, Register, Stream, StreamHandleOut, SymbolByName, SymbolInfo,
 };
 
 const DIM3: Layout = LaunchDim3 { shmem32: false };
@@ -172,4 +172,7 @@ api_funcs! {
     /// (one trap a step; each sequence's tokens, positions and outputs, and the library calls of the step
     /// before).
     LlamaDecode = 224, Llama, "llama_decode", Batch, LlamaBatch, Batch;
+    /// `int32_t llama_process(llama_context* ctx, enum llama_process_type type, struct llama_batch_ext*
+    /// batch)`: the same, for llama.cpp's extended batch (its tools call this since it came).
+    LlamaProcess = 225, Llama, "llama_process", Batch, LlamaBatchExt, Batch;
 }

@@ -178,7 +178,7 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>
             events.emit(&json!({
                 "ph": "X", "cat": "phase", "name": sp.phase.as_str(), "pid": pid, "tid": PHASE_TRACK,
                 "ts": us(sp.start, start), "dur": sp.end.saturating_sub(sp.start) as f64 / 1000.0,
-                "args": {"step": n, "kernels": sp.kernels},
+                "args": {"step": n, "kernels": sp.kernels, "composition": sp.composition},
             }));
         }
     }

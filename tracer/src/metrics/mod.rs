@@ -58,6 +58,8 @@ struct Counts {
     /// (phase, family) -> kernel executions in closed steps; phase -> (steps, tokens).
     phase_kernels: BTreeMap<(&'static str, String), u64>,
     phase_steps: BTreeMap<&'static str, (u64, u64)>,
+    /// Tokens of closed steps with batches: (prompt, decode).
+    batch_tokens: (u64, u64),
 }
 
 impl Counts {
@@ -74,6 +76,8 @@ impl Counts {
         for (k, v) in &o.phase_kernels {
             *self.phase_kernels.entry(k.clone()).or_default() += v;
         }
+        self.batch_tokens.0 += o.batch_tokens.0;
+        self.batch_tokens.1 += o.batch_tokens.1;
         for (k, (s, t)) in &o.phase_steps {
             let e = self.phase_steps.entry(k).or_default();
             e.0 += s;
@@ -223,6 +227,11 @@ impl Metrics {
             proc_family(&mut reg, "phase_tokens", "Tokens evaluated in closed steps with exact widths, by phase");
         let phase_kernels =
             proc_family(&mut reg, "phase_kernel_executions", "Kernel executions in closed steps, by phase and family");
+        let batch_tokens = proc_family(
+            &mut reg,
+            "batch_tokens",
+            "Tokens of closed steps whose batch llama_decode gave, by kind (prompt, decode)",
+        );
         let comm_label = self.comm_label;
         for ((comm, role, model), c) in &all {
             let base = || {
@@ -251,6 +260,10 @@ impl Metrics {
             for (phase, (s, t)) in &c.phase_steps {
                 steps.get_or_create(&with(&[("phase", phase)])).inc_by(*s);
                 tokens.get_or_create(&with(&[("phase", phase)])).inc_by(*t);
+            }
+            if c.batch_tokens != (0, 0) {
+                batch_tokens.get_or_create(&with(&[("kind", "prompt")])).inc_by(c.batch_tokens.0);
+                batch_tokens.get_or_create(&with(&[("kind", "decode")])).inc_by(c.batch_tokens.1);
             }
             for ((phase, family), n) in &c.phase_kernels {
                 phase_kernels.get_or_create(&with(&[("phase", phase), ("family", family)])).inc_by(*n);
@@ -326,6 +339,8 @@ fn step_counts(counts: &mut Counts, steps: &crate::phase::ProcessSteps) {
         let e = counts.phase_steps.entry(phase).or_default();
         e.0 += t.steps;
         e.1 += t.tokens;
+        counts.batch_tokens.0 += t.prompt_tokens;
+        counts.batch_tokens.1 += t.decode_tokens;
         for (family, n) in t.kernels {
             *counts.phase_kernels.entry((phase, family)).or_default() += n;
         }

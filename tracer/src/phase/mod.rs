@@ -341,6 +341,8 @@ pub struct StepSpan {
     pub start: u64,
     pub end: u64,
     pub kernels: usize,
+    /// What its batch carried (`mixed: 1 prompt of 23 + 1 decode`), where `llama_decode` was seen.
+    pub composition: Option<String>,
 }
 
 /// One phase's closed steps: how many, their kernels, their widths, and the steps of several passes by
@@ -441,7 +443,8 @@ impl Done {
             }
         }
         self.ggml |= ggml;
-        self.spans.push(StepSpan { phase, start, end, kernels });
+        let composition = batch.as_ref().map(Composition::label);
+        self.spans.push(StepSpan { phase, start, end, kernels, composition });
     }
 }
 
@@ -501,7 +504,7 @@ impl Phases {
             step.start = b.ts;
             step.end = b.ts;
         }
-        self.api(ApiFunc::LlamaDecode);
+        self.api(b.api);
     }
 
     /// Calls into GPU libraries' entry points, by entry library id, made in the step being built.

@@ -22,8 +22,8 @@ fn steps_as_time_spans() {
     assert_eq!(
         spans,
         [
-            StepSpan { phase: Phase::Prefill, start: 100, end: 130, kernels: 2 },
-            StepSpan { phase: Phase::Decode, start: 200, end: 250, kernels: 1 },
+            StepSpan { phase: Phase::Prefill, start: 100, end: 130, kernels: 2, composition: None },
+            StepSpan { phase: Phase::Decode, start: 200, end: 250, kernels: 1, composition: None },
         ]
     );
 }
@@ -43,8 +43,8 @@ fn lean_steps_end_at_the_copy_toward_the_host() {
     assert_eq!(
         p.spans(),
         [
-            StepSpan { phase: Phase::Prefill, start: 100, end: 120, kernels: 1 },
-            StepSpan { phase: Phase::Decode, start: 210, end: 220, kernels: 1 },
+            StepSpan { phase: Phase::Prefill, start: 100, end: 120, kernels: 1, composition: None },
+            StepSpan { phase: Phase::Decode, start: 210, end: 220, kernels: 1, composition: None },
         ]
     );
     // The same calls in a full recording: the copy alone ends nothing.
@@ -201,7 +201,7 @@ fn replays_of_unknown_graphs_still_make_steps() {
     }
     let spans = p.spans();
     assert_eq!(spans.len(), 3);
-    assert_eq!(spans[1], StepSpan { phase: Phase::Unknown, start: 100, end: 120, kernels: 0 });
+    assert_eq!(spans[1], StepSpan { phase: Phase::Unknown, start: 100, end: 120, kernels: 0, composition: None });
     let mut p = Phases::default();
     p.unknown_replay(0);
     p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), 1, false);
@@ -298,8 +298,20 @@ fn a_process_with_batches_and_no_gpu_kernel_has_steps() {
     assert_eq!(
         spans,
         [
-            StepSpan { phase: Phase::Prefill, start: 100, end: 100, kernels: 0 },
-            StepSpan { phase: Phase::Decode, start: 200, end: 200, kernels: 0 },
+            StepSpan {
+                phase: Phase::Prefill,
+                start: 100,
+                end: 100,
+                kernels: 0,
+                composition: Some("prefill: 1 prompt of 5".into())
+            },
+            StepSpan {
+                phase: Phase::Decode,
+                start: 200,
+                end: 200,
+                kernels: 0,
+                composition: Some("decode 1 seq x 1".into())
+            },
         ]
     );
 }

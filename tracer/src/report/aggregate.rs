@@ -393,7 +393,7 @@ impl ReportBuilder {
                 let acc = procs.entry(b.pid).or_default();
                 acc.libs.insert(b.lib);
                 *acc.lib_calls.entry(b.lib).or_default() += 1;
-                api_stat(&mut acc.api, ApiFunc::LlamaDecode, None);
+                api_stat(&mut acc.api, b.api, None);
             }
             // The step feeder counts them per phase.
             Record::StepCalls(_) => {}
