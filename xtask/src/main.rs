@@ -112,7 +112,12 @@ const PACKAGES: &[&str] = &[
 ];
 
 /// Libraries a HIP fixture links besides the HIP runtime.
-const FIXTURE_LIBS: &[(&str, &[&str])] = &[("sparse_rand", &["-lhipsparse", "-lrocsparse", "-lrocrand"])];
+const FIXTURE_LIBS: &[(&str, &[&str])] =
+    &[("sparse_rand", &["-lhipsparse", "-lrocsparse", "-lrocrand"]), ("server_slots", &["-lhipsparse"])];
+/// HIP fixtures built as shared libraries, under these names, before the programs: the libllama test double.
+const FIXTURE_SHARED: &[(&str, &str)] = &[("llama_double", "libllama.so")];
+/// HIP fixture programs linked to a shared-library fixture, found beside them (rpath `$ORIGIN`).
+const FIXTURE_LINKS_SHARED: &[(&str, &str)] = &[("server_slots", "libllama.so")];
 const BPF_LINKER_VERSION: &str = "0.13.0";
 const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -344,28 +349,51 @@ fn fixtures_dir() -> PathBuf {
 }
 
 /// Builds each `fixtures/hip/*.hip` with hipcc for gfx1030 (the Debian device libraries stop short of
-/// gfx1100), when its source is newer than its binary.
+/// gfx1100), when its source or a `fixtures/hip` header it includes is newer than its binary: the shared
+/// libraries (`FIXTURE_SHARED`) first, then the programs.
 fn build_fixtures() -> Result<()> {
     let out = fixtures_dir();
     fs::create_dir_all(&out)?;
+    let (mut sources, mut headers) = (Vec::new(), Vec::new());
     for entry in fs::read_dir(root().join("fixtures/hip"))? {
-        let src = entry?.path();
-        if src.extension().is_none_or(|e| e != "hip") {
-            continue;
+        let path = entry?.path();
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("hip") => sources.push(path),
+            Some("h") => headers.push(path),
+            _ => {}
         }
-        let bin = out.join(src.file_stem().expect("a .hip file has a stem"));
-        let fresh = match (fs::metadata(&src).and_then(|m| m.modified()), fs::metadata(&bin).and_then(|m| m.modified()))
-        {
-            (Ok(s), Ok(b)) => b >= s,
+    }
+    let stem = |src: &Path| src.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+    let shared = |stem: &str| FIXTURE_SHARED.iter().find(|(name, _)| *name == stem).map(|(_, lib)| *lib);
+    sources.sort_by_key(|src| (shared(&stem(src)).is_none(), src.clone()));
+    for src in sources {
+        let stem = stem(&src);
+        let bin = out.join(shared(&stem).unwrap_or(&stem));
+        let text = fs::read_to_string(&src)?;
+        let mut inputs = vec![&src];
+        inputs.extend(headers.iter().filter(|h| {
+            h.file_name().and_then(|n| n.to_str()).is_some_and(|n| text.contains(&format!("#include \"{n}\"")))
+        }));
+        let newest =
+            inputs.iter().map(|p| fs::metadata(p)?.modified()).collect::<Result<Vec<_>, _>>()?.into_iter().max();
+        let fresh = match (newest, fs::metadata(&bin).and_then(|m| m.modified())) {
+            (Some(s), Ok(b)) => b >= s,
             _ => false,
         };
         if fresh {
             continue;
         }
         step(&format!("hipcc {}", src.display()));
-        let stem = src.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        let mut hipcc = Command::new("hipcc");
+        hipcc.args(["--offload-arch=gfx1030", "-O2", "-o"]).arg(&bin).arg(&src);
+        if let Some(lib) = shared(&stem) {
+            hipcc.args(["-shared", "-fPIC", &format!("-Wl,-soname,{lib}")]);
+        }
+        if let Some((_, lib)) = FIXTURE_LINKS_SHARED.iter().find(|(name, _)| *name == stem) {
+            hipcc.arg(format!("-L{}", out.display())).arg(format!("-l:{lib}")).arg("-Wl,-rpath,$ORIGIN");
+        }
         let libs = FIXTURE_LIBS.iter().find(|(name, _)| *name == stem).map_or(&[][..], |(_, libs)| libs);
-        run(Command::new("hipcc").args(["--offload-arch=gfx1030", "-O2", "-o"]).arg(&bin).arg(&src).args(libs))?;
+        run(hipcc.args(libs))?;
     }
     // The demo runner stripped as release builds are (Ollama strips libggml-hip.so): late attach must
     // name its kernels without a symbol table.
