@@ -457,7 +457,7 @@ pub struct StepBatch {
     /// Calls into GPU libraries' entry points during the process's previous step (since its previous
     /// `llama_decode`), by entry library id (`entry_library` records; the last id counts that library and
     /// every later one, see [`STEP_LIBRARIES_MERGED`]).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", with = "id_pairs")]
     pub previous_calls: BTreeMap<u32, u64>,
     /// The kernel had no room to count the process's library calls per step.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -485,6 +485,22 @@ impl Default for StepBatch {
             previous_calls: BTreeMap::new(),
             calls_uncounted: false,
         }
+    }
+}
+
+/// Counts by id, written as `[[id, count], ...]`: a JSON object's keys are strings, which serde's
+/// tagged-enum path (a trace line whose `type` is not first) cannot read back as numbers.
+pub mod id_pairs {
+    use std::collections::BTreeMap;
+
+    use serde::{Deserialize as _, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(map: &BTreeMap<u32, u64>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map.iter())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u32, u64>, D::Error> {
+        Ok(Vec::<(u32, u64)>::deserialize(d)?.into_iter().collect())
     }
 }
 

@@ -23,4 +23,5 @@ mod record;
 mod reliability;
 mod report;
 mod service;
+mod slots;
 mod stop_and_errors;

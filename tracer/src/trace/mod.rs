@@ -314,4 +314,33 @@ mod tests {
         let err = read_file(&p).unwrap_err().to_string();
         assert!(err.contains("longer than"), "{err}");
     }
+
+    #[test]
+    fn batches_and_step_calls_round_trip_in_either_key_order() {
+        let batch = Record::Batch(StepBatch {
+            ts: 5,
+            pid: 42,
+            n_tokens: 24,
+            runs: vec![
+                SeqRun { seq: 0, pos: Some(12), tokens: 1, outputs: 1, last_output: true, shared: 0 },
+                SeqRun { seq: 1, pos: Some(0), tokens: 23, outputs: 1, last_output: true, shared: 0 },
+            ],
+            positions: true,
+            seq_ids: true,
+            previous_calls: [(1, 4), (15, 2)].into_iter().collect(),
+            ..StepBatch::default()
+        });
+        let calls = Record::StepCalls(StepCalls { pid: 42, step: 9, calls: [(2, 7)].into_iter().collect() });
+        for rec in [batch, calls] {
+            let line = serde_json::to_string(&rec).unwrap();
+            assert!(line.starts_with(r#"{"type":""#), "{line}");
+            assert_eq!(reader::parse_line_for_tests(line.as_bytes()).unwrap(), rec);
+            // The same object with its type last: serde's tagged-enum path.
+            let mut v: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&line).unwrap();
+            let t = v.remove("type").unwrap();
+            v.insert("type".into(), t);
+            let moved = serde_json::to_string(&v).unwrap();
+            assert_eq!(reader::parse_line_for_tests(moved.as_bytes()).unwrap(), rec, "{moved}");
+        }
+    }
 }

@@ -397,6 +397,11 @@ fn split_chunks(mut input: impl Read, path: &Path, tx: mpsc::SyncSender<Chunk>) 
 /// Parses one line. Lines as the writer makes them start with their type, so the record is read straight
 /// into its struct (the `type` key is ignored there); serde's tagged-enum path, which first buffers the
 /// whole object, is kept for other spellings of the same JSON.
+#[cfg(test)]
+pub(super) fn parse_line_for_tests(line: &[u8]) -> serde_json::Result<Record> {
+    parse_record(line)
+}
+
 fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
     const PREFIX: &[u8] = b"{\"type\":\"";
     if let Some(rest) = line.strip_prefix(PREFIX)
@@ -421,6 +426,9 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
             b"exit" => Record::Exit(serde_json::from_slice(line)?),
             b"tally" => Record::Tally(serde_json::from_slice(line)?),
             b"entry_calls" => Record::EntryCalls(serde_json::from_slice(line)?),
+            // Maps with number keys read only as the record's own type (not through the tagged enum).
+            b"batch" => Record::Batch(serde_json::from_slice(line)?),
+            b"step_calls" => Record::StepCalls(serde_json::from_slice(line)?),
             b"probe" => Record::Probe(serde_json::from_slice(line)?),
             b"library" => Record::Library(serde_json::from_slice(line)?),
             b"header" => Record::Header(serde_json::from_slice(line)?),

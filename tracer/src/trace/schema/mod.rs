@@ -493,6 +493,7 @@ pub struct StepCalls {
     pub pid: u32,
     /// Its `llama_decode` calls the kernel saw.
     pub step: u64,
+    #[serde(with = "crate::event::id_pairs")]
     pub calls: BTreeMap<u32, u64>,
 }
 
