@@ -159,6 +159,7 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>
         | Record::EntryCalls(_)
         | Record::LaunchSites(_)
         | Record::GraphExec(_)
+        | Record::CodeDir(_)
         | Record::Footer(_) => {}
         }
     })?;

@@ -39,6 +39,7 @@ pub enum Record {
     EntryCalls(EntryCalls),
     LaunchSites(LaunchSites),
     GraphExec(GraphExec),
+    CodeDir(CodeDir),
     Footer(Footer),
 }
 
@@ -423,6 +424,36 @@ pub struct LaunchSites {
     pub failed: u64,
 }
 
+/// A directory a process loaded code-object files from by path, and its regular files.
+///
+/// Written for `hipModuleLoad`, `cuModuleLoad` and an HSA reader of a file, when the first load from the
+/// directory was attributed: listed inside the process's root, once per process and directory. The
+/// analysis is offline: what was present is known only from this record.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeDir {
+    pub ts: u64,
+    pub pid: u32,
+    /// The directory as the process sees it.
+    pub path: String,
+    /// Regular files counted in it.
+    pub count: u64,
+    /// Their names, sorted; at most [`CODE_DIR_NAMES_MAX`] of them and [`CODE_DIR_BYTES_MAX`] bytes of
+    /// names.
+    pub files: Vec<String>,
+    /// The listing was cut: more entries than tracer reads from a directory (`count` is then a lower
+    /// bound), or more names than a record keeps (`files` holds the first).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
+    /// Why it could not be listed (`count` and `files` are then empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Names one [`CodeDir`] record keeps at most.
+pub const CODE_DIR_NAMES_MAX: usize = 4096;
+/// Bytes of names one [`CodeDir`] record keeps at most (a trace line stays far under the reader's 1 MiB).
+pub const CODE_DIR_BYTES_MAX: usize = 256 << 10;
+
 /// Serde's test for leaving a zero count out.
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
 pub(crate) const fn is_zero(n: &u64) -> bool {
@@ -459,7 +490,7 @@ impl Footer {
     }
 }
 
-pub(crate) const KNOWN_TYPES: [&str; 19] = [
+pub(crate) const KNOWN_TYPES: [&str; 20] = [
     "header",
     "library",
     "probe",
@@ -478,6 +509,7 @@ pub(crate) const KNOWN_TYPES: [&str; 19] = [
     "entry_calls",
     "launch_sites",
     "graph_exec",
+    "code_dir",
     "footer",
 ];
 
@@ -502,6 +534,7 @@ impl Record {
             Self::EntryCalls(_) => "entry_calls",
             Self::LaunchSites(_) => "launch_sites",
             Self::GraphExec(_) => "graph_exec",
+            Self::CodeDir(_) => "code_dir",
             Self::Footer(_) => "footer",
         }
     }
