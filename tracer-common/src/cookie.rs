@@ -27,7 +27,13 @@ pub const PARAMS: u64 = 1 << 30;
 /// version, then the address of its offload bundle) into argument slots 6 and 7.
 pub const WRAPPER: u64 = 1 << 31;
 const PARAMS_SHIFT: u32 = 32; // 4 bits
-const HANDLE_SHIFT: u32 = 36; // 4 bits
+const HANDLE_SHIFT: u32 = 36; // 3 bits
+/// At entry, emit a [`crate::NameRecord`] of the path string at argument [`name_arg`].
+///
+/// The path of a file the call loads code from, recorded whether or not the call succeeds (its header is
+/// the call's own, so user space binds the two). Its bit lies beside the launch fields, which a call
+/// naming a file never uses.
+pub const PATH: u64 = 1 << 39;
 /// A synchronization: written only when its thread copied toward the host since its last written
 /// one (the sync that ends an inference step); otherwise tallied in the kernel ([`crate::ThreadTally`]).
 pub const GATED: u64 = 1 << 40;
@@ -66,7 +72,11 @@ pub const fn name(name: u64, module: u64) -> u64 {
 /// Read the kernel parameters whose array is argument `params` of a launch of the function at
 /// argument `handle` (argument slots).
 pub const fn params(params: u64, handle: u64) -> u64 {
-    PARAMS | ((params & 15) << PARAMS_SHIFT) | ((handle & 15) << HANDLE_SHIFT)
+    PARAMS | ((params & 15) << PARAMS_SHIFT) | ((handle & 7) << HANDLE_SHIFT)
+}
+/// Record the path string at argument `name` at entry.
+pub const fn path(name: u64) -> u64 {
+    PATH | ((name & 7) << NAME_SHIFT)
 }
 pub const fn tally_slot(slot: usize) -> u64 {
     ((slot as u64) & 7) << TALLY_SLOT_SHIFT
@@ -78,7 +88,7 @@ pub const fn params_arg(c: u64) -> usize {
     ((c >> PARAMS_SHIFT) & 15) as usize
 }
 pub const fn handle_arg(c: u64) -> usize {
-    ((c >> HANDLE_SHIFT) & 15) as usize
+    ((c >> HANDLE_SHIFT) & 7) as usize
 }
 pub const fn out_arg(c: u64) -> usize {
     ((c >> OUT_SHIFT) & 7) as usize

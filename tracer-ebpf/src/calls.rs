@@ -1,6 +1,7 @@
 //! API calls of the runtimes (libamdhip64, libhsa-runtime64, libcuda, libcudart). Generic programs serve
 //! every probed call; the attach cookie says which function and library fired and what to read:
-//! - [`call_entry`] stashes the argument registers (and stack slots) with the entry time;
+//! - [`call_entry`] stashes the argument registers (and stack slots) with the entry time, and writes the
+//!   path of a file the call loads ([`cookie::PATH`]) at once;
 //! - [`call_return`] turns the stash into one [`CallRecord`] with duration and return value, reads the
 //!   out-parameter the cookie names, and for name lookups and queue creation emits the name or queue;
 //! - [`one_trap_entry`] writes a [`CallRecord`] at entry alone: one trap for a call on a hot path (launches,
@@ -57,6 +58,13 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
     stash.ts_ns = unsafe { bpf_ktime_get_ns() };
     if c & cookie::PARAMS != 0 {
         emit_params(RecordHeader::of_probe(RecordKind::Params, c, pid_tgid, stash.ts_ns), c, &stash.args);
+    }
+    if c & cookie::PATH != 0 {
+        // A file the call loads code from, named by path: read now, so that a load that fails names its
+        // file too. The caller has just written the string, so its page is resident.
+        let path = stash.args.get(cookie::name_arg(c)).copied().unwrap_or(0);
+        let header = RecordHeader::of_probe(RecordKind::Name, c, pid_tgid, stash.ts_ns);
+        emit_name(header, 0, 0, path as *const u8, false);
     }
     let key = StashKey { pid_tgid, func: u64::from(cookie::func(c)) };
     if STASH.insert(key, stash, 0).is_err() {

@@ -345,6 +345,10 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
             Event::Call(Call { handle: Some(a[0]), attribute: Some(a[1] as u32), value: out, ..call })
         }
         Layout::CodeObjectFromMemory => Event::Call(Call { ptr: Some(a[0]), size: Some(a[1]), handle: out, ..call }),
+        // The path came before, in a name record with this call's header (read at entry).
+        Layout::ModulePath => Event::Call(Call { module: out, ..call }),
+        // The descriptor (an `int`): attribution reads which file it is.
+        Layout::CodeObjectFromFile => Event::Call(Call { value: Some(u64::from(a[0] as u32)), handle: out, ..call }),
         Layout::QueueCreate => Event::Call(Call { size: Some(u64::from(a[1] as u32)), ..call }),
         // Registration, doorbells and batches have their own programs and records, never a call record.
         Layout::Register | Layout::Doorbell | Layout::LlamaBatch | Layout::LlamaBatchExt => {
@@ -576,6 +580,39 @@ mod tests {
             (n.name.as_str(), n.handle, n.module, n.truncated, n.fault),
             ("_Z4axpyPfS_f", 0x1234, 0x99, true, false)
         );
+    }
+
+    #[test]
+    fn a_load_by_path_is_its_entry_path_then_its_call() {
+        // The path, read at entry: a name record with the call's own header.
+        let mut name = [0u8; NAME_MAX];
+        name[..20].copy_from_slice(b"/lib/library/a.hsaco");
+        let h = header(RecordKind::Name, ApiFunc::HipModuleLoad, 3, (100u64 << 32) | 0x65, 5_000);
+        let r = NameRecord { header: h, handle: 0, module: 0, len: 20, flags: 0, name };
+        let Event::Name(n) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!(
+            (n.api, n.name.as_str(), n.origin.ts, n.origin.tid),
+            (ApiFunc::HipModuleLoad, "/lib/library/a.hsaco", 5_000, 0x65)
+        );
+        // The call, at return: the module when it succeeded, none when it failed.
+        let mut r = call(ApiFunc::CuModuleLoad, [0x7000, 0x8000, 0, 0, 0, 0, 0, 0, 0, 0], 0);
+        r.flags = CALL_OUT_VALID;
+        r.out = 0x55;
+        let Event::Call(c) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((c.module, c.ret, c.ts, c.tid, c.file), (Some(0x55), 0, 5_000, 0x65, None));
+        let r = call(ApiFunc::HipModuleLoad, [0x7000, 0x8000, 0, 0, 0, 0, 0, 0, 0, 0], 101);
+        let Event::Call(c) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((c.module, c.ret), (None, 101));
+        // An HSA reader of an open file: the descriptor (an int) and the reader.
+        let mut r = call(
+            ApiFunc::HsaCodeObjectReaderCreateFromFile,
+            [0xffff_ffff_0000_0007, 0x9000, 0, 0, 0, 0, 0, 0, 0, 0],
+            0,
+        );
+        r.flags = CALL_OUT_VALID;
+        r.out = 0x66;
+        let Event::Call(c) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+        assert_eq!((c.value, c.handle), (Some(7), Some(0x66)));
     }
 
     #[test]

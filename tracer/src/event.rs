@@ -215,11 +215,14 @@ pub struct Call {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribute: Option<u32>,
     /// A value returned through an out-parameter (the kernel object for `get_info`, the executable for a
-    /// graph instantiation), or read through an argument (the offload bundle a fat-binary wrapper points to).
+    /// graph instantiation), or read through an argument (the offload bundle a fat-binary wrapper points
+    /// to, the descriptor of a code-object file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<u64>,
     /// For code objects read from memory and fat binaries registered: the mapped file and offset the
-    /// code lies at (attribution).
+    /// code lies at; for a file loaded by path (`hipModuleLoad`, `cuModuleLoad`) or descriptor
+    /// (`hsa_code_object_reader_create_from_file`): that file, whether or not the load succeeded
+    /// (attribution).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

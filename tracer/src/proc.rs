@@ -54,6 +54,17 @@ pub trait Procs {
     /// Whether the process sees the same mounts as the tracer (then its paths open from here).
     fn same_mount_ns(&self, pid: u32) -> bool;
 
+    /// The process's working directory, as its link reads (None: gone, or not readable).
+    fn cwd(&self, _pid: u32) -> Option<String> {
+        None
+    }
+
+    /// The regular files of directory `dir` as the process sees it (inside its root), and whether the
+    /// listing was cut ([`crate::files::Root::list_files`]); the sentence why it could not be listed.
+    fn list_files(&self, _pid: u32, dir: &str) -> Result<(Vec<String>, bool), String> {
+        Err(format!("{dir}: not listed"))
+    }
+
     fn is_running(&self, pid: u32) -> bool {
         self.stat(pid).is_some()
     }
@@ -310,6 +321,14 @@ impl Procs for Live {
     fn fd_target(&self, pid: u32, fd: u32) -> Option<String> {
         // The link's text as the kernel gives it (`/dev/kfd`, `anon_inode:[eventfd]`), never parsed.
         std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).ok().map(|p| p.to_string_lossy().into_owned())
+    }
+
+    fn cwd(&self, pid: u32) -> Option<String> {
+        std::fs::read_link(format!("/proc/{pid}/cwd")).ok().map(|p| p.to_string_lossy().into_owned())
+    }
+
+    fn list_files(&self, pid: u32, dir: &str) -> Result<(Vec<String>, bool), String> {
+        crate::files::Root::of(pid).and_then(|root| root.list_files(dir)).map_err(|e| e.to_string())
     }
 
     fn is_kernel_thread(&self, pid: u32) -> bool {

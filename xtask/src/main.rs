@@ -395,6 +395,21 @@ fn build_fixtures() -> Result<()> {
         let libs = FIXTURE_LIBS.iter().find(|(name, _)| *name == stem).map_or(&[][..], |(_, libs)| libs);
         run(hipcc.args(libs))?;
     }
+    // A library's code-object directory, as rocBLAS's Tensile `library/` is: code_objects.hip's kernels as
+    // one code object (`hipcc --genco`), copied into four files beside a catalogue, for code_objects to
+    // load by path.
+    let library = out.join("code-objects/library");
+    fs::create_dir_all(&library)?;
+    let code_object = out.join("code-objects/kernels.co");
+    step("hipcc --genco fixtures/hip/code_objects.hip -> target/fixtures/code-objects/library/");
+    run(Command::new("hipcc")
+        .args(["--genco", "--offload-arch=gfx1030", "-O2", "-o"])
+        .arg(&code_object)
+        .arg(root().join("fixtures/hip/code_objects.hip")))?;
+    for i in 0..4 {
+        fs::copy(&code_object, library.join(format!("Kernels_{i}.co")))?;
+    }
+    fs::write(library.join("TensileLibrary.dat"), "code_objects fixture: the catalogue a library reads\n")?;
     // The demo runner stripped as release builds are (Ollama strips libggml-hip.so): late attach must
     // name its kernels without a symbol table.
     let (runner, stripped) = (out.join("mini_runner"), out.join("mini_runner_stripped"));

@@ -5,6 +5,7 @@
 #![expect(clippy::tests_outside_test_module, reason = "an integration test crate is a test of its own")]
 
 mod cli;
+mod code_objects;
 mod command_line;
 mod compat;
 mod cuda;

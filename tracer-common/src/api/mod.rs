@@ -72,7 +72,7 @@ pub enum Op {
     Memcpy,
     /// The host waits for a stream, a device or a context.
     Sync,
-    /// Code loaded: a fat binary registered, a module or library loaded from an image.
+    /// Code loaded: a fat binary registered, a module or library loaded from an image or a file.
     ModuleLoad,
     /// A function handle looked up by name in a module (the name is recorded too).
     FunctionLookup,
@@ -87,7 +87,7 @@ pub enum Op {
     SymbolLookup,
     /// A code-object symbol's attribute read (`KERNEL_OBJECT` names what dispatch packets carry).
     SymbolInfo,
-    /// A code object handed to the loader from memory.
+    /// A code object handed to the loader from memory or from an open file.
     CodeObjectRead,
     /// A GPU queue created.
     QueueCreate,
@@ -201,6 +201,12 @@ pub enum Layout {
     SymbolInfo,
     /// `(ptr, size, T* out)`.
     CodeObjectFromMemory,
+    /// `(T* out, const char* path)`: the module written at `out`; the path is read at entry (a
+    /// [`crate::NameRecord`] with the call's own header), so a load that fails still names its file.
+    ModulePath,
+    /// `(hsa_file_t fd, T* out)`: the reader written at `out`; the file is the descriptor's, read from
+    /// `/proc/PID/fd` by user space as soon as it sees the call.
+    CodeObjectFromFile,
     /// `(agent, size, type, callback, data, private, group, hsa_queue_t** out)`.
     QueueCreate,
     /// `(modules, host stub, device function, const char* name, ...)`: read by the registration program.
@@ -230,6 +236,10 @@ impl Layout {
             Self::SymbolByName => cookie::out(3) | cookie::name(1, 0),
             Self::SymbolInfo => cookie::out(2),
             Self::CodeObjectFromMemory => cookie::out(2),
+            // Wakes the reader at once: the file's directory is listed while the process lives.
+            Self::ModulePath => cookie::out(0) | cookie::path(1) | cookie::WAKE,
+            // Wakes the reader at once: the descriptor is read while the process most likely holds it.
+            Self::CodeObjectFromFile => cookie::out(1) | cookie::WAKE,
             Self::QueueCreate => cookie::STACK | cookie::QUEUE,
             // The batch program reads the structure on the stack, or (without the flag) behind argument 2.
             Self::LlamaBatch => cookie::STACK,

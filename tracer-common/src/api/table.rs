@@ -5,9 +5,10 @@ use super::{
     Layout, Library, Op, ProbeShape, memcpy_kind,
 };
 use Layout::{
-    AllocOut, CodeObjectFromMemory, Doorbell, ExecGraph, FatBinary, FunctionOut, HandleStream, InstantiateOut,
-    KernelFunctionOut, LaunchConfig, LaunchDim3, LaunchScalars, LlamaBatch, LlamaBatchExt, Memcpy, ModuleOut, Nothing,
-    Ptr, PushConfig, QueueCreate, Register, Stream, StreamHandleOut, SymbolByName, SymbolInfo,
+    AllocOut, CodeObjectFromFile, CodeObjectFromMemory, Doorbell, ExecGraph, FatBinary, FunctionOut, HandleStream,
+    InstantiateOut, KernelFunctionOut, LaunchConfig, LaunchDim3, LaunchScalars, LlamaBatch, LlamaBatchExt, Memcpy,
+    ModuleOut, ModulePath, Nothing, Ptr, PushConfig, QueueCreate, Register, Stream, StreamHandleOut, SymbolByName,
+    SymbolInfo,
 };
 
 const DIM3: Layout = LaunchDim3 { shmem32: false };
@@ -64,6 +65,9 @@ api_funcs! {
     /// `hipGraphExecUpdate(graphExec, graph, ...)`: the executable now runs the graph's nodes (ggml
     /// updates its executable in place when a recaptured graph has the same topology).
     HipGraphExecUpdate = 22, Hip, "hipGraphExecUpdate", GraphUpdate, ExecGraph, Call;
+    /// `hipModuleLoad(hipModule_t* out, const char* fname)`: a code-object file loaded by path (rocBLAS's
+    /// Tensile library files).
+    HipModuleLoad = 23, Hip, "hipModuleLoad", ModuleLoad, ModulePath, Call;
 
     /// `hsa_init()`.
     HsaInit = 64, Hsa, "hsa_init", Init, Nothing, Call;
@@ -85,6 +89,9 @@ api_funcs! {
     HsaAmdMemoryPoolAllocate = 71, Hsa, "hsa_amd_memory_pool_allocate", PoolAlloc, AllocOut { out: 3 }, Call;
     /// `hsa_amd_memory_pool_free(ptr)`.
     HsaAmdMemoryPoolFree = 72, Hsa, "hsa_amd_memory_pool_free", PoolFree, Ptr, Call;
+    /// `hsa_code_object_reader_create_from_file(hsa_file_t fd, reader* out)`.
+    HsaCodeObjectReaderCreateFromFile = 73, Hsa, "hsa_code_object_reader_create_from_file", CodeObjectRead,
+        CodeObjectFromFile, Call;
 
     /// `cuLaunchKernel(f, gx, gy, gz, bx, by, [bz, unsigned shmem, stream, params, extra])`: one trap.
     CuLaunchKernel = 128, Cuda, "cuLaunchKernel", Launch, BLOCKS32, OneTrap;
@@ -156,6 +163,8 @@ api_funcs! {
     /// `cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t size, stream)`.
     CuMemcpyHtoDAsync = 158, Cuda, "cuMemcpyHtoDAsync_v2", Memcpy,
         Memcpy { direction: Fixed(memcpy_kind::HOST_TO_DEVICE), stream: Some(3) }, OneTrap;
+    /// `cuModuleLoad(CUmodule* out, const char* fname)`: a cubin, fatbin or PTX file loaded by path.
+    CuModuleLoad = 160, Cuda, "cuModuleLoad", ModuleLoad, ModulePath, Call;
 
     /// `__cudaRegisterFunction(handle, hostFun, deviceFun, deviceName, ...)`: the runtime's name for a
     /// host stub (opt-in API view).

@@ -23,6 +23,16 @@ fn layouts_give_the_cookie_flags_the_programs_read() {
     assert_eq!(ApiFunc::CuLaunchKernelEx.cookie_flags(), cookie::CONFIG | cookie::params(2, 1));
     assert_eq!(ApiFunc::HipStreamEndCapture.cookie_flags(), cookie::out(1));
     assert_eq!(ApiFunc::CuGraphLaunch.cookie_flags(), 0);
+    // A file loaded by path: the path is read at entry, the module at return.
+    assert_eq!(ApiFunc::HipModuleLoad.cookie_flags(), cookie::out(0) | cookie::path(1) | cookie::WAKE);
+    assert_eq!(ApiFunc::CuModuleLoad.cookie_flags(), cookie::out(0) | cookie::path(1) | cookie::WAKE);
+    assert_eq!(cookie::name_arg(cookie::path(1)), 1);
+    assert_eq!(ApiFunc::HsaCodeObjectReaderCreateFromFile.cookie_flags(), cookie::out(1) | cookie::WAKE);
+    // The path bit is none of a launch's fields: launches never read a path, and paths read no parameters.
+    for &f in ApiFunc::ALL {
+        let c = f.cookie_flags();
+        assert!(c & cookie::PATH == 0 || c & (cookie::PARAMS | cookie::TALLY | cookie::GATED) == 0, "{f:?}");
+    }
     // What a token's loop writes and what it tallies.
     let gated = |f: ApiFunc| cookie::GATED | cookie::tally_slot(f.tally_slot().unwrap());
     assert_eq!(ApiFunc::CuStreamSynchronize.cookie_flags(), gated(ApiFunc::CuStreamSynchronize));

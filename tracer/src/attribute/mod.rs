@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use tracer_common::{
     ProcEvent,
-    api::{Library, Op},
+    api::{Layout, Library, Op},
 };
 
 use crate::{
@@ -19,6 +19,7 @@ use crate::{
     trace::{self, Cause, Record},
 };
 
+mod code_files;
 mod graphs;
 mod sites;
 
@@ -62,6 +63,8 @@ struct Process {
     scanned: bool,
     /// Its launches by the file whose code made them.
     sites: sites::Sites,
+    /// Its code-object files loaded by path, and their directories listed.
+    code_files: code_files::CodeFiles,
 }
 
 impl Default for Attributor {
@@ -277,8 +280,38 @@ impl Attributor {
     fn call(&mut self, mut c: Call, out: &mut Vec<Record>) {
         self.see(c.pid, c.ts, out);
         let ok = c.ret == 0;
+        let procs = self.procs;
         let p = self.live.entry(c.pid).or_default();
         let mut names = self.names.of(c.pid, &mut p.names);
+        match c.api.layout() {
+            // A file loaded by path: the call and, when it succeeded, its module's functions carry it.
+            Layout::ModulePath => {
+                if let Some((file, truncated)) = p.code_files.path_of(&c, procs, &mut self.counters) {
+                    if let (true, Some(module)) = (ok, c.module) {
+                        names.module_file(module, &file);
+                    }
+                    let at = (c.pid, c.ts);
+                    if let Some(dir) = p.code_files.list_dir(&file, truncated, at, procs, &mut self.counters) {
+                        out.push(Record::CodeDir(dir));
+                    }
+                    c.file = Some(file);
+                }
+                out.push(Record::Call(c));
+                return;
+            }
+            Layout::CodeObjectFromFile => {
+                if let Some(file) = code_files::CodeFiles::fd_file(&c, procs, &mut self.counters) {
+                    let at = (c.pid, c.ts);
+                    if let Some(dir) = p.code_files.list_dir(&file, false, at, procs, &mut self.counters) {
+                        out.push(Record::CodeDir(dir));
+                    }
+                    c.file = Some(file);
+                }
+                out.push(Record::Call(c));
+                return;
+            }
+            _ => {}
+        }
         match c.api.op() {
             Op::CaptureBegin if ok => p.graphs.begin_capture(c.stream.unwrap_or(0)),
             Op::CaptureEnd => p.graphs.end_capture(c.stream.unwrap_or(0), c.handle.filter(|_| ok)),
@@ -392,6 +425,11 @@ impl Attributor {
             bump(&mut self.counters, "name_fault");
         }
         let p = self.live.entry(o.pid).or_default();
+        if n.api.layout() == Layout::ModulePath {
+            // The path a load names, read at its entry: its call record follows.
+            p.code_files.path_named(n, &mut self.counters);
+            return;
+        }
         let mut names = self.names.of(o.pid, &mut p.names);
         let source = match n.api.op() {
             // A code-object symbol (`<kernel>.kd`): named now, bound to its kernel object by get_info.

@@ -164,3 +164,137 @@ fn registered_names_attribute_launches() {
     assert_eq!(launches[0].ret, 101);
     assert_eq!(a.names.unnamed, 1);
 }
+
+/// A process table that knows one process's working directory, a directory's files and a descriptor.
+struct Files;
+
+impl Procs for Files {
+    fn stat(&self, _: u32) -> Option<crate::proc::Stat> {
+        None
+    }
+    fn argv(&self, _: u32) -> Vec<String> {
+        Vec::new()
+    }
+    fn maps(&self, _: u32) -> Option<Vec<crate::proc::MapsEntry>> {
+        None
+    }
+    fn pids(&self) -> Vec<u32> {
+        Vec::new()
+    }
+    fn exe(&self, _: u32) -> Option<std::path::PathBuf> {
+        None
+    }
+    fn fd_target(&self, _: u32, fd: u32) -> Option<String> {
+        match fd {
+            7 => Some("/opt/hsa/kernels.co".into()),
+            8 => Some("pipe:[1234]".into()),
+            _ => None,
+        }
+    }
+    fn same_mount_ns(&self, _: u32) -> bool {
+        true
+    }
+    fn cwd(&self, _: u32) -> Option<String> {
+        Some("/work".into())
+    }
+    fn list_files(&self, _: u32, dir: &str) -> Result<(Vec<String>, bool), String> {
+        match dir {
+            "/work/library" => Ok((vec!["b.co".into(), "a.co".into(), "TensileLibrary.dat".into()], false)),
+            _ => Err(format!("cannot open {dir}: No such file or directory (os error 2)")),
+        }
+    }
+}
+
+static FILES: Files = Files;
+
+/// The path a load names at its entry (thread 1 of the test process, at `ts`).
+fn path_named(api: ApiFunc, path: &str, ts: u64) -> Event {
+    Event::Name(Name {
+        origin: origin(ts),
+        api,
+        handle: 0,
+        module: 0,
+        name: path.into(),
+        truncated: false,
+        fault: false,
+    })
+}
+
+fn load(api: ApiFunc, ts: u64, ret: i64, module: Option<u64>) -> Event {
+    Event::Call(Call { module, ..Call::new(origin(ts), api, ret, 10) })
+}
+
+#[test]
+fn a_load_by_path_binds_its_file_to_the_call_the_module_and_the_directory() {
+    let mut a = Attributor { procs: &FILES, ..Attributor::default() };
+    let mut out = Vec::new();
+    // A relative path, made absolute against the working directory; the load succeeded.
+    a.event(path_named(ApiFunc::HipModuleLoad, "./library/a.co", 5), &mut out);
+    a.event(load(ApiFunc::HipModuleLoad, 5, 0, Some(0x40)), &mut out);
+    // A failed load from the same directory: its file, no second listing.
+    a.event(path_named(ApiFunc::HipModuleLoad, "/work/library/gone.co", 6), &mut out);
+    a.event(load(ApiFunc::HipModuleLoad, 6, 301, None), &mut out);
+    // A function looked up in the module loaded: its code is that file's.
+    a.event(
+        Event::Name(Name {
+            origin: origin(7),
+            api: ApiFunc::HipModuleGetFunction,
+            handle: 0x99,
+            module: 0x40,
+            name: "Cijk_Ailk".into(),
+            truncated: false,
+            fault: false,
+        }),
+        &mut out,
+    );
+    let dirs: Vec<&trace::CodeDir> =
+        out.iter().filter_map(|r| if let Record::CodeDir(d) = r { Some(d) } else { None }).collect();
+    assert_eq!(dirs.len(), 1);
+    assert_eq!((dirs[0].path.as_str(), dirs[0].count, dirs[0].ts), ("/work/library", 3, 5));
+    assert_eq!(dirs[0].files, ["TensileLibrary.dat", "a.co", "b.co"]);
+    let files: Vec<(Option<&str>, i64)> = out
+        .iter()
+        .filter_map(|r| if let Record::Call(c) = r { Some((c.file.as_deref(), c.ret)) } else { None })
+        .collect();
+    assert_eq!(files, [(Some("/work/library/a.co"), 0), (Some("/work/library/gone.co"), 301)]);
+    let Some(Record::Kernel(k)) = out.last() else { panic!("{out:#?}") };
+    assert_eq!((k.name.as_str(), k.code_file.as_deref()), ("Cijk_Ailk", Some("/work/library/a.co")));
+    assert!(a.counters.is_empty(), "{:?}", a.counters);
+}
+
+#[test]
+fn loads_without_their_path_and_unreadable_descriptors_are_counted() {
+    let mut a = Attributor { procs: &FILES, ..Attributor::default() };
+    let mut out = Vec::new();
+    // No path read for this load (its name record lost): no file.
+    a.event(load(ApiFunc::CuModuleLoad, 5, 0, Some(0x40)), &mut out);
+    // Another load's path (its call record lost) is not the next load's.
+    a.event(path_named(ApiFunc::CuModuleLoad, "/x/a.cubin", 6), &mut out);
+    a.event(load(ApiFunc::CuModuleLoad, 9, 0, Some(0x41)), &mut out);
+    // A directory that cannot be listed says why.
+    a.event(path_named(ApiFunc::CuModuleLoad, "/x/b.cubin", 10), &mut out);
+    a.event(load(ApiFunc::CuModuleLoad, 10, 0, Some(0x42)), &mut out);
+    // An HSA reader of an open file: the descriptor's file, once; one that is no file is counted.
+    let reader = |fd: u64, ts| {
+        Event::Call(Call { value: Some(fd), ..Call::new(origin(ts), ApiFunc::HsaCodeObjectReaderCreateFromFile, 0, 1) })
+    };
+    a.event(reader(7, 11), &mut out);
+    a.event(reader(8, 12), &mut out);
+    let files: Vec<Option<&str>> =
+        out.iter().filter_map(|r| if let Record::Call(c) = r { Some(c.file.as_deref()) } else { None }).collect();
+    assert_eq!(files, [None, None, Some("/x/b.cubin"), Some("/opt/hsa/kernels.co"), None]);
+    let dirs: Vec<(&str, Option<&str>)> = out
+        .iter()
+        .filter_map(|r| if let Record::CodeDir(d) = r { Some((d.path.as_str(), d.error.as_deref())) } else { None })
+        .collect();
+    assert_eq!(
+        dirs,
+        [
+            ("/x", Some("cannot open /x: No such file or directory (os error 2)")),
+            ("/opt/hsa", Some("cannot open /opt/hsa: No such file or directory (os error 2)"))
+        ]
+    );
+    assert_eq!(a.counters.get("module_loads_without_path"), Some(&2));
+    assert_eq!(a.counters.get("code_object_fds_unread"), Some(&1));
+    assert_eq!(a.counters.get("code_dirs_unlisted"), Some(&2));
+}

@@ -164,6 +164,7 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>
         | Record::LaunchSites(_)
         | Record::GraphExec(_)
         | Record::StepCalls(_)
+        | Record::CodeDir(_)
         | Record::Footer(_) => {}
         }
     })?;

@@ -197,6 +197,24 @@ impl Root {
     /// The names in directory `dir` as the process sees it (resolved inside this root), at most
     /// [`MAX_DIR_ENTRIES`].
     pub fn list(&self, dir: &str) -> Result<Vec<String>> {
+        Ok(self.entries(dir)?.0.into_iter().map(|(name, _)| name).collect())
+    }
+
+    /// The regular files in directory `dir` as the process sees it (an entry whose type the file system
+    /// does not give counts as one), of at most [`MAX_DIR_ENTRIES`] entries read, and whether it had more.
+    pub fn list_files(&self, dir: &str) -> Result<(Vec<String>, bool)> {
+        let (entries, cut) = self.entries(dir)?;
+        let files = entries
+            .into_iter()
+            .filter(|(_, kind)| matches!(kind, FileType::RegularFile | FileType::Unknown))
+            .map(|(name, _)| name)
+            .collect();
+        Ok((files, cut))
+    }
+
+    /// The entries of directory `dir` (without `.` and `..`), at most [`MAX_DIR_ENTRIES`], and whether
+    /// there were more. Opened without blocking, never on FUSE.
+    fn entries(&self, dir: &str) -> Result<(Vec<(String, FileType)>, bool)> {
         let fail = |e: rustix::io::Errno| FileError { file: self.shown(dir), why: Why::Open(e.into()) };
         let fd = rustix::fs::openat2(
             &self.dir,
@@ -209,15 +227,18 @@ impl Root {
         if rustix::fs::fstatfs(&fd).is_ok_and(|fs| fs.f_type as u64 == FUSE_SUPER_MAGIC) {
             return Err(FileError { file: self.shown(dir), why: Why::Fuse });
         }
-        let mut names = Vec::new();
-        for entry in rustix::fs::Dir::new(fd).map_err(fail)?.take(MAX_DIR_ENTRIES) {
+        let mut entries = Vec::new();
+        for (read, entry) in rustix::fs::Dir::new(fd).map_err(fail)?.enumerate() {
+            if read == MAX_DIR_ENTRIES {
+                return Ok((entries, true));
+            }
             let entry = entry.map_err(fail)?;
             let name = entry.file_name().to_string_lossy();
             if name != "." && name != ".." {
-                names.push(name.into_owned());
+                entries.push((name.into_owned(), entry.file_type()));
             }
         }
-        Ok(names)
+        Ok((entries, false))
     }
 
     /// Opens `path` as the process sees it, resolved inside this root (or beneath this directory), never

@@ -95,6 +95,12 @@ impl Of<'_> {
         Some((path, offset))
     }
 
+    /// A module loaded from a file by path (`hipModuleLoad`, `cuModuleLoad`): the functions looked up in
+    /// it carry that file.
+    pub fn module_file(&mut self, module: u64, file: &str) {
+        self.proc.modules.insert(module, FatBinaryCode { file: file.to_owned(), offset: 0, bundle: None });
+    }
+
     /// The file mapping `addr`, when it carries a fat binary (a host stub lies in its kernel's file).
     pub(super) fn code_file_at(&mut self, addr: u64, ts: u64) -> Option<String> {
         let m = self.mapping_at(addr, ts)?.clone();

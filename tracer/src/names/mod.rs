@@ -209,7 +209,7 @@ impl Of<'_> {
             },
             // A host stub named from its file lies in the file that carries the kernel's code.
             Source::Elf | Source::RegisterCall => self.bundles_of(handle, name, ts),
-            // A function looked up in a module or library loaded from an image: the file holding the image.
+            // A function looked up in a module or library loaded from an image or a file: that file.
             Source::Module | Source::Library => (self.proc.modules.get(&module).map(|c| c.file.clone()), Vec::new()),
             _ => (None, Vec::new()),
         };

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use tracer_common::api::{Library, Op};
+use tracer_common::api::{Layout, Library, Op};
 
 use super::{
     ApiReport, ConfigReport, FunctionCalls, IoctlReport, KernelClass, KernelReport, MapStatus, MappedReport,
@@ -42,6 +42,8 @@ struct ProcAcc {
     entry_calls: BTreeMap<u32, BTreeMap<String, u64>>,
     /// Launches by the file that made them.
     sites: BTreeMap<String, (u64, u64)>,
+    /// Code-object files loaded by path, and their directories' listings.
+    code: super::code_dirs::CodeAcc,
 }
 
 /// (grid, block, grid unit, shmem).
@@ -85,6 +87,9 @@ impl ProcAcc {
         self.libs.insert(c.lib);
         *self.lib_calls.entry(c.lib).or_default() += 1;
         api_stat(&mut self.api, c.api, (!c.entry_only).then_some((c.ret, c.dur)));
+        if let (Layout::ModulePath | Layout::CodeObjectFromFile, Some(file)) = (c.api.layout(), &c.file) {
+            self.code.load(c, file);
+        }
         let m = &mut self.memory;
         match c.api.op() {
             Op::Alloc => {
@@ -120,8 +125,7 @@ impl ProcAcc {
         a.untimed += t.calls;
         a.tallied += t.calls;
         if t.api.op() == Op::Memcpy
-            && let tracer_common::api::Layout::Memcpy { direction: tracer_common::api::CopyDirection::Fixed(k), .. } =
-                t.api.layout()
+            && let Layout::Memcpy { direction: tracer_common::api::CopyDirection::Fixed(k), .. } = t.api.layout()
         {
             let e = self.memory.memcpy.entry(MemcpyKind::from_raw(k).name().into_owned()).or_default();
             e.calls += t.calls;
@@ -379,6 +383,7 @@ impl ReportBuilder {
             Record::Mapping(m) => procs.entry(m.pid).or_default().mapped.push(m),
             // The step feeder took the executable's kernels.
             Record::GraphExec(g) => procs.entry(g.pid).or_default().graph_exec(&g, kernel_names),
+            Record::CodeDir(d) => procs.entry(d.pid).or_default().code.dir(d),
             Record::Queue(q) => procs.entry(q.pid).or_default().queues.push(q),
             Record::Dispatch(d) => {
                 *last_ts = (*last_ts).max(d.ts);
@@ -489,6 +494,7 @@ impl ReportBuilder {
             for d in &mut dispatches {
                 d.ne11 = d.kernel.and_then(|id| steps.columns(true).get(&id)).cloned().unwrap_or_default();
             }
+            let code_dirs = acc.code.finish(pid, &self.kernel_names, &kernels, &dispatches);
             let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
             ioctls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
             let (has_ioctls, has_queues) = (!ioctls.is_empty(), !acc.queues.is_empty());
@@ -501,6 +507,7 @@ impl ReportBuilder {
                 model: acc.info.model,
                 model_name: acc.info.model_name,
                 mapped,
+                code_dirs,
                 ioctls,
                 queues: acc.queues,
                 mmq_widths,

@@ -8,6 +8,7 @@
 //! `crosscheck` joins API launches with queue dispatches, `text` renders it for a terminal.
 
 mod aggregate;
+mod code_dirs;
 mod crosscheck;
 mod text;
 
@@ -84,6 +85,9 @@ pub struct ProcessReport {
     pub model_name: Option<String>,
     /// GPU libraries this process mapped, and whether it called the ones tracer probes.
     pub mapped: Vec<MappedReport>,
+    /// Directories it loaded code-object files from by path: files present, loaded, with dispatches.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub code_dirs: Vec<CodeDirReport>,
     /// GPU driver ioctls by name.
     pub ioctls: Vec<IoctlReport>,
     /// HSA queues the process created.
@@ -160,6 +164,54 @@ pub struct MappedReport {
     pub launches_from: u64,
     /// Of those, the launches that returned an error (none of them ran).
     pub launches_failed: u64,
+}
+
+/// A directory a process loaded code-object files from by path (rocBLAS's Tensile `library/`).
+#[derive(Debug, Default, Serialize)]
+pub struct CodeDirReport {
+    /// The directory as the process saw it.
+    pub path: String,
+    /// Regular files in it when the recording listed it (at the first load from it); null when it was
+    /// not listed (`listing_error`, or a trace without the listing).
+    pub present: Option<u64>,
+    /// The listing was cut: `present` is a lower bound, or `present_files` holds the first names only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub listing_cut: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listing_error: Option<String>,
+    /// Files of it the process loaded (at least one load call, failed ones included), and of those, the
+    /// files a load of which succeeded.
+    pub loaded: u64,
+    pub loaded_ok: u64,
+    /// Files whose kernels ran: executions of their kernels, or queue dispatches.
+    pub with_dispatches: u64,
+    /// The files loaded, by path.
+    pub files: Vec<CodeFileReport>,
+    /// Files present that were not loaded.
+    pub not_loaded: Vec<String>,
+    /// Every file present, as listed.
+    pub present_files: Vec<String>,
+}
+
+/// A code-object file loaded by path: its loads, their results, the kernels looked up in it.
+#[derive(Debug, Serialize)]
+pub struct CodeFileReport {
+    pub path: String,
+    /// The function that loaded it first.
+    pub api: ApiFunc,
+    pub loads: u64,
+    /// Loads that returned an error.
+    pub failed: u64,
+    /// Loads by return value (0: success).
+    pub results: BTreeMap<i64, u64>,
+    /// Whether the directory's listing held it (null when the directory was not listed).
+    pub present: Option<bool>,
+    /// Kernels looked up in its module (mangled names), in the order they were.
+    pub kernels: Vec<String>,
+    /// Launches and executions of those kernels, and their dispatches at the GPU queues.
+    pub launches: u64,
+    pub executions: u64,
+    pub dispatches: u64,
 }
 
 #[derive(Debug, Default, Serialize)]

@@ -102,6 +102,37 @@ mod tests {
     }
 
     #[test]
+    fn a_code_directory_and_a_load_by_path_round_trip() {
+        let path = tmp("code-dir.jsonl");
+        let dir = CodeDir {
+            ts: 5,
+            pid: 7,
+            path: "/opt/rocm/lib/rocblas/library".into(),
+            count: 3,
+            files: vec!["Kernels_0.co".into(), "TensileLibrary.dat".into()],
+            cut: true,
+            error: None,
+        };
+        let o = crate::event::Origin { ts: 5, pid: 7, tid: 7, lib: 1 };
+        let load = Call {
+            file: Some("/opt/rocm/lib/rocblas/library/Kernels_0.co".into()),
+            ..Call::new(o, ApiFunc::HipModuleLoad, 101, 9)
+        };
+        let records = vec![header(), Record::CodeDir(dir), Record::Call(load)];
+        let mut w = Writer::new(File::create(&path).unwrap(), false).unwrap();
+        for r in &records {
+            w.write(r).unwrap();
+        }
+        w.finish(Footer::default()).unwrap();
+        let (read, _) = read_file(&path).unwrap();
+        assert_eq!(&read[..3], &*records);
+        // An unlisted directory says why, and a listing of older fields still reads.
+        let line = r#"{"type":"code_dir","ts":1,"pid":2,"path":"/x","count":0,"files":[],"error":"cannot open /x"}"#;
+        let Record::CodeDir(d) = serde_json::from_str(line).unwrap() else { panic!() };
+        assert_eq!((d.error.as_deref(), d.cut), (Some("cannot open /x"), false));
+    }
+
+    #[test]
     fn cut_at_every_byte_reads_complete_records() {
         let path = tmp("cut-src.jsonl");
         write_trace(&path, false, 5, true);

@@ -154,6 +154,7 @@ impl Restate {
             Record::Kernel(k) => self.processes.entry(k.pid).or_default().push(r.clone()),
             Record::Mapping(m) => self.processes.entry(m.pid).or_default().push(r.clone()),
             Record::Queue(q) => self.processes.entry(q.pid).or_default().push(r.clone()),
+            Record::CodeDir(d) => self.processes.entry(d.pid).or_default().push(r.clone()),
             // An executable's kernels, read from the driver: its replays in later parts need them.
             Record::GraphExec(g) if g.outcome == super::schema::ExecOutcome::Named && !g.check => {
                 self.processes.entry(g.pid).or_default().push(r.clone());

@@ -41,6 +41,7 @@ pub enum Record {
     GraphExec(GraphExec),
     Batch(StepBatch),
     StepCalls(StepCalls),
+    CodeDir(CodeDir),
     Footer(Footer),
 }
 
@@ -425,6 +426,36 @@ pub struct LaunchSites {
     pub failed: u64,
 }
 
+/// A directory a process loaded code-object files from by path, and its regular files.
+///
+/// Written for `hipModuleLoad`, `cuModuleLoad` and an HSA reader of a file, when the first load from the
+/// directory was attributed: listed inside the process's root, once per process and directory. The
+/// analysis is offline: what was present is known only from this record.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeDir {
+    pub ts: u64,
+    pub pid: u32,
+    /// The directory as the process sees it.
+    pub path: String,
+    /// Regular files counted in it.
+    pub count: u64,
+    /// Their names, sorted; at most [`CODE_DIR_NAMES_MAX`] of them and [`CODE_DIR_BYTES_MAX`] bytes of
+    /// names.
+    pub files: Vec<String>,
+    /// The listing was cut: more entries than tracer reads from a directory (`count` is then a lower
+    /// bound), or more names than a record keeps (`files` holds the first).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
+    /// Why it could not be listed (`count` and `files` are then empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Names one [`CodeDir`] record keeps at most.
+pub const CODE_DIR_NAMES_MAX: usize = 4096;
+/// Bytes of names one [`CodeDir`] record keeps at most (a trace line stays far under the reader's 1 MiB).
+pub const CODE_DIR_BYTES_MAX: usize = 256 << 10;
+
 /// Serde's test for leaving a zero count out.
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
 pub(crate) const fn is_zero(n: &u64) -> bool {
@@ -461,7 +492,7 @@ impl Footer {
     }
 }
 
-pub(crate) const KNOWN_TYPES: [&str; 21] = [
+pub(crate) const KNOWN_TYPES: [&str; 22] = [
     "header",
     "library",
     "probe",
@@ -482,6 +513,7 @@ pub(crate) const KNOWN_TYPES: [&str; 21] = [
     "graph_exec",
     "batch",
     "step_calls",
+    "code_dir",
     "footer",
 ];
 
@@ -520,6 +552,7 @@ impl Record {
             Self::GraphExec(_) => "graph_exec",
             Self::Batch(_) => "batch",
             Self::StepCalls(_) => "step_calls",
+            Self::CodeDir(_) => "code_dir",
             Self::Footer(_) => "footer",
         }
     }
