@@ -47,9 +47,10 @@ pub const BATCH_EXT: u32 = 1 << 7;
 /// `llama_process` was asked to encode (an encoder pass), not to decode.
 pub const BATCH_ENCODE: u32 = 1 << 8;
 
-/// Byte offset of `std::vector<token> tokens` in `llama_batch_ext`: after `n_tokens_max`, `n_embd_inp`,
-/// `n_embd_inp_enc` (`size_t`), `n_seq_max` (`int32`, padded), `mem`, `n_vocab` (padded),
-/// `n_pos_per_embd` and `n_embd`.
+/// Byte offset of `std::vector<token> tokens` in `llama_batch_ext`.
+///
+/// It follows `n_tokens_max`, `n_embd_inp`, `n_embd_inp_enc` (`size_t`), `n_seq_max` (`int32`, padded),
+/// `mem`, `n_vocab` (padded), `n_pos_per_embd` and `n_embd`.
 pub const EXT_TOKENS: u64 = 64;
 /// Bytes of one `llama_batch_ext::token`.
 pub const EXT_TOKEN_BYTES: u64 = 96;

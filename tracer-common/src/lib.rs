@@ -66,10 +66,12 @@ mod tests {
         assert_eq!(size_of::<OpenRecord>(), 24 + 8 + OPEN_PATH_MAX);
         assert_eq!(BATCH_HEAD, 24 + 16 + 8 * STEP_SLOTS + 24);
         assert_eq!(batch_arrays(10), ([0, 40, 80, 120], 130));
-        assert!(
-            BATCH_HEAD + BATCH_TOKEN_BYTES * BATCH_TOKENS_MAX + 8 * BATCH_CHUNK <= 32 << 10,
-            "a per-CPU map value holds at most 32 KiB"
-        );
+        const {
+            assert!(
+                BATCH_HEAD + BATCH_TOKEN_BYTES * BATCH_TOKENS_MAX + 8 * BATCH_CHUNK <= 32 << 10,
+                "a per-CPU map value holds at most 32 KiB"
+            );
+        }
         assert_eq!(size_of::<NameRecord>() % 8, 0);
         assert!(align_of::<CallRecord>() <= 8);
     }

@@ -192,7 +192,7 @@ fn decode_batch(bytes: &[u8]) -> Result<Event, DecodeError> {
     let read = (r.read as usize).min(laid);
     let word = |array: usize, i: usize| {
         let at = starts[array] + 4 * i;
-        data.get(at..at + 4).map_or(0, |b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+        data.get(at..at + 4).and_then(|b| b.try_into().ok()).map_or(0, i32::from_ne_bytes)
     };
     let positions = r.flags & BATCH_POS != 0;
     let seq_ids = r.flags & BATCH_SEQ != 0;
@@ -635,7 +635,7 @@ mod tests {
                 kind: RecordKind::Batch as u16,
                 func: 224,
                 lib: 3,
-                pid_tgid: 42 << 32 | 43,
+                pid_tgid: (0x2a << 32) | 0x2b,
                 ts_ns: 9,
             },
             ctx: 0x77,
@@ -662,7 +662,7 @@ mod tests {
                 crate::event::SeqRun { seq: 1, pos: Some(0), tokens: 3, outputs: 1, last_output: true, shared: 1 },
             ]
         );
-        assert_eq!(b.previous_calls, [(2, 7)].into_iter().collect());
+        assert_eq!(b.previous_calls, std::iter::once((2, 7)).collect());
         // Cut short (fewer array bytes than laid out): refused, never read past the end.
         assert!(matches!(decode(&bytes[..bytes.len() - 1]), Err(DecodeError::Short { .. })));
         // No positions, sequences or outputs given (`llama_batch_get_one`): sequence 0, the last token's

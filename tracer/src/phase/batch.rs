@@ -67,7 +67,7 @@ impl Composition {
             None => "empty".to_owned(),
         };
         if self.unread > 0 {
-            label.push_str(&format!(" + {} unread", self.unread));
+            label = format!("{label} + {} unread", self.unread);
         }
         label
     }

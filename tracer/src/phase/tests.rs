@@ -1,7 +1,5 @@
 //! Steps, phases and passes, from calls and kernels in order.
 
-use tracer_common::ApiFunc;
-
 use super::*;
 use crate::classify::classify;
 
@@ -268,13 +266,13 @@ fn batches_begin_steps_and_label_them_by_their_sequences() {
     // Two sequences decode one token each: MMVQ over 2 columns, a decode step.
     p.batch(&step_batch(400, &[(0, 13, 1, true), (1, 23, 1, true)], &[]));
     p.launch(classify(MMVQ4), 410);
-    p.library_calls(&[(2, 5)].into_iter().collect());
+    p.library_calls(&std::iter::once((2, 5)).collect());
     let phases = p.finish();
     let get = |ph: Phase| phases.iter().find(|r| r.phase == ph).unwrap();
     let (prefill, decode, mixed) = (get(Phase::Prefill), get(Phase::Decode), get(Phase::Mixed));
     assert_eq!((prefill.steps, prefill.prompt_tokens, prefill.tokens), (1, 11, 11));
     assert_eq!(prefill.compositions.keys().collect::<Vec<_>>(), ["prefill: 1 prompt of 11"]);
-    assert_eq!(prefill.library_calls, [(1, 3)].into_iter().collect());
+    assert_eq!(prefill.library_calls, std::iter::once((1, 3)).collect());
     assert_eq!(prefill.kernels.values().sum::<u64>(), 2);
     assert_eq!((decode.steps, decode.decode_tokens, decode.tokens, decode.steps_from_batches), (2, 3, 3, 2));
     assert_eq!(

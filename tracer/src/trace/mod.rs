@@ -361,7 +361,7 @@ mod tests {
             previous_calls: [(1, 4), (15, 2)].into_iter().collect(),
             ..StepBatch::default()
         });
-        let calls = Record::StepCalls(StepCalls { pid: 42, step: 9, calls: [(2, 7)].into_iter().collect() });
+        let calls = Record::StepCalls(StepCalls { pid: 42, step: 9, calls: std::iter::once((2, 7)).collect() });
         for rec in [batch, calls] {
             let line = serde_json::to_string(&rec).unwrap();
             assert!(line.starts_with(r#"{"type":""#), "{line}");

@@ -517,9 +517,10 @@ pub(crate) const KNOWN_TYPES: [&str; 22] = [
     "footer",
 ];
 
-/// Calls into GPU libraries' entry points a process made during its last step (since its last
-/// `llama_decode`), read from the kernel when it ended or the recording did: by entry library id, as a
-/// batch's `previous_calls`.
+/// Calls into GPU libraries' entry points a process made during its last step.
+///
+/// That is, since its last `llama_decode`: read from the kernel when it ended or the recording did, by
+/// entry library id, as a batch's `previous_calls`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepCalls {
     pub pid: u32,
