@@ -171,7 +171,9 @@ fn read_seq_ids(s: *mut BatchScratch, seq_id: u64, laid: usize) -> bool {
         let here = laid - first;
         let here = if here > BATCH_CHUNK { BATCH_CHUNK } else { here };
         // SAFETY: `s` is this CPU's scratch value.
-        unsafe { (*s).rec.pad_chunk = here as u32 };
+        unsafe {
+            (*s).rec.pad_chunk = here as u32;
+        }
         // SAFETY: as above.
         let Some(here) = bounded(unsafe { &raw const (*s).rec.pad_chunk }) else { return false };
         let here = if here > BATCH_CHUNK { BATCH_CHUNK } else { here };
@@ -179,14 +181,14 @@ fn read_seq_ids(s: *mut BatchScratch, seq_id: u64, laid: usize) -> bool {
         // into the value (the pointer chunk, then one id slot each, at indexes below BATCH_TOKENS_MAX).
         unsafe {
             fault |= raw_read((&raw mut (*s).ptrs).cast::<u8>(), seq_id + 8 * first as u64, 8 * here);
-            let ids = (&raw mut (*s).data).cast::<i32>();
+            let ids = (&raw mut (*s).data).cast::<u8>();
             let mut j = 0;
             while j < BATCH_CHUNK {
                 if j >= here {
                     break;
                 }
                 let at = (*s).ptrs[j & (BATCH_CHUNK - 1)];
-                fault |= raw_read(ids.add((first + j) & (BATCH_TOKENS_MAX - 1)).cast::<u8>(), at, 4);
+                fault |= raw_read(ids.add(4 * ((first + j) & (BATCH_TOKENS_MAX - 1))), at, 4);
                 j += 1;
             }
         }
@@ -230,8 +232,9 @@ fn read_ext(s: *mut BatchScratch, batch: u64) {
             let word = |at: usize| core::ptr::read_unaligned(token.add(at).cast::<u64>());
             let k = i & (BATCH_TOKENS_MAX - 1);
             fault |= raw_read(data.add(4 * k), word(EXT_SEQ_NODE) + EXT_NODE_VALUE, 4);
-            *data.add(4 * laid).cast::<i32>().add(k) = core::ptr::read_unaligned(token.add(EXT_POS).cast::<i32>());
-            *data.add(8 * laid).cast::<i32>().add(k) = word(EXT_SEQ_COUNT) as i32;
+            let pos = core::ptr::read_unaligned(token.add(EXT_POS).cast::<i32>());
+            core::ptr::write_unaligned(data.add(4 * laid + 4 * k).cast::<i32>(), pos);
+            core::ptr::write_unaligned(data.add(8 * laid + 4 * k).cast::<i32>(), word(EXT_SEQ_COUNT) as i32);
             *data.add(12 * laid + k) = *token.add(EXT_OUTPUT);
             i += 1;
         }

@@ -76,7 +76,7 @@ fn runtime_file(buf: &[u8; OPEN_PATH_MAX], len: usize) -> bool {
     }
     let at = |k: usize| u64::from(buf[(base + k) & (OPEN_PATH_MAX - 1)]) << (8 * k);
     let head = at(0) | at(1) | at(2) | at(3) | at(4) | at(5) | at(6) | at(7);
-    PREFIX_HEADS.iter().any(|&h| h == head)
+    PREFIX_HEADS.contains(&head)
 }
 
 /// The first 8 bytes of each runtime prefix, as little-endian words.
