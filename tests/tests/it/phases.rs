@@ -95,7 +95,15 @@ fn lean_recording_leaves_synchronizations_unprobed_and_cuts_the_same_steps() {
     assert_eq!(calls(full_api, "hipStreamSynchronize"), Some(5));
     assert_eq!(calls(lean_api, "hipStreamSynchronize"), None);
     assert_eq!(calls(lean_api, "hipMemcpy"), calls(full_api, "hipMemcpy"));
-    assert_eq!(lean["phases"], full["phases"]);
+    // The same steps; only the per-phase API table differs, by the calls left unprobed.
+    let phases = |p: &serde_json::Value| {
+        let mut v = p["phases"].clone();
+        for ph in v.as_array_mut().unwrap() {
+            ph.as_object_mut().unwrap().remove("api_calls");
+        }
+        v
+    };
+    assert_eq!(phases(&lean), phases(&full));
     let records = read_trace(&out);
     assert!(records.iter().any(|r| matches!(r, Record::Header(h) if h.options.lean)));
     let unprobed: Vec<&str> = records
