@@ -29,6 +29,8 @@ pub(crate) struct Opts {
     pub quick: bool,
     /// Only the library-stack rows (10 and 11).
     pub stack_only: bool,
+    /// Only these rows (none: every row); bench/results.json is then not written.
+    pub only: Vec<u32>,
 }
 
 struct Dir {
@@ -202,6 +204,9 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
         print_table(&rows.table);
         return Ok(());
     }
+    if !opts.only.is_empty() {
+        return some_rows(&d, q, &opts.only, &mut rows);
+    }
     row_1(&d, q, &mut rows)?;
     row_2(&d, q, &mut rows)?;
     row_3(&d, q, &mut rows)?;
@@ -221,6 +226,42 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     let path = root().join("bench/results.json");
     fs::write(&path, format!("{}\n", serde_json::to_string_pretty(&Value::Object(rows.results))?))?;
     step(&format!("wrote {}", path.display()));
+    Ok(())
+}
+
+/// The rows asked for, in their order; the table is printed, bench/results.json not written (a partial run
+/// would replace the figures of a whole one).
+fn some_rows(d: &Dir, q: bool, only: &[u32], rows: &mut Rows) -> Result<()> {
+    let mut cpu_pct = None;
+    let mut plain_bytes = None;
+    for &row in only {
+        match row {
+            1 => row_1(d, q, rows)?,
+            2 => row_2(d, q, rows)?,
+            3 => row_3(d, q, rows)?,
+            4 => {
+                let (bytes, pct) = row_4(d, q, rows)?;
+                (plain_bytes, cpu_pct) = (Some(bytes), Some(pct));
+            }
+            5 => match plain_bytes {
+                Some(bytes) => row_5(d, q, bytes, rows)?,
+                None => bail!("row 5 compares with row 4's trace: ask for --rows 4,5"),
+            },
+            6 => row_6(d, q, rows)?,
+            7 => row_7(d, q, rows)?,
+            8 => row_8(d, q, rows)?,
+            9 => row_9(d, q, rows)?,
+            10 | 11 => stack_rows(d, q, rows)?,
+            12 => row_12(d, q, rows)?,
+            13 => match cpu_pct {
+                Some(pct) => row_13(d, q, pct, rows)?,
+                None => bail!("row 13 compares with row 4's load: ask for --rows 4,13"),
+            },
+            14 => row_14(d, q, rows)?,
+            n => bail!("there is no row {n}: the rows are 1 to 14"),
+        }
+    }
+    print_table(&rows.table);
     Ok(())
 }
 

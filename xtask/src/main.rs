@@ -44,6 +44,9 @@ enum Cmd {
         /// Only the real library-stack rows (10 and 11).
         #[arg(long)]
         stack: bool,
+        /// Only these rows (`--rows 1,4,9`); the table is printed and bench/results.json left as it is.
+        #[arg(long, value_delimiter = ',')]
+        rows: Vec<u32>,
     },
     /// Fuzz every reader of hostile input: the trace reader, offload bundles, ELF files (symbols,
     /// registration calls, fat binaries), `ROCr`'s code-object list, /proc (cargo fuzz; corpora in
@@ -127,9 +130,9 @@ fn main() {
         Cmd::Setup => setup(),
         Cmd::Build => setup().and_then(|()| build()),
         Cmd::Demo => setup().and_then(|()| build()).and_then(|()| demo()),
-        Cmd::Bench { quick, stack } => {
-            setup().and_then(|()| build()).and_then(|()| bench::bench(bench::Opts { quick, stack_only: stack }))
-        }
+        Cmd::Bench { quick, stack, rows } => setup()
+            .and_then(|()| build())
+            .and_then(|()| bench::bench(bench::Opts { quick, stack_only: stack, only: rows })),
         Cmd::Fuzz { seconds, target } => setup().and_then(|()| fuzz(seconds, target.as_deref())),
         Cmd::CheckSetup => setup().and_then(|()| build()).and_then(|()| provenance::check()),
         Cmd::Deb => package::deb().map(|deb| step(&format!("built {}", deb.display()))),

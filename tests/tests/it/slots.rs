@@ -7,8 +7,8 @@
 use integration_tests::*;
 use serde_json::Value;
 
-/// The truth `server_slots` printed and the report of its recording.
-fn record_server_slots(name: &str) -> (Value, Value) {
+/// The truth `server_slots` printed, the report of its recording, and the trace.
+fn record_server_slots(name: &str) -> (Value, Value, std::path::PathBuf) {
     let out = scratch(name).join("t.jsonl");
     let prog = fixture("server_slots");
     let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", prog.to_str().unwrap()]);
@@ -17,12 +17,12 @@ fn record_server_slots(name: &str) -> (Value, Value) {
     let truth: Value = serde_json::from_str(line.lines().last().expect("server_slots prints its truth")).unwrap();
     let v = tracer_json(&["report", "--json", out.to_str().unwrap()]);
     let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "server_slots").expect("the process");
-    (truth, p.clone())
+    (truth, p.clone(), out)
 }
 
 #[test]
 fn a_two_slot_server_s_steps_are_labelled_by_their_sequences() {
-    let (truth, p) = record_server_slots("slots");
+    let (truth, p, _) = record_server_slots("slots");
     let totals = &truth["totals"];
     let phases = p["phases"].as_array().unwrap();
     let phase = |name: &str| phases.iter().find(|ph| ph["phase"] == name).unwrap_or_else(|| panic!("no {name}: {p}"));
@@ -52,4 +52,51 @@ fn a_two_slot_server_s_steps_are_labelled_by_their_sequences() {
     for label in ["prefill", "decode", "mixed"] {
         assert_eq!(calls(label), totals["sparse_calls"][label].as_u64().unwrap(), "{label}: {p}");
     }
+}
+
+/// The Perfetto steps and the Parquet rows take the steps from the same feeder: the same phases, and each
+/// step's composition.
+#[test]
+fn exports_carry_each_step_s_composition() {
+    let (truth, _, trace) = record_server_slots("slots-export");
+    let dir = trace.parent().unwrap().to_owned();
+    let perfetto = dir.join("t.json");
+    let o = tracer(&["export", "--format", "perfetto", "-o", perfetto.to_str().unwrap(), trace.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&perfetto).unwrap()).unwrap();
+    let steps: Vec<&Value> = v["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "phase").collect();
+    let calls = truth["calls"].as_array().unwrap();
+    assert_eq!(steps.len(), calls.len());
+    for (step, call) in steps.iter().zip(calls) {
+        assert_eq!(step["name"], call["label"], "{step} {call}");
+    }
+    assert_eq!(steps[3]["args"]["composition"], "mixed: 1 prompt of 23 + 1 decode", "{}", steps[3]);
+    let parquet = dir.join("t.parquet");
+    let o = tracer(&["export", "--format", "parquet", "-o", parquet.to_str().unwrap(), trace.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let script = r#"
+import duckdb, json, sys
+rows = duckdb.sql("select phase, composition, count(distinct step) from '" + sys.argv[1] + "' group by all order by all").fetchall()
+print(json.dumps(rows))
+"#;
+    let o = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .arg(&parquet)
+        .env("PYTHONPATH", std::env::var("TRACER_PYLIB").expect("TRACER_PYLIB (set by cargo xtask test)"))
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        rows,
+        serde_json::json!([
+            ["decode", "decode 1 seq x 1", 2],
+            ["decode", "decode 2 seq x 1", 4],
+            ["mixed", "mixed: 1 prompt of 23 + 1 decode", 1],
+            ["mixed", "mixed: 1 prompt of 600 + 1 decode", 1],
+            ["prefill", "prefill: 1 prompt of 11", 1],
+            ["prefill", "prefill: 1 prompt of 2", 1],
+        ]),
+        "{rows}"
+    );
 }

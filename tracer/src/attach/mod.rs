@@ -287,7 +287,6 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         "register_function",
         "doorbell",
         "one_trap_entry",
-        "llama_batch",
         "empty_entry",
         "empty_return",
         "empty_one_trap",
@@ -335,9 +334,11 @@ pub(crate) struct RuntimeLinks {
 impl RuntimeLinks {
     /// Loads the programs of `mode` for multi-point links, sharing `ebpf`'s maps.
     pub(crate) fn load(ebpf: &Ebpf, mode: ProbeMode) -> Result<Self> {
-        let Programs { entry, ret, register, doorbell, one_trap, batch, .. } = mode.programs();
+        let Programs { entry, ret, register, doorbell, one_trap, .. } = mode.programs();
         let mut programs = BTreeMap::new();
-        for name in [entry, ret, register, doorbell, one_trap, batch] {
+        // The batch program is loaded once a libllama is probed (its loops take the verifier a quarter of a
+        // second).
+        for name in [entry, ret, register, doorbell, one_trap] {
             if !programs.contains_key(name) {
                 programs.insert(name, MultiProgram::load(OBJECT, ebpf, name)?);
             }
@@ -356,7 +357,17 @@ impl RuntimeLinks {
     }
 
     /// Links `prog` at `points` (offset, cookie) of `target`, at the returns when `returns`.
-    fn link(&mut self, prog: &str, target: &Path, points: &[(u64, u64)], returns: bool) -> Result<()> {
+    fn link(
+        &mut self,
+        ebpf: &Ebpf,
+        prog: &'static str,
+        target: &Path,
+        points: &[(u64, u64)],
+        returns: bool,
+    ) -> Result<()> {
+        if !self.programs.contains_key(prog) {
+            self.programs.insert(prog, MultiProgram::load(OBJECT, ebpf, prog)?);
+        }
         let program = self.programs.get(prog).ok_or_else(|| anyhow!("{prog} is not loaded for multi-point links"))?;
         let (offsets, cookies): (Vec<u64>, Vec<u64>) = points.iter().copied().unzip();
         self.links.push(program.attach(target, &offsets, &cookies, None, returns)?);
@@ -425,7 +436,7 @@ pub(crate) fn attach_runtime(
     for ((prog, returns), points) in planned {
         let linked = links.as_mut().is_some_and(|l| {
             let at: Vec<(u64, u64)> = points.iter().map(|&(off, c, _)| (off, c)).collect();
-            l.link(prog, &target, &at, returns)
+            l.link(ebpf, prog, &target, &at, returns)
                 .map_err(|e| l.refused.push(format!("{prog} on {}: {e:#}", copy.path)))
                 .is_ok()
         });
@@ -446,6 +457,10 @@ pub(crate) fn attach_runtime(
 
 fn attach_one(ebpf: &mut Ebpf, prog: &str, offset: u64, c: u64, target: &Path) -> Result<()> {
     let p: &mut UProbe = program(ebpf, prog)?;
+    if p.fd().is_err() {
+        // Loaded at its first use (the batch program: see `RuntimeLinks::load`).
+        p.load().with_context(|| format!("the kernel refused eBPF program {prog}"))?;
+    }
     let point = UProbeAttachPoint { location: UProbeAttachLocation::AbsoluteOffset(offset), cookie: Some(c) };
     p.attach(point, target, UProbeScope::AllProcesses).with_context(|| format!("attaching {prog} at {offset:#x}"))?;
     Ok(())

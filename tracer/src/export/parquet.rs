@@ -64,6 +64,7 @@ const SCHEMA: &str = "message kernel_execution {
     OPTIONAL BYTE_ARRAY api (UTF8);
     OPTIONAL INT64 dur_ns (INTEGER(64,false));
     OPTIONAL INT32 ret;
+    OPTIONAL BYTE_ARRAY composition (UTF8);
 }";
 
 /// One column's values while a row group fills: the present values and, for an optional column, each
@@ -221,9 +222,11 @@ impl<W: Write + Send> Table<W> {
         let process = self.processes.get(&e.pid).unwrap_or(&self.unknown_process).clone();
         let step = self.steps.get(&e.pid).and_then(|spans| {
             let n = spans.partition_point(|s| s.start <= e.ts).checked_sub(1)?;
-            spans.get(n).filter(|s| e.ts <= s.end).map(|s| (n, s.phase))
+            spans.get(n).filter(|s| e.ts <= s.end).map(|s| (n, s.phase, s.composition.as_deref().map(text)))
         });
-        let phase = step.map(|(_, p)| self.phases.entry(p.as_str()).or_insert_with(|| text(p.as_str())).clone());
+        let phase =
+            step.as_ref().map(|(_, p, _)| self.phases.entry(p.as_str()).or_insert_with(|| text(p.as_str())).clone());
+        let composition = step.as_ref().and_then(|(_, _, c)| c.clone());
         let family = self.families.entry(e.family).or_insert_with(|| text(&e.family_name())).clone();
         let api = shape.api.map(|a| self.apis.entry(a).or_insert_with(|| text(a)).clone());
         let kernel = e.kernel.and_then(|id| self.kernels.get(&id));
@@ -246,7 +249,7 @@ impl<W: Write + Send> Table<W> {
             c[5].text(process.model.as_ref());
             c[6].text(Some(&view));
             c[7].text(phase.as_ref());
-            c[8].u64(step.map(|(n, _)| n as u64));
+            c[8].u64(step.as_ref().map(|(n, _, _)| *n as u64));
             c[9].u32(e.kernel);
             c[10].text(name.as_ref());
             c[11].text(Some(&family));
@@ -265,6 +268,7 @@ impl<W: Write + Send> Table<W> {
             c[24].text(api.as_ref());
             c[25].u64(shape.dur);
             c[26].u32(shape.ret.map(|r| u32::from_ne_bytes(r.to_ne_bytes())));
+            c[27].text(composition.as_ref());
             self.rows += 1;
             if self.rows == ROW_GROUP {
                 self.flush()?;

@@ -142,7 +142,7 @@ impl Feeder {
             Record::Dispatch(d) => self.dispatch(d),
             Record::GraphExec(g) => self.procs.entry(g.pid).or_default().graphs.driver_read(g),
             Record::Batch(b) => self.procs.entry(b.pid).or_default().phases.batch(b),
-            Record::StepCalls(c) => self.procs.entry(c.pid).or_default().phases.library_calls(&c.calls),
+            Record::StepCalls(c) => self.procs.entry(c.pid).or_default().phases.last_step_calls(c.step, &c.calls),
             _ => {}
         }
     }

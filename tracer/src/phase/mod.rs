@@ -460,6 +460,11 @@ pub struct Phases {
     batched: bool,
     /// The process's sequences, to judge each batch's tokens.
     pub sequences: Sequences,
+    /// The kernel's number of the batch that began the step being built (0: none).
+    step: u64,
+    /// A last step's library calls read before that step's batch was fed (the process's end is handled
+    /// beside the ring's order): added when the batch comes.
+    early_calls: Option<(u64, BTreeMap<u32, u64>)>,
 }
 
 impl Phases {
@@ -505,6 +510,24 @@ impl Phases {
             step.end = b.ts;
         }
         self.api(b.api);
+        self.step = b.step;
+        if let Some((n, calls)) = self.early_calls.take_if(|(n, _)| *n == b.step && b.step != 0) {
+            debug_assert_eq!(n, b.step);
+            self.library_calls(&calls);
+        }
+    }
+
+    /// A process's last step's library calls, read when it ended (`step_calls`): they belong to the step
+    /// its batch number `step` began, which may not have been fed yet.
+    pub fn last_step_calls(&mut self, step: u64, calls: &BTreeMap<u32, u64>) {
+        if step > self.step {
+            let (_, pending) = self.early_calls.get_or_insert_with(|| (step, BTreeMap::new()));
+            for (lib, n) in calls {
+                *pending.entry(*lib).or_default() += n;
+            }
+        } else {
+            self.library_calls(calls);
+        }
     }
 
     /// Calls into GPU libraries' entry points, by entry library id, made in the step being built.

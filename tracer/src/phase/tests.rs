@@ -313,3 +313,20 @@ fn a_process_with_batches_and_no_gpu_kernel_has_steps() {
         ]
     );
 }
+
+#[test]
+fn a_last_step_s_calls_read_before_its_batch_land_in_it() {
+    // The process's end is handled beside the ring's order: its last step's calls may be written first.
+    let mut p = Phases::default();
+    let numbered = |ts: u64, step: u64, runs: &[(i32, i32, u32, bool)]| crate::event::StepBatch {
+        step,
+        ..step_batch(ts, runs, &[])
+    };
+    p.last_step_calls(2, &std::iter::once((1, 4)).collect());
+    p.batch(&numbered(100, 1, &[(0, 0, 5, true)]));
+    p.batch(&numbered(200, 2, &[(0, 5, 1, true)]));
+    let phases = p.finish();
+    let get = |ph: Phase| phases.iter().find(|r| r.phase == ph).unwrap();
+    assert!(get(Phase::Prefill).library_calls.is_empty());
+    assert_eq!(get(Phase::Decode).library_calls, std::iter::once((1, 4)).collect());
+}
