@@ -154,6 +154,10 @@ impl Metrics {
                 }
             }
             Record::Launch(l) => self.live.entry(l.pid).or_default().launches += 1,
+            // A process whose steps are its batches (llama.cpp on the CPU too) is counted from its first.
+            Record::Batch(b) => {
+                self.live.entry(b.pid).or_default();
+            }
             Record::Call(c) => {
                 let counts = self.live.entry(c.pid).or_default();
                 *counts.calls.entry(c.api.op().name()).or_default() += 1;
@@ -171,10 +175,13 @@ impl Metrics {
                 *self.live.entry(e.pid).or_default().executions.entry(e.family).or_default() += e.count;
             }
         }
-        // Totals are kept; the spans of the steps a call closed are not (memory stays flat).
-        if let Record::Call(c) = r
-            && let Some(p) = self.feeder.process_mut(c.pid)
-        {
+        // Totals are kept; the spans of the steps a call or a batch closed are not (memory stays flat).
+        let closing = match r {
+            Record::Call(c) => Some(c.pid),
+            Record::Batch(b) => Some(b.pid),
+            _ => None,
+        };
+        if let Some(p) = closing.and_then(|pid| self.feeder.process_mut(pid)) {
             p.phases.forget_spans();
         }
     }

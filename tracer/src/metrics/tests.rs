@@ -93,6 +93,45 @@ fn counts_by_process_family_and_phase_and_keeps_them_after_exit() {
     assert_eq!(sample(&text, &format!("tracer_phase_steps_total{{{labels},phase=\"decode\"}}")), Some(2));
 }
 
+/// A server's steps from its batches: a mixed step and a decode step of two sequences, counted by phase,
+/// and their tokens by kind.
+#[test]
+fn steps_from_batches_count_prompt_and_decode_tokens() {
+    let mut m = Metrics::new(true);
+    m.record(&Record::Process(Process { pid: 20, comm: "llama-server".into(), ..Process::default() }));
+    let batch = |ts: u64, runs: &[(i32, i32, u32)]| {
+        Record::Batch(crate::event::StepBatch {
+            ts,
+            pid: 20,
+            tid: 20,
+            runs: runs
+                .iter()
+                .map(|&(seq, pos, tokens)| crate::event::SeqRun {
+                    seq,
+                    pos: Some(pos),
+                    tokens,
+                    outputs: 1,
+                    last_output: true,
+                    shared: 0,
+                })
+                .collect(),
+            positions: true,
+            seq_ids: true,
+            ..crate::event::StepBatch::default()
+        })
+    };
+    m.record(&batch(100, &[(0, 0, 11)]));
+    m.record(&batch(200, &[(0, 11, 1), (1, 0, 23)]));
+    m.record(&batch(300, &[(0, 12, 1), (1, 23, 1)]));
+    m.record(&batch(400, &[(0, 13, 1)]));
+    let labels = r#"comm="llama-server",role="",model="""#;
+    let text = m.render(&Session::default());
+    let steps = |phase: &str| sample(&text, &format!("tracer_phase_steps_total{{{labels},phase=\"{phase}\"}}"));
+    assert_eq!((steps("prefill"), steps("mixed"), steps("decode")), (Some(1), Some(1), Some(1)), "{text}");
+    let tokens = |kind: &str| sample(&text, &format!("tracer_batch_tokens_total{{{labels},kind=\"{kind}\"}}"));
+    assert_eq!((tokens("prompt"), tokens("decode")), (Some(34), Some(3)), "{text}");
+}
+
 /// Any user names their processes: past 64 distinct names, processes count under `comm="other"`, and the
 /// scrape says the cap and how many were folded. Ollama's processes keep their name. Without the label,
 /// processes are told apart by role and model alone.
