@@ -4,6 +4,11 @@ kept; then the server's tokens and decode calls compared with the steps tracer g
 
   slots.py ask PORT OUT.json          four concurrent completions (prompts of 11, 23, 290 and 600 token ids;
                                       8, 12, 16, 20 tokens generated; greedy, EOS ignored, no prompt cache)
+  slots.py log PERFETTO.json SERVER.log
+                                      each step's decode sequences (the Perfetto steps' compositions) against
+                                      the server's own -v log: its "slot decode token" lines (one per slot
+                                      whose sampled token joins the batch) between its "n_batch (effective)"
+                                      lines (one per decode call); the server's 2 start-up decodes come first
   slots.py check REPORT REQUESTS STARTUP_PROMPT [METRICS]
                                       prompt tokens = sum(prompt_n) + STARTUP_PROMPT (the server's start-up
                                       decodes: common_init's warm-up and common_context_can_seq_rm, 2 tokens
@@ -83,8 +88,37 @@ def check(report_path, requests_path, startup_prompt, metrics_path=None):
     sys.exit(0 if ok else 1)
 
 
+def decodes(composition):
+    """Decode sequences in a composition label: 'decode 2 seq x 1', 'mixed: ... + 1 decode', else 0."""
+    if composition is None:
+        return None
+    if composition.startswith("decode "):
+        return int(composition.split()[1])
+    if composition.startswith("mixed:"):
+        return int(composition.rsplit("+ ", 1)[1].split()[0])
+    return 0
+
+
+def log(perfetto_path, log_path):
+    steps = [e for e in json.load(open(perfetto_path))["traceEvents"] if e.get("cat") == "phase"]
+    traced = [decodes(e["args"].get("composition")) for e in steps]
+    served, pending = [], 0
+    for line in open(log_path, errors="replace"):
+        if "slot decode token" in line:
+            pending += 1
+        elif "n_batch (effective)" in line:
+            served.append(pending)
+            pending = 0
+    ok = traced[2:] == served
+    print(f"  decode sequences per step: tracer {traced[2:]}")
+    print(f"  the server's -v log:              {served}: " + ("MATCH" if ok else "DIFFER"))
+    sys.exit(0 if ok else 1)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "ask":
         ask(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "log":
+        log(sys.argv[2], sys.argv[3])
     else:
         check(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] if len(sys.argv) > 5 else None)

@@ -4,7 +4,8 @@
 # decode tokens, several sequences decoding together.
 #  1. Traced from its start, with the CUPTI oracle injected into the same server process (one run, so the
 #     schedule the two see is the same): per-kernel executions compared (compare.py); each phase's prompt
-#     and decode tokens against the server's timings; steps with batches against its n_decode_total.
+#     and decode tokens against the server's timings; steps with batches against its n_decode_total; each
+#     step's decode sequences against the server's own -v log.
 #  2. The same requests to an untraced server with tracer attached by PID (`record --pid`).
 #  3. F16 (its products through cuBLAS), 2 slots, two requests at once: cuBLAS calls per phase.
 # Writes under $OUT; exits 1 on a difference.
@@ -31,7 +32,7 @@ status=0
 echo "== 4 slots, traced from the start, CUPTI in the same process"
 args=(-m "$models/q4_k_m.gguf" -ngl 99 -c 8192 -np 4 --port "$port" --no-ui --metrics)
 CUDA_INJECTION64_PATH="$work/libcupti_counts.so" CUPTI_COUNTS="$out/cupti-slots.raw.json" \
-  "$tracer" record -q --force -o "$out/slots.jsonl.zst" -- "$bin/llama-server" "${args[@]}" > "$out/slots.log" 2>&1 &
+  "$tracer" record -q --force -o "$out/slots.jsonl.zst" -- "$bin/llama-server" "${args[@]}" -v > "$out/slots.log" 2>&1 &
 tracer_pid=$!
 wait_ready
 python3 "$here/slots.py" ask "$port" "$out/slots-requests.json"
@@ -43,6 +44,8 @@ wait "$tracer_pid"
 cupti_demangle "$out/cupti-slots.raw.json" "$out/cupti-slots.json"
 python3 "$here/../compare.py" "$out/slots.report.json" "$out/cupti-slots.json" llama-server | tail -3 || status=1
 python3 "$here/slots.py" check "$out/slots.report.json" "$out/slots-requests.json" 4 "$out/slots-metrics.txt" || status=1
+"$tracer" export --format perfetto -o "$out/slots.perfetto.json" "$out/slots.jsonl.zst"
+python3 "$here/slots.py" log "$out/slots.perfetto.json" "$out/slots.log" || status=1
 
 echo "== 4 slots, attached by PID after the start"
 "$bin/llama-server" "${args[@]}" > "$out/slots-late.log" 2>&1 &
