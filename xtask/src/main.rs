@@ -523,7 +523,8 @@ fn demo() -> Result<()> {
 }
 
 /// The fuzz targets (`fuzz/fuzz_targets/NAME.rs`), each with its corpus under `fuzz/corpus/NAME`.
-const FUZZ_TARGETS: [&str; 6] = ["trace_reader", "bundles", "elf_files", "loader_list", "proc_files", "graph_exec"];
+const FUZZ_TARGETS: [&str; 7] =
+    ["trace_reader", "bundles", "elf_files", "loader_list", "proc_files", "graph_exec", "ring_records"];
 
 fn fuzz(seconds: u64, only: Option<&str>) -> Result<()> {
     if !Command::new("cargo")
