@@ -293,6 +293,52 @@ fn parse_ring_size(s: &str) -> Result<u32, String> {
     Ok(v)
 }
 
+/// The command line of `record`, lowered once into what a recording needs (as ripgrep's `hiargs`): the
+/// Ollama user resolved, `--ollama-pid` implying `--ollama`, the probe mode chosen.
+impl TryFrom<RecordCli> for crate::record::RecordArgs {
+    type Error = anyhow::Error;
+
+    fn try_from(r: RecordCli) -> anyhow::Result<Self> {
+        use crate::attach::ProbeMode;
+        let ollama_user = match r.ollama_user.as_deref() {
+            Some(user) => Some(crate::ollama::uid_of(user).ok_or_else(|| {
+                anyhow::anyhow!("no user {user} on this machine: give --ollama-user a user name or a uid")
+            })?),
+            None => None,
+        };
+        Ok(Self {
+            ollama_user,
+            private_argv: r.private_argv,
+            full_argv: r.full_argv,
+            output: r.output,
+            ollama: r.ollama || !r.ollama_pids.is_empty(),
+            ollama_pids: r.ollama_pids,
+            models_dir: r.models_dir,
+            force: r.force,
+            pids: r.pids,
+            libs: r.libs,
+            duration: r.duration,
+            command: r.command,
+            ring_bytes: r.ring_size,
+            quiet: r.quiet,
+            ready_file: r.ready_file,
+            cuda_runtime: r.cuda_runtime,
+            read_delay: Duration::from_millis(r.debug_read_delay_ms),
+            sync_teardown: r.debug_sync_teardown,
+            program_stats: r.program_stats,
+            metrics: r.metrics,
+            metrics_no_comm: r.metrics_no_comm,
+            rotate_size: r.rotate_size,
+            rotate_every: r.rotate_every,
+            probe_mode: match r.probe_mode {
+                ProbeModeArg::Record if r.lean => ProbeMode::Lean,
+                ProbeModeArg::Record => ProbeMode::Record,
+                ProbeModeArg::Empty => ProbeMode::Empty,
+            },
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory as _;

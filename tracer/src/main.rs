@@ -15,8 +15,7 @@ use std::{
 
 use clap::Parser as _;
 use tracer::{
-    attach::ProbeMode,
-    cli::{Cli, Cmd, ExportCli, ExportFormat, Generated, ProbeModeArg},
+    cli::{Cli, Cmd, ExportCli, ExportFormat, Generated},
     output::{self, Dest, Staged},
     record::{self, RecordArgs},
     report::Report,
@@ -25,42 +24,9 @@ use tracer::{
 fn main() -> ExitCode {
     let cli = Cli::parse(); // exits with status 2 on a usage error
     let result = match cli.command {
-        Cmd::Record(r) => match r.ollama_user.as_deref().map(|u| (u, tracer::ollama::uid_of(u))) {
-            Some((user, None)) => {
-                Err(anyhow::anyhow!("no user {user} on this machine: give --ollama-user a user name or a uid"))
-            }
-            resolved => record::run(RecordArgs {
-                ollama_user: resolved.and_then(|(_, uid)| uid),
-                private_argv: r.private_argv,
-                full_argv: r.full_argv,
-                output: r.output,
-                ollama: r.ollama || !r.ollama_pids.is_empty(),
-                ollama_pids: r.ollama_pids,
-                models_dir: r.models_dir,
-                force: r.force,
-                pids: r.pids,
-                libs: r.libs,
-                duration: r.duration,
-                command: r.command,
-                ring_bytes: r.ring_size,
-                quiet: r.quiet,
-                ready_file: r.ready_file,
-                cuda_runtime: r.cuda_runtime,
-                read_delay: std::time::Duration::from_millis(r.debug_read_delay_ms),
-                sync_teardown: r.debug_sync_teardown,
-                program_stats: r.program_stats,
-                metrics: r.metrics,
-                metrics_no_comm: r.metrics_no_comm,
-                rotate_size: r.rotate_size,
-                rotate_every: r.rotate_every,
-                probe_mode: match r.probe_mode {
-                    ProbeModeArg::Record if r.lean => ProbeMode::Lean,
-                    ProbeModeArg::Record => ProbeMode::Record,
-                    ProbeModeArg::Empty => ProbeMode::Empty,
-                },
-            })
-            .map(|status| status.map_or(ExitCode::SUCCESS, ExitCode::from)),
-        },
+        Cmd::Record(r) => {
+            RecordArgs::try_from(r).and_then(record::run).map(|status| status.map_or(ExitCode::SUCCESS, ExitCode::from))
+        }
         Cmd::Inspect(i) => tracer::inspect::inspect(&i.file, i.target.as_deref()).and_then(|ins| {
             let text = if i.json { format!("{}\n", serde_json::to_string_pretty(&ins)?) } else { ins.to_text() };
             print(&text)

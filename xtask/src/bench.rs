@@ -220,6 +220,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     row_9(&d, q, &mut rows)?;
     stack_rows(&d, q, &mut rows)?;
     row_12(&d, q, &mut rows)?;
+    row_15(&d, q, &mut rows)?;
     print_table(&rows.table);
     let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     rows.results.insert("machine".into(), json!({"kernel": host.trim(), "cpus": std::thread::available_parallelism().map_or(0, std::num::NonZero::get), "quick": q}));
@@ -258,7 +259,8 @@ fn some_rows(d: &Dir, q: bool, only: &[u32], rows: &mut Rows) -> Result<()> {
                 None => bail!("row 13 compares with row 4's load: ask for --rows 4,13"),
             },
             14 => row_14(d, q, rows)?,
-            n => bail!("there is no row {n}: the rows are 1 to 14"),
+            15 => row_15(d, q, rows)?,
+            n => bail!("there is no row {n}: the rows are 1 to 15"),
         }
     }
     print_table(&rows.table);
@@ -268,7 +270,7 @@ fn some_rows(d: &Dir, q: bool, only: &[u32], rows: &mut Rows) -> Result<()> {
 /// Row 1: the cost of one traced call against empty programs and no tracing.
 fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
-    step("1/14 cost per traced call: none, empty programs, tracer (stand-in library)");
+    step("1/15 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let [(none_m, none_lo, none_hi), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
         three_modes(d, &trace, reps, (&d.driver, &d.standin), &["count", n], "ns_per_call")?;
@@ -302,10 +304,80 @@ fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     Ok(())
 }
 
+/// Row 15: what a recording costs a process it does not record: the stand-in library's launch loop run
+/// alone, and while tracer records another process (an idle one) by PID with probes on the same copy.
+/// Runtime probes are placed for every process that maps the copy and filtered in the program, so each of
+/// the neighbour's calls traps (issue 39: placing them per recorded process races its children's first
+/// calls).
+fn row_15(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
+    step("15/15 an untraced process's call cost while tracer records another PID (stand-in library)");
+    let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
+    let mut idle = Command::new("sleep").arg("3600").spawn().context("cannot run sleep")?;
+    let measured = neighbour_runs(d, idle.id(), n, reps);
+    drop(idle.kill());
+    drop(idle.wait());
+    let (alone, beside) = measured?;
+    let ((alone_m, alone_lo, alone_hi), (beside_m, beside_lo, beside_hi)) = (stats(alone), stats(beside));
+    let ratio = beside_m / alone_m;
+    rows.results.insert(
+        "neighbour_cost".into(),
+        json!({
+            "calls_per_run": n, "repeats": reps,
+            "alone_ns": {"median": alone_m, "min": alone_lo, "max": alone_hi},
+            "beside_recording_ns": {"median": beside_m, "min": beside_lo, "max": beside_hi},
+            "ratio": ratio, "target": "equal to alone, within noise (<= 1.1)",
+        }),
+    );
+    rows.table.push((
+        "15 untraced neighbour's call".into(),
+        format!(
+            "alone {alone_m:.0} ns [{alone_lo:.0}-{alone_hi:.0}], beside a --pid recording {beside_m:.0} ns [{beside_lo:.0}-{beside_hi:.0}]; ratio {ratio:.2}"
+        ),
+        "ratio <= 1.1".into(),
+        verdict(ratio <= 1.1),
+    ));
+    Ok(())
+}
+
+/// Row 15's runs, interleaved: the loop's ns per call alone, then while a recording of `idle` is live.
+fn neighbour_runs(d: &Dir, idle: u32, n: &str, reps: usize) -> Result<(Vec<f64>, Vec<f64>)> {
+    let ready = d.work.join("row15.ready");
+    let (mut alone, mut beside) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        alone.push(field(&stdout_of(Command::new(&d.driver).args(["count", n]))?, "ns_per_call")?);
+        drop(fs::remove_file(&ready));
+        let mut rec = Command::new(tracer_bin())
+            .args(["record", "-q", "--force", "--debug-sync-teardown", "--lib"])
+            .arg(&d.standin)
+            .arg("-o")
+            .arg(d.trace())
+            .args(["--pid", &idle.to_string(), "--ready-file"])
+            .arg(&ready)
+            .spawn()
+            .context("cannot run tracer")?;
+        let deadline = Instant::now() + std::time::Duration::from_mins(1);
+        while !ready.exists() && Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = if ready.exists() {
+            stdout_of(Command::new(&d.driver).args(["count", n]))
+        } else {
+            Err(anyhow::anyhow!("the recording of pid {idle} did not get ready"))
+        };
+        // SAFETY: signalling our own child.
+        unsafe {
+            libc::kill(rec.id() as libc::pid_t, libc::SIGINT);
+        }
+        rec.wait()?;
+        beside.push(field(&out?, "ns_per_call")?);
+    }
+    Ok((alone, beside))
+}
+
 /// Row 12: a call into a counted GPU library entry point (rocSPARSE's, through its multi-point link): one
 /// trap and one counter, against empty programs on the same points and no tracing.
 fn row_12(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("12/14 cost per counted library entry call (real rocSPARSE): none, empty programs, tracer");
+    step("12/15 cost per counted library entry call (real rocSPARSE): none, empty programs, tracer");
     let program = fixtures_dir().join("sparse_rand");
     let real_lib = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")?;
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
@@ -358,7 +430,7 @@ fn entry_calls(trace: &Path, lib: &str) -> Result<u64> {
 fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
     let driver = d.driver.to_str().context("path")?;
-    step("2/14 loss: both cores calling as fast as they can, tracer and bpftrace");
+    step("2/15 loss: both cores calling as fast as they can, tracer and bpftrace");
     let per_thread = if q { "100000" } else { "500000" };
     let calls = 2 * per_thread.parse::<u64>()?;
     traced(d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
@@ -395,7 +467,7 @@ fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// Row 3: the user-space path alone (decode, attribute, write); also writes the traces rows 6 and 7 read.
 fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step(
-        "3/14 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/14 and 7/14",
+        "3/15 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/15 and 7/15",
     );
     let big = d.big();
     let mut c = Command::new("cargo");
@@ -426,7 +498,7 @@ fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<(f64, f64)> {
     let trace = d.trace();
     let secs = if q { "5" } else { "60" };
-    step(&format!("4/14 realistic load: 60000 launches/s for {secs} s"));
+    step(&format!("4/15 realistic load: 60000 launches/s for {secs} s"));
     let Paced { pct, rss_mib, launches } = paced(d, &trace, &[], secs)?;
     let plain_bytes = fs::metadata(&trace)?.len() as f64 / launches.max(1) as f64;
     rows.results.insert(
@@ -473,7 +545,7 @@ fn row_13(d: &Dir, q: bool, plain_pct: f64, rows: &mut Rows) -> Result<()> {
     use std::io::{Read as _, Write as _};
     let trace = d.trace();
     let secs = if q { "5" } else { "60" };
-    step(&format!("13/14 the same load with --metrics served and scraped every second, {secs} s"));
+    step(&format!("13/15 the same load with --metrics served and scraped every second, {secs} s"));
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     // Scrapes start once the recording says its probes (and its endpoint) are live.
     let ready = trace.with_extension("ready");
@@ -538,7 +610,7 @@ fn row_14(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
         ));
         return Ok(());
     }
-    step("14/14 tracer export --format parquet over the 100 M-event trace (to a file)");
+    step("14/15 tracer export --format parquet over the 100 M-event trace (to a file)");
     let out = d.work.join("huge.parquet");
     let mut c = Command::new(tracer_bin());
     let (s, rss_kib) = measured(c.args(["export", "--format", "parquet", "--force", "-o"]).arg(&out).arg(&huge))?;
@@ -563,7 +635,7 @@ fn row_14(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// Row 5: bytes per dispatch on disk, plain and compressed.
 fn row_5(d: &Dir, q: bool, plain_bytes: f64, rows: &mut Rows) -> Result<()> {
     let driver = d.driver.to_str().context("path")?;
-    step("5/14 bytes per dispatch on disk, plain and compressed");
+    step("5/15 bytes per dispatch on disk, plain and compressed");
     let zst = d.work.join("bench.jsonl.zst");
     let zsecs = if q { "2" } else { "10" };
     traced(d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
@@ -591,7 +663,7 @@ fn row_6(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("6/14 tracer report over the 10 M- and the 100 M-event traces");
+        step("6/15 tracer report over the 10 M- and the 100 M-event traces");
         let mut c = Command::new(tracer_bin());
         let (s10, rss10) = measured(c.arg("report").arg(&big))?;
         let mut c = Command::new(tracer_bin());
@@ -626,7 +698,7 @@ fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("7/14 tracer export --format perfetto over the 10 M-launch trace (to a file)");
+        step("7/15 tracer export --format perfetto over the 10 M-launch trace (to a file)");
         let out = d.work.join("big.perfetto.json");
         drop(fs::remove_file(&out));
         let mut c = Command::new(tracer_bin());
@@ -648,7 +720,7 @@ fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Row 8: how long a recording of nothing takes from start to exit.
 fn row_8(d: &Dir, _q: bool, rows: &mut Rows) -> Result<()> {
-    step("8/14 tracer record -- /bin/true, start to exit (attach, record, detach)");
+    step("8/15 tracer record -- /bin/true, start to exit (attach, record, detach)");
     let trace_true = d.work.join("true.jsonl");
     let mut walls = Vec::new();
     for _ in 0..5 {
@@ -680,7 +752,7 @@ fn row_8(d: &Dir, _q: bool, rows: &mut Rows) -> Result<()> {
 fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
     let reps = repeats(q);
-    step("9/14 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
+    step("9/15 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
     let tokens = if q { "5000" } else { "20000" };
     let [(none_m, _, _), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
         three_modes(d, &trace, reps, (&d.driver, &d.standin), &["tokens", tokens], "ns_per_token")?;
@@ -710,11 +782,11 @@ fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Rows 10 and 11: a real `ROCm` library stack, thousands of registrations at load, gigabytes of GPU code.
 fn stack_rows(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("10/14 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
+    step("10/15 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
     let (r, v) = stack::rocsparse(&d.work, q)?;
     rows.results.insert("rocsparse_stack".into(), v);
     rows.table.push(r);
-    step("11/14 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
+    step("11/15 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
     let (r, v) = stack::ggml_hip(&d.work, q)?;
     rows.results.insert("ggml_hip_mapped".into(), v);
     rows.table.push(r);
