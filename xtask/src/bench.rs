@@ -331,7 +331,8 @@ fn row_15(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     rows.table.push((
         "15 untraced neighbour's call".into(),
         format!(
-            "alone {alone_m:.0} ns [{alone_lo:.0}-{alone_hi:.0}], beside a --pid recording {beside_m:.0} ns [{beside_lo:.0}-{beside_hi:.0}]; ratio {ratio:.2}"
+            "alone {alone_m:.0} ns [{alone_lo:.0}-{alone_hi:.0}], beside a --pid recording {beside_m:.0} ns [{beside_lo:.0}-{beside_hi:.0}] (+{:.0} ns a call: a trap); ratio {ratio:.2}",
+            beside_m - alone_m
         ),
         "ratio <= 1.1".into(),
         verdict(ratio <= 1.1),
