@@ -41,10 +41,13 @@ pub struct ProcRecord {
 /// Longest path an [`OpenRecord`] keeps.
 pub const OPEN_PATH_MAX: usize = 256;
 
-/// File-name prefixes of the runtime libraries whose opening by a traced process is reported
-/// ([`OpenRecord`]): the libraries tracer probes. The kernel compares a path's last component with them.
-pub const RUNTIME_PREFIXES: [&[u8]; 5] =
-    [b"libamdhip64.so", b"libhsa-runtime64.so", b"libcuda.so", b"libcudart.so", b"libllama.so"];
+/// File-name prefixes of the libraries whose opening by a traced process is reported ([`OpenRecord`]).
+///
+/// They are the libraries tracer probes, and the Vulkan loader (a GPU API tracer does not probe: a process
+/// that loads it is said to run GPU work tracer does not count). The kernel compares a path's last
+/// component with them.
+pub const RUNTIME_PREFIXES: [&[u8]; 6] =
+    [b"libamdhip64.so", b"libhsa-runtime64.so", b"libcuda.so", b"libcudart.so", b"libllama.so", b"libvulkan.so"];
 
 /// A traced process opening a file whose name is a GPU runtime's (`openat` at entry): a runtime copy it is
 /// about to load, to probe before its code runs (a private copy tracer could not foresee).

@@ -112,6 +112,8 @@ const PACKAGES: &[&str] = &[
     "systemd",
     "mmdebstrap",
     "dpkg-dev",
+    // The Vulkan loader: a process that maps it is said to run GPU work tracer does not observe.
+    "libvulkan1",
 ];
 
 /// Libraries a HIP fixture links besides the HIP runtime.

@@ -19,8 +19,9 @@ use crate::{
 /// on. A mapped file is a GPU library when it is one of these, holds GPU code (a fat binary), or needs
 /// one of the runtimes (`DT_NEEDED`): rocSPARSE, hipBLASLt, cuDNN, ggml's backends, `PyTorch`'s CUDA
 /// libraries are found by what they are, not by a list of their names.
-const GPU_RUNTIMES: [&str; 8] = [
+const GPU_RUNTIMES: [&str; 9] = [
     "libamdhip64.so",
+    "libvulkan.so",
     "libhsa-runtime64.so",
     "libhsakmt.so",
     "libdrm_amdgpu.so",
@@ -30,8 +31,13 @@ const GPU_RUNTIMES: [&str; 8] = [
     "libnvidia-",
 ];
 
+/// The Vulkan loader: a GPU API tracer does not probe. A process that opens it is listed as mapping it at
+/// once (it may call no probed runtime, and so never be looked at otherwise).
+const VULKAN_LOADER: &str = "libvulkan.so";
+
 /// The runtimes whose users are GPU libraries (a library that needs libdrm only is not one).
-const RUNTIMES_USED: [&str; 4] = ["libamdhip64.so", "libhsa-runtime64.so", "libcuda.so", "libcudart.so"];
+const RUNTIMES_USED: [&str; 5] =
+    ["libamdhip64.so", "libhsa-runtime64.so", "libcuda.so", "libcudart.so", "libvulkan.so"];
 
 /// Why a mapped file is a GPU library, if it is one.
 pub(super) fn gpu_library(file_name: &str, file: Option<&CodeFile>) -> Option<GpuLibrary> {
@@ -287,6 +293,9 @@ impl LibraryWatch {
     /// the probes were not seen).
     pub(super) fn opened(&mut self, ebpf: &mut aya::Ebpf, o: &crate::decode::Opened, mode: ProbeMode) -> Vec<Record> {
         let name = o.path.rsplit('/').next().unwrap_or(&o.path);
+        if name.starts_with(VULKAN_LOADER) {
+            return self.unobserved_opened(o);
+        }
         if !self.runtimes.iter().any(|r| name.starts_with(r)) {
             return Vec::new();
         }
@@ -322,5 +331,25 @@ impl LibraryWatch {
                 Vec::new()
             }
         }
+    }
+
+    /// A traced process opening the loader of a GPU API tracer does not probe: its mapping, written now.
+    fn unobserved_opened(&mut self, o: &crate::decode::Opened) -> Vec<Record> {
+        let pid = o.origin.pid;
+        let Some(copy) = libs::opened_by(pid, &o.path) else { return Vec::new() };
+        if !self.written.insert((pid, copy.dev, copy.inode)) {
+            return Vec::new();
+        }
+        vec![Record::Mapping(trace::Mapping {
+            ts: o.origin.ts,
+            pid,
+            path: copy.path,
+            dev: copy.dev,
+            inode: copy.inode,
+            lib: None,
+            gpu: Some(GpuLibrary::Runtime),
+            probed_late: false,
+            not_probed: false,
+        })]
     }
 }

@@ -489,6 +489,7 @@ impl ReportBuilder {
             }
             .rows(seen_maps);
             let incomplete = mapped.iter().any(|m| m.unseen_before_s.is_some() || m.runtime_not_probed);
+            let unobserved = super::unobserved(&mapped);
             let (mut dispatches, crosscheck) =
                 crosscheck::queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, steps.graphs.replays);
             for d in &mut dispatches {
@@ -528,8 +529,9 @@ impl ReportBuilder {
                 api,
                 memory: acc.memory,
                 // A runtime probed late or not at all may have been called unseen: never "no activity".
-                gpu_activity: !acc.libs.is_empty() || has_ioctls || has_queues || incomplete,
+                gpu_activity: !acc.libs.is_empty() || has_ioctls || has_queues || incomplete || !unobserved.is_empty(),
                 incomplete,
+                unobserved,
                 libraries: acc.libs.into_iter().collect(),
             });
         }

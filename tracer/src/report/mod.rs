@@ -132,6 +132,25 @@ pub struct ProcessReport {
     pub gpu_activity: bool,
     /// A runtime copy it mapped was probed late or not at all: some of its calls were not seen.
     pub incomplete: bool,
+    /// GPU APIs it mapped that tracer does not observe (`Vulkan (…/libvulkan.so.1)`): their GPU work is not
+    /// counted, and the process is not reported as having none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unobserved: Vec<String>,
+}
+
+/// GPU APIs a process may map that tracer does not probe, by the file-name prefix of their library.
+const UNOBSERVED_APIS: [(&str, &str); 1] = [("libvulkan.so", "Vulkan")];
+
+/// The unobserved GPU APIs among a process's mapped libraries, each with the file that shows it.
+fn unobserved(mapped: &[MappedReport]) -> Vec<String> {
+    mapped
+        .iter()
+        .filter_map(|m| {
+            let name = m.path.rsplit('/').next().unwrap_or(&m.path);
+            let (_, api) = UNOBSERVED_APIS.iter().find(|(prefix, _)| name.starts_with(prefix))?;
+            Some(format!("{api} ({})", m.path))
+        })
+        .collect()
 }
 
 #[derive(Debug, Serialize)]

@@ -188,6 +188,12 @@ fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptio
         }
     }
     write_code_dirs(s, p)?;
+    for api in &p.unobserved {
+        writeln!(
+            s,
+            "  not observed: {api} is mapped; tracer probes HIP, HSA and CUDA only: its GPU work is not counted"
+        )?;
+    }
     if p.exited {
         match (p.exit_code, p.exit_signal) {
             (Some(c), _) => {
