@@ -276,6 +276,29 @@ fn a_two_slot_llama_server_s_steps_and_tokens_equal_the_server_s() {
     assert_eq!((calls(phase(p, "prefill")), calls(decode), calls(mixed)), (29, 1, 75));
 }
 
+/// `fixtures/traces/h100-llama-decode-by-value.jsonl.zst`: `bench/gpu/ggml/decode_api.sh` on an H100: the
+/// pinned llama.cpp's `llama_decode`, its `struct llama_batch` passed by value as Ollama's runner and
+/// llama-cpp-python pass it (two sequences: a prompt, a prompt beside a decode token, then both decoding).
+/// The steps and tokens equal the program's own (`h100-llama-decode-by-value.truth.json`).
+#[test]
+fn a_real_llama_decode_batch_by_value_gives_the_program_s_steps() {
+    let trace = recorded("h100-llama-decode-by-value.jsonl.zst");
+    let truth: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(recorded("h100-llama-decode-by-value.truth.json")).unwrap())
+            .unwrap();
+    let v = tracer_json(&["report", "--json", trace.to_str().unwrap()]);
+    let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "decode_api").expect("decode_api");
+    for name in ["prefill", "mixed", "decode"] {
+        assert_eq!(phase(p, name)["steps"], truth[name], "{name}");
+        assert_eq!(phase(p, name)["steps_from_batches"], truth[name], "{name}");
+    }
+    let sum = |key: &str| p["phases"].as_array().unwrap().iter().map(|ph| ph[key].as_u64().unwrap_or(0)).sum::<u64>();
+    assert_eq!((sum("prompt_tokens"), sum("decode_tokens")), (34, 13));
+    assert_eq!(truth["prompt_tokens"], 34);
+    assert_eq!(phase(p, "mixed")["compositions"]["mixed: 1 prompt of 23 + 1 decode"], 1);
+    assert_eq!(phase(p, "decode")["api_calls"]["llama_decode"], 6);
+}
+
 /// A compressed trace cut in the middle of a frame (a copy interrupted, a disk full): `report` and every
 /// export read what is complete, end with status 0 and say on stderr that the file was cut and how much
 /// was read.
