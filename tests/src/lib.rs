@@ -61,6 +61,19 @@ pub fn tracer_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).expect("JSON on standard output")
 }
 
+/// Runs a Python `script` with the `DuckDB` the tests install (`TRACER_PYLIB`) over `file` (its `sys.argv[1]`);
+/// what it prints, as JSON.
+pub fn duckdb_json(script: &str, file: &Path) -> serde_json::Value {
+    let o = Command::new("/usr/bin/python3")
+        .args(["-c", script])
+        .arg(file)
+        .env("PYTHONPATH", std::env::var("TRACER_PYLIB").expect("TRACER_PYLIB (set by cargo xtask test)"))
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("JSON from the script")
+}
+
 /// A recording of `mini_runner hang` into a scratch directory, once the runner has made its seven launches
 /// and sleeps until killed: the trace's path and the recording, still running.
 pub fn recording_a_hanging_runner(test: &str) -> (PathBuf, Recording) {

@@ -268,9 +268,6 @@ unsafe fn raw_read(to: *mut u8, from: u64, len: usize) -> i64 {
 /// success).
 #[inline(always)]
 unsafe fn read_user(to: *mut u8, from: u64, len: usize) -> bool {
-    if len == 0 {
-        return true;
-    }
-    // SAFETY: the caller gives a destination with room for `len` bytes; the helper checks the source.
-    unsafe { generated::bpf_probe_read_user(to.cast::<c_void>(), len as u32, from as *const c_void) == 0 }
+    // SAFETY: the caller gives a destination with room for `len` bytes.
+    len == 0 || unsafe { raw_read(to, from, len) } == 0
 }

@@ -19,6 +19,8 @@ pub(crate) const CUDA_DRIVER: &str = "libcuda.so";
 pub(crate) const CUDA_RUNTIME: &str = "libcudart.so";
 /// llama.cpp's model library: `llama_decode`, where each step's batch is read.
 pub(crate) const LLAMA: &str = "libllama.so";
+/// The Vulkan loader: a GPU API tracer does not probe, whose users are reported as such.
+pub(crate) const VULKAN_LOADER: &str = "libvulkan.so";
 /// The libraries probed by default.
 pub(crate) const RUNTIMES: [&str; 4] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER, LLAMA];
 

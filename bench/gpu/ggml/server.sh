@@ -18,13 +18,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 started=$(date +%s)
 port=18080
 server_args=(-m "$models/q4_k_m.gguf" -ngl 99 -c 2048 -np 1 --port "$port" --no-ui)
-wait_ready() {
-  for _ in $(seq 600); do
-    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health')" 2>/dev/null && return
-    sleep 0.2
-  done
-  echo "llama-server did not become ready"; exit 1
-}
+. "$here/serve.sh"
 ask() { # ask OUTPUT_JSON: the two completions, their timings written as one JSON list
   python3 - "$port" "$1" <<'PY'
 import json, sys, urllib.request
@@ -41,8 +35,6 @@ json.dump(done, open(path, "w"))
 print("server: " + "; ".join(f"prompt {d['prompt_n']} tokens, {d['predicted_n']} generated" for d in done))
 PY
 }
-server_pid() { pgrep -x llama-server | head -1; }   # one server runs at a time
-stop_server() { kill -INT "$1"; while kill -0 "$1" 2>/dev/null; do sleep 0.1; done; }
 
 echo "== llama-server traced from its start"
 "$tracer" record -q --force -o "$out/server.jsonl.zst" -- "$bin/llama-server" "${server_args[@]}" \

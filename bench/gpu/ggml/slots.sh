@@ -17,15 +17,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/cupti.sh"
 started=$(date +%s)
 port=18090
-wait_ready() {
-  for _ in $(seq 600); do
-    python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$port/health')" 2>/dev/null && return
-    sleep 0.2
-  done
-  echo "llama-server did not become ready"; exit 1
-}
-server_pid() { pgrep -x llama-server | head -1; }
-stop_server() { kill -INT "$1"; while kill -0 "$1" 2>/dev/null; do sleep 0.1; done; }
+. "$here/serve.sh"
 metrics() { python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$port/metrics').read().decode())" > "$1"; }
 status=0
 

@@ -254,14 +254,7 @@ print(json.dumps({
     "unnamed": q("select count(*) from F where kernel is null")[0][0],
 }))
 "#;
-    let o = Command::new("/usr/bin/python3")
-        .args(["-c", script])
-        .arg(&parquet)
-        .env("PYTHONPATH", std::env::var("TRACER_PYLIB").expect("TRACER_PYLIB (set by cargo xtask test)"))
-        .output()
-        .expect("python3");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = duckdb_json(script, &parquet);
     assert_eq!(v["launch_rows"], launched, "{v}");
     assert_eq!(v["comm"], serde_json::json!([["ggml_steps"]]), "{v}");
     assert_eq!(v["unnamed"], 0, "{v}");

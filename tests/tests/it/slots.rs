@@ -79,14 +79,7 @@ import duckdb, json, sys
 rows = duckdb.sql("select phase, composition, count(distinct step) from '" + sys.argv[1] + "' group by all order by all").fetchall()
 print(json.dumps(rows))
 "#;
-    let o = std::process::Command::new("/usr/bin/python3")
-        .args(["-c", script])
-        .arg(&parquet)
-        .env("PYTHONPATH", std::env::var("TRACER_PYLIB").expect("TRACER_PYLIB (set by cargo xtask test)"))
-        .output()
-        .expect("python3");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = duckdb_json(script, &parquet);
     assert_eq!(
         rows,
         serde_json::json!([

@@ -511,8 +511,7 @@ impl Phases {
         }
         self.api(b.api);
         self.step = b.step;
-        if let Some((n, calls)) = self.early_calls.take_if(|(n, _)| *n == b.step && b.step != 0) {
-            debug_assert_eq!(n, b.step);
+        if let Some((_, calls)) = self.early_calls.take_if(|(n, _)| *n == b.step && b.step != 0) {
             self.library_calls(&calls);
         }
     }

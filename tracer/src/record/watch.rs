@@ -21,7 +21,7 @@ use crate::{
 /// libraries are found by what they are, not by a list of their names.
 const GPU_RUNTIMES: [&str; 9] = [
     "libamdhip64.so",
-    "libvulkan.so",
+    libs::VULKAN_LOADER,
     "libhsa-runtime64.so",
     "libhsakmt.so",
     "libdrm_amdgpu.so",
@@ -31,13 +31,9 @@ const GPU_RUNTIMES: [&str; 9] = [
     "libnvidia-",
 ];
 
-/// The Vulkan loader: a GPU API tracer does not probe. A process that opens it is listed as mapping it at
-/// once (it may call no probed runtime, and so never be looked at otherwise).
-const VULKAN_LOADER: &str = "libvulkan.so";
-
 /// The runtimes whose users are GPU libraries (a library that needs libdrm only is not one).
 const RUNTIMES_USED: [&str; 5] =
-    ["libamdhip64.so", "libhsa-runtime64.so", "libcuda.so", "libcudart.so", "libvulkan.so"];
+    ["libamdhip64.so", "libhsa-runtime64.so", "libcuda.so", "libcudart.so", libs::VULKAN_LOADER];
 
 /// Why a mapped file is a GPU library, if it is one.
 pub(super) fn gpu_library(file_name: &str, file: Option<&CodeFile>) -> Option<GpuLibrary> {
@@ -293,7 +289,9 @@ impl LibraryWatch {
     /// the probes were not seen).
     pub(super) fn opened(&mut self, ebpf: &mut aya::Ebpf, o: &crate::decode::Opened, mode: ProbeMode) -> Vec<Record> {
         let name = o.path.rsplit('/').next().unwrap_or(&o.path);
-        if name.starts_with(VULKAN_LOADER) {
+        // A process that opens the Vulkan loader is listed as mapping it at once: it may call no probed
+        // runtime, and so never be looked at otherwise.
+        if name.starts_with(libs::VULKAN_LOADER) {
             return self.unobserved_opened(o);
         }
         if !self.runtimes.iter().any(|r| name.starts_with(r)) {

@@ -139,7 +139,7 @@ pub struct ProcessReport {
 }
 
 /// GPU APIs a process may map that tracer does not probe, by the file-name prefix of their library.
-const UNOBSERVED_APIS: [(&str, &str); 1] = [("libvulkan.so", "Vulkan")];
+const UNOBSERVED_APIS: [(&str, &str); 1] = [(crate::libs::VULKAN_LOADER, "Vulkan")];
 
 /// The unobserved GPU APIs among a process's mapped libraries, each with the file that shows it.
 fn unobserved(mapped: &[MappedReport]) -> Vec<String> {
