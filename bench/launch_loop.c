@@ -3,6 +3,9 @@
  *   launch_loop paced RATE SECONDS     RATE calls per second for SECONDS, one thread
  *   launch_loop tokens N               N decode "tokens" shaped like ggml's HIP/CUDA backend with graphs:
  *                                      per token one hipGraphLaunch and 14 hipStreamSynchronize
+ *   launch_loop eager N                N decode "tokens" shaped like llama.cpp's CUDA decode without graphs
+ *                                      (H100, Q4_K_M, GGML_CUDA_DISABLE_GRAPHS=1): per token 82 launches,
+ *                                      15 syncs, 7 async copies toward the device and 1 back (the logits)
  * Prints one line: "calls=<total> ns_per_call=<mean over all threads> cpu_s=<own CPU seconds>"
  * (tokens: "tokens=<N> ns_per_token=<mean> cpu_s=<own CPU seconds>"). */
 #include <pthread.h>
@@ -17,6 +20,7 @@ typedef struct { uint32_t x, y, z; } dim3;
 int hipLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t shmem, void* stream);
 int hipGraphLaunch(void* exec, void* stream);
 int hipStreamSynchronize(void* stream);
+int hipMemcpyAsync(void* dst, const void* src, size_t n, int kind, void* stream);
 
 static void kernel_stub(void) {}
 
@@ -90,6 +94,24 @@ int main(int argc, char** argv) {
         printf("tokens=%ld ns_per_token=%.1f cpu_s=%.3f\n", tokens, (double)(now_ns() - t0) / tokens, cpu_s());
         return 0;
     }
-    fprintf(stderr, "usage: launch_loop count N [threads] | paced RATE SECONDS | tokens N\n");
+    if (argc >= 3 && strcmp(argv[1], "eager") == 0) {
+        long tokens = atol(argv[2]);
+        static char up[64], logits[64];
+        dim3 g = {64, 1, 1}, b = {256, 1, 1};
+        void* args[1] = {0};
+        uint64_t t0 = now_ns();
+        for (long i = 0; i < tokens; i++) {
+            for (int c = 0; c < 7; c++) hipMemcpyAsync(up, logits, sizeof up, 1, 0); /* hipMemcpyHostToDevice */
+            for (int k = 0; k < 82; k++) {
+                hipLaunchKernel((const void*)kernel_stub, g, b, args, 0, 0);
+                if (k % 5 == 4 && k / 5 < 14) hipStreamSynchronize(0);
+            }
+            hipMemcpyAsync(logits, up, sizeof logits, 2, 0); /* hipMemcpyDeviceToHost */
+            hipStreamSynchronize(0);
+        }
+        printf("tokens=%ld ns_per_token=%.1f cpu_s=%.3f\n", tokens, (double)(now_ns() - t0) / tokens, cpu_s());
+        return 0;
+    }
+    fprintf(stderr, "usage: launch_loop count N [threads] | paced RATE SECONDS | tokens N | eager N\n");
     return 2;
 }

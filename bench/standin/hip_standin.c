@@ -27,6 +27,9 @@ API void __hipRegisterFunction(void** modules, const void* host, char* dev, cons
 API hipError_t hipMalloc(void** p, size_t n) { *p = (void*)0x1000; return n == 0; }
 API hipError_t hipFree(void* p) { return p == NULL; }
 API hipError_t hipMemcpy(void* d, const void* s, size_t n, int kind) { return d == s && n && kind; }
+API hipError_t hipMemcpyAsync(void* d, const void* s, size_t n, int kind, void* st) {
+    return d == s && n && kind && st;
+}
 API hipError_t hipDeviceSynchronize(void) { return 0; }
 API hipError_t hipStreamSynchronize(void* s) { return s != NULL; }
 API hipError_t hipGraphLaunch(void* exec, void* s) { return exec == NULL || s != NULL; }

@@ -46,8 +46,15 @@ pub const OPEN_PATH_MAX: usize = 256;
 /// They are the libraries tracer probes, and the Vulkan loader (a GPU API tracer does not probe: a process
 /// that loads it is said to run GPU work tracer does not count). The kernel compares a path's last
 /// component with them.
-pub const RUNTIME_PREFIXES: [&[u8]; 6] =
-    [b"libamdhip64.so", b"libhsa-runtime64.so", b"libcuda.so", b"libcudart.so", b"libllama.so", b"libvulkan.so"];
+pub const RUNTIME_PREFIXES: [&[u8]; 7] = [
+    b"libamdhip64.so",
+    b"libhsa-runtime64.so",
+    b"libcuda.so",
+    b"libcudart.so",
+    b"libllama.so",
+    b"libvulkan.so",
+    b"libggml-base.so",
+];
 
 /// A traced process opening a file whose name is a GPU runtime's (`openat` at entry): a runtime copy it is
 /// about to load, to probe before its code runs (a private copy tracer could not foresee).

@@ -153,12 +153,12 @@ pub struct RecordCli {
     /// beyond the trap itself. The timing adds two clock reads to each run.
     #[arg(long)]
     pub program_stats: bool,
-    /// Fewer traps: leave unprobed the calls tracer only counts (synchronizations, async copies to the
-    /// device), most of a decode loop's calls (on llama.cpp's CUDA decode, 2.4 traps a token instead of 20.6).
-    /// Kernels, graph replays and copies toward the host are recorded as always; a step then ends at the
-    /// copy toward the host (the logits), and the report has no count of the calls left out.
-    #[arg(long, conflicts_with = "probe_mode")]
-    pub lean: bool,
+    /// Probe every call tracer knows, also those it only counts (synchronizations, async copies to the
+    /// device): a trap each, most of a decode loop's calls (on llama.cpp's CUDA decode without graphs, 22 a
+    /// token beside its 82 launches). By default they are left unprobed: kernels, graph replays, copies
+    /// toward the host and ggml's passes are recorded, and steps and passes are cut as exactly.
+    #[arg(long)]
+    pub all_calls: bool,
     /// Serve live counters for Prometheus at `http://ADDR/metrics` while recording (e.g. 127.0.0.1:9464):
     /// kernel executions by family, launches, graph replays, API calls by category, steps and tokens per
     /// inference phase, per process (comm, Ollama role, model); records dropped; probes attached.
@@ -330,10 +330,11 @@ impl TryFrom<RecordCli> for crate::record::RecordArgs {
             metrics_no_comm: r.metrics_no_comm,
             rotate_size: r.rotate_size,
             rotate_every: r.rotate_every,
-            probe_mode: match r.probe_mode {
-                ProbeModeArg::Record if r.lean => ProbeMode::Lean,
-                ProbeModeArg::Record => ProbeMode::Record,
-                ProbeModeArg::Empty => ProbeMode::Empty,
+            probe_mode: match (r.probe_mode, r.all_calls) {
+                (ProbeModeArg::Record, false) => ProbeMode::Lean,
+                (ProbeModeArg::Record, true) => ProbeMode::AllCalls,
+                (ProbeModeArg::Empty, false) => ProbeMode::Empty,
+                (ProbeModeArg::Empty, true) => ProbeMode::EmptyAllCalls,
             },
         })
     }

@@ -19,10 +19,12 @@ pub(crate) const CUDA_DRIVER: &str = "libcuda.so";
 pub(crate) const CUDA_RUNTIME: &str = "libcudart.so";
 /// llama.cpp's model library: `llama_decode`, where each step's batch is read.
 pub(crate) const LLAMA: &str = "libllama.so";
+/// ggml's base library: its graph scheduler, where each matrix pass is handed over.
+pub(crate) const GGML_BASE: &str = "libggml-base.so";
 /// The Vulkan loader: a GPU API tracer does not probe, whose users are reported as such.
 pub(crate) const VULKAN_LOADER: &str = "libvulkan.so";
 /// The libraries probed by default.
-pub(crate) const RUNTIMES: [&str; 4] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER, LLAMA];
+pub(crate) const RUNTIMES: [&str; 5] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER, LLAMA, GGML_BASE];
 
 pub(crate) use crate::trace::LibOrigin as Origin;
 
@@ -72,6 +74,8 @@ pub(crate) fn runtime_of(path: &str) -> tracer_common::api::Library {
         Library::CudaRuntime
     } else if name.starts_with(LLAMA) {
         Library::Llama
+    } else if name.starts_with(GGML_BASE) {
+        Library::Ggml
     } else {
         Library::Hip
     }

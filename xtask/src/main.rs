@@ -120,9 +120,9 @@ const PACKAGES: &[&str] = &[
 const FIXTURE_LIBS: &[(&str, &[&str])] =
     &[("sparse_rand", &["-lhipsparse", "-lrocsparse", "-lrocrand"]), ("server_slots", &["-lhipsparse"])];
 /// HIP fixtures built as shared libraries, under these names, before the programs: the libllama test double.
-const FIXTURE_SHARED: &[(&str, &str)] = &[("llama_double", "libllama.so")];
+const FIXTURE_SHARED: &[(&str, &str)] = &[("llama_double", "libllama.so"), ("ggml_base_double", "libggml-base.so")];
 /// HIP fixture programs linked to a shared-library fixture, found beside them (rpath `$ORIGIN`).
-const FIXTURE_LINKS_SHARED: &[(&str, &str)] = &[("server_slots", "libllama.so")];
+const FIXTURE_LINKS_SHARED: &[(&str, &str)] = &[("server_slots", "libllama.so"), ("ggml_steps", "libggml-base.so")];
 const BPF_LINKER_VERSION: &str = "0.13.0";
 const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -394,7 +394,7 @@ fn build_fixtures() -> Result<()> {
         if let Some(lib) = shared(&stem) {
             hipcc.args(["-shared", "-fPIC", &format!("-Wl,-soname,{lib}")]);
         }
-        if let Some((_, lib)) = FIXTURE_LINKS_SHARED.iter().find(|(name, _)| *name == stem) {
+        for (_, lib) in FIXTURE_LINKS_SHARED.iter().filter(|(name, _)| *name == stem) {
             hipcc.arg(format!("-L{}", out.display())).arg(format!("-l:{lib}")).arg("-Wl,-rpath,$ORIGIN");
         }
         let libs = FIXTURE_LIBS.iter().find(|(name, _)| *name == stem).map_or(&[][..], |(_, libs)| libs);

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # Issue 13's cost on the real decode loop, measured where the traps land: the kernel time (ru_stime) the
 # llama-bench process spends, per generated token, with no tracer, with empty programs on the same attach
-# points, with tracer, and with `tracer record --lean` (fewer functions probed). A uprobe's trap and its program run in the traced thread's kernel time; the decode
+# points, with tracer (its default probe set), and with `tracer record --all-calls` (every call probed, the
+# earlier default). A uprobe's trap and its program run in the traced thread's kernel time; the decode
 # loop is GPU-bound and spins in user space while it waits, so tokens/s and user time hide sub-percent costs.
 # Loading the model costs more kernel time than decoding, so each mode runs a long and a short decode and the
 # difference is divided by the tokens between them. Rounds interleaved; medians. Each tracer releases its
 # probes before it exits (--debug-sync-teardown): the next run must not meet them. Writes $OUT/decode-cost.txt.
 #   bench/gpu/ggml/decode_cost.sh [TRACER_BINARY]        (ROUNDS, default 5; BENCH_CPU, default 2;
-#   DEADLINE: epoch seconds by which the rounds must end, each taking ROUND_S (default 90); STATS=0 skips the
-#   --program-stats runs)
+#   LONG (default 2048) and REPS (default 10): the long decode and its repetitions; DEADLINE: epoch seconds by which the rounds must end, each taking ROUND_S (default 90); STATS=0 skips the
+#   --program-stats runs; GRAPHS=off: ggml's CUDA graphs disabled (GGML_CUDA_DISABLE_GRAPHS=1), every kernel
+#   a launch, as in HIP builds without graphs, batched decode and PyTorch eager)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../common.sh"
 . "$here/build.sh"
-long=2048 short=64 reps=10
+long=${LONG:-2048} short=64 reps=${REPS:-10}
+graphs=
+[ "${GRAPHS:-on}" = off ] && graphs=GGML_CUDA_DISABLE_GRAPHS=1
+echo "GRAPHS=${GRAPHS:-on}" >&2
 tokens=$(( (long - short) * (reps + 1) ))   # llama-bench runs a warm-up before its repetitions
 # One llama-bench run of N tokens: prints "MODE N BENCH_STIME BENCH_UTIME ALL_STIME ALL_UTIME TOKENS_PER_S".
 # The inner python is the recorded command (tracer follows it to llama-bench): its children's rusage is
@@ -34,7 +39,7 @@ print(st, ut, r.ru_stime, r.ru_utime, ts)
 '
 run() {
   local mode=$1 n=$2; shift 2
-  python3 -c "$outer" "$@" python3 -c "$inner" taskset -c "${BENCH_CPU:-2}" "$bin/llama-bench" -m "$models/q4_k_m.gguf" \
+  python3 -c "$outer" "$@" python3 -c "$inner" env $graphs taskset -c "${BENCH_CPU:-2}" "$bin/llama-bench" -m "$models/q4_k_m.gguf" \
     -p 0 -n "$n" -r $reps -o json | sed "s/^/$mode $n /"
 }
 for round in $(seq "${ROUNDS:-5}"); do
@@ -48,7 +53,7 @@ for round in $(seq "${ROUNDS:-5}"); do
     run none $n env
     run empty $n "$tracer" record -q --force --debug-sync-teardown -o /tmp/cost-empty.jsonl --probe-mode empty --
     run tracer $n "$tracer" record -q --force --debug-sync-teardown -o "/tmp/cost-tracer-$n.jsonl.zst" --
-    run lean $n "$tracer" record -q --force --debug-sync-teardown --lean -o "/tmp/cost-lean-$n.jsonl.zst" --
+    run all $n "$tracer" record -q --force --debug-sync-teardown --all-calls -o "/tmp/cost-all-$n.jsonl.zst" --
   done
   echo "round $round took $(( $(date +%s) - t0 )) s" >&2
 done | tee "$out/decode-cost.txt"
@@ -72,7 +77,7 @@ def per_token(mode, field):
     # Round by round: the long run's time minus the short run's, per token between them.
     return [(a[field] - b[field]) / tokens for a, b in zip(runs[(mode, long)], runs[short])]
 bench = {}
-modes = [m for m in ("none", "empty", "tracer", "lean") if (m, long) in runs]
+modes = [m for m in ("none", "empty", "tracer", "all") if (m, long) in runs]
 for mode in modes:
     d = per_token(mode, 0)
     bench[mode] = statistics.median(d)
@@ -82,7 +87,7 @@ for mode in modes:
 empty, tracer = bench["empty"] - bench["none"], bench["tracer"] - bench["none"]
 print(f"added to llama-bench's kernel time per token: empty programs {1e6 * empty:.2f} us, tracer {1e6 * tracer:.2f} us"
       + (f" ({tracer / empty:.2f}x the empty programs')" if empty > 0 else "")
-      + (f", tracer --lean {1e6 * (bench['lean'] - bench['none']):.2f} us" if "lean" in bench else ""))
+      + (f", tracer --all-calls {1e6 * (bench['all'] - bench['none']):.2f} us" if "all" in bench else ""))
 ts = {m: statistics.median(r[4] for r in runs[(m, long)]) for m in modes}
 print("decode tokens/s, medians: " + ", ".join(f"{m} {ts[m]:.0f} ({100 * ts[m] / ts['none']:.1f} %)" for m in modes))
 for mode in ("empty", "tracer"):
@@ -96,6 +101,9 @@ def calls(path):
         for a in p.get("api", []):
             out[a["api"]] = out.get(a["api"], 0) + a["calls"]
     return out
+def traps(path):
+    return sum(ph.get("traps", 0) for p in json.load(open(path))["processes"] for ph in p.get("phases", []))
+print(f"traps per token (the report's phases, long minus short): {(traps(sys.argv[4]) - traps(sys.argv[5])) / tokens:.2f}")
 lo, sh = calls(sys.argv[4]), calls(sys.argv[5])
 per = {f: (lo[f] - sh.get(f, 0)) / tokens for f in lo}
 print("traced calls per token (last round): " + ", ".join(f"{f} {v:.2f}" for f, v in sorted(per.items(), key=lambda x: -x[1]) if v >= 0.01)

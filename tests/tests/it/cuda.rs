@@ -4,7 +4,9 @@
 
 use integration_tests::*;
 
-fn record_driver(dir: &std::path::Path, runtime_view: bool) -> Vec<Record> {
+/// Records the CUDA driver fixture on the libcuda double; `all_calls`: the synchronizations and async copies
+/// toward the device probed too (`--all-calls`; the default leaves them unprobed).
+fn record_driver(dir: &std::path::Path, runtime_view: bool, all_calls: bool) -> Vec<Record> {
     let out = dir.join("t.jsonl");
     let double = fixture("cuda-double");
     let driver = fixture("cuda_driver");
@@ -13,6 +15,9 @@ fn record_driver(dir: &std::path::Path, runtime_view: bool) -> Vec<Record> {
     let mut args = vec!["record", "-q", "-o", out.to_str().unwrap(), "--lib", libcuda.to_str().unwrap()];
     if runtime_view {
         args.extend(["--cuda-runtime", "--lib", libcudart.to_str().unwrap()]);
+    }
+    if all_calls {
+        args.push("--all-calls");
     }
     args.extend(["--", driver.to_str().unwrap()]);
     let o = tracer(&args);
@@ -23,7 +28,7 @@ fn record_driver(dir: &std::path::Path, runtime_view: bool) -> Vec<Record> {
 #[test]
 fn driver_launches_decoded_named_and_graph_replays_counted() {
     let dir = scratch("cuda");
-    let records = record_driver(&dir, false);
+    let records = record_driver(&dir, false, true);
     let launches = launches(&records);
     // Driver launches only: the runtime's cudaLaunchKernel is not probed without --cuda-runtime; the
     // driver launch it makes is (the last one).
@@ -148,7 +153,7 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
 #[test]
 fn runtime_api_view_is_opt_in() {
     let dir = scratch("cuda-runtime");
-    let records = record_driver(&dir, true);
+    let records = record_driver(&dir, true, false);
     let rt: Vec<_> = launches(&records).into_iter().filter(|l| l.api.name() == "cudaLaunchKernel").collect();
     assert_eq!(rt.len(), 1);
     let l = rt[0];
@@ -157,6 +162,12 @@ fn runtime_api_view_is_opt_in() {
     assert_eq!(kernel_name(&records, l), "_Z6vecaddPfS_S_i");
     let k = kernels(&records).into_iter().find(|k| k.id == l.kernel.unwrap()).unwrap();
     assert_eq!(k.source.as_str(), "register");
+    // The default recording: the synchronizations and async copies toward the device are left unprobed
+    // (no call, no tally); the copy back to the host, which ends a step, is recorded.
+    let names: Vec<&str> = calls(&records).iter().map(|c| c.api.name()).collect();
+    assert!(!names.iter().any(|n| *n == "cuStreamSynchronize" || *n == "cuMemcpyHtoDAsync_v2"), "{names:?}");
+    assert!(names.contains(&"cuMemcpyDtoH_v2"), "{names:?}");
+    assert!(!records.iter().any(|r| matches!(r, Record::Tally(_))));
     drop(std::fs::remove_dir_all(dir));
 }
 

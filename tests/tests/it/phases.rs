@@ -82,12 +82,13 @@ fn prefill_and_decode_steps_with_families_quant_types_and_batch_widths() {
     assert_eq!((mmvq["class"]["quant"].as_str(), mmvq["class"]["batch"].as_str()), (Some("Q4_K"), Some("1")));
 }
 
-/// `record --lean` on the same program: the synchronizations are left unprobed (the trace and the report
-/// say so, and hold none), the steps end at the logits copy, and they are the same steps.
+/// The default recording leaves the calls tracer would only count unprobed (the trace and the report say so,
+/// and hold none); `record --all-calls` probes and counts them. Both cut the same steps: the logits copy
+/// ends a step in the default recording, the sync after it with every call probed.
 #[test]
-fn lean_recording_leaves_synchronizations_unprobed_and_cuts_the_same_steps() {
-    let (_, full) = record_ggml_steps("phases-full", &[]);
-    let (out, lean) = record_ggml_steps("phases-lean", &["--lean"]);
+fn the_default_recording_leaves_synchronizations_unprobed_and_cuts_the_same_steps_as_all_calls() {
+    let (_, full) = record_ggml_steps("phases-full", &["--all-calls"]);
+    let (out, lean) = record_ggml_steps("phases-lean", &[]);
     let (full_api, lean_api) = (&full["api"], &lean["api"]);
     let calls = |api: &serde_json::Value, name: &str| {
         api.as_array().unwrap().iter().find(|a| a["api"] == name).map(|a| a["calls"].as_u64().unwrap())
@@ -95,37 +96,57 @@ fn lean_recording_leaves_synchronizations_unprobed_and_cuts_the_same_steps() {
     assert_eq!(calls(full_api, "hipStreamSynchronize"), Some(5));
     assert_eq!(calls(lean_api, "hipStreamSynchronize"), None);
     assert_eq!(calls(lean_api, "hipMemcpy"), calls(full_api, "hipMemcpy"));
-    // The same steps; only the per-phase API table differs, by the calls left unprobed.
+    // One pass a step, each begun by ggml's scheduler, in both.
+    assert_eq!(calls(lean_api, "ggml_backend_sched_graph_compute_async"), Some(5));
+    assert_eq!(calls(full_api, "ggml_backend_sched_graph_compute_async"), Some(5));
+    // The same steps; only the per-phase API table and its traps differ, by the calls left unprobed.
     let phases = |p: &serde_json::Value| {
         let mut v = p["phases"].clone();
         for ph in v.as_array_mut().unwrap() {
             ph.as_object_mut().unwrap().remove("api_calls");
+            ph.as_object_mut().unwrap().remove("traps");
         }
         v
     };
     assert_eq!(phases(&lean), phases(&full));
+    let traps = |p: &serde_json::Value| -> u64 {
+        p["phases"].as_array().unwrap().iter().map(|ph| ph["traps"].as_u64().unwrap()).sum()
+    };
+    // Five synchronizations fewer, one trap each, and one trap fewer a launch (probed at entry only).
+    let launches = |p: &serde_json::Value| -> u64 {
+        p["phases"].as_array().unwrap().iter().map(|ph| ph["api_calls"]["hipLaunchKernel"].as_u64().unwrap()).sum()
+    };
+    assert_eq!(launches(&full), 22);
+    assert_eq!(traps(&full) - traps(&lean), 5 + 22);
     let records = read_trace(&out);
     assert!(records.iter().any(|r| matches!(r, Record::Header(h) if h.options.lean)));
     let unprobed: Vec<&str> = records
         .iter()
         .filter_map(|r| match r {
-            Record::Probe(p) if p.error.as_deref() == Some(trace::LEAN_UNPROBED) => Some(p.api.as_str()),
+            Record::Probe(p) if trace::left_unprobed(p.error.as_deref()) => Some(p.api.as_str()),
             _ => None,
         })
         .collect();
     assert!(unprobed.contains(&"hipStreamSynchronize") && unprobed.contains(&"hipDeviceSynchronize"), "{unprobed:?}");
     let text = String::from_utf8(tracer(&["report", out.to_str().unwrap()]).stdout).unwrap();
-    assert!(text.contains("left unprobed by --lean (not counted): "), "{text}");
+    assert!(text.contains("not probed, so not counted (`record --all-calls` counts them): "), "{text}");
     assert!(text.contains("it ends at the logits copy"), "{text}");
 }
 
 /// A 513-token prompt with `n_ubatch` 512, as `llama_decode` runs it on the real HIP runtime: one step (one
 /// logits copy) of two matrix passes, each after its inputs' upload: ggml's `mul_mat_q` with its real
 /// parameter list over 512 columns, then `mul_mat_vec_q` over the last token. The step shows both, in
-/// order, with the kernels of each; each matrix kernel row gives its exact column counts.
+/// order, with the kernels of each; each matrix kernel row gives its exact column counts. Each pass begins at
+/// ggml's scheduler call (the libggml-base test double); where the program makes none (`static`, as where
+/// ggml is linked in statically), the copy toward the device after a matrix kernel cuts the same passes.
 #[test]
 fn a_prompt_longer_than_one_micro_batch_is_one_step_of_two_passes() {
+    let (_, linked_in) = record_ggml_steps_mode("microbatch-static", &[], &["microbatch", "static"]);
     let (out, p) = record_ggml_steps_mode("microbatch", &[], &["microbatch"]);
+    let prefill_calls = |p: &serde_json::Value| p["phases"][0]["api_calls"].clone();
+    assert_eq!(prefill_calls(&p)["ggml_backend_sched_graph_compute_async"], 2, "{p}");
+    assert!(prefill_calls(&linked_in).get("ggml_backend_sched_graph_compute_async").is_none(), "{linked_in}");
+    assert_eq!(linked_in["phases"][0]["micro_batched"], p["phases"][0]["micro_batched"]);
     let phases = p["phases"].as_array().unwrap();
     let phase =
         |name: &str| phases.iter().find(|ph| ph["phase"] == name).unwrap_or_else(|| panic!("no {name}: {phases:?}"));

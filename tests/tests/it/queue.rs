@@ -141,11 +141,12 @@ fn graph_calls_reach_the_real_runtime() {
         (1, 1, 1, 3)
     );
     // Without a GPU the stream cannot be created and capture fails (101): the launch between begin and
-    // end capture is therefore an ordinary launch, not a graph node.
+    // end capture is therefore an ordinary launch, not a graph node. (A replay is probed at entry only: its
+    // result is not read.)
     assert!(
         cs.iter()
             .filter(|c| c.api.name().starts_with("hipGraph") || c.api.name().starts_with("hipStream"))
-            .all(|c| c.ret == 101)
+            .all(|c| if c.api.name() == "hipGraphLaunch" { c.entry_only && c.ret == 0 } else { c.ret == 101 })
     );
     let ls = launches(&records);
     assert_eq!(ls.len(), 1);

@@ -40,6 +40,9 @@ pub enum Library {
     CudaRuntime,
     /// libllama (llama.cpp's model library, above ggml): where each step's batch is handed over.
     Llama,
+    /// libggml-base (ggml's graph scheduler, under llama.cpp and Ollama's engine): where each matrix pass
+    /// of a step is evaluated.
+    Ggml,
 }
 
 /// What a call does, whatever library it comes from. Attribution, phases and the report decide by this,
@@ -97,6 +100,9 @@ pub enum Op {
     Init,
     /// A batch of tokens handed to a model (`llama_decode`, `llama_process`): one inference step begins.
     Batch,
+    /// A graph handed to ggml's scheduler: one matrix pass of a step begins (llama.cpp evaluates each
+    /// micro-batch of a step as one; Ollama's engine each forward).
+    Pass,
 }
 
 impl Op {
@@ -128,6 +134,7 @@ impl Op {
             Self::Doorbell => "doorbell",
             Self::Init => "init",
             Self::Batch => "batch",
+            Self::Pass => "pass",
         }
     }
 }
@@ -392,8 +399,20 @@ impl ApiFunc {
         Self::ALL.iter().copied().find(|f| f.tally_slot() == Some(slot))
     }
 
-    /// Counted in the kernel (synchronizations that end no step, async copies to the device): what
-    /// `record --lean` leaves unprobed.
+    /// A call-shaped function on a decode loop's hot path whose result and duration the default recording
+    /// does without: a kernel launch or a graph replay (its arguments are the news; one that fails is
+    /// counted as made) and an async copy (it returns before the copy runs). Probed at entry only, one
+    /// trap, unless every call is recorded whole (`record --all-calls`).
+    pub const fn entry_only_by_default(self) -> bool {
+        matches!(self.shape(), ProbeShape::Call)
+            && matches!(
+                (self.op(), self.layout()),
+                (Op::Launch | Op::GraphLaunch, _) | (Op::Memcpy, Memcpy { stream: Some(_), .. })
+            )
+    }
+
+    /// Counted in the kernel (synchronizations that end no step, async copies to the device): what the
+    /// default recording leaves unprobed (`record --all-calls` probes them).
     pub const fn tallied(self) -> bool {
         self.step_kind() & (cookie::GATED | cookie::TALLY) != 0
     }

@@ -20,8 +20,8 @@ impl Library {
             Self::Hsa => hsa(code),
             Self::Cuda => cuda_driver(code),
             Self::CudaRuntime => cuda_runtime(code),
-            // llama_decode's result is never read (one trap, at entry).
-            Self::Llama => None,
+            // llama_decode's and ggml's scheduler's results are never read (one trap, at entry).
+            Self::Llama | Self::Ggml => None,
         }
     }
 }

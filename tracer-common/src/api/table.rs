@@ -184,4 +184,10 @@ api_funcs! {
     /// `int32_t llama_process(llama_context* ctx, enum llama_process_type type, struct llama_batch_ext*
     /// batch)`: the same, for llama.cpp's extended batch (its tools call this since it came).
     LlamaProcess = 225, Llama, "llama_process", Batch, LlamaBatchExt, Batch;
+
+    /// `enum ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sched_t sched, struct
+    /// ggml_cgraph* graph)`: one graph evaluated, where a step's next matrix pass begins (llama.cpp's
+    /// `graph_compute` calls it once per micro-batch, Ollama's engine once per forward). One trap a pass
+    /// replaces the synchronizations and copies toward the device that used to cut passes.
+    GgmlSchedGraphCompute = 226, Ggml, "ggml_backend_sched_graph_compute_async", Pass, Nothing, OneTrap;
 }

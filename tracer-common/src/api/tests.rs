@@ -55,12 +55,19 @@ fn layouts_give_the_cookie_flags_the_programs_read() {
 }
 
 #[test]
-fn one_trap_programs_only_for_launches_graph_replays_syncs_and_async_copies() {
+fn one_trap_programs_only_for_launches_graph_replays_syncs_async_copies_and_passes() {
     for &f in ApiFunc::ALL {
+        // Call-shaped functions probed at entry only by default: launches and async copies alone.
+        if f.entry_only_by_default() {
+            let async_copy = matches!(f.layout(), Memcpy { stream: Some(_), .. });
+            assert!(matches!(f.op(), Op::Launch | Op::GraphLaunch) || async_copy, "{f:?}");
+            assert_eq!(f.cookie_flags() & (cookie::OUT | cookie::NAME | cookie::QUEUE | cookie::WAKE), 0, "{f:?}");
+        }
         match f.shape() {
             ProbeShape::OneTrap => {
                 let async_copy = matches!(f.layout(), Memcpy { stream: Some(_), .. });
-                assert!(matches!(f.op(), Op::Launch | Op::GraphLaunch | Op::Sync) || async_copy, "{f:?}");
+                let kind = matches!(f.op(), Op::Launch | Op::GraphLaunch | Op::Sync | Op::Pass);
+                assert!(kind || async_copy, "{f:?}");
                 // Nothing is read at return: no out-parameter, no name, no queue.
                 assert_eq!(f.cookie_flags() & (cookie::OUT | cookie::NAME | cookie::QUEUE), 0, "{f:?}");
             }

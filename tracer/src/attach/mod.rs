@@ -143,17 +143,21 @@ pub struct Settings {
     pub watch_comm: Option<&'static str>,
 }
 
-/// Which programs the HIP probes run.
+/// Which programs the runtime probes run, and on which functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProbeMode {
-    /// The real programs: records go to the ring buffer.
-    Record,
-    /// The real programs, on fewer functions: the calls tallied in the kernel (synchronizations,
-    /// async copies to the device; most of a decode loop's calls) are left unprobed, so they cost no
-    /// trap. Steps then end at the copy toward the host (`record --lean`).
+    /// The default: the real programs on the cheapest set of functions that still cuts steps and passes
+    /// exactly. The calls tracer would only count in the kernel (synchronizations, async copies to the
+    /// device: most of a decode loop's calls) are left unprobed and cost no trap; ggml's scheduler call
+    /// begins each pass, a copy toward the host (or a model's batch) each step.
     Lean,
-    /// Empty programs at the same attach points: what the traps alone cost (benchmarks).
+    /// The real programs on every function (`record --all-calls`): synchronizations and async copies to
+    /// the device counted too, at a trap each.
+    AllCalls,
+    /// Empty programs at [`ProbeMode::Lean`]'s attach points: what its traps alone cost (benchmarks).
     Empty,
+    /// Empty programs at [`ProbeMode::AllCalls`]' attach points.
+    EmptyAllCalls,
 }
 
 impl ProbeMode {
@@ -162,10 +166,15 @@ impl ProbeMode {
         self.programs().library
     }
 
+    /// Whether the calls tallied in the kernel (synchronizations, async copies to the device) are probed.
+    pub const fn probes_tallied(self) -> bool {
+        matches!(self, Self::AllCalls | Self::EmptyAllCalls)
+    }
+
     /// Programs for (entry, return, registration, doorbell, one-trap calls, library entry points).
     const fn programs(self) -> Programs {
         match self {
-            Self::Record | Self::Lean => Programs {
+            Self::Lean | Self::AllCalls => Programs {
                 entry: "call_entry",
                 ret: "call_return",
                 register: "register_function",
@@ -174,7 +183,7 @@ impl ProbeMode {
                 batch: "llama_batch",
                 library: "library_entry",
             },
-            Self::Empty => Programs {
+            Self::Empty | Self::EmptyAllCalls => Programs {
                 entry: "empty_entry",
                 ret: "empty_return",
                 register: "empty_entry",
@@ -408,7 +417,7 @@ pub(crate) fn attach_runtime(
             continue;
         };
         rec.offset = Some(off);
-        if mode == ProbeMode::Lean && func.tallied() {
+        if !mode.probes_tallied() && func.tallied() {
             rec.error = Some(trace::LEAN_UNPROBED.into());
             out.push(rec);
             continue;
@@ -421,6 +430,7 @@ pub(crate) fn attach_runtime(
         probed_at.insert(off, func);
         let c = cookie::make(lib_id, func as u16, func.cookie_flags());
         let progs: &[&'static str] = match func.shape() {
+            ProbeShape::Call if !mode.probes_tallied() && func.entry_only_by_default() => &[one_trap],
             ProbeShape::Call => &[entry, ret],
             ProbeShape::RegisterName => &[register],
             ProbeShape::Doorbell => &[doorbell],

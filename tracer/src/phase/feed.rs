@@ -165,7 +165,7 @@ impl Feeder {
     fn launch(&mut self, l: &Launch) {
         let mut class = self.classes.of(l.kernel).with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems);
         let p = self.procs.entry(l.pid).or_default();
-        p.phases.api(l.api);
+        p.phases.api(l.api, traps(l.entry_only));
         let exact = class.ne11_from_params(&l.params);
         p.launch_widths.settle(&mut class, l.stream, l.grid, exact);
         // A launch made while capturing runs only in the graph's replays (counted there, with the batch
@@ -204,7 +204,7 @@ impl Feeder {
             Ran::UnknownReplay => p.phases.unknown_replay(c.ts),
             Ran::Nothing => {}
         }
-        p.phases.api(c.api);
+        p.phases.api(c.api, traps(c.entry_only));
         p.phases.call(c.api.op(), c.kind, c.ts, self.lean);
     }
 
@@ -448,4 +448,10 @@ impl Graphs {
             (false, _, ExecOutcome::Refused | ExecOutcome::Unknown) => d.refused += 1,
         }
     }
+}
+
+/// What a call seen one by one cost its thread: one trap at entry, a second at the return where it was
+/// probed there too.
+const fn traps(entry_only: bool) -> u64 {
+    if entry_only { 1 } else { 2 }
 }

@@ -12,11 +12,13 @@
 //!
 //! A step runs one or more matrix passes (micro-batches): llama.cpp splits a prompt longer than its
 //! `n_ubatch` into passes of at most that many tokens, each one evaluation of the graph with its inputs
-//! copied up first, all in one `llama_decode` (one step: only the last pass copies logits down). A copy
-//! toward the device after a matrix kernel starts the next pass. A pass's width is its widest matrix
+//! copied up first, all in one `llama_decode` (one step: only the last pass copies logits down). Each
+//! pass is one graph handed to ggml's scheduler (`ggml_backend_sched_graph_compute_async`, probed in
+//! libggml-base): that call begins the next pass. Where it is not seen (ggml linked in statically), a copy
+//! toward the device after a matrix kernel does, in a recording of all calls (`--all-calls`); the default
+//! recording probes no such copy, so there each step is one pass. A pass's width is its widest matrix
 //! kernel's (a prompt's output projection runs on the last token only); a step of several passes is
-//! labelled with their sum, `513 = 512 + 1`. A recording made with `--lean` does not see ggml's input
-//! copies (async, to the device): each of its steps is one pass.
+//! labelled with their sum, `513 = 512 + 1`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -123,6 +125,10 @@ pub struct PhaseReport {
     /// kernel are counted for the whole recording only).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub api_calls: BTreeMap<String, u64>,
+    /// The traps `api_calls` cost the process: one a call probed at entry only, two a call with a return
+    /// probe (its duration and result). Divided by the steps' tokens, what tracer costs a token.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub traps: u64,
     /// Calls into GPU libraries' entry points in these steps, by entry library id (steps cut by batches
     /// only: the kernel counts them per `llama_decode`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -245,6 +251,8 @@ struct Step {
     batch: Option<Composition>,
     /// API calls seen one by one in it, by function.
     api: BTreeMap<ApiFunc, u64>,
+    /// The traps those calls cost the process: one a call probed at entry only, two with a return probe.
+    traps: u64,
     /// Calls into GPU libraries' entry points in it, by entry library id.
     lib_calls: BTreeMap<u32, u64>,
 }
@@ -365,6 +373,7 @@ struct PhaseAcc {
     compositions: BTreeMap<String, u64>,
     compositions_unlisted: u64,
     api: BTreeMap<ApiFunc, u64>,
+    traps: u64,
     lib_calls: BTreeMap<u32, u64>,
 }
 
@@ -389,6 +398,7 @@ impl Done {
         for (api, n) in &step.api {
             *acc.api.entry(*api).or_default() += n;
         }
+        acc.traps += step.traps;
         for (lib, n) in &step.lib_calls {
             *acc.lib_calls.entry(*lib).or_default() += n;
         }
@@ -462,6 +472,8 @@ pub struct Phases {
     pub sequences: Sequences,
     /// The kernel's number of the batch that began the step being built (0: none).
     step: u64,
+    /// Graphs handed to ggml's scheduler were seen: from then on, they alone begin passes.
+    passes_marked: bool,
     /// A last step's library calls read before that step's batch was fed (the process's end is handled
     /// beside the ring's order): added when the batch comes.
     early_calls: Option<(u64, BTreeMap<u32, u64>)>,
@@ -509,7 +521,7 @@ impl Phases {
             step.start = b.ts;
             step.end = b.ts;
         }
-        self.api(b.api);
+        self.api(b.api, 1);
         self.step = b.step;
         if let Some((_, calls)) = self.early_calls.take_if(|(n, _)| *n == b.step && b.step != 0) {
             self.library_calls(&calls);
@@ -538,16 +550,20 @@ impl Phases {
         }
     }
 
-    /// An API call seen one by one (launches included), in the step being built.
-    pub fn api(&mut self, api: ApiFunc) {
+    /// An API call seen one by one (launches included), in the step being built, and the traps it cost
+    /// (1 at entry only, 2 with its return).
+    pub fn api(&mut self, api: ApiFunc, traps: u64) {
         for step in [&mut self.api, &mut self.queue] {
             *step.api.entry(api).or_default() += 1;
+            step.traps += traps;
         }
     }
 
-    /// An API call: a copy to the host, then a synchronization, ends a step. In a recording that left
-    /// synchronizations unprobed (`lean`: `record --lean`), the copy itself ends it. Once batches are seen,
-    /// only they cut steps.
+    /// An API call. A graph handed to ggml's scheduler begins a matrix pass; in a process where none is
+    /// seen (ggml linked in statically, or a recording of all calls made before the scheduler was probed),
+    /// a copy toward the device after a matrix kernel does. A copy to the host, then a synchronization,
+    /// ends a step; in a recording that left synchronizations unprobed (`lean`, the default), the copy
+    /// itself ends it. Once batches are seen, only they cut steps.
     pub fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64, lean: bool) {
         for step in [&mut self.api, &mut self.queue] {
             if !step.is_empty() {
@@ -555,7 +571,12 @@ impl Phases {
             }
         }
         match (op, kind) {
-            (Op::Memcpy, Some(MemcpyKind::HostToDevice)) => {
+            (Op::Pass, _) => {
+                self.passes_marked = true;
+                self.api.copy_up();
+                self.queue.copy_up();
+            }
+            (Op::Memcpy, Some(MemcpyKind::HostToDevice)) if !self.passes_marked => {
                 self.api.copy_up();
                 self.queue.copy_up();
             }
@@ -660,6 +681,7 @@ impl Phases {
                     compositions: acc.compositions,
                     compositions_unlisted: acc.compositions_unlisted,
                     api_calls: acc.api.into_iter().map(|(f, n)| (f.name().to_owned(), n)).collect(),
+                    traps: acc.traps,
                     library_calls: acc.lib_calls,
                 }
             })

@@ -247,6 +247,53 @@ fn step_batch(ts: u64, runs: &[(i32, i32, u32, bool)], previous: &[(u32, u64)]) 
     }
 }
 
+/// The same step where ggml's scheduler call is seen: each call begins a pass, and a copy toward the
+/// device (one of a pass's inputs, after a matrix kernel of the same pass here) cuts nothing. The default
+/// recording sees no synchronization: the logits copy ends the step.
+#[test]
+fn passes_begin_at_the_schedulers_call_once_it_is_seen() {
+    const MMQ128: &str = "_Z9mul_mat_qIL9ggml_type12ELi128ELb0EEvPKcPKiS4_S4_PfS5_iii";
+    let mut mmq = classify(MMQ128);
+    mmq.batch = Some(Batch::Exact(512));
+    let pass = |p: &mut Phases| p.call(ApiFunc::GgmlSchedGraphCompute.op(), None, 0, true);
+    let up = |p: &mut Phases| p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::HostToDevice), 0, true);
+    let mut p = Phases::default();
+    pass(&mut p);
+    p.launch(mmq.clone(), 0);
+    up(&mut p); // after a matrix kernel: would begin a pass were the scheduler's calls not seen
+    p.launch(mmq, 0);
+    pass(&mut p);
+    p.launch(classify(MMVQ1), 0);
+    p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0, true);
+    // A decode step: one pass.
+    pass(&mut p);
+    p.launch(classify(MMVQ1), 0);
+    p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 0, true);
+    let phases = p.finish();
+    let widths: Vec<(Phase, Vec<&str>)> =
+        phases.iter().map(|ph| (ph.phase, ph.batch_widths.iter().map(String::as_str).collect())).collect();
+    assert_eq!(widths, [(Phase::Prefill, vec!["513 = 512 + 1"]), (Phase::Decode, vec!["1"])]);
+    let passes: Vec<(&str, Vec<(&str, u64)>)> = phases[0].micro_batched[0]
+        .passes
+        .iter()
+        .map(|p| (p.width.as_str(), p.kernels.iter().map(|(k, n)| (k.as_str(), *n)).collect()))
+        .collect();
+    assert_eq!(passes, [("512", vec![("MMQ Q4_K", 2)]), ("1", vec![("MMVQ Q4_K", 1)])]);
+}
+
+/// Traps: one a call probed at entry only, two with its return; summed per phase.
+#[test]
+fn a_phase_counts_the_traps_its_calls_cost() {
+    let mut p = Phases::default();
+    p.api(ApiFunc::GgmlSchedGraphCompute, 1);
+    p.launch(classify(MMVQ1), 10);
+    p.api(ApiFunc::HipLaunchKernel, 1);
+    p.api(ApiFunc::HipMemcpyAsync, 2);
+    p.call(ApiFunc::HipMemcpyAsync.op(), Some(MemcpyKind::DeviceToHost), 20, true);
+    let phases = p.finish();
+    assert_eq!((phases[0].phase, phases[0].traps), (Phase::Decode, 4));
+}
+
 #[test]
 fn batches_begin_steps_and_label_them_by_their_sequences() {
     let mut p = Phases::default();
@@ -258,7 +305,7 @@ fn batches_begin_steps_and_label_them_by_their_sequences() {
     p.launch(classify(MMVQ1), 140); // still the prefill step's (before the next llama_decode)
     // Slot 0 decodes; 3 library calls were made in the prefill step.
     p.batch(&step_batch(200, &[(0, 11, 1, true)], &[(1, 3)]));
-    p.api(ApiFunc::HipLaunchKernel);
+    p.api(ApiFunc::HipLaunchKernel, 1);
     p.launch(classify(MMVQ1), 210);
     // Slot 0 decodes beside slot 1's prompt of 23: a width-2+ step that is not a prefill.
     p.batch(&step_batch(300, &[(0, 12, 1, true), (1, 0, 23, true)], &[(1, 2)]));

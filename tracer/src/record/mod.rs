@@ -393,7 +393,7 @@ fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono:
             ring_bytes: args.ring_bytes,
             ollama_servers: targets.servers.clone(),
             kernel_tracepoints: attach::gpu_tracepoint_groups(),
-            lean: args.probe_mode == ProbeMode::Lean,
+            lean: !args.probe_mode.probes_tallied(),
             private_argv: args.argv_private(filter_by_pid),
         },
         units: units(),

@@ -76,15 +76,19 @@ impl Report {
         for l in &self.libraries {
             writeln!(s, "  [{}] {} ({}, inode {})", l.id, l.path, l.origin, l.inode)?;
         }
-        // --lean's unprobed functions: one line per library.
+        // Functions left unprobed on purpose (counted only with --all-calls): one line per library.
         let (lean, missing): (Vec<_>, Vec<_>) =
-            self.probes_missing.iter().partition(|p| p.error.as_deref() == Some(trace::LEAN_UNPROBED));
+            self.probes_missing.iter().partition(|p| trace::left_unprobed(p.error.as_deref()));
         let mut by_lib: BTreeMap<u32, Vec<String>> = BTreeMap::new();
         for p in lean {
             by_lib.entry(p.lib).or_default().push(probe_label(&p.api));
         }
         for (lib, names) in by_lib {
-            writeln!(s, "  [{lib}] {} (not counted): {}", trace::LEAN_UNPROBED, names.join(", "))?;
+            writeln!(
+                s,
+                "  [{lib}] not probed, so not counted (`record --all-calls` counts them): {}",
+                names.join(", ")
+            )?;
         }
         for p in missing {
             writeln!(
@@ -518,6 +522,15 @@ fn write_phase_calls(s: &mut String, p: &ProcessReport, ph: &crate::phase::Phase
     if !ph.api_calls.is_empty() {
         let calls: Vec<String> = ph.api_calls.iter().map(|(f, n)| format!("{f} {n}")).collect();
         writeln!(s, "  {pad:>15}  API calls: {}", calls.join(", "))?;
+    }
+    if ph.traps > 0 {
+        let tokens = if ph.steps_from_batches > 0 { ph.prompt_tokens + ph.decode_tokens } else { ph.tokens };
+        let per = if tokens > 0 { format!(", {:.1} a token", ph.traps as f64 / tokens as f64) } else { String::new() };
+        writeln!(
+            s,
+            "  {pad:>15}  traps: {}{per} (a probed call traps once at entry, twice with its return)",
+            ph.traps
+        )?;
     }
     for (id, n) in &ph.library_calls {
         let name = p.step_libraries.get(id).map_or("?", String::as_str);

@@ -94,8 +94,9 @@ pub struct Options {
     /// them ("amdgpu", "`gpu_scheduler`").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub kernel_tracepoints: BTreeMap<String, bool>,
-    /// --lean: synchronizations and async copies to the device were not probed (no records, no tallies);
-    /// a step ends at the copy toward the host.
+    /// Synchronizations and async copies to the device were not probed (no records, no tallies): the
+    /// default since `--all-calls` came (earlier, `--lean`); a step without a batch ends at the copy toward
+    /// the host.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub lean: bool,
     /// Processes tracer was not asked to follow were written with `argv[0]` alone (`--private-argv`, the
@@ -286,8 +287,14 @@ pub struct Library {
     pub attached_ts: Option<u64>,
 }
 
-/// A probe's `error` for a function `record --lean` leaves out.
-pub const LEAN_UNPROBED: &str = "left unprobed by --lean";
+/// A probe's `error` for a function the default recording leaves out (`record --all-calls` probes it).
+pub const LEAN_UNPROBED: &str = "left unprobed: counted only with --all-calls";
+
+/// Whether a probe's `error` says the recording left its function out on purpose (this spelling, or the
+/// `--lean` option's of earlier traces).
+pub fn left_unprobed(error: Option<&str>) -> bool {
+    matches!(error, Some(LEAN_UNPROBED | "left unprobed by --lean"))
+}
 
 /// One attached probe, or one that could not be attached (`error`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
