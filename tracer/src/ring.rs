@@ -125,7 +125,7 @@ impl Ring {
                 writer.write(&r)?;
             }
             rest = tail;
-            if !attr.newly_seen.is_empty() || !attr.opened.is_empty() {
+            if !attr.newly_seen.is_empty() || !attr.opened.is_empty() || !attr.joined.is_empty() {
                 break;
             }
         }

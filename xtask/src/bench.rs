@@ -307,9 +307,9 @@ fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Row 15: what a recording costs a process it does not record: the stand-in library's launch loop run
 /// alone, and while tracer records another process (an idle one) by PID with probes on the same copy.
-/// Runtime probes are placed for every process that maps the copy and filtered in the program, so each of
-/// the neighbour's calls traps (issue 39: placing them per recorded process races its children's first
-/// calls).
+/// Recording by PID, the runtime probes are placed in the recorded process alone (a multi-point link with a
+/// process filter, Linux 6.10 and later), so the neighbour's calls do not trap; before, each of them
+/// trapped and the program filtered it.
 fn row_15(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step("15/16 an untraced process's call cost while tracer records another PID (stand-in library)");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
@@ -326,17 +326,17 @@ fn row_15(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
             "calls_per_run": n, "repeats": reps,
             "alone_ns": {"median": alone_m, "min": alone_lo, "max": alone_hi},
             "beside_recording_ns": {"median": beside_m, "min": beside_lo, "max": beside_hi},
-            "ratio": ratio, "target": "equal to alone, within noise (<= 1.1)",
+            "ratio": ratio, "target": "equal to alone, within noise (ratio <= 1.1 or under 5 ns a call more)",
         }),
     );
     rows.table.push((
         "15 untraced neighbour's call".into(),
         format!(
-            "alone {alone_m:.0} ns [{alone_lo:.0}-{alone_hi:.0}], beside a --pid recording {beside_m:.0} ns [{beside_lo:.0}-{beside_hi:.0}] (+{:.0} ns a call: a trap); ratio {ratio:.2}",
+            "alone {alone_m:.0} ns [{alone_lo:.0}-{alone_hi:.0}], beside a --pid recording {beside_m:.0} ns [{beside_lo:.0}-{beside_hi:.0}] ({:+.0} ns a call); ratio {ratio:.2}",
             beside_m - alone_m
         ),
-        "ratio <= 1.1".into(),
-        verdict(ratio <= 1.1),
+        "within noise: ratio <= 1.1 or < 5 ns a call more".into(),
+        verdict(ratio <= 1.1 || beside_m - alone_m < 5.0),
     ));
     Ok(())
 }

@@ -200,3 +200,37 @@ fn a_start_behind_earlier_releases_says_why_it_may_wait() {
         assert!(stderr.contains("still releasing"), "{releasing} releases in progress, and no word: {stderr}");
     }
 }
+
+/// Recording a running process by PID, the runtime probes are placed in it alone (a multi-point link per
+/// process): another process calling the same libamdhip64, untraced, runs none of tracer's programs (the
+/// kernel counts every run, `--program-stats`), so it pays no trap, while every call of the traced one is
+/// recorded. Before, each of its calls trapped and was filtered in the program (4 111 ms instead of 304 ms
+/// for 340 000 calls, measured in issue 39; `cargo xtask bench --rows 15` times it).
+#[test]
+fn an_untraced_process_on_the_same_runtime_runs_none_of_tracers_programs() {
+    let out = scratch_trace("neighbour-scoped");
+    let target = Waiting::start(&fixture("mini_runner"), "late");
+    let pid = target.pid();
+    let rec = Recording::start(&out, &["--program-stats", "--pid", &pid.to_string()]);
+    let neighbour = std::process::Command::new(fixture("mini_runner")).args(["loop", "5000"]).output().unwrap();
+    assert!(neighbour.status.success(), "{}", String::from_utf8_lossy(&neighbour.stderr));
+    assert!(target.go().success());
+    let (status, stderr) = rec.wait();
+    assert!(status.success(), "{stderr}");
+    let records = read_trace(&out);
+    let options = records.iter().find_map(|r| if let Record::Header(h) = r { Some(h.options.clone()) } else { None });
+    assert!(options.expect("a header").probes_per_process);
+    // Each call the target made after the attach ran its program once (the entry program for a call probed
+    // at entry and return, the one-trap program for a launch); nothing else ran them: the neighbour's 5 000
+    // launches and configuration pushes would have.
+    let own = launches(&records).iter().filter(|l| l.pid == pid && !l.entry_only).count()
+        + calls(&records).iter().filter(|c| c.pid == pid && !c.entry_only).count()
+        + configs(&records).iter().filter(|c| c.pid == pid).count();
+    let own_one_trap = launches(&records).iter().filter(|l| l.pid == pid && l.entry_only).count()
+        + calls(&records).iter().filter(|c| c.pid == pid && c.entry_only).count();
+    assert!(own > 0 && own_one_trap > 0, "the target's calls are recorded");
+    let runs = |name: &str| footer(&records).programs.get(name).map_or(0, |p| p.runs);
+    assert_eq!(runs("call_entry"), own as u64, "{:?}", footer(&records).programs);
+    assert_eq!(runs("one_trap_entry"), own_one_trap as u64, "{:?}", footer(&records).programs);
+    assert!(launches(&records).iter().all(|l| l.pid == pid));
+}

@@ -376,3 +376,49 @@ fn a_process_on_the_vulkan_loader_is_said_to_run_gpu_work_tracer_does_not_observ
     assert!(text.contains("not observed: Vulkan ("), "{text}");
     assert!(!text.contains("no GPU activity (all in --json): vulkan_probe"), "{text}");
 }
+
+/// Recording a running process by PID places the runtime probes in it alone (a link per process); a child
+/// it starts gets its own links when tracer reads its fork, before the child's program maps the runtime
+/// here (the child waits half a second, then execs `mini_runner`): every one of its launches is recorded
+/// and named, and its copy is not marked late.
+#[test]
+fn a_child_of_a_process_recorded_by_pid_gets_probes_of_its_own() {
+    let dir = scratch("pid-child");
+    let script = dir.join("parent.sh");
+    let runner = fixture("mini_runner");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho ready\nread go\n( sleep 0.5; exec {} launches )\n", runner.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let parent = Waiting::start_with(&script, &[]);
+    let records = parent.traced_late(&dir.join("t.jsonl"));
+    let options = records.iter().find_map(|r| if let Record::Header(h) = r { Some(h.options.clone()) } else { None });
+    assert!(options.expect("a header").probes_per_process);
+    let child = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Process(p) if p.cause.as_str() == "exec" && p.comm == "mini_runner" => Some(p.pid),
+            _ => None,
+        })
+        .expect("the child's exec record");
+    let mine: Vec<Record> = records
+        .iter()
+        .filter(|r| match r {
+            Record::Launch(l) => l.pid == child,
+            Record::Config(c) => c.pid == child,
+            Record::Call(c) => c.pid == child,
+            Record::Kernel(k) => k.pid == child,
+            Record::Header(_) => true,
+            _ => false,
+        })
+        .cloned()
+        .collect();
+    assert_known_launches(&mine, child, "register");
+    let late: Vec<&trace::Mapping> = records
+        .iter()
+        .filter_map(|r| if let Record::Mapping(m) = r { (m.pid == child && m.probed_late).then_some(m) } else { None })
+        .collect();
+    assert!(late.is_empty(), "{late:?}");
+}

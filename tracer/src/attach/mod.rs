@@ -8,7 +8,7 @@
     reason = "the formats read here (AQL packets, offload bundles, ELF notes, driver argument structs) are little-endian by definition"
 )]
 
-use std::{collections::BTreeMap, fs, path::Path};
+use std::{collections::BTreeMap, fs, path::Path, sync::Arc};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use aya::{
@@ -21,7 +21,7 @@ use aya::{
 use object::{Object as _, ObjectSection as _};
 use tracer_common::{ApiFunc, api::ProbeShape, cookie};
 
-use crate::{libs::LibCopy, trace};
+use crate::{files::CodeFile, libs::LibCopy, trace};
 
 mod multi;
 pub(crate) use multi::MultiProgram;
@@ -71,6 +71,17 @@ pub fn preflight() -> Result<()> {
 
 /// The oldest kernel tracer loads on: the BPF ring buffer came in 5.8.
 const MIN_KERNEL: (u32, u32) = (5, 8);
+
+/// From this kernel on, a multi-point uprobe link's process filter holds (before 6.10 it compared the
+/// calling thread's memory map, not its process): recordings of chosen processes place their runtime
+/// probes in those processes only.
+const SCOPED_LINKS_KERNEL: (u32, u32) = (6, 10);
+
+/// Whether this kernel filters multi-point uprobe links by process reliably (see [`SCOPED_LINKS_KERNEL`]).
+pub(crate) fn scoped_links_work() -> bool {
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    kernel_version(&release).is_some_and(|v| v >= SCOPED_LINKS_KERNEL)
+}
 
 /// What recording needs beyond root's uid, by bit: loading programs and maps (`CAP_BPF`), uprobes and
 /// tracepoints (`CAP_PERFMON`), mounting tracefs, reading `/proc/PID/map_files` and the kernel's program
@@ -334,10 +345,25 @@ where
 pub(crate) struct RuntimeLinks {
     /// Program name -> the program loaded for multi-point links.
     programs: BTreeMap<&'static str, MultiProgram>,
-    /// Every link made: closing one detaches its points (see [`release_in_background`]).
+    /// Every link made for every process: closing one detaches its points (see [`release_in_background`]).
     links: Vec<std::os::fd::OwnedFd>,
+    /// Recording chosen processes: each process's own links (its probes trap nobody else); `None`: one
+    /// link per program and copy, for every process.
+    scoped: Option<BTreeMap<u32, Vec<std::os::fd::OwnedFd>>>,
+    /// What each link covers, kept so that a process joining later gets the same probes.
+    plans: Vec<Plan>,
     /// Links the kernel refused since last asked, each said once (their functions got a uprobe each).
     refused: Vec<String>,
+}
+
+/// One program's points in one library copy, at the functions' entries or returns.
+struct Plan {
+    prog: &'static str,
+    /// The copy, kept open: its links go on this very file (`/proc/self/fd/N`).
+    file: Arc<CodeFile>,
+    offsets: Vec<u64>,
+    cookies: Vec<u64>,
+    returns: bool,
 }
 
 impl RuntimeLinks {
@@ -352,7 +378,47 @@ impl RuntimeLinks {
                 programs.insert(name, MultiProgram::load(OBJECT, ebpf, name)?);
             }
         }
-        Ok(Self { programs, links: Vec::new(), refused: Vec::new() })
+        Ok(Self { programs, links: Vec::new(), scoped: None, plans: Vec::new(), refused: Vec::new() })
+    }
+
+    /// From now on, each process gets links of its own ([`RuntimeLinks::add_process`]); other processes
+    /// that map the same copies do not trap.
+    pub(crate) fn scope_to_processes(&mut self) {
+        self.scoped.get_or_insert_with(BTreeMap::new);
+    }
+
+    /// Whether probes are placed per process.
+    pub(crate) const fn scoped(&self) -> bool {
+        self.scoped.is_some()
+    }
+
+    /// A process joining the recording gets links on every planned copy; false when it already had them, or
+    /// probes are not placed per process. A process that has already ended is skipped.
+    pub(crate) fn add_process(&mut self, pid: u32) -> Result<bool> {
+        let Self { programs, scoped: Some(by_pid), plans, .. } = self else { return Ok(false) };
+        if by_pid.contains_key(&pid) {
+            return Ok(false);
+        }
+        let mut fds = Vec::with_capacity(plans.len());
+        for plan in plans.iter() {
+            let program = programs.get(plan.prog).ok_or_else(|| anyhow!("{} is not loaded", plan.prog))?;
+            match program.attach(&plan.file.proc_path(), &plan.offsets, &plan.cookies, Some(pid), plan.returns) {
+                Ok(fd) => fds.push(fd),
+                Err(e) if process_gone(&e) => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        by_pid.insert(pid, fds);
+        Ok(true)
+    }
+
+    /// A process that ended: its links closed, in the background (each close waits for a grace period).
+    pub(crate) fn remove_process(&mut self, pid: u32) {
+        if let Some(fds) = self.scoped.as_mut().and_then(|by_pid| by_pid.remove(&pid))
+            && !fds.is_empty()
+        {
+            drop(std::thread::Builder::new().name("tracer-release".into()).spawn(move || drop(fds)));
+        }
     }
 
     /// The links refused since the last call, as sentences (their functions were probed one uprobe each).
@@ -365,12 +431,13 @@ impl RuntimeLinks {
         self.programs.iter().filter_map(|(name, p)| p.stats().map(|(runs, ns)| (*name, runs, ns))).collect()
     }
 
-    /// Links `prog` at `points` (offset, cookie) of `target`, at the returns when `returns`.
+    /// Links `prog` at `points` (offset, cookie) of `file`, at the returns when `returns`: for every process,
+    /// or for each process of the recording when probes are placed per process.
     fn link(
         &mut self,
         ebpf: &Ebpf,
         prog: &'static str,
-        target: &Path,
+        file: &Arc<CodeFile>,
         points: &[(u64, u64)],
         returns: bool,
     ) -> Result<()> {
@@ -379,9 +446,27 @@ impl RuntimeLinks {
         }
         let program = self.programs.get(prog).ok_or_else(|| anyhow!("{prog} is not loaded for multi-point links"))?;
         let (offsets, cookies): (Vec<u64>, Vec<u64>) = points.iter().copied().unzip();
-        self.links.push(program.attach(target, &offsets, &cookies, None, returns)?);
+        let target = file.proc_path();
+        match &mut self.scoped {
+            None => self.links.push(program.attach(&target, &offsets, &cookies, None, returns)?),
+            Some(by_pid) => {
+                for (&pid, fds) in by_pid.iter_mut() {
+                    match program.attach(&target, &offsets, &cookies, Some(pid), returns) {
+                        Ok(fd) => fds.push(fd),
+                        Err(e) if process_gone(&e) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        self.plans.push(Plan { prog, file: Arc::clone(file), offsets, cookies, returns });
         Ok(())
     }
+}
+
+/// Whether a link failed because its process has ended (`ESRCH`).
+fn process_gone(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.raw_os_error() == Some(libc::ESRCH)))
 }
 
 /// A probe point of a program (keyed by the program and whether at the return): (offset, cookie, index of
@@ -446,7 +531,7 @@ pub(crate) fn attach_runtime(
     for ((prog, returns), points) in planned {
         let linked = links.as_mut().is_some_and(|l| {
             let at: Vec<(u64, u64)> = points.iter().map(|&(off, c, _)| (off, c)).collect();
-            l.link(ebpf, prog, &target, &at, returns)
+            l.link(ebpf, prog, &copy.file, &at, returns)
                 .map_err(|e| l.refused.push(format!("{prog} on {}: {e:#}", copy.path)))
                 .is_ok()
         });

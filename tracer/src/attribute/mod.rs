@@ -33,6 +33,10 @@ pub struct Attributor {
     pub own_child: Option<u32>,
     /// Processes first seen (or exec'd) since the caller last took this list: it looks at their maps.
     pub newly_seen: Vec<u32>,
+    /// Processes that joined the recording (a traced process's child, an exec) and ended, since the caller
+    /// last took these lists: where probes are placed per process, it places and releases theirs.
+    pub joined: Vec<u32>,
+    pub left: Vec<u32>,
     /// Write the CUDA runtime's own launches (`--cuda-runtime`); otherwise they only name the driver
     /// function of the launch they make.
     pub runtime_view: bool,
@@ -75,6 +79,8 @@ impl Default for Attributor {
             counters: BTreeMap::new(),
             own_child: None,
             newly_seen: Vec::new(),
+            joined: Vec::new(),
+            left: Vec::new(),
             runtime_view: false,
             new_plans: Vec::new(),
             opened: Vec::new(),
@@ -380,6 +386,7 @@ impl Attributor {
         }
         match p.event {
             ProcEvent::Fork => {
+                self.joined.push(p.pid);
                 // A new process: nothing of another process that had its PID before.
                 self.live.insert(p.pid, Process::default());
                 self.snapshot(p.pid);
@@ -388,6 +395,7 @@ impl Attributor {
                 }
             }
             ProcEvent::Exec => {
+                self.joined.push(p.pid);
                 // A new program: nothing of the old image means anything now. No maps read now: the
                 // dynamic loader is still mapping and unmapping (its cache, its libraries), and a mapping
                 // read now may hold another file by the time an address in it is looked up. Its first API
@@ -403,6 +411,7 @@ impl Attributor {
                 }
             }
             ProcEvent::Exit => {
+                self.left.push(p.pid);
                 if let Some(gone) = self.live.remove(&p.pid) {
                     out.extend(gone.sites.records(p.pid));
                 }

@@ -375,7 +375,13 @@ struct Targets {
 }
 
 /// The trace's first record: the recording's options, host and clocks.
-fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono: u64) -> trace::Header {
+fn header(
+    args: &RecordArgs,
+    targets: &Targets,
+    filter_by_pid: bool,
+    probes_per_process: bool,
+    start_mono: u64,
+) -> trace::Header {
     trace::Header {
         format: trace::FORMAT.into(),
         schema: trace::SCHEMA,
@@ -395,6 +401,7 @@ fn header(args: &RecordArgs, targets: &Targets, filter_by_pid: bool, start_mono:
             kernel_tracepoints: attach::gpu_tracepoint_groups(),
             lean: !args.probe_mode.probes_tallied(),
             private_argv: args.argv_private(filter_by_pid),
+            probes_per_process,
         },
         units: units(),
         part: None,

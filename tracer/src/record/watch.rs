@@ -74,6 +74,8 @@ pub(super) struct LibraryWatch {
     /// (pid, dev, inode): copies probed because this process had loaded them (found in its maps, or
     /// opened by it): its calls before the probes were not seen.
     late: std::collections::HashSet<(u32, u64, u64)>,
+    /// Probes per process: when each process's own links were placed (a mapping probed late says it).
+    linked_at: std::collections::HashMap<u32, u64>,
     /// Runtime copies that could not be probed.
     failed: std::collections::HashSet<(u64, u64)>,
     /// Mapped files that could not be opened to tell, by cause (footer counters).
@@ -132,6 +134,38 @@ impl LibraryWatch {
         })];
         out.extend(probes.into_iter().map(Record::Probe));
         Ok(out)
+    }
+
+    /// A process of the recording, its runtime probes placed in it alone (probes per process; nothing when
+    /// they are not). One that joined after the start (`joined`: a child, a new Ollama server) and already
+    /// maps a probed copy may have called it before its probes: that copy is marked late for it.
+    pub(super) fn scope(&mut self, pid: u32, joined: bool) {
+        let Some(links) = self.links.as_mut() else { return };
+        match links.add_process(pid) {
+            Ok(true) if joined => {
+                let now = crate::clock::monotonic_ns();
+                for e in LIVE.maps(pid).unwrap_or_default() {
+                    if self.probed.contains_key(&(e.dev, e.inode)) {
+                        self.late.insert((pid, e.dev, e.inode));
+                        self.linked_at.insert(pid, now);
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("\rtracer: warning: the runtime probes could not be placed in process {pid}: {e:#}"),
+        }
+    }
+
+    /// A process that ended: its own probes released (probes per process).
+    pub(super) fn unscope(&mut self, pid: u32) {
+        if let Some(links) = self.links.as_mut() {
+            links.remove_process(pid);
+        }
+    }
+
+    /// Whether runtime probes are placed in the recorded processes only.
+    pub(super) fn scoped(&self) -> bool {
+        self.links.as_ref().is_some_and(attach::RuntimeLinks::scoped)
     }
 
     /// Looks at a traced process's maps (one read): probes a runtime copy it maps that is not probed yet
@@ -245,6 +279,7 @@ impl LibraryWatch {
                     gpu: Some(gpu),
                     probed_late: (lib.is_some() || counted)
                         && (self.late.contains(&(pid, e.dev, e.inode)) || after_start),
+                    probed_at: self.linked_at.get(&pid).copied(),
                     not_probed: runtime && lib.is_none(),
                 }));
             }
@@ -279,6 +314,7 @@ impl LibraryWatch {
     pub(super) fn forget(&mut self, pid: u32) -> Vec<Record> {
         self.written.retain(|(p, _, _)| *p != pid);
         self.late.retain(|(p, _, _)| *p != pid);
+        self.linked_at.remove(&pid);
         self.first_seen.remove(&pid);
         self.maps_gone.remove(&pid);
         self.entries.as_mut().map(|en| en.take(Some(pid))).unwrap_or_default()
@@ -318,6 +354,7 @@ impl LibraryWatch {
                         lib: self.probed.get(&(copy.dev, copy.inode)).copied(),
                         gpu: Some(GpuLibrary::Runtime),
                         probed_late: true,
+                        probed_at: self.linked_at.get(&pid).copied(),
                         not_probed: false,
                     }));
                 }
@@ -347,6 +384,7 @@ impl LibraryWatch {
             lib: None,
             gpu: Some(GpuLibrary::Runtime),
             probed_late: false,
+            probed_at: None,
             not_probed: false,
         })]
     }

@@ -289,7 +289,11 @@ impl Ledger<'_> {
             status,
             origin: probed.map(|l| l.origin),
             // Seconds into the recording before which this process's calls of it were not seen.
-            unseen_before_s: attached.filter(|_| m.probed_late).map(|at| at.saturating_sub(self.start) as f64 / 1e9),
+            unseen_before_s: m
+                .probed_at
+                .or(attached)
+                .filter(|_| m.probed_late)
+                .map(|at| at.saturating_sub(self.start) as f64 / 1e9),
             runtime_not_probed: m.not_probed,
             lib: m.lib,
             calls,
@@ -473,6 +477,7 @@ impl ReportBuilder {
                         lib: Some(*id),
                         gpu: Some(trace::GpuLibrary::Runtime),
                         probed_late: false,
+                        probed_at: None,
                         not_probed: false,
                     });
                 }

@@ -97,6 +97,20 @@ impl<'a> Session<'a> {
                 );
             })
             .ok();
+        // Recording running processes by PID, the runtime probes go into them alone (a link per process), so
+        // that other processes mapping the same copies do not trap. A child they start later gets its links
+        // when its fork or exec is read; a copy it already maps then is marked late for it (its calls before
+        // the links are not seen, and said). A command and Ollama's runners are recorded from their first
+        // call instead: the kernel cannot place a link in a child at its fork, so there the probes stay on
+        // every process mapping the copies and the programs filter.
+        if args.command.is_empty()
+            && !args.ollama
+            && !targets.pids.is_empty()
+            && attach::scoped_links_work()
+            && let Some(links) = watch.links.as_mut()
+        {
+            links.scope_to_processes();
+        }
         let mut setup = Vec::new();
         for copy in copies {
             match watch.attach(&mut ebpf, copy, args.probe_mode) {
@@ -157,10 +171,13 @@ impl<'a> Session<'a> {
         if let Some(pid) = child_pid {
             pids.insert(pid, 1, 0)?;
         }
+        for &pid in targets.pids.iter().chain(&targets.servers).chain(child_pid.iter()) {
+            watch.scope(pid, false);
+        }
 
         let start_mono = monotonic_ns();
         watch.started = start_mono;
-        writer.write(&Record::Header(header(args, &targets, filter_by_pid, start_mono)))?;
+        writer.write(&Record::Header(header(args, &targets, filter_by_pid, watch.scoped(), start_mono)))?;
         for r in setup {
             writer.write(&r)?;
         }
@@ -390,6 +407,14 @@ impl<'a> Session<'a> {
     /// Looks at the maps of processes that just appeared (their first event, an exec): the libraries they
     /// use are mapped by now, even if they end before the next periodic look.
     fn scan_new(&mut self) -> Result<()> {
+        // Probes placed per process: a process joining gets its own before anything else is done; one
+        // that ended lets its go.
+        for pid in std::mem::take(&mut self.attr.joined) {
+            self.watch.scope(pid, true);
+        }
+        for pid in std::mem::take(&mut self.attr.left) {
+            self.watch.unscope(pid);
+        }
         for o in std::mem::take(&mut self.attr.opened) {
             for r in self.watch.opened(&mut self.ebpf, &o, self.args.probe_mode) {
                 self.writer.write(&r)?;

@@ -103,6 +103,11 @@ pub struct Options {
     /// default when recording every process); absent in traces before it was said.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub private_argv: bool,
+    /// The runtime probes were placed in the recorded processes alone (a multi-point link per process,
+    /// Linux 6.10 and later): other processes mapping the same copies did not trap. Absent: every process
+    /// mapping a probed copy trapped, and the programs filtered.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub probes_per_process: bool,
 }
 
 /// Which processes a recording traces.
@@ -345,6 +350,10 @@ pub struct Mapping {
     /// library's `attached_ts` were not seen.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probed_late: bool,
+    /// When this process's own probes on the copy were placed (probes per process, `probes_per_process`):
+    /// with `probed_late`, its calls before then were not seen. Absent: the copy's `attached_ts` holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probed_at: Option<u64>,
     /// A runtime tracer probes, but this copy was not probed (it could not be, or `--lib` named others): none
     /// of its calls were seen.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
