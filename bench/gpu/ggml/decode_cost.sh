@@ -19,7 +19,7 @@ long=${LONG:-2048} short=64 reps=${REPS:-10}
 graphs=
 [ "${GRAPHS:-on}" = off ] && graphs=GGML_CUDA_DISABLE_GRAPHS=1
 echo "GRAPHS=${GRAPHS:-on}" >&2
-tokens=$(( (long - short) * (reps + 1) ))   # llama-bench runs a warm-up before its repetitions
+tokens=$(( (long - short) * reps ))   # llama-bench's generation warm-up is one token, in both runs
 # One llama-bench run of N tokens: prints "MODE N BENCH_STIME BENCH_UTIME ALL_STIME ALL_UTIME TOKENS_PER_S".
 # The inner python is the recorded command (tracer follows it to llama-bench): its children's rusage is
 # llama-bench's alone. The outer one's is everything it waited for: llama-bench, and tracer's own process
