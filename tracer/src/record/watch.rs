@@ -310,8 +310,18 @@ impl LibraryWatch {
         Some(lib)
     }
 
-    /// A process that ended: what it leaves to write (its counted calls).
+    /// Processes the watch holds state for (footer `processes_held_at_end`): the live ones it looked at;
+    /// one that ended and stayed would be a leak.
+    pub(super) fn processes_held(&self) -> u64 {
+        self.first_seen.len() as u64
+    }
+
+    /// A process that ended: what it leaves to write (its counted calls). One the watch never looked at
+    /// (system-wide, any process's exit) costs nothing.
     pub(super) fn forget(&mut self, pid: u32) -> Vec<Record> {
+        if self.first_seen.remove(&pid).is_none() && !self.maps_gone.contains(&pid) {
+            return Vec::new();
+        }
         self.written.retain(|(p, _, _)| *p != pid);
         self.late.retain(|(p, _, _)| *p != pid);
         self.linked_at.remove(&pid);

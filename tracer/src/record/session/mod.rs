@@ -412,9 +412,7 @@ impl<'a> Session<'a> {
         for pid in std::mem::take(&mut self.attr.joined) {
             self.watch.scope(pid, true);
         }
-        for pid in std::mem::take(&mut self.attr.left) {
-            self.watch.unscope(pid);
-        }
+        let left = std::mem::take(&mut self.attr.left);
         for o in std::mem::take(&mut self.attr.opened) {
             for r in self.watch.opened(&mut self.ebpf, &o, self.args.probe_mode) {
                 self.writer.write(&r)?;
@@ -435,15 +433,20 @@ impl<'a> Session<'a> {
                 *self.attr.counters.entry("param_plans_unwritten".to_owned()).or_default() += 1;
             }
         }
-        if self.attr.newly_seen.is_empty() {
-            return Ok(());
-        }
         let now = monotonic_ns();
         for pid in std::mem::take(&mut self.attr.newly_seen) {
             if self.watch_ollama {
                 self.follow_if_server(pid)?;
             }
             self.list_libraries(pid, now)?;
+        }
+        // Processes that ended, once everything about them is listed: their own probes go, and the library
+        // watch lets go of them (in every mode: system-wide, exits are the only place it hears of them).
+        for pid in left {
+            self.watch.unscope(pid);
+            for r in self.watch.forget(pid) {
+                self.writer.write(&r)?;
+            }
         }
         Ok(())
     }
