@@ -25,7 +25,7 @@ use crate::{
 #[derive(Default)]
 pub struct Feeder {
     classes: Classes,
-    /// Recorded with `--lean`: steps end at the copy toward the host.
+    /// Synchronizations were not probed (the default; `--lean` earlier): steps end at the copy toward the host.
     lean: bool,
     procs: BTreeMap<u32, ProcessSteps>,
     /// When set ([`Feeder::listing_executions`]), each kernel execution the last record made, as the steps

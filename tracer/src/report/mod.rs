@@ -63,7 +63,7 @@ pub struct TraceInfo {
     pub unreadable_records: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_unreadable: Option<String>,
-    /// Recorded with `--lean`: synchronizations and async copies to the device were not probed.
+    /// Synchronizations and async copies to the device were not probed (the default; `--lean` earlier).
     pub lean: bool,
 }
 
