@@ -29,6 +29,11 @@ const QUEUE_SIZE: u64 = 24;
 
 /// The packet type in a kernel dispatch packet's header (its low byte).
 const PACKET_KERNEL_DISPATCH: u8 = 2;
+/// A vendor-specific packet (type 0), whose byte 2 says which (`hsa_amd_packet_type8_t`): AMD's extended
+/// kernel dispatch (3: `hsa_amd_ext_kernel_dispatch_packet_t`, gfx1250's clustered dispatches) keeps the
+/// kernel object and argument segment where a kernel dispatch packet has them (bytes 32 and 40).
+const PACKET_VENDOR_SPECIFIC: u8 = 0;
+const AMD_FORMAT_EXT_KERNEL_DISPATCH: u8 = 3;
 
 #[uprobe]
 pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
@@ -85,7 +90,8 @@ pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
             count(Counter::PacketFault);
             continue;
         };
-        if packet[0] == PACKET_KERNEL_DISPATCH {
+        let extended = packet[0] == PACKET_VENDOR_SPECIFIC && packet[2] == AMD_FORMAT_EXT_KERNEL_DISPATCH;
+        if packet[0] == PACKET_KERNEL_DISPATCH || extended {
             emit_kernarg(header, &packet);
         }
         match EVENTS.reserve::<DispatchRecord>(0) {

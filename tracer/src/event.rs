@@ -113,6 +113,10 @@ raw_named_enum! {
     }
 }
 
+/// A vendor-specific packet's format byte (`hsa_amd_packet_type8_t`, byte 2) for AMD's extended kernel
+/// dispatch (`HSA_AMD_PACKET_TYPE_EXT_KERNEL_DISPATCH`, `hsa_ext_amd.h`).
+const EXT_KERNEL_DISPATCH: u8 = 3;
+
 #[expect(clippy::derivable_impls, reason = "the enum is made by a macro that takes no #[default]")]
 impl Default for PacketType {
     fn default() -> Self {
@@ -309,6 +313,11 @@ pub struct Dispatch {
     /// The packet's index in the queue.
     pub index: u64,
     pub packet: PacketType,
+    /// AMD's extended kernel dispatch (a vendor-specific packet of format 3,
+    /// `hsa_amd_ext_kernel_dispatch_packet_t`: gfx1250's clustered dispatches), decoded as a kernel dispatch:
+    /// its grid is clusters x work-groups per cluster x work-items per work-group, per axis.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub extended: bool,
     /// The header's barrier bit.
     pub barrier: bool,
     /// Kernel dispatches only (zero otherwise): dimensions used (setup bits 0-1).
@@ -343,7 +352,8 @@ pub struct Origin {
 }
 
 impl Dispatch {
-    /// Decodes a 64-byte AQL packet (`hsa_kernel_dispatch_packet_t` for kernel dispatches).
+    /// Decodes a 64-byte AQL packet (`hsa_kernel_dispatch_packet_t` for kernel dispatches; AMD's extended
+    /// kernel dispatch, `hsa_amd_ext_kernel_dispatch_packet_t`, as one).
     pub fn from_packet(o: Origin, queue: u64, index: u64, p: &[u8; 64]) -> Self {
         let Origin { ts, pid, tid, lib } = o;
         let u16_at = |o: usize| u16::from_le_bytes([p[o], p[o + 1]]);
@@ -354,9 +364,22 @@ impl Dispatch {
             u64::from_le_bytes(b)
         };
         let header = u16_at(0);
-        let packet = PacketType::from_raw(header as u8);
+        let extended = PacketType::from_raw(header as u8) == PacketType::VendorSpecific && p[2] == EXT_KERNEL_DISPATCH;
+        let packet = if extended { PacketType::KernelDispatch } else { PacketType::from_raw(header as u8) };
         let kernel = packet == PacketType::KernelDispatch;
         let when = |v| if kernel { v } else { Default::default() };
+        let workgroup = if kernel { [u16_at(4), u16_at(6), u16_at(8)] } else { [0; 3] };
+        let grid = if extended {
+            // Per axis: clusters (32 bits in x, 16 in y and z) x work-groups per cluster (8 bits; 0 is
+            // read as 1, as the runtime does) x work-items per work-group; past u32, the most it holds.
+            let clusters = [u32_at(12), u32::from(u16_at(16)), u32::from(u16_at(18))];
+            let sizes = [p[20], p[21], p[22]].map(|s| u32::from(s.max(1)));
+            [0, 1, 2].map(|i| clusters[i].saturating_mul(sizes[i]).saturating_mul(u32::from(workgroup[i])))
+        } else if kernel {
+            [u32_at(12), u32_at(16), u32_at(20)]
+        } else {
+            [0; 3]
+        };
         Self {
             ts,
             pid,
@@ -365,10 +388,16 @@ impl Dispatch {
             queue,
             index,
             packet,
+            extended,
             barrier: (header >> 8) & 1 != 0,
-            dimensions: if kernel { u16_at(2) & 3 } else { 0 },
-            workgroup: if kernel { [u16_at(4), u16_at(6), u16_at(8)] } else { [0; 3] },
-            grid: if kernel { [u32_at(12), u32_at(16), u32_at(20)] } else { [0; 3] },
+            // The extended packet's setup is its byte 3 (byte 2 is its format).
+            dimensions: match (extended, kernel) {
+                (true, _) => u16::from(p[3] & 3),
+                (false, true) => u16_at(2) & 3,
+                (false, false) => 0,
+            },
+            workgroup,
+            grid,
             private_segment: when(u32_at(24)),
             group_segment: when(u32_at(28)),
             kernel_object: if kernel { u64_at(32) } else { 0 },
@@ -404,6 +433,40 @@ pub struct Ioctl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// AMD's extended kernel dispatch (vendor-specific, format 3; the layout of `hsa_ext_amd.h`) is a
+    /// kernel dispatch: its grid in work-items is clusters x work-groups per cluster (0 read as 1) x
+    /// work-items per work-group; its setup is byte 3. Another vendor packet (a barrier-value, format 2) is
+    /// not.
+    #[test]
+    fn an_extended_kernel_dispatch_decodes_as_a_kernel_dispatch() {
+        let mut p = [0u8; 64];
+        p[0..2].copy_from_slice(&(1u16 << 8).to_le_bytes()); // vendor-specific, barrier bit
+        p[2] = 3; // HSA_AMD_PACKET_TYPE_EXT_KERNEL_DISPATCH
+        p[3] = 2; // two dimensions
+        for (at, v) in [(4, 64u16), (6, 2), (8, 1), (16, 3), (18, 1)] {
+            p[at..at + 2].copy_from_slice(&v.to_le_bytes());
+        }
+        p[12..16].copy_from_slice(&10u32.to_le_bytes());
+        p[20..23].copy_from_slice(&[2, 1, 0]);
+        for (at, v) in [(24, 16u32), (28, 512)] {
+            p[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        for (at, v) in [(32, 0xabcu64), (40, 0x7000), (56, 5)] {
+            p[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        let d = Dispatch::from_packet(Origin::default(), 1, 7, &p);
+        assert_eq!((d.packet, d.extended, d.barrier, d.dimensions), (PacketType::KernelDispatch, true, true, 2));
+        assert_eq!((d.grid, d.workgroup), ([1280, 6, 1], [64, 2, 1]));
+        assert_eq!((d.private_segment, d.group_segment, d.kernel_object, d.kernarg), (16, 512, 0xabc, 0x7000));
+        // Hostile sizes saturate, never wrap.
+        p[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        p[20] = 255;
+        assert_eq!(Dispatch::from_packet(Origin::default(), 1, 7, &p).grid[0], u32::MAX);
+        p[2] = 2; // HSA_AMD_PACKET_TYPE_BARRIER_VALUE
+        let v = Dispatch::from_packet(Origin::default(), 1, 8, &p);
+        assert_eq!((v.packet, v.extended, v.grid, v.kernel_object), (PacketType::VendorSpecific, false, [0; 3], 0));
+    }
 
     #[test]
     fn raw_values_names_and_unknowns_round_trip() {

@@ -124,6 +124,51 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
     assert!(ev.iter().all(|e| e["ts"].is_number() || e["ph"] == "M"));
 }
 
+/// A dispatch as the test compares it: index, packet type, extended, grid, work-group, dimensions, kernel.
+type Decoded<'a> = (u64, String, bool, [u32; 3], [u16; 3], u16, &'a str);
+
+/// AMD's extended kernel dispatch packets (vendor-specific, format 3: gfx1250's clustered dispatches) are
+/// decoded as kernel dispatches, named by their kernel objects, their grids clusters x work-groups per
+/// cluster x work-items; the barrier-value packet between them stays a vendor-specific packet. A queue whose
+/// ring tracer cannot read at the doorbell (as a ring in device memory may be from the host; the test
+/// double's page is made inaccessible) loses its three dispatches to the queue's view: counted, and said
+/// by the report, never dropped without a word.
+#[test]
+fn extended_dispatches_are_decoded_and_an_unreadable_ring_is_said() {
+    let dir = scratch("queue-ext");
+    let out = dir.join("t.jsonl");
+    let double = fixture("hsa-double/libhsa-runtime64.so.1");
+    let driver = fixture("hsa_driver");
+    let records = record_ok(&out, &["--lib", double.to_str().unwrap(), "--", driver.to_str().unwrap(), "ext"]);
+    let named: std::collections::BTreeMap<u64, &str> =
+        kernels(&records).iter().filter(|k| k.source.as_str() == "hsa").map(|k| (k.handle, k.name.as_str())).collect();
+    let queues: Vec<&trace::Queue> =
+        records.iter().filter_map(|r| if let Record::Queue(q) = r { Some(q) } else { None }).collect();
+    assert_eq!(queues.len(), 2);
+    let ds = dispatches(&records);
+    let seen: Vec<Decoded<'_>> = ds
+        .iter()
+        .map(|d| {
+            let name = named.get(&d.kernel_object).copied().unwrap_or("");
+            (d.index, d.packet.name().into_owned(), d.extended, d.grid, d.workgroup, d.dimensions, name)
+        })
+        .collect();
+    let want = [
+        (0, "kernel-dispatch", true, [1280, 2, 1], [64, 1, 1], 2, MATMUL),
+        (1, "vendor-specific", false, [0; 3], [0; 3], 0, ""),
+        (2, "kernel-dispatch", true, [512, 2, 1], [128, 1, 1], 2, ROPE),
+    ]
+    .map(|(i, p, e, g, w, n, k)| (i, p.to_owned(), e, g, w, n, k));
+    assert_eq!(seen, want);
+    assert!(ds.iter().all(|d| d.queue == queues[0].queue), "{ds:#?}");
+    // Named by the attribution as any kernel dispatch is.
+    assert!(ds.iter().filter(|d| d.extended).all(|d| d.kernel.is_some()), "{ds:#?}");
+    let f = footer(&records);
+    assert_eq!(f.counters["packet_fault"], 3, "{:?}", f.counters);
+    let text = String::from_utf8(tracer(&["report", out.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("queues: 3 AQL packets could not be read from their queue's ring"), "{text}");
+}
+
 #[test]
 fn graph_calls_reach_the_real_runtime() {
     let out = scratch_trace("graph");

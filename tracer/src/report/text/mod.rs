@@ -113,6 +113,15 @@ impl Report {
                 incomplete.join(", ")
             )?;
         }
+        let unread = self.counters.get("packet_fault").copied().unwrap_or(0);
+        if unread > 0 {
+            writeln!(
+                s,
+                "\nqueues: {unread} AQL packets could not be read from their queue's ring when its doorbell rang (a ring \
+                 in device memory, or unmapped): their dispatches are missing from the queue's view; the launches \
+                 that made them are counted in the API's"
+            )?;
+        }
         let queue: u64 = self.drops.iter().filter(|(k, _)| k.starts_with("queue:")).map(|(_, v)| v).sum();
         if queue == 0 {
             writeln!(s, "\nlosses: {} records dropped (ring buffer full)", self.drops_total)?;
