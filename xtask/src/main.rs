@@ -502,10 +502,14 @@ const DEMO_GPU_TRACE: &str = "fixtures/traces/h100-llama-bench-q4_k_m-p513.jsonl
 fn demo() -> Result<()> {
     let trace = root().join("target/demo.trace.jsonl");
     let runner = fixtures_dir().join("mini_runner");
-    step("part 1 of 2: a recording made on this machine (no GPU here: the runtime is real, every launch fails)");
-    step(&format!("tracer record -o {} -- {} demo", trace.display(), runner.display()));
+    step(
+        "part 1 of 2: a recording made on this machine (no GPU here: the runtime is real, every launch fails; \
+         --all-calls reads each launch's result, which the default, one trap a launch, leaves unread)",
+    );
+    step(&format!("tracer record --all-calls -o {} -- {} demo", trace.display(), runner.display()));
     run(Command::new(tracer_bin())
         .arg("record")
+        .arg("--all-calls")
         .arg("--force")
         .arg("-o")
         .arg(&trace)

@@ -323,8 +323,10 @@ fn compressed_trace_reads_back() {
     let v: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
     let p = &v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "mini_runner").unwrap();
     let k = p["kernels"].as_array().unwrap().iter().find(|k| k["name"] == ADD).unwrap();
-    // Probed at entry only, a launch is counted as made: its failure (no GPU here) is not seen.
+    // Probed at entry only, a launch is counted as made: its failure (no GPU here) is not seen, and the report
+    // says so for each of the seven.
     assert_eq!((k["launches"].as_u64(), k["failed"].as_u64()), (Some(2), Some(0)));
+    assert_eq!(v["trace"]["launch_results_unread"], LAUNCHES.len());
     assert_eq!(k["shapes"][0]["grid"], serde_json::json!([33, 1, 1]));
 }
 

@@ -351,6 +351,10 @@ impl ReportBuilder {
             }
             Record::Launch(l) => {
                 *last_ts = (*last_ts).max(l.ts);
+                // A launch that could have been probed at its return too (HIP's), read at entry only.
+                if l.entry_only && l.api.entry_only_by_default() {
+                    report.trace.launch_results_unread += 1;
+                }
                 procs.entry(l.pid).or_default().launch(&l, kernel_names);
             }
             Record::Config(c) => {

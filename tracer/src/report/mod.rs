@@ -65,6 +65,10 @@ pub struct TraceInfo {
     pub first_unreadable: Option<String>,
     /// Synchronizations and async copies to the device were not probed (the default; `--lean` earlier).
     pub lean: bool,
+    /// Launches probed at entry only whose function has a result tracer reads with `record --all-calls`
+    /// (HIP's): a launch that failed is counted as made.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub launch_results_unread: u64,
 }
 
 impl TraceInfo {

@@ -72,6 +72,14 @@ impl Report {
         if t.unknown_records > 0 {
             writeln!(s, "note: {} records of types this tracer does not know were skipped", t.unknown_records)?;
         }
+        if t.launch_results_unread > 0 {
+            writeln!(
+                s,
+                "note: {} launches were probed at entry only (one trap each): their results were not read, so a \
+                 launch that failed counts as made (`record --all-calls` reads them)",
+                t.launch_results_unread
+            )?;
+        }
         writeln!(s, "\nlibraries")?;
         for l in &self.libraries {
             writeln!(s, "  [{}] {} ({}, inode {})", l.id, l.path, l.origin, l.inode)?;
