@@ -310,10 +310,10 @@ impl LibraryWatch {
         Some(lib)
     }
 
-    /// Processes the watch holds state for (footer `processes_held_at_end`): the live ones it looked at;
-    /// one that ended and stayed would be a leak.
-    pub(super) fn processes_held(&self) -> u64 {
-        self.first_seen.len() as u64
+    /// Processes the watch still holds state for although they have ended (footer
+    /// `processes_held_after_exit`): each is let go at its exit, so any would be a leak.
+    pub(super) fn processes_held_after_exit(&self) -> u64 {
+        self.first_seen.keys().filter(|&&pid| !LIVE.is_running(pid)).count() as u64
     }
 
     /// A process that ended: what it leaves to write (its counted calls). One the watch never looked at

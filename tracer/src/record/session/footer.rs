@@ -65,7 +65,7 @@ impl Session<'_> {
             footer.counters.insert("argv_cut".into(), self.attr.processes.argv_cut);
         }
         footer.counters.insert("maps_gone_before_look".into(), self.watch.maps_gone_count);
-        footer.counters.insert("processes_held_at_end".into(), self.watch.processes_held());
+        footer.counters.insert("processes_held_after_exit".into(), self.watch.processes_held_after_exit());
         footer.counters.insert("maps_gone_listed_from_naming".into(), self.watch.maps_gone_listed_count);
         if let Some(e) = &self.attr.names.early {
             footer.counters.extend(e.counters().map(|(name, n)| (name.to_owned(), n)));

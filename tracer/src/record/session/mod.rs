@@ -538,6 +538,9 @@ impl<'a> Session<'a> {
         while let Some(batch) = self.ring.waiting() {
             self.take_batch(&batch)?;
         }
+        // What the last records asked for: libraries of the processes they showed first, processes that
+        // ended let go of.
+        self.scan_new()?;
         if let (Some(pid), Some(end)) = (self.child_pid, ended.command) {
             let (code, signal) = match end {
                 command::Ended::Exited(c) => (Some(c), None),
