@@ -8,7 +8,7 @@
     reason = "the formats read here (AQL packets, offload bundles, ELF notes, driver argument structs) are little-endian by definition"
 )]
 
-use std::{collections::BTreeMap, fs, path::Path, sync::Arc};
+use std::{collections::BTreeMap, fs, path::Path};
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use aya::{
@@ -21,10 +21,14 @@ use aya::{
 use object::{Object as _, ObjectSection as _};
 use tracer_common::{ApiFunc, api::ProbeShape, cookie};
 
-use crate::{files::CodeFile, libs::LibCopy, trace};
+use crate::{libs::LibCopy, trace};
 
+mod links;
 mod multi;
+mod release;
+pub(crate) use links::RuntimeLinks;
 pub(crate) use multi::MultiProgram;
+pub use release::{release_in_background, releases_in_progress};
 
 /// The eBPF object built by build.rs.
 pub static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
@@ -337,138 +341,6 @@ where
     prog.try_into().with_context(|| format!("eBPF program {name} has an unexpected type"))
 }
 
-/// The runtime probes' programs loaded for multi-point uprobe links (Linux 6.6 and later): each program is
-/// attached to all its functions of a library copy by one link, so a copy costs five links instead of one
-/// uprobe per function, and its release waits for one grace period per link instead of one per probe (a
-/// recording started meanwhile no longer waits seconds behind the release). Without them (an older kernel),
-/// each function gets a uprobe of its own, as before.
-pub(crate) struct RuntimeLinks {
-    /// Program name -> the program loaded for multi-point links.
-    programs: BTreeMap<&'static str, MultiProgram>,
-    /// Every link made for every process: closing one detaches its points (see [`release_in_background`]).
-    links: Vec<std::os::fd::OwnedFd>,
-    /// Recording chosen processes: each process's own links (its probes trap nobody else); `None`: one
-    /// link per program and copy, for every process.
-    scoped: Option<BTreeMap<u32, Vec<std::os::fd::OwnedFd>>>,
-    /// What each link covers, kept so that a process joining later gets the same probes.
-    plans: Vec<Plan>,
-    /// Links the kernel refused since last asked, each said once (their functions got a uprobe each).
-    refused: Vec<String>,
-}
-
-/// One program's points in one library copy, at the functions' entries or returns.
-struct Plan {
-    prog: &'static str,
-    /// The copy, kept open: its links go on this very file (`/proc/self/fd/N`).
-    file: Arc<CodeFile>,
-    offsets: Vec<u64>,
-    cookies: Vec<u64>,
-    returns: bool,
-}
-
-impl RuntimeLinks {
-    /// Loads the programs of `mode` for multi-point links, sharing `ebpf`'s maps.
-    pub(crate) fn load(ebpf: &Ebpf, mode: ProbeMode) -> Result<Self> {
-        let Programs { entry, ret, register, doorbell, one_trap, .. } = mode.programs();
-        let mut programs = BTreeMap::new();
-        // The batch program is loaded once a libllama is probed (its loops take the verifier a quarter of a
-        // second).
-        for name in [entry, ret, register, doorbell, one_trap] {
-            if !programs.contains_key(name) {
-                programs.insert(name, MultiProgram::load(OBJECT, ebpf, name)?);
-            }
-        }
-        Ok(Self { programs, links: Vec::new(), scoped: None, plans: Vec::new(), refused: Vec::new() })
-    }
-
-    /// From now on, each process gets links of its own ([`RuntimeLinks::add_process`]); other processes
-    /// that map the same copies do not trap.
-    pub(crate) fn scope_to_processes(&mut self) {
-        self.scoped.get_or_insert_with(BTreeMap::new);
-    }
-
-    /// Whether probes are placed per process.
-    pub(crate) const fn scoped(&self) -> bool {
-        self.scoped.is_some()
-    }
-
-    /// A process joining the recording gets links on every planned copy; false when it already had them, or
-    /// probes are not placed per process. A process that has already ended is skipped.
-    pub(crate) fn add_process(&mut self, pid: u32) -> Result<bool> {
-        let Self { programs, scoped: Some(by_pid), plans, .. } = self else { return Ok(false) };
-        if by_pid.contains_key(&pid) {
-            return Ok(false);
-        }
-        let mut fds = Vec::with_capacity(plans.len());
-        for plan in plans.iter() {
-            let program = programs.get(plan.prog).ok_or_else(|| anyhow!("{} is not loaded", plan.prog))?;
-            match program.attach(&plan.file.proc_path(), &plan.offsets, &plan.cookies, Some(pid), plan.returns) {
-                Ok(fd) => fds.push(fd),
-                Err(e) if process_gone(&e) => return Ok(false),
-                Err(e) => return Err(e),
-            }
-        }
-        by_pid.insert(pid, fds);
-        Ok(true)
-    }
-
-    /// A process that ended: its links closed, in the background (each close waits for a grace period).
-    pub(crate) fn remove_process(&mut self, pid: u32) {
-        if let Some(fds) = self.scoped.as_mut().and_then(|by_pid| by_pid.remove(&pid))
-            && !fds.is_empty()
-        {
-            drop(std::thread::Builder::new().name("tracer-release".into()).spawn(move || drop(fds)));
-        }
-    }
-
-    /// The links refused since the last call, as sentences (their functions were probed one uprobe each).
-    pub(crate) fn take_refused(&mut self) -> Vec<String> {
-        std::mem::take(&mut self.refused)
-    }
-
-    /// Each program's (name, runs, nanoseconds) as the kernel counted them (`record --program-stats`).
-    pub(crate) fn stats(&self) -> Vec<(&'static str, u64, u64)> {
-        self.programs.iter().filter_map(|(name, p)| p.stats().map(|(runs, ns)| (*name, runs, ns))).collect()
-    }
-
-    /// Links `prog` at `points` (offset, cookie) of `file`, at the returns when `returns`: for every process,
-    /// or for each process of the recording when probes are placed per process.
-    fn link(
-        &mut self,
-        ebpf: &Ebpf,
-        prog: &'static str,
-        file: &Arc<CodeFile>,
-        points: &[(u64, u64)],
-        returns: bool,
-    ) -> Result<()> {
-        if !self.programs.contains_key(prog) {
-            self.programs.insert(prog, MultiProgram::load(OBJECT, ebpf, prog)?);
-        }
-        let program = self.programs.get(prog).ok_or_else(|| anyhow!("{prog} is not loaded for multi-point links"))?;
-        let (offsets, cookies): (Vec<u64>, Vec<u64>) = points.iter().copied().unzip();
-        let target = file.proc_path();
-        match &mut self.scoped {
-            None => self.links.push(program.attach(&target, &offsets, &cookies, None, returns)?),
-            Some(by_pid) => {
-                for (&pid, fds) in by_pid.iter_mut() {
-                    match program.attach(&target, &offsets, &cookies, Some(pid), returns) {
-                        Ok(fd) => fds.push(fd),
-                        Err(e) if process_gone(&e) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-            }
-        }
-        self.plans.push(Plan { prog, file: Arc::clone(file), offsets, cookies, returns });
-        Ok(())
-    }
-}
-
-/// Whether a link failed because its process has ended (`ESRCH`).
-fn process_gone(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.raw_os_error() == Some(libc::ESRCH)))
-}
-
 /// A probe point of a program (keyed by the program and whether at the return): (offset, cookie, index of
 /// the function's probe record).
 type Point = (u64, u64, usize);
@@ -559,62 +431,6 @@ fn attach_one(ebpf: &mut Ebpf, prog: &str, offset: u64, c: u64, target: &Path) -
     let point = UProbeAttachPoint { location: UProbeAttachLocation::AbsoluteOffset(offset), cookie: Some(c) };
     p.attach(point, target, UProbeScope::AllProcesses).with_context(|| format!("attaching {prog} at {offset:#x}"))?;
     Ok(())
-}
-
-/// Lets the kernel release this process's probes after it has ended, so that ending is prompt.
-///
-/// Each uprobe's release waits for the kernel's grace periods under a global lock: about 100 ms each,
-/// one after the other, over 6 s for 60 probes, even when closed from several threads. A child forked
-/// here keeps a reference to every open file (the probes' links among them) until this process has
-/// ended; this process's own closes are then cheap, and the child's exit performs the releases in the
-/// background. The child holds no terminal or pipe of ours (it closes standard input, output and error),
-/// runs no code of ours after the fork, and ends by itself once the releases are done.
-pub fn release_in_background() {
-    let mut fds: [libc::c_int; 2] = [0; 2];
-    // SAFETY: a valid two-element array for pipe(2).
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return; // then this process releases them itself as it ends
-    }
-    let [read_end, write_end] = fds;
-    // SAFETY: the child calls only async-signal-safe functions and never returns into Rust code.
-    match unsafe { libc::fork() } {
-        0 => unsafe {
-            for fd in [0, 1, 2, write_end] {
-                libc::close(fd);
-            }
-            libc::setsid();
-            // Named, so that a recording started meanwhile can say why its attaching waits.
-            libc::prctl(libc::PR_SET_NAME, RELEASER.as_ptr());
-            // Returns when every copy of the write end is closed: when the parent has ended.
-            let mut byte = 0u8;
-            while libc::read(read_end, (&raw mut byte).cast(), 1) < 0 {}
-            libc::_exit(0);
-        },
-        pid if pid > 0 => {
-            // SAFETY: closing our copy of the read end; the write end stays open until this process ends.
-            unsafe {
-                libc::close(read_end);
-            }
-        }
-        _ => {
-            // SAFETY: closing both ends of the pipe made above.
-            unsafe {
-                libc::close(read_end);
-                libc::close(write_end);
-            }
-        }
-    }
-}
-
-/// The name (`comm`) of the child that releases a finished recording's probes.
-const RELEASER: &std::ffi::CStr = c"tracer-release";
-
-/// Earlier recordings whose probes the kernel is still releasing: a new recording's probes on the same
-/// files wait behind them (each release waits for a grace period, about 0.1 s a probe).
-pub fn releases_in_progress() -> usize {
-    use crate::proc::{LIVE, Procs as _};
-    let name = RELEASER.to_string_lossy();
-    LIVE.pids().into_iter().filter(|&pid| LIVE.stat(pid).is_some_and(|s| s.comm == name)).count()
 }
 
 /// BPF helpers that would let a program write to, redirect or signal the traced process.
