@@ -9,17 +9,36 @@ fn dispatches(records: &[Record]) -> Vec<&trace::Dispatch> {
     records.iter().filter_map(|r| if let Record::Dispatch(d) = r { Some(d) } else { None }).collect()
 }
 
+/// Records `hsa_driver ARGS` on the HSA test double into a fresh scratch folder `name`: the folder, the
+/// trace's path and its records.
+fn record_hsa_driver(name: &str, args: &[&str]) -> (std::path::PathBuf, std::path::PathBuf, Vec<Record>) {
+    let dir = scratch(name);
+    let out = dir.join("t.jsonl");
+    let double = fixture("hsa-double/libhsa-runtime64.so.1");
+    let driver = fixture("hsa_driver");
+    let mut cmd = vec!["--lib", double.to_str().unwrap(), "--", driver.to_str().unwrap()];
+    cmd.extend_from_slice(args);
+    let records = record_ok(&out, &cmd);
+    (dir, out, records)
+}
+
+/// Kernel objects named at load (from the symbol lookups), by kernel object.
+fn hsa_names(records: &[Record]) -> std::collections::BTreeMap<u64, &str> {
+    kernels(records).iter().filter(|k| k.source.as_str() == "hsa").map(|k| (k.handle, k.name.as_str())).collect()
+}
+
+fn queues(records: &[Record]) -> Vec<&trace::Queue> {
+    records.iter().filter_map(|r| if let Record::Queue(q) = r { Some(q) } else { None }).collect()
+}
+
 const MATMUL: &str = "_Z9matmul_q4PKvPfi";
 const ROPE: &str = "_Z7rope_f3Pf";
 const ADD: &str = "add_f32";
 
 #[test]
 fn every_packet_is_decoded_once_with_its_kernel_name() {
-    let dir = scratch("queue");
-    let out = dir.join("t.jsonl");
-    let double = fixture("hsa-double/libhsa-runtime64.so.1");
+    let (dir, out, records) = record_hsa_driver("queue", &[]);
     let driver = fixture("hsa_driver");
-    let records = record_ok(&out, &["--lib", double.to_str().unwrap(), "--", driver.to_str().unwrap()]);
 
     // The alias hsa_signal_store_release is not in the probe plan; screlease is probed once.
     let probes: Vec<&trace::Probe> =
@@ -28,12 +47,10 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
     assert!(probes.iter().any(|p| p.api == "hsa_signal_store_relaxed" && p.error.is_none()));
 
     // Kernel objects named at load, from the symbol lookups.
-    let named: std::collections::BTreeMap<u64, &str> =
-        kernels(&records).iter().filter(|k| k.source.as_str() == "hsa").map(|k| (k.handle, k.name.as_str())).collect();
+    let named = hsa_names(&records);
     assert_eq!(named.values().copied().collect::<std::collections::BTreeSet<_>>(), [MATMUL, ROPE, ADD].into());
 
-    let queues: Vec<&trace::Queue> =
-        records.iter().filter_map(|r| if let Record::Queue(q) = r { Some(q) } else { None }).collect();
+    let queues = queues(&records);
     assert_eq!(queues.len(), 2);
     assert_eq!((queues[0].size, queues[1].size), (8, 64));
 
@@ -135,15 +152,9 @@ type Decoded<'a> = (u64, String, bool, [u32; 3], [u16; 3], u16, &'a str);
 /// by the report, never dropped without a word.
 #[test]
 fn extended_dispatches_are_decoded_and_an_unreadable_ring_is_said() {
-    let dir = scratch("queue-ext");
-    let out = dir.join("t.jsonl");
-    let double = fixture("hsa-double/libhsa-runtime64.so.1");
-    let driver = fixture("hsa_driver");
-    let records = record_ok(&out, &["--lib", double.to_str().unwrap(), "--", driver.to_str().unwrap(), "ext"]);
-    let named: std::collections::BTreeMap<u64, &str> =
-        kernels(&records).iter().filter(|k| k.source.as_str() == "hsa").map(|k| (k.handle, k.name.as_str())).collect();
-    let queues: Vec<&trace::Queue> =
-        records.iter().filter_map(|r| if let Record::Queue(q) = r { Some(q) } else { None }).collect();
+    let (_, out, records) = record_hsa_driver("queue-ext", &["ext"]);
+    let named = hsa_names(&records);
+    let queues = queues(&records);
     assert_eq!(queues.len(), 2);
     let ds = dispatches(&records);
     let seen: Vec<Decoded<'_>> = ds

@@ -325,7 +325,6 @@ impl LibraryWatch {
         self.written.retain(|(p, _, _)| *p != pid);
         self.late.retain(|(p, _, _)| *p != pid);
         self.linked_at.remove(&pid);
-        self.first_seen.remove(&pid);
         self.maps_gone.remove(&pid);
         self.entries.as_mut().map(|en| en.take(Some(pid))).unwrap_or_default()
     }

@@ -189,8 +189,8 @@ fn write_phase_calls(s: &mut String, p: &ProcessReport, ph: &crate::phase::Phase
         writeln!(s, "  {pad:>15}  API calls: {}", calls.join(", "))?;
     }
     if ph.traps > 0 {
-        let tokens = if ph.steps_from_batches > 0 { ph.prompt_tokens + ph.decode_tokens } else { ph.tokens };
-        let per = if tokens > 0 { format!(", {:.1} a token", ph.traps as f64 / tokens as f64) } else { String::new() };
+        let per =
+            if ph.tokens > 0 { format!(", {:.1} a token", ph.traps as f64 / ph.tokens as f64) } else { String::new() };
         writeln!(
             s,
             "  {pad:>15}  traps: {}{per} (a probed call traps once at entry, twice with its return)",
