@@ -72,6 +72,25 @@ pub struct NameRecord {
 pub const NAME_TRUNCATED: u32 = 1 << 0;
 /// The name could not be read from the process (its page was not resident even after a fault-in).
 pub const NAME_FAULT: u32 = 1 << 1;
+/// Not a string: `name` holds `len` bytes of the code the handle was made from (a shader module's SPIR-V).
+///
+/// They are chunk [`code_chunk`] counted from the code's end (chunk 0 is its last [`NAME_MAX`] bytes,
+/// chunk 1 the ones before, ...), and `module` is the code's size in bytes. A module's chunks come
+/// farthest first, chunk 0 last; chunks before the code's start are not written.
+pub const NAME_CODE: u32 = 1 << 2;
+/// Chunks of a shader module's code read from its end, at most.
+pub const CODE_CHUNKS: u32 = 4;
+const CODE_CHUNK_SHIFT: u32 = 8;
+
+/// The flags of a code chunk numbered `chunk` from the end.
+pub const fn code_chunk_flags(chunk: u32) -> u32 {
+    NAME_CODE | (chunk << CODE_CHUNK_SHIFT)
+}
+
+/// Which chunk from the end a [`NAME_CODE`] record holds.
+pub const fn code_chunk(flags: u32) -> u32 {
+    (flags >> CODE_CHUNK_SHIFT) & 0xff
+}
 
 /// Kernel parameters a launch's [`ParamsRecord`] can hold (ggml's `mul_mat_q` has 24).
 pub const PARAMS_MAX: usize = 24;

@@ -23,9 +23,9 @@ pub use batch::{
     EXT_POS, EXT_SEQ_COUNT, EXT_SEQ_NODE, EXT_TOKEN_BYTES, EXT_TOKENS, STEP_SLOTS, StepTally, batch_arrays, step_slot,
 };
 pub use calls::{
-    ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
-    CallRecord, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX, ParamsRecord, PlanKey,
-    STACK_ARGS,
+    ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CODE_CHUNKS,
+    CONFIG_SLOTS, CallRecord, NAME_CODE, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX,
+    ParamsRecord, PlanKey, STACK_ARGS, code_chunk, code_chunk_flags,
 };
 pub use counters::{COUNTERS, Counter, EntryKey, Footer, TALLY_SLOTS, ThreadTally};
 pub use header::{RecordHeader, RecordKind};

@@ -43,10 +43,10 @@ pub const OPEN_PATH_MAX: usize = 256;
 
 /// File-name prefixes of the libraries whose opening by a traced process is reported ([`OpenRecord`]).
 ///
-/// They are the libraries tracer probes, and the Vulkan loader (a GPU API tracer does not probe: a process
-/// that loads it is said to run GPU work tracer does not count). The kernel compares a path's last
+/// They are the libraries tracer probes (the Vulkan loader among them), and the `OpenCL` loader (a GPU API
+/// tracer does not probe: a process that loads it is said to run GPU work tracer does not count). The kernel compares a path's last
 /// component with them.
-pub const RUNTIME_PREFIXES: [&[u8]; 7] = [
+pub const RUNTIME_PREFIXES: [&[u8]; 8] = [
     b"libamdhip64.so",
     b"libhsa-runtime64.so",
     b"libcuda.so",
@@ -54,6 +54,7 @@ pub const RUNTIME_PREFIXES: [&[u8]; 7] = [
     b"libllama.so",
     b"libvulkan.so",
     b"libggml-base.so",
+    b"libOpenCL.so",
 ];
 
 /// A traced process opening a file whose name is a GPU runtime's (`openat` at entry): a runtime copy it is

@@ -16,11 +16,13 @@ use aya_ebpf::{
 };
 use tracer_common::{
     ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
-    CallRecord, Counter, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS, ThreadTally, api::memcpy_kind, cookie,
+    CallRecord, Counter, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS, ThreadTally,
+    api::{extra_reads, memcpy_kind},
+    cookie,
 };
 
 use crate::{
-    emit::{emit_name, emit_params, emit_queue},
+    emit::{emit_code_tail, emit_name, emit_params, emit_queue},
     maps::{EVENTS, STASH, Stash, StashKey, THREADS, count, submit_flags, traced},
 };
 
@@ -47,9 +49,17 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
             Err(_) => stash.flags |= CALL_STACK_FAULT,
         }
     }
-    if c & cookie::WRAPPER != 0 {
+    // The fat-binary wrapper's first words, or a Vulkan create info's (its code, its shader module).
+    let words_at = if c & cookie::WRAPPER != 0 {
+        Some(stash.args[0])
+    } else {
+        extra_reads(cookie::func(c))
+            .0
+            .map(|(arg, offset)| stash.args.get(arg).copied().unwrap_or(0).wrapping_add(offset))
+    };
+    if let Some(at) = words_at {
         // SAFETY: bpf_probe_read_user checks the address and never faults the process.
-        match unsafe { bpf_probe_read_user(stash.args[0] as *const [u64; 2]) } {
+        match unsafe { bpf_probe_read_user(at as *const [u64; 2]) } {
             Ok(words) => stash.args[6..8].copy_from_slice(&words),
             Err(_) => stash.flags |= CALL_CONFIG_FAULT,
         }
@@ -254,6 +264,10 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
         let name = stash.args.get(cookie::name_arg(c)).copied().unwrap_or(0);
         let module = stash.args.get(cookie::module_arg(c)).copied().unwrap_or(0);
         emit_name(header, out, module, name as *const u8, false);
+    }
+    if flags & (CALL_OUT_VALID | CALL_CONFIG_FAULT) == CALL_OUT_VALID && extra_reads(cookie::func(c)).1 {
+        // A shader module made: the last bytes of its code (the caller still holds them) name it.
+        emit_code_tail(RecordHeader { kind: RecordKind::Name as u16, ..header }, out, stash.args[6], stash.args[7]);
     }
     if c & cookie::QUEUE != 0 && ret as u32 == 0 {
         emit_queue(RecordHeader { kind: RecordKind::Queue as u16, ..header }, stash.args[7]);

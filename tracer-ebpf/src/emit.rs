@@ -10,8 +10,9 @@ use aya_ebpf::{
     maps::ring_buf::RingBufEntry,
 };
 use tracer_common::{
-    AQL_PACKET_BYTES, ARG_SLOTS, Counter, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX,
-    ParamsRecord, PlanKey, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind, cookie,
+    AQL_PACKET_BYTES, ARG_SLOTS, CODE_CHUNKS, Counter, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL,
+    PARAMS_MAX, ParamsRecord, PlanKey, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind, code_chunk_flags,
+    cookie,
 };
 
 use crate::maps::{EVENTS, FROM_START, LAST_INDEX, PARAM_PLANS, QueueKey, count, submit_flags};
@@ -148,6 +149,46 @@ pub(crate) fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *c
     // No wake-up of its own: a library's load registers thousands (rocSPARSE: 12 424), and a forced
     // wake-up is an interrupt for each; the drain looks at the ring every few milliseconds anyway.
     entry.submit(submit_flags());
+}
+
+/// The end of the `size` bytes of code at `code`, bound to `handle`: up to [`CODE_CHUNKS`] [`NameRecord`]s
+/// of [`NAME_MAX`] bytes counted from the end, farthest first (chunk 0, the last bytes, always last). A
+/// shader module's SPIR-V: everything after its head is the same in the copy a runtime patched (ggml
+/// inserts float-control modes there), and names it.
+#[inline(always)]
+pub(crate) fn emit_code_tail(header: RecordHeader, handle: u64, size: u64, code: u64) {
+    let mut k = 0u32;
+    while k < CODE_CHUNKS {
+        let chunk = CODE_CHUNKS - 1 - k;
+        k += 1;
+        let back = NAME_MAX as u64 * (u64::from(chunk) + 1);
+        if size < back && chunk > 0 {
+            continue; // before the code's start
+        }
+        let Some(mut entry) = EVENTS.reserve::<NameRecord>(0) else {
+            count(Counter::DropName);
+            return;
+        };
+        let rec = entry.as_mut_ptr();
+        // SAFETY: `rec` points at reserved ring memory of the right size; every field is written before
+        // submit. bpf_probe_read_user_buf checks the address and never faults the process.
+        unsafe {
+            (*rec).header = header;
+            (*rec).handle = handle;
+            (*rec).module = size;
+            let buf = &mut (*rec).name;
+            // Code shorter than one chunk is not read (no variable-length read): user space counts it.
+            if size >= back && bpf_probe_read_user_buf((code + size - back) as *const u8, buf).is_ok() {
+                (*rec).len = NAME_MAX as u32;
+                (*rec).flags = code_chunk_flags(chunk);
+            } else {
+                (*rec).len = 0;
+                (*rec).flags = code_chunk_flags(chunk) | NAME_FAULT;
+                *buf = [0; NAME_MAX];
+            }
+        }
+        entry.submit(submit_flags());
+    }
 }
 
 /// A kernel dispatch's argument segment, as far as the plan for its kernel object asks (user space sets

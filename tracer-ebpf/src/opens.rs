@@ -88,6 +88,7 @@ const PREFIX_HEADS: [u64; RUNTIME_PREFIXES.len()] = [
     head(RUNTIME_PREFIXES[4]),
     head(RUNTIME_PREFIXES[5]),
     head(RUNTIME_PREFIXES[6]),
+    head(RUNTIME_PREFIXES[7]),
 ];
 
 const fn head(p: &[u8]) -> u64 {

@@ -122,6 +122,23 @@ pub fn symbols_by_address<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>
     by_addr
 }
 
+/// Data objects of at least `min_size` bytes whose name ends with `suffix`: (name, address, size), symbol
+/// table and dynamic symbols both, each address once.
+pub fn data_symbols<'d, R: object::ReadRef<'d>>(
+    file: &object::File<'d, R>,
+    suffix: &str,
+    min_size: u64,
+) -> Vec<(String, u64, u64)> {
+    let mut seen = std::collections::HashSet::new();
+    file.symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| !s.is_undefined() && s.kind() == object::SymbolKind::Data && s.size() >= min_size)
+        .filter_map(|s| Some((s.name().ok()?, s.address(), s.size())))
+        .filter(|(name, addr, _)| name.ends_with(suffix) && seen.insert(*addr))
+        .map(|(name, addr, size)| (name.to_owned(), addr, size))
+        .collect()
+}
+
 /// The address of the exported (dynamic) symbol `name` and the file's segments.
 pub fn dynamic_symbol(file: &CodeFile, name: &str) -> Option<(u64, Segments)> {
     let view = file.elf();

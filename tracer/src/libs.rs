@@ -21,10 +21,12 @@ pub(crate) const CUDA_RUNTIME: &str = "libcudart.so";
 pub(crate) const LLAMA: &str = "libllama.so";
 /// ggml's base library: its graph scheduler, where each matrix pass is handed over.
 pub(crate) const GGML_BASE: &str = "libggml-base.so";
-/// The Vulkan loader: a GPU API tracer does not probe, whose users are reported as such.
+/// The Vulkan loader: every call through an instance's entry points passes its trampolines.
 pub(crate) const VULKAN_LOADER: &str = "libvulkan.so";
+/// The `OpenCL` ICD loader: a GPU API tracer does not probe, whose users are reported as such.
+pub(crate) const OPENCL_LOADER: &str = "libOpenCL.so";
 /// The libraries probed by default.
-pub(crate) const RUNTIMES: [&str; 5] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER, LLAMA, GGML_BASE];
+pub(crate) const RUNTIMES: [&str; 6] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER, LLAMA, GGML_BASE, VULKAN_LOADER];
 
 pub(crate) use crate::trace::LibOrigin as Origin;
 
@@ -76,6 +78,8 @@ pub(crate) fn runtime_of(path: &str) -> tracer_common::api::Library {
         Library::Llama
     } else if name.starts_with(GGML_BASE) {
         Library::Ggml
+    } else if name.starts_with(VULKAN_LOADER) {
+        Library::Vulkan
     } else {
         Library::Hip
     }

@@ -112,8 +112,14 @@ const PACKAGES: &[&str] = &[
     "systemd",
     "mmdebstrap",
     "dpkg-dev",
-    // The Vulkan loader: a process that maps it is said to run GPU work tracer does not observe.
+    // The Vulkan loader and its headers, glslc (the Vulkan fixture's shaders), and Mesa's Vulkan drivers:
+    // lavapipe runs Vulkan compute on the CPU, so the Vulkan fixture's dispatches really run here.
     "libvulkan1",
+    "libvulkan-dev",
+    "glslc",
+    "mesa-vulkan-drivers",
+    // The OpenCL ICD loader: a process that maps it is said to run GPU work tracer does not observe.
+    "ocl-icd-libopencl1",
 ];
 
 /// Libraries a HIP fixture links besides the HIP runtime.
@@ -353,6 +359,49 @@ fn fixtures_dir() -> PathBuf {
     root().join("target/fixtures")
 }
 
+/// The Vulkan runner and its `libggml-vulkan.so` TEST DOUBLE (`target/fixtures/vulkan/`): each
+/// `fixtures/vulkan/shaders/*.comp` compiled by glslc, its SPIR-V written as ggml's vulkan-shaders-gen
+/// writes it (`NAME_data`, `NAME_len`) into the double's C source, except `own_kernel`, which goes into the
+/// program itself (an application's own shader, in no ggml file).
+fn build_vulkan_fixture(out: &Path) -> Result<()> {
+    let dir = out.join("vulkan");
+    fs::create_dir_all(&dir)?;
+    let src = root().join("fixtures/vulkan");
+    step("glslc fixtures/vulkan/shaders, cc fixtures/vulkan (the Vulkan runner and its libggml-vulkan test double)");
+    let mut shaders: Vec<PathBuf> =
+        fs::read_dir(src.join("shaders"))?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
+    shaders.retain(|p| p.extension().is_some_and(|e| e == "comp"));
+    shaders.sort();
+    let (mut double, mut own) = (String::from("#include <stdint.h>\n"), String::from("#include <stdint.h>\n"));
+    for shader in &shaders {
+        let name = shader.file_stem().and_then(|s| s.to_str()).context("a shader file name")?;
+        let spv = dir.join(format!("{name}.spv"));
+        run(Command::new("glslc").args(["-O", "--target-env=vulkan1.1", "-o"]).arg(&spv).arg(shader))?;
+        let bytes = fs::read(&spv)?;
+        let list: Vec<String> = bytes.iter().map(u8::to_string).collect();
+        let c = format!(
+            "const uint64_t {name}_len = {len};\nconst unsigned char {name}_data[{len}] = {{{}}};\n",
+            list.join(","),
+            len = bytes.len()
+        );
+        if name == "own_kernel" { own.push_str(&c) } else { double.push_str(&c) }
+    }
+    fs::write(dir.join("ggml_vulkan_double.c"), double)?;
+    fs::write(dir.join("own_kernel.c"), own)?;
+    run(Command::new("cc")
+        .args(["-O2", "-Wall", "-shared", "-fPIC", "-Wl,-soname,libggml-vulkan.so", "-o"])
+        .arg(dir.join("libggml-vulkan.so"))
+        .arg(dir.join("ggml_vulkan_double.c")))?;
+    run(Command::new("cc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(out.join("vk_runner"))
+        .arg(src.join("vk_runner.c"))
+        .arg(dir.join("own_kernel.c"))
+        .arg(format!("-L{}", dir.display()))
+        .args(["-l:libggml-vulkan.so", "-lvulkan"])
+        .arg(format!("-Wl,-rpath,{}", dir.display())))
+}
+
 /// Builds each `fixtures/hip/*.hip` with hipcc for gfx1030 (the Debian device libraries stop short of
 /// gfx1100), when its source or a `fixtures/hip` header it includes is newer than its binary: the shared
 /// libraries (`FIXTURE_SHARED`) first, then the programs.
@@ -466,6 +515,7 @@ fn build_fixtures() -> Result<()> {
         .arg(format!("-L{}", dir.display()))
         .args(["-l:libcuda.so.1", "-l:libcudart.so.13", "-lpthread"])
         .arg(format!("-Wl,-rpath,{}", dir.display())))?;
+    build_vulkan_fixture(&out)?;
     // Plain C fixtures (test doubles and probes that need no HIP).
     for entry in fs::read_dir(root().join("fixtures/c"))? {
         let src = entry?.path();

@@ -63,7 +63,7 @@ fn used_files() -> Result<Vec<Used>> {
     let root = root();
     let mut used = Vec::new();
     let mut sources = Vec::new();
-    for dir in ["fixtures/hip", "fixtures/c", "fixtures/hsa_double", "fixtures/cuda_double"] {
+    for dir in ["fixtures/hip", "fixtures/c", "fixtures/hsa_double", "fixtures/cuda_double", "fixtures/vulkan"] {
         for entry in fs::read_dir(root.join(dir))? {
             let path = entry?.path();
             if path.extension().is_some_and(|e| e == "hip" || e == "c") {
@@ -88,7 +88,7 @@ fn used_files() -> Result<Vec<Used>> {
         }
     }
     // hipcc links the HIP runtime itself; the rest are the fixtures' own -l flags.
-    let mut libs = vec![("hipcc", "-lamdhip64")];
+    let mut libs = vec![("hipcc", "-lamdhip64"), ("vk_runner", "-lvulkan")];
     for (fixture, flags) in FIXTURE_LIBS {
         libs.extend(flags.iter().map(|f| (*fixture, *f)));
     }

@@ -26,3 +26,4 @@ mod report;
 mod service;
 mod slots;
 mod stop_and_errors;
+mod vulkan;

@@ -43,6 +43,9 @@ pub enum Library {
     /// libggml-base (ggml's graph scheduler, under llama.cpp and Ollama's engine): where each matrix pass
     /// of a step is evaluated.
     Ggml,
+    /// libvulkan (the Vulkan loader): every call an application makes through the instance's entry points
+    /// passes its trampolines (ggml's Vulkan backend resolves its device calls there), whatever the driver.
+    Vulkan,
 }
 
 /// What a call does, whatever library it comes from. Attribution, phases and the report decide by this,
@@ -103,6 +106,14 @@ pub enum Op {
     /// A graph handed to ggml's scheduler: one matrix pass of a step begins (llama.cpp evaluates each
     /// micro-batch of a step as one; Ollama's engine each forward).
     Pass,
+    /// A shader module made from SPIR-V (its code's last bytes are read, to name it).
+    ShaderModule,
+    /// A compute pipeline made from a shader module: what a dispatch runs.
+    PipelineCreate,
+    /// A pipeline bound on a command buffer: its next dispatches run it.
+    Bind,
+    /// Command buffers submitted to a queue: what they recorded runs.
+    Submit,
 }
 
 impl Op {
@@ -135,6 +146,10 @@ impl Op {
             Self::Init => "init",
             Self::Batch => "batch",
             Self::Pass => "pass",
+            Self::ShaderModule => "shader-module",
+            Self::PipelineCreate => "pipeline-create",
+            Self::Bind => "bind",
+            Self::Submit => "submit",
         }
     }
 }
@@ -224,6 +239,22 @@ pub enum Layout {
     LlamaBatch,
     /// `(ctx, type, struct llama_batch_ext*)`: the C++ batch behind the pointer, read by the batch program.
     LlamaBatchExt,
+    /// `(device, const VkShaderModuleCreateInfo* info, allocator, VkShaderModule* out)`: the info's
+    /// `codeSize` and `pCode` (bytes 24..40) read at entry; at return the module, and the code's last
+    /// bytes in a [`crate::NameRecord`] flagged [`crate::NAME_CODE`].
+    ShaderModuleOut,
+    /// `(device, cache, count, const VkComputePipelineCreateInfo* infos, allocator, VkPipeline* out)`: the
+    /// first info's shader module and entry-point name (bytes 48..64) read at entry, the first pipeline at
+    /// return.
+    PipelinesOut,
+    /// `(command buffer, bind point, pipeline)`.
+    BindPipeline,
+    /// `(command buffer, ...)`: a compute dispatch recorded; its workgroup counts at argument slot `grid`
+    /// (1 for `vkCmdDispatch`, 4 after `vkCmdDispatchBase`'s base), None when they lie in a device buffer
+    /// (`vkCmdDispatchIndirect`).
+    VkDispatch { grid: Option<u8> },
+    /// `(queue, submit count, submits, fence)`.
+    QueueSubmit,
 }
 
 impl Layout {
@@ -251,6 +282,8 @@ impl Layout {
             // The batch program reads the structure on the stack, or (without the flag) behind argument 2.
             Self::LlamaBatch => cookie::STACK,
             Self::FatBinary => cookie::WRAPPER,
+            Self::ShaderModuleOut => cookie::out(3),
+            Self::PipelinesOut => cookie::out(5),
             Self::Nothing
             | Self::PushConfig
             | Self::Stream
@@ -260,8 +293,36 @@ impl Layout {
             | Self::Memcpy { .. }
             | Self::Register
             | Self::Doorbell
-            | Self::LlamaBatchExt => 0,
+            | Self::LlamaBatchExt
+            | Self::BindPipeline
+            | Self::VkDispatch { .. }
+            | Self::QueueSubmit => 0,
         }
+    }
+
+    /// A structure read at entry, beside the cookie's flags (which have no bit left): two 8-byte words at
+    /// this byte offset of the structure the argument slot points to, into argument slots 6 and 7.
+    pub const fn entry_struct(self) -> Option<(usize, u64)> {
+        match self {
+            Self::ShaderModuleOut => Some((1, 24)),
+            Self::PipelinesOut => Some((3, 48)),
+            _ => None,
+        }
+    }
+}
+
+/// What the call programs read beyond the cookie for the function numbered `func`.
+///
+/// The structure read at entry ([`Layout::entry_struct`]), and whether the code's end is read at return
+/// ([`Layout::ShaderModuleOut`]). Two comparisons, for the eBPF programs (a match over the whole table is
+/// more than the verifier should walk on every call); a test checks them against every row's layout.
+pub const fn extra_reads(func: u16) -> (Option<(usize, u64)>, bool) {
+    if func == ApiFunc::VkCreateShaderModule as u16 {
+        (Layout::ShaderModuleOut.entry_struct(), true)
+    } else if func == ApiFunc::VkCreateComputePipelines as u16 {
+        (Layout::PipelinesOut.entry_struct(), false)
+    } else {
+        (None, false)
     }
 }
 

@@ -1,7 +1,7 @@
 //! What a function's return value is called, per runtime: the result type each library's functions
 //! return (`hipError_t`, `hsa_status_t`, `CUresult`, `cudaError_t`), for the values a launch, copy,
 //! allocation or queue call returns. Values from the runtimes' headers (`hip_runtime_api.h`, `hsa.h`,
-//! `cuda.h`, `driver_types.h`); a value not listed is shown as a number, never guessed.
+//! `cuda.h`, `driver_types.h`, `vulkan_core.h`); a value not listed is shown as a number, never guessed.
 
 use super::{ApiFunc, Library};
 
@@ -22,8 +22,24 @@ impl Library {
             Self::CudaRuntime => cuda_runtime(code),
             // llama_decode's and ggml's scheduler's results are never read (one trap, at entry).
             Self::Llama | Self::Ggml => None,
+            Self::Vulkan => vulkan(code),
         }
     }
+}
+
+/// `VkResult` (`vulkan_core.h`): the creation calls' results (dispatches and binds return nothing).
+const fn vulkan(code: i64) -> Option<&'static str> {
+    Some(match code {
+        0 => "VK_SUCCESS",
+        -1 => "VK_ERROR_OUT_OF_HOST_MEMORY",
+        -2 => "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+        -3 => "VK_ERROR_INITIALIZATION_FAILED",
+        -4 => "VK_ERROR_DEVICE_LOST",
+        -13 => "VK_ERROR_UNKNOWN",
+        -1_000_012_000 => "VK_ERROR_INVALID_SHADER_NV",
+        1_000_297_000 => "VK_PIPELINE_COMPILE_REQUIRED",
+        _ => return None,
+    })
 }
 
 /// `hipError_t`.

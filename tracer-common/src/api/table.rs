@@ -10,6 +10,7 @@ use Layout::{
     ModuleOut, ModulePath, Nothing, Ptr, PushConfig, QueueCreate, Register, Stream, StreamHandleOut, SymbolByName,
     SymbolInfo,
 };
+use Layout::{BindPipeline, PipelinesOut, QueueSubmit, ShaderModuleOut, VkDispatch};
 
 const DIM3: Layout = LaunchDim3 { shmem32: false };
 const BLOCKS32: Layout = LaunchScalars { shmem32: true, work_items: false };
@@ -190,4 +191,25 @@ api_funcs! {
     /// `graph_compute` calls it once per micro-batch, Ollama's engine once per forward). One trap a pass
     /// replaces the synchronizations and copies toward the device that used to cut passes.
     GgmlSchedGraphCompute = 226, Ggml, "ggml_backend_sched_graph_compute_async", Pass, Nothing, OneTrap;
+
+    /// `VkResult vkCreateShaderModule(VkDevice, const VkShaderModuleCreateInfo*, const VkAllocationCallbacks*,
+    /// VkShaderModule* out)`: SPIR-V handed to the driver; its last bytes name it (ggml's Vulkan backend
+    /// embeds every shader in `libggml-vulkan.so` under a named array).
+    VkCreateShaderModule = 256, Vulkan, "vkCreateShaderModule", ShaderModule, ShaderModuleOut, Call;
+    /// `VkResult vkCreateComputePipelines(VkDevice, VkPipelineCache, uint32_t count, const
+    /// VkComputePipelineCreateInfo*, const VkAllocationCallbacks*, VkPipeline* out)`.
+    VkCreateComputePipelines = 257, Vulkan, "vkCreateComputePipelines", PipelineCreate, PipelinesOut, Call;
+    /// `void vkCmdBindPipeline(VkCommandBuffer, VkPipelineBindPoint, VkPipeline)`: one trap; a dispatch
+    /// runs the compute pipeline last bound on its command buffer.
+    VkCmdBindPipeline = 258, Vulkan, "vkCmdBindPipeline", Bind, BindPipeline, OneTrap;
+    /// `void vkCmdDispatch(VkCommandBuffer, uint32_t x, uint32_t y, uint32_t z)`: one trap.
+    VkCmdDispatch = 259, Vulkan, "vkCmdDispatch", Launch, VkDispatch { grid: Some(1) }, OneTrap;
+    /// `void vkCmdDispatchBase(VkCommandBuffer, baseX, baseY, baseZ, uint32_t x, uint32_t y, uint32_t z)`.
+    VkCmdDispatchBase = 260, Vulkan, "vkCmdDispatchBase", Launch, VkDispatch { grid: Some(4) }, OneTrap;
+    /// `void vkCmdDispatchIndirect(VkCommandBuffer, VkBuffer, VkDeviceSize offset)`: counts in a buffer.
+    VkCmdDispatchIndirect = 261, Vulkan, "vkCmdDispatchIndirect", Launch, VkDispatch { grid: None }, OneTrap;
+    /// `VkResult vkQueueSubmit(VkQueue, uint32_t count, const VkSubmitInfo*, VkFence)`: one trap.
+    VkQueueSubmit = 262, Vulkan, "vkQueueSubmit", Submit, QueueSubmit, OneTrap;
+    /// `VkResult vkQueueSubmit2(VkQueue, uint32_t count, const VkSubmitInfo2*, VkFence)`.
+    VkQueueSubmit2 = 263, Vulkan, "vkQueueSubmit2", Submit, QueueSubmit, OneTrap;
 }

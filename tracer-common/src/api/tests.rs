@@ -55,7 +55,7 @@ fn layouts_give_the_cookie_flags_the_programs_read() {
 }
 
 #[test]
-fn one_trap_programs_only_for_launches_graph_replays_syncs_async_copies_and_passes() {
+fn one_trap_programs_only_for_launches_graph_replays_syncs_async_copies_passes_binds_and_submits() {
     for &f in ApiFunc::ALL {
         // Call-shaped functions probed at entry only by default: launches and async copies alone.
         if f.entry_only_by_default() {
@@ -66,7 +66,7 @@ fn one_trap_programs_only_for_launches_graph_replays_syncs_async_copies_and_pass
         match f.shape() {
             ProbeShape::OneTrap => {
                 let async_copy = matches!(f.layout(), Memcpy { stream: Some(_), .. });
-                let kind = matches!(f.op(), Op::Launch | Op::GraphLaunch | Op::Sync | Op::Pass);
+                let kind = matches!(f.op(), Op::Launch | Op::GraphLaunch | Op::Sync | Op::Pass | Op::Bind | Op::Submit);
                 assert!(kind || async_copy, "{f:?}");
                 // Nothing is read at return: no out-parameter, no name, no queue.
                 assert_eq!(f.cookie_flags() & (cookie::OUT | cookie::NAME | cookie::QUEUE), 0, "{f:?}");
@@ -91,4 +91,20 @@ fn results_are_named_in_each_runtime_s_own_type() {
     // A HIP code is not a CUDA driver's: 98 means nothing to CUresult.
     assert_eq!(ApiFunc::CuLaunchKernel.result_name(98), None);
     assert_eq!(ApiFunc::HipLaunchKernel.result_name(12345), None);
+}
+
+#[test]
+fn vulkan_creation_calls_read_their_structures_and_the_code_at_return() {
+    // vkCreateShaderModule: codeSize and pCode at bytes 24..40 of its info; the module at *arg3.
+    assert_eq!(extra_reads(ApiFunc::VkCreateShaderModule as u16), (Some((1, 24)), true));
+    assert_eq!(ApiFunc::VkCreateShaderModule.cookie_flags(), cookie::out(3));
+    // vkCreateComputePipelines: the first info's stage module and entry name at bytes 48..64; *arg5.
+    assert_eq!(extra_reads(ApiFunc::VkCreateComputePipelines as u16), (Some((3, 48)), false));
+    assert_eq!(ApiFunc::VkCreateComputePipelines.cookie_flags(), cookie::out(5));
+    // The programs' two comparisons agree with every row's layout.
+    for &f in ApiFunc::ALL {
+        let layout = f.layout();
+        assert_eq!(extra_reads(f as u16), (layout.entry_struct(), layout == Layout::ShaderModuleOut), "{f:?}");
+    }
+    assert_eq!(extra_reads(0), (None, false));
 }

@@ -11,7 +11,7 @@ use tracer_common::{
 };
 
 use crate::{
-    decode::{Event, Name, Params, Proc},
+    decode::{CodeTail, Event, Name, Params, Proc},
     event::{Call, Dispatch, Launch, PacketType},
     names::{HeldMappings, Names, ProcessNames, Source},
     proc::{LIVE, Procs},
@@ -69,7 +69,18 @@ struct Process {
     sites: sites::Sites,
     /// Its code-object files loaded by path, and their directories listed.
     code_files: code_files::CodeFiles,
+    /// Per Vulkan command buffer: the compute pipeline last bound on it, which its dispatches run.
+    bound: HashMap<u64, u64>,
+    /// Per thread: the shader module whose code's end is arriving (its handle, the chunks so far, in
+    /// order; None once a chunk could not be read).
+    code: HashMap<u32, (u64, Option<Vec<u8>>)>,
 }
+
+/// Command buffers whose bound pipeline a process keeps at most (more are counted, their dispatches
+/// unnamed).
+const MAX_COMMAND_BUFFERS: usize = 1 << 16;
+/// `VK_PIPELINE_BIND_POINT_COMPUTE`.
+const BIND_POINT_COMPUTE: u32 = 1;
 
 impl Default for Attributor {
     fn default() -> Self {
@@ -206,6 +217,7 @@ impl Attributor {
                 self.see(b.pid, b.ts, out);
                 out.push(Record::Batch(b));
             }
+            Event::Code(code) => self.code(code, out),
             Event::Params(params) => {
                 let p = self.live.entry(params.origin.pid).or_default();
                 if p.pending_params.insert(params.origin.tid, params).is_some() {
@@ -219,6 +231,13 @@ impl Attributor {
         self.see(l.pid, l.ts, out);
         let runtime_view = self.runtime_view;
         let p = self.live.entry(l.pid).or_default();
+        if let Layout::VkDispatch { .. } = l.api.layout() {
+            // A Vulkan dispatch runs the compute pipeline bound on its command buffer (its stream).
+            match p.bound.get(&l.stream) {
+                Some(&pipeline) => l.handle = pipeline,
+                None => bump(&mut self.counters, "dispatches_without_bound_pipeline"),
+            }
+        }
         let mut names = self.names.of(l.pid, &mut p.names);
         // The code that made the launch: for CUDA, the runtime launch's caller (its driver launch is made
         // from libcudart).
@@ -263,6 +282,26 @@ impl Attributor {
         let key = (l.tid, l.ts, l.handle);
         l.params = take_params(p, &mut self.counters, &mut self.new_plans, l.pid, key, plan).unwrap_or_default();
         out.push(Record::Launch(l));
+    }
+
+    /// A chunk of a shader module's code, counted from its end: the module is named at its last chunk
+    /// (chunk 0) from the chunks its thread sent before it, farthest first.
+    fn code(&mut self, code: CodeTail, out: &mut Vec<Record>) {
+        let o = code.origin;
+        self.see(o.pid, o.ts, out);
+        let (p, names) = self.process(o.pid);
+        let entry = p.code.entry(o.tid).or_insert((code.handle, Some(Vec::new())));
+        if entry.0 != code.handle {
+            *entry = (code.handle, Some(Vec::new()));
+        }
+        match (&mut entry.1, code.bytes.is_empty()) {
+            (Some(bytes), false) => bytes.extend_from_slice(&code.bytes),
+            (slot, _) => *slot = None,
+        }
+        if code.chunk == 0 {
+            let bytes = p.code.remove(&o.tid).and_then(|(_, bytes)| bytes).unwrap_or_default();
+            names.of(o.pid, &mut p.names).shader_module(code.handle, code.size, &bytes, o.ts);
+        }
     }
 
     fn dispatch(&mut self, mut d: Dispatch, out: &mut Vec<Record>) {
@@ -367,7 +406,28 @@ impl Attributor {
                     c.file_offset = offset;
                 }
             }
-            Op::CodeObjectRead => {
+            // Vulkan: a pipeline named after its module's shader; the pipeline a command buffer runs.
+            Op::PipelineCreate if ok => {
+                if let (Some(pipeline), Some(module)) = (c.function, c.module)
+                    && let Some(k) = names.pipeline(pipeline, module, c.ts)
+                {
+                    out.push(Record::Kernel(k));
+                }
+                if let Some(more) = c.size.and_then(|n| n.checked_sub(1)).filter(|&n| n > 0) {
+                    // Only the first pipeline of a call is read: the others' dispatches stay unnamed.
+                    *self.counters.entry("pipelines_unread".to_owned()).or_default() += more;
+                }
+            }
+            Op::Bind if c.attribute == Some(BIND_POINT_COMPUTE) => {
+                if let (Some(cmd), Some(pipeline)) = (c.stream, c.function) {
+                    if p.bound.len() < MAX_COMMAND_BUFFERS || p.bound.contains_key(&cmd) {
+                        p.bound.insert(cmd, pipeline);
+                    } else {
+                        bump(&mut self.counters, "command_buffers_over_limit");
+                    }
+                }
+            }
+            Op::ShaderModule | Op::CodeObjectRead => {
                 if let Some((file, offset)) = c.ptr.and_then(|ptr| names.file_of(ptr, c.ts)) {
                     c.file = Some(file);
                     c.file_offset = Some(offset);

@@ -322,6 +322,8 @@ pub fn classify_demangled(mangled: &str, demangled: &str) -> Class {
         Family::RuntimeInternal
     } else if base == "mul_mat_vec_q" || base == "mul_mat_vec_q_moe" {
         Family::Mmvq
+    } else if let Some(family) = vulkan_family(&normalized, base) {
+        family
     } else if base.starts_with("mul_mat_q") {
         Family::Mmq
     } else if base.starts_with("mul_mat_vec_f") || base.starts_with("mul_mat_f") || base == "mul_mat_vec" {
@@ -369,7 +371,7 @@ pub fn classify_demangled(mangled: &str, demangled: &str) -> Class {
         _ => None,
     };
     let moe = base == "mul_mat_vec_q_moe";
-    let quant = quant.or_else(|| block_quant(&demangled));
+    let quant = quant.or_else(|| block_quant(&demangled)).or_else(|| shader_quant(&normalized));
     let ne11 = if base == "mul_mat_q" { mmq_ne11_param(&demangled) } else { None };
     Class {
         family,
@@ -380,6 +382,70 @@ pub fn classify_demangled(mangled: &str, demangled: &str) -> Class {
         mmq_src1: base == "quantize_mmq_q8_1",
         ne11_param: ne11.map(|(i, _)| i),
         ne11_kernarg: ne11.map(|(_, at)| at),
+    }
+}
+
+/// ggml type names as ggml-vulkan spells them in its shader names (lower case, `matmul_q4_k_f32`), each
+/// with ggml's own name; the first one in a name is the weights' type.
+const SHADER_TYPES: &[(&str, &str)] = &[
+    ("q4_0", "Q4_0"),
+    ("q4_1", "Q4_1"),
+    ("q5_0", "Q5_0"),
+    ("q5_1", "Q5_1"),
+    ("q8_0", "Q8_0"),
+    ("q2_k", "Q2_K"),
+    ("q3_k", "Q3_K"),
+    ("q4_k", "Q4_K"),
+    ("q5_k", "Q5_K"),
+    ("q6_k", "Q6_K"),
+    ("iq1_s", "IQ1_S"),
+    ("iq1_m", "IQ1_M"),
+    ("iq2_xxs", "IQ2_XXS"),
+    ("iq2_xs", "IQ2_XS"),
+    ("iq2_s", "IQ2_S"),
+    ("iq3_xxs", "IQ3_XXS"),
+    ("iq3_s", "IQ3_S"),
+    ("iq4_nl", "IQ4_NL"),
+    ("iq4_xs", "IQ4_XS"),
+    ("mxfp4", "MXFP4"),
+    ("tq1_0", "TQ1_0"),
+    ("tq2_0", "TQ2_0"),
+    ("bf16", "BF16"),
+    ("f16", "F16"),
+    ("f32", "F32"),
+];
+
+/// The weights' type a ggml-vulkan shader name gives (`mul_mat_vec_q4_k_q8_1_f32`: `Q4_K`): the type
+/// named first, as a whole `_`-separated word. None for a mangled (C++) name.
+fn shader_quant(name: &str) -> Option<&'static str> {
+    if name.starts_with("_Z") {
+        return None;
+    }
+    let padded = format!("_{name}_");
+    SHADER_TYPES
+        .iter()
+        .filter_map(|(word, ggml)| padded.find(&format!("_{word}_")).map(|at| (at, *ggml)))
+        .min_by_key(|&(at, _)| at)
+        .map(|(_, ggml)| ggml)
+}
+
+/// The family of a ggml-vulkan shader (a plain name, never mangled): `matmul_*` (`mul_mm`, `mul_mmq`:
+/// matrix × matrix) and `mul_mat_vec_*` (matrix × vector), quantized or float by their weights' type;
+/// `dequant_*` and `get_rows_*`. Other shaders share their names with ggml-cuda's kernels (`rms_norm_f32`,
+/// `rope_norm_f32`, `soft_max_f32`, `flash_attn_*`) and are classified as those are.
+fn vulkan_family(name: &str, base: &str) -> Option<Family> {
+    if name.starts_with("_Z") || name != base {
+        return None;
+    }
+    let quantized = || !matches!(shader_quant(name), None | Some("F32" | "F16" | "BF16"));
+    if base.starts_with("matmul_") {
+        Some(if quantized() { Family::Mmq } else { Family::MatMulFloat })
+    } else if base.starts_with("mul_mat_vec_") {
+        Some(if quantized() { Family::Mmvq } else { Family::MatMulFloat })
+    } else if base.starts_with("dequant_") || base.starts_with("get_rows") || base.starts_with("contig_cpy") {
+        Some(Family::Convert)
+    } else {
+        None
     }
 }
 

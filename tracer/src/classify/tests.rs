@@ -212,3 +212,28 @@ fn real_pytorch_names_by_family_and_library() {
         assert_eq!((c.family, c.library), (*family, *library), "{name}");
     }
 }
+
+#[test]
+fn ggml_vulkan_shaders_by_name() {
+    let c = |n: &str| {
+        let k = classify(n);
+        (k.family, k.quant)
+    };
+    assert_eq!(c("matmul_q4_k_f32"), (Family::Mmq, Some("Q4_K")));
+    assert_eq!(c("matmul_q4_k_q8_1"), (Family::Mmq, Some("Q4_K")));
+    assert_eq!(c("matmul_f16_f32_aligned"), (Family::MatMulFloat, Some("F16")));
+    assert_eq!(c("mul_mat_vec_q4_k_f32_f32"), (Family::Mmvq, Some("Q4_K")));
+    assert_eq!(c("mul_mat_vec_q6_k_q8_1_f32_subgroup"), (Family::Mmvq, Some("Q6_K")));
+    assert_eq!(c("mul_mat_vec_iq2_xxs_f32_f32"), (Family::Mmvq, Some("IQ2_XXS")));
+    assert_eq!(c("mul_mat_vec_iq2_xs_f32_f32"), (Family::Mmvq, Some("IQ2_XS")));
+    assert_eq!(c("mul_mat_vec_f16_f32_f32"), (Family::MatMulFloat, Some("F16")));
+    assert_eq!(c("dequant_q4_k"), (Family::Convert, Some("Q4_K")));
+    assert_eq!(c("get_rows_q8_0_f32"), (Family::Convert, Some("Q8_0")));
+    assert_eq!(c("rms_norm_f32").0, Family::Norm);
+    assert_eq!(c("rope_neox_f32").0, Family::Rope);
+    assert_eq!(c("soft_max_f32").0, Family::Softmax);
+    assert_eq!(c("flash_attn_f32_f16_q4_0").0, Family::FlashAttention);
+    assert_eq!(c("quantize_q8_1_x4").0, Family::Quantize);
+    // ggml-cuda's mangled kernels keep their own rules.
+    assert_eq!(c("_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjjjjjjjjjjjj").0, Family::Mmvq);
+}

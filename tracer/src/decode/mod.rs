@@ -6,10 +6,10 @@
 use tracer_common::{
     ARG_SLOTS, ApiFunc, BATCH_EMBD, BATCH_ENCODE, BATCH_FAULT, BATCH_HEAD, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS,
     BATCH_SEQ, BATCH_STACK_FAULT, BATCH_TOKENS_MAX, BatchRecord, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID,
-    CONFIG_SLOTS, CallRecord, DispatchRecord, IOCTL_ARG_READ, IoctlRecord, NAME_FAULT, NAME_TRUNCATED, NameRecord,
-    OpenRecord, PARAMS_MAX, ParamsRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind,
+    CONFIG_SLOTS, CallRecord, DispatchRecord, IOCTL_ARG_READ, IoctlRecord, NAME_CODE, NAME_FAULT, NAME_TRUNCATED,
+    NameRecord, OpenRecord, PARAMS_MAX, ParamsRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind,
     api::{CopyDirection, Layout},
-    batch_arrays,
+    batch_arrays, code_chunk,
 };
 
 pub use crate::event::Origin;
@@ -32,6 +32,24 @@ pub enum Event {
     Params(Params),
     Open(Opened),
     Batch(StepBatch),
+    Code(CodeTail),
+}
+
+/// A chunk of the end of the code a handle was made from (a Vulkan shader module's SPIR-V).
+///
+/// Read at the call's return: attribution joins a module's chunks (farthest first, chunk 0 last) and
+/// names it by them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeTail {
+    pub origin: Origin,
+    pub api: ApiFunc,
+    pub handle: u64,
+    /// The code's size in bytes.
+    pub size: u64,
+    /// Which chunk, counted from the end (0: the last bytes).
+    pub chunk: u32,
+    /// Its bytes (empty when they could not be read, or the code is shorter than a record holds).
+    pub bytes: Vec<u8>,
 }
 
 /// A traced process opening a GPU runtime library by this path (as it gave it: absolute, or relative to
@@ -350,6 +368,27 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
         // The descriptor (an `int`): attribution reads which file it is.
         Layout::CodeObjectFromFile => Event::Call(Call { value: Some(u64::from(a[0] as u32)), handle: out, ..call }),
         Layout::QueueCreate => Event::Call(Call { size: Some(u64::from(a[1] as u32)), ..call }),
+        // The code's size and address were read from the create info at entry (slots 6 and 7).
+        Layout::ShaderModuleOut => {
+            let read = r.flags & CALL_CONFIG_FAULT == 0;
+            Event::Call(Call { size: read.then_some(a[6]), ptr: read.then_some(a[7]), module: out, ..call })
+        }
+        // The first create info's shader module (slot 6); the count of pipelines asked for.
+        Layout::PipelinesOut => {
+            let module = (r.flags & CALL_CONFIG_FAULT == 0).then_some(a[6]);
+            Event::Call(Call { module, size: Some(u64::from(a[2] as u32)), function: out, ..call })
+        }
+        // The command buffer is the call's stream, the bind point its attribute.
+        Layout::BindPipeline => {
+            Event::Call(Call { stream: Some(a[0]), attribute: Some(a[1] as u32), function: Some(a[2]), ..call })
+        }
+        // A dispatch recorded on a command buffer (its stream): the pipeline bound there is attribution's to
+        // say; the workgroup size is the shader's, not an argument (zero).
+        Layout::VkDispatch { grid } => {
+            let grid = grid.map_or([0; 3], |at| u32s(&a[at as usize..at as usize + 3]));
+            launch(0, grid, [0; 3], GridUnit::Blocks, 0, a[0])
+        }
+        Layout::QueueSubmit => Event::Call(Call { handle: Some(a[0]), size: Some(u64::from(a[1] as u32)), ..call }),
         // Registration, doorbells and batches have their own programs and records, never a call record.
         Layout::Register | Layout::Doorbell | Layout::LlamaBatch | Layout::LlamaBatchExt => {
             return Err(DecodeError::UnknownFunc(r.header.func));
@@ -360,6 +399,18 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
 fn decode_name(r: &NameRecord) -> Result<Event, DecodeError> {
     let api = ApiFunc::from_u16(r.header.func).ok_or(DecodeError::UnknownFunc(r.header.func))?;
     let len = (r.len as usize).min(r.name.len());
+    if r.flags & NAME_CODE != 0 {
+        let bytes = if r.flags & NAME_FAULT == 0 { r.name[..len].to_vec() } else { Vec::new() };
+        let chunk = code_chunk(r.flags);
+        return Ok(Event::Code(CodeTail {
+            origin: origin(&r.header),
+            api,
+            handle: r.handle,
+            size: r.module,
+            chunk,
+            bytes,
+        }));
+    }
     let bytes = &r.name[..len];
     let bytes = bytes.split(|&b| b == 0).next().unwrap_or_default();
     Ok(Event::Name(Name {

@@ -28,6 +28,7 @@ mod maps;
 pub mod memory;
 pub mod registration;
 pub mod rocr;
+mod spirv;
 
 pub use crate::trace::Source;
 use crate::{
@@ -101,6 +102,8 @@ pub struct Names {
     /// `NAME.kd` symbols of code-object files read, by URI (one that means the same file in tracer's
     /// mount namespace); None when it could not be read.
     code_objects: HashMap<String, Option<Arc<KernelSymbols>>>,
+    /// The SPIR-V arrays of each ggml file read for a Vulkan shader's name.
+    shaders: HashMap<FileId, Option<Arc<spirv::ShaderIndex>>>,
     /// Per libhsa-runtime64 file: the address of `_amdgpu_r_debug` and the `PT_LOAD` segments.
     r_debug_files: HashMap<FileId, Option<(u64, Segments)>>,
     /// The early looks at new processes' maps, taken for one that ended before its first record was
@@ -134,6 +137,8 @@ pub struct ProcessNames {
     library_kernels: HashMap<u64, (String, bool, u64)>,
     /// The CUDA runtime's and driver's names.
     cuda: cuda::CudaNames,
+    /// Vulkan shader modules it made, and the shader each was made from.
+    shader_modules: HashMap<u64, spirv::ModuleShader>,
 }
 
 impl ProcessNames {

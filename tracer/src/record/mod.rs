@@ -23,7 +23,7 @@ use anyhow::{Result, bail};
 use crate::{
     attach::{self, ProbeMode},
     clock::realtime_ns,
-    libs::{self, CUDA_DRIVER, HIP_RUNTIME, LibCopy},
+    libs::{self, CUDA_DRIVER, HIP_RUNTIME, LibCopy, VULKAN_LOADER},
     ollama, output,
     proc::{LIVE, Procs as _},
     trace::{self, GpuLibrary, Rotation, Writer},
@@ -157,9 +157,9 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32], later: bo
     let mut seen = std::collections::BTreeSet::new();
     all.retain(|c| seen.insert((c.dev, c.inode)));
     use tracer_common::api::Library;
-    if !later && !all.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda)) {
+    if !later && !all.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda | Library::Vulkan)) {
         bail!(
-            "neither {HIP_RUNTIME} nor {CUDA_DRIVER} found (not mapped by the target, nor in Ollama's bundles, /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): give its path with --lib PATH"
+            "none of {HIP_RUNTIME}, {CUDA_DRIVER} or {VULKAN_LOADER} found (not mapped by the target, nor in Ollama's bundles, /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): give its path with --lib PATH"
         );
     }
     Ok(all)
@@ -333,10 +333,11 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
         use tracer_common::api::Library;
         // No runtime on this machine yet: the command's process life is recorded, and a runtime it opens
         // later (a bundled copy, a Python package's) is probed then, its calls before that unseen.
-        if !copies.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda)) && !args.quiet {
+        if !copies.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda | Library::Vulkan)) && !args.quiet
+        {
             #[expect(clippy::print_stderr, reason = "a recording that starts without a runtime says so")]
             let () = eprintln!(
-                "tracer: note: neither {HIP_RUNTIME} nor {CUDA_DRIVER} found (not among what the command loads, nor in /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): recording the command's processes; a runtime it opens is probed then (give its path with --lib PATH to probe it from the start)"
+                "tracer: note: none of {HIP_RUNTIME}, {CUDA_DRIVER} or {VULKAN_LOADER} found (not among what the command loads, nor in /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): recording the command's processes; a runtime it opens is probed then (give its path with --lib PATH to probe it from the start)"
             );
         }
     }

@@ -19,9 +19,10 @@ use crate::{
 /// on. A mapped file is a GPU library when it is one of these, holds GPU code (a fat binary), or needs
 /// one of the runtimes (`DT_NEEDED`): rocSPARSE, hipBLASLt, cuDNN, ggml's backends, `PyTorch`'s CUDA
 /// libraries are found by what they are, not by a list of their names.
-const GPU_RUNTIMES: [&str; 9] = [
+const GPU_RUNTIMES: [&str; 10] = [
     "libamdhip64.so",
     libs::VULKAN_LOADER,
+    libs::OPENCL_LOADER,
     "libhsa-runtime64.so",
     "libhsakmt.so",
     "libdrm_amdgpu.so",
@@ -32,8 +33,8 @@ const GPU_RUNTIMES: [&str; 9] = [
 ];
 
 /// The runtimes whose users are GPU libraries (a library that needs libdrm only is not one).
-const RUNTIMES_USED: [&str; 5] =
-    ["libamdhip64.so", "libhsa-runtime64.so", "libcuda.so", "libcudart.so", libs::VULKAN_LOADER];
+const RUNTIMES_USED: [&str; 6] =
+    ["libamdhip64.so", "libhsa-runtime64.so", "libcuda.so", "libcudart.so", libs::VULKAN_LOADER, libs::OPENCL_LOADER];
 
 /// Why a mapped file is a GPU library, if it is one.
 pub(super) fn gpu_library(file_name: &str, file: Option<&CodeFile>) -> Option<GpuLibrary> {
@@ -334,9 +335,9 @@ impl LibraryWatch {
     /// the probes were not seen).
     pub(super) fn opened(&mut self, ebpf: &mut aya::Ebpf, o: &crate::decode::Opened, mode: ProbeMode) -> Vec<Record> {
         let name = o.path.rsplit('/').next().unwrap_or(&o.path);
-        // A process that opens the Vulkan loader is listed as mapping it at once: it may call no probed
+        // A process that opens the OpenCL loader is listed as mapping it at once: it may call no probed
         // runtime, and so never be looked at otherwise.
-        if name.starts_with(libs::VULKAN_LOADER) {
+        if name.starts_with(libs::OPENCL_LOADER) {
             return self.unobserved_opened(o);
         }
         if !self.runtimes.iter().any(|r| name.starts_with(r)) {

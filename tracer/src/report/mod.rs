@@ -136,14 +136,14 @@ pub struct ProcessReport {
     pub gpu_activity: bool,
     /// A runtime copy it mapped was probed late or not at all: some of its calls were not seen.
     pub incomplete: bool,
-    /// GPU APIs it mapped that tracer does not observe (`Vulkan (…/libvulkan.so.1)`): their GPU work is not
+    /// GPU APIs it mapped that tracer does not observe (`OpenCL (…/libOpenCL.so.1)`): their GPU work is not
     /// counted, and the process is not reported as having none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unobserved: Vec<String>,
 }
 
 /// GPU APIs a process may map that tracer does not probe, by the file-name prefix of their library.
-const UNOBSERVED_APIS: [(&str, &str); 1] = [(crate::libs::VULKAN_LOADER, "Vulkan")];
+const UNOBSERVED_APIS: [(&str, &str); 1] = [(crate::libs::OPENCL_LOADER, "OpenCL")];
 
 /// The unobserved GPU APIs among a process's mapped libraries, each with the file that shows it.
 fn unobserved(mapped: &[MappedReport]) -> Vec<String> {

@@ -214,7 +214,7 @@ fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptio
     for api in &p.unobserved {
         writeln!(
             s,
-            "  not observed: {api} is mapped; tracer probes HIP, HSA and CUDA only: its GPU work is not counted"
+            "  not observed: {api} is mapped; tracer probes HIP, HSA, CUDA and Vulkan only: its GPU work is not counted"
         )?;
     }
     if p.exited {

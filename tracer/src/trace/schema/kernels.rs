@@ -36,6 +36,10 @@ pub enum Source {
     /// `ROCr`'s list of loaded code objects (`_amdgpu_r_debug`), read from the process: the `NAME.kd`
     /// symbol at the dispatch's `kernel_object` (a late attach to an HSA runtime).
     Loader,
+    /// A Vulkan compute pipeline named after the shader its module was made from: the SPIR-V array of a
+    /// ggml file the process maps (`libggml-vulkan.so`'s `NAME_data`) whose last bytes and size the
+    /// module's code matches ([`crate::names`]'s `spirv`).
+    Shader,
     /// No name anywhere: the raw handle is kept.
     #[default]
     Unnamed,
@@ -57,6 +61,7 @@ impl Source {
             Self::DriverFunction => "driver-function",
             Self::GraphExec => "graph-exec",
             Self::Loader => "loader",
+            Self::Shader => "shader",
             Self::Unnamed => "unnamed",
             Self::Unknown => "unknown",
         }

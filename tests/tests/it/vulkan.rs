@@ -1,0 +1,92 @@
+//! Vulkan runners, on the real Vulkan loader (Debian's libvulkan1) and Mesa's lavapipe, which runs the
+//! compute shaders on the CPU: `vk_runner` makes the calls ggml's Vulkan backend makes, with its shaders
+//! from a `libggml-vulkan.so` test double laid out as ggml's (`fixtures/vulkan`).
+
+use std::collections::BTreeMap;
+
+use integration_tests::*;
+
+/// What `vk_runner` printed it did: dispatches per shader, submissions, modules patched.
+struct Truth {
+    dispatches: BTreeMap<String, u64>,
+    submits: u64,
+    patched: u64,
+}
+
+fn truth(stdout: &str) -> Truth {
+    let value = |key: &str| {
+        stdout.lines().find_map(|l| l.strip_prefix(key)).and_then(|v| v.parse().ok()).expect("vk_runner printed it")
+    };
+    let dispatches = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("dispatches "))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.parse().unwrap()))
+        .collect();
+    Truth { dispatches, submits: value("submits="), patched: value("modules_patched=") }
+}
+
+/// Records `vk_runner STEPS [patched]`: its truth and the report's JSON.
+fn record(test: &str, args: &[&str]) -> (Truth, serde_json::Value, String) {
+    let out = scratch_trace(test);
+    let prog = fixture("vk_runner");
+    let mut argv = vec!["record", "-q", "-o", out.to_str().unwrap(), "--", prog.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    let o = tracer(&argv);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(stdout.contains("device=llvmpipe"), "lavapipe ran it: {stdout}");
+    let report = tracer_json(&["report", "--json", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&tracer(&["report", out.to_str().unwrap()]).stdout).into_owned();
+    (truth(&stdout), report, text)
+}
+
+/// Every dispatch is counted under the ggml shader its pipeline was made from, named from the SPIR-V
+/// arrays of the `libggml-vulkan.so` the process maps, whether the module got the array's own words or a
+/// copy with words inserted in its head (as ggml patches its shaders for float controls); the
+/// application's own shader, in no ggml file, stays unnamed and is counted so; submissions are counted.
+#[test]
+fn a_vulkan_runner_s_dispatches_are_counted_per_ggml_shader_patched_or_not() {
+    for (test, args) in [("vulkan-plain", &["3"][..]), ("vulkan-patched", &["4", "patched"][..])] {
+        let (truth, report, text) = record(test, args);
+        assert_eq!(truth.patched, if args.len() > 1 { 4 } else { 0 });
+        let p = report["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "vk_runner").expect("process");
+        let kernels = p["kernels"].as_array().unwrap();
+        let launches = |name: &str| -> u64 {
+            kernels.iter().filter(|k| k["name"] == name).map(|k| k["launches"].as_u64().unwrap()).sum()
+        };
+        for (shader, &n) in &truth.dispatches {
+            if shader == "own_kernel" {
+                continue;
+            }
+            assert_eq!(launches(shader), n, "{test}: {shader}\n{text}");
+            let k = kernels.iter().find(|k| k["name"] == shader.as_str()).unwrap();
+            assert_eq!(k["source"], "shader", "{k}");
+            assert!(k["code_file"].as_str().unwrap().ends_with("/libggml-vulkan.so"), "{k}");
+        }
+        let unnamed: Vec<&serde_json::Value> = kernels.iter().filter(|k| k["source"] == "unnamed").collect();
+        assert_eq!(unnamed.len(), 1, "{test}: {kernels:?}");
+        assert_eq!(unnamed[0]["launches"].as_u64(), Some(truth.dispatches["own_kernel"]));
+        assert_eq!(report["counters"]["shader_modules_unmatched"], 1, "{test}");
+        assert!(report["counters"].get("shader_modules_ambiguous").is_none(), "{test}");
+        // ggml's families and weight types, from the shader names.
+        let class = |name: &str| {
+            let k = kernels.iter().find(|k| k["name"] == name).unwrap();
+            (k["class"]["family"].as_str().unwrap().to_owned(), k["class"]["quant"].as_str().map(str::to_owned))
+        };
+        assert_eq!(class("matmul_q4_k_f32"), ("MMQ".to_owned(), Some("Q4_K".to_owned())));
+        assert_eq!(class("mul_mat_vec_q4_k_f32_f32"), ("MMVQ".to_owned(), Some("Q4_K".to_owned())));
+        assert_eq!(class("rms_norm_f32").0, "norm");
+        let calls = |api: &str| {
+            p["api"].as_array().unwrap().iter().find(|a| a["api"] == api).and_then(|a| a["calls"].as_u64()).unwrap_or(0)
+        };
+        let dispatches: u64 = truth.dispatches.values().sum();
+        assert_eq!(calls("vkCmdDispatch"), dispatches, "{test}");
+        assert_eq!(calls("vkCmdBindPipeline"), dispatches, "{test}");
+        assert_eq!(calls("vkQueueSubmit"), truth.submits, "{test}");
+        assert_eq!(calls("vkCreateShaderModule"), 4, "{test}");
+        assert_eq!(calls("vkCreateComputePipelines"), 4, "{test}");
+        assert!(text.contains("matmul_q4_k_f32") && text.contains("MMQ Q4_K"), "{text}");
+        assert!(!text.contains("not observed: "), "{text}");
+    }
+}
