@@ -1,6 +1,6 @@
 //! Hostile ELF files, read as tracer reads a file a traced process maps: its GPU code sections and
 //! dependencies, its symbols and segments, its build-id, the registration calls in its code, its fat
-//! binary. Through a file (the bounded reader), never a panic, never more than the read budget.
+//! binary, its SPIR-V arrays (a Vulkan shader's name). Through a file (the bounded reader), never a panic, never more than the read budget.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -25,6 +25,10 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = tracer::names::registration::decode(&file);
+    if let Some(index) = tracer::names::spirv::ShaderIndex::parse(&file) {
+        let _ = index.find(data.len() as u64, data);
+    }
+    let _ = tracer::names::spirv::preamble_end(data);
     if let Ok(Some(fat)) = FatBinary::of_file(&file) {
         let _ = tracer::names::bundle::open_all(&fat.region(&file), &fat, None);
     }

@@ -418,7 +418,8 @@ const SHADER_TYPES: &[(&str, &str)] = &[
 /// The weights' type a ggml-vulkan shader name gives (`mul_mat_vec_q4_k_q8_1_f32`: `Q4_K`): the type
 /// named first, as a whole `_`-separated word. None for a mangled (C++) name.
 fn shader_quant(name: &str) -> Option<&'static str> {
-    if name.starts_with("_Z") {
+    // `matmul_quant_*`: the weights' type is a specialization constant, not in the name.
+    if name.starts_with("_Z") || name.contains("_quant") {
         return None;
     }
     let padded = format!("_{name}_");
@@ -429,21 +430,144 @@ fn shader_quant(name: &str) -> Option<&'static str> {
         .map(|(_, ggml)| ggml)
 }
 
+/// ggml-vulkan's element-wise and other small shaders, by the op their name begins with (a whole `_`-word:
+/// `mul` is `mul_f32_f32_f32`, never `mul_mat_vec_*`, which is matched before), from the arrays of
+/// llama.cpp's vulkan-shaders-gen as vendored by llama-cpp-python 0.3.36.
+const VULKAN_OTHER_OPS: &[&str] = &[
+    "abs",
+    "acc",
+    "add",
+    "add1",
+    "add_id",
+    "add_rms",
+    "arange",
+    "argmax",
+    "argsort",
+    "argsort_large",
+    "ceil",
+    "clamp",
+    "col2im_1d",
+    "concat",
+    "conv2d",
+    "conv2d_dw",
+    "conv3d",
+    "conv_transpose_1d",
+    "conv_transpose_2d",
+    "cos",
+    "count_equal",
+    "count_experts",
+    "cross_entropy_loss",
+    "cumsum",
+    "diag",
+    "diag_mask_inf",
+    "div",
+    "dsv4",
+    "elu",
+    "exp",
+    "expm1",
+    "fill",
+    "floor",
+    "fwht",
+    "gated_delta_net",
+    "gated_linear_attn",
+    "geglu",
+    "geglu_erf",
+    "geglu_quick",
+    "gelu",
+    "gelu_erf",
+    "gelu_mul",
+    "gelu_quick",
+    "hardsigmoid",
+    "hardswish",
+    "im2col",
+    "im2col_3d",
+    "leaky_relu",
+    "lightning_indexer",
+    "log",
+    "mul",
+    "multi_add",
+    "multi_add_rms",
+    "neg",
+    "opt_step_adamw",
+    "opt_step_sgd",
+    "out_prod",
+    "pad",
+    "pad_reflect_1d",
+    "pool1d",
+    "pool2d",
+    "reglu",
+    "relu",
+    "repeat",
+    "repeat_back",
+    "roll",
+    "round",
+    "rwkv_wkv6",
+    "rwkv_wkv7",
+    "scale",
+    "sgn",
+    "sigmoid",
+    "sigmoid_mul",
+    "silu",
+    "silu_back",
+    "silu_mul",
+    "sin",
+    "snake",
+    "softplus",
+    "softplus_mul",
+    "solve_tri",
+    "split_k_reduce",
+    "sqr",
+    "sqrt",
+    "ssm_conv",
+    "ssm_scan",
+    "step",
+    "sub",
+    "sum_rows",
+    "swiglu",
+    "swiglu_clamp",
+    "swiglu_oai",
+    "tanh",
+    "timestep_embedding",
+    "topk_argsort",
+    "topk_moe",
+    "topk_nary_search",
+    "topk_radix_select",
+    "tri",
+    "trunc",
+    "upscale",
+    "xielu",
+];
+
 /// The family of a ggml-vulkan shader (a plain name, never mangled): `matmul_*` (`mul_mm`, `mul_mmq`:
-/// matrix × matrix) and `mul_mat_vec_*` (matrix × vector), quantized or float by their weights' type;
-/// `dequant_*` and `get_rows_*`. Other shaders share their names with ggml-cuda's kernels (`rms_norm_f32`,
-/// `rope_norm_f32`, `soft_max_f32`, `flash_attn_*`) and are classified as those are.
+/// matrix × matrix; `matmul_quant_*` takes its weights' type as a specialization constant, so the name
+/// gives none) and `mul_mat_vec_*` (matrix × vector), quantized or float by their weights' type;
+/// `dequant_*`, `get_rows_*`, `set_rows_*`, copies; flash attention's helpers (`fa_*`); the element-wise and
+/// other small ops ([`VULKAN_OTHER_OPS`]). Other shaders share their names with ggml-cuda's kernels
+/// (`rms_norm_f32`, `rope_*`, `soft_max_*`, `flash_attn_*`, `quantize_*`) and are classified as those are.
 fn vulkan_family(name: &str, base: &str) -> Option<Family> {
     if name.starts_with("_Z") || name != base {
         return None;
     }
+    let word = |op: &str| base == op || base.strip_prefix(op).is_some_and(|rest| rest.starts_with('_'));
     let quantized = || !matches!(shader_quant(name), None | Some("F32" | "F16" | "BF16"));
     if base.starts_with("matmul_") {
-        Some(if quantized() { Family::Mmq } else { Family::MatMulFloat })
+        Some(if quantized() || base.contains("_quant") || base.contains("nvfp4") {
+            Family::Mmq
+        } else {
+            Family::MatMulFloat
+        })
     } else if base.starts_with("mul_mat_vec_") {
-        Some(if quantized() { Family::Mmvq } else { Family::MatMulFloat })
-    } else if base.starts_with("dequant_") || base.starts_with("get_rows") || base.starts_with("contig_cpy") {
+        Some(if quantized() || base.contains("nvfp4") { Family::Mmvq } else { Family::MatMulFloat })
+    } else if ["dequant", "get_rows", "get_rows_back", "set_rows", "cpy", "contig_cpy"].iter().any(|op| word(op)) {
         Some(Family::Convert)
+    } else if base.starts_with("fa_") {
+        Some(Family::FlashAttention)
+    } else if base.starts_with("rope_") {
+        Some(Family::Rope)
+    } else if base.contains("norm") {
+        Some(Family::Norm)
+    } else if VULKAN_OTHER_OPS.iter().any(|op| word(op)) {
+        Some(Family::Elementwise)
     } else {
         None
     }

@@ -231,9 +231,20 @@ fn ggml_vulkan_shaders_by_name() {
     assert_eq!(c("get_rows_q8_0_f32"), (Family::Convert, Some("Q8_0")));
     assert_eq!(c("rms_norm_f32").0, Family::Norm);
     assert_eq!(c("rope_neox_f32").0, Family::Rope);
+    assert_eq!(c("rope_norm_f32_f16").0, Family::Rope);
     assert_eq!(c("soft_max_f32").0, Family::Softmax);
     assert_eq!(c("flash_attn_f32_f16_q4_0").0, Family::FlashAttention);
     assert_eq!(c("quantize_q8_1_x4").0, Family::Quantize);
+    assert_eq!(c("matmul_quant_f32_aligned"), (Family::Mmq, None));
+    assert_eq!(c("matmul_id_q4_k_f32"), (Family::Mmq, Some("Q4_K")));
+    assert_eq!(c("set_rows_f32_f16_i64").0, Family::Convert);
+    assert_eq!(c("fa_split_k_reduce").0, Family::FlashAttention);
+    assert_eq!(c("rms_norm_set_rows_f32").0, Family::Norm);
+    assert_eq!(c("mul_f32_f32_f32").0, Family::Elementwise);
+    assert_eq!(c("swiglu_f32").0, Family::Elementwise);
+    assert_eq!(c("add_rms_f32_f32_f32").0, Family::Elementwise);
+    // A name that only begins like an op is not that op.
+    assert_eq!(c("mulx_f32").0, Family::Unknown);
     // ggml-cuda's mangled kernels keep their own rules.
     assert_eq!(c("_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjjjjjjjjjjjj").0, Family::Mmvq);
 }

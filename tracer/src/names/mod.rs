@@ -28,7 +28,7 @@ mod maps;
 pub mod memory;
 pub mod registration;
 pub mod rocr;
-mod spirv;
+pub mod spirv;
 
 pub use crate::trace::Source;
 use crate::{

@@ -37,7 +37,7 @@ const WINDOW: usize = CODE_CHUNKS as usize * NAME_MAX;
 /// One embedded shader: its array's name without `_data`, its size in bytes, and its end after its
 /// preamble (at most [`WINDOW`] bytes).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Shader {
+pub struct Shader {
     pub(super) name: String,
     pub(super) size: u64,
     pub(super) body_end: Box<[u8]>,
@@ -45,16 +45,17 @@ pub(super) struct Shader {
 
 /// A file's SPIR-V arrays by their last [`NAME_MAX`] bytes.
 #[derive(Debug, Default)]
-pub(super) struct ShaderIndex {
+pub struct ShaderIndex {
     pub(super) by_tail: HashMap<Box<[u8]>, Vec<Shader>>,
     /// Arrays left out: past [`MAX_SHADERS`], or whose bytes could not be read.
     pub(super) left_out: u64,
 }
 
-/// Where a SPIR-V module's preamble ends (bytes): past its header and its leading capabilities,
-/// extensions, instruction-set imports, memory model, entry points and execution modes. None when the
-/// words are not SPIR-V.
-pub(super) fn preamble_end(words: &[u8]) -> Option<usize> {
+/// Where a SPIR-V module's preamble ends (bytes).
+///
+/// Past its header and its leading capabilities, extensions, instruction-set imports, memory model, entry
+/// points and execution modes. None when the words are not SPIR-V.
+pub fn preamble_end(words: &[u8]) -> Option<usize> {
     let word = |i: usize| words.get(4 * i..4 * i + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
     if word(0)? != SPIRV_MAGIC {
         return None;
@@ -74,7 +75,7 @@ pub(super) fn preamble_end(words: &[u8]) -> Option<usize> {
 
 impl ShaderIndex {
     /// The arrays of an ELF file: data symbols named `*_data` whose bytes are SPIR-V.
-    pub(super) fn parse(file: &CodeFile) -> Option<Self> {
+    pub fn parse(file: &CodeFile) -> Option<Self> {
         let (symbols, segments) = {
             let view = file.elf();
             let elf = crate::elf::parse(&view)?;
@@ -118,7 +119,7 @@ impl ShaderIndex {
 
     /// The shader a module of `size` bytes whose code ends with `end` (at least [`NAME_MAX`] bytes) was
     /// made from; Err with how many arrays matched otherwise (0: none).
-    pub(super) fn find(&self, size: u64, end: &[u8]) -> Result<&Shader, usize> {
+    pub fn find(&self, size: u64, end: &[u8]) -> Result<&Shader, usize> {
         let Some(tail) = end.len().checked_sub(NAME_MAX).map(|at| &end[at..]) else { return Err(0) };
         let same_end = |s: &Shader| {
             let n = s.body_end.len().min(end.len());
