@@ -221,6 +221,8 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     stack_rows(&d, q, &mut rows)?;
     row_12(&d, q, &mut rows)?;
     row_15(&d, q, &mut rows)?;
+    row_16(&d, q, &mut rows)?;
+    row_17(&d, q, &mut rows)?;
     print_table(&rows.table);
     let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     rows.results.insert("machine".into(), json!({"kernel": host.trim(), "cpus": std::thread::available_parallelism().map_or(0, std::num::NonZero::get), "quick": q}));
@@ -261,7 +263,8 @@ fn some_rows(d: &Dir, q: bool, only: &[u32], rows: &mut Rows) -> Result<()> {
             14 => row_14(d, q, rows)?,
             15 => row_15(d, q, rows)?,
             16 => row_16(d, q, rows)?,
-            n => bail!("there is no row {n}: the rows are 1 to 15"),
+            17 => row_17(d, q, rows)?,
+            n => bail!("there is no row {n}: the rows are 1 to 17"),
         }
     }
     print_table(&rows.table);
@@ -271,7 +274,7 @@ fn some_rows(d: &Dir, q: bool, only: &[u32], rows: &mut Rows) -> Result<()> {
 /// Row 1: the cost of one traced call against empty programs and no tracing.
 fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
-    step("1/16 cost per traced call: none, empty programs, tracer (stand-in library)");
+    step("1/17 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let [(none_m, none_lo, none_hi), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
         three_modes(d, &trace, reps, (&d.driver, &d.standin), &["count", n], "ns_per_call")?;
@@ -311,7 +314,7 @@ fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// process filter, Linux 6.10 and later), so the neighbour's calls do not trap; before, each of them
 /// trapped and the program filtered it.
 fn row_15(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("15/16 an untraced process's call cost while tracer records another PID (stand-in library)");
+    step("15/17 an untraced process's call cost while tracer records another PID (stand-in library)");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let mut idle = Command::new("sleep").arg("3600").spawn().context("cannot run sleep")?;
     let measured = neighbour_runs(d, idle.id(), n, reps);
@@ -379,7 +382,7 @@ fn neighbour_runs(d: &Dir, idle: u32, n: &str, reps: usize) -> Result<(Vec<f64>,
 /// Row 12: a call into a counted GPU library entry point (rocSPARSE's, through its multi-point link): one
 /// trap and one counter, against empty programs on the same points and no tracing.
 fn row_12(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("12/16 cost per counted library entry call (real rocSPARSE): none, empty programs, tracer");
+    step("12/17 cost per counted library entry call (real rocSPARSE): none, empty programs, tracer");
     let program = fixtures_dir().join("sparse_rand");
     let real_lib = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")?;
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
@@ -432,7 +435,7 @@ fn entry_calls(trace: &Path, lib: &str) -> Result<u64> {
 fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
     let driver = d.driver.to_str().context("path")?;
-    step("2/16 loss: both cores calling as fast as they can, tracer and bpftrace");
+    step("2/17 loss: both cores calling as fast as they can, tracer and bpftrace");
     let per_thread = if q { "100000" } else { "500000" };
     let calls = 2 * per_thread.parse::<u64>()?;
     traced(d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
@@ -469,7 +472,7 @@ fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// Row 3: the user-space path alone (decode, attribute, write); also writes the traces rows 6 and 7 read.
 fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step(
-        "3/16 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/16 and 7/16",
+        "3/17 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/17 and 7/16",
     );
     let big = d.big();
     let mut c = Command::new("cargo");
@@ -500,7 +503,7 @@ fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<(f64, f64)> {
     let trace = d.trace();
     let secs = if q { "5" } else { "60" };
-    step(&format!("4/16 realistic load: 60000 launches/s for {secs} s"));
+    step(&format!("4/17 realistic load: 60000 launches/s for {secs} s"));
     let Paced { pct, rss_mib, launches } = paced(d, &trace, &[], secs)?;
     let plain_bytes = fs::metadata(&trace)?.len() as f64 / launches.max(1) as f64;
     rows.results.insert(
@@ -547,7 +550,7 @@ fn row_13(d: &Dir, q: bool, plain_pct: f64, rows: &mut Rows) -> Result<()> {
     use std::io::{Read as _, Write as _};
     let trace = d.trace();
     let secs = if q { "5" } else { "60" };
-    step(&format!("13/16 the same load with --metrics served and scraped every second, {secs} s"));
+    step(&format!("13/17 the same load with --metrics served and scraped every second, {secs} s"));
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     // Scrapes start once the recording says its probes (and its endpoint) are live.
     let ready = trace.with_extension("ready");
@@ -612,7 +615,7 @@ fn row_14(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
         ));
         return Ok(());
     }
-    step("14/16 tracer export --format parquet over the 100 M-event trace (to a file)");
+    step("14/17 tracer export --format parquet over the 100 M-event trace (to a file)");
     let out = d.work.join("huge.parquet");
     let mut c = Command::new(tracer_bin());
     let (s, rss_kib) = measured(c.args(["export", "--format", "parquet", "--force", "-o"]).arg(&out).arg(&huge))?;
@@ -637,7 +640,7 @@ fn row_14(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// Row 5: bytes per dispatch on disk, plain and compressed.
 fn row_5(d: &Dir, q: bool, plain_bytes: f64, rows: &mut Rows) -> Result<()> {
     let driver = d.driver.to_str().context("path")?;
-    step("5/16 bytes per dispatch on disk, plain and compressed");
+    step("5/17 bytes per dispatch on disk, plain and compressed");
     let zst = d.work.join("bench.jsonl.zst");
     let zsecs = if q { "2" } else { "10" };
     traced(d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
@@ -665,7 +668,7 @@ fn row_6(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("6/16 tracer report over the 10 M- and the 100 M-event traces");
+        step("6/17 tracer report over the 10 M- and the 100 M-event traces");
         let mut c = Command::new(tracer_bin());
         let (s10, rss10) = measured(c.arg("report").arg(&big))?;
         let mut c = Command::new(tracer_bin());
@@ -700,7 +703,7 @@ fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("7/16 tracer export --format perfetto over the 10 M-launch trace (to a file)");
+        step("7/17 tracer export --format perfetto over the 10 M-launch trace (to a file)");
         let out = d.work.join("big.perfetto.json");
         drop(fs::remove_file(&out));
         let mut c = Command::new(tracer_bin());
@@ -722,7 +725,7 @@ fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Row 8: how long a recording of nothing takes from start to exit.
 fn row_8(d: &Dir, _q: bool, rows: &mut Rows) -> Result<()> {
-    step("8/16 tracer record -- /bin/true, start to exit (attach, record, detach)");
+    step("8/17 tracer record -- /bin/true, start to exit (attach, record, detach)");
     let trace_true = d.work.join("true.jsonl");
     let mut walls = Vec::new();
     for _ in 0..5 {
@@ -806,7 +809,7 @@ fn token_row(d: &Dir, q: bool, rows: &mut Rows, row: &TokenRow) -> Result<()> {
 
 /// Row 9: the decode loop's call pattern (ggml with graphs): per token one graph launch and 14 syncs.
 fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("9/16 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
+    step("9/17 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
     token_row(
         d,
         q,
@@ -827,7 +830,7 @@ fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// toward the device and the logits copy back, each token. Traps per token from the probes the recording
 /// lists, against the goal of launches + 2.
 fn row_16(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("16/16 decode token without graphs (82 hipLaunchKernel, 15 syncs, 8 hipMemcpyAsync): none, empty, tracer");
+    step("16/17 decode token without graphs (82 hipLaunchKernel, 15 syncs, 8 hipMemcpyAsync): none, empty, tracer");
     token_row(
         d,
         q,
@@ -843,13 +846,47 @@ fn row_16(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     )
 }
 
+/// Row 17: a Vulkan dispatch as ggml records it, a pipeline bound then a dispatch (two traps), into one
+/// command buffer never submitted, on Debian's real loader and Mesa's lavapipe (`vk_runner loop`): none,
+/// empty programs, tracer. The loader's trampolines begin `test; je`, probed on the jump (one exception each).
+fn row_17(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
+    let trace = d.trace();
+    step("17/17 a Vulkan bind and dispatch pair (the real loader, lavapipe): none, empty programs, tracer");
+    let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
+    let loader = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libvulkan.so.1")?;
+    let runner = fixtures_dir().join("vk_runner");
+    let [(none_m, _, _), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
+        three_modes(d, &trace, reps, (&runner, &loader), &["loop", n], "ns_per_pair")?;
+    let ratio = (full_m - none_m) / (empty_m - none_m);
+    let traps = traps_per_call(&trace, "vkCmdBindPipeline")? + traps_per_call(&trace, "vkCmdDispatch")?;
+    rows.results.insert(
+        "vulkan_dispatch".into(),
+        json!({
+            "pairs_per_run": n, "repeats": reps, "traps_per_pair": traps,
+            "none_ns": none_m,
+            "empty_probes_ns": {"median": empty_m, "min": empty_lo, "max": empty_hi},
+            "tracer_ns": {"median": full_m, "min": full_lo, "max": full_hi},
+            "ratio": ratio, "target_ratio": 1.15,
+        }),
+    );
+    rows.table.push((
+        "17 Vulkan bind + dispatch".into(),
+        format!(
+            "none {none_m:.0} ns, empty probes {empty_m:.0} ns [{empty_lo:.0}-{empty_hi:.0}], tracer {full_m:.0} ns [{full_lo:.0}-{full_hi:.0}]; ratio {ratio:.3}; {traps} traps a pair"
+        ),
+        "ratio <= 1.15".into(),
+        verdict(ratio <= 1.15),
+    ));
+    Ok(())
+}
+
 /// Rows 10 and 11: a real `ROCm` library stack, thousands of registrations at load, gigabytes of GPU code.
 fn stack_rows(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("10/16 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
+    step("10/17 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
     let (r, v) = stack::rocsparse(&d.work, q)?;
     rows.results.insert("rocsparse_stack".into(), v);
     rows.table.push(r);
-    step("11/16 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
+    step("11/17 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
     let (r, v) = stack::ggml_hip(&d.work, q)?;
     rows.results.insert("ggml_hip_mapped".into(), v);
     rows.table.push(r);

@@ -341,6 +341,23 @@ where
     prog.try_into().with_context(|| format!("eBPF program {name} has an unexpected type"))
 }
 
+/// Where a one-trap probe of the function at file offset `off` goes: past a leading register-register
+/// `test` (`48 85 /r`, mod 11: it only sets flags) when a conditional jump follows it, else the entry.
+///
+/// x86 uprobes emulate a conditional jump but must single-step a `test` out of line, a second exception
+/// per call. The Vulkan loader's trampolines all begin `test %rdi,%rdi; je` (libvulkan 1.3.239): probed on
+/// the jump, each call traps once, with the same registers and stack as at the entry (the `test` wrote
+/// flags only, which the emulated jump reads). Return probes stay at the entry.
+pub(crate) fn one_trap_point(file: &crate::files::CodeFile, off: u64) -> u64 {
+    let mut code = [0u8; 5];
+    if file.read_exact_at(off, &mut code).is_err() {
+        return off;
+    }
+    let test_reg_reg = code[0] == 0x48 && code[1] == 0x85 && code[2] >> 6 == 0b11;
+    let jcc = (0x70..=0x7f).contains(&code[3]) || (code[3] == 0x0f && (0x80..=0x8f).contains(&code[4]));
+    if test_reg_reg && jcc { off + 3 } else { off }
+}
+
 /// A probe point of a program (keyed by the program and whether at the return): (offset, cookie, index of
 /// the function's probe record).
 type Point = (u64, u64, usize);
@@ -395,8 +412,10 @@ pub(crate) fn attach_runtime(
             ProbeShape::Batch => &[batch],
         };
         rec.kind = if progs.len() == 2 { trace::ProbeKind::EntryReturn } else { trace::ProbeKind::Entry };
+        // A one-trap probe goes where the kernel can emulate the instruction (see `one_trap_point`).
+        let at = if progs == [one_trap] { one_trap_point(&copy.file, off) } else { off };
         for &prog in progs {
-            planned.entry((prog, prog == ret)).or_default().push((off, c, out.len()));
+            planned.entry((prog, prog == ret)).or_default().push((at, c, out.len()));
         }
         out.push(rec);
     }
@@ -480,6 +499,28 @@ mod tests {
                 panic!("{section} calls {name}: tracer's eBPF programs must stay read-only");
             }
         }
+    }
+
+    /// The Vulkan loader's trampolines begin `test %rdi,%rdi; je`: probed on the jump. Anything else is
+    /// probed at its entry.
+    #[test]
+    fn one_trap_probes_go_past_a_leading_test_before_a_jump() {
+        let at = |code: &[u8]| {
+            let path = std::env::temp_dir().join(format!("tracer-probe-point-{}", std::process::id()));
+            let mut bytes = vec![0xcc; 16];
+            bytes.extend_from_slice(code);
+            bytes.extend_from_slice(&[0x90; 8]);
+            fs::write(&path, &bytes).unwrap();
+            let file = crate::files::CodeFile::user(&path).unwrap();
+            let point = one_trap_point(&file, 16);
+            fs::remove_file(&path).unwrap();
+            point
+        };
+        assert_eq!(at(&[0x48, 0x85, 0xff, 0x74, 0x23]), 19); // test %rdi,%rdi; je rel8 (libvulkan 1.3.239)
+        assert_eq!(at(&[0x48, 0x85, 0xf6, 0x0f, 0x84, 0, 1, 0, 0]), 19); // test %rsi,%rsi; je rel32
+        assert_eq!(at(&[0x55, 0x48, 0x89, 0xe5]), 16); // push %rbp: emulated at the entry
+        assert_eq!(at(&[0x48, 0x85, 0x07, 0x74, 0x23]), 16); // test %rax,(%rdi): reads memory
+        assert_eq!(at(&[0x48, 0x85, 0xff, 0x48, 0x8b]), 16); // no jump after the test
     }
 
     #[test]
