@@ -25,6 +25,21 @@ pub(crate) const GGML_BASE: &str = "libggml-base.so";
 pub(crate) const VULKAN_LOADER: &str = "libvulkan.so";
 /// The `OpenCL` ICD loader: a GPU API tracer does not probe, whose users are reported as such.
 pub(crate) const OPENCL_LOADER: &str = "libOpenCL.so";
+/// GPU APIs and ggml backends tracer does not probe, by the file-name prefix of their library, with the
+/// name the report gives them: a process that maps one runs GPU work tracer does not count, and is said to.
+const UNOBSERVED: [(&str, &str); 6] = [
+    (OPENCL_LOADER, "OpenCL"),
+    ("libggml-opencl.so", "ggml's OpenCL backend"),
+    ("libggml-sycl.so", "ggml's SYCL backend"),
+    ("libggml-cann.so", "ggml's CANN backend"),
+    ("libggml-musa.so", "ggml's MUSA backend"),
+    ("libggml-webgpu.so", "ggml's WebGPU backend"),
+];
+
+/// The GPU API or ggml backend tracer does not probe that a library with this file name is, if any.
+pub(crate) fn unobserved_api(file_name: &str) -> Option<&'static str> {
+    UNOBSERVED.iter().find(|(prefix, _)| file_name.starts_with(prefix)).map(|&(_, api)| api)
+}
 /// The libraries probed by default.
 pub(crate) const RUNTIMES: [&str; 6] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER, LLAMA, GGML_BASE, VULKAN_LOADER];
 

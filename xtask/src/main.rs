@@ -516,6 +516,14 @@ fn build_fixtures() -> Result<()> {
         .args(["-l:libcuda.so.1", "-l:libcudart.so.13", "-lpthread"])
         .arg(format!("-Wl,-rpath,{}", dir.display())))?;
     build_vulkan_fixture(&out)?;
+    // A ggml backend tracer does not probe, as an empty TEST DOUBLE under its file name: opencl_probe loads it.
+    let unobserved = out.join("unobserved");
+    fs::create_dir_all(&unobserved)?;
+    step("cc -> target/fixtures/unobserved/libggml-sycl.so (an empty test double named as ggml's SYCL backend)");
+    run(Command::new("cc")
+        .args(["-shared", "-fPIC", "-Wl,-soname,libggml-sycl.so", "-x", "c", "-o"])
+        .arg(unobserved.join("libggml-sycl.so"))
+        .arg("/dev/null"))?;
     // Plain C fixtures (test doubles and probes that need no HIP).
     for entry in fs::read_dir(root().join("fixtures/c"))? {
         let src = entry?.path();

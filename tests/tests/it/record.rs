@@ -354,28 +354,31 @@ fn program_stats_time_every_program_run() {
     assert!(footer(&plain).programs.is_empty());
 }
 
-/// A process whose GPU work goes through an API tracer does not probe (`OpenCL`: ggml's `OpenCL` backend)
-/// is reported as such, with the file that shows it, never as a process with no GPU work: `opencl_probe`
-/// loads the real `OpenCL` ICD loader (Debian's ocl-icd-libopencl1) and asks it for its platforms.
+/// A process whose GPU work goes through an API tracer does not probe (`OpenCL`, and ggml's SYCL backend)
+/// is reported as such, with the files that show it, never as a process with no GPU work: `opencl_probe`
+/// loads a `libggml-sycl.so` (an empty test double under the backend's name) and the real `OpenCL` ICD loader
+/// (Debian's ocl-icd-libopencl1), and asks the loader for its platforms.
 #[test]
 fn a_process_on_the_opencl_loader_is_said_to_run_gpu_work_tracer_does_not_observe() {
     let out = scratch_trace("opencl-unobserved");
     let prog = fixture("opencl_probe");
-    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", prog.to_str().unwrap()]);
+    let sycl = fixture("unobserved/libggml-sycl.so");
+    let o =
+        tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", prog.to_str().unwrap(), sycl.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("clGetPlatformIDs="), "the loader answered");
     let v = tracer_json(&["report", "--json", out.to_str().unwrap()]);
     let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "opencl_probe").expect("the process");
     assert_eq!(p["gpu_activity"], true, "{p}");
-    let unobserved = p["unobserved"].as_array().unwrap();
+    let unobserved: Vec<&str> = p["unobserved"].as_array().unwrap().iter().map(|u| u.as_str().unwrap()).collect();
+    assert_eq!(unobserved.len(), 2, "{p}");
+    assert!(unobserved.iter().any(|u| u.starts_with("OpenCL (") && u.contains("libOpenCL.so")), "{p}");
     assert!(
-        unobserved.len() == 1
-            && unobserved[0].as_str().unwrap().starts_with("OpenCL (")
-            && unobserved[0].as_str().unwrap().contains("libOpenCL.so"),
+        unobserved.iter().any(|u| u.starts_with("ggml's SYCL backend (") && u.ends_with("libggml-sycl.so)")),
         "{p}"
     );
     let text = String::from_utf8_lossy(&tracer(&["report", out.to_str().unwrap()]).stdout).into_owned();
-    assert!(text.contains("not observed: OpenCL ("), "{text}");
+    assert!(text.contains("not observed: OpenCL (") && text.contains("not observed: ggml's SYCL backend ("), "{text}");
     assert!(!text.contains("no GPU activity (all in --json): opencl_probe"), "{text}");
 }
 

@@ -19,10 +19,9 @@ use crate::{
 /// on. A mapped file is a GPU library when it is one of these, holds GPU code (a fat binary), or needs
 /// one of the runtimes (`DT_NEEDED`): rocSPARSE, hipBLASLt, cuDNN, ggml's backends, `PyTorch`'s CUDA
 /// libraries are found by what they are, not by a list of their names.
-const GPU_RUNTIMES: [&str; 10] = [
+const GPU_RUNTIMES: [&str; 9] = [
     "libamdhip64.so",
     libs::VULKAN_LOADER,
-    libs::OPENCL_LOADER,
     "libhsa-runtime64.so",
     "libhsakmt.so",
     "libdrm_amdgpu.so",
@@ -38,7 +37,7 @@ const RUNTIMES_USED: [&str; 6] =
 
 /// Why a mapped file is a GPU library, if it is one.
 pub(super) fn gpu_library(file_name: &str, file: Option<&CodeFile>) -> Option<GpuLibrary> {
-    if GPU_RUNTIMES.iter().any(|r| file_name.starts_with(r)) {
+    if GPU_RUNTIMES.iter().any(|r| file_name.starts_with(r)) || libs::unobserved_api(file_name).is_some() {
         return Some(GpuLibrary::Runtime);
     }
     let deps = crate::elf::dependencies(file?)?;
@@ -335,9 +334,10 @@ impl LibraryWatch {
     /// the probes were not seen).
     pub(super) fn opened(&mut self, ebpf: &mut aya::Ebpf, o: &crate::decode::Opened, mode: ProbeMode) -> Vec<Record> {
         let name = o.path.rsplit('/').next().unwrap_or(&o.path);
-        // A process that opens the OpenCL loader is listed as mapping it at once: it may call no probed
-        // runtime, and so never be looked at otherwise.
-        if name.starts_with(libs::OPENCL_LOADER) {
+        // A process that opens a GPU API or ggml backend tracer does not probe (the OpenCL loader, ggml's SYCL
+        // backend, ...) is listed as mapping it at once: it may call no probed runtime, and so never be looked
+        // at otherwise.
+        if libs::unobserved_api(name).is_some() {
             return self.unobserved_opened(o);
         }
         if !self.runtimes.iter().any(|r| name.starts_with(r)) {
@@ -379,9 +379,18 @@ impl LibraryWatch {
     }
 
     /// A traced process opening the loader of a GPU API tracer does not probe: its mapping, written now.
+    ///
+    /// The file is looked up in the process's root; a process already gone or a zombie (a short program:
+    /// the open record may be read after its exit) has its absolute path looked up in tracer's own, which
+    /// names the same file outside containers. Nothing is probed in it either way.
     fn unobserved_opened(&mut self, o: &crate::decode::Opened) -> Vec<Record> {
         let pid = o.origin.pid;
-        let Some(copy) = libs::opened_by(pid, &o.path) else { return Vec::new() };
+        let found = libs::opened_by(pid, &o.path).or_else(|| {
+            // Gone, or a zombie not reaped yet: its root can no longer be opened.
+            let gone = crate::files::Root::of(pid).is_err();
+            (gone && o.path.starts_with('/')).then(|| libs::at_path(std::path::Path::new(&o.path))).flatten()
+        });
+        let Some(copy) = found else { return Vec::new() };
         if !self.written.insert((pid, copy.dev, copy.inode)) {
             return Vec::new();
         }

@@ -142,16 +142,13 @@ pub struct ProcessReport {
     pub unobserved: Vec<String>,
 }
 
-/// GPU APIs a process may map that tracer does not probe, by the file-name prefix of their library.
-const UNOBSERVED_APIS: [(&str, &str); 1] = [(crate::libs::OPENCL_LOADER, "OpenCL")];
-
-/// The unobserved GPU APIs among a process's mapped libraries, each with the file that shows it.
+/// The unobserved GPU APIs among a process's mapped libraries ([`crate::libs::unobserved_api`]), each with
+/// the file that shows it.
 fn unobserved(mapped: &[MappedReport]) -> Vec<String> {
     mapped
         .iter()
         .filter_map(|m| {
-            let name = m.path.rsplit('/').next().unwrap_or(&m.path);
-            let (_, api) = UNOBSERVED_APIS.iter().find(|(prefix, _)| name.starts_with(prefix))?;
+            let api = crate::libs::unobserved_api(m.path.rsplit('/').next().unwrap_or(&m.path))?;
             Some(format!("{api} ({})", m.path))
         })
         .collect()
