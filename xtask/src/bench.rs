@@ -65,8 +65,12 @@ fn build_tools() -> Result<Dir> {
     fs::create_dir_all(&dir)?;
     let src = root().join("bench");
     let standin = dir.join("libamdhip64.so.5");
+    // Unoptimised, every entry point begins `push %rbp`, as the real libamdhip64's do, and x86 uprobes emulate
+    // a push. At -O2, GCC began hipLaunchKernel with a store (`mov %edx,-0x8(%rsp)`) and the others with a
+    // `test`, `cmp` or `xor`, which a uprobe single-steps out of line: a second exception per call the real
+    // runtime does not pay (figures before 2026-11-26 carry it). The bodies are a few instructions either way.
     run(Command::new("cc")
-        .args(["-O2", "-shared", "-fPIC", "-Wl,-soname,libamdhip64.so.5"])
+        .args(["-O0", "-shared", "-fPIC", "-Wl,-soname,libamdhip64.so.5"])
         .arg(format!("-Wl,--version-script={}", src.join("standin/hip_standin.map").display()))
         .arg("-o")
         .arg(&standin)
