@@ -90,3 +90,19 @@ fn a_vulkan_runner_s_dispatches_are_counted_per_ggml_shader_patched_or_not() {
         assert!(!text.contains("not observed: "), "{text}");
     }
 }
+
+/// A program that takes `vkCmdDispatch` with `vkGetDeviceProcAddr` calls the driver past the loader, where
+/// tracer's probes are: its dispatches are not counted, and the recording says so (never a silent zero).
+#[test]
+fn dispatches_taken_past_the_loader_are_said_not_counted() {
+    let (truth, report, text) = record("vulkan-devproc", &["2", "devproc"]);
+    let p = report["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "vk_runner").expect("process");
+    let calls = |api: &str| {
+        p["api"].as_array().unwrap().iter().find(|a| a["api"] == api).and_then(|a| a["calls"].as_u64()).unwrap_or(0)
+    };
+    assert_eq!(calls("vkCmdDispatch"), 0, "{text}");
+    assert_eq!(calls("vkCmdBindPipeline"), truth.dispatches.values().sum::<u64>(), "{text}");
+    assert_eq!(calls("vkGetDeviceProcAddr"), 1, "{text}");
+    assert_eq!(report["counters"]["vulkan_entry_points_past_loader"], 1, "{text}");
+    assert!(text.contains("vulkan: 1 Vulkan entry points tracer probes were taken with vkGetDeviceProcAddr"), "{text}");
+}

@@ -114,6 +114,10 @@ pub enum Op {
     Bind,
     /// Command buffers submitted to a queue: what they recorded runs.
     Submit,
+    /// An entry point looked up by name past the probed library (`vkGetDeviceProcAddr` returns the driver's
+    /// own function): calls through it are not seen (the name is recorded, and counted when it is one tracer
+    /// probes).
+    ProcAddr,
 }
 
 impl Op {
@@ -150,6 +154,7 @@ impl Op {
             Self::PipelineCreate => "pipeline-create",
             Self::Bind => "bind",
             Self::Submit => "submit",
+            Self::ProcAddr => "proc-addr",
         }
     }
 }
@@ -255,6 +260,9 @@ pub enum Layout {
     VkDispatch { grid: Option<u8> },
     /// `(queue, submit count, submits, fence)`.
     QueueSubmit,
+    /// `(device, const char* name)`: the name read at entry (a [`crate::NameRecord`] with the call's own
+    /// header); the return value is the function's address.
+    ProcAddr,
 }
 
 impl Layout {
@@ -276,6 +284,7 @@ impl Layout {
             Self::CodeObjectFromMemory => cookie::out(2),
             // Wakes the reader at once: the file's directory is listed while the process lives.
             Self::ModulePath => cookie::out(0) | cookie::path(1) | cookie::WAKE,
+            Self::ProcAddr => cookie::path(1),
             // Wakes the reader at once: the descriptor is read while the process most likely holds it.
             Self::CodeObjectFromFile => cookie::out(1) | cookie::WAKE,
             Self::QueueCreate => cookie::STACK | cookie::QUEUE,

@@ -10,7 +10,7 @@ use Layout::{
     ModuleOut, ModulePath, Nothing, Ptr, PushConfig, QueueCreate, Register, Stream, StreamHandleOut, SymbolByName,
     SymbolInfo,
 };
-use Layout::{BindPipeline, PipelinesOut, QueueSubmit, ShaderModuleOut, VkDispatch};
+use Layout::{BindPipeline, PipelinesOut, ProcAddr, QueueSubmit, ShaderModuleOut, VkDispatch};
 
 const DIM3: Layout = LaunchDim3 { shmem32: false };
 const BLOCKS32: Layout = LaunchScalars { shmem32: true, work_items: false };
@@ -212,4 +212,7 @@ api_funcs! {
     VkQueueSubmit = 262, Vulkan, "vkQueueSubmit", Submit, QueueSubmit, OneTrap;
     /// `VkResult vkQueueSubmit2(VkQueue, uint32_t count, const VkSubmitInfo2*, VkFence)`.
     VkQueueSubmit2 = 263, Vulkan, "vkQueueSubmit2", Submit, QueueSubmit, OneTrap;
+    /// `PFN_vkVoidFunction vkGetDeviceProcAddr(VkDevice, const char* name)`: a device entry point taken from
+    /// the driver (or the first layer) directly, past the loader's trampolines and so past the probes above.
+    VkGetDeviceProcAddr = 264, Vulkan, "vkGetDeviceProcAddr", ProcAddr, ProcAddr, Call;
 }

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use tracer_common::{
-    ProcEvent,
+    ApiFunc, ProcEvent,
     api::{Layout, Library, Op},
 };
 
@@ -497,6 +497,14 @@ impl Attributor {
         if n.api.layout() == Layout::ModulePath {
             // The path a load names, read at its entry: its call record follows.
             p.code_files.path_named(n, &mut self.counters);
+            return;
+        }
+        if n.api.op() == Op::ProcAddr {
+            // A Vulkan device entry point taken past the loader: if tracer probes it there, the process's
+            // calls through this address are not seen. Counted, never guessed.
+            if ApiFunc::from_symbol(&n.name).is_some_and(|f| f.library() == n.api.library() && f.op() != Op::ProcAddr) {
+                bump(&mut self.counters, "vulkan_entry_points_past_loader");
+            }
             return;
         }
         let mut names = self.names.of(o.pid, &mut p.names);

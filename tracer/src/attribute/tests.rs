@@ -1,7 +1,5 @@
 //! Attribution: launches named by registration, capture and replay, kernel parameters joined, a recycled PID.
 
-use tracer_common::ApiFunc;
-
 use super::*;
 use crate::event::{GridUnit, Origin};
 
