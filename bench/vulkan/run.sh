@@ -98,7 +98,7 @@ print(f"kernels: {len(p['kernels'])}, named by shader {sum(k['source'] == 'shade
 for k in sorted(p["kernels"], key=lambda k: -k["launches"]):
     c = k["class"]
     print(f"  {k['launches']:>6}  {c['family'] + (' ' + c['quant'] if c.get('quant') else ''):24} {k['name']}")
-counters = {k: v for k, v in report["counters"].items() if k.startswith("shader_") or k.startswith("pipelines_")}
+counters = {k: v for k, v in report["counters"].items() if k.startswith(("shader_", "pipelines_", "vulkan_", "dispatches_", "command_buffers_"))}
 print(f"shader counters: {counters or 'none'}")
 dispatched = calls.get("vkCmdDispatch", 0) > 0
 if not dispatched:
