@@ -118,9 +118,47 @@ fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
     (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
+/// A three-mode row's figures, (median, min, max) of the printed value in each mode: without tracer, under
+/// empty programs on the same attach points, under tracer.
+struct Modes {
+    none: (f64, f64, f64),
+    empty: (f64, f64, f64),
+    full: (f64, f64, f64),
+}
+
+impl Modes {
+    /// What tracer's programs cost over the trap: (tracer − none) / (empty − none), on the medians.
+    fn ratio(&self) -> f64 {
+        (self.full.0 - self.none.0) / (self.empty.0 - self.none.0)
+    }
+
+    /// The row's `bench/results.json` entry: `extra`'s fields, then the three modes and the ratio.
+    fn json(&self, extra: Value) -> Value {
+        let stat = |(median, min, max): (f64, f64, f64)| json!({"median": median, "min": min, "max": max});
+        let mut v = extra;
+        v["none_ns"] = stat(self.none);
+        v["empty_probes_ns"] = stat(self.empty);
+        v["tracer_ns"] = stat(self.full);
+        v["ratio"] = json!(self.ratio());
+        v["target_ratio"] = json!(RATIO_GOAL);
+        v
+    }
+
+    /// The table's "measured" text: each mode's median (and range), and the ratio.
+    fn measured(&self) -> String {
+        let ((none, ..), (empty, e_lo, e_hi), (full, f_lo, f_hi)) = (self.none, self.empty, self.full);
+        let ratio = self.ratio();
+        format!(
+            "none {none:.0} ns, empty probes {empty:.0} ns [{e_lo:.0}-{e_hi:.0}], tracer {full:.0} ns [{f_lo:.0}-{f_hi:.0}]; ratio {ratio:.3}"
+        )
+    }
+}
+
+/// The goal of every three-mode row: tracer's programs at most 15 % over empty ones.
+const RATIO_GOAL: f64 = 1.15;
+
 /// A program (on the runtime copy `lib`) run `reps` times each without tracer, under empty programs and
-/// under tracer (last, so `trace` then holds a tracer recording); (median, min, max) of the printed `key`
-/// for each of the three.
+/// under tracer (last, so `trace` then holds a tracer recording); the printed `key`'s figures in each.
 fn three_modes(
     d: &Dir,
     trace: &Path,
@@ -128,7 +166,7 @@ fn three_modes(
     (program, lib): (&Path, &Path),
     args: &[&str],
     key: &str,
-) -> Result<[(f64, f64, f64); 3]> {
+) -> Result<Modes> {
     let cmd: Vec<&str> = std::iter::once(program.to_str().context("path")?).chain(args.iter().copied()).collect();
     let (mut none, mut empty, mut full) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..reps {
@@ -136,7 +174,7 @@ fn three_modes(
         empty.push(field(&traced(d, trace, &["--probe-mode", "empty"], lib, &cmd)?, key)?);
         full.push(field(&traced(d, trace, &[], lib, &cmd)?, key)?);
     }
-    Ok([stats(none), stats(empty), stats(full)])
+    Ok(Modes { none: stats(none), empty: stats(empty), full: stats(full) })
 }
 
 /// Runs a command to completion; returns its wall time and its own peak RSS in KiB (wait4's rusage).
@@ -280,9 +318,7 @@ fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
     step("1/17 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
-    let [(none_m, none_lo, none_hi), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
-        three_modes(d, &trace, reps, (&d.driver, &d.standin), &["count", n], "ns_per_call")?;
-    let ratio = (full_m - none_m) / (empty_m - none_m);
+    let modes = three_modes(d, &trace, reps, (&d.driver, &d.standin), &["count", n], "ns_per_call")?;
     // The real runtime beside it.
     let runner = fixtures_dir().join("mini_runner");
     let real_lib = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")?;
@@ -290,24 +326,14 @@ fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let real_none = field(&stdout_of(Command::new(&runner).args(["loop", rn]))?, "ns_per_call")?;
     let real_full =
         field(&traced(d, &trace, &[], &real_lib, &[runner.to_str().context("path")?, "loop", rn])?, "ns_per_call")?;
-    rows.results.insert(
-        "cost_per_call".into(),
-        json!({
-            "calls_per_run": n, "repeats": reps,
-            "none_ns": {"median": none_m, "min": none_lo, "max": none_hi},
-            "empty_probes_ns": {"median": empty_m, "min": empty_lo, "max": empty_hi},
-            "tracer_ns": {"median": full_m, "min": full_lo, "max": full_hi},
-            "ratio": ratio, "target_ratio": 1.15,
-            "real_libamdhip64_ns": {"none": real_none, "tracer": real_full},
-        }),
-    );
+    let extra = json!({"calls_per_run": n, "repeats": reps,
+        "real_libamdhip64_ns": {"none": real_none, "tracer": real_full}});
+    rows.results.insert("cost_per_call".into(), modes.json(extra));
     rows.table.push((
         "1 cost per traced hipLaunchKernel".into(),
-        format!(
-            "none {none_m:.0} ns, empty probes {empty_m:.0} ns [{empty_lo:.0}-{empty_hi:.0}], tracer {full_m:.0} ns [{full_lo:.0}-{full_hi:.0}]; ratio {ratio:.3} (real runtime: {real_none:.0} -> {real_full:.0} ns)"
-        ),
-        "ratio <= 1.15".into(),
-        verdict(ratio <= 1.15),
+        format!("{} (real runtime: {real_none:.0} -> {real_full:.0} ns)", modes.measured()),
+        format!("ratio <= {RATIO_GOAL}"),
+        verdict(modes.ratio() <= RATIO_GOAL),
     ));
     Ok(())
 }
@@ -391,29 +417,17 @@ fn row_12(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let real_lib = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")?;
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let trace = d.trace();
-    let [(none_m, ..), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
-        three_modes(d, &trace, reps, (&program, &real_lib), &["loop", n], "ns_per_call")?;
+    let modes = three_modes(d, &trace, reps, (&program, &real_lib), &["loop", n], "ns_per_call")?;
     // The last run's recording: were all its calls counted?
     let counted = entry_calls(&trace, "librocsparse")?;
-    let ratio = (full_m - none_m) / (empty_m - none_m);
     let want = 2 * n.parse::<u64>()?;
-    rows.results.insert(
-        "cost_per_entry_call".into(),
-        json!({
-            "calls_per_run": want, "repeats": reps, "counted_calls_last_run": counted,
-            "none_ns": none_m,
-            "empty_probes_ns": {"median": empty_m, "min": empty_lo, "max": empty_hi},
-            "tracer_ns": {"median": full_m, "min": full_lo, "max": full_hi},
-            "ratio": ratio, "target_ratio": 1.15,
-        }),
-    );
+    let extra = json!({"calls_per_run": want, "repeats": reps, "counted_calls_last_run": counted});
+    rows.results.insert("cost_per_entry_call".into(), modes.json(extra));
     rows.table.push((
         "12 cost per counted library entry call".into(),
-        format!(
-            "none {none_m:.0} ns, empty probe {empty_m:.0} ns [{empty_lo:.0}-{empty_hi:.0}], tracer {full_m:.0} ns [{full_lo:.0}-{full_hi:.0}]; ratio {ratio:.3}; {counted}/{want} counted"
-        ),
-        "ratio <= 1.15, all counted".into(),
-        verdict(ratio <= 1.15 && counted == want),
+        format!("{}; {counted}/{want} counted", modes.measured()),
+        format!("ratio <= {RATIO_GOAL}, all counted"),
+        verdict(modes.ratio() <= RATIO_GOAL && counted == want),
     ));
     Ok(())
 }
@@ -777,36 +791,26 @@ fn token_row(d: &Dir, q: bool, rows: &mut Rows, row: &TokenRow) -> Result<()> {
     let trace = d.trace();
     let reps = repeats(q);
     let tokens = if q { row.tokens.0 } else { row.tokens.1 };
-    let [(none_m, _, _), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
-        three_modes(d, &trace, reps, (&d.driver, &d.standin), &[row.mode, tokens], "ns_per_token")?;
-    let ratio = (full_m - none_m) / (empty_m - none_m);
+    let modes = three_modes(d, &trace, reps, (&d.driver, &d.standin), &[row.mode, tokens], "ns_per_token")?;
     let mut traps = 0;
     for &(n, api) in row.calls {
         traps += n * traps_per_call(&trace, api)?;
     }
-    let mut result = json!({
-        "tokens_per_run": tokens, "repeats": reps, "traps_per_token": traps,
-        "none_ns": none_m,
-        "empty_probes_ns": {"median": empty_m, "min": empty_lo, "max": empty_hi},
-        "tracer_ns": {"median": full_m, "min": full_lo, "max": full_hi},
-        "ratio": ratio, "target_ratio": 1.15,
-    });
+    let mut result = modes.json(json!({"tokens_per_run": tokens, "repeats": reps, "traps_per_token": traps}));
     let (launches, target, traps_met) = match row.launches {
         Some(n) => {
             result["launches_per_token"] = json!(n);
             result["target_traps"] = json!(n + 2);
-            (format!(" ({n} launches)"), format!("ratio <= 1.15, traps <= {}", n + 2), traps <= n + 2)
+            (format!(" ({n} launches)"), format!("ratio <= {RATIO_GOAL}, traps <= {}", n + 2), traps <= n + 2)
         }
-        None => (String::new(), "ratio <= 1.15".to_owned(), true),
+        None => (String::new(), format!("ratio <= {RATIO_GOAL}"), true),
     };
     rows.results.insert(row.key.into(), result);
     rows.table.push((
         row.label.into(),
-        format!(
-            "none {none_m:.0} ns, empty probes {empty_m:.0} ns [{empty_lo:.0}-{empty_hi:.0}], tracer {full_m:.0} ns [{full_lo:.0}-{full_hi:.0}]; ratio {ratio:.3}; {traps} traps per token{launches}"
-        ),
+        format!("{}; {traps} traps per token{launches}", modes.measured()),
         target,
-        verdict(ratio <= 1.15 && traps_met),
+        verdict(modes.ratio() <= RATIO_GOAL && traps_met),
     ));
     Ok(())
 }
@@ -859,27 +863,15 @@ fn row_17(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let loader = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libvulkan.so.1")?;
     let runner = fixtures_dir().join("vk_runner");
-    let [(none_m, _, _), (empty_m, empty_lo, empty_hi), (full_m, full_lo, full_hi)] =
-        three_modes(d, &trace, reps, (&runner, &loader), &["loop", n], "ns_per_pair")?;
-    let ratio = (full_m - none_m) / (empty_m - none_m);
+    let modes = three_modes(d, &trace, reps, (&runner, &loader), &["loop", n], "ns_per_pair")?;
     let traps = traps_per_call(&trace, "vkCmdBindPipeline")? + traps_per_call(&trace, "vkCmdDispatch")?;
-    rows.results.insert(
-        "vulkan_dispatch".into(),
-        json!({
-            "pairs_per_run": n, "repeats": reps, "traps_per_pair": traps,
-            "none_ns": none_m,
-            "empty_probes_ns": {"median": empty_m, "min": empty_lo, "max": empty_hi},
-            "tracer_ns": {"median": full_m, "min": full_lo, "max": full_hi},
-            "ratio": ratio, "target_ratio": 1.15,
-        }),
-    );
+    let extra = json!({"pairs_per_run": n, "repeats": reps, "traps_per_pair": traps});
+    rows.results.insert("vulkan_dispatch".into(), modes.json(extra));
     rows.table.push((
         "17 Vulkan bind + dispatch".into(),
-        format!(
-            "none {none_m:.0} ns, empty probes {empty_m:.0} ns [{empty_lo:.0}-{empty_hi:.0}], tracer {full_m:.0} ns [{full_lo:.0}-{full_hi:.0}]; ratio {ratio:.3}; {traps} traps a pair"
-        ),
-        "ratio <= 1.15".into(),
-        verdict(ratio <= 1.15),
+        format!("{}; {traps} traps a pair", modes.measured()),
+        format!("ratio <= {RATIO_GOAL}"),
+        verdict(modes.ratio() <= RATIO_GOAL),
     ));
     Ok(())
 }
