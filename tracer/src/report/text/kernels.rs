@@ -200,10 +200,11 @@ pub(super) fn code_text(file: Option<&str>, bundles: &[String]) -> Option<String
     Some(format!("(code: {file} {which} {})", bundles.join(", ")))
 }
 
+/// A launch shape: grid (in work-items where marked) x block (`-` where the call does not give it: a Vulkan
+/// dispatch's workgroup size is its shader's), shared memory, and how many launches had it.
 pub(super) fn shape_text(s: &Shape) -> String {
     let unit = if s.grid_unit == GridUnit::WorkItems { " wi" } else { "" };
-    format!(
-        "({},{},{}){unit} x ({},{},{}) ({}) [{}]",
-        s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1], s.block[2], s.shmem, s.count
-    )
+    let block =
+        if s.block == [0; 3] { "-".to_owned() } else { format!("({},{},{})", s.block[0], s.block[1], s.block[2]) };
+    format!("({},{},{}){unit} x {block} ({}) [{}]", s.grid[0], s.grid[1], s.grid[2], s.shmem, s.count)
 }
