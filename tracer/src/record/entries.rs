@@ -74,7 +74,10 @@ impl Entries {
             return Some(rec);
         }
         let first = self.points.len() as u64;
-        let offsets: Vec<u64> = found.functions.iter().map(|(_, off)| *off).collect();
+        // Each where one exception does (past a leading `test` before a jump: see `one_trap_point`); the
+        // counting program reads nothing but its cookie.
+        let offsets: Vec<u64> =
+            found.functions.iter().map(|(_, off)| crate::attach::one_trap_point(file, *off)).collect();
         // The point in the low half; the upper half is the library's step slot (its calls per step).
         let slot = tracer_common::step_slot(id) << 32;
         let cookies: Vec<u64> = (first..).take(offsets.len()).map(|p| p | slot).collect();
