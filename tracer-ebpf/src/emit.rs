@@ -108,20 +108,33 @@ pub(crate) fn emit_queue(header: RecordHeader, out_param: u64) {
     }
 }
 
-/// Writes one [`NameRecord`] straight into the ring (it is too big for the stack).
+/// A [`NameRecord`] reserved in the ring (it is too big for the stack), its header, handle and module
+/// written; the caller fills the name, length and flags and submits. None when the ring is full (counted).
 #[inline(always)]
-pub(crate) fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *const u8, may_sleep: bool) {
+fn reserve_name(header: RecordHeader, handle: u64, module: u64) -> Option<RingBufEntry<NameRecord>> {
     let Some(mut entry) = EVENTS.reserve::<NameRecord>(0) else {
         count(Counter::DropName);
-        return;
+        return None;
     };
     let rec = entry.as_mut_ptr();
-    // SAFETY: `rec` points at reserved ring memory of the right size; every field is written before
-    // submit (the name buffer is filled by the helper or zeroed on failure below).
+    // SAFETY: `rec` points at reserved ring memory of the right size; these plain fields are written before
+    // the caller fills the rest and submits.
     unsafe {
         (*rec).header = header;
         (*rec).handle = handle;
         (*rec).module = module;
+    }
+    Some(entry)
+}
+
+/// Writes one [`NameRecord`] straight into the ring: the string at `name`.
+#[inline(always)]
+pub(crate) fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *const u8, may_sleep: bool) {
+    let Some(mut entry) = reserve_name(header, handle, module) else { return };
+    let rec = entry.as_mut_ptr();
+    // SAFETY: `rec` points at reserved ring memory whose header, handle and module are written; the name
+    // buffer is filled by the helper or zeroed on failure below, before submit.
+    unsafe {
         let buf = &mut (*rec).name;
         let mut result = bpf_probe_read_user_str_bytes(name, buf).map(<[u8]>::len);
         if result.is_err() && may_sleep {
@@ -165,17 +178,12 @@ pub(crate) fn emit_code_tail(header: RecordHeader, handle: u64, size: u64, code:
         if size < back && chunk > 0 {
             continue; // before the code's start
         }
-        let Some(mut entry) = EVENTS.reserve::<NameRecord>(0) else {
-            count(Counter::DropName);
-            return;
-        };
+        let Some(mut entry) = reserve_name(header, handle, size) else { return };
         let rec = entry.as_mut_ptr();
-        // SAFETY: `rec` points at reserved ring memory of the right size; every field is written before
-        // submit. bpf_probe_read_user_buf checks the address and never faults the process.
+        // SAFETY: `rec` points at reserved ring memory whose header, handle and module are written; the
+        // rest is written below, before submit. bpf_probe_read_user_buf checks the address and never faults
+        // the process.
         unsafe {
-            (*rec).header = header;
-            (*rec).handle = handle;
-            (*rec).module = size;
             let buf = &mut (*rec).name;
             // Code shorter than one chunk is not read (no variable-length read): user space counts it.
             if size >= back && bpf_probe_read_user_buf((code + size - back) as *const u8, buf).is_ok() {
