@@ -7,7 +7,7 @@
 #
 # Needs: cmake (>= 3.19), a C/C++ compiler, glslc, the Vulkan loader (libvulkan-dev), spirv-headers (its CMake
 # config), python3 with numpy; ninja is used when found. Debian 12:
-#   apt-get install -y cmake ninja-build glslc libvulkan-dev spirv-headers mesa-vulkan-drivers vulkan-tools
+#   apt-get install -y cmake ninja-build glslc libvulkan-dev spirv-headers mesa-vulkan-drivers
 #   python3 -m pip install numpy
 # Debian 12's Vulkan headers (1.3.239) are too old for this ggml-vulkan (it uses vk::LayerSettingEXT, headers
 # >= 1.3.272). When the system's vulkan.hpp lacks it, the script takes the headers only (nothing is installed)
@@ -46,6 +46,9 @@ done
 [ -f /usr/include/vulkan/vulkan.hpp ] || [ -n "${VULKAN_SDK:-}" ] || [ -n "${VULKAN_INCLUDE_DIR:-}" ] ||
   { echo "build.sh: no Vulkan headers (apt-get install libvulkan-dev)" >&2; exit 1; }
 python3 -c 'import numpy' 2> /dev/null || { echo "build.sh: python3 lacks numpy (pip install numpy)" >&2; exit 1; }
+# ggml-vulkan's CMake asks for SPIRV-Headers' package config (Debian's spirv-headers).
+[ -f /usr/share/cmake/SPIRV-Headers/SPIRV-HeadersConfig.cmake ] || [ -n "${CMAKE_PREFIX_PATH:-}" ] ||
+  { echo "build.sh: no SPIRV-Headers CMake config (apt-get install spirv-headers)" >&2; exit 1; }
 
 # --- source ------------------------------------------------------------------------------------------------
 src="${LLAMA_SRC:-$work/llama.cpp}"
