@@ -18,7 +18,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use tracer_common::{CODE_CHUNKS, NAME_MAX};
 
-use super::{FileId, Of, Source};
+use super::{Of, Source};
 use crate::{files::CodeFile, trace};
 
 /// SPIR-V's magic number, the first word of every module (little-endian in the file).
@@ -169,8 +169,8 @@ impl Of<'_> {
     fn shader_named(&mut self, size: u64, tail: &[u8], ts: u64) -> Option<(String, String)> {
         let mappings = self.ggml_mappings(ts);
         let mut ambiguous = false;
-        for (file, path, mapping) in mappings {
-            let index = if let Some(index) = self.names.shaders.get(&file) {
+        for mapping in mappings {
+            let index = if let Some(index) = self.names.shaders.get(&mapping.file) {
                 index.clone()
             } else {
                 let parsed = self.file(&mapping).and_then(|f| ShaderIndex::parse(&f)).map(Arc::new);
@@ -179,11 +179,11 @@ impl Of<'_> {
                 {
                     *self.names.counts.entry("shader_arrays_left_out").or_default() += index.left_out;
                 }
-                self.names.shaders.insert(file, parsed.clone());
+                self.names.shaders.insert(mapping.file, parsed.clone());
                 parsed
             };
             match index.as_deref().map(|i| i.find(size, tail)) {
-                Some(Ok(shader)) => return Some((shader.name.clone(), path)),
+                Some(Ok(shader)) => return Some((shader.name.clone(), mapping.path)),
                 Some(Err(n)) if n > 1 => ambiguous = true,
                 _ => {}
             }
@@ -193,7 +193,7 @@ impl Of<'_> {
     }
 
     /// The process's mappings of ggml files, one per file.
-    fn ggml_mappings(&mut self, ts: u64) -> Vec<(FileId, String, super::maps::Mapping)> {
+    fn ggml_mappings(&mut self, ts: u64) -> Vec<super::maps::Mapping> {
         if self.proc.maps.as_ref().is_none_or(|s| s.taken < ts) && !self.proc.gone {
             self.snapshot();
         }
@@ -203,7 +203,7 @@ impl Of<'_> {
             .iter()
             .flat_map(|s| s.maps.iter())
             .filter(|m| m.path.rsplit('/').next().is_some_and(|n| n.contains("ggml")) && seen.insert(m.file))
-            .map(|m| (m.file, m.path.clone(), m.clone()))
+            .cloned()
             .collect()
     }
 
