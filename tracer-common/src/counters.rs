@@ -39,10 +39,12 @@ pub enum Counter {
     EntryCallLost = 13,
     /// A batch record (`llama_decode`) could not be reserved: that step's composition is unknown.
     DropBatch = 14,
+    /// A GPU scheduler job record could not be reserved.
+    DropJob = 15,
 }
 
 /// Number of [`Counter`] slots.
-pub const COUNTERS: u32 = 15;
+pub const COUNTERS: u32 = 16;
 
 impl Counter {
     pub const ALL: [Self; COUNTERS as usize] = [
@@ -61,6 +63,7 @@ impl Counter {
         Self::DropOpen,
         Self::EntryCallLost,
         Self::DropBatch,
+        Self::DropJob,
     ];
 
     /// Where the trace footer reports this counter: `Drop(kind)` in `drops`, per CPU, under the record
@@ -82,6 +85,7 @@ impl Counter {
             Self::DropOpen => Footer::Drop("open"),
             Self::EntryCallLost => Footer::Count("entry_calls_lost"),
             Self::DropBatch => Footer::Drop("batch"),
+            Self::DropJob => Footer::Drop("job"),
         }
     }
 }

@@ -22,6 +22,8 @@ pub enum RecordKind {
     Open = 8,
     /// A model's step began: the batch `llama_decode` was given ([`BatchRecord`](crate::BatchRecord)).
     Batch = 9,
+    /// A job of the kernel's GPU scheduler at one stage ([`JobRecord`](crate::JobRecord)).
+    Job = 10,
 }
 
 impl RecordKind {
@@ -36,6 +38,7 @@ impl RecordKind {
             7 => Some(Self::Params),
             8 => Some(Self::Open),
             9 => Some(Self::Batch),
+            10 => Some(Self::Job),
             _ => None,
         }
     }

@@ -13,6 +13,7 @@ pub mod cookie;
 mod counters;
 mod header;
 pub mod ioctl;
+mod job;
 mod process;
 mod queue;
 
@@ -30,6 +31,7 @@ pub use calls::{
 pub use counters::{COUNTERS, Counter, EntryKey, Footer, TALLY_SLOTS, ThreadTally};
 pub use header::{RecordHeader, RecordKind};
 pub use ioctl::{IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord};
+pub use job::{JOB_RING_BYTES, JobFields, JobFormat, JobKey, JobRecord, JobStage};
 pub use process::{OPEN_PATH_MAX, OpenRecord, ProcEvent, ProcRecord, RUNTIME_PREFIXES};
 pub use queue::{AQL_PACKET_BYTES, DispatchRecord, MAX_PACKETS_PER_DOORBELL, QueueRecord};
 
@@ -46,6 +48,10 @@ mod user {
     unsafe impl aya::Pod for super::EntryKey {}
     // SAFETY: as above: u64 fields.
     unsafe impl aya::Pod for super::StepTally {}
+    // SAFETY: as above: u64 fields.
+    unsafe impl aya::Pod for super::JobKey {}
+    // SAFETY: as above: u32 fields.
+    unsafe impl aya::Pod for super::JobFields {}
 }
 
 #[cfg(test)]
@@ -64,6 +70,8 @@ mod tests {
         assert_eq!(size_of::<DispatchRecord>(), 24 + 16 + AQL_PACKET_BYTES);
         assert_eq!(size_of::<ParamsRecord>(), 24 + 16 + 8 * PARAMS_MAX);
         assert_eq!(size_of::<OpenRecord>(), 24 + 8 + OPEN_PATH_MAX);
+        assert_eq!(size_of::<JobRecord>(), 24 + 8 * 3 + JOB_RING_BYTES);
+        assert_eq!(size_of::<JobFormat>(), 3 * 16);
         assert_eq!(BATCH_HEAD, 24 + 16 + 8 * STEP_SLOTS + 24);
         assert_eq!(batch_arrays(10), ([0, 40, 80, 120], 130));
         const {
@@ -134,6 +142,7 @@ mod tests {
             RecordKind::Params,
             RecordKind::Open,
             RecordKind::Batch,
+            RecordKind::Job,
         ] {
             assert_eq!(RecordKind::from_u16(k as u16), Some(k));
         }

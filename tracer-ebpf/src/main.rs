@@ -7,7 +7,8 @@
 //! - [`ioctl`]: GPU driver ioctls (KFD, DRM amdgpu) from the syscall tracepoints;
 //! - [`opens`]: a traced process opening a GPU runtime library (a copy to probe before it runs);
 //! - [`entries`]: calls into every other GPU library's exported functions, counted in the kernel;
-//! - [`batch`]: llama.cpp's `llama_decode`, the batch each inference step is given.
+//! - [`batch`]: llama.cpp's `llama_decode`, the batch each inference step is given;
+//! - [`sched`]: the kernel's GPU scheduler jobs (queue, run, done), where its tracepoints exist.
 //!
 //! What they share: [`maps`] (every map, the load-time settings, the PID filter and loss counters) and
 //! [`emit`] (every record but a call's own, written into the ring in one place). No module of programs
@@ -38,6 +39,7 @@ mod ioctl;
 mod maps;
 mod opens;
 mod process;
+mod sched;
 
 #[cfg(not(test))]
 #[panic_handler]

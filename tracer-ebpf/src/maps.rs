@@ -205,3 +205,8 @@ pub(crate) static IOCTLS: LruHashMap<u64, IoctlEntry> = LruHashMap::with_max_ent
 /// names a runtime (most opens are of other files, and must cost no ring space).
 #[map]
 pub(crate) static OPEN_SCRATCH: PerCpuArray<OpenRecord> = PerCpuArray::with_max_entries(1, 0);
+
+/// The submitting thread (`pid_tgid`) of each job a traced process queued, until its fence signals. LRU:
+/// a job whose done stage is never seen (tracer attached or detached mid-way) is evicted in time.
+#[map]
+pub(crate) static JOBS: LruHashMap<tracer_common::JobKey, u64> = LruHashMap::with_max_entries(16384, 0);

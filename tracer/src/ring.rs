@@ -38,7 +38,7 @@ const BATCH: usize = 256 << 10;
 const POLL: Duration = Duration::from_millis(5);
 
 /// Record kinds a drop is counted under (indexed by [`RecordKind`]; 0: a kind not known).
-const KINDS: usize = 10;
+const KINDS: usize = 11;
 
 const fn kind_name(i: usize) -> &'static str {
     match RecordKind::from_u16(i as u16) {
@@ -50,6 +50,7 @@ const fn kind_name(i: usize) -> &'static str {
         Some(RecordKind::Params) => "params",
         Some(RecordKind::Open) => "open",
         Some(RecordKind::Batch) => "batch",
+        Some(RecordKind::Job) => "job",
         None => "unknown",
     }
 }

@@ -22,7 +22,7 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 
-use crate::{fixtures_dir, root, run, stack, step, tracer_bin, verdict};
+use crate::{fixtures::fixtures_dir, root, run, stack, step, tracer_bin, verdict};
 
 pub(crate) struct Opts {
     /// Shorter runs, for checking the harness itself.

@@ -16,6 +16,7 @@ use anyhow::{Context as _, Result, bail};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod fixtures;
 mod package;
 mod provenance;
 mod stack;
@@ -120,15 +121,15 @@ const PACKAGES: &[&str] = &[
     "mesa-vulkan-drivers",
     // The OpenCL ICD loader: a process that maps it is said to run GPU work tracer does not observe.
     "ocl-icd-libopencl1",
+    // A Debian kernel booted under qemu with a busybox initramfs, where the real GPU scheduler module runs a
+    // GPU driver test double's jobs (`fixtures/kmod`); gcc-12 builds that module, as it built the kernel.
+    "qemu-system-x86",
+    "busybox-static",
+    "gcc-12",
+    "xz-utils",
+    "kmod",
 ];
 
-/// Libraries a HIP fixture links besides the HIP runtime.
-const FIXTURE_LIBS: &[(&str, &[&str])] =
-    &[("sparse_rand", &["-lhipsparse", "-lrocsparse", "-lrocrand"]), ("server_slots", &["-lhipsparse"])];
-/// HIP fixtures built as shared libraries, under these names, before the programs: the libllama test double.
-const FIXTURE_SHARED: &[(&str, &str)] = &[("llama_double", "libllama.so"), ("ggml_base_double", "libggml-base.so")];
-/// HIP fixture programs linked to a shared-library fixture, found beside them (rpath `$ORIGIN`).
-const FIXTURE_LINKS_SHARED: &[(&str, &str)] = &[("server_slots", "libllama.so"), ("ggml_steps", "libggml-base.so")];
 const BPF_LINKER_VERSION: &str = "0.13.0";
 const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -355,191 +356,9 @@ fn tracefs() -> Result<()> {
     run(Command::new("mount").args(["-t", "tracefs", "nodev", TRACEFS]))
 }
 
-fn fixtures_dir() -> PathBuf {
-    root().join("target/fixtures")
-}
-
-/// The Vulkan runner and its `libggml-vulkan.so` TEST DOUBLE (`target/fixtures/vulkan/`): each
-/// `fixtures/vulkan/shaders/*.comp` compiled by glslc, its SPIR-V written as ggml's vulkan-shaders-gen
-/// writes it (`NAME_data`, `NAME_len`) into the double's C source, except `own_kernel`, which goes into the
-/// program itself (an application's own shader, in no ggml file).
-fn build_vulkan_fixture(out: &Path) -> Result<()> {
-    let dir = out.join("vulkan");
-    fs::create_dir_all(&dir)?;
-    let src = root().join("fixtures/vulkan");
-    step("glslc fixtures/vulkan/shaders, cc fixtures/vulkan (the Vulkan runner and its libggml-vulkan test double)");
-    let mut shaders: Vec<PathBuf> =
-        fs::read_dir(src.join("shaders"))?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
-    shaders.retain(|p| p.extension().is_some_and(|e| e == "comp"));
-    shaders.sort();
-    let (mut double, mut own) = (String::from("#include <stdint.h>\n"), String::from("#include <stdint.h>\n"));
-    for shader in &shaders {
-        let name = shader.file_stem().and_then(|s| s.to_str()).context("a shader file name")?;
-        let spv = dir.join(format!("{name}.spv"));
-        run(Command::new("glslc").args(["-O", "--target-env=vulkan1.1", "-o"]).arg(&spv).arg(shader))?;
-        let bytes = fs::read(&spv)?;
-        let list: Vec<String> = bytes.iter().map(u8::to_string).collect();
-        let c = format!(
-            "const uint64_t {name}_len = {len};\nconst unsigned char {name}_data[{len}] = {{{}}};\n",
-            list.join(","),
-            len = bytes.len()
-        );
-        if name == "own_kernel" { own.push_str(&c) } else { double.push_str(&c) }
-    }
-    fs::write(dir.join("ggml_vulkan_double.c"), double)?;
-    fs::write(dir.join("own_kernel.c"), own)?;
-    run(Command::new("cc")
-        .args(["-O2", "-Wall", "-shared", "-fPIC", "-Wl,-soname,libggml-vulkan.so", "-o"])
-        .arg(dir.join("libggml-vulkan.so"))
-        .arg(dir.join("ggml_vulkan_double.c")))?;
-    run(Command::new("cc")
-        .args(["-O2", "-Wall", "-o"])
-        .arg(out.join("vk_runner"))
-        .arg(src.join("vk_runner.c"))
-        .arg(dir.join("own_kernel.c"))
-        .arg(format!("-L{}", dir.display()))
-        .args(["-l:libggml-vulkan.so", "-lvulkan"])
-        .arg(format!("-Wl,-rpath,{}", dir.display())))
-}
-
-/// Builds each `fixtures/hip/*.hip` with hipcc for gfx1030 (the Debian device libraries stop short of
-/// gfx1100), when its source or a `fixtures/hip` header it includes is newer than its binary: the shared
-/// libraries (`FIXTURE_SHARED`) first, then the programs.
-fn build_fixtures() -> Result<()> {
-    let out = fixtures_dir();
-    fs::create_dir_all(&out)?;
-    let (mut sources, mut headers) = (Vec::new(), Vec::new());
-    for entry in fs::read_dir(root().join("fixtures/hip"))? {
-        let path = entry?.path();
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("hip") => sources.push(path),
-            Some("h") => headers.push(path),
-            _ => {}
-        }
-    }
-    let stem = |src: &Path| src.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
-    let shared = |stem: &str| FIXTURE_SHARED.iter().find(|(name, _)| *name == stem).map(|(_, lib)| *lib);
-    sources.sort_by_key(|src| (shared(&stem(src)).is_none(), src.clone()));
-    for src in sources {
-        let stem = stem(&src);
-        let bin = out.join(shared(&stem).unwrap_or(&stem));
-        let text = fs::read_to_string(&src)?;
-        let mut inputs = vec![&src];
-        inputs.extend(headers.iter().filter(|h| {
-            h.file_name().and_then(|n| n.to_str()).is_some_and(|n| text.contains(&format!("#include \"{n}\"")))
-        }));
-        let newest =
-            inputs.iter().map(|p| fs::metadata(p)?.modified()).collect::<Result<Vec<_>, _>>()?.into_iter().max();
-        let fresh = match (newest, fs::metadata(&bin).and_then(|m| m.modified())) {
-            (Some(s), Ok(b)) => b >= s,
-            _ => false,
-        };
-        if fresh {
-            continue;
-        }
-        step(&format!("hipcc {}", src.display()));
-        let mut hipcc = Command::new("hipcc");
-        hipcc.args(["--offload-arch=gfx1030", "-O2", "-o"]).arg(&bin).arg(&src);
-        if let Some(lib) = shared(&stem) {
-            hipcc.args(["-shared", "-fPIC", &format!("-Wl,-soname,{lib}")]);
-        }
-        for (_, lib) in FIXTURE_LINKS_SHARED.iter().filter(|(name, _)| *name == stem) {
-            hipcc.arg(format!("-L{}", out.display())).arg(format!("-l:{lib}")).arg("-Wl,-rpath,$ORIGIN");
-        }
-        let libs = FIXTURE_LIBS.iter().find(|(name, _)| *name == stem).map_or(&[][..], |(_, libs)| libs);
-        run(hipcc.args(libs))?;
-    }
-    // A library's code-object directory, as rocBLAS's Tensile `library/` is: code_objects.hip's kernels as
-    // one code object (`hipcc --genco`), copied into four files beside a catalogue, for code_objects to
-    // load by path.
-    let library = out.join("code-objects/library");
-    fs::create_dir_all(&library)?;
-    let code_object = out.join("code-objects/kernels.co");
-    step("hipcc --genco fixtures/hip/code_objects.hip -> target/fixtures/code-objects/library/");
-    run(Command::new("hipcc")
-        .args(["--genco", "--offload-arch=gfx1030", "-O2", "-o"])
-        .arg(&code_object)
-        .arg(root().join("fixtures/hip/code_objects.hip")))?;
-    for i in 0..4 {
-        fs::copy(&code_object, library.join(format!("Kernels_{i}.co")))?;
-    }
-    fs::write(library.join("TensileLibrary.dat"), "code_objects fixture: the catalogue a library reads\n")?;
-    // The demo runner stripped as release builds are (Ollama strips libggml-hip.so): late attach must
-    // name its kernels without a symbol table.
-    let (runner, stripped) = (out.join("mini_runner"), out.join("mini_runner_stripped"));
-    step("strip mini_runner -> mini_runner_stripped");
-    run(Command::new("strip").arg("--strip-all").arg("-o").arg(&stripped).arg(&runner))?;
-    // The HSA queue-path test double and the program that drives it (linked to the double by rpath).
-    let dir = out.join("hsa-double");
-    fs::create_dir_all(&dir)?;
-    let src = root().join("fixtures/hsa_double");
-    let lib = dir.join("libhsa-runtime64.so.1");
-    step("cc fixtures/hsa_double (test double of libhsa-runtime64's queue path and loader)");
-    run(Command::new("cc")
-        .args(["-O2", "-Wall", "-shared", "-fPIC", "-Wl,-soname,libhsa-runtime64.so.1"])
-        .arg(format!("-Wl,--version-script={}", src.join("hsa_double.map").display()))
-        .arg("-o")
-        .arg(&lib)
-        .arg(src.join("hsa_double.c")))?;
-    for driver in ["hsa_driver", "hsa_late"] {
-        run(Command::new("cc")
-            .args(["-O2", "-Wall", "-o"])
-            .arg(out.join(driver))
-            .arg(src.join(format!("{driver}.c")))
-            .arg(format!("-L{}", dir.display()))
-            .arg("-l:libhsa-runtime64.so.1")
-            .arg(format!("-Wl,-rpath,{}", dir.display())))?;
-    }
-    // The CUDA test doubles (libcuda, libcudart) and the program that drives them.
-    let dir = out.join("cuda-double");
-    fs::create_dir_all(&dir)?;
-    let src = root().join("fixtures/cuda_double");
-    step("cc fixtures/cuda_double (test doubles of libcuda and libcudart)");
-    // The runtime double launches through the driver double, as libcudart launches through libcuda.
-    let to_driver = [format!("-L{}", dir.display()), "-l:libcuda.so.1".to_owned()];
-    for (lib, source, links) in
-        [("libcuda.so.1", "libcuda_double.c", &[][..]), ("libcudart.so.13", "libcudart_double.c", &to_driver[..])]
-    {
-        run(Command::new("cc")
-            .args(["-O2", "-Wall", "-Wno-unused-parameter", "-shared", "-fPIC"])
-            .arg(format!("-Wl,-soname,{lib}"))
-            .arg("-o")
-            .arg(dir.join(lib))
-            .arg(src.join(source))
-            .args(links))?;
-    }
-    run(Command::new("cc")
-        .args(["-O2", "-Wall", "-o"])
-        .arg(out.join("cuda_driver"))
-        .arg(src.join("cuda_driver.c"))
-        .arg(format!("-L{}", dir.display()))
-        .args(["-l:libcuda.so.1", "-l:libcudart.so.13", "-lpthread"])
-        .arg(format!("-Wl,-rpath,{}", dir.display())))?;
-    build_vulkan_fixture(&out)?;
-    // A ggml backend tracer does not probe, as an empty TEST DOUBLE under its file name: opencl_probe loads it.
-    let unobserved = out.join("unobserved");
-    fs::create_dir_all(&unobserved)?;
-    step("cc -> target/fixtures/unobserved/libggml-sycl.so (an empty test double named as ggml's SYCL backend)");
-    run(Command::new("cc")
-        .args(["-shared", "-fPIC", "-Wl,-soname,libggml-sycl.so", "-x", "c", "-o"])
-        .arg(unobserved.join("libggml-sycl.so"))
-        .arg("/dev/null"))?;
-    // Plain C fixtures (test doubles and probes that need no HIP).
-    for entry in fs::read_dir(root().join("fixtures/c"))? {
-        let src = entry?.path();
-        if src.extension().is_none_or(|e| e != "c") {
-            continue;
-        }
-        let bin = out.join(src.file_stem().expect("a .c file has a stem"));
-        step(&format!("cc {}", src.display()));
-        run(Command::new("cc").args(["-O2", "-Wall", "-o"]).arg(&bin).arg(&src))?;
-    }
-    Ok(())
-}
-
 fn build() -> Result<()> {
     cargo_build_tracer()?;
-    build_fixtures()
+    fixtures::build()
 }
 
 /// `cargo build --release -p tracer` (the eBPF programs are built by tracer/build.rs).
@@ -559,7 +378,7 @@ const DEMO_GPU_TRACE: &str = "fixtures/traces/h100-llama-bench-q4_k_m-p513.jsonl
 /// workload, every launch failing), then the report of a real GPU recording shipped in the repository.
 fn demo() -> Result<()> {
     let trace = root().join("target/demo.trace.jsonl");
-    let runner = fixtures_dir().join("mini_runner");
+    let runner = fixtures::fixtures_dir().join("mini_runner");
     step(
         "part 1 of 2: a recording made on this machine (no GPU here: the runtime is real, every launch fails; \
          --all-calls reads each launch's result, which the default, one trap a launch, leaves unread)",
@@ -675,7 +494,7 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
         .args(&filter_args)
         .args(["--", "--test-threads=1"])
         .env("TRACER_BIN", tracer_bin())
-        .env("TRACER_FIXTURES", fixtures_dir())
+        .env("TRACER_FIXTURES", fixtures::fixtures_dir())
         .env("TRACER_PYLIB", pylib())
         .env("TRACER_DEB", deb))
 }

@@ -18,7 +18,7 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::{FIXTURE_LIBS, PACKAGES, output, root, step};
+use crate::{PACKAGES, fixtures::FIXTURE_LIBS, output, root, step};
 
 /// A file in use and why: "`fixtures/hip/sparse_rand.hip` includes", "the tests run", ...
 struct Used {
@@ -57,6 +57,11 @@ pub(crate) fn check() -> Result<()> {
     ));
     Ok(())
 }
+
+/// What `fixtures/kmod/guest.sh` runs on the host to boot the GPU scheduler tests' kernel: qemu, the guest's
+/// busybox, the kernel's own compiler for the driver test double, and the tools that unpack Debian's kernel.
+const GUEST_PROGRAMS: [&str; 8] =
+    ["qemu-system-x86_64", "busybox", "gcc-12", "make", "xz", "depmod", "dpkg-deb", "apt-get"];
 
 /// Headers and libraries of every fixture, and the programs the tests and xtask run.
 fn used_files() -> Result<Vec<Used>> {
@@ -100,6 +105,11 @@ fn used_files() -> Result<Vec<Used>> {
             bail!("{fixture} links {flag}, but no lib{name}.so is on the linker's path: run `cargo xtask setup`");
         }
         used.push(Used { path, by: format!("{fixture} links") });
+    }
+    for program in GUEST_PROGRAMS {
+        let path = which(program)
+            .with_context(|| format!("fixtures/kmod/guest.sh runs `{program}`, which is not installed"))?;
+        used.push(Used { path, by: "fixtures/kmod/guest.sh runs".to_owned() });
     }
     for program in programs_run(&root)? {
         let path = which(&program).with_context(|| format!("the tests run `{program}`, which is not installed"))?;

@@ -23,7 +23,7 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 
-use crate::{fixtures_dir, root, run, step, tracer_bin, verdict};
+use crate::{fixtures::fixtures_dir, root, run, step, tracer_bin, verdict};
 
 /// What a recording of a registering program cost tracer, medians over the runs.
 pub(crate) struct StackRun {

@@ -10,6 +10,7 @@ mod command_line;
 mod compat;
 mod cuda;
 mod driver;
+mod gpu_jobs;
 mod hostile;
 mod inspect;
 mod library_stack;

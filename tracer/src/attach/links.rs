@@ -98,6 +98,11 @@ impl RuntimeLinks {
         std::mem::take(&mut self.refused)
     }
 
+    /// Runs of these programs the kernel skipped (another tracer program was running on that CPU).
+    pub(crate) fn misses(&self) -> u64 {
+        self.programs.values().map(MultiProgram::misses).sum()
+    }
+
     /// Each program's (name, runs, nanoseconds) as the kernel counted them (`record --program-stats`).
     pub(crate) fn stats(&self) -> Vec<(&'static str, u64, u64)> {
         self.programs.iter().filter_map(|(name, p)| p.stats().map(|(runs, ns)| (*name, runs, ns))).collect()

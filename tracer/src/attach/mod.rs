@@ -26,9 +26,11 @@ use crate::{libs::LibCopy, trace};
 mod links;
 mod multi;
 mod release;
+mod sched;
 pub(crate) use links::RuntimeLinks;
-pub(crate) use multi::MultiProgram;
+pub(crate) use multi::{MultiProgram, misses as program_misses};
 pub use release::{release_in_background, releases_in_progress};
+pub use sched::JobTracepoints;
 
 /// The eBPF object built by build.rs.
 pub static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
@@ -156,6 +158,8 @@ pub struct Settings {
     pub ring_bytes: u32,
     /// A command name whose exec joins the PID filter (`ollama`), at most 15 bytes.
     pub watch_comm: Option<&'static str>,
+    /// The GPU scheduler's tracepoints to attach, where this kernel has them.
+    pub jobs: Option<JobTracepoints>,
 }
 
 /// Which programs the runtime probes run, and on which functions.
@@ -239,10 +243,10 @@ pub fn field_offset(format: &str, field: &str) -> Option<u32> {
     })
 }
 
-/// Which GPU tracepoint groups this kernel has (amdgpu, `gpu_scheduler`). tracer records whether they are
-/// there; it does not attach to them yet.
+/// Which GPU tracepoint groups this kernel has (amdgpu, `gpu_scheduler`). tracer attaches to the GPU
+/// scheduler's jobs ([`JobTracepoints`]); amdgpu's own are recorded as there or not.
 pub fn gpu_tracepoint_groups() -> BTreeMap<String, bool> {
-    ["amdgpu", "gpu_scheduler"]
+    ["amdgpu", sched::GROUP]
         .iter()
         .map(|g| ((*g).to_owned(), Path::new(TRACEFS).join("events").join(g).is_dir()))
         .collect()
@@ -301,6 +305,11 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         .override_global("IOCTL_ARG_OFFSET", &ioctl_arg, true)
         .override_global("IOCTL_RET_OFFSET", &ioctl_ret, true)
         .override_global("OPENAT_FILENAME_OFFSET", &openat_filename, true)
+        .override_global(
+            "JOB_FORMAT",
+            &settings.jobs.as_ref().map_or([tracer_common::JobFields::ABSENT; 3], |j| j.format),
+            true,
+        )
         .map_max_entries("EVENTS", settings.ring_bytes)
         .load(OBJECT)
         .context("loading tracer's eBPF programs into the kernel failed")?;
@@ -329,6 +338,14 @@ pub fn load(settings: &Settings) -> Result<Ebpf> {
         let prog: &mut TracePoint = program(&mut ebpf, name)?;
         prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
         prog.attach(category, name).with_context(|| format!("attaching to tracepoint {category}:{name} failed"))?;
+    }
+    if let Some(jobs) = &settings.jobs {
+        for (prog_name, tp) in ["job_queue", "job_run", "job_done"].into_iter().zip(jobs.names) {
+            let prog: &mut TracePoint = program(&mut ebpf, prog_name)?;
+            prog.load().with_context(|| format!("the kernel refused eBPF program {prog_name}"))?;
+            prog.attach(sched::GROUP, tp)
+                .with_context(|| format!("attaching to tracepoint {}:{tp} failed", sched::GROUP))?;
+        }
     }
     Ok(ebpf)
 }

@@ -11,7 +11,7 @@
 use std::{
     collections::HashSet,
     ffi::CString,
-    os::fd::{AsFd as _, AsRawFd as _, FromRawFd as _, OwnedFd, RawFd},
+    os::fd::{AsFd as _, AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd, RawFd},
     path::Path,
 };
 
@@ -21,6 +21,29 @@ use aya::{
     maps::{Map, MapData},
 };
 use aya_obj::generated::{bpf_attach_type, bpf_attr, bpf_cmd, bpf_insn, bpf_prog_type};
+
+/// The kernel's information on a loaded program (`BPF_OBJ_GET_INFO_BY_FD`); None when it cannot be asked.
+fn prog_info(fd: BorrowedFd<'_>) -> Option<aya_obj::generated::bpf_prog_info> {
+    // SAFETY: all-zero is a valid `bpf_prog_info` (plain integers).
+    let mut info: aya_obj::generated::bpf_prog_info = unsafe { std::mem::zeroed() };
+    // SAFETY: all-zero is a valid `bpf_attr` (a union of plain integers).
+    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+    // SAFETY: the `BPF_OBJ_GET_INFO_BY_FD` member of the union, written field by field.
+    let get = unsafe { &mut attr.info };
+    get.bpf_fd = fd.as_raw_fd() as u32;
+    get.info_len = u32::try_from(size_of::<aya_obj::generated::bpf_prog_info>()).ok()?;
+    get.info = std::ptr::from_mut(&mut info) as u64;
+    bpf(bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr).ok()?;
+    Some(info)
+}
+
+/// Runs of a program the kernel skipped (`recursion_misses`, Linux 5.12 on; 0 where it cannot be asked): a
+/// tracepoint or probe that fires while another tracer program runs on the same CPU (an interrupt's
+/// tracepoint during a probe's program) does not run its program. Counted by the kernel whether or not
+/// programs are timed.
+pub(crate) fn misses(fd: BorrowedFd<'_>) -> u64 {
+    prog_info(fd).map_or(0, |info| info.recursion_misses)
+}
 
 /// `BPF_PROG_LOAD` of a uprobe-multi program, with the verifier's log in `log` when given.
 fn load_program(
@@ -125,17 +148,12 @@ impl MultiProgram {
     /// (runs, nanoseconds) the kernel counted for this program (`BPF_ENABLE_STATS`, `record
     /// --program-stats`); None when it cannot be asked.
     pub(crate) fn stats(&self) -> Option<(u64, u64)> {
-        // SAFETY: all-zero is a valid `bpf_prog_info` (plain integers).
-        let mut info: aya_obj::generated::bpf_prog_info = unsafe { std::mem::zeroed() };
-        // SAFETY: all-zero is a valid `bpf_attr` (a union of plain integers).
-        let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
-        // SAFETY: the `BPF_OBJ_GET_INFO_BY_FD` member of the union, written field by field.
-        let get = unsafe { &mut attr.info };
-        get.bpf_fd = self.fd.as_raw_fd() as u32;
-        get.info_len = u32::try_from(size_of::<aya_obj::generated::bpf_prog_info>()).ok()?;
-        get.info = std::ptr::from_mut(&mut info) as u64;
-        bpf(bpf_cmd::BPF_OBJ_GET_INFO_BY_FD, &mut attr).ok()?;
-        Some((info.run_cnt, info.run_time_ns))
+        prog_info(self.fd.as_fd()).map(|info| (info.run_cnt, info.run_time_ns))
+    }
+
+    /// Runs the kernel skipped because another tracer program was running on that CPU (see [`misses`]).
+    pub(crate) fn misses(&self) -> u64 {
+        misses(self.fd.as_fd())
     }
 
     /// Attaches the program at `offsets` (file offsets of `target`, with one cookie each) in one link, at

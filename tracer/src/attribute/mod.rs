@@ -213,6 +213,10 @@ impl Attributor {
                 }
                 self.opened.push(o);
             }
+            Event::Job(j) => {
+                self.see(j.pid, j.ts, out);
+                out.push(Record::Job(j));
+            }
             Event::Batch(b) => {
                 self.see(b.pid, b.ts, out);
                 out.push(Record::Batch(b));

@@ -6,14 +6,15 @@
 use tracer_common::{
     ARG_SLOTS, ApiFunc, BATCH_EMBD, BATCH_ENCODE, BATCH_FAULT, BATCH_HEAD, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS,
     BATCH_SEQ, BATCH_STACK_FAULT, BATCH_TOKENS_MAX, BatchRecord, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID,
-    CONFIG_SLOTS, CallRecord, DispatchRecord, IOCTL_ARG_READ, IoctlRecord, NAME_CODE, NAME_FAULT, NAME_TRUNCATED,
-    NameRecord, OpenRecord, PARAMS_MAX, ParamsRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind,
+    CONFIG_SLOTS, CallRecord, DispatchRecord, IOCTL_ARG_READ, IoctlRecord, JobRecord, NAME_CODE, NAME_FAULT,
+    NAME_TRUNCATED, NameRecord, OpenRecord, PARAMS_MAX, ParamsRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader,
+    RecordKind,
     api::{CopyDirection, Layout},
     batch_arrays, code_chunk,
 };
 
 pub use crate::event::Origin;
-use crate::event::{Call, Config, Dispatch, GridUnit, Ioctl, Launch, MemcpyKind, Queue, StepBatch};
+use crate::event::{Call, Config, Dispatch, GridUnit, Ioctl, Job, JobStage, Launch, MemcpyKind, Queue, StepBatch};
 
 /// A decoded ring-buffer record.
 ///
@@ -33,6 +34,7 @@ pub enum Event {
     Open(Opened),
     Batch(StepBatch),
     Code(CodeTail),
+    Job(Job),
 }
 
 /// A chunk of the end of the code a handle was made from (a Vulkan shader module's SPIR-V).
@@ -103,6 +105,7 @@ pub enum DecodeError {
     UnknownKind(u16),
     UnknownFunc(u16),
     UnknownProcEvent(u16),
+    UnknownJobStage(u16),
 }
 
 impl std::fmt::Display for DecodeError {
@@ -112,6 +115,7 @@ impl std::fmt::Display for DecodeError {
             Self::UnknownKind(k) => write!(f, "unknown record kind {k}"),
             Self::UnknownFunc(k) => write!(f, "unknown API function {k}"),
             Self::UnknownProcEvent(k) => write!(f, "unknown process event {k}"),
+            Self::UnknownJobStage(k) => write!(f, "unknown GPU job stage {k}"),
         }
     }
 }
@@ -123,6 +127,26 @@ fn read<T: bytemuck::AnyBitPattern>(bytes: &[u8]) -> Result<T, DecodeError> {
 
 const fn origin(h: &RecordHeader) -> Origin {
     Origin { ts: h.ts_ns, pid: h.pid(), tid: h.tid(), lib: h.lib }
+}
+
+fn decode_job(r: &JobRecord) -> Result<Event, DecodeError> {
+    let stage = match tracer_common::JobStage::from_u16(r.header.func) {
+        Some(tracer_common::JobStage::Queue) => JobStage::Queue,
+        Some(tracer_common::JobStage::Run) => JobStage::Run,
+        Some(tracer_common::JobStage::Done) => JobStage::Done,
+        None => return Err(DecodeError::UnknownJobStage(r.header.func)),
+    };
+    let ring = c_string(&r.ring);
+    Ok(Event::Job(Job {
+        ts: r.header.ts_ns,
+        pid: r.header.pid(),
+        tid: r.header.tid(),
+        stage,
+        context: r.context,
+        seqno: r.seqno,
+        client: (stage == JobStage::Queue && r.client != 0).then_some(r.client),
+        ring: (!ring.is_empty()).then_some(ring),
+    }))
 }
 
 /// The magic of a HIP fat-binary wrapper (`__hipFatMAGIC2`, "HIPF").
@@ -180,6 +204,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
                 fields,
             }))
         }
+        Some(RecordKind::Job) => decode_job(&read::<JobRecord>(bytes)?),
         Some(RecordKind::Params) => {
             let r = read::<ParamsRecord>(bytes)?;
             let values = (0..PARAMS_MAX).filter(|&i| r.read & (1 << i) != 0).map(|i| (i as u8, r.values[i])).collect();

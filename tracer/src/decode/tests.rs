@@ -287,3 +287,36 @@ fn a_batch_record_groups_its_tokens_into_sequence_runs() {
         [crate::event::SeqRun { seq: 0, pos: None, tokens: 2, outputs: 1, last_output: true, shared: 0 }]
     );
 }
+
+#[test]
+fn gpu_scheduler_jobs_carry_their_stage_fence_and_ring() {
+    let mut ring = [0u8; tracer_common::JOB_RING_BYTES];
+    ring[..9].copy_from_slice(b"gfx_0.0.0");
+    let queued = JobRecord {
+        header: RecordHeader { kind: RecordKind::Job as u16, func: 1, lib: 0, pid_tgid: (7u64 << 32) | 8, ts_ns: 50 },
+        context: 0x2a,
+        seqno: 9,
+        client: 3,
+        ring,
+    };
+    let Ok(Event::Job(j)) = decode(&bytes_of(&queued)) else { panic!("not a job") };
+    assert_eq!(
+        j,
+        Job {
+            ts: 50,
+            pid: 7,
+            tid: 8,
+            stage: JobStage::Queue,
+            context: 0x2a,
+            seqno: 9,
+            client: Some(3),
+            ring: Some("gfx_0.0.0".into())
+        }
+    );
+    // The run and done stages carry no ring and no client (the kernel reads them at the queue stage only).
+    let done = JobRecord { header: RecordHeader { func: 3, ..queued.header }, client: 0, ring: [0; 32], ..queued };
+    let Ok(Event::Job(j)) = decode(&bytes_of(&done)) else { panic!("not a job") };
+    assert_eq!((j.stage, j.client, j.ring), (JobStage::Done, None, None));
+    let odd = JobRecord { header: RecordHeader { func: 4, ..queued.header }, ..queued };
+    assert_eq!(decode(&bytes_of(&odd)), Err(DecodeError::UnknownJobStage(4)));
+}

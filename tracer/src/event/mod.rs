@@ -13,6 +13,8 @@ use std::{borrow::Cow, collections::BTreeMap};
 
 use serde::{Deserialize, Serialize};
 pub use tracer_common::ApiFunc;
+mod job;
+pub use job::{Job, JobStage};
 
 /// Whether a launch's grid counts work-groups or work-items.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

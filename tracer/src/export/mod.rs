@@ -154,6 +154,19 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>
             "ph": "i", "s": "t", "cat": "batch", "name": "llama_decode", "pid": b.pid, "tid": b.tid,
             "ts": us(b.ts, start), "args": {"n_tokens": b.n_tokens, "runs": b.runs},
         })),
+        // A job is an async slice from the ring taking it to its fence signalling, on the submitting thread;
+        // its queueing an instant.
+        Record::Job(j) => {
+            let (ph, name) = match j.stage {
+                trace::JobStage::Queue => ("n", "gpu job queued"),
+                trace::JobStage::Run => ("b", "gpu job"),
+                trace::JobStage::Done => ("e", "gpu job"),
+            };
+            events.emit(&json!({
+                "ph": ph, "cat": "gpu_job", "name": name, "id": format!("{:x}.{:x}", j.context, j.seqno),
+                "pid": j.pid, "tid": j.tid, "ts": us(j.ts, start), "args": {"ring": j.ring, "client": j.client},
+            }))
+        }
         Record::Library(_)
         | Record::Probe(_)
         | Record::Mapping(_)

@@ -505,9 +505,16 @@ impl Phases {
 
     /// The phases' totals.
     pub fn finish(self) -> Vec<PhaseReport> {
-        let Some(done) = self.done() else { return Vec::new() };
+        self.finish_with_spans().0
+    }
+
+    /// The phases' totals, and each step as a labelled time span.
+    pub fn finish_with_spans(self) -> (Vec<PhaseReport>, Vec<StepSpan>) {
+        let Some(mut done) = self.done() else { return (Vec::new(), Vec::new()) };
+        let spans = std::mem::take(&mut done.spans);
         let named = |counts: FamilyCounts| counts.into_iter().map(|(k, n)| (family_key(k), n)).collect();
-        done.steps
+        let phases = done
+            .steps
             .into_iter()
             .map(|(phase, acc)| {
                 let mut micro_batched: Vec<PassSequence> = acc
@@ -549,7 +556,8 @@ impl Phases {
                     library_calls: acc.lib_calls,
                 }
             })
-            .collect()
+            .collect();
+        (phases, spans)
     }
 }
 

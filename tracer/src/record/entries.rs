@@ -48,6 +48,11 @@ impl Entries {
         self.program.as_ref()?.stats().map(|(runs, ns)| (name, runs, ns))
     }
 
+    /// Runs of the counting program the kernel skipped (another tracer program was running on that CPU).
+    pub(super) fn misses(&self) -> u64 {
+        self.program.as_ref().map_or(0, MultiProgram::misses)
+    }
+
     /// Whether the library (dev, inode) has its entry points counted.
     pub(super) fn counted(&self, id: (u64, u64)) -> bool {
         self.libs.get(&id).is_some_and(|&(_, linked)| linked)

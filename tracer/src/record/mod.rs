@@ -382,6 +382,7 @@ fn header(
     filter_by_pid: bool,
     probes_per_process: bool,
     start_mono: u64,
+    job_tracepoints: Vec<String>,
 ) -> trace::Header {
     trace::Header {
         format: trace::FORMAT.into(),
@@ -400,6 +401,7 @@ fn header(
             ring_bytes: args.ring_bytes,
             ollama_servers: targets.servers.clone(),
             kernel_tracepoints: attach::gpu_tracepoint_groups(),
+            job_tracepoints,
             lean: !args.probe_mode.probes_tallied(),
             private_argv: args.argv_private(filter_by_pid),
             probes_per_process,

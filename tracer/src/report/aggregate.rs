@@ -44,6 +44,7 @@ struct ProcAcc {
     sites: BTreeMap<String, (u64, u64)>,
     /// Code-object files loaded by path, and their directories' listings.
     code: super::code_dirs::CodeAcc,
+    jobs: super::jobs::JobsAcc,
 }
 
 /// (grid, block, grid unit, shmem).
@@ -172,57 +173,6 @@ struct KernelAcc {
     shapes: HashMap<ShapeKey, u64>,
 }
 
-/// One row per kernel name: a name loaded under several handles (cuDNN loads a module per graph; each
-/// process load of the same code gives a new handle) is one kernel. Unnamed handles stay apart.
-fn merge_by_name(kernels: Vec<KernelReport>) -> Vec<KernelReport> {
-    let mut out: Vec<KernelReport> = Vec::with_capacity(kernels.len());
-    let mut by_name: HashMap<String, usize> = HashMap::new();
-    for k in kernels {
-        let at = if k.name.is_empty() { None } else { by_name.get(&k.name).copied() };
-        let Some(at) = at else {
-            if !k.name.is_empty() {
-                by_name.insert(k.name.clone(), out.len());
-            }
-            out.push(KernelReport { short_name: crate::demangle::short_name(&k.demangled), ids: vec![k.id], ..k });
-            continue;
-        };
-        let m = &mut out[at];
-        m.ids.push(k.id);
-        m.launches += k.launches;
-        m.failed += k.failed;
-        m.executions += k.executions;
-        m.graph_executions += k.graph_executions;
-        for (columns, n) in k.ne11 {
-            *m.ne11.entry(columns).or_default() += n;
-        }
-        for (code, n) in k.returns {
-            *m.returns.entry(code).or_default() += n;
-        }
-        for sh in k.shapes {
-            sh.add_to(&mut m.shapes);
-        }
-        for a in k.apis {
-            if !m.apis.contains(&a) {
-                m.apis.push(a);
-            }
-        }
-        if m.code_file.is_none() {
-            m.code_file = k.code_file;
-            m.bundles = k.bundles;
-        }
-    }
-    for m in &mut out {
-        if m.ids.len() > 1 {
-            m.shapes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
-            m.class = match m.shapes.first() {
-                Some(sh) => KernelClass::of_shape(&m.name, sh),
-                None => KernelClass::of(&m.name),
-            };
-        }
-    }
-    out
-}
-
 fn shapes(m: HashMap<ShapeKey, u64>) -> Vec<Shape> {
     let mut v: Vec<Shape> = m
         .into_iter()
@@ -334,6 +284,7 @@ impl ReportBuilder {
                 report.trace.tracer_version = h.tracer_version;
                 report.trace.host = h.host;
                 report.trace.kernel_release = h.kernel_release;
+                report.trace.gpu_jobs = super::jobs::Coverage::of(&h.options);
             }
             Record::Library(l) => report.libraries.push(l),
             Record::Probe(p) => {
@@ -401,6 +352,10 @@ impl ReportBuilder {
                 *last_ts = (*last_ts).max(i.ts);
                 procs.entry(i.pid).or_default().ioctl(&i);
             }
+            Record::Job(j) => {
+                *last_ts = (*last_ts).max(j.ts);
+                procs.entry(j.pid).or_default().jobs.add(&j);
+            }
             Record::Batch(b) => {
                 *last_ts = (*last_ts).max(b.ts);
                 let acc = procs.entry(b.pid).or_default();
@@ -429,7 +384,7 @@ impl ReportBuilder {
             let mut steps = feeder.take(pid);
             let mmq_widths = steps.mmq_widths();
             let sequences_untracked = steps.phases.sequences.untracked;
-            let phases = std::mem::take(&mut steps.phases).finish();
+            let (phases, spans) = std::mem::take(&mut steps.phases).finish_with_spans();
             let kernels: Vec<KernelReport> = acc
                 .kernels
                 .into_values()
@@ -448,7 +403,7 @@ impl ReportBuilder {
                     KernelReport { shapes, class, executions, graph_executions: replayed, ne11, ..k.report }
                 })
                 .collect();
-            let mut kernels = merge_by_name(kernels);
+            let mut kernels = super::merge::merge_by_name(kernels);
             kernels.sort_by(|a, b| {
                 b.executions.cmp(&a.executions).then(b.launches.cmp(&a.launches)).then(a.id.cmp(&b.id))
             });
@@ -507,7 +462,8 @@ impl ReportBuilder {
             let code_dirs = acc.code.finish(pid, &self.kernel_names, &kernels, &dispatches);
             let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
             ioctls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
-            let (has_ioctls, has_queues) = (!ioctls.is_empty(), !acc.queues.is_empty());
+            let gpu_jobs = acc.jobs.finish(&spans);
+            let (has_ioctls, has_queues) = (!ioctls.is_empty() || gpu_jobs.is_some(), !acc.queues.is_empty());
             report.processes.push(ProcessReport {
                 pid,
                 ppid: acc.info.ppid,
@@ -520,6 +476,7 @@ impl ReportBuilder {
                 code_dirs,
                 ioctls,
                 queues: acc.queues,
+                gpu_jobs,
                 mmq_widths,
                 step_libraries: step_libraries(&phases, &report.counted_libraries),
                 sequences_untracked,

@@ -10,12 +10,15 @@
 mod aggregate;
 mod code_dirs;
 mod crosscheck;
+mod jobs;
+mod merge;
 mod text;
 
 use std::{collections::BTreeMap, path::Path};
 
 pub use aggregate::ReportBuilder;
 use anyhow::Result;
+pub use jobs::{Coverage, JobsReport, PhaseJobs, RingJobs};
 use serde::Serialize;
 pub use text::TextOptions;
 
@@ -69,6 +72,8 @@ pub struct TraceInfo {
     /// (HIP's): a launch that failed is counted as made.
     #[serde(skip_serializing_if = "is_zero")]
     pub launch_results_unread: u64,
+    /// Whether GPU job times were recorded, and from which tracepoints.
+    pub gpu_jobs: Coverage,
 }
 
 impl TraceInfo {
@@ -96,6 +101,9 @@ pub struct ProcessReport {
     pub ioctls: Vec<IoctlReport>,
     /// HSA queues the process created.
     pub queues: Vec<trace::Queue>,
+    /// Its GPU scheduler jobs (work submitted through the kernel driver), where recorded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_jobs: Option<JobsReport>,
     /// What reached the GPU queues, per kernel (AQL kernel dispatch packets), and barrier packets.
     pub dispatches: Vec<DispatchReport>,
     pub barrier_packets: u64,

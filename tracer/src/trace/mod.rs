@@ -347,7 +347,7 @@ mod tests {
     }
 
     #[test]
-    fn batches_and_step_calls_round_trip_in_either_key_order() {
+    fn batches_step_calls_and_jobs_round_trip_in_either_key_order() {
         let batch = Record::Batch(StepBatch {
             ts: 5,
             pid: 42,
@@ -362,7 +362,17 @@ mod tests {
             ..StepBatch::default()
         });
         let calls = Record::StepCalls(StepCalls { pid: 42, step: 9, calls: std::iter::once((2, 7)).collect() });
-        for rec in [batch, calls] {
+        let job = Record::Job(Job {
+            ts: 7,
+            pid: 42,
+            tid: 43,
+            stage: JobStage::Queue,
+            context: 0x2a,
+            seqno: 3,
+            client: Some(5),
+            ring: Some("comp_1.0.0".into()),
+        });
+        for rec in [batch, calls, job] {
             let line = serde_json::to_string(&rec).unwrap();
             assert!(line.starts_with(r#"{"type":""#), "{line}");
             assert_eq!(reader::parse_line_for_tests(line.as_bytes()).unwrap(), rec);

@@ -417,6 +417,7 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
                 None => serde_json::from_slice(line)?,
             }),
             b"ioctl" => Record::Ioctl(serde_json::from_slice(line)?),
+            b"job" => Record::Job(serde_json::from_slice(line)?),
             b"mapping" => Record::Mapping(serde_json::from_slice(line)?),
             b"dispatch" => Record::Dispatch(serde_json::from_slice(line)?),
             b"queue" => Record::Queue(serde_json::from_slice(line)?),

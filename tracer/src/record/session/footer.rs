@@ -1,7 +1,7 @@
 //! The end of a recording: what the kernel counted instead of writing (the tally records) and the
 //! footer, with every loss and counter the eBPF side, the drain, naming and the watch kept.
 
-use std::collections::BTreeMap;
+use std::{collections::BTreeMap, os::fd::AsFd as _};
 
 use tracer_common::{ApiFunc, Counter, Footer};
 
@@ -78,6 +78,23 @@ impl Session<'_> {
         }
         for (k, v) in &self.attr.counters {
             footer.counters.insert(k.clone(), *v);
+        }
+        // Runs the kernel skipped: a tracepoint or probe that fired while another tracer program ran on its
+        // CPU (a GPU job's done stage, in an interrupt, during a probe's program). Never silent.
+        let (mut missed, mut jobs_missed) = (0u64, 0u64);
+        for (name, program) in self.ebpf.programs() {
+            let n = program.fd().map_or(0, |fd| attach::program_misses(fd.as_fd()));
+            missed += n;
+            if name.starts_with("job_") {
+                jobs_missed += n;
+            }
+        }
+        missed += self.watch.links.as_ref().map_or(0, attach::RuntimeLinks::misses);
+        missed += self.watch.entries.as_ref().map_or(0, super::super::entries::Entries::misses);
+        for (key, n) in [("program_runs_missed", missed), ("job_stages_missed", jobs_missed)] {
+            if n > 0 {
+                footer.counters.insert(key.to_owned(), n);
+            }
         }
         if self.args.program_stats {
             // What each program cost, timed by the kernel.

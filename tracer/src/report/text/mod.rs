@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use std::collections::BTreeMap;
 
+mod jobs;
 mod kernels;
 mod phases;
 
@@ -82,6 +83,7 @@ impl Report {
                 t.launch_results_unread
             )?;
         }
+        jobs::write_coverage(s, &t.gpu_jobs)?;
         writeln!(s, "\nlibraries")?;
         for l in &self.libraries {
             writeln!(s, "  [{}] {} ({}, inode {})", l.id, l.path, l.origin, l.inode)?;
@@ -140,6 +142,7 @@ impl Report {
                  past the loader: calls through them are not counted"
             )?;
         }
+        jobs::write_missed(s, &self.counters)?;
         let queue: u64 = self.drops.iter().filter(|(k, _)| k.starts_with("queue:")).map(|(_, v)| v).sum();
         if queue == 0 {
             writeln!(s, "\nlosses: {} records dropped (ring buffer full)", self.drops_total)?;
@@ -248,6 +251,7 @@ fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptio
     write_api(s, p)?;
     write_phases(s, p, lean)?;
     write_queues(s, p, opts)?;
+    jobs::write_jobs(s, p)?;
     write_ioctls(s, p)?;
     write_memory(s, &p.memory)
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 mod kernels;
 pub use kernels::*;
 
-pub use crate::event::{ApiFunc, Call, Config, Dispatch, Ioctl, Launch, Queue, SeqRun, StepBatch};
+pub use crate::event::{ApiFunc, Call, Config, Dispatch, Ioctl, Job, JobStage, Launch, Queue, SeqRun, StepBatch};
 
 /// The value of the header's `format` field.
 pub const FORMAT: &str = "tracer-trace";
@@ -40,6 +40,7 @@ pub enum Record {
     LaunchSites(LaunchSites),
     GraphExec(GraphExec),
     Batch(StepBatch),
+    Job(Job),
     StepCalls(StepCalls),
     CodeDir(CodeDir),
     Footer(Footer),
@@ -90,10 +91,14 @@ pub struct Options {
     /// --ollama: the `ollama serve` processes followed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ollama_servers: Vec<u32>,
-    /// Kernel tracepoint groups tracer would use for the GPU scheduler view, and whether this kernel has
-    /// them ("amdgpu", "`gpu_scheduler`").
+    /// Kernel tracepoint groups for the GPU scheduler view, and whether this kernel has them ("amdgpu",
+    /// "`gpu_scheduler`").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub kernel_tracepoints: BTreeMap<String, bool>,
+    /// The GPU scheduler tracepoints attached for job times (`gpu_scheduler`: queue, run and done, in that
+    /// order); empty when this kernel has none tracer knows, and in traces before job times.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub job_tracepoints: Vec<String>,
     /// Synchronizations and async copies to the device were not probed (no records, no tallies): the
     /// default since `--all-calls` came (earlier, `--lean`); a step without a batch ends at the copy toward
     /// the host.
@@ -568,6 +573,7 @@ impl Record {
             Self::LaunchSites(_) => "launch_sites",
             Self::GraphExec(_) => "graph_exec",
             Self::Batch(_) => "batch",
+            Self::Job(_) => "job",
             Self::StepCalls(_) => "step_calls",
             Self::CodeDir(_) => "code_dir",
             Self::Footer(_) => "footer",

@@ -1,0 +1,36 @@
+//! A GPU scheduler job's stage, from the kernel's `gpu_scheduler` tracepoints to the trace file.
+
+use serde::{Deserialize, Serialize};
+
+/// A stage of a GPU scheduler job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum JobStage {
+    /// The submitting process pushed it to the scheduler (in its ioctl).
+    Queue,
+    /// The scheduler handed it to the hardware ring.
+    Run,
+    /// Its fence signalled: the GPU finished it.
+    Done,
+}
+
+/// A GPU scheduler job of a traced process at one stage (the kernel's `gpu_scheduler` tracepoints).
+///
+/// `pid` and `tid` are the submitting thread's at every stage; `ts` is when the stage was reached. The
+/// stages of one job share (`context`, `seqno`): its finished fence's context and sequence number (Linux
+/// 6.17 on), or its address and 0 (before).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    pub ts: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub stage: JobStage,
+    pub context: u64,
+    pub seqno: u64,
+    /// The submitting file's DRM client id (queue stage, Linux 6.17 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<u64>,
+    /// The scheduler's ring (`gfx_0.0.0`, `comp_1.0.0`; queue stage).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ring: Option<String>,
+}

@@ -1,0 +1,274 @@
+//! A recording's set-up, in three steps: load the programs, attach them (runtime copies, library entry
+//! points, the maps user space holds), then start (the command stopped, the header, the processes known at
+//! the start).
+
+use std::sync::Arc;
+
+use anyhow::{Result, anyhow, bail};
+use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
+use tracer_common::{PlanKey, ThreadTally};
+
+use super::Session;
+use crate::{
+    attach::{self, Settings},
+    attribute::Attributor,
+    clock::monotonic_ns,
+    libs::LibCopy,
+    names::early::EarlyLooks,
+    ollama,
+    record::{RecordArgs, Setup, Targets, command::Command, entries::Entries, header, runtimes, watch::LibraryWatch},
+    ring::Ring,
+    trace::{Record, Writer},
+};
+
+/// The programs loaded, before anything is attached.
+struct Loaded {
+    ebpf: aya::Ebpf,
+    multi: Option<attach::MultiProgram>,
+    /// The GPU scheduler tracepoints attached (queue, run, done), if this kernel has them.
+    job_tracepoints: Vec<String>,
+    program_stats: Option<std::os::fd::OwnedFd>,
+}
+
+/// The programs attached, and the maps and threads user space holds.
+struct Attached {
+    ebpf: aya::Ebpf,
+    watch: LibraryWatch,
+    /// Library and probe records, written after the header.
+    records: Vec<Record>,
+    pids: BpfHashMap<MapData, u32, u32>,
+    counters: PerCpuArray<MapData, u64>,
+    param_plans: BpfHashMap<MapData, PlanKey, u32>,
+    threads: BpfHashMap<MapData, u64, ThreadTally>,
+    ring: Ring,
+    early: Arc<EarlyLooks>,
+}
+
+impl<'a> Session<'a> {
+    /// Loads the programs, attaches to every copy, fills the PID filter, starts the command stopped,
+    /// and writes the header and what is known of each process at the start.
+    pub(in crate::record) fn set_up(
+        args: &'a RecordArgs,
+        setup: Setup,
+        writer: Writer,
+    ) -> Result<(Self, Option<Command>)> {
+        let Setup { targets, copies, counted, program } = setup;
+        let filter_by_pid = !targets.pids.is_empty() || !args.command.is_empty() || args.ollama;
+        let loaded = load(args, &targets, filter_by_pid)?;
+        let job_tracepoints = loaded.job_tracepoints.clone();
+        let program_stats = loaded.program_stats;
+        let (ebpf, multi) = (loaded.ebpf, loaded.multi);
+        let attached = attach_all(args, ebpf, multi, &targets, &copies, &counted, program.is_some())?;
+        Self::start(args, attached, targets, program, writer, (filter_by_pid, job_tracepoints, program_stats))
+    }
+
+    /// Starts the command stopped, writes the header and the set-up's records, and what is known of each
+    /// process at the start.
+    fn start(
+        args: &'a RecordArgs,
+        attached: Attached,
+        targets: Targets,
+        program: Option<std::path::PathBuf>,
+        mut writer: Writer,
+        (filter_by_pid, job_tracepoints, program_stats): (bool, Vec<String>, Option<std::os::fd::OwnedFd>),
+    ) -> Result<(Self, Option<Command>)> {
+        let Attached { mut ebpf, mut watch, records: setup, mut pids, counters, param_plans, threads, ring, early } =
+            attached;
+        for &pid in &targets.pids {
+            pids.insert(pid, 1, 0)?;
+        }
+        let to_stdout = crate::output::Dest::parse(&args.output) == crate::output::Dest::Stdout;
+        let child = match &program {
+            Some(path) => {
+                if to_stdout && !args.quiet {
+                    eprintln!(
+                        "tracer: the trace goes to standard output, so the command's standard output goes to standard error"
+                    );
+                }
+                Some(Command::start_stopped(path, &args.command, to_stdout)?)
+            }
+            None => None,
+        };
+        // After the command is forked: it keeps the limit it was given.
+        crate::record::raise_open_files_limit();
+        let child_pid = child.as_ref().map(|c| c.pid);
+        if let Some(pid) = child_pid {
+            pids.insert(pid, 1, 0)?;
+        }
+        for &pid in targets.pids.iter().chain(&targets.servers).chain(child_pid.iter()) {
+            watch.scope(pid, false);
+        }
+
+        let start_mono = monotonic_ns();
+        watch.started = start_mono;
+        writer.write(&Record::Header(header(
+            args,
+            &targets,
+            filter_by_pid,
+            watch.scoped(),
+            start_mono,
+            job_tracepoints,
+        )))?;
+        for r in setup {
+            writer.write(&r)?;
+        }
+        let mut attr = attributor(args, &targets.pids, child_pid, early, filter_by_pid);
+        let mut out = Vec::new();
+        for &pid in targets.pids.iter().chain(child_pid.iter()) {
+            attr.start_process(pid, start_mono, &mut out);
+            out.extend(watch.scan(&mut ebpf, pid, start_mono, args.probe_mode, || attr.held_mappings(pid)));
+        }
+        let filter_at_start = pids.keys().count() as u64;
+        for r in out {
+            writer.write(&r)?;
+        }
+        writer.flush()?;
+        let session = Session {
+            args,
+            ebpf,
+            watch,
+            pids,
+            param_plans,
+            threads,
+            counters,
+            ring,
+            attr,
+            writer,
+            filter_by_pid,
+            until_targets_exit: !targets.pids.is_empty() && child_pid.is_none() && !targets.watch_ollama,
+            child_pid,
+            filter_at_start,
+            servers: targets.servers,
+            watch_ollama: targets.watch_ollama,
+            _program_stats: program_stats,
+            metrics: None,
+        };
+        Ok((session, child))
+    }
+}
+
+/// Loads the programs with the recording's settings, and the multi-point program for library entry points.
+fn load(args: &RecordArgs, targets: &Targets, filter_by_pid: bool) -> Result<Loaded> {
+    let program_stats = if args.program_stats {
+        Some(aya::sys::enable_stats(aya::sys::Stats::RunTime).map_err(|e| {
+            anyhow!("--program-stats: the kernel refused to time eBPF programs ({e}); record without it")
+        })?)
+    } else {
+        None
+    };
+    let watch_comm = targets.watch_ollama.then_some("ollama");
+    let jobs = attach::JobTracepoints::find()
+        .map_err(|e| eprintln!("tracer: warning: GPU job times are not recorded: {e:#}"))
+        .ok()
+        .flatten();
+    let job_tracepoints = jobs.as_ref().map(|j| j.names.map(str::to_owned).to_vec()).unwrap_or_default();
+    let ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm, jobs })?;
+    // Loaded while aya holds every map: it shares them.
+    let multi = attach::MultiProgram::load(attach::OBJECT, &ebpf, args.probe_mode.library_program())
+            .map_err(|e| {
+                eprintln!(
+                    "tracer: warning: calls into GPU libraries other than the runtimes are not counted (the kernel refused multi-point uprobes, Linux 6.6 or later): {e:#}"
+                );
+            })
+            .ok();
+    Ok(Loaded { ebpf, multi, job_tracepoints, program_stats })
+}
+
+/// Attaches the runtime probes to every copy, takes the maps user space holds, counts the entry points of the
+/// GPU libraries the command will load, and starts the ring's drain.
+fn attach_all(
+    args: &RecordArgs,
+    mut ebpf: aya::Ebpf,
+    multi: Option<attach::MultiProgram>,
+    targets: &Targets,
+    copies: &[LibCopy],
+    counted: &[(crate::trace::GpuLibrary, LibCopy)],
+    has_program: bool,
+) -> Result<Attached> {
+    let mut watch = LibraryWatch::new(runtimes(args), !args.libs.is_empty());
+    watch.links = attach::RuntimeLinks::load(&ebpf, args.probe_mode)
+            .map_err(|e| {
+                eprintln!(
+                    "tracer: warning: runtime functions are probed one uprobe each (the kernel refused multi-point uprobes, Linux 6.6 or later), so releasing them after the recording takes about 0.1 s a probe: {e:#}"
+                );
+            })
+            .ok();
+    // Recording running processes by PID, the runtime probes go into them alone (a link per process), so
+    // that other processes mapping the same copies do not trap. A child they start later gets its links
+    // when its fork or exec is read; a copy it already maps then is marked late for it (its calls before
+    // the links are not seen, and said). A command and Ollama's runners are recorded from their first
+    // call instead: the kernel cannot place a link in a child at its fork, so there the probes stay on
+    // every process mapping the copies and the programs filter.
+    if args.command.is_empty()
+        && !args.ollama
+        && !targets.pids.is_empty()
+        && attach::scoped_links_work()
+        && let Some(links) = watch.links.as_mut()
+    {
+        links.scope_to_processes();
+    }
+    let mut setup = Vec::new();
+    for copy in copies {
+        match watch.attach(&mut ebpf, copy, args.probe_mode) {
+            Ok(records) => setup.extend(records),
+            // A copy that vanished since it was found (an upgrade, a removed install) is skipped; the
+            // check below still wants one probed runtime.
+            Err(e) if copies.len() > 1 || targets.watch_ollama => {
+                eprintln!("tracer: warning: {} skipped: {e:#}", copy.path);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    // Watching for Ollama, the runtimes may come later with a server not started yet.
+    // Watching for Ollama or recording a command, a runtime opened later is probed then.
+    if !targets.watch_ollama
+        && !has_program
+        && !setup.iter().any(|r| matches!(r, Record::Probe(p) if p.error.is_none()))
+    {
+        let paths: Vec<&str> = copies.iter().map(|c| c.path.as_str()).collect();
+        bail!("no runtime function could be probed in {}: is this libamdhip64 or libcuda?", paths.join(", "));
+    }
+    let mut take = |name: &str| ebpf.take_map(name).ok_or_else(|| anyhow!("eBPF object has no {name} map"));
+    let pids: BpfHashMap<MapData, u32, u32> = BpfHashMap::try_from(take("PIDS")?)?;
+    let counters: PerCpuArray<MapData, u64> = PerCpuArray::try_from(take("COUNTERS")?)?;
+    let param_plans: BpfHashMap<MapData, PlanKey, u32> = BpfHashMap::try_from(take("PARAM_PLANS")?)?;
+    let threads: BpfHashMap<MapData, u64, ThreadTally> = BpfHashMap::try_from(take("THREADS")?)?;
+    watch.entries = Some(Entries::new(
+        multi,
+        BpfHashMap::try_from(take("ENTRY_CALLS")?)?,
+        BpfHashMap::try_from(take("STEP_TALLY")?)?,
+    ));
+    // The GPU libraries the command will load: counted before its first instruction.
+    for (gpu, copy) in counted {
+        setup.extend(watch.count_entries(Some(*gpu), &copy.path, &copy.file).map(Record::EntryLibrary));
+    }
+    // The looking thread ends with the drain, which holds its poster.
+    let (poster, early, _looking) = crate::names::early::start()?;
+    let ring = Ring::spawn(RingBuf::try_from(take("EVENTS")?)?, args.read_delay, poster)?;
+
+    Ok(Attached { ebpf, watch, records: setup, pids, counters, param_plans, threads, ring, early })
+}
+
+/// Attribution's set-up: the early look, the command's child named by its argv until it execs, and where
+/// models and command lines come from.
+fn attributor(
+    args: &RecordArgs,
+    target_pids: &[u32],
+    child_pid: Option<u32>,
+    early: Arc<EarlyLooks>,
+    filter_by_pid: bool,
+) -> Attributor {
+    let mut attr = Attributor::default();
+    attr.processes.early = Some(Arc::clone(&early));
+    attr.names.early = Some(early);
+    attr.own_child = child_pid;
+    attr.runtime_view = args.cuda_runtime;
+    if let Some(pid) = child_pid {
+        // Until it execs, the stopped child is a copy of tracer: record it under the command's argv.
+        attr.processes.name_command(pid, args.command.clone());
+    }
+    attr.processes.models_dir = ollama::models_dir(args.models_dir.as_deref());
+    attr.processes.private_argv = args.argv_private(filter_by_pid);
+    attr.processes.targets = target_pids.iter().chain(child_pid.iter()).copied().collect();
+    attr
+}
