@@ -150,26 +150,32 @@ pub(crate) fn closure(launch: &Launch) -> Loaded {
         }
         for dir in dirs {
             scanned_dirs.insert(dir.clone());
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-            let mut names: Vec<PathBuf> = entries
-                .flatten()
-                .take(crate::files::MAX_DIR_ENTRIES)
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name().is_some_and(|n| {
-                        let n = n.to_string_lossy();
-                        BACKENDS
-                            .iter()
-                            .chain(crate::libs::RUNTIMES.iter())
-                            .chain(std::iter::once(&crate::libs::CUDA_RUNTIME))
-                            .any(|b| n.starts_with(b))
-                    })
-                })
-                .collect();
-            names.sort();
-            queue.extend(names.into_iter().map(|p| (p, Vec::new())));
+            queue.extend(backends_in(&dir).into_iter().map(|p| (p, Vec::new())));
         }
     }
+}
+
+/// The GPU backends and runtime copies a directory holds (at most its first `MAX_DIR_ENTRIES` entries), by
+/// file name, in name order.
+fn backends_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<PathBuf> = entries
+        .flatten()
+        .take(crate::files::MAX_DIR_ENTRIES)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().is_some_and(|n| {
+                let n = n.to_string_lossy();
+                BACKENDS
+                    .iter()
+                    .chain(crate::libs::RUNTIMES.iter())
+                    .chain(std::iter::once(&crate::libs::CUDA_RUNTIME))
+                    .any(|b| n.starts_with(b))
+            })
+        })
+        .collect();
+    names.sort();
+    names
 }
 
 /// `$ORIGIN` (and `${ORIGIN}`) as the directory of the object whose path list it is in.

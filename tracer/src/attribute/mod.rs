@@ -104,6 +104,40 @@ impl Default for Attributor {
 
 /// Counts an oddity for the footer. Some counters move on every launch: no allocation once the key is
 /// there.
+/// A Vulkan pipeline made (named after its module's shader) or bound to a command buffer (the pipeline
+/// that buffer's dispatches run).
+fn vulkan_call(
+    c: &Call,
+    names: &mut crate::names::Of<'_>,
+    bound: &mut HashMap<u64, u64>,
+    counters: &mut BTreeMap<String, u64>,
+    out: &mut Vec<Record>,
+) {
+    match c.api.op() {
+        Op::PipelineCreate if c.ret == 0 => {
+            if let (Some(pipeline), Some(module)) = (c.function, c.module)
+                && let Some(k) = names.pipeline(pipeline, module, c.ts)
+            {
+                out.push(Record::Kernel(k));
+            }
+            if let Some(more) = c.size.and_then(|n| n.checked_sub(1)).filter(|&n| n > 0) {
+                // Only the first pipeline of a call is read: the others' dispatches stay unnamed.
+                *counters.entry("pipelines_unread".to_owned()).or_default() += more;
+            }
+        }
+        Op::Bind if c.attribute == Some(BIND_POINT_COMPUTE) => {
+            if let (Some(cmd), Some(pipeline)) = (c.stream, c.function) {
+                if bound.len() < MAX_COMMAND_BUFFERS || bound.contains_key(&cmd) {
+                    bound.insert(cmd, pipeline);
+                } else {
+                    bump(counters, "command_buffers_over_limit");
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 fn bump(counters: &mut BTreeMap<String, u64>, name: &str) {
     match counters.get_mut(name) {
         Some(n) => *n += 1,
@@ -328,39 +362,13 @@ impl Attributor {
     /// An API call: capture state, names bound by the call, the file a code object comes from.
     fn call(&mut self, mut c: Call, out: &mut Vec<Record>) {
         self.see(c.pid, c.ts, out);
+        if matches!(c.api.layout(), Layout::ModulePath | Layout::CodeObjectFromFile) {
+            self.file_call(c, out);
+            return;
+        }
         let ok = c.ret == 0;
-        let procs = self.procs;
         let p = self.live.entry(c.pid).or_default();
         let mut names = self.names.of(c.pid, &mut p.names);
-        match c.api.layout() {
-            // A file loaded by path: the call and, when it succeeded, its module's functions carry it.
-            Layout::ModulePath => {
-                if let Some((file, truncated)) = p.code_files.path_of(&c, procs, &mut self.counters) {
-                    if let (true, Some(module)) = (ok, c.module) {
-                        names.module_file(module, &file);
-                    }
-                    let at = (c.pid, c.ts);
-                    if let Some(dir) = p.code_files.list_dir(&file, truncated, at, procs, &mut self.counters) {
-                        out.push(Record::CodeDir(dir));
-                    }
-                    c.file = Some(file);
-                }
-                out.push(Record::Call(c));
-                return;
-            }
-            Layout::CodeObjectFromFile => {
-                if let Some(file) = code_files::CodeFiles::fd_file(&c, procs, &mut self.counters) {
-                    let at = (c.pid, c.ts);
-                    if let Some(dir) = p.code_files.list_dir(&file, false, at, procs, &mut self.counters) {
-                        out.push(Record::CodeDir(dir));
-                    }
-                    c.file = Some(file);
-                }
-                out.push(Record::Call(c));
-                return;
-            }
-            _ => {}
-        }
         match c.api.op() {
             Op::CaptureBegin if ok => p.graphs.begin_capture(c.stream.unwrap_or(0)),
             Op::CaptureEnd => p.graphs.end_capture(c.stream.unwrap_or(0), c.handle.filter(|_| ok)),
@@ -411,30 +419,46 @@ impl Attributor {
                 }
             }
             // Vulkan: a pipeline named after its module's shader; the pipeline a command buffer runs.
-            Op::PipelineCreate if ok => {
-                if let (Some(pipeline), Some(module)) = (c.function, c.module)
-                    && let Some(k) = names.pipeline(pipeline, module, c.ts)
-                {
-                    out.push(Record::Kernel(k));
-                }
-                if let Some(more) = c.size.and_then(|n| n.checked_sub(1)).filter(|&n| n > 0) {
-                    // Only the first pipeline of a call is read: the others' dispatches stay unnamed.
-                    *self.counters.entry("pipelines_unread".to_owned()).or_default() += more;
-                }
-            }
-            Op::Bind if c.attribute == Some(BIND_POINT_COMPUTE) => {
-                if let (Some(cmd), Some(pipeline)) = (c.stream, c.function) {
-                    if p.bound.len() < MAX_COMMAND_BUFFERS || p.bound.contains_key(&cmd) {
-                        p.bound.insert(cmd, pipeline);
-                    } else {
-                        bump(&mut self.counters, "command_buffers_over_limit");
-                    }
-                }
-            }
+            Op::PipelineCreate | Op::Bind => vulkan_call(&c, &mut names, &mut p.bound, &mut self.counters, out),
             Op::ShaderModule | Op::CodeObjectRead => {
                 if let Some((file, offset)) = c.ptr.and_then(|ptr| names.file_of(ptr, c.ts)) {
                     c.file = Some(file);
                     c.file_offset = Some(offset);
+                }
+            }
+            _ => {}
+        }
+        out.push(Record::Call(c));
+    }
+
+    /// A code-object file loaded by path or descriptor: the call and, when it succeeded, its module's
+    /// functions carry the file; its directory is listed once.
+    fn file_call(&mut self, mut c: Call, out: &mut Vec<Record>) {
+        let ok = c.ret == 0;
+        let procs = self.procs;
+        let p = self.live.entry(c.pid).or_default();
+        let mut names = self.names.of(c.pid, &mut p.names);
+        match c.api.layout() {
+            // A file loaded by path: the call and, when it succeeded, its module's functions carry it.
+            Layout::ModulePath => {
+                if let Some((file, truncated)) = p.code_files.path_of(&c, procs, &mut self.counters) {
+                    if let (true, Some(module)) = (ok, c.module) {
+                        names.module_file(module, &file);
+                    }
+                    let at = (c.pid, c.ts);
+                    if let Some(dir) = p.code_files.list_dir(&file, truncated, at, procs, &mut self.counters) {
+                        out.push(Record::CodeDir(dir));
+                    }
+                    c.file = Some(file);
+                }
+            }
+            Layout::CodeObjectFromFile => {
+                if let Some(file) = code_files::CodeFiles::fd_file(&c, procs, &mut self.counters) {
+                    let at = (c.pid, c.ts);
+                    if let Some(dir) = p.code_files.list_dir(&file, false, at, procs, &mut self.counters) {
+                        out.push(Record::CodeDir(dir));
+                    }
+                    c.file = Some(file);
                 }
             }
             _ => {}

@@ -306,25 +306,49 @@ pub fn classify_demangled(mangled: &str, demangled: &str) -> Class {
         args.iter().find_map(|a| a.strip_prefix("(ggml_type)").and_then(|n| n.parse().ok()).and_then(ggml_type_name));
     let second = args.get(1).and_then(|a| a.parse::<u32>().ok());
     let library = library_of(&normalized, base, &demangled);
-    let family = if base.starts_with("triton_") {
+    let family = family_of(&normalized, base, &demangled);
+    let batch = match (family, second) {
+        (Family::Mmvq, Some(n)) if base == "mul_mat_vec_q" => Some(Batch::Exact(n)),
+        (Family::Mmq, Some(n)) if base == "mul_mat_q" => Some(Batch::TileUpTo(n)),
+        _ => None,
+    };
+    let moe = base == "mul_mat_vec_q_moe";
+    let quant = quant.or_else(|| block_quant(&demangled)).or_else(|| shader_quant(&normalized));
+    let ne11 = if base == "mul_mat_q" { mmq_ne11_param(&demangled) } else { None };
+    Class {
+        family,
+        quant,
+        batch,
+        moe,
+        library,
+        mmq_src1: base == "quantize_mmq_q8_1",
+        ne11_param: ne11.map(|(i, _)| i),
+        ne11_kernarg: ne11.map(|(_, at)| at),
+    }
+}
+
+/// A kernel's family from its names: the mangled one without `.kd` and local-symbol prefixes, the base
+/// (unqualified function) name, and the demangled one. The first rule that matches decides.
+fn family_of(normalized: &str, base: &str, demangled: &str) -> Family {
+    if base.starts_with("triton_") {
         // Before the op names: Inductor names fused kernels after the ops they fuse
         // (`triton_poi_fused__scaled_dot_product_cudnn_attention_...`).
         Family::Triton
-    } else if is_collective(base, &demangled) {
+    } else if is_collective(base, demangled) {
         Family::Collective
-    } else if is_convolution(base, &demangled) {
+    } else if is_convolution(base, demangled) {
         Family::Convolution
     } else if normalized.starts_with("Cijk_")
         || base.starts_with("Cijk_")
         || normalized.contains("hipblaslt")
-        || is_cublas_gemm(base, &demangled)
+        || is_cublas_gemm(base, demangled)
     {
         Family::BlasGemm
     } else if base.starts_with("__amd_rocclr_") {
         Family::RuntimeInternal
     } else if base == "mul_mat_vec_q" || base == "mul_mat_vec_q_moe" {
         Family::Mmvq
-    } else if let Some(family) = vulkan_family(&normalized, base) {
+    } else if let Some(family) = vulkan_family(normalized, base) {
         family
     } else if base.starts_with("mul_mat_q") {
         Family::Mmq
@@ -355,7 +379,7 @@ pub fn classify_demangled(mangled: &str, demangled: &str) -> Class {
         Family::Norm
     } else if base.starts_with("soft_max") || base.to_ascii_lowercase().contains("softmax") {
         Family::Softmax
-    } else if is_reduce_scan(base, &demangled) {
+    } else if is_reduce_scan(base, demangled) {
         Family::ReduceScan
     } else if base.contains("nchwToNhwc") || base.contains("nhwcToNchw") {
         // cuDNN's layout transforms
@@ -366,24 +390,6 @@ pub fn classify_demangled(mangled: &str, demangled: &str) -> Class {
         Family::Elementwise
     } else {
         Family::Unknown
-    };
-    let batch = match (family, second) {
-        (Family::Mmvq, Some(n)) if base == "mul_mat_vec_q" => Some(Batch::Exact(n)),
-        (Family::Mmq, Some(n)) if base == "mul_mat_q" => Some(Batch::TileUpTo(n)),
-        _ => None,
-    };
-    let moe = base == "mul_mat_vec_q_moe";
-    let quant = quant.or_else(|| block_quant(&demangled)).or_else(|| shader_quant(&normalized));
-    let ne11 = if base == "mul_mat_q" { mmq_ne11_param(&demangled) } else { None };
-    Class {
-        family,
-        quant,
-        batch,
-        moe,
-        library,
-        mmq_src1: base == "quantize_mmq_q8_1",
-        ne11_param: ne11.map(|(i, _)| i),
-        ne11_kernarg: ne11.map(|(_, at)| at),
     }
 }
 

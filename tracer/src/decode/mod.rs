@@ -286,66 +286,13 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
     let ret32 = r.ret as u32 as i32;
     let out = (r.flags & CALL_OUT_VALID != 0).then_some(r.out);
     let entry_only = r.flags & CALL_ENTRY_ONLY != 0;
-    let launch = |handle, grid, block, grid_unit, shmem, stream| {
-        Event::Launch(Launch {
-            ts: o.ts,
-            pid: o.pid,
-            tid: o.tid,
-            lib: o.lib,
-            api,
-            kernel: None,
-            handle,
-            grid,
-            block,
-            grid_unit,
-            shmem,
-            stream,
-            ret: ret32,
-            dur: r.duration_ns,
-            captured: false,
-            entry_only,
-            params: Default::default(),
-            caller: r.caller,
-        })
-    };
-    let u32s = |x: &[u64]| -> [u32; 3] { std::array::from_fn(|i| x[i] as u32) };
-    let shmem = |v: u64, shmem32: bool| if shmem32 { u64::from(v as u32) } else { v };
     let call = Call { entry_only, caller: r.caller, ..Call::new(o, api, i64::from(ret32), r.duration_ns) };
     Ok(match api.layout() {
-        Layout::LaunchDim3 { shmem32 } => {
-            launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, shmem(a[6], shmem32), a[7])
-        }
-        Layout::LaunchScalars { shmem32, work_items } => {
-            let unit = if work_items { GridUnit::WorkItems } else { GridUnit::Blocks };
-            launch(a[0], u32s(&a[1..4]), u32s(&a[4..7]), unit, shmem(a[7], shmem32), a[8])
-        }
-        // CUlaunchConfig, read into the last slots: u32 grid x, y, z, block x, y, z, sharedMemBytes,
-        // (padding), then the stream.
-        Layout::LaunchConfig => {
-            if r.flags & CALL_CONFIG_FAULT != 0 {
-                // The config could not be read: the launch is still a launch, of an unknown shape.
-                launch(a[1], [0; 3], [0; 3], GridUnit::Blocks, 0, 0)
-            } else {
-                let c: [u64; CONFIG_SLOTS] = std::array::from_fn(|i| a[ARG_SLOTS - CONFIG_SLOTS + i]);
-                let (lo, hi) = (|w: u64| w as u32, |w: u64| (w >> 32) as u32);
-                let grid = [lo(c[0]), hi(c[0]), lo(c[1])];
-                let block = [hi(c[1]), lo(c[2]), hi(c[2])];
-                launch(a[1], grid, block, GridUnit::Blocks, u64::from(lo(c[3])), c[4])
-            }
-        }
-        Layout::PushConfig => Event::Config(Config {
-            ts: o.ts,
-            pid: o.pid,
-            tid: o.tid,
-            lib: o.lib,
-            api,
-            grid: dim3(a[0], a[1]),
-            block: dim3(a[2], a[3]),
-            shmem: a[4],
-            stream: a[5],
-            ret: ret32,
-            dur: r.duration_ns,
-        }),
+        Layout::LaunchDim3 { .. }
+        | Layout::LaunchScalars { .. }
+        | Layout::LaunchConfig
+        | Layout::PushConfig
+        | Layout::VkDispatch { .. } => launch_event(r, api),
         Layout::Nothing => Event::Call(call),
         Layout::Stream => Event::Call(Call { stream: Some(a[0]), ..call }),
         Layout::StreamHandleOut => Event::Call(Call { stream: Some(a[0]), handle: out, ..call }),
@@ -354,20 +301,7 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
         Layout::HandleStream => Event::Call(Call { handle: Some(a[0]), stream: Some(a[1]), ..call }),
         Layout::AllocOut { .. } => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
         Layout::Ptr => Event::Call(Call { ptr: Some(a[0]), ..call }),
-        Layout::Memcpy { direction, stream } => {
-            let kind = match direction {
-                CopyDirection::Arg(i) => a[i as usize] as u32,
-                CopyDirection::Fixed(k) => k,
-            };
-            Event::Call(Call {
-                dst: Some(a[0]),
-                src: Some(a[1]),
-                size: Some(a[2]),
-                kind: Some(MemcpyKind::from_raw(kind)),
-                stream: stream.map(|i| a[i as usize]),
-                ..call
-            })
-        }
+        Layout::Memcpy { direction, stream } => Event::Call(memcpy(a, direction, stream, call)),
         // The return value is the module handle, not an error code; a HIP wrapper (its magic checked)
         // gives the address of its offload bundle.
         Layout::FatBinary => {
@@ -407,12 +341,6 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
         Layout::BindPipeline => {
             Event::Call(Call { stream: Some(a[0]), attribute: Some(a[1] as u32), function: Some(a[2]), ..call })
         }
-        // A dispatch recorded on a command buffer (its stream): the pipeline bound there is attribution's to
-        // say; the workgroup size is the shader's, not an argument (zero).
-        Layout::VkDispatch { grid } => {
-            let grid = grid.map_or([0; 3], |at| u32s(&a[at as usize..at as usize + 3]));
-            launch(0, grid, [0; 3], GridUnit::Blocks, 0, a[0])
-        }
         Layout::QueueSubmit => Event::Call(Call { handle: Some(a[0]), size: Some(u64::from(a[1] as u32)), ..call }),
         // The name came before, in a name record with this call's header; the return value is an address.
         Layout::ProcAddr => Event::Call(Call { ret: 0, ptr: Some(r.ret), ..call }),
@@ -421,6 +349,99 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
             return Err(DecodeError::UnknownFunc(r.header.func));
         }
     })
+}
+
+/// A copy: destination, source, size, direction (an argument, or the function's own) and stream.
+fn memcpy(a: &[u64; ARG_SLOTS], direction: CopyDirection, stream: Option<u8>, call: Call) -> Call {
+    let kind = match direction {
+        CopyDirection::Arg(i) => a[i as usize] as u32,
+        CopyDirection::Fixed(k) => k,
+    };
+    Call {
+        dst: Some(a[0]),
+        src: Some(a[1]),
+        size: Some(a[2]),
+        kind: Some(MemcpyKind::from_raw(kind)),
+        stream: stream.map(|i| a[i as usize]),
+        ..call
+    }
+}
+
+/// A call whose layout makes a launch (or, for `__hipPushCallConfiguration`, a configuration): its grid,
+/// block, shared memory and stream from the argument slots.
+fn launch_event(r: &CallRecord, api: ApiFunc) -> Event {
+    let o = origin(&r.header);
+    let a = &r.args;
+    let ret32 = r.ret as u32 as i32;
+    let entry_only = r.flags & CALL_ENTRY_ONLY != 0;
+    let launch = |handle, grid, block, grid_unit, shmem, stream| {
+        Event::Launch(Launch {
+            ts: o.ts,
+            pid: o.pid,
+            tid: o.tid,
+            lib: o.lib,
+            api,
+            kernel: None,
+            handle,
+            grid,
+            block,
+            grid_unit,
+            shmem,
+            stream,
+            ret: ret32,
+            dur: r.duration_ns,
+            captured: false,
+            entry_only,
+            params: Default::default(),
+            caller: r.caller,
+        })
+    };
+    let u32s = |x: &[u64]| -> [u32; 3] { std::array::from_fn(|i| x[i] as u32) };
+    let shmem = |v: u64, shmem32: bool| if shmem32 { u64::from(v as u32) } else { v };
+    match api.layout() {
+        Layout::LaunchDim3 { shmem32 } => {
+            launch(a[0], dim3(a[1], a[2]), dim3(a[3], a[4]), GridUnit::Blocks, shmem(a[6], shmem32), a[7])
+        }
+        Layout::LaunchScalars { shmem32, work_items } => {
+            let unit = if work_items { GridUnit::WorkItems } else { GridUnit::Blocks };
+            launch(a[0], u32s(&a[1..4]), u32s(&a[4..7]), unit, shmem(a[7], shmem32), a[8])
+        }
+        // CUlaunchConfig, read into the last slots: u32 grid x, y, z, block x, y, z, sharedMemBytes,
+        // (padding), then the stream.
+        Layout::LaunchConfig => {
+            if r.flags & CALL_CONFIG_FAULT != 0 {
+                // The config could not be read: the launch is still a launch, of an unknown shape.
+                launch(a[1], [0; 3], [0; 3], GridUnit::Blocks, 0, 0)
+            } else {
+                let c: [u64; CONFIG_SLOTS] = std::array::from_fn(|i| a[ARG_SLOTS - CONFIG_SLOTS + i]);
+                let (lo, hi) = (|w: u64| w as u32, |w: u64| (w >> 32) as u32);
+                let grid = [lo(c[0]), hi(c[0]), lo(c[1])];
+                let block = [hi(c[1]), lo(c[2]), hi(c[2])];
+                launch(a[1], grid, block, GridUnit::Blocks, u64::from(lo(c[3])), c[4])
+            }
+        }
+        Layout::PushConfig => Event::Config(Config {
+            ts: o.ts,
+            pid: o.pid,
+            tid: o.tid,
+            lib: o.lib,
+            api,
+            grid: dim3(a[0], a[1]),
+            block: dim3(a[2], a[3]),
+            shmem: a[4],
+            stream: a[5],
+            ret: ret32,
+            dur: r.duration_ns,
+        }),
+        // A dispatch recorded on a command buffer (its stream): the pipeline bound there is attribution's to
+        // say; the workgroup size is the shader's, not an argument (zero).
+        Layout::VkDispatch { grid } => {
+            let grid = grid.map_or([0; 3], |at| u32s(&a[at as usize..at as usize + 3]));
+            launch(0, grid, [0; 3], GridUnit::Blocks, 0, a[0])
+        }
+        // Not a launch layout (decode_call sends only those here): a call.
+        _ => Event::Call(Call { entry_only, caller: r.caller, ..Call::new(o, api, i64::from(ret32), r.duration_ns) }),
+    }
 }
 
 fn decode_name(r: &NameRecord) -> Result<Event, DecodeError> {

@@ -82,16 +82,6 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>
         steps.record(&r);
         match r {
         Record::Header(h) => start = h.start_mono_ns,
-        Record::Process(p) => {
-            let name = if p.argv.is_empty() { p.comm.clone() } else { p.argv.join(" ") };
-            let label = match (&p.role, &p.model_name) {
-                (Some(role), Some(m)) => format!("{name} [{role} {m}]"),
-                (Some(role), None) => format!("{name} [{role}]"),
-                _ => name,
-            };
-            events
-                .emit(&json!({"ph": "M", "name": "process_name", "pid": p.pid, "tid": p.pid, "args": {"name": label}}));
-        }
         Record::Kernel(k) => {
             let name = if k.demangled.is_empty() { format!("unnamed {:#x}", k.handle) } else { k.demangled.clone() };
             kernels.insert(k.id, name);
@@ -112,21 +102,6 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>
                 q.push_back((l.tid, l.ts));
             }
         }
-        Record::Config(c) => events.emit(&json!({
-            "ph": "X", "cat": "api", "name": c.api.name(), "pid": c.pid, "tid": c.tid,
-            "ts": us(c.ts, start), "dur": c.dur as f64 / 1000.0,
-            "args": {"grid": c.grid, "block": c.block, "shmem": c.shmem, "ret": c.ret},
-        })),
-        Record::Call(c) => {
-            events.emit(&json!({
-                "ph": "X", "cat": "api", "name": c.api.name(), "pid": c.pid, "tid": c.tid,
-                "ts": us(c.ts, start), "dur": c.dur as f64 / 1000.0, "args": {"ret": c.ret},
-            }));
-        }
-        Record::Ioctl(i) => events.emit(&json!({
-            "ph": "X", "cat": "ioctl", "name": i.name, "pid": i.pid, "tid": i.tid,
-            "ts": us(i.ts, start), "dur": i.dur as f64 / 1000.0, "args": {"ret": i.ret, "fields": i.fields},
-        })),
         Record::Dispatch(d) => {
             let n = queues.len() as u64;
             let track = *queues.entry((d.pid, d.queue)).or_insert(QUEUE_TRACK_BASE + n);
@@ -146,42 +121,33 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>
                 events.emit(&json!({"ph": "f", "bp": "e", "cat": "dispatch", "name": "launch\u{2192}dispatch", "id": id, "pid": d.pid, "tid": track, "ts": us(d.ts, start)}));
             }
         }
-        Record::Exit(e) => events.emit(&json!({
-            "ph": "i", "s": "p", "cat": "process", "name": "exit", "pid": e.pid, "tid": e.pid, "ts": us(e.ts, start),
-            "args": {"code": e.code, "signal": e.signal},
-        })),
-        Record::Batch(b) => events.emit(&json!({
-            "ph": "i", "s": "t", "cat": "batch", "name": "llama_decode", "pid": b.pid, "tid": b.tid,
-            "ts": us(b.ts, start), "args": {"n_tokens": b.n_tokens, "runs": b.runs},
-        })),
-        // A job is an async slice from the ring taking it to its fence signalling, on the submitting thread;
-        // its queueing an instant.
-        Record::Job(j) => {
-            let (ph, name) = match j.stage {
-                trace::JobStage::Queue => ("n", "gpu job queued"),
-                trace::JobStage::Run => ("b", "gpu job"),
-                trace::JobStage::Done => ("e", "gpu job"),
-            };
-            events.emit(&json!({
-                "ph": ph, "cat": "gpu_job", "name": name, "id": format!("{:x}.{:x}", j.context, j.seqno),
-                "pid": j.pid, "tid": j.tid, "ts": us(j.ts, start), "args": {"ring": j.ring, "client": j.client},
-            }))
+        other => {
+            if let Some(e) = event_of(&other, start) {
+                events.emit(&e);
+            }
         }
-        Record::Library(_)
-        | Record::Probe(_)
-        | Record::Mapping(_)
-        | Record::Queue(_)
-        | Record::Tally(_)
-        | Record::EntryLibrary(_)
-        | Record::EntryCalls(_)
-        | Record::LaunchSites(_)
-        | Record::GraphExec(_)
-        | Record::StepCalls(_)
-        | Record::CodeDir(_)
-        | Record::Footer(_) => {}
         }
     })?;
-    // Inference steps (ggml processes only) as spans on a track of their own.
+    emit_tracks(&mut events, steps, &queues, start);
+    if let Some(e) = events.failure {
+        return Err(e.into());
+    }
+    let warnings = status.warnings();
+    let warning = (!warnings.is_empty()).then(|| warnings.join("; "));
+    let other = json!({"source": "tracer", "warning": warning, "flows_given_up": flows_given_up});
+    write!(out, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{other}}}\n")?;
+    Ok(warnings)
+}
+
+/// The tracks named after the records: inference steps (ggml processes only) as spans on a track of
+/// their own, and each GPU queue's track.
+fn emit_tracks(
+    events: &mut EventStream<'_>,
+    steps: crate::phase::Feeder,
+    queues: &BTreeMap<(u32, u64), u64>,
+    start: u64,
+) {
+    let us = |ts: u64, start: u64| ts.saturating_sub(start) as f64 / 1000.0;
     for (pid, p) in steps.into_processes() {
         let spans = p.phases.spans();
         if spans.is_empty() {
@@ -196,17 +162,62 @@ pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>
             }));
         }
     }
-    for ((pid, queue), track) in &queues {
+    for ((pid, queue), track) in queues {
         events.emit(&json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": track, "args": {"name": format!("GPU queue {queue:#x}")}}));
     }
-    if let Some(e) = events.failure {
-        return Err(e.into());
+}
+
+/// The one Perfetto event a record of these kinds makes, from that record alone (`start`: the trace's start
+/// on the monotonic clock); None for the kinds that make none, or that need what came before (launches,
+/// dispatches, kernels).
+fn event_of(r: &Record, start: u64) -> Option<Value> {
+    let us = |ts: u64| ts.saturating_sub(start) as f64 / 1000.0;
+    match r {
+        Record::Process(p) => {
+            let name = if p.argv.is_empty() { p.comm.clone() } else { p.argv.join(" ") };
+            let label = match (&p.role, &p.model_name) {
+                (Some(role), Some(m)) => format!("{name} [{role} {m}]"),
+                (Some(role), None) => format!("{name} [{role}]"),
+                _ => name,
+            };
+            Some(json!({"ph": "M", "name": "process_name", "pid": p.pid, "tid": p.pid, "args": {"name": label}}))
+        }
+        Record::Config(c) => Some(json!({
+            "ph": "X", "cat": "api", "name": c.api.name(), "pid": c.pid, "tid": c.tid,
+            "ts": us(c.ts), "dur": c.dur as f64 / 1000.0,
+            "args": {"grid": c.grid, "block": c.block, "shmem": c.shmem, "ret": c.ret},
+        })),
+        Record::Call(c) => Some(json!({
+            "ph": "X", "cat": "api", "name": c.api.name(), "pid": c.pid, "tid": c.tid,
+            "ts": us(c.ts), "dur": c.dur as f64 / 1000.0, "args": {"ret": c.ret},
+        })),
+        Record::Ioctl(i) => Some(json!({
+            "ph": "X", "cat": "ioctl", "name": i.name, "pid": i.pid, "tid": i.tid,
+            "ts": us(i.ts), "dur": i.dur as f64 / 1000.0, "args": {"ret": i.ret, "fields": i.fields},
+        })),
+        Record::Exit(e) => Some(json!({
+            "ph": "i", "s": "p", "cat": "process", "name": "exit", "pid": e.pid, "tid": e.pid, "ts": us(e.ts),
+            "args": {"code": e.code, "signal": e.signal},
+        })),
+        Record::Batch(b) => Some(json!({
+            "ph": "i", "s": "t", "cat": "batch", "name": "llama_decode", "pid": b.pid, "tid": b.tid,
+            "ts": us(b.ts), "args": {"n_tokens": b.n_tokens, "runs": b.runs},
+        })),
+        // A job is an async slice from the ring taking it to its fence signalling, on the submitting thread;
+        // its queueing an instant.
+        Record::Job(j) => {
+            let (ph, name) = match j.stage {
+                trace::JobStage::Queue => ("n", "gpu job queued"),
+                trace::JobStage::Run => ("b", "gpu job"),
+                trace::JobStage::Done => ("e", "gpu job"),
+            };
+            Some(json!({
+                "ph": ph, "cat": "gpu_job", "name": name, "id": format!("{:x}.{:x}", j.context, j.seqno),
+                "pid": j.pid, "tid": j.tid, "ts": us(j.ts), "args": {"ring": j.ring, "client": j.client},
+            }))
+        }
+        _ => None,
     }
-    let warnings = status.warnings();
-    let warning = (!warnings.is_empty()).then(|| warnings.join("; "));
-    let other = json!({"source": "tracer", "warning": warning, "flows_given_up": flows_given_up});
-    write!(out, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{other}}}\n")?;
-    Ok(warnings)
 }
 
 /// rocprofv3's kernel-trace CSV columns, in its order.

@@ -218,6 +218,61 @@ struct Table<W: Write + Send> {
 }
 
 impl<W: Write + Send> Table<W> {
+    /// A table writing to `out`, its steps read already.
+    fn new(out: W, steps: HashMap<u32, Vec<StepSpan>>) -> Result<Self> {
+        let schema = Arc::new(parse_message_type(SCHEMA).context("the Parquet schema")?);
+        let columns = schema
+            .get_fields()
+            .iter()
+            .map(|f| {
+                let optional = f.get_basic_info().repetition() == parquet::basic::Repetition::OPTIONAL;
+                Column::new(f.get_physical_type(), optional)
+            })
+            .collect();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+            .set_created_by(format!("tracer {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        Ok(Self {
+            writer: SerializedFileWriter::new(out, schema, Arc::new(props))?,
+            columns,
+            rows: 0,
+            written: 0,
+            processes: HashMap::new(),
+            kernels: HashMap::new(),
+            steps,
+            views: [View::Launch, View::GraphReplay, View::Dispatch].map(|v| text(v.as_str())),
+            phases: HashMap::new(),
+            families: HashMap::new(),
+            apis: HashMap::new(),
+            units: [text("blocks"), text("work-items")],
+            unknown_process: ProcessCols { comm: text(""), role: None, model: None },
+        })
+    }
+
+    /// The process and kernel columns later rows name.
+    fn names(&mut self, r: &Record) {
+        match r {
+            Record::Process(p) => {
+                let cols = ProcessCols {
+                    comm: text(&p.comm),
+                    role: p.role.map(|role| text(role.as_str())),
+                    model: p.model_name.as_deref().or(p.model.as_deref()).map(text),
+                };
+                self.processes.insert(p.pid, cols);
+            }
+            Record::Kernel(k) => {
+                let name = if k.demangled.is_empty() { &k.name } else { &k.demangled };
+                let cols = KernelCols {
+                    name: (!name.is_empty()).then(|| text(name)),
+                    library: k.code_file.as_deref().map(text),
+                };
+                self.kernels.insert(k.id, cols);
+            }
+            _ => {}
+        }
+    }
+
     fn row(&mut self, e: &Execution, shape: &Shape) -> Result<()> {
         let process = self.processes.get(&e.pid).unwrap_or(&self.unknown_process).clone();
         let step = self.steps.get(&e.pid).and_then(|spans| {
@@ -309,34 +364,7 @@ pub fn parquet(input: &trace::Input, out: &mut (dyn Write + Send)) -> Result<Vec
     input.for_each_record(|r| feeder.record(&r))?;
     let steps = feeder.into_processes().into_iter().map(|(pid, p)| (pid, p.phases.spans())).collect();
 
-    let schema = Arc::new(parse_message_type(SCHEMA).context("the Parquet schema")?);
-    let columns = schema
-        .get_fields()
-        .iter()
-        .map(|f| {
-            let optional = f.get_basic_info().repetition() == parquet::basic::Repetition::OPTIONAL;
-            Column::new(f.get_physical_type(), optional)
-        })
-        .collect();
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
-        .set_created_by(format!("tracer {}", env!("CARGO_PKG_VERSION")))
-        .build();
-    let mut table = Table {
-        writer: SerializedFileWriter::new(out, schema, Arc::new(props))?,
-        columns,
-        rows: 0,
-        written: 0,
-        processes: HashMap::new(),
-        kernels: HashMap::new(),
-        steps,
-        views: [View::Launch, View::GraphReplay, View::Dispatch].map(|v| text(v.as_str())),
-        phases: HashMap::new(),
-        families: HashMap::new(),
-        apis: HashMap::new(),
-        units: [text("blocks"), text("work-items")],
-        unknown_process: ProcessCols { comm: text(""), role: None, model: None },
-    };
+    let mut table = Table::new(out, steps)?;
 
     // Second reading: the rows.
     let mut feeder = Feeder::listing_executions();
@@ -345,25 +373,7 @@ pub fn parquet(input: &trace::Input, out: &mut (dyn Write + Send)) -> Result<Vec
         if failure.is_some() {
             return;
         }
-        match &r {
-            Record::Process(p) => {
-                let cols = ProcessCols {
-                    comm: text(&p.comm),
-                    role: p.role.map(|role| text(role.as_str())),
-                    model: p.model_name.as_deref().or(p.model.as_deref()).map(text),
-                };
-                table.processes.insert(p.pid, cols);
-            }
-            Record::Kernel(k) => {
-                let name = if k.demangled.is_empty() { &k.name } else { &k.demangled };
-                let cols = KernelCols {
-                    name: (!name.is_empty()).then(|| text(name)),
-                    library: k.code_file.as_deref().map(text),
-                };
-                table.kernels.insert(k.id, cols);
-            }
-            _ => {}
-        }
+        table.names(&r);
         feeder.record(&r);
         let Some(list) = feeder.executions.as_mut() else { return };
         if list.is_empty() {

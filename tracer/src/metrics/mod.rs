@@ -211,36 +211,47 @@ impl Metrics {
             all.entry(self.labels.get(pid).cloned().unwrap_or_default()).or_default().add(&c);
         }
         let mut reg = Registry::with_prefix("tracer");
+        self.process_metrics(&mut reg, &all);
+        self.session_metrics(&mut reg, session);
+        let mut out = String::new();
+        if encode(&mut out, &reg).is_err() {
+            // Writing to a String fails only if a value's formatting does: an empty exposition instead.
+            "# EOF\n".clone_into(&mut out);
+        }
+        out
+    }
+
+    /// Per process label set: executions, launches, replays, calls, steps, tokens.
+    fn process_metrics(&self, reg: &mut Registry, all: &BTreeMap<Labels, Counts>) {
         let proc_family = |reg: &mut Registry, name: &str, help: &str| {
             let f = Family::<Vec<(String, String)>, Counter>::default();
             reg.register(name, help, f.clone());
             f
         };
         let executions = proc_family(
-            &mut reg,
+            reg,
             "kernel_executions",
             "Kernel executions (launches that succeeded, graph replays' kernels, queue dispatches), by kernel family",
         );
-        let launches = proc_family(&mut reg, "kernel_launches", "Kernel launch calls");
-        let replays = proc_family(&mut reg, "graph_replays", "Graph replays (hipGraphLaunch, cuGraphLaunch)");
+        let launches = proc_family(reg, "kernel_launches", "Kernel launch calls");
+        let replays = proc_family(reg, "graph_replays", "Graph replays (hipGraphLaunch, cuGraphLaunch)");
         let unknown = proc_family(
-            &mut reg,
+            reg,
             "graph_replays_unresolved",
             "Graph replays of executables whose capture tracer did not see (their kernels are not counted)",
         );
-        let calls = proc_family(&mut reg, "api_calls", "GPU API calls recorded one by one, by category");
-        let steps = proc_family(&mut reg, "phase_steps", "Closed inference steps (graph evaluations), by phase");
-        let tokens =
-            proc_family(&mut reg, "phase_tokens", "Tokens evaluated in closed steps with exact widths, by phase");
+        let calls = proc_family(reg, "api_calls", "GPU API calls recorded one by one, by category");
+        let steps = proc_family(reg, "phase_steps", "Closed inference steps (graph evaluations), by phase");
+        let tokens = proc_family(reg, "phase_tokens", "Tokens evaluated in closed steps with exact widths, by phase");
         let phase_kernels =
-            proc_family(&mut reg, "phase_kernel_executions", "Kernel executions in closed steps, by phase and family");
+            proc_family(reg, "phase_kernel_executions", "Kernel executions in closed steps, by phase and family");
         let batch_tokens = proc_family(
-            &mut reg,
+            reg,
             "batch_tokens",
             "Tokens of closed steps whose batch llama_decode gave, by kind (prompt, decode)",
         );
         let comm_label = self.comm_label;
-        for ((comm, role, model), c) in &all {
+        for ((comm, role, model), c) in all {
             let base = || {
                 let mut l = Vec::with_capacity(5);
                 if comm_label {
@@ -276,6 +287,10 @@ impl Metrics {
                 phase_kernels.get_or_create(&with(&[("phase", phase), ("family", family)])).inc_by(*n);
             }
         }
+    }
+
+    /// The recording's own: records dropped and written, probes, processes traced, label folding.
+    fn session_metrics(&self, reg: &mut Registry, session: &Session) {
         let dropped = Family::<Vec<(String, String)>, Counter>::default();
         reg.register("records_dropped", "Records lost before the trace file, by kind", dropped.clone());
         for (kind, n) in &session.dropped {
@@ -286,9 +301,9 @@ impl Metrics {
             g.set(i64::try_from(v).unwrap_or(i64::MAX));
             reg.register(name, help, g);
         };
-        gauge(&mut reg, "probes_attached", "Runtime functions probed", self.probes_attached);
+        gauge(reg, "probes_attached", "Runtime functions probed", self.probes_attached);
         gauge(
-            &mut reg,
+            reg,
             "metrics_comm_values_max",
             "Distinct process names (comm) kept as label values; processes of further names count under comm=\"other\"",
             MAX_COMMS as u64,
@@ -300,9 +315,9 @@ impl Metrics {
             "Processes counted under comm=\"other\": their name came past the distinct names kept",
             folded,
         );
-        gauge(&mut reg, "probes_missing", "Runtime functions that could not be probed", self.probes_missing);
+        gauge(reg, "probes_missing", "Runtime functions that could not be probed", self.probes_missing);
         gauge(
-            &mut reg,
+            reg,
             "processes_traced",
             "Processes in the kernel's filter (or seen, without one)",
             session.processes_traced,
@@ -310,12 +325,6 @@ impl Metrics {
         let records = Counter::<u64>::default();
         records.inc_by(self.records);
         reg.register("trace_records", "Records written to the trace file", records);
-        let mut out = String::new();
-        if encode(&mut out, &reg).is_err() {
-            // Writing to a String fails only if a value's formatting does: an empty exposition instead.
-            "# EOF\n".clone_into(&mut out);
-        }
-        out
     }
 }
 

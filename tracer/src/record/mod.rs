@@ -256,19 +256,7 @@ pub(crate) struct Setup {
 }
 
 fn prepare(args: &RecordArgs) -> Result<Setup> {
-    if args.rotates() && output::Dest::parse(&args.output) == output::Dest::Stdout {
-        bail!("a rotated recording is written to files: give -o NAME.jsonl.zst with --rotate-size or --rotate-every");
-    }
-    if args.rotates() && !args.force {
-        let earlier = Rotation::earlier_parts(&args.output);
-        if let Some(first) = earlier.first() {
-            bail!(
-                "{} and {} more part(s) of an earlier recording are there: move them away, or give --force to write over them",
-                first.display(),
-                earlier.len() - 1
-            );
-        }
-    }
+    check_rotation(args)?;
     attach::preflight()?;
     let releasing = attach::releases_in_progress();
     if releasing > 0 && !args.quiet {
@@ -299,26 +287,7 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
     // --ollama without PIDs: the servers running now, and any `ollama serve` that starts later (a first
     // start or a restart), followed from its exec.
     let watch_ollama = args.ollama && args.ollama_pids.is_empty();
-    let servers = if !args.ollama {
-        Vec::new()
-    } else if !args.ollama_pids.is_empty() {
-        args.ollama_pids.clone()
-    } else {
-        // A server found by its name is trusted only when root (or the user given) owns its executable:
-        // any user can run a program called `ollama serve`.
-        let mut found = ollama::find_servers(&LIVE);
-        found.retain(|&pid| match ollama::trusted_server(pid, args.ollama_user) {
-            Ok(()) => true,
-            Err(why) => {
-                #[expect(clippy::print_stderr, reason = "a server not followed is said, with why")]
-                let () = eprintln!(
-                    "tracer: warning: not following `ollama serve` pid {pid}: {why} (give --ollama-user to trust that user's Ollama)"
-                );
-                false
-            }
-        });
-        found
-    };
+    let servers = ollama_servers(args);
     // The processes traced from the start: those named, the Ollama servers, and all their descendants.
     let mut targets: Vec<u32> = args.pids.iter().chain(&servers).copied().collect();
     targets.extend(LIVE.descendants(&targets));
@@ -342,6 +311,49 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
         }
     }
     Ok(Setup { targets: Targets { pids: targets, servers, watch_ollama }, copies, counted, program })
+}
+
+/// The `ollama serve` processes to follow from the start: those given, else those found whose executable
+/// a trusted user owns.
+fn ollama_servers(args: &RecordArgs) -> Vec<u32> {
+    if !args.ollama {
+        Vec::new()
+    } else if !args.ollama_pids.is_empty() {
+        args.ollama_pids.clone()
+    } else {
+        // A server found by its name is trusted only when root (or the user given) owns its executable:
+        // any user can run a program called `ollama serve`.
+        let mut found = ollama::find_servers(&LIVE);
+        found.retain(|&pid| match ollama::trusted_server(pid, args.ollama_user) {
+            Ok(()) => true,
+            Err(why) => {
+                #[expect(clippy::print_stderr, reason = "a server not followed is said, with why")]
+                let () = eprintln!(
+                    "tracer: warning: not following `ollama serve` pid {pid}: {why} (give --ollama-user to trust that user's Ollama)"
+                );
+                false
+            }
+        });
+        found
+    }
+}
+
+/// A rotated recording goes to files, and does not write over an earlier recording's parts unless forced.
+fn check_rotation(args: &RecordArgs) -> Result<()> {
+    if args.rotates() && output::Dest::parse(&args.output) == output::Dest::Stdout {
+        bail!("a rotated recording is written to files: give -o NAME.jsonl.zst with --rotate-size or --rotate-every");
+    }
+    if args.rotates() && !args.force {
+        let earlier = Rotation::earlier_parts(&args.output);
+        if let Some(first) = earlier.first() {
+            bail!(
+                "{} and {} more part(s) of an earlier recording are there: move them away, or give --force to write over them",
+                first.display(),
+                earlier.len() - 1
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The runtime copies a command will load, and the other GPU libraries it will load, found before it

@@ -10,7 +10,7 @@ use crate::{
     attach::{self, ProbeMode},
     files::CodeFile,
     libs::{self, LibCopy},
-    proc::{LIVE, Procs as _},
+    proc::{LIVE, MapsEntry, Procs as _},
     record::entries::Entries,
     trace::{self, GpuLibrary, Record},
 };
@@ -203,65 +203,13 @@ impl LibraryWatch {
             let id = (e.dev, e.inode);
             let runtime = self.runtimes.iter().any(|r| file.starts_with(r));
             // A copy is probed only in a process that lives: it is opened through that process.
-            if runtime
-                && held_files.is_none()
-                && !self.probed.contains_key(&id)
-                && !self.failed.contains(&id)
-                && self.may_probe(id, &e.path, pid)
-            {
-                // Mapped already, not probed: probed now, late for this process.
-                match libs::copy_in(pid, e).map(|copy| self.attach(ebpf, &copy, mode).map_err(|err| (copy, err))) {
-                    Some(Ok(recs)) => {
-                        self.late.insert((pid, e.dev, e.inode));
-                        out.extend(recs);
-                    }
-                    Some(Err((copy, err))) => {
-                        self.failed.insert(id);
-                        eprintln!("tracer: warning: cannot probe {} mapped by {pid}: {err:#}", copy.path);
-                    }
-                    None => {
-                        self.failed.insert(id);
-                        eprintln!("tracer: warning: cannot probe {} mapped by {pid}: it could not be opened", e.path);
-                    }
-                }
+            if runtime && held_files.is_none() {
+                self.probe_mapped(ebpf, pid, e, mode, &mut out);
             }
             if self.written.contains(&(pid, e.dev, e.inode)) {
                 continue;
             }
-            let gpu = if let Some(known) = self.gpu.get(&(e.dev, e.inode)) {
-                *known
-            } else {
-                let opened = match &held_files {
-                    None => CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path).map(Arc::new).map_err(Some),
-                    // Naming counted the files it could not open.
-                    Some(files) => files.get(i).cloned().flatten().ok_or(None),
-                };
-                match opened {
-                    Ok(opened) => {
-                        let gpu = gpu_library(file, Some(&opened));
-                        self.gpu.insert((e.dev, e.inode), gpu);
-                        // A library built on a runtime: its entry points counted from now on (late for
-                        // this process, which has mapped it already).
-                        if let Some(lib) = self.count_entries(gpu, &e.path, &opened) {
-                            if lib.attached_ts.is_some() {
-                                self.late.insert((pid, e.dev, e.inode));
-                            }
-                            out.push(Record::EntryLibrary(lib));
-                        }
-                        gpu
-                    }
-                    Err(err) => {
-                        // Not kept: a mapping the dynamic loader was replacing, or a process that just
-                        // ended, is read again at the next look. Counted once per file.
-                        if let Some(err) = err
-                            && self.unread_files.insert((e.dev, e.inode))
-                        {
-                            *self.unreadable.entry(err.cause()).or_default() += 1;
-                        }
-                        gpu_library(file, None)
-                    }
-                }
-            };
+            let gpu = self.gpu_of(pid, e, held_files.as_deref().map(|files| (files, i)), &mut out);
             if let Some(gpu) = gpu {
                 self.written.insert((pid, e.dev, e.inode));
                 let lib = self.probed.get(&id).copied();
@@ -285,6 +233,74 @@ impl LibraryWatch {
             }
         }
         out
+    }
+
+    /// A runtime copy a living process maps, not probed yet: probed now (late for this process), or said
+    /// why not, once per copy.
+    fn probe_mapped(&mut self, ebpf: &mut aya::Ebpf, pid: u32, e: &MapsEntry, mode: ProbeMode, out: &mut Vec<Record>) {
+        let id = (e.dev, e.inode);
+        if !self.probed.contains_key(&id) && !self.failed.contains(&id) && self.may_probe(id, &e.path, pid) {
+            // Mapped already, not probed: probed now, late for this process.
+            match libs::copy_in(pid, e).map(|copy| self.attach(ebpf, &copy, mode).map_err(|err| (copy, err))) {
+                Some(Ok(recs)) => {
+                    self.late.insert((pid, e.dev, e.inode));
+                    out.extend(recs);
+                }
+                Some(Err((copy, err))) => {
+                    self.failed.insert(id);
+                    eprintln!("tracer: warning: cannot probe {} mapped by {pid}: {err:#}", copy.path);
+                }
+                None => {
+                    self.failed.insert(id);
+                    eprintln!("tracer: warning: cannot probe {} mapped by {pid}: it could not be opened", e.path);
+                }
+            }
+        }
+    }
+
+    /// What GPU library a mapped file is (once per file), from the file as the process maps it (`held`: the
+    /// files naming held, and this one's index, for a process gone); a library built on a runtime gets its
+    /// entry points counted.
+    fn gpu_of(
+        &mut self,
+        pid: u32,
+        e: &MapsEntry,
+        held: Option<(&[Option<Arc<CodeFile>>], usize)>,
+        out: &mut Vec<Record>,
+    ) -> Option<GpuLibrary> {
+        if let Some(known) = self.gpu.get(&(e.dev, e.inode)) {
+            return *known;
+        }
+        let opened = match held {
+            None => CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path).map(Arc::new).map_err(Some),
+            // Naming counted the files it could not open.
+            Some((files, i)) => files.get(i).cloned().flatten().ok_or(None),
+        };
+        match opened {
+            Ok(opened) => {
+                let gpu = gpu_library(e.file_name(), Some(&opened));
+                self.gpu.insert((e.dev, e.inode), gpu);
+                // A library built on a runtime: its entry points counted from now on (late for
+                // this process, which has mapped it already).
+                if let Some(lib) = self.count_entries(gpu, &e.path, &opened) {
+                    if lib.attached_ts.is_some() {
+                        self.late.insert((pid, e.dev, e.inode));
+                    }
+                    out.push(Record::EntryLibrary(lib));
+                }
+                gpu
+            }
+            Err(err) => {
+                // Not kept: a mapping the dynamic loader was replacing, or a process that just
+                // ended, is read again at the next look. Counted once per file.
+                if let Some(err) = err
+                    && self.unread_files.insert((e.dev, e.inode))
+                {
+                    *self.unreadable.entry(err.cause()).or_default() += 1;
+                }
+                gpu_library(e.file_name(), None)
+            }
+        }
     }
 
     /// Counts the entry points of a library built on a runtime (not a runtime itself: those calls are the

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{
     event::{ApiFunc, GridUnit, MemcpyKind},
-    trace::{self, Record},
+    trace::{self, Call, Config, Dispatch, Footer, Ioctl, Job, Launch, Record, StepBatch},
 };
 
 #[derive(Default)]
@@ -52,7 +52,7 @@ type ShapeKey = ([u32; 3], [u32; 3], GridUnit, u64);
 
 impl ProcAcc {
     /// A launch at the API: its kernel row, shape and outcome.
-    fn launch(&mut self, l: &trace::Launch, kernel_names: &HashMap<u32, trace::Kernel>) {
+    fn launch(&mut self, l: &Launch, kernel_names: &HashMap<u32, trace::Kernel>) {
         self.libs.insert(l.lib);
         *self.lib_calls.entry(l.lib).or_default() += 1;
         api_stat(&mut self.api, l.api, (!l.entry_only).then_some((i64::from(l.ret), l.dur)));
@@ -73,6 +73,25 @@ impl ProcAcc {
         *k.shapes.entry((l.grid, l.block, l.grid_unit, l.shmem)).or_default() += 1;
     }
 
+    /// A `<<<>>>` configuration pushed: a call of its runtime, and a shape.
+    fn config(&mut self, c: &Config) {
+        self.libs.insert(c.lib);
+        *self.lib_calls.entry(c.lib).or_default() += 1;
+        api_stat(&mut self.api, c.api, Some((i64::from(c.ret), c.dur)));
+        self.configs.count += 1;
+        if c.ret != 0 {
+            self.configs.failed += 1;
+        }
+        *self.config_shapes.entry((c.grid, c.block, GridUnit::Blocks, c.shmem)).or_default() += 1;
+    }
+
+    /// A step's batch: a call of libllama, recorded at entry.
+    fn batch(&mut self, b: &StepBatch) {
+        self.libs.insert(b.lib);
+        *self.lib_calls.entry(b.lib).or_default() += 1;
+        api_stat(&mut self.api, b.api, None);
+    }
+
     /// The kernels of a graph executable read from the driver: in the kernel table even when only its
     /// replays ran them.
     fn graph_exec(&mut self, g: &trace::GraphExec, kernel_names: &HashMap<u32, trace::Kernel>) {
@@ -84,7 +103,7 @@ impl ProcAcc {
     }
 
     /// Any other API call: its statistics, and for memory calls the bytes they moved.
-    fn call(&mut self, c: &trace::Call) {
+    fn call(&mut self, c: &Call) {
         self.libs.insert(c.lib);
         *self.lib_calls.entry(c.lib).or_default() += 1;
         api_stat(&mut self.api, c.api, (!c.entry_only).then_some((c.ret, c.dur)));
@@ -136,7 +155,7 @@ impl ProcAcc {
     }
 
     /// A packet at a GPU queue: a kernel dispatch or a barrier.
-    fn dispatch(&mut self, d: &trace::Dispatch) {
+    fn dispatch(&mut self, d: &Dispatch) {
         self.libs.insert(d.lib);
         if d.kernel.is_none() {
             self.barrier_packets += 1;
@@ -151,7 +170,7 @@ impl ProcAcc {
     }
 
     /// A GPU driver ioctl: calls, time and errors by errno.
-    fn ioctl(&mut self, i: &trace::Ioctl) {
+    fn ioctl(&mut self, i: &Ioctl) {
         let e = self.ioctls.entry(i.name.clone()).or_insert_with(|| IoctlReport {
             name: i.name.clone(),
             device: i.device.clone(),
@@ -275,16 +294,23 @@ impl ReportBuilder {
         let report = &mut self.report;
         let procs = &mut self.procs;
         let kernel_names = &mut self.kernel_names;
-        let last_ts = &mut self.last_ts;
+        // The recording's last moment seen: its footer's end, else its last timed activity.
+        let ts = match &rec {
+            Record::Launch(Launch { ts, .. })
+            | Record::Config(Config { ts, .. })
+            | Record::Call(Call { ts, .. })
+            | Record::Dispatch(Dispatch { ts, .. })
+            | Record::Ioctl(Ioctl { ts, .. })
+            | Record::Job(Job { ts, .. })
+            | Record::Batch(StepBatch { ts, .. })
+            | Record::Footer(Footer { end_mono_ns: ts, .. }) => *ts,
+            _ => 0,
+        };
+        self.last_ts = self.last_ts.max(ts);
         match rec {
             Record::Header(h) => {
                 self.start = h.start_mono_ns;
-                report.trace.lean = h.options.lean;
-                report.trace.schema = h.schema;
-                report.trace.tracer_version = h.tracer_version;
-                report.trace.host = h.host;
-                report.trace.kernel_release = h.kernel_release;
-                report.trace.gpu_jobs = super::jobs::Coverage::of(&h.options);
+                header(&mut report.trace, h);
             }
             Record::Library(l) => report.libraries.push(l),
             Record::Probe(p) => {
@@ -301,29 +327,14 @@ impl ReportBuilder {
                 kernel_names.insert(k.id, k);
             }
             Record::Launch(l) => {
-                *last_ts = (*last_ts).max(l.ts);
                 // A launch that could have been probed at its return too (HIP's), read at entry only.
                 if l.entry_only && l.api.entry_only_by_default() {
                     report.trace.launch_results_unread += 1;
                 }
                 procs.entry(l.pid).or_default().launch(&l, kernel_names);
             }
-            Record::Config(c) => {
-                *last_ts = (*last_ts).max(c.ts);
-                let acc = procs.entry(c.pid).or_default();
-                acc.libs.insert(c.lib);
-                *acc.lib_calls.entry(c.lib).or_default() += 1;
-                api_stat(&mut acc.api, c.api, Some((i64::from(c.ret), c.dur)));
-                acc.configs.count += 1;
-                if c.ret != 0 {
-                    acc.configs.failed += 1;
-                }
-                *acc.config_shapes.entry((c.grid, c.block, GridUnit::Blocks, c.shmem)).or_default() += 1;
-            }
-            Record::Call(c) => {
-                *last_ts = (*last_ts).max(c.ts);
-                procs.entry(c.pid).or_default().call(&c);
-            }
+            Record::Config(c) => procs.entry(c.pid).or_default().config(&c),
+            Record::Call(c) => procs.entry(c.pid).or_default().call(&c),
             Record::Exit(e) => {
                 let acc = procs.entry(e.pid).or_default();
                 acc.exit = Some(e);
@@ -344,34 +355,17 @@ impl ReportBuilder {
             Record::GraphExec(g) => procs.entry(g.pid).or_default().graph_exec(&g, kernel_names),
             Record::CodeDir(d) => procs.entry(d.pid).or_default().code.dir(d),
             Record::Queue(q) => procs.entry(q.pid).or_default().queues.push(q),
-            Record::Dispatch(d) => {
-                *last_ts = (*last_ts).max(d.ts);
-                procs.entry(d.pid).or_default().dispatch(&d);
-            }
-            Record::Ioctl(i) => {
-                *last_ts = (*last_ts).max(i.ts);
-                procs.entry(i.pid).or_default().ioctl(&i);
-            }
-            Record::Job(j) => {
-                *last_ts = (*last_ts).max(j.ts);
-                procs.entry(j.pid).or_default().jobs.add(&j);
-            }
-            Record::Batch(b) => {
-                *last_ts = (*last_ts).max(b.ts);
-                let acc = procs.entry(b.pid).or_default();
-                acc.libs.insert(b.lib);
-                *acc.lib_calls.entry(b.lib).or_default() += 1;
-                api_stat(&mut acc.api, b.api, None);
-            }
+            Record::Dispatch(d) => procs.entry(d.pid).or_default().dispatch(&d),
+            Record::Ioctl(i) => procs.entry(i.pid).or_default().ioctl(&i),
+            Record::Job(j) => procs.entry(j.pid).or_default().jobs.add(&j),
+            Record::Batch(b) => procs.entry(b.pid).or_default().batch(&b),
             // The step feeder counts them per phase.
             Record::StepCalls(_) => {}
             Record::Footer(f) => {
-                *last_ts = (*last_ts).max(f.end_mono_ns);
                 report.trace.stop = Some(f.stop);
                 report.drops_total = f.total_drops();
                 report.drops = f.drops.iter().map(|(k, v)| (k.clone(), v.iter().sum())).collect();
-                report.counters = f.counters;
-                report.programs = f.programs;
+                (report.counters, report.programs) = (f.counters, f.programs);
             }
         }
     }
@@ -385,62 +379,9 @@ impl ReportBuilder {
             let mmq_widths = steps.mmq_widths();
             let sequences_untracked = steps.phases.sequences.untracked;
             let (phases, spans) = std::mem::take(&mut steps.phases).finish_with_spans();
-            let kernels: Vec<KernelReport> = acc
-                .kernels
-                .into_values()
-                .map(|k| {
-                    let shapes = shapes(k.shapes);
-                    // The batch from the most frequent launch shape where the shape refines it (MMQ's grid).
-                    let class = match shapes.first() {
-                        Some(sh) => KernelClass::of_shape(&k.report.name, sh),
-                        None => KernelClass::of(&k.report.name),
-                    };
-                    let (launched, failed, captured) =
-                        acc.launch_outcomes.get(&k.report.id).copied().unwrap_or_default();
-                    let replayed = steps.graphs.replayed.get(&k.report.id).copied().unwrap_or(0);
-                    let executions = launched - failed - captured + replayed;
-                    let ne11 = steps.columns(false).get(&k.report.id).cloned().unwrap_or_default();
-                    KernelReport { shapes, class, executions, graph_executions: replayed, ne11, ..k.report }
-                })
-                .collect();
-            let mut kernels = super::merge::merge_by_name(kernels);
-            kernels.sort_by(|a, b| {
-                b.executions.cmp(&a.executions).then(b.launches.cmp(&a.launches)).then(a.id.cmp(&b.id))
-            });
-            // Calls tallied in the kernel, by runtime: they count as calls of the runtime's copy.
-            let mut tallied: HashMap<Library, u64> = HashMap::new();
-            for a in acc.api.values() {
-                *tallied.entry(a.api.library()).or_default() += a.tallied;
-            }
-            let mut api: Vec<ApiReport> = acc
-                .api
-                .into_values()
-                .map(|mut a| {
-                    a.mean_ns = a.total_ns / (a.calls - a.untimed).max(1);
-                    a
-                })
-                .collect();
-            api.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.api.name().cmp(b.api.name())));
-            // A probed copy this process called is mapped by it, even if it ended before its maps were read.
-            let mut seen_maps: Vec<trace::Mapping> = acc.mapped;
-            for id in &acc.libs {
-                if !seen_maps.iter().any(|m| m.lib == Some(*id))
-                    && let Some(l) = report.libraries.iter().find(|l| l.id == *id)
-                {
-                    seen_maps.push(trace::Mapping {
-                        ts: 0,
-                        pid,
-                        path: l.path.clone(),
-                        dev: l.dev,
-                        inode: l.inode,
-                        lib: Some(*id),
-                        gpu: Some(trace::GpuLibrary::Runtime),
-                        probed_late: false,
-                        probed_at: None,
-                        not_probed: false,
-                    });
-                }
-            }
+            let kernels = kernel_rows(acc.kernels, &acc.launch_outcomes, &steps);
+            let (api, tallied) = api_rows(acc.api);
+            let seen_maps = seen_maps(acc.mapped, &acc.libs, &report.libraries, pid);
             let mapped = Ledger {
                 report: &report,
                 start: self.start,
@@ -503,6 +444,88 @@ impl ReportBuilder {
         }
         report
     }
+}
+
+/// A process's kernel rows: classified by name and shape, executions counted (launches that neither failed
+/// nor were captured, and graph replays'), one row per name, most executions first.
+fn kernel_rows(
+    kernels: BTreeMap<u32, KernelAcc>,
+    outcomes: &BTreeMap<u32, (u64, u64, u64)>,
+    steps: &crate::phase::ProcessSteps,
+) -> Vec<KernelReport> {
+    let kernels: Vec<KernelReport> = kernels
+        .into_values()
+        .map(|k| {
+            let shapes = shapes(k.shapes);
+            // The batch from the most frequent launch shape where the shape refines it (MMQ's grid).
+            let class = match shapes.first() {
+                Some(sh) => KernelClass::of_shape(&k.report.name, sh),
+                None => KernelClass::of(&k.report.name),
+            };
+            let (launched, failed, captured) = outcomes.get(&k.report.id).copied().unwrap_or_default();
+            let replayed = steps.graphs.replayed.get(&k.report.id).copied().unwrap_or(0);
+            let executions = launched - failed - captured + replayed;
+            let ne11 = steps.columns(false).get(&k.report.id).cloned().unwrap_or_default();
+            KernelReport { shapes, class, executions, graph_executions: replayed, ne11, ..k.report }
+        })
+        .collect();
+    let mut kernels = super::merge::merge_by_name(kernels);
+    kernels.sort_by(|a, b| b.executions.cmp(&a.executions).then(b.launches.cmp(&a.launches)).then(a.id.cmp(&b.id)));
+    kernels
+}
+
+/// A process's API rows, most calls first, and the calls tallied in the kernel by runtime (they count as
+/// calls of the runtime's copy).
+fn api_rows(api: BTreeMap<ApiFunc, ApiReport>) -> (Vec<ApiReport>, HashMap<Library, u64>) {
+    let mut tallied: HashMap<Library, u64> = HashMap::new();
+    for a in api.values() {
+        *tallied.entry(a.api.library()).or_default() += a.tallied;
+    }
+    let mut api: Vec<ApiReport> = api
+        .into_values()
+        .map(|mut a| {
+            a.mean_ns = a.total_ns / (a.calls - a.untimed).max(1);
+            a
+        })
+        .collect();
+    api.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.api.name().cmp(b.api.name())));
+    (api, tallied)
+}
+
+/// The libraries a process mapped: as its maps said, and each probed copy it called, which it mapped even
+/// if it ended before its maps were read.
+fn seen_maps(
+    mut mapped: Vec<trace::Mapping>,
+    called: &std::collections::BTreeSet<u32>,
+    libraries: &[trace::Library],
+    pid: u32,
+) -> Vec<trace::Mapping> {
+    for id in called {
+        if !mapped.iter().any(|m| m.lib == Some(*id))
+            && let Some(l) = libraries.iter().find(|l| l.id == *id)
+        {
+            mapped.push(trace::Mapping {
+                ts: 0,
+                pid,
+                path: l.path.clone(),
+                dev: l.dev,
+                inode: l.inode,
+                lib: Some(*id),
+                gpu: Some(trace::GpuLibrary::Runtime),
+                probed_late: false,
+                probed_at: None,
+                not_probed: false,
+            });
+        }
+    }
+    mapped
+}
+
+/// What the header says that the report shows.
+fn header(t: &mut super::TraceInfo, h: trace::Header) {
+    t.lean = h.options.lean;
+    t.gpu_jobs = super::jobs::Coverage::of(&h.options);
+    (t.schema, t.tracer_version, t.host, t.kernel_release) = (h.schema, h.tracer_version, h.host, h.kernel_release);
 }
 
 /// Counts one call; `timed` is its result and duration, None for a call recorded at entry only.

@@ -152,43 +152,7 @@ pub fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(R
             pending.insert(batch.seq, batch);
             while let Some(batch) = pending.remove(&next_seq) {
                 next_seq += 1;
-                status.lines = batch.last_line;
-                for (lineno, parsed) in batch.parsed {
-                    let record = match parsed {
-                        Parsed::Record(r) => r,
-                        Parsed::Unknown | Parsed::Bad(_) | Parsed::Blank | Parsed::Unreadable(_) if lineno == 1 => {
-                            bail!(
-                                "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
-                                path.display()
-                            )
-                        }
-                        Parsed::Unknown => {
-                            status.unknown_records += 1;
-                            continue;
-                        }
-                        Parsed::Blank => continue,
-                        Parsed::Unreadable(e) => {
-                            status.unreadable_records += 1;
-                            if status.first_unreadable.is_none() {
-                                status.first_unreadable = Some(format!("line {lineno}: {e}"));
-                            }
-                            continue;
-                        }
-                        Parsed::Bad(e) => {
-                            bail!(
-                                "{}: line {lineno} is not a valid trace record ({e}); the file is corrupted",
-                                path.display()
-                            )
-                        }
-                    };
-                    if lineno == 1 {
-                        check_header(&record, path)?;
-                    }
-                    if matches!(record, Record::Footer(_)) {
-                        status.has_footer = true;
-                    }
-                    each(record);
-                }
+                hand_over(batch, path, &mut status, &mut each)?;
             }
         }
         let tail = reader.join().map_err(|panic| anyhow::anyhow!("the trace reader thread failed: {panic:?}"))??;
@@ -206,6 +170,46 @@ pub fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(R
         }
         Ok(status)
     })
+}
+
+/// A parsed chunk's records handed over in order: the first line must be a header; unknown and unreadable
+/// records are counted, a corrupted one ends the reading.
+fn hand_over(batch: Batch, path: &Path, status: &mut ReadStatus, each: &mut impl FnMut(Record)) -> Result<()> {
+    status.lines = batch.last_line;
+    for (lineno, parsed) in batch.parsed {
+        let record = match parsed {
+            Parsed::Record(r) => r,
+            Parsed::Unknown | Parsed::Bad(_) | Parsed::Blank | Parsed::Unreadable(_) if lineno == 1 => {
+                bail!(
+                    "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
+                    path.display()
+                )
+            }
+            Parsed::Unknown => {
+                status.unknown_records += 1;
+                continue;
+            }
+            Parsed::Blank => continue,
+            Parsed::Unreadable(e) => {
+                status.unreadable_records += 1;
+                if status.first_unreadable.is_none() {
+                    status.first_unreadable = Some(format!("line {lineno}: {e}"));
+                }
+                continue;
+            }
+            Parsed::Bad(e) => {
+                bail!("{}: line {lineno} is not a valid trace record ({e}); the file is corrupted", path.display())
+            }
+        };
+        if lineno == 1 {
+            check_header(&record, path)?;
+        }
+        if matches!(record, Record::Footer(_)) {
+            status.has_footer = true;
+        }
+        each(record);
+    }
+    Ok(())
 }
 
 /// A chunk's lines parsed: the blank ones left out, but for the file's first line (which must be the

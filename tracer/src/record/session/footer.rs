@@ -79,6 +79,26 @@ impl Session<'_> {
         for (k, v) in &self.attr.counters {
             footer.counters.insert(k.clone(), *v);
         }
+        self.program_counts(&mut footer);
+        // The tracer's own cost, for users and for `cargo xtask bench`.
+        // SAFETY: rusage is plain data, for which all-zero bytes are valid.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: valid pointer to a rusage.
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &raw mut usage) } == 0 {
+            let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+            footer.counters.insert("tracer_cpu_us".into(), us(usage.ru_utime) + us(usage.ru_stime));
+        }
+        // Peak RSS of this program image (VmHWM): ru_maxrss would also count the image of the process that
+        // started tracer, inherited across fork and exec.
+        if let Some(kib) = crate::proc::own_peak_rss_kib() {
+            footer.counters.insert("tracer_max_rss_kib".into(), kib);
+        }
+        footer
+    }
+
+    /// What the kernel says of the programs: runs it skipped, and with `--program-stats` each program's runs
+    /// and time.
+    fn program_counts(&self, footer: &mut trace::Footer) {
         // Runs the kernel skipped: a tracepoint or probe that fired while another tracer program ran on its
         // CPU (a GPU job's done stage, in an interrupt, during a probe's program). Never silent.
         let (mut missed, mut jobs_missed) = (0u64, 0u64);
@@ -117,19 +137,5 @@ impl Session<'_> {
                 stat.ns += ns;
             }
         }
-        // The tracer's own cost, for users and for `cargo xtask bench`.
-        // SAFETY: rusage is plain data, for which all-zero bytes are valid.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: valid pointer to a rusage.
-        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &raw mut usage) } == 0 {
-            let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-            footer.counters.insert("tracer_cpu_us".into(), us(usage.ru_utime) + us(usage.ru_stime));
-        }
-        // Peak RSS of this program image (VmHWM): ru_maxrss would also count the image of the process that
-        // started tracer, inherited across fork and exec.
-        if let Some(kib) = crate::proc::own_peak_rss_kib() {
-            footer.counters.insert("tracer_max_rss_kib".into(), kib);
-        }
-        footer
     }
 }

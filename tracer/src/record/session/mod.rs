@@ -70,26 +70,7 @@ impl Session<'_> {
         if let Some(c) = &child {
             c.resume();
         }
-        if !self.args.quiet {
-            let n = self.watch.probed.len();
-            if let Some(m) = &self.metrics {
-                eprintln!("tracer: metrics for Prometheus at http://{}/metrics", m.server.addr);
-            }
-            eprintln!(
-                "tracer: recording {}to {} ({n} library cop{}); stop with Ctrl-C",
-                if self.filter_by_pid { "" } else { "every process that calls a probed runtime " },
-                self.args.output.display(),
-                if n == 1 { "y" } else { "ies" }
-            );
-            for pid in &self.servers {
-                eprintln!("tracer: following `ollama serve` (pid {pid}) and its runners");
-            }
-            if self.watch_ollama && self.servers.is_empty() {
-                eprintln!(
-                    "tracer: no `ollama serve` is running yet: waiting for one to start (it and its runners are traced from their first instruction)"
-                );
-            }
-        }
+        self.say_started();
         self.update_metrics_session();
         // The probes are live: said to a waiting script or service manager (with -q too).
         let mut facts =
@@ -146,15 +127,51 @@ impl Session<'_> {
             }
             restore_default_signals();
         }
-        let command = child.as_mut().and_then(Command::try_wait);
-        if let Some(c) = child.as_mut() {
+        let command = self.command_end(child.as_mut(), stop, signal_seen);
+        Ok(Ended { stop, command, signal: signal_seen })
+    }
+
+    /// What the user reads as the recording starts: where it goes, what it follows.
+    fn say_started(&self) {
+        if self.args.quiet {
+            return;
+        }
+        let n = self.watch.probed.len();
+        if let Some(m) = &self.metrics {
+            eprintln!("tracer: metrics for Prometheus at http://{}/metrics", m.server.addr);
+        }
+        eprintln!(
+            "tracer: recording {}to {} ({n} library cop{}); stop with Ctrl-C",
+            if self.filter_by_pid { "" } else { "every process that calls a probed runtime " },
+            self.args.output.display(),
+            if n == 1 { "y" } else { "ies" }
+        );
+        for pid in &self.servers {
+            eprintln!("tracer: following `ollama serve` (pid {pid}) and its runners");
+        }
+        if self.watch_ollama && self.servers.is_empty() {
+            eprintln!(
+                "tracer: no `ollama serve` is running yet: waiting for one to start (it and its runners are traced from their first instruction)"
+            );
+        }
+    }
+
+    /// The command's end if it has ended; a command that never ran, or that goes on untraced, said.
+    fn command_end(
+        &self,
+        mut child: Option<&mut Command>,
+        stop: Stop,
+        signal: Option<libc::c_int>,
+    ) -> Option<command::Ended> {
+        let command = child.as_mut().and_then(|c| c.try_wait());
+        if let Some(c) = child {
             // A command that ended without running: why its exec failed, in one sentence.
             if command.is_some()
                 && let Some(e) = c.exec_failure()
             {
                 eprintln!("tracer: cannot run {}: {e}", self.args.command.join(" "));
             }
-            if command.is_none() && signal_seen.is_none() && !self.args.quiet {
+            if command.is_none() && signal.is_none() && !self.args.quiet {
                 eprintln!(
                     "tracer: the command (pid {}) was still running when the recording stopped ({}); it goes on, untraced",
                     c.pid,
@@ -162,7 +179,7 @@ impl Session<'_> {
                 );
             }
         }
-        Ok(Ended { stop, command, signal: signal_seen })
+        command
     }
 
     /// "tracer: 12 s, 3 processes, 41200 launches/s, 0 dispatches/s, 0 dropped": what arrived since the

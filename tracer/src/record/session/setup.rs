@@ -77,18 +77,7 @@ impl<'a> Session<'a> {
         for &pid in &targets.pids {
             pids.insert(pid, 1, 0)?;
         }
-        let to_stdout = crate::output::Dest::parse(&args.output) == crate::output::Dest::Stdout;
-        let child = match &program {
-            Some(path) => {
-                if to_stdout && !args.quiet {
-                    eprintln!(
-                        "tracer: the trace goes to standard output, so the command's standard output goes to standard error"
-                    );
-                }
-                Some(Command::start_stopped(path, &args.command, to_stdout)?)
-            }
-            None => None,
-        };
+        let child = program.as_deref().map(|path| start_command(args, path)).transpose()?;
         // After the command is forked: it keeps the limit it was given.
         crate::record::raise_open_files_limit();
         let child_pid = child.as_ref().map(|c| c.pid);
@@ -271,4 +260,13 @@ fn attributor(
     attr.processes.private_argv = args.argv_private(filter_by_pid);
     attr.processes.targets = target_pids.iter().chain(child_pid.iter()).copied().collect();
     attr
+}
+
+/// The command, started stopped: it runs its first instruction once the recording is live.
+fn start_command(args: &RecordArgs, path: &std::path::Path) -> Result<Command> {
+    let to_stdout = crate::output::Dest::parse(&args.output) == crate::output::Dest::Stdout;
+    if to_stdout && !args.quiet {
+        eprintln!("tracer: the trace goes to standard output, so the command's standard output goes to standard error");
+    }
+    Command::start_stopped(path, &args.command, to_stdout)
 }

@@ -183,6 +183,45 @@ fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptio
         };
         writeln!(s, "  role: {}{model}", role.as_str())?;
     }
+    write_mapped(s, p)?;
+    write_code_dirs(s, p)?;
+    for api in &p.unobserved {
+        writeln!(
+            s,
+            "  not observed: {api} is mapped; tracer probes HIP, HSA, CUDA and Vulkan only: its GPU work is not counted"
+        )?;
+    }
+    if p.exited {
+        match (p.exit_code, p.exit_signal) {
+            (Some(c), _) => {
+                writeln!(s, "  exited with status {c}")?;
+            }
+            (_, Some(sig)) => {
+                writeln!(s, "  killed by signal {sig}")?;
+            }
+            _ => {
+                writeln!(s, "  exited")?;
+            }
+        }
+    }
+    write_kernels(s, &p.kernels, opts)?;
+    if p.configs.count > 0 {
+        writeln!(s, "\n  kernel<<<>>> configurations pushed: {} ({} failed)", p.configs.count, p.configs.failed)?;
+        for sh in &p.configs.shapes {
+            writeln!(s, "    {}", shape_text(sh))?;
+        }
+    }
+    write_api(s, p)?;
+    write_phases(s, p, lean)?;
+    write_queues(s, p, opts)?;
+    jobs::write_jobs(s, p)?;
+    write_ioctls(s, p)?;
+    write_memory(s, &p.memory)
+}
+
+/// The GPU libraries a process mapped: whether it called them, what their code ran, and any gap in what
+/// tracer saw.
+fn write_mapped(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
     if !p.mapped.is_empty() {
         writeln!(s, "  GPU libraries (mapped, called, dispatched):")?;
         for m in &p.mapped {
@@ -221,39 +260,7 @@ fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptio
             }
         }
     }
-    write_code_dirs(s, p)?;
-    for api in &p.unobserved {
-        writeln!(
-            s,
-            "  not observed: {api} is mapped; tracer probes HIP, HSA, CUDA and Vulkan only: its GPU work is not counted"
-        )?;
-    }
-    if p.exited {
-        match (p.exit_code, p.exit_signal) {
-            (Some(c), _) => {
-                writeln!(s, "  exited with status {c}")?;
-            }
-            (_, Some(sig)) => {
-                writeln!(s, "  killed by signal {sig}")?;
-            }
-            _ => {
-                writeln!(s, "  exited")?;
-            }
-        }
-    }
-    write_kernels(s, &p.kernels, opts)?;
-    if p.configs.count > 0 {
-        writeln!(s, "\n  kernel<<<>>> configurations pushed: {} ({} failed)", p.configs.count, p.configs.failed)?;
-        for sh in &p.configs.shapes {
-            writeln!(s, "    {}", shape_text(sh))?;
-        }
-    }
-    write_api(s, p)?;
-    write_phases(s, p, lean)?;
-    write_queues(s, p, opts)?;
-    jobs::write_jobs(s, p)?;
-    write_ioctls(s, p)?;
-    write_memory(s, &p.memory)
+    Ok(())
 }
 
 /// Files not loaded named at most, per directory.
