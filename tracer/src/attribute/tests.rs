@@ -1,7 +1,7 @@
 //! Attribution: launches named by registration, capture and replay, kernel parameters joined, a recycled PID.
 
 use super::*;
-use crate::event::{GridUnit, Origin};
+use crate::event::Origin;
 
 fn origin(ts: u64) -> Origin {
     // A PID that cannot exist, so /proc lookups find nothing and only the events speak.
@@ -28,24 +28,14 @@ fn register(handle: u64, name: &str) -> Event {
 fn launch(handle: u64, ret: i32) -> Event {
     let o = origin(10);
     Event::Launch(Launch {
-        ts: o.ts,
-        pid: o.pid,
         tid: o.tid,
         lib: o.lib,
-        api: ApiFunc::HipLaunchKernel,
-        kernel: None,
         handle,
         grid: [4, 1, 1],
         block: [64, 1, 1],
-        grid_unit: GridUnit::Blocks,
-        shmem: 0,
-        stream: 0,
         ret,
         dur: 3,
-        captured: false,
-        entry_only: false,
-        params: Default::default(),
-        caller: 0,
+        ..Launch::for_test(o.pid, None, o.ts)
     })
 }
 

@@ -316,7 +316,7 @@ pub fn csv(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>> {
 mod tests {
     use super::*;
     use crate::{
-        event::{ApiFunc, GridUnit, PacketType},
+        event::PacketType,
         trace::{Dispatch, Header, Kernel, Launch, Source, Writer},
     };
 
@@ -340,24 +340,12 @@ mod tests {
         };
         let launch = |ts, ret| {
             Record::Launch(Launch {
-                ts,
-                pid: 7,
                 tid: 8,
-                lib: 0,
-                api: ApiFunc::HipLaunchKernel,
-                kernel: Some(1),
-                handle: 0,
                 grid: [0; 3],
                 block: [0; 3],
-                grid_unit: GridUnit::Blocks,
-                shmem: 0,
-                stream: 0,
                 ret,
                 dur: 2000,
-                captured: false,
-                entry_only: false,
-                params: Default::default(),
-                caller: 0,
+                ..Launch::for_test(7, Some(1), ts)
             })
         };
         for r in [

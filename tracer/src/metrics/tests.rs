@@ -4,7 +4,7 @@ use tracer_common::ApiFunc;
 
 use super::*;
 use crate::{
-    event::{Call, GridUnit, Launch, MemcpyKind},
+    event::{Call, Launch, MemcpyKind},
     trace::{Exit, Kernel, Process},
 };
 
@@ -12,26 +12,7 @@ const MMVQ1: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj";
 const ROPE: &str = "_Z9rope_normILb1EEvPKfPfiiiii";
 
 fn launch(pid: u32, kernel: u32, ts: u64) -> Record {
-    Record::Launch(Launch {
-        ts,
-        pid,
-        tid: pid,
-        lib: 0,
-        api: ApiFunc::HipLaunchKernel,
-        kernel: Some(kernel),
-        handle: 0,
-        grid: [1; 3],
-        block: [1; 3],
-        grid_unit: GridUnit::Blocks,
-        shmem: 0,
-        stream: 0,
-        ret: 0,
-        dur: 0,
-        captured: false,
-        entry_only: false,
-        params: BTreeMap::default(),
-        caller: 0,
-    })
+    Record::Launch(Launch::for_test(pid, Some(kernel), ts))
 }
 
 fn call(pid: u32, api: ApiFunc, kind: Option<MemcpyKind>, ts: u64) -> Record {

@@ -6,24 +6,13 @@ use crate::{
 
 fn launch(kernel: u32, grid: [u32; 3], ret: i32) -> Record {
     Record::Launch(Launch {
-        ts: 2_000_000_000,
-        pid: 7,
-        tid: 7,
         lib: 1,
-        api: ApiFunc::HipLaunchKernel,
-        kernel: Some(kernel),
         handle: 0x100 * u64::from(kernel),
         grid,
         block: [256, 1, 1],
-        grid_unit: GridUnit::Blocks,
-        shmem: 0,
-        stream: 0,
         ret,
         dur: 1000,
-        captured: false,
-        entry_only: false,
-        params: Default::default(),
-        caller: 0,
+        ..Launch::for_test(7, Some(kernel), 2_000_000_000)
     })
 }
 

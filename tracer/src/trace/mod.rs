@@ -25,24 +25,16 @@ mod tests {
 
     fn launch(i: u32) -> Record {
         Record::Launch(Launch {
-            ts: 1000 + u64::from(i),
-            pid: 42,
             tid: 43,
             lib: 1,
-            api: ApiFunc::HipLaunchKernel,
-            kernel: Some(i),
             handle: 0x5555_0000 + u64::from(i),
             grid: [i, 2, 3],
             block: [64, 1, 1],
-            grid_unit: crate::event::GridUnit::Blocks,
             shmem: 128,
-            stream: 0,
             ret: 101,
             dur: 5000,
-            captured: false,
             entry_only: i.is_multiple_of(2),
-            params: Default::default(),
-            caller: 0,
+            ..Launch::for_test(42, Some(i), 1000 + u64::from(i))
         })
     }
 
