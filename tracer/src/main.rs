@@ -23,14 +23,25 @@ use tracer::{
 
 fn main() -> ExitCode {
     let cli = Cli::parse(); // exits with status 2 on a usage error
-    let result = match cli.command {
-        Cmd::Record(r) => {
-            RecordArgs::try_from(r).and_then(record::run).map(|status| status.map_or(ExitCode::SUCCESS, ExitCode::from))
+    match run(cli.command) {
+        Ok(code) => code,
+        // The reader of our output went away (`| head`): it has what it wanted.
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tracer: error: {e:#}");
+            ExitCode::FAILURE
         }
-        Cmd::Inspect(i) => tracer::inspect::inspect(&i.file, i.target.as_deref()).and_then(|ins| {
-            let text = if i.json { format!("{}\n", serde_json::to_string_pretty(&ins)?) } else { ins.to_text() };
-            print(&text)
-        }),
+    }
+}
+
+/// One subcommand, to its exit status.
+fn run(command: Cmd) -> anyhow::Result<ExitCode> {
+    match command {
+        Cmd::Record(r) => Ok(record::run(RecordArgs::try_from(r)?)?.map_or(ExitCode::SUCCESS, ExitCode::from)),
+        Cmd::Inspect(i) => {
+            let ins = tracer::inspect::inspect(&i.file, i.target.as_deref())?;
+            print(&if i.json { format!("{}\n", serde_json::to_string_pretty(&ins)?) } else { ins.to_text() })
+        }
         Cmd::Export(e) => export(&e),
         Cmd::Generate(g) => match g.what {
             Generated::Man => tracer::cli::man_pages(&g.dir).map(|()| ExitCode::SUCCESS).map_err(|e| {
@@ -38,23 +49,13 @@ fn main() -> ExitCode {
             }),
         },
         Cmd::Report(r) => {
-            tracer::trace::Input::new(&r.files).and_then(|input| Report::from_input(&input)).and_then(|rep| {
-                if r.json {
-                    print(&format!("{}\n", serde_json::to_string_pretty(&rep)?))
-                } else {
-                    warn(&rep.trace.warnings());
-                    print(&rep.to_text(&tracer::report::TextOptions { full_names: r.full_names, top: r.top }))
-                }
-            })
-        }
-    };
-    match result {
-        Ok(code) => code,
-        // The reader of our output went away (`| head`): it has what it wanted.
-        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("tracer: error: {e:#}");
-            ExitCode::FAILURE
+            let rep = Report::from_input(&tracer::trace::Input::new(&r.files)?)?;
+            if r.json {
+                print(&format!("{}\n", serde_json::to_string_pretty(&rep)?))
+            } else {
+                warn(&rep.trace.warnings());
+                print(&rep.to_text(&tracer::report::TextOptions { full_names: r.full_names, top: r.top }))
+            }
         }
     }
 }

@@ -435,3 +435,46 @@ fn an_impostor_ollama_serve_run_by_nobody_gets_no_open_and_no_probe() {
     drop(server.kill());
     drop(server.wait());
 }
+
+/// Under `--ollama`, servers that start a thousand short runners one after the other leave tracer's memory
+/// flat: its memory after the last 900 runners is what it was after the first 100, within 4 MiB, and at the
+/// end it holds no process that has ended.
+#[test]
+fn a_thousand_short_runners_leave_an_ollama_recording_flat() {
+    let install = Install::new("ollama-churn");
+    let out = install.root.join("t.jsonl");
+    let rec = Recording::start(&out, &["--ollama"]);
+    let rss_kib = || {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", rec.pid())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap().to_owned();
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap()
+    };
+    let runner = install.root.join("lib/ollama/llama-server").display().to_string();
+    let mut after = Vec::new();
+    for (round, n) in [100u32, 900].into_iter().enumerate() {
+        let children: Vec<String> =
+            (0..n).map(|i| format!("0|0|{runner}|llama-server|--model|m|--port|{}", 41000 + i)).collect();
+        let mut server = install.serve(&children, 0);
+        wait_for_trace_text(&out, &[&format!("\"pid\":{},", server.child.id()), "\"role\":\"ollama-server\""]);
+        server.go_and_wait();
+        drop(server);
+        // Let the recording take the last runner's exit and the server's before the look.
+        std::thread::sleep(Duration::from_millis(300));
+        after.push(rss_kib());
+        eprintln!("round {round}: {n} runners, tracer's RSS {} KiB", after[round]);
+    }
+    let records = stop(rec);
+    let f = footer(&records);
+    let runners = processes(&records)
+        .iter()
+        .filter(|p| p.cause.as_str() == "exec" && p.role.map(trace::Role::as_str) == Some("runner"))
+        .count();
+    eprintln!(
+        "1 000 short runners under --ollama: tracer's RSS {} KiB after 100, {} KiB after 1 000, peak {} KiB",
+        after[0], after[1], f.counters["tracer_max_rss_kib"]
+    );
+    assert_eq!(runners, 1000);
+    assert_eq!(f.counters["processes_held_after_exit"], 0);
+    assert!(after[1] < after[0] + 4096, "RSS {} KiB after 100, {} KiB after 1 000", after[0], after[1]);
+    assert_eq!(f.total_drops(), 0);
+}
