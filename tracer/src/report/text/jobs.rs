@@ -73,9 +73,9 @@ pub(super) fn write_jobs(s: &mut String, p: &ProcessReport) -> std::fmt::Result 
     if j.done_unseen > 0 {
         writeln!(
             s,
-            "    {} more jobs finished without their done stage recorded (a later job on their ring was done; the \
-             kernel skips tracer's program in an interrupt that comes while another runs): their GPU time is in the \
-             next job's",
+            "    also finished, their done stage not recorded: {} (a later job on their ring was done; the kernel \
+             skips tracer's program in an interrupt that comes while another runs): their GPU time is in the next \
+             job's",
             j.done_unseen
         )?;
     }
