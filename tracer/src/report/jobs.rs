@@ -27,9 +27,14 @@ struct Stages {
 }
 
 /// A process's job records, joined by (context, seqno).
+///
+/// A key names one job at a time only: before Linux 6.17 it is the fence's address, which a later job gets
+/// again once the memory is freed. So a job is closed at its done stage, and a queue stage for a key still
+/// open closes the job that held it (its done stage unseen) and opens a new one.
 #[derive(Default)]
 pub(super) struct JobsAcc {
-    jobs: HashMap<(u64, u64), Stages>,
+    open: HashMap<(u64, u64), Stages>,
+    closed: Vec<Stages>,
     clients: BTreeSet<u64>,
     over_limit: u64,
 }
@@ -37,27 +42,50 @@ pub(super) struct JobsAcc {
 impl JobsAcc {
     pub(super) fn add(&mut self, j: &Job) {
         let key = (j.context, j.seqno);
-        if !self.jobs.contains_key(&key) && self.jobs.len() >= MAX_JOBS {
-            self.over_limit += 1;
-            return;
-        }
-        let s = self.jobs.entry(key).or_default();
-        let slot = match j.stage {
-            JobStage::Queue => &mut s.queue,
-            JobStage::Run => &mut s.run,
-            JobStage::Done => &mut s.done,
-        };
-        *slot = Some(j.ts);
-        if j.ring.is_some() {
-            s.ring.clone_from(&j.ring);
-        }
         self.clients.extend(j.client);
+        match j.stage {
+            JobStage::Queue => {
+                if let Some(held) = self.open.remove(&key) {
+                    self.close(held);
+                }
+                if self.held() >= MAX_JOBS {
+                    self.over_limit += 1;
+                    return;
+                }
+                self.open.insert(key, Stages { queue: Some(j.ts), ring: j.ring.clone(), ..Stages::default() });
+            }
+            JobStage::Run => {
+                if !self.open.contains_key(&key) && self.held() >= MAX_JOBS {
+                    self.over_limit += 1;
+                    return;
+                }
+                self.open.entry(key).or_default().run.get_or_insert(j.ts);
+            }
+            JobStage::Done => {
+                let mut s = self.open.remove(&key).unwrap_or_default();
+                s.done = Some(j.ts);
+                self.close(s);
+            }
+        }
+    }
+
+    /// Jobs held, open or closed.
+    fn held(&self) -> usize {
+        self.open.len() + self.closed.len()
+    }
+
+    fn close(&mut self, s: Stages) {
+        if self.held() >= MAX_JOBS {
+            self.over_limit += 1;
+        } else {
+            self.closed.push(s);
+        }
     }
 
     /// The jobs' report, with each job's phase from the step its queue stage fell in; none for a process
     /// with no job.
     pub(super) fn finish(self, spans: &[StepSpan]) -> Option<JobsReport> {
-        if self.jobs.is_empty() && self.over_limit == 0 {
+        if self.held() == 0 && self.over_limit == 0 {
             return None;
         }
         let mut r = JobsReport {
@@ -67,7 +95,7 @@ impl JobsAcc {
         };
         // Jobs handed to a ring, by ring, in the order it ran them.
         let mut by_ring: BTreeMap<String, Vec<(u64, Option<u64>, u64)>> = BTreeMap::new();
-        for s in self.jobs.into_values() {
+        for s in self.closed.into_iter().chain(self.open.into_values()) {
             let Some(queue) = s.queue else {
                 r.without_queue += 1;
                 continue;
@@ -260,6 +288,28 @@ mod tests {
         assert_eq!(r.phases["prefill"], PhaseJobs { jobs: 1, busy_ns: 90 });
         assert_eq!(r.phases["decode"], PhaseJobs { jobs: 1, busy_ns: 60 });
         assert_eq!(r.phases["outside steps"], PhaseJobs { jobs: 1, busy_ns: 270 });
+    }
+
+    #[test]
+    fn a_fence_address_a_later_job_gets_again_names_two_jobs() {
+        // Before 6.17 the key is the fence's address: job 2 gets job 1's once job 1 is done, and job 3 gets
+        // job 2's while job 2's done stage went unseen.
+        let mut acc = JobsAcc::default();
+        for j in [
+            job(JobStage::Queue, 10, 0),
+            job(JobStage::Run, 20, 0),
+            job(JobStage::Done, 30, 0),
+            job(JobStage::Queue, 40, 0),
+            job(JobStage::Run, 50, 0),
+            job(JobStage::Queue, 60, 0),
+            job(JobStage::Run, 70, 0),
+            job(JobStage::Done, 90, 0),
+        ] {
+            acc.add(&j);
+        }
+        let r = acc.finish(&[]).unwrap();
+        assert_eq!((r.jobs, r.finished, r.done_unseen, r.unfinished), (3, 2, 1, 0));
+        assert_eq!(r.busy_ns, 10 + 20);
     }
 
     #[test]
