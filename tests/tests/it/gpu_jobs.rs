@@ -49,14 +49,18 @@ fn jobs(records: &[Record]) -> Vec<&trace::Job> {
 
 /// A command's jobs are recorded at each stage with the submitting process, joined by fence, and timed by
 /// the ring's order; a recording of another process, beside it, records none of them (the programs filter
-/// in the kernel).
+/// in the kernel); the live metrics count the jobs done.
 #[test]
 fn a_process_s_gpu_scheduler_jobs_are_recorded_and_timed_on_a_real_kernel() {
     let out = in_guest(
         "tracer record -q -o /tmp/a.jsonl -- /submit_jobs 8 2 || exit 1
          tracer record -q -o /tmp/b.jsonl -- sleep 3 & rec=$!
          sleep 1.5; /submit_jobs 4 1; wait $rec || exit 1
-         for t in a b; do echo \"@@BEGIN $t\"; cat /tmp/$t.jsonl; echo \"@@END $t\"; done
+         ip link set lo up
+         tracer record -q --metrics 127.0.0.1:9464 -o /tmp/m.jsonl -- sh -c \
+           '/submit_jobs 8 2; sleep 0.5; wget -qO- http://127.0.0.1:9464/metrics > /tmp/metrics.txt' || exit 1
+         for t in a b m; do echo \"@@BEGIN $t\"; cat /tmp/$t.jsonl; echo \"@@END $t\"; done
+         echo '@@BEGIN metrics'; cat /tmp/metrics.txt; echo '@@END metrics'
          echo '@@BEGIN report'; tracer report --json /tmp/a.jsonl; echo '@@END report'",
     );
     let a = records(&out, "a");
@@ -119,4 +123,13 @@ fn a_process_s_gpu_scheduler_jobs_are_recorded_and_timed_on_a_real_kernel() {
     // job's GPU time, counted from when the ring could start it, is at least that.
     assert!(rings[0]["busy_ns_median"].as_u64().unwrap() >= GPU_US * 1000, "{g}");
     assert!(g["busy_ns"].as_u64().unwrap() >= done * GPU_US * 1000, "{g}");
+
+    // The live metrics count the same jobs done as the recording's own trace holds.
+    let metered = records(&out, "m");
+    let done_m = jobs(&metered).iter().filter(|j| j.stage == trace::JobStage::Done).count() as u64;
+    let metrics = section(&out, "metrics");
+    let series = r#"tracer_gpu_jobs_total{comm="submit_jobs",role="",model="",ring="double_ring"} "#;
+    let counted = metrics.lines().find_map(|l| l.strip_prefix(series)).and_then(|v| v.parse::<u64>().ok());
+    assert_eq!(counted, Some(done_m), "{metrics}");
+    assert!(metrics.contains("tracer_gpu_job_seconds_total{"), "{metrics}");
 }

@@ -18,6 +18,7 @@
 //! escaping, `# TYPE`/`# HELP`/`# UNIT` lines and the `_total` suffix as the `OpenMetrics` text format
 //! wants them.
 
+mod jobs;
 mod serve;
 pub use serve::Server;
 
@@ -60,6 +61,8 @@ struct Counts {
     phase_steps: BTreeMap<&'static str, (u64, u64)>,
     /// Tokens of closed steps with batches: (prompt, decode).
     batch_tokens: (u64, u64),
+    /// GPU scheduler ring -> (jobs done, GPU nanoseconds).
+    gpu_jobs: BTreeMap<String, (u64, u64)>,
 }
 
 impl Counts {
@@ -75,6 +78,11 @@ impl Counts {
         }
         for (k, v) in &o.phase_kernels {
             *self.phase_kernels.entry(k.clone()).or_default() += v;
+        }
+        for (ring, (n, ns)) in &o.gpu_jobs {
+            let e = self.gpu_jobs.entry(ring.clone()).or_default();
+            e.0 += n;
+            e.1 += ns;
         }
         self.batch_tokens.0 += o.batch_tokens.0;
         self.batch_tokens.1 += o.batch_tokens.1;
@@ -111,6 +119,7 @@ pub struct Metrics {
     probes_attached: u64,
     probes_missing: u64,
     records: u64,
+    jobs: jobs::LiveJobs,
 }
 
 impl Metrics {
@@ -167,6 +176,18 @@ impl Metrics {
                 self.retire(e.pid);
                 return;
             }
+            // A job done after its process exited counts under that process's labels.
+            Record::Job(j) => {
+                if let Some(done) = self.jobs.stage(j, self.labels.get(&j.pid)) {
+                    let counts = match self.live.get_mut(&done.pid) {
+                        Some(c) => c,
+                        None => self.retired.entry(done.labels).or_default(),
+                    };
+                    let e = counts.gpu_jobs.entry(done.ring).or_default();
+                    e.0 += 1;
+                    e.1 += done.busy_ns;
+                }
+            }
             _ => {}
         }
         self.feeder.record(r);
@@ -212,6 +233,7 @@ impl Metrics {
         }
         let mut reg = Registry::with_prefix("tracer");
         self.process_metrics(&mut reg, &all);
+        self.job_metrics(&mut reg, &all);
         self.session_metrics(&mut reg, session);
         let mut out = String::new();
         if encode(&mut out, &reg).is_err() {
@@ -289,6 +311,45 @@ impl Metrics {
         }
     }
 
+    /// Per process label set and ring: GPU scheduler jobs done and their GPU time.
+    fn job_metrics(&self, reg: &mut Registry, all: &BTreeMap<Labels, Counts>) {
+        let gpu_jobs = Family::<Vec<(String, String)>, Counter>::default();
+        reg.register(
+            "gpu_jobs",
+            "GPU scheduler jobs done (work submitted through the kernel driver), by ring",
+            gpu_jobs.clone(),
+        );
+        let gpu_time = Family::<Vec<(String, String)>, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+        reg.register(
+            "gpu_job_seconds",
+            "GPU time of the scheduler jobs done, by ring (from when the ring could start each job to its fence)",
+            gpu_time.clone(),
+        );
+        for ((comm, role, model), c) in all {
+            let mut labels = Vec::with_capacity(4);
+            if self.comm_label {
+                labels.push(("comm".to_owned(), comm.clone()));
+            }
+            labels.push(("role".to_owned(), role.clone()));
+            labels.push(("model".to_owned(), model.clone()));
+            let with = |ring: &str| {
+                let mut l = labels.clone();
+                l.push(("ring".to_owned(), ring.to_owned()));
+                l
+            };
+            for (ring, (n, ns)) in &c.gpu_jobs {
+                gpu_jobs.get_or_create(&with(ring)).inc_by(*n);
+                #[expect(
+                    clippy::float_arithmetic,
+                    clippy::cast_precision_loss,
+                    reason = "Prometheus counts time in seconds, as a float"
+                )]
+                let seconds = *ns as f64 / 1e9;
+                gpu_time.get_or_create(&with(ring)).inc_by(seconds);
+            }
+        }
+    }
+
     /// The recording's own: records dropped and written, probes, processes traced, label folding.
     fn session_metrics(&self, reg: &mut Registry, session: &Session) {
         let dropped = Family::<Vec<(String, String)>, Counter>::default();
@@ -325,6 +386,13 @@ impl Metrics {
         let records = Counter::<u64>::default();
         records.inc_by(self.records);
         reg.register("trace_records", "Records written to the trace file", records);
+        let untimed = Counter::<u64>::default();
+        untimed.inc_by(self.jobs.untimed);
+        reg.register(
+            "gpu_jobs_untimed",
+            "GPU scheduler jobs done but not counted in gpu_jobs: their queue stage was not seen, or past the jobs and rings held",
+            untimed,
+        );
     }
 }
 

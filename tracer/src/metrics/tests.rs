@@ -5,7 +5,7 @@ use tracer_common::ApiFunc;
 use super::*;
 use crate::{
     event::{Call, Launch, MemcpyKind},
-    trace::{Exit, Kernel, Process},
+    trace::{Exit, Job, JobStage, Kernel, Process},
 };
 
 const MMVQ1: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj";
@@ -145,4 +145,42 @@ fn process_names_chosen_by_users_are_bounded_label_values() {
     m.record(&launch(1, 1, 1));
     let text = m.render(&Session::default());
     assert_eq!(sample(&text, r#"tracer_kernel_launches_total{role="",model=""}"#), Some(1), "{text}");
+}
+
+#[test]
+fn gpu_jobs_count_per_ring_with_their_ring_ordered_time_also_after_exit() {
+    use JobStage::{Done, Queue, Run};
+    let mut m = Metrics::new(true);
+    m.record(&Record::Process(Process { pid: 5, comm: "vk".into(), ..Process::default() }));
+    let job = |stage, ts, seqno| {
+        Record::Job(Job {
+            ts,
+            pid: 5,
+            tid: 5,
+            stage,
+            context: 1,
+            seqno,
+            client: None,
+            ring: (stage == Queue).then(|| "gfx_0.0.0".to_owned()),
+        })
+    };
+    // Job 2 was handed to the ring while job 1 ran: its time starts at job 1's done.
+    for r in [job(Queue, 0, 1), job(Run, 1_000, 1), job(Queue, 2_000, 2), job(Run, 3_000, 2), job(Done, 500_001_000, 1)]
+    {
+        m.record(&r);
+    }
+    // The process exits before its last job is done: the job still counts under its labels.
+    m.record(&Record::Exit(Exit { ts: 600_000_000, pid: 5, code: Some(0), signal: None }));
+    m.record(&job(Done, 1_500_001_000, 2));
+    let text = m.render(&Session::default());
+    let series = r#"{comm="vk",role="",model="",ring="gfx_0.0.0"}"#;
+    assert_eq!(sample(&text, &format!("tracer_gpu_jobs_total{series}")), Some(2), "{text}");
+    let seconds = text.lines().find_map(|l| l.strip_prefix(&format!("tracer_gpu_job_seconds_total{series} ")));
+    assert_eq!(seconds, Some("1.5"), "{text}");
+    assert_eq!(sample(&text, "tracer_gpu_jobs_untimed_total"), Some(0));
+    // A job whose done stage went unseen is known when a later job gets its key: untimed, not lost.
+    for r in [job(Queue, 2_000_000_000, 3), job(Run, 2_000_001_000, 3), job(Queue, 2_100_000_000, 3)] {
+        m.record(&r);
+    }
+    assert_eq!(sample(&m.render(&Session::default()), "tracer_gpu_jobs_untimed_total"), Some(1));
 }
