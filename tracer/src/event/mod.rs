@@ -13,6 +13,8 @@ use std::{borrow::Cow, collections::BTreeMap};
 
 use serde::{Deserialize, Serialize};
 pub use tracer_common::ApiFunc;
+#[cfg(test)]
+mod for_test;
 mod job;
 pub use job::{Job, JobStage};
 
@@ -161,34 +163,6 @@ pub struct Launch {
     /// unnamed records the file whose code launched it. Not written per launch.
     #[serde(skip)]
     pub caller: u64,
-}
-
-#[cfg(test)]
-impl Launch {
-    /// The launch tests start from: a `hipLaunchKernel` by `pid` (on thread `pid`) at `ts`, of `kernel`, one
-    /// block of one thread, that returned 0; tests change what they look at (`Launch { grid, ..base }`).
-    pub(crate) fn for_test(pid: u32, kernel: Option<u32>, ts: u64) -> Self {
-        Self {
-            ts,
-            pid,
-            tid: pid,
-            lib: 0,
-            api: ApiFunc::HipLaunchKernel,
-            kernel,
-            handle: 0,
-            grid: [1; 3],
-            block: [1; 3],
-            grid_unit: GridUnit::Blocks,
-            shmem: 0,
-            stream: 0,
-            ret: 0,
-            dur: 0,
-            captured: false,
-            entry_only: false,
-            params: BTreeMap::new(),
-            caller: 0,
-        }
-    }
 }
 
 const fn push_config_api() -> ApiFunc {
