@@ -16,7 +16,7 @@ pub use tracer_common::ApiFunc;
 #[cfg(test)]
 mod for_test;
 mod job;
-pub use job::{Job, JobStage};
+pub use job::{Job, JobStage, gpu_time};
 
 /// Whether a launch's grid counts work-groups or work-items.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

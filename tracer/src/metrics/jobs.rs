@@ -4,7 +4,10 @@
 use std::collections::HashMap;
 
 use super::Labels;
-use crate::trace::{Job, JobStage};
+use crate::{
+    event::gpu_time,
+    trace::{Job, JobStage},
+};
 
 /// Jobs queued and not yet done held at once; more are counted, not timed.
 const MAX_OPEN: usize = 65_536;
@@ -72,8 +75,7 @@ impl LiveJobs {
                     return None;
                 }
                 let free = self.ring_free.entry(o.ring.clone()).or_default();
-                let busy_ns = j.ts.saturating_sub(o.run.unwrap_or(j.ts).max(*free));
-                *free = (*free).max(j.ts);
+                let busy_ns = gpu_time(o.run.unwrap_or(j.ts), j.ts, free);
                 Some(Done { pid: o.pid, labels: o.labels, ring: o.ring, busy_ns })
             }
         }

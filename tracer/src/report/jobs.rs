@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 
 use crate::{
-    event::{Job, JobStage},
+    event::{Job, JobStage, gpu_time},
     phase::{Phase, StepSpan},
 };
 
@@ -119,8 +119,7 @@ impl JobsAcc {
                     r.done_unseen += 1;
                     continue;
                 };
-                let busy = done.saturating_sub(run.max(ring_free));
-                ring_free = ring_free.max(done);
+                let busy = gpu_time(run, done, &mut ring_free);
                 ring_report.jobs += 1;
                 ring_report.busy_ns = ring_report.busy_ns.saturating_add(busy);
                 waits.push(run.saturating_sub(queue));
