@@ -265,17 +265,81 @@ fn an_untraced_process_on_the_same_runtime_runs_none_of_tracers_programs() {
     let records = read_trace(&out);
     let options = records.iter().find_map(|r| if let Record::Header(h) = r { Some(h.options.clone()) } else { None });
     assert!(options.expect("a header").probes_per_process);
-    // Each call the target made after the attach ran its program once (the entry program for a call probed
-    // at entry and return, the one-trap program for a launch); nothing else ran them: the neighbour's 5 000
-    // launches and configuration pushes would have.
-    let own = launches(&records).iter().filter(|l| l.pid == pid && !l.entry_only).count()
-        + calls(&records).iter().filter(|c| c.pid == pid && !c.entry_only).count()
-        + configs(&records).iter().filter(|c| c.pid == pid).count();
-    let own_one_trap = launches(&records).iter().filter(|l| l.pid == pid && l.entry_only).count()
-        + calls(&records).iter().filter(|c| c.pid == pid && c.entry_only).count();
+    // Each call that recurs the target made after the attach ran its program once (the entry program for a
+    // call probed at entry and return, the one-trap program for a launch); nothing else ran them: the
+    // neighbour's 5 000 launches and configuration pushes would have.
+    let (own, own_one_trap) = recurring_runs(&records);
     assert!(own > 0 && own_one_trap > 0, "the target's calls are recorded");
     let runs = |name: &str| footer(&records).programs.get(name).map_or(0, |p| p.runs);
-    assert_eq!(runs("call_entry"), own as u64, "{:?}", footer(&records).programs);
-    assert_eq!(runs("one_trap_entry"), own_one_trap as u64, "{:?}", footer(&records).programs);
+    assert_eq!(runs("call_entry"), own, "{:?}", footer(&records).programs);
+    assert_eq!(runs("one_trap_entry"), own_one_trap, "{:?}", footer(&records).programs);
     assert!(launches(&records).iter().all(|l| l.pid == pid));
+}
+
+/// The runs the recorded calls that recur (`Op::recurs`) took of the entry program (calls
+/// probed at entry and return, configuration pushes) and of the one-trap program (calls probed at entry
+/// only).
+fn recurring_runs(records: &[Record]) -> (u64, u64) {
+    let recurring: Vec<_> = calls(records).into_iter().filter(|c| c.api.op().recurs()).collect();
+    let entry = launches(records).iter().filter(|l| !l.entry_only).count()
+        + recurring.iter().filter(|c| !c.entry_only).count()
+        + configs(records).len();
+    let one_trap =
+        launches(records).iter().filter(|l| l.entry_only).count() + recurring.iter().filter(|c| c.entry_only).count();
+    (entry as u64, one_trap as u64)
+}
+
+/// A child that a process recorded by PID starts at once (no pause before it loads the runtime) keeps every
+/// name: registrations are probed in every process, filtered by the program, so the child's are recorded
+/// before its own links exist. Its launches are recorded whole, or its copy is marked late with the time
+/// its links came (said, never silent). A neighbour's 5 000 launches meanwhile run none of the programs of
+/// the calls that recur, and its registrations run the programs linked in every process, unrecorded.
+#[test]
+fn a_child_started_at_once_by_a_process_recorded_by_pid_keeps_every_name() {
+    let dir = scratch("pid-child-at-once");
+    let runner = fixture("mini_runner");
+    // What the runner registers, recorded from its first instruction.
+    let registered = |records: &[Record], pid: Option<u32>| -> std::collections::BTreeSet<String> {
+        kernels(records)
+            .into_iter()
+            .filter(|k| k.source.as_str() == "register" && pid.is_none_or(|p| k.pid == p))
+            .map(|k| k.name.clone())
+            .collect()
+    };
+    let reference = registered(&record_ok(&dir.join("ref.jsonl"), &["--", runner.to_str().unwrap(), "launches"]), None);
+    assert!(reference.len() >= 4, "{reference:?}");
+    let script = dir.join("parent.sh");
+    std::fs::write(&script, format!("#!/bin/sh\necho ready\nread go\n{} launches\ntrue\n", runner.display())).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let parent = Waiting::start_with(&script, &[]);
+    let out = dir.join("t.jsonl");
+    let rec = Recording::start(&out, &["--program-stats", "--pid", &parent.pid().to_string()]);
+    let neighbour = std::process::Command::new(&runner).args(["loop", "5000"]).output().unwrap();
+    assert!(neighbour.status.success(), "{}", String::from_utf8_lossy(&neighbour.stderr));
+    assert!(parent.go().success());
+    let (status, stderr) = rec.wait();
+    assert!(status.success(), "{stderr}");
+    let records = read_trace(&out);
+    let child = records
+        .iter()
+        .find_map(|r| match r {
+            Record::Process(p) if p.cause.as_str() == "exec" && p.comm == "mini_runner" => Some(p.pid),
+            _ => None,
+        })
+        .expect("the child's exec record");
+    assert_eq!(registered(&records, Some(child)), reference);
+    let late = records
+        .iter()
+        .any(|r| matches!(r, Record::Mapping(m) if m.pid == child && m.probed_late && m.probed_at.is_some()));
+    let n = launches(&records).len();
+    eprintln!("{n} of the child's 7 launches recorded; its copy marked late: {late}");
+    assert!(n == 7 || late, "{n} of the 7 launches recorded, and the child's copy not marked late");
+    assert!(launches(&records).iter().all(|l| l.pid == child));
+    let (own, own_one_trap) = recurring_runs(&records);
+    let programs = &footer(&records).programs;
+    let runs = |name: &str| programs.get(name).map_or(0, |p| p.runs);
+    assert_eq!(runs("call_entry"), own, "{programs:?}");
+    assert_eq!(runs("one_trap_entry"), own_one_trap, "{programs:?}");
+    let names = kernels(&records).len() as u64;
+    assert!(runs("register_function (every process)") > names, "{names} names recorded: {programs:?}");
 }

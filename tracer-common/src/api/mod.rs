@@ -157,6 +157,53 @@ impl Op {
             Self::ProcAddr => "proc-addr",
         }
     }
+
+    /// Whether calls of this category recur step after step: launches, graph capture and replay, copies,
+    /// allocations, synchronizations, doorbells, submissions, the step and pass markers, and the runtime's
+    /// start (HIP retries `hsa_init` at every launch when it found no GPU; nothing later refers to it).
+    /// Recording chosen processes, these are probed in those processes alone, so that nobody else traps on
+    /// them.
+    ///
+    /// The others build what later calls refer to (code loaded, kernels registered or looked up by name,
+    /// queues, shader modules and pipelines) and are made mostly once, as a library
+    /// loads: they stay probed in every process mapping the copy, filtered by the program, so that a
+    /// process joining the recording before tracer has placed its own probes (a runner forked by a server)
+    /// loses none of its names.
+    pub const fn recurs(self) -> bool {
+        match self {
+            Self::Launch
+            | Self::PushConfig
+            | Self::GraphLaunch
+            | Self::CaptureBegin
+            | Self::CaptureEnd
+            | Self::GraphInstantiate
+            | Self::GraphUpdate
+            | Self::Alloc
+            | Self::Free
+            | Self::PoolAlloc
+            | Self::PoolFree
+            | Self::Memcpy
+            | Self::Sync
+            | Self::Doorbell
+            | Self::Batch
+            | Self::Pass
+            | Self::Bind
+            | Self::Submit
+            | Self::Init => true,
+            Self::ModuleLoad
+            | Self::FunctionLookup
+            | Self::KernelLookup
+            | Self::KernelFunction
+            | Self::Register
+            | Self::SymbolLookup
+            | Self::SymbolInfo
+            | Self::CodeObjectRead
+            | Self::QueueCreate
+            | Self::ShaderModule
+            | Self::PipelineCreate
+            | Self::ProcAddr => false,
+        }
+    }
 }
 
 /// `hsa_executable_symbol_get_info`'s attribute that gives the kernel object dispatch packets carry.

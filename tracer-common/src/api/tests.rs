@@ -108,3 +108,23 @@ fn vulkan_creation_calls_read_their_structures_and_the_code_at_return() {
     }
     assert_eq!(extra_reads(0), (None, false));
 }
+
+/// Recording by PID, the calls that recur are probed in the recorded processes alone: every call a decode
+/// loop makes at a trap each (launches, replays, copies, synchronizations, step and pass markers) must be
+/// one of them, or a neighbour on the same runtime would trap on it. A call that names kernels or holds the
+/// state a later call is read through (registrations, lookups, code loaded, queues) must not: a child joining
+/// late would lose its names.
+#[test]
+fn a_decode_loops_calls_recur_and_naming_calls_do_not() {
+    for &f in ApiFunc::ALL {
+        if f.entry_only_by_default() || f.tallied() || f.step_flags() != 0 {
+            assert!(f.op().recurs(), "{f:?} is on a decode loop's path");
+        }
+        if f.shape() == ProbeShape::RegisterName || f.cookie_flags() & cookie::QUEUE != 0 {
+            assert!(!f.op().recurs(), "{f:?} names kernels or a queue");
+        }
+    }
+    assert!(ApiFunc::HsaSignalStoreScrelease.op().recurs());
+    assert!(!ApiFunc::HipModuleGetFunction.op().recurs());
+    assert!(!ApiFunc::CuModuleGetFunction.op().recurs());
+}

@@ -27,6 +27,7 @@ mod links;
 mod multi;
 mod release;
 mod sched;
+use links::Link;
 pub(crate) use links::RuntimeLinks;
 pub(crate) use multi::{MultiProgram, misses as program_misses};
 pub use release::{release_in_background, releases_in_progress};
@@ -375,13 +376,14 @@ pub(crate) fn one_trap_point(file: &crate::files::CodeFile, off: u64) -> u64 {
     if test_reg_reg && jcc { off + 3 } else { off }
 }
 
-/// A probe point of a program (keyed by the program and whether at the return): (offset, cookie, index of
-/// the function's probe record).
+/// A probe point of a program (keyed by the program, whether at the return, and whether its function's calls
+/// recur: [`tracer_common::api::Op::recurs`]): (offset, cookie, index of the function's probe record).
 type Point = (u64, u64, usize);
 
 /// Attaches every probed function of the copy's runtime found in `copy`: through multi-point links when
-/// `links` is given (one per program), else one uprobe per function and program; a link the kernel refuses
-/// falls back to uprobes.
+/// `links` is given (one per program, or, placed per process, one per program and process for the calls
+/// that recur and one in every process for the others), else one uprobe per function and program; a link
+/// the kernel refuses falls back to uprobes.
 ///
 /// Returns one probe record per function, with the reason where one could not be attached (a symbol this
 /// runtime version lacks, an alias already probed).
@@ -398,7 +400,7 @@ pub(crate) fn attach_runtime(
     let target = copy.attach_path();
     let mut probed_at: BTreeMap<u64, ApiFunc> = BTreeMap::new();
     let mut out = Vec::new();
-    let mut planned: BTreeMap<(&'static str, bool), Vec<Point>> = BTreeMap::new();
+    let mut planned: BTreeMap<(&'static str, bool, bool), Vec<Point>> = BTreeMap::new();
     let mut links = links;
     for &func in ApiFunc::ALL.iter().filter(|f| f.library() == copy.runtime()) {
         let mut rec = trace::Probe { lib: lib_id, api: func.symbol().to_owned(), ..Default::default() };
@@ -432,14 +434,14 @@ pub(crate) fn attach_runtime(
         // A one-trap probe goes where the kernel can emulate the instruction (see `one_trap_point`).
         let at = if progs == [one_trap] { one_trap_point(&copy.file, off) } else { off };
         for &prog in progs {
-            planned.entry((prog, prog == ret)).or_default().push((at, c, out.len()));
+            planned.entry((prog, prog == ret, func.op().recurs())).or_default().push((at, c, out.len()));
         }
         out.push(rec);
     }
-    for ((prog, returns), points) in planned {
+    for ((prog, returns, recurs), points) in planned {
         let linked = links.as_mut().is_some_and(|l| {
             let at: Vec<(u64, u64)> = points.iter().map(|&(off, c, _)| (off, c)).collect();
-            l.link(ebpf, prog, &copy.file, &at, returns)
+            l.link(ebpf, Link { prog, returns, recurs }, &copy.file, &at)
                 .map_err(|e| l.refused.push(format!("{prog} on {}: {e:#}", copy.path)))
                 .is_ok()
         });

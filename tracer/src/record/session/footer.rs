@@ -130,9 +130,11 @@ impl Session<'_> {
             // same programs by name, run through their links.
             let mut multi = self.watch.links.as_ref().map(attach::RuntimeLinks::stats).unwrap_or_default();
             let library = self.args.probe_mode.library_program();
-            multi.extend(self.watch.entries.as_ref().and_then(|e| e.stats(library)));
+            multi.extend(
+                self.watch.entries.as_ref().and_then(|e| e.stats(library)).map(|(n, r, ns)| (n.to_owned(), r, ns)),
+            );
             for (name, runs, ns) in multi.into_iter().filter(|(_, runs, _)| *runs > 0) {
-                let stat = footer.programs.entry(name.to_owned()).or_default();
+                let stat = footer.programs.entry(name).or_default();
                 stat.runs += runs;
                 stat.ns += ns;
             }

@@ -58,7 +58,7 @@ impl<'a> Session<'a> {
         let job_tracepoints = loaded.job_tracepoints.clone();
         let program_stats = loaded.program_stats;
         let (ebpf, multi) = (loaded.ebpf, loaded.multi);
-        let attached = attach_all(args, ebpf, multi, &targets, &copies, &counted, program.is_some())?;
+        let attached = attach_all(args, ebpf, multi, &targets, &copies, &counted)?;
         Self::start(args, attached, targets, program, writer, (filter_by_pid, job_tracepoints, program_stats))
     }
 
@@ -172,7 +172,6 @@ fn attach_all(
     targets: &Targets,
     copies: &[LibCopy],
     counted: &[(crate::trace::GpuLibrary, LibCopy)],
-    has_program: bool,
 ) -> Result<Attached> {
     let mut watch = LibraryWatch::new(runtimes(args), !args.libs.is_empty());
     watch.links = attach::RuntimeLinks::load(&ebpf, args.probe_mode)
@@ -182,12 +181,17 @@ fn attach_all(
                 );
             })
             .ok();
-    // Recording running processes by PID, the runtime probes go into them alone (a link per process), so
-    // that other processes mapping the same copies do not trap. A child they start later gets its links
-    // when its fork or exec is read; a copy it already maps then is marked late for it (its calls before
-    // the links are not seen, and said). A command and Ollama's runners are recorded from their first
-    // call instead: the kernel cannot place a link in a child at its fork, so there the probes stay on
-    // every process mapping the copies and the programs filter.
+    // Recording running processes by PID, the probes of the calls that recur go into them alone (a link per
+    // process), so that other processes mapping the same copies do not trap on their launches, copies and
+    // synchronizations. A child they start later gets its links when its fork or exec is read; a copy it
+    // already maps then is marked late for it (its launches before the links are not seen, and said). The
+    // calls that build state (registrations, code loaded, lookups, queues) stay probed in every process
+    // mapping the copies, filtered by the programs, so such a child still has every name.
+    //
+    // A command and Ollama's runners are recorded from their first call instead: the kernel cannot place a
+    // link in a child at its fork, and a child started while the ring is busy (a library registering
+    // thousands of kernels) runs its first launches before its fork is read. There every probe stays on
+    // every process mapping the copies, and the programs filter.
     if args.command.is_empty()
         && !args.ollama
         && !targets.pids.is_empty()
@@ -211,7 +215,7 @@ fn attach_all(
     // Watching for Ollama, the runtimes may come later with a server not started yet.
     // Watching for Ollama or recording a command, a runtime opened later is probed then.
     if !targets.watch_ollama
-        && !has_program
+        && args.command.is_empty()
         && !setup.iter().any(|r| matches!(r, Record::Probe(p) if p.error.is_none()))
     {
         let paths: Vec<&str> = copies.iter().map(|c| c.path.as_str()).collect();
