@@ -1,47 +1,72 @@
 //! The header every record begins with, and the kinds of record.
 
-/// What kind of record follows the header.
-#[repr(u16)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RecordKind {
+/// Declares [`RecordKind`] once: each kind's number, and the name its losses are counted under.
+macro_rules! record_kinds {
+    ($($(#[$doc:meta])* $kind:ident = $number:literal, drops as $drops:literal;)*) => {
+        /// What kind of record follows the header.
+        #[repr(u16)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum RecordKind {
+            $($(#[$doc])* $kind = $number,)*
+        }
+
+        impl RecordKind {
+            /// Every kind, in number order.
+            pub const ALL: &[Self] = &[$(Self::$kind),*];
+
+            pub const fn from_u16(v: u16) -> Option<Self> {
+                match v {
+                    $($number => Some(Self::$kind),)*
+                    _ => None,
+                }
+            }
+
+            /// The name the kind's records lost are counted under (the eBPF side's drop counters and the
+            /// drain's queue share them: a queue's creation counts with the dispatches read from it).
+            pub const fn drop_name(self) -> &'static str {
+                match self {
+                    $(Self::$kind => $drops,)*
+                }
+            }
+        }
+    };
+}
+
+record_kinds! {
     /// A completed API call: entry arguments, return value, duration ([`CallRecord`](crate::CallRecord)).
-    Call = 1,
+    Call = 1, drops as "call";
     /// A name bound to a handle: kernel registration or module function lookup ([`NameRecord`](crate::NameRecord)).
-    Name = 2,
+    Name = 2, drops as "name";
     /// A process event: fork, exec, exit ([`ProcRecord`](crate::ProcRecord)).
-    Proc = 3,
+    Proc = 3, drops as "proc";
     /// An ioctl on a GPU driver: KFD ('K') or DRM amdgpu ('d', nr >= 0x40) ([`IoctlRecord`](crate::IoctlRecord)).
-    Ioctl = 4,
+    Ioctl = 4, drops as "ioctl";
     /// An HSA queue created ([`QueueRecord`](crate::QueueRecord)).
-    Queue = 5,
+    Queue = 5, drops as "dispatch";
     /// An AQL packet read at a doorbell ([`DispatchRecord`](crate::DispatchRecord)).
-    Dispatch = 6,
+    Dispatch = 6, drops as "dispatch";
     /// A launch's kernel parameters, read at its entry ([`ParamsRecord`](crate::ParamsRecord)).
-    Params = 7,
+    Params = 7, drops as "params";
     /// A traced process opening a GPU runtime library ([`OpenRecord`](crate::OpenRecord)).
-    Open = 8,
+    Open = 8, drops as "open";
     /// A model's step began: the batch `llama_decode` was given ([`BatchRecord`](crate::BatchRecord)).
-    Batch = 9,
+    Batch = 9, drops as "batch";
     /// A job of the kernel's GPU scheduler at one stage ([`JobRecord`](crate::JobRecord)).
-    Job = 10,
+    Job = 10, drops as "job";
 }
 
 impl RecordKind {
-    pub const fn from_u16(v: u16) -> Option<Self> {
-        match v {
-            1 => Some(Self::Call),
-            2 => Some(Self::Name),
-            3 => Some(Self::Proc),
-            4 => Some(Self::Ioctl),
-            5 => Some(Self::Queue),
-            6 => Some(Self::Dispatch),
-            7 => Some(Self::Params),
-            8 => Some(Self::Open),
-            9 => Some(Self::Batch),
-            10 => Some(Self::Job),
-            _ => None,
+    /// One more than the largest kind number: the size of a table indexed by kind (0: a kind not known).
+    pub const LIMIT: usize = {
+        let (mut max, mut i) = (0, 0);
+        while i < Self::ALL.len() {
+            if Self::ALL[i] as usize > max {
+                max = Self::ALL[i] as usize;
+            }
+            i += 1;
         }
-    }
+        max + 1
+    };
 }
 
 /// The first 24 bytes of every record.

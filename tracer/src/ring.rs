@@ -38,21 +38,10 @@ const BATCH: usize = 256 << 10;
 const POLL: Duration = Duration::from_millis(5);
 
 /// Record kinds a drop is counted under (indexed by [`RecordKind`]; 0: a kind not known).
-const KINDS: usize = 11;
+const KINDS: usize = RecordKind::LIMIT;
 
-const fn kind_name(i: usize) -> &'static str {
-    match RecordKind::from_u16(i as u16) {
-        Some(RecordKind::Call) => "call",
-        Some(RecordKind::Name) => "name",
-        Some(RecordKind::Proc) => "proc",
-        Some(RecordKind::Ioctl) => "ioctl",
-        Some(RecordKind::Queue | RecordKind::Dispatch) => "dispatch",
-        Some(RecordKind::Params) => "params",
-        Some(RecordKind::Open) => "open",
-        Some(RecordKind::Batch) => "batch",
-        Some(RecordKind::Job) => "job",
-        None => "unknown",
-    }
+fn kind_name(i: usize) -> &'static str {
+    u16::try_from(i).ok().and_then(RecordKind::from_u16).map_or("unknown", RecordKind::drop_name)
 }
 
 /// What the drain thread and the session share.

@@ -411,36 +411,23 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
     if let Some(rest) = line.strip_prefix(PREFIX)
         && let Some(end) = rest.iter().position(|&b| b == b'"')
     {
-        return Ok(match &rest[..end] {
-            b"launch" => Record::Launch(match super::scan::launch(line) {
-                Some(launch) => launch,
-                None => serde_json::from_slice(line)?,
-            }),
-            b"call" => Record::Call(match super::scan::call(line) {
-                Some(call) => call,
-                None => serde_json::from_slice(line)?,
-            }),
-            b"ioctl" => Record::Ioctl(serde_json::from_slice(line)?),
-            b"job" => Record::Job(serde_json::from_slice(line)?),
-            b"mapping" => Record::Mapping(serde_json::from_slice(line)?),
-            b"dispatch" => Record::Dispatch(serde_json::from_slice(line)?),
-            b"queue" => Record::Queue(serde_json::from_slice(line)?),
-            b"config" => Record::Config(serde_json::from_slice(line)?),
-            b"kernel" => Record::Kernel(serde_json::from_slice(line)?),
-            b"process" => Record::Process(serde_json::from_slice(line)?),
-            b"exit" => Record::Exit(serde_json::from_slice(line)?),
-            b"tally" => Record::Tally(serde_json::from_slice(line)?),
-            b"entry_calls" => Record::EntryCalls(serde_json::from_slice(line)?),
-            // Maps with number keys read only as the record's own type (not through the tagged enum).
-            b"batch" => Record::Batch(serde_json::from_slice(line)?),
-            b"step_calls" => Record::StepCalls(serde_json::from_slice(line)?),
-            b"probe" => Record::Probe(serde_json::from_slice(line)?),
-            b"library" => Record::Library(serde_json::from_slice(line)?),
-            b"header" => Record::Header(serde_json::from_slice(line)?),
-            b"footer" => Record::Footer(serde_json::from_slice(line)?),
-            _ => serde_json::from_slice(line)?,
-        });
+        let tag = &rest[..end];
+        // The two records most of a trace is made of, scanned without serde where their line has the shape
+        // this build writes.
+        let scanned = match tag {
+            b"launch" => super::scan::launch(line).map(Record::Launch),
+            b"call" => super::scan::call(line).map(Record::Call),
+            _ => None,
+        };
+        if let Some(record) = scanned {
+            return Ok(record);
+        }
+        if let Some(parsed) = Record::parse_as(tag, line) {
+            return parsed;
+        }
     }
+    // Another spelling of the same JSON (its `type` not first), or a type this build does not know: serde's
+    // tagged enum reads it, or says why not.
     serde_json::from_slice(line)
 }
 
