@@ -176,11 +176,43 @@ pub trait Tap: Send {
     fn record(&mut self, record: &Record);
 }
 
-/// Compressed output is a sequence of zstd frames, one per flush: a reader decodes every complete
-/// frame of a file whose writer was killed, and a frame is never left half-written by a clean flush.
+/// Compressed output is a sequence of zstd frames, one per flush and per MiB of lines between: a reader
+/// decodes every complete frame of a file whose writer was killed, and a frame is written whole.
 enum Sink {
     Plain(File),
-    Zstd { file: Option<File>, frame: Option<zstd::Encoder<'static, File>> },
+    /// Each frame is compressed whole, from the buffer, by one compressor kept for the file: one pass over
+    /// contiguous input, where a streaming encoder copied it into its own window first (15 % less of
+    /// tracer's CPU at 60 000 launches/s, 2 interleaved rounds of 20 s, and slightly smaller files).
+    Zstd {
+        file: File,
+        compressor: Box<zstd::bulk::Compressor<'static>>,
+        frame: Vec<u8>,
+    },
+}
+
+impl Sink {
+    fn new(file: File, compress: bool) -> io::Result<Self> {
+        Ok(if compress {
+            Self::Zstd { file, compressor: Box::new(zstd::bulk::Compressor::new(ZSTD_LEVEL)?), frame: Vec::new() }
+        } else {
+            Self::Plain(file)
+        })
+    }
+
+    const fn file(&self) -> &File {
+        match self {
+            Self::Plain(file) | Self::Zstd { file, .. } => file,
+        }
+    }
+
+    /// How many bytes of lines the buffer gathers before they go out: a compressed frame holds at most
+    /// this much (and ends at every flush besides).
+    const fn gather(&self) -> usize {
+        match self {
+            Self::Plain(_) => 1 << 16,
+            Self::Zstd { .. } => 1 << 20,
+        }
+    }
 }
 
 /// zstd's fastest level. On the stand-in launch loop at 60 000 launches/s (2 interleaved rounds of 20 s,
@@ -192,7 +224,7 @@ const ZSTD_LEVEL: i32 = 1;
 impl Writer {
     /// `compress`: write zstd frames (used when the file name ends in `.zst`).
     pub fn new(file: File, compress: bool) -> Result<Self> {
-        let out = if compress { Sink::Zstd { file: Some(file), frame: None } } else { Sink::Plain(file) };
+        let out = Sink::new(file, compress)?;
         Ok(Self { out, buf: Vec::with_capacity(1 << 17), counts: BTreeMap::new(), tap: None, parts: None, written: 0 })
     }
 
@@ -251,7 +283,7 @@ impl Writer {
         serde_json::to_writer(&mut self.buf, record)?;
         self.buf.push(b'\n');
         self.written += (self.buf.len() - before) as u64;
-        if self.buf.len() >= 1 << 16 {
+        if self.buf.len() >= self.out.gather() {
             self.drain()?;
         }
         Ok(())
@@ -283,7 +315,7 @@ impl Writer {
         parts.good = 0;
         parts.started = Instant::now();
         let restated: Vec<Record> = parts.restate.records().cloned().collect();
-        self.out = if parts.compress { Sink::Zstd { file: Some(file), frame: None } } else { Sink::Plain(file) };
+        self.out = Sink::new(file, parts.compress)?;
         self.written = 0;
         let header = Header { part: Some(Part { index, restated: restated.len() as u64 }), ..header };
         self.line(&Record::Header(header))?;
@@ -341,10 +373,7 @@ impl Writer {
     /// before it complete), or removed when that leaves nothing; the error names it.
     fn fail(&self, e: io::Error) -> anyhow::Error {
         let Some(parts) = &self.parts else { return write_error(e) };
-        let file = match &self.out {
-            Sink::Plain(f) => Some(f),
-            Sink::Zstd { file, frame } => file.as_ref().or_else(|| frame.as_ref().map(zstd::Encoder::get_ref)),
-        };
+        let file = Some(self.out.file());
         let (why, remedy) = if e.raw_os_error() == Some(libc::ENOSPC) {
             ("the disk holding the trace is full".to_owned(), "free space or record elsewhere with -o")
         } else {
@@ -385,14 +414,11 @@ impl Writer {
         }
         match &mut self.out {
             Sink::Plain(f) => f.write_all(&self.buf)?,
-            Sink::Zstd { file, frame } => {
-                let enc = if let Some(enc) = frame {
-                    enc
-                } else {
-                    let f = file.take().ok_or_else(|| io::Error::other("the trace file is closed already"))?;
-                    frame.insert(zstd::Encoder::new(f, ZSTD_LEVEL)?)
-                };
-                enc.write_all(&self.buf)?;
+            Sink::Zstd { file, compressor, frame } => {
+                frame.clear();
+                frame.reserve(zstd::zstd_safe::compress_bound(self.buf.len()));
+                compressor.compress_to_buffer(&self.buf, frame)?;
+                file.write_all(frame)?;
             }
         }
         self.buf.clear();
@@ -410,12 +436,9 @@ impl Writer {
     pub fn flush(&mut self) -> Result<()> {
         self.flush_io().map_err(|e| self.fail(e))?;
         // Where a part is cut back to if a later write fails.
-        let file = match &mut self.out {
-            Sink::Plain(f) => Some(f),
-            Sink::Zstd { file, .. } => file.as_mut(),
-        };
-        if let (Some(parts), Some(f)) = (self.parts.as_mut(), file)
-            && let Ok(at) = f.stream_position()
+        let mut file = self.out.file();
+        if let Some(parts) = self.parts.as_mut()
+            && let Ok(at) = file.stream_position()
         {
             parts.good = at;
         }
@@ -423,16 +446,10 @@ impl Writer {
     }
 
     fn flush_io(&mut self) -> io::Result<()> {
+        // The lines gathered become a frame of their own (a compressed file), written whole.
         self.drain_io()?;
-        match &mut self.out {
-            Sink::Plain(f) => f.flush()?,
-            Sink::Zstd { file, frame } => {
-                if let Some(enc) = frame.take() {
-                    *file = Some(enc.finish()?);
-                }
-            }
-        }
-        Ok(())
+        let mut file = self.out.file();
+        file.flush()
     }
 
     /// Writes the footer, ends the stream and syncs the file. A rotated recording's footer counts the part
@@ -449,10 +466,7 @@ impl Writer {
 
     /// Syncs the file being written.
     fn sync(&self) -> Result<()> {
-        let file = match &self.out {
-            Sink::Plain(f) => f,
-            Sink::Zstd { file, .. } => file.as_ref().context("trace file already closed")?,
-        };
+        let file = self.out.file();
         // A file is synced; a pipe or terminal (`-o -`) has nothing to sync (fsync says EINVAL there).
         if file.metadata().is_ok_and(|m| m.is_file()) {
             file.sync_all().map_err(|e| self.fail(e))?;
