@@ -280,7 +280,14 @@ impl Writer {
     /// One line into the buffer.
     fn line(&mut self, record: &Record) -> Result<()> {
         let before = self.buf.len();
-        serde_json::to_writer(&mut self.buf, record)?;
+        let spelled = match record {
+            Record::Launch(l) => super::scan::spell_launch(l, &mut self.buf),
+            Record::Call(c) => super::scan::spell_call(c, &mut self.buf),
+            _ => false,
+        };
+        if !spelled {
+            serde_json::to_writer(&mut self.buf, record)?;
+        }
         self.buf.push(b'\n');
         self.written += (self.buf.len() - before) as u64;
         if self.buf.len() >= self.out.gather() {
