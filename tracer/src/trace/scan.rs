@@ -229,7 +229,15 @@ pub(super) fn call(line: &[u8]) -> Option<Call> {
     Some(c)
 }
 
-/// Appends JSON as serde writes it, for the parts of the two hot records.
+/// `,"NAME":` as one literal.
+macro_rules! key {
+    ($name:literal) => {
+        concat!(",\"", $name, "\":").as_bytes()
+    };
+}
+
+/// Appends JSON as serde writes it, for the parts of the two hot records. Each key is one literal (`key!`),
+/// copied at once.
 struct Spell<'a>(&'a mut Vec<u8>);
 
 impl Spell<'_> {
@@ -241,13 +249,6 @@ impl Spell<'_> {
         self.raw(itoa::Buffer::new().format(v).as_bytes());
     }
 
-    /// `,"NAME":`.
-    fn key(&mut self, name: &[u8]) {
-        self.raw(b",\"");
-        self.raw(name);
-        self.raw(b"\":");
-    }
-
     /// A string from one of tracer's own tables: no byte in it needs an escape (checked by `tests`).
     fn str(&mut self, text: &str) {
         self.raw(b"\"");
@@ -255,43 +256,42 @@ impl Spell<'_> {
         self.raw(b"\"");
     }
 
-    fn keyed(&mut self, name: &[u8], v: impl itoa::Integer) {
-        self.key(name);
+    fn keyed(&mut self, key: &[u8], v: impl itoa::Integer) {
+        self.raw(key);
         self.num(v);
     }
 
-    fn optional(&mut self, name: &[u8], v: Option<impl itoa::Integer>) {
+    fn optional(&mut self, key: &[u8], v: Option<impl itoa::Integer>) {
         if let Some(v) = v {
-            self.keyed(name, v);
+            self.keyed(key, v);
         }
     }
 
-    fn u32x3(&mut self, name: &[u8], v: [u32; 3]) {
-        self.key(name);
-        for (i, x) in v.into_iter().enumerate() {
-            self.raw(if i == 0 { b"[" } else { b"," });
-            self.num(x);
-        }
+    fn u32x3(&mut self, key: &[u8], [x, y, z]: [u32; 3]) {
+        self.raw(key);
+        self.raw(b"[");
+        self.num(x);
+        self.raw(b",");
+        self.num(y);
+        self.raw(b",");
+        self.num(z);
         self.raw(b"]");
     }
 
     /// The common head of both record types: type, ts, pid, tid, lib, api.
-    fn head(&mut self, type_name: &[u8], (ts, pid, tid, lib, api): (u64, u32, u32, u32, ApiFunc)) {
-        self.raw(b"{\"type\":\"");
-        self.raw(type_name);
-        self.raw(b"\"");
-        self.keyed(b"ts", ts);
-        self.keyed(b"pid", pid);
-        self.keyed(b"tid", tid);
-        self.keyed(b"lib", lib);
-        self.key(b"api");
+    fn head(&mut self, type_key: &[u8], (ts, pid, tid, lib, api): (u64, u32, u32, u32, ApiFunc)) {
+        self.raw(type_key);
+        self.keyed(key!("ts"), ts);
+        self.keyed(key!("pid"), pid);
+        self.keyed(key!("tid"), tid);
+        self.keyed(key!("lib"), lib);
+        self.raw(key!("api"));
         self.str(api.name());
     }
 
-    fn flag(&mut self, name: &[u8], set: bool) {
+    fn flag(&mut self, set_key: &[u8], set: bool) {
         if set {
-            self.key(name);
-            self.raw(b"true");
+            self.raw(set_key);
         }
     }
 }
@@ -303,23 +303,23 @@ pub(super) fn spell_launch(l: &Launch, out: &mut Vec<u8>) -> bool {
         return false;
     }
     let mut w = Spell(out);
-    w.head(b"launch", (l.ts, l.pid, l.tid, l.lib, l.api));
-    w.key(b"kernel");
+    w.head(b"{\"type\":\"launch\"", (l.ts, l.pid, l.tid, l.lib, l.api));
+    w.raw(key!("kernel"));
     match l.kernel {
         Some(k) => w.num(k),
         None => w.raw(b"null"),
     }
-    w.keyed(b"handle", l.handle);
-    w.u32x3(b"grid", l.grid);
-    w.u32x3(b"block", l.block);
-    w.key(b"grid_unit");
+    w.keyed(key!("handle"), l.handle);
+    w.u32x3(key!("grid"), l.grid);
+    w.u32x3(key!("block"), l.block);
+    w.raw(key!("grid_unit"));
     w.str(l.grid_unit.as_str());
-    w.keyed(b"shmem", l.shmem);
-    w.keyed(b"stream", l.stream);
-    w.keyed(b"ret", l.ret);
-    w.keyed(b"dur", l.dur);
-    w.flag(b"captured", l.captured);
-    w.flag(b"entry_only", l.entry_only);
+    w.keyed(key!("shmem"), l.shmem);
+    w.keyed(key!("stream"), l.stream);
+    w.keyed(key!("ret"), l.ret);
+    w.keyed(key!("dur"), l.dur);
+    w.flag(b",\"captured\":true", l.captured);
+    w.flag(b",\"entry_only\":true", l.entry_only);
     w.raw(b"}");
     true
 }
@@ -336,24 +336,24 @@ pub(super) fn spell_call(c: &Call, out: &mut Vec<u8>) -> bool {
         return false;
     }
     let mut w = Spell(out);
-    w.head(b"call", (c.ts, c.pid, c.tid, c.lib, c.api));
-    w.keyed(b"ret", c.ret);
-    w.keyed(b"dur", c.dur);
-    w.optional(b"size", c.size);
-    w.optional(b"ptr", c.ptr);
-    w.optional(b"dst", c.dst);
-    w.optional(b"src", c.src);
+    w.head(b"{\"type\":\"call\"", (c.ts, c.pid, c.tid, c.lib, c.api));
+    w.keyed(key!("ret"), c.ret);
+    w.keyed(key!("dur"), c.dur);
+    w.optional(key!("size"), c.size);
+    w.optional(key!("ptr"), c.ptr);
+    w.optional(key!("dst"), c.dst);
+    w.optional(key!("src"), c.src);
     if let Some(kind) = kind {
-        w.key(b"kind");
+        w.raw(key!("kind"));
         w.str(&kind);
     }
-    w.optional(b"stream", c.stream);
-    w.optional(b"module", c.module);
-    w.optional(b"function", c.function);
-    w.optional(b"handle", c.handle);
-    w.optional(b"attribute", c.attribute);
-    w.optional(b"value", c.value);
-    w.flag(b"entry_only", c.entry_only);
+    w.optional(key!("stream"), c.stream);
+    w.optional(key!("module"), c.module);
+    w.optional(key!("function"), c.function);
+    w.optional(key!("handle"), c.handle);
+    w.optional(key!("attribute"), c.attribute);
+    w.optional(key!("value"), c.value);
+    w.flag(b",\"entry_only\":true", c.entry_only);
     w.raw(b"}");
     true
 }
