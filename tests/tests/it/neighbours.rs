@@ -338,7 +338,14 @@ fn a_child_started_at_once_by_a_process_recorded_by_pid_keeps_every_name() {
     let (own, own_one_trap) = recurring_runs(&records);
     let programs = &footer(&records).programs;
     let runs = |name: &str| programs.get(name).map_or(0, |p| p.runs);
-    assert_eq!(runs("call_entry"), own, "{programs:?}");
+    // A call the child made while its links were being placed may have run the entry program before its
+    // return was probed (no record then): a few at most, and only when its copy is marked late. The
+    // neighbour's 5 000 launches would each have added a run (HIP retries `hsa_init` at each without a GPU).
+    if late {
+        assert!((own..=own + 3).contains(&runs("call_entry")), "{own} recorded: {programs:?}");
+    } else {
+        assert_eq!(runs("call_entry"), own, "{programs:?}");
+    }
     assert_eq!(runs("one_trap_entry"), own_one_trap, "{programs:?}");
     let names = kernels(&records).len() as u64;
     assert!(runs("register_function (every process)") > names, "{names} names recorded: {programs:?}");

@@ -47,7 +47,7 @@ pub struct Attributor {
     pub opened: Vec<crate::decode::Opened>,
     procs: &'static (dyn Procs + Sync),
     /// What the recording knows of each live process: dropped at its exit, replaced at its exec.
-    live: HashMap<u32, Process>,
+    live: crate::FastMap<u32, Process>,
     /// The process of the last event, known to be looked at (the hot path skips the table).
     last_scanned: u32,
 }
@@ -96,7 +96,7 @@ impl Default for Attributor {
             new_plans: Vec::new(),
             opened: Vec::new(),
             procs: &LIVE,
-            live: HashMap::new(),
+            live: crate::FastMap::default(),
             last_scanned: 0,
         }
     }

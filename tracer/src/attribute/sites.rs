@@ -1,7 +1,7 @@
 //! Launch sites: which file's code made each launch of a process (the return address the one-trap launch
 //! probe read), looked up once per address, written as `launch_sites` records when the process ends.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use tracer_common::api::Library;
 
@@ -13,7 +13,7 @@ use crate::{
 
 /// One process's launches by return address, with the file holding that address: (file, launches, failed).
 #[derive(Default)]
-pub(super) struct Sites(HashMap<u64, (Option<String>, u64, u64)>);
+pub(super) struct Sites(crate::FastMap<u64, (Option<String>, u64, u64)>);
 
 impl Sites {
     /// Counts a launch by its return address (0: not read). A CUDA driver launch made by libcudart is not

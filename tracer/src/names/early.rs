@@ -202,7 +202,7 @@ pub struct Poster {
     tx: SyncSender<(u32, u64)>,
     looks: Arc<EarlyLooks>,
     /// Processes seen since their exec (or since tracer started): their image.
-    posted: HashMap<u32, Image>,
+    posted: crate::FastMap<u32, Image>,
     /// The process of the last call looked at, whose first call is behind it (the hot path: the same
     /// process calling again, no map touched).
     last: u32,
@@ -286,7 +286,7 @@ pub fn start() -> Result<(Poster, Arc<EarlyLooks>, JoinHandle<()>)> {
         .name("tracer-early-look".into())
         .spawn(move || look(&rx, &shared))
         .context("cannot start the thread that looks at new processes' maps")?;
-    Ok((Poster { tx, looks: Arc::clone(&looks), posted: HashMap::new(), last: 0 }, looks, thread))
+    Ok((Poster { tx, looks: Arc::clone(&looks), posted: crate::FastMap::default(), last: 0 }, looks, thread))
 }
 
 /// The looking thread: one maps read per PID waiting (a PID posted twice meanwhile is read once).
@@ -334,7 +334,7 @@ mod tests {
 
     fn poster() -> (Poster, Receiver<(u32, u64)>) {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
-        (Poster { tx, looks: Arc::new(EarlyLooks::default()), posted: HashMap::new(), last: 0 }, rx)
+        (Poster { tx, looks: Arc::new(EarlyLooks::default()), posted: crate::FastMap::default(), last: 0 }, rx)
     }
 
     #[test]

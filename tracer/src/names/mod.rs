@@ -114,7 +114,7 @@ pub struct Names {
 /// What naming knows of one process: dropped whole when it exits, replaced when it execs.
 #[derive(Default)]
 pub struct ProcessNames {
-    by_handle: HashMap<u64, Entry>,
+    by_handle: crate::FastMap<u64, Entry>,
     /// Its file mappings, as last read.
     maps: Option<Snapshot>,
     /// Its maps could not be read any more (it ended): the last snapshot stands.
