@@ -250,6 +250,14 @@ pub fn footer(records: &[Record]) -> &trace::Footer {
         .expect("the last record is the footer")
 }
 
+/// The `process` record of the exec that made a process `comm` (the first such exec recorded).
+pub fn exec_of<'a>(records: &'a [Record], comm: &str) -> Option<&'a trace::Process> {
+    records.iter().find_map(|r| match r {
+        Record::Process(p) if p.cause.as_str() == "exec" && p.comm == comm => Some(p),
+        _ => None,
+    })
+}
+
 /// The name of the kernel a launch was attributed to.
 pub fn kernel_name<'a>(records: &'a [Record], launch: &trace::Launch) -> &'a str {
     let id = launch.kernel.expect("every launch has a kernel id");

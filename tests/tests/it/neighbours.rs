@@ -320,13 +320,7 @@ fn a_child_started_at_once_by_a_process_recorded_by_pid_keeps_every_name() {
     let (status, stderr) = rec.wait();
     assert!(status.success(), "{stderr}");
     let records = read_trace(&out);
-    let child = records
-        .iter()
-        .find_map(|r| match r {
-            Record::Process(p) if p.cause.as_str() == "exec" && p.comm == "mini_runner" => Some(p.pid),
-            _ => None,
-        })
-        .expect("the child's exec record");
+    let child = exec_of(&records, "mini_runner").expect("the child's exec record").pid;
     assert_eq!(registered(&records, Some(child)), reference);
     let late = records
         .iter()

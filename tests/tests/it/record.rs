@@ -180,13 +180,7 @@ fn a_process_that_ended_before_it_was_named_keeps_its_launch_sites_code_files_an
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let out = dir.join("t.jsonl");
     let records = record_ok(&out, &["--", script.to_str().unwrap()]);
-    let exec = records
-        .iter()
-        .find_map(|r| match r {
-            Record::Process(p) if p.cause.as_str() == "exec" && p.comm == "mini_runner" => Some(p),
-            _ => None,
-        })
-        .expect("the runner's exec record");
+    let exec = exec_of(&records, "mini_runner").expect("the runner's exec record");
     let runner = exec.pid;
     // Its parent, start time and command line as the early look read them while it lived.
     let script_pid = records.iter().find_map(|r| match r {
@@ -404,13 +398,7 @@ fn a_child_of_a_process_recorded_by_pid_gets_probes_of_its_own() {
     let records = parent.traced_late(&dir.join("t.jsonl"));
     let options = records.iter().find_map(|r| if let Record::Header(h) = r { Some(h.options.clone()) } else { None });
     assert!(options.expect("a header").probes_per_process);
-    let child = records
-        .iter()
-        .find_map(|r| match r {
-            Record::Process(p) if p.cause.as_str() == "exec" && p.comm == "mini_runner" => Some(p.pid),
-            _ => None,
-        })
-        .expect("the child's exec record");
+    let child = exec_of(&records, "mini_runner").expect("the child's exec record").pid;
     let mine: Vec<Record> = records
         .iter()
         .filter(|r| match r {
