@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracer::names::{
+use tracer::record::names::{
     graph_exec::{MAX_NODES, read, read_copies},
     memory::Image,
 };

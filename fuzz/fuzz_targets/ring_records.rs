@@ -5,10 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracer::{
-    decode::{Event, decode},
-    phase::Sequences,
-};
+use tracer::{record::decode::{Event, decode}, read::phase::Sequences};
 use tracer_common::BATCH_TOKENS_MAX;
 
 fuzz_target!(|data: &[u8]| {

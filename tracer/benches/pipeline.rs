@@ -11,7 +11,10 @@
 
 use std::{fs::File, time::Instant};
 
-use tracer::{attribute::Attributor, decode::decode, trace};
+use tracer::{
+    record::{attribute::Attributor, decode::decode},
+    trace,
+};
 use tracer_common::{ARG_SLOTS, ApiFunc, CALL_ENTRY_ONLY, CallRecord, NAME_MAX, NameRecord, RecordHeader, RecordKind};
 
 const PID: u64 = 0x3fff_ff00; // no such process: /proc lookups fail fast, as for a process that ended
@@ -89,8 +92,8 @@ fn run<E: AsRef<[u8]>>(
     let mut writer = trace::Writer::new(File::create(path).expect("bench output"), compress).expect("writer");
     if metrics {
         // `record --metrics`: every record written also feeds the live counts.
-        let live = std::sync::Arc::new(std::sync::Mutex::new(tracer::metrics::Metrics::new(true)));
-        writer.set_tap(Box::new(tracer::metrics::Tap(live)));
+        let live = std::sync::Arc::new(std::sync::Mutex::new(tracer::read::metrics::Metrics::new(true)));
+        writer.set_tap(Box::new(tracer::read::metrics::Tap(live)));
     }
     writer
         .write(&trace::Record::Header(trace::Header {

@@ -11,8 +11,8 @@ use anyhow::{Result, anyhow, bail};
 use serde::Serialize;
 
 use crate::{
-    files::CodeFile,
-    names::bundle::{self, Bundle, FatBinary, Resources},
+    os::files::CodeFile,
+    record::names::bundle::{self, Bundle, FatBinary, Resources},
 };
 
 #[derive(Debug, Default, Serialize)]
@@ -29,7 +29,7 @@ pub struct Inspection {
 pub struct KernelInfo {
     pub name: String,
     pub demangled: String,
-    pub family: crate::classify::Family,
+    pub family: crate::read::classify::Family,
     pub quant: Option<String>,
     /// From the code object's AMDGPU metadata note, where present.
     pub resources: Option<Resources>,
@@ -42,9 +42,9 @@ pub struct KernelInfo {
 /// A bundle's kernels classified, as `inspect` shows them.
 pub fn classified(b: Bundle) -> Bundle<KernelInfo> {
     b.map_kernels(|k| {
-        let class = crate::classify::classify(&k.name);
+        let class = crate::read::classify::classify(&k.name);
         KernelInfo {
-            demangled: crate::demangle::demangle(&k.name),
+            demangled: crate::os::demangle::demangle(&k.name),
             family: class.family,
             quant: class.quant.map(str::to_owned),
             resources: k.resources,
@@ -62,7 +62,7 @@ pub fn classified(b: Bundle) -> Bundle<KernelInfo> {
 pub fn inspect(path: &Path, target: Option<&str>) -> Result<Inspection> {
     let file = CodeFile::user(path).map_err(|e| anyhow!("{e}: give the path of a library or program"))?;
     let Some(fat) = FatBinary::of_file(&file)? else {
-        if crate::elf::dependencies(&file).is_none() {
+        if crate::os::elf::dependencies(&file).is_none() {
             bail!(
                 "{} is neither an ELF file nor an offload bundle: give the path of a library or program built with HIP",
                 path.display()

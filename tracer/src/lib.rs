@@ -1,11 +1,14 @@
-//! tracer's user space. The data path, one module per step:
-//! [`attach`] (probe plan, load, attach) → `ring` (a thread drains the ring buffer) → [`decode`] (bytes to
-//! [`event`]s) → [`attribute`] (process, library copy, kernel name: it asks [`names`] for kernel names, and
-//! `process`, [`ollama`] and `ioctl` for the rest) → [`trace`] (the file: schema, writer, reader) →
-//! [`report`] / [`export`] (with [`classify`], and [`phase`], whose step feeder both share). [`record`] runs
-//! the recording session; `libs` and `ldso` find the copies to probe. Leaves that many steps share: [`proc`]
-//! (/proc), `demangle`, [`files`] (other processes' files, opened and read as hostile input), [`elf`] (what is
-//! read of an ELF file through them), `clock`; [`inspect`] presents offload bundles without running anything.
+//! tracer's user space: three wings around the trace format, over the leaves.
+//!
+//! - [`trace`]: the format. The events (one type each from decode to the file), the schema, the writer, the
+//!   reader, a rotated recording read as one. Both wings meet here.
+//! - [`record`]: the write wing, probes → ring → decode → attribute → writer, and the session that runs it.
+//! - [`read`]: the read wing: classify, phases, report, export, live metrics.
+//! - [`os`]: the leaves: `/proc`, other processes' files, ELF, demangling, output files, clocks, ioctl numbers.
+//!
+//! Imports go one way: `record` uses `read` (kernel families for parameter plans, the live metrics), both use
+//! `trace` and `os`, `trace` uses `os`, `os` uses nothing of ours. [`cli`] and [`inspect`] are the commands'
+//! fronts.
 
 /// The hash map of the per-event look-ups (a process by PID, a kernel by handle, a launch site by return
 /// address, the drain's image per PID): foldhash, hashbrown's own default, hashes an integer key in a few
@@ -13,29 +16,9 @@
 /// per map, so keys a traced process chooses (handles, addresses) cannot be aimed at one bucket in advance.
 pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
-pub mod attach;
-pub mod attribute;
-pub mod classify;
 pub mod cli;
-mod clock;
-pub mod decode;
-mod demangle;
-pub mod elf;
-pub mod event;
-pub mod export;
-pub mod files;
 pub mod inspect;
-mod ioctl;
-mod ldso;
-mod libs;
-pub mod metrics;
-pub mod names;
-pub mod ollama;
-pub mod output;
-pub mod phase;
-pub mod proc;
-mod process;
+pub mod os;
+pub mod read;
 pub mod record;
-pub mod report;
-mod ring;
 pub mod trace;

@@ -16,9 +16,9 @@ use std::{
 use clap::Parser as _;
 use tracer::{
     cli::{Cli, Cmd, ExportCli, ExportFormat, Generated},
-    output::{self, Dest, Staged},
+    os::output::{self, Dest, Staged},
+    read::report::Report,
     record::{self, RecordArgs},
-    report::Report,
 };
 
 fn main() -> ExitCode {
@@ -54,7 +54,7 @@ fn run(command: Cmd) -> anyhow::Result<ExitCode> {
                 print(&format!("{}\n", serde_json::to_string_pretty(&rep)?))
             } else {
                 warn(&rep.trace.warnings());
-                print(&rep.to_text(&tracer::report::TextOptions { full_names: r.full_names, top: r.top }))
+                print(&rep.to_text(&tracer::read::report::TextOptions { full_names: r.full_names, top: r.top }))
             }
         }
     }
@@ -79,10 +79,10 @@ fn print(text: &str) -> anyhow::Result<ExitCode> {
 fn export(e: &ExportCli) -> anyhow::Result<ExitCode> {
     let input = tracer::trace::Input::new(&e.files)?;
     let run = |out: &mut (dyn std::io::Write + Send)| match e.format {
-        ExportFormat::Perfetto => tracer::export::perfetto(&input, out),
-        ExportFormat::Csv => tracer::export::csv(&input, out),
-        ExportFormat::Dot => tracer::export::dot(&input, out),
-        ExportFormat::Parquet => tracer::export::parquet(&input, out),
+        ExportFormat::Perfetto => tracer::read::export::perfetto(&input, out),
+        ExportFormat::Csv => tracer::read::export::csv(&input, out),
+        ExportFormat::Dot => tracer::read::export::dot(&input, out),
+        ExportFormat::Parquet => tracer::read::export::parquet(&input, out),
     };
     let warnings = match e.output.as_deref().map_or(Dest::Stdout, Dest::parse) {
         Dest::Stdout => {

@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod fixtures;
+mod layout;
 mod package;
 mod provenance;
 mod stack;
@@ -464,6 +465,8 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
             "-D",
             "warnings",
         ]))?;
+        step("layout: imports between the wings go one way, no file over 600 lines");
+        layout::check(&root)?;
         step("cargo +nightly clippy (the eBPF crate, for bpfel-unknown-none) -- -D warnings");
         run(Command::new("cargo").current_dir(root.join("tracer-ebpf")).args([
             "+nightly",

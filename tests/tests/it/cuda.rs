@@ -83,7 +83,7 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     assert_eq!((alloc.size, alloc.ptr), (Some(4096), Some(0x7f00_0000_0000)));
     let d2h = calls.iter().find(|c| c.api.name() == "cuMemcpyDtoH_v2").unwrap();
     assert_eq!(
-        (d2h.size, d2h.src, d2h.kind.map(tracer::event::MemcpyKind::name).as_deref()),
+        (d2h.size, d2h.src, d2h.kind.map(trace::event::MemcpyKind::name).as_deref()),
         (Some(64), Some(0x7f00_0000_0000), Some("DeviceToHost"))
     );
     // An async copy to the device is written when its thread's last one was followed by a record (a
@@ -116,6 +116,12 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     );
     assert_eq!(footer(&records).counters["graph_checks_agreed"], 1);
 
+    report_counts_graph_replays_and_tallies(&dir);
+    drop(std::fs::remove_dir_all(dir));
+}
+
+/// What the report makes of `driver_launches_decoded_named_and_graph_replays_counted`'s trace.
+fn report_counts_graph_replays_and_tallies(dir: &std::path::Path) {
     // The report: the captured kernel ran 3 times plainly and 2 x 5 times in graph replays.
     let o = tracer(&["report", "--json", dir.join("t.jsonl").to_str().unwrap()]);
     assert!(o.status.success());
@@ -147,7 +153,6 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     assert_eq!(vecadd["ids"].as_array().unwrap().len(), 2);
     let fill = p["kernels"].as_array().unwrap().iter().find(|k| k["launches"] == 2).unwrap();
     assert_eq!(fill["class"]["family"], "elementwise/other");
-    drop(std::fs::remove_dir_all(dir));
 }
 
 #[test]

@@ -104,6 +104,11 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
     let off = reader.file_offset.unwrap() as usize;
     assert_eq!(&bytes[off..off + 9], b"de object");
 
+    report_and_exports_join_both_layers(&dir, &out);
+}
+
+/// What the report and the exports make of `every_packet_is_decoded_once_with_its_kernel_name`'s trace.
+fn report_and_exports_join_both_layers(dir: &std::path::Path, out: &std::path::Path) {
     // The report joins both layers: no HIP launch here, so every dispatch is explained.
     let o = tracer(&["report", "--json", out.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -216,7 +221,7 @@ fn code_objects(path: &std::path::Path) -> Vec<(String, u64, u64, Vec<String>)> 
     let elf = object::File::parse(&*data).unwrap();
     let fatbin = elf.section_by_name(".hip_fatbin").expect("a HIP binary");
     let (at, _) = fatbin.file_range().unwrap();
-    tracer::names::bundle::open_bytes(fatbin.data().unwrap(), at, None)
+    tracer::record::names::bundle::open_bytes(fatbin.data().unwrap(), at, None)
         .into_iter()
         .flat_map(|b| b.entries)
         .filter_map(|e| {
@@ -286,7 +291,7 @@ fn late_attach_names_dispatches_from_the_loaded_code_object_list() {
     let mut mmq = 0;
     for d in &ds {
         let k = named[&d.kernel.unwrap()];
-        let Some(at) = tracer::classify::classify(&k.name).ne11_kernarg else { continue };
+        let Some(at) = tracer::read::classify::classify(&k.name).ne11_kernarg else { continue };
         let word = d.params.get(&((at / 8) as u8)).copied().unwrap_or_else(|| panic!("{} read nothing", k.name));
         assert_eq!((word >> (8 * (at % 8))) as u32, 0x10000 + at, "{}", k.name);
         mmq += 1;

@@ -63,7 +63,7 @@ fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
     assert_eq!(find("hipMalloc").size, Some(1 << 20));
     let memcpy = find("hipMemcpy");
     assert_eq!(
-        (memcpy.size, memcpy.kind.map(tracer::event::MemcpyKind::name).as_deref()),
+        (memcpy.size, memcpy.kind.map(trace::event::MemcpyKind::name).as_deref()),
         (Some(256), Some("DeviceToHost"))
     );
     assert_ne!(find("hipModuleLoadData").ret, 0);

@@ -13,8 +13,8 @@ use aya::maps::{HashMap as BpfHashMap, MapData};
 use tracer_common::{EntryKey, StepTally};
 
 use crate::{
-    attach::MultiProgram,
-    files::CodeFile,
+    os::files::CodeFile,
+    record::attach::MultiProgram,
     trace::{self, Record},
 };
 
@@ -69,7 +69,7 @@ impl Entries {
         let id = u32::try_from(self.libs.len() + 1).unwrap_or(u32::MAX);
         self.libs.insert((dev, inode), (id, false));
         let mut rec = trace::EntryLibrary { id, path: path.to_owned(), dev, inode, ..Default::default() };
-        let Some(found) = crate::elf::entry_points(file) else {
+        let Some(found) = crate::os::elf::entry_points(file) else {
             rec.error = Some("not an ELF library tracer could read".into());
             return Some(rec);
         };
@@ -82,7 +82,7 @@ impl Entries {
         // Each where one exception does (past a leading `test` before a jump: see `one_trap_point`); the
         // counting program reads nothing but its cookie.
         let offsets: Vec<u64> =
-            found.functions.iter().map(|(_, off)| crate::attach::one_trap_point(file, *off)).collect();
+            found.functions.iter().map(|(_, off)| crate::record::attach::one_trap_point(file, *off)).collect();
         // The point in the low half; the upper half is the library's step slot (its calls per step).
         let slot = tracer_common::step_slot(id) << 32;
         let cookies: Vec<u64> = (first..).take(offsets.len()).map(|p| p | slot).collect();
@@ -90,7 +90,7 @@ impl Entries {
             Ok(link) => {
                 self.links.push(link);
                 self.libs.insert((dev, inode), (id, true));
-                rec.attached_ts = Some(crate::clock::monotonic_ns());
+                rec.attached_ts = Some(crate::os::clock::monotonic_ns());
                 rec.functions = u32::try_from(offsets.len()).unwrap_or(u32::MAX);
                 self.points.extend(found.functions.into_iter().map(|(name, _)| (id, name)));
             }

@@ -1,6 +1,20 @@
-//! `tracer record`: finds the libraries, creates the output, and runs one `session`.
+//! The write wing: everything between the probes and the trace file.
 //!
-//! The session runs the data path end to end, probes → `crate::ring` → `crate::decode` → `crate::attribute` → `crate::trace::Writer`.
+//! `tracer record` finds the libraries,
+//! creates the output, and runs one `session`, which drives the data path end to end: [`attach`] (probe plan,
+//! load, attach) → `ring` (a thread drains the ring buffer) → [`decode`] (bytes to the trace's events) →
+//! [`attribute`] (process, library copy, kernel name: it asks [`names`] for kernel names, `process` and
+//! [`ollama`] for the rest) → [`crate::trace::Writer`]. `libs` and `ldso` find the copies to probe.
+
+pub mod attach;
+pub mod attribute;
+pub mod decode;
+mod ldso;
+mod libs;
+pub mod names;
+pub mod ollama;
+mod process;
+mod ring;
 
 mod command;
 mod entries;
@@ -21,12 +35,16 @@ use std::{
 use anyhow::{Result, bail};
 
 use crate::{
-    attach::{self, ProbeMode},
-    clock::realtime_ns,
-    libs::{self, CUDA_DRIVER, HIP_RUNTIME, LibCopy, VULKAN_LOADER},
-    ollama, output,
-    proc::{LIVE, Procs as _},
-    trace::{self, GpuLibrary, Rotation, Writer},
+    os::{
+        clock::realtime_ns,
+        output,
+        proc::{LIVE, Procs as _},
+    },
+    record::{attach::ProbeMode, libs::LibCopy},
+    trace::{
+        self, GpuLibrary, Rotation, Writer,
+        runtimes::{self, CUDA_DRIVER, HIP_RUNTIME, VULKAN_LOADER},
+    },
 };
 
 pub struct RecordArgs {
@@ -167,11 +185,11 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32], later: bo
 
 /// The runtime libraries to probe, by file-name prefix. libcudart is probed for its API view
 /// (`--cuda-runtime`), and on a late attach (`--pid`) to learn the names of driver functions the process
-/// resolved before it (its launches are then not written, see [`crate::attribute`]).
+/// resolved before it (its launches are then not written, see [`crate::record::attribute`]).
 fn runtimes(args: &RecordArgs) -> Vec<&'static str> {
-    let mut r = libs::RUNTIMES.to_vec();
+    let mut r = runtimes::RUNTIMES.to_vec();
     if args.cuda_runtime || !args.pids.is_empty() {
-        r.push(libs::CUDA_RUNTIME);
+        r.push(runtimes::CUDA_RUNTIME);
     }
     r
 }
@@ -225,15 +243,15 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
 /// to lose the recording (a service would restart in a loop): tracer says so and records without metrics.
 #[expect(clippy::print_stderr, reason = "a recording without its metrics, or with them exposed, says so")]
 fn serve_metrics(addr: std::net::SocketAddr, args: &RecordArgs, writer: &mut Writer) -> Option<live::LiveMetrics> {
-    let live = std::sync::Arc::new(std::sync::Mutex::new(crate::metrics::Metrics::new(!args.metrics_no_comm)));
-    match crate::metrics::Server::start(addr, std::sync::Arc::clone(&live)) {
+    let live = std::sync::Arc::new(std::sync::Mutex::new(crate::read::metrics::Metrics::new(!args.metrics_no_comm)));
+    match crate::read::metrics::Server::start(addr, std::sync::Arc::clone(&live)) {
         Ok(server) => {
             if !addr.ip().is_loopback() {
                 eprintln!(
                     "tracer: warning: metrics are served on {addr}, which other machines may reach, and they name the traced processes and models; serve them on 127.0.0.1 unless that is meant"
                 );
             }
-            writer.set_tap(Box::new(crate::metrics::Tap(live)));
+            writer.set_tap(Box::new(crate::read::metrics::Tap(live)));
             Some(live::LiveMetrics { server })
         }
         Err(e) => {
@@ -361,8 +379,8 @@ fn check_rotation(args: &RecordArgs) -> Result<()> {
 /// runpaths it will have, and what lies beside it to be dlopened), so that a private copy is probed, and
 /// a library's entry points counted, before the command's first instruction.
 fn command_copies(args: &RecordArgs, program: &Path) -> (Vec<LibCopy>, Vec<(GpuLibrary, LibCopy)>) {
-    let launch = crate::ldso::launch(program, &args.command, |cmd, path| command::resolve_on(cmd, path).ok());
-    let loaded = crate::ldso::closure(&launch);
+    let launch = ldso::launch(program, &args.command, |cmd, path| command::resolve_on(cmd, path).ok());
+    let loaded = ldso::closure(&launch);
     let runtimes = runtimes(args);
     let (mut probed, mut counted) = (Vec::new(), Vec::new());
     // The program itself is not a library.

@@ -17,7 +17,7 @@ use anyhow::{Context as _, Result, bail};
 
 /// Checked before anything is attached: the file's directory exists and the path is no directory.
 pub(super) fn check(path: &Path) -> Result<()> {
-    if !crate::output::dir_of(path).is_dir() {
+    if !crate::os::output::dir_of(path).is_dir() {
         bail!("the directory of --ready-file {} does not exist: create it or choose another path", path.display());
     }
     if path.is_dir() {
@@ -64,7 +64,7 @@ impl Drop for Ready {
 /// over `path`: a reader sees no file or the whole file.
 fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt as _;
-    let tmp = crate::output::staged_name(path)?;
+    let tmp = crate::os::output::staged_name(path)?;
     drop(std::fs::remove_file(&tmp));
     let mut f = std::fs::OpenOptions::new()
         .write(true)

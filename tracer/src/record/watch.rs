@@ -7,12 +7,16 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::{
-    attach::{self, ProbeMode},
-    files::CodeFile,
-    libs::{self, LibCopy},
-    proc::{LIVE, MapsEntry, Procs as _},
+    os::{
+        files::CodeFile,
+        proc::{LIVE, MapsEntry, Procs as _},
+    },
     record::entries::Entries,
-    trace::{self, GpuLibrary, Record},
+    record::{
+        attach::{self, ProbeMode},
+        libs::{self, LibCopy},
+    },
+    trace::{self, GpuLibrary, Record, runtimes},
 };
 
 /// GPU runtimes and the driver libraries under them, by file-name prefix: what a GPU library is built
@@ -21,7 +25,7 @@ use crate::{
 /// libraries are found by what they are, not by a list of their names.
 const GPU_RUNTIMES: [&str; 9] = [
     "libamdhip64.so",
-    libs::VULKAN_LOADER,
+    runtimes::VULKAN_LOADER,
     "libhsa-runtime64.so",
     "libhsakmt.so",
     "libdrm_amdgpu.so",
@@ -32,15 +36,21 @@ const GPU_RUNTIMES: [&str; 9] = [
 ];
 
 /// The runtimes whose users are GPU libraries (a library that needs libdrm only is not one).
-const RUNTIMES_USED: [&str; 6] =
-    ["libamdhip64.so", "libhsa-runtime64.so", "libcuda.so", "libcudart.so", libs::VULKAN_LOADER, libs::OPENCL_LOADER];
+const RUNTIMES_USED: [&str; 6] = [
+    "libamdhip64.so",
+    "libhsa-runtime64.so",
+    "libcuda.so",
+    "libcudart.so",
+    runtimes::VULKAN_LOADER,
+    runtimes::OPENCL_LOADER,
+];
 
 /// Why a mapped file is a GPU library, if it is one.
 pub(super) fn gpu_library(file_name: &str, file: Option<&CodeFile>) -> Option<GpuLibrary> {
-    if GPU_RUNTIMES.iter().any(|r| file_name.starts_with(r)) || libs::unobserved_api(file_name).is_some() {
+    if GPU_RUNTIMES.iter().any(|r| file_name.starts_with(r)) || runtimes::unobserved_api(file_name).is_some() {
         return Some(GpuLibrary::Runtime);
     }
-    let deps = crate::elf::dependencies(file?)?;
+    let deps = crate::os::elf::dependencies(file?)?;
     if !deps.code_sections.is_empty() {
         return Some(GpuLibrary::Code);
     }
@@ -120,7 +130,7 @@ impl LibraryWatch {
                 "tracer: warning: the kernel refused a multi-point link for {why}: its functions are probed one uprobe each (released more slowly)"
             );
         }
-        let attached_ts = crate::clock::monotonic_ns();
+        let attached_ts = crate::os::clock::monotonic_ns();
         self.probed.insert((copy.dev, copy.inode), id);
         self.attached_at.insert((copy.dev, copy.inode), attached_ts);
         let mut out = vec![Record::Library(trace::Library {
@@ -143,7 +153,7 @@ impl LibraryWatch {
         let Some(links) = self.links.as_mut() else { return };
         match links.add_process(pid) {
             Ok(true) if joined => {
-                let now = crate::clock::monotonic_ns();
+                let now = crate::os::clock::monotonic_ns();
                 for e in LIVE.maps(pid).unwrap_or_default() {
                     if self.probed.contains_key(&(e.dev, e.inode)) {
                         self.late.insert((pid, e.dev, e.inode));
@@ -179,7 +189,7 @@ impl LibraryWatch {
         pid: u32,
         ts: u64,
         mode: ProbeMode,
-        held: impl FnOnce() -> crate::names::HeldMappings,
+        held: impl FnOnce() -> crate::record::names::HeldMappings,
     ) -> Vec<Record> {
         let mut out = Vec::new();
         let (entries, held_files) = if let Some(entries) = LIVE.maps(pid).filter(|e| !e.is_empty()) {
@@ -316,7 +326,7 @@ impl LibraryWatch {
         }
         // A library the API table probes (libllama: `llama_decode`) is not counted a second time.
         let name = path.rsplit('/').next().unwrap_or(path);
-        if libs::RUNTIMES.iter().any(|r| name.starts_with(r)) {
+        if runtimes::RUNTIMES.iter().any(|r| name.starts_with(r)) {
             return None;
         }
         let lib = self.entries.as_mut()?.attach(path, file)?;
@@ -348,12 +358,17 @@ impl LibraryWatch {
     /// A runtime library a traced process is opening: probed now, if it is a copy not probed yet, before
     /// the process runs its code if tracer is quick enough (the trace says, per process, that calls before
     /// the probes were not seen).
-    pub(super) fn opened(&mut self, ebpf: &mut aya::Ebpf, o: &crate::decode::Opened, mode: ProbeMode) -> Vec<Record> {
+    pub(super) fn opened(
+        &mut self,
+        ebpf: &mut aya::Ebpf,
+        o: &crate::record::decode::Opened,
+        mode: ProbeMode,
+    ) -> Vec<Record> {
         let name = o.path.rsplit('/').next().unwrap_or(&o.path);
         // A process that opens a GPU API or ggml backend tracer does not probe (the OpenCL loader, ggml's SYCL
         // backend, ...) is listed as mapping it at once: it may call no probed runtime, and so never be looked
         // at otherwise.
-        if libs::unobserved_api(name).is_some() {
+        if runtimes::unobserved_api(name).is_some() {
             return self.unobserved_opened(o);
         }
         if !self.runtimes.iter().any(|r| name.starts_with(r)) {
@@ -399,11 +414,11 @@ impl LibraryWatch {
     /// The file is looked up in the process's root; a process already gone or a zombie (a short program:
     /// the open record may be read after its exit) has its absolute path looked up in tracer's own, which
     /// names the same file outside containers. Nothing is probed in it either way.
-    fn unobserved_opened(&mut self, o: &crate::decode::Opened) -> Vec<Record> {
+    fn unobserved_opened(&mut self, o: &crate::record::decode::Opened) -> Vec<Record> {
         let pid = o.origin.pid;
         let found = libs::opened_by(pid, &o.path).or_else(|| {
             // Gone, or a zombie not reaped yet: its root can no longer be opened.
-            let gone = crate::files::Root::of(pid).is_err();
+            let gone = crate::os::files::Root::of(pid).is_err();
             (gone && o.path.starts_with('/')).then(|| libs::at_path(std::path::Path::new(&o.path))).flatten()
         });
         let Some(copy) = found else { return Vec::new() };

@@ -1,8 +1,10 @@
 //! The trace file: `schema` (what each line holds), `writer`, `reader` (with `scan`, its fast
 //! path for the writer's own launch and call lines).
 
+pub mod event;
 mod parts;
 mod reader;
+pub mod runtimes;
 mod scan;
 mod schema;
 mod writer;
@@ -105,7 +107,7 @@ mod tests {
             cut: true,
             error: None,
         };
-        let o = crate::event::Origin { ts: 5, pid: 7, tid: 7, lib: 1 };
+        let o = event::Origin { ts: 5, pid: 7, tid: 7, lib: 1 };
         let load = Call {
             file: Some("/opt/rocm/lib/rocblas/library/Kernels_0.co".into()),
             ..Call::new(o, ApiFunc::HipModuleLoad, 101, 9)
@@ -249,7 +251,7 @@ mod tests {
         let (records, status) = read_file(&p).unwrap();
         assert_eq!(records.len(), 4, "{records:?}");
         assert!(matches!(&records[1], Record::Probe(p) if p.kind == ProbeKind::Unknown));
-        assert!(matches!(&records[2], Record::Launch(l) if l.grid_unit == crate::event::GridUnit::Unknown));
+        assert!(matches!(&records[2], Record::Launch(l) if l.grid_unit == event::GridUnit::Unknown));
         assert!(matches!(&records[3], Record::Kernel(k) if k.source == Source::Unknown && k.name == "k"));
         assert_eq!(status.unreadable_records, 1);
         assert!(status.first_unreadable.as_deref().is_some_and(|e| e.starts_with("line 7:")), "{status:?}");

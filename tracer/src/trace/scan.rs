@@ -15,7 +15,7 @@
 //! leave the others (kernel parameters, a file's path) to serde. `tests` checks the bytes are serde's for
 //! every shape.
 
-use crate::event::{ApiFunc, Call, GridUnit, Launch, MemcpyKind, Origin};
+use crate::trace::event::{ApiFunc, Call, GridUnit, Launch, MemcpyKind, Origin};
 
 /// A cursor over one line.
 struct Scan<'a> {

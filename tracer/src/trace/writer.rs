@@ -66,7 +66,7 @@ impl Rotation {
     /// their names and leave two recordings' parts mixed. (A link there is no earlier part: its name is
     /// skipped when its turn comes.)
     pub fn earlier_parts(output: &Path) -> Vec<PathBuf> {
-        let dir = crate::output::dir_of(output);
+        let dir = crate::os::output::dir_of(output);
         let first = Self::part_path(output, 0);
         let Some(first) = first.file_name().map(|n| n.to_string_lossy().into_owned()) else { return Vec::new() };
         // "NAME.0000.jsonl.zst" -> ("NAME.", ".jsonl.zst")
@@ -343,7 +343,7 @@ impl Writer {
         while taken.len() < MAX_NAMES_TAKEN {
             parts.name = parts.name.checked_add(1).context("too many parts")?;
             let path = Rotation::part_path(&parts.output, parts.name);
-            match crate::output::create_part(&path, parts.rotation.force) {
+            match crate::os::output::create_part(&path, parts.rotation.force) {
                 Ok(Some(file)) => {
                     if let Some(first) = taken.first() {
                         parts.names_taken += taken.len() as u64;

@@ -7,8 +7,8 @@ use tracer_common::{ApiFunc, Counter, Footer};
 
 use super::Session;
 use crate::{
-    attach,
-    clock::monotonic_ns,
+    os::clock::monotonic_ns,
+    record::attach,
     trace::{self, Record, Stop},
 };
 
@@ -90,7 +90,7 @@ impl Session<'_> {
         }
         // Peak RSS of this program image (VmHWM): ru_maxrss would also count the image of the process that
         // started tracer, inherited across fork and exec.
-        if let Some(kib) = crate::proc::own_peak_rss_kib() {
+        if let Some(kib) = crate::os::proc::own_peak_rss_kib() {
             footer.counters.insert("tracer_max_rss_kib".into(), kib);
         }
         footer

@@ -21,11 +21,8 @@ use super::{
     watch::LibraryWatch,
 };
 use crate::{
-    attach,
-    attribute::Attributor,
-    clock::monotonic_ns,
-    ollama,
-    ring::Ring,
+    os::clock::monotonic_ns,
+    record::{attach, attribute::Attributor, ollama, ring::Ring},
     trace::{self, Record, Stop, Writer},
 };
 
@@ -217,13 +214,14 @@ impl Session<'_> {
         for (kind, n) in self.ring.dropped() {
             *dropped.entry(kind).or_default() += n;
         }
-        m.server.set_session(crate::metrics::Session { dropped, processes_traced: self.processes_traced() as u64 });
+        m.server
+            .set_session(crate::read::metrics::Session { dropped, processes_traced: self.processes_traced() as u64 });
     }
 
     /// New runners, late dlopens, containers: looks at what each traced process maps now. False when
     /// every --pid target has exited (the exit tracepoint removes each from the filter as it ends).
     fn look_at_processes(&mut self, prev_live: &mut Vec<u32>) -> Result<bool> {
-        use crate::proc::{LIVE, Procs as _};
+        use crate::os::proc::{LIVE, Procs as _};
         let now = monotonic_ns();
         let mut live: Vec<u32> = self.pids.keys().flatten().collect();
         // A process that ended before it joined the filter (found in /proc as it exited) has no exit event
@@ -320,7 +318,7 @@ impl Session<'_> {
     /// server is followed (its bundled runtimes probed before its runners load them); an `ollama` client
     /// command that no traced process started leaves the filter.
     fn follow_if_server(&mut self, pid: u32) -> Result<()> {
-        use crate::proc::{LIVE, Procs as _};
+        use crate::os::proc::{LIVE, Procs as _};
         if self.servers.contains(&pid) {
             return Ok(());
         }

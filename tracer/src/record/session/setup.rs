@@ -10,14 +10,16 @@ use tracer_common::{PlanKey, ThreadTally};
 
 use super::Session;
 use crate::{
-    attach::{self, Settings},
-    attribute::Attributor,
-    clock::monotonic_ns,
-    libs::LibCopy,
-    names::early::EarlyLooks,
-    ollama,
+    os::clock::monotonic_ns,
     record::{RecordArgs, Setup, Targets, command::Command, entries::Entries, header, runtimes, watch::LibraryWatch},
-    ring::Ring,
+    record::{
+        attach::{self, Settings},
+        attribute::Attributor,
+        libs::LibCopy,
+        names::early::EarlyLooks,
+        ollama,
+        ring::Ring,
+    },
     trace::{Record, Writer},
 };
 
@@ -236,7 +238,7 @@ fn attach_all(
         setup.extend(watch.count_entries(Some(*gpu), &copy.path, &copy.file).map(Record::EntryLibrary));
     }
     // The looking thread ends with the drain, which holds its poster.
-    let (poster, early, _looking) = crate::names::early::start()?;
+    let (poster, early, _looking) = crate::record::names::early::start()?;
     let ring = Ring::spawn(RingBuf::try_from(take("EVENTS")?)?, args.read_delay, poster)?;
 
     Ok(Attached { ebpf, watch, records: setup, pids, counters, param_plans, threads, ring, early })
@@ -268,7 +270,7 @@ fn attributor(
 
 /// The command, started stopped: it runs its first instruction once the recording is live.
 fn start_command(args: &RecordArgs, path: &std::path::Path) -> Result<Command> {
-    let to_stdout = crate::output::Dest::parse(&args.output) == crate::output::Dest::Stdout;
+    let to_stdout = crate::os::output::Dest::parse(&args.output) == crate::os::output::Dest::Stdout;
     if to_stdout && !args.quiet {
         eprintln!("tracer: the trace goes to standard output, so the command's standard output goes to standard error");
     }

@@ -38,7 +38,7 @@ pub enum Source {
     Loader,
     /// A Vulkan compute pipeline named after the shader its module was made from: the SPIR-V array of a
     /// ggml file the process maps (`libggml-vulkan.so`'s `NAME_data`) whose last bytes and size the
-    /// module's code matches ([`crate::names`]'s `spirv`).
+    /// module's code matches (the recording's `names::spirv`).
     Shader,
     /// No name anywhere: the raw handle is kept.
     #[default]

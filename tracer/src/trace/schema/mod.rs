@@ -1,4 +1,4 @@
-//! What a trace file holds: the [`Record`] of each line. Events come from [`crate::event`] as they are;
+//! What a trace file holds: the [`Record`] of each line. Events come from [`crate::trace::event`] as they are;
 //! the other records describe the recording (header, libraries, probes, footer) and what attribution
 //! learnt (processes, kernels, mappings, exits). Documented for users in `docs/trace-format.md`;
 //! [`SCHEMA`] changes whenever a field changes meaning.
@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 mod kernels;
 pub use kernels::*;
 
-pub use crate::event::{ApiFunc, Call, Config, Dispatch, Ioctl, Job, JobStage, Launch, Queue, SeqRun, StepBatch};
+pub use crate::trace::event::{
+    ApiFunc, Call, Config, Dispatch, Ioctl, Job, JobStage, Launch, Queue, SeqRun, StepBatch,
+};
 
 /// The value of the header's `format` field.
 pub const FORMAT: &str = "tracer-trace";
@@ -574,6 +576,6 @@ pub struct StepCalls {
     pub pid: u32,
     /// Its `llama_decode` calls the kernel saw.
     pub step: u64,
-    #[serde(with = "crate::event::id_pairs")]
+    #[serde(with = "crate::trace::event::id_pairs")]
     pub calls: BTreeMap<u32, u64>,
 }

@@ -1,0 +1,14 @@
+//! The leaves: what the operating system and foreign files offer.
+//!
+//! Shared by both wings and by nothing above them: [`proc`] (`/proc`, a maps table read whole or not at all), [`files`] (other processes' files,
+//! opened and read as hostile input), [`elf`] (what is read of an ELF file through them), `demangle`,
+//! [`output`] (files written whole or not at all), `clock` and `ioctl` (the GPU drivers' request numbers).
+//! Nothing here imports from `trace`, `record` or `read`.
+
+pub(crate) mod clock;
+pub(crate) mod demangle;
+pub mod elf;
+pub mod files;
+pub(crate) mod ioctl;
+pub mod output;
+pub mod proc;

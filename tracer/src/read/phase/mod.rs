@@ -1,0 +1,565 @@
+//! Inference phases: a process's work cut into steps (one graph evaluation each), each step labelled
+//! prefill or decode from its matrix kernels.
+//!
+//! A step is one `llama_decode`: it ends where ggml waits for its result, a synchronize after a
+//! device-to-host copy (the logits). A graph replay is part of the step it runs in (on the real
+//! llama.cpp, each token's step is: inputs copied up, the graph replayed, the logits copied down, a sync):
+//! its kernels are those its capture recorded; launches made while capturing run only in replays. Labels:
+//! any MMQ or BLAS GEMM, or MMVQ with more than one column, is a prompt batch (prefill); MMVQ with one
+//! column only is token decode; a step with no quantized or BLAS matrix kernel is "other". Kernels
+//! are counted from the queue's dispatches when the process has any (graph replays reach the queue), else
+//! from its API launches and replays. Only processes that ran ggml's quantized kernels get phases.
+//!
+//! A step runs one or more matrix passes (micro-batches): llama.cpp splits a prompt longer than its
+//! `n_ubatch` into passes of at most that many tokens, each one evaluation of the graph with its inputs
+//! copied up first, all in one `llama_decode` (one step: only the last pass copies logits down). Each
+//! pass is one graph handed to ggml's scheduler (`ggml_backend_sched_graph_compute_async`, probed in
+//! libggml-base): that call begins the next pass. Where it is not seen (ggml linked in statically), a copy
+//! toward the device after a matrix kernel does, in a recording of all calls (`--all-calls`); the default
+//! recording probes no such copy, so there each step is one pass. A pass's width is its widest matrix
+//! kernel's (a prompt's output projection runs on the last token only); a step of several passes is
+//! labelled with their sum, `513 = 512 + 1`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+mod batch;
+mod feed;
+mod report;
+pub use batch::{Composition, MAX_SEQUENCE_STATES, Sequences};
+pub use feed::{DriverReads, Execution, FamilyKey, Feeder, Graphs, ProcessSteps, View};
+pub use report::{MAX_PASSES, MAX_SEQUENCES, PassReport, PassSequence, Phase, PhaseReport, PhaseTotals};
+
+use tracer_common::{ApiFunc, api::Op};
+
+use crate::{
+    read::classify::{Batch, Class, Family},
+    trace::event::MemcpyKind,
+};
+
+/// "513 = 512 + 1" for several passes whose widths are all exact, "<=16 + 1" otherwise; one pass's width
+/// alone; "-" for none known.
+fn passes_label(widths: &[Option<Batch>]) -> String {
+    let labels: Vec<String> = widths.iter().map(|w| w.map_or_else(|| "-".to_owned(), Batch::label)).collect();
+    if labels.len() <= 1 {
+        return labels.into_iter().next().unwrap_or_else(|| "-".to_owned());
+    }
+    let exact: Option<Vec<u64>> =
+        widths.iter().map(|w| if let Some(Batch::Exact(n)) = w { Some(u64::from(*n)) } else { None }).collect();
+    match exact {
+        Some(n) => format!("{} = {}", n.iter().sum::<u64>(), labels.join(" + ")),
+        None => labels.join(" + "),
+    }
+}
+
+pub fn family_key((family, quant): (Family, Option<&'static str>)) -> String {
+    quant.map_or_else(|| family.name().to_owned(), |q| format!("{} {q}", family.name()))
+}
+
+/// Kernels of one family (and quantization type) counted.
+type FamilyCounts = BTreeMap<(Family, Option<&'static str>), u64>;
+
+/// One matrix pass of a step (a micro-batch): its widest matrix kernel and its kernels by family.
+#[derive(Clone, Default)]
+struct Pass {
+    widest: Option<Batch>,
+    counts: FamilyCounts,
+    /// It ran a matrix kernel (MMQ, MMVQ, a BLAS GEMM): a copy toward the device ends it.
+    matrix: bool,
+}
+
+/// Adds one set of family counts into another.
+fn add_counts(into: &mut FamilyCounts, from: &FamilyCounts) {
+    for (k, n) in from {
+        *into.entry(*k).or_default() += n;
+    }
+}
+
+impl Pass {
+    fn add(&mut self, other: Self) {
+        add_counts(&mut self.counts, &other.counts);
+        self.widest = wider(self.widest, other.widest);
+        self.matrix |= other.matrix;
+    }
+}
+
+/// The wider of two batches (by their most columns).
+fn wider(a: Option<Batch>, b: Option<Batch>) -> Option<Batch> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if upper(y) > upper(x) { y } else { x }),
+        (x, y) => x.or(y),
+    }
+}
+
+/// The step being built: what its kernels add up to, not the kernels themselves, so that memory stays
+/// flat however long the trace.
+#[derive(Default)]
+struct Step {
+    kernels: usize,
+    /// The pass being built, and those before it in this step (their counts are the step's).
+    pass: Pass,
+    passes: Vec<Pass>,
+    /// Copies that would have started a pass beyond [`MAX_PASSES`].
+    passes_merged: u64,
+    /// MMQ or a BLAS GEMM, or MMVQ over more than one column.
+    prompt_batch: bool,
+    mmvq: bool,
+    /// A ggml quantized kernel (MMVQ, MMQ, `q8_1` quantize).
+    ggml: bool,
+    /// Graph replays whose kernels are unknown.
+    unknown: u64,
+    copied_to_host: bool,
+    /// The first kernel's time and the last event's (kernel, or the call that ended the step).
+    start: u64,
+    end: u64,
+    /// What its batch carried, where `llama_decode` was seen.
+    batch: Option<Composition>,
+    /// API calls seen one by one in it, by function.
+    api: BTreeMap<ApiFunc, u64>,
+    /// The traps those calls cost the process: one a call probed at entry only, two with a return probe.
+    traps: u64,
+    /// Calls into GPU libraries' entry points in it, by entry library id.
+    lib_calls: BTreeMap<u32, u64>,
+}
+
+impl Step {
+    fn push(&mut self, class: Class, ts: u64) {
+        self.push_n(&class, 1, ts);
+    }
+
+    /// `n` runs of one kernel (a graph replay runs each captured launch).
+    fn push_n(&mut self, class: &Class, n: u64, ts: u64) {
+        if n == 0 {
+            return;
+        }
+        if self.kernels == 0 && self.batch.is_none() {
+            self.start = ts;
+        }
+        self.end = self.end.max(ts);
+        self.kernels += n as usize;
+        let one_column = matches!(class.batch, Some(Batch::Exact(1)));
+        self.prompt_batch |=
+            matches!(class.family, Family::Mmq | Family::BlasGemm) || (class.family == Family::Mmvq && !one_column);
+        self.mmvq |= class.family == Family::Mmvq;
+        self.ggml |= matches!(class.family, Family::Mmvq | Family::Mmq | Family::Quantize);
+        *self.pass.counts.entry((class.family, class.quant)).or_default() += n;
+        self.pass.widest = wider(self.pass.widest, class.batch);
+        self.pass.matrix |= matches!(class.family, Family::Mmq | Family::Mmvq | Family::BlasGemm);
+    }
+
+    /// A copy toward the device: after a matrix kernel, the next pass's inputs.
+    fn copy_up(&mut self) {
+        if !self.pass.matrix {
+            return;
+        }
+        let pass = std::mem::take(&mut self.pass);
+        let full = self.passes.len() >= MAX_PASSES;
+        match self.passes.last_mut() {
+            Some(last) if full => {
+                last.add(pass);
+                self.passes_merged += 1;
+            }
+            _ => self.passes.push(pass),
+        }
+    }
+
+    /// Its passes, closed: kernels after the last matrix pass (no matrix kernel of their own) belong to it.
+    fn into_passes(mut self) -> (Vec<Pass>, u64) {
+        if self.pass.matrix {
+            self.copy_up();
+        }
+        let rest = std::mem::take(&mut self.pass);
+        match self.passes.last_mut() {
+            Some(last) => last.add(rest),
+            None if !rest.counts.is_empty() => self.passes.push(rest),
+            None => {}
+        }
+        (self.passes, self.passes_merged)
+    }
+
+    /// Any MMQ or BLAS GEMM, or MMVQ with more than one column, is a prompt batch (prefill); MMVQ with one
+    /// column only is token decode; a step with no quantized or BLAS matrix kernel is "other".
+    /// A step with a batch is labelled by it: prefill, decode or mixed by its sequences' tokens.
+    fn label(&self) -> Phase {
+        if let Some(phase) = self.batch.as_ref().and_then(Composition::phase) {
+            return phase;
+        }
+        if self.prompt_batch {
+            Phase::Prefill
+        } else if self.mmvq {
+            Phase::Decode
+        } else if self.unknown > 0 {
+            Phase::Unknown
+        } else {
+            Phase::Other
+        }
+    }
+
+    const fn is_empty(&self) -> bool {
+        self.kernels == 0 && self.unknown == 0 && self.batch.is_none()
+    }
+}
+
+/// The most columns a batch can have.
+const fn upper(b: Batch) -> u32 {
+    match b {
+        Batch::Exact(n) | Batch::TileUpTo(n) | Batch::Range(_, n) => n,
+    }
+}
+
+/// One step as a time span (for timelines).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StepSpan {
+    pub phase: Phase,
+    pub start: u64,
+    pub end: u64,
+    pub kernels: usize,
+    /// What its batch carried (`mixed: 1 prompt of 23 + 1 decode`), where `llama_decode` was seen.
+    pub composition: Option<String>,
+}
+
+/// One phase's closed steps: how many, their kernels, their widths, and the steps of several passes by
+/// their sequence of widths.
+#[derive(Default)]
+struct PhaseAcc {
+    steps: u64,
+    counts: FamilyCounts,
+    widths: BTreeSet<String>,
+    sequences: BTreeMap<Vec<Option<Batch>>, (u64, Vec<FamilyCounts>)>,
+    unlisted: u64,
+    merged: u64,
+    unknown: u64,
+    tokens: u64,
+    tokens_unknown: u64,
+    from_batches: u64,
+    prompt_tokens: u64,
+    decode_tokens: u64,
+    unread_tokens: u64,
+    compositions: BTreeMap<String, u64>,
+    compositions_unlisted: u64,
+    api: BTreeMap<ApiFunc, u64>,
+    traps: u64,
+    lib_calls: BTreeMap<u32, u64>,
+}
+
+/// The closed steps of one view (API launches or queue dispatches): totals per phase and a span each.
+#[derive(Default)]
+struct Done {
+    steps: BTreeMap<Phase, PhaseAcc>,
+    spans: Vec<StepSpan>,
+    ggml: bool,
+    /// Steps ran graph replays whose kernels are unknown.
+    unknown: bool,
+    /// Steps had batches.
+    batched: bool,
+}
+
+impl Done {
+    fn add(&mut self, step: Step) {
+        let phase = step.label();
+        let (start, end, kernels, ggml) = (step.start, step.end, step.kernels, step.ggml);
+        let acc = self.steps.entry(phase).or_default();
+        acc.steps += 1;
+        for (api, n) in &step.api {
+            *acc.api.entry(*api).or_default() += n;
+        }
+        acc.traps += step.traps;
+        for (lib, n) in &step.lib_calls {
+            *acc.lib_calls.entry(*lib).or_default() += n;
+        }
+        let batch = step.batch.clone();
+        self.batched |= batch.is_some();
+        acc.unknown += step.unknown;
+        self.unknown |= step.unknown > 0;
+        let (passes, merged) = step.into_passes();
+        for pass in &passes {
+            add_counts(&mut acc.counts, &pass.counts);
+        }
+        acc.merged += merged;
+        let widths: Vec<Option<Batch>> = passes.iter().map(|p| p.widest).collect();
+        let exact: Option<u64> = widths
+            .iter()
+            .map(|w| match w {
+                Some(Batch::Exact(n)) => Some(u64::from(*n)),
+                _ => None,
+            })
+            .sum();
+        match (&batch, exact) {
+            (Some(c), _) => {
+                acc.from_batches += 1;
+                acc.tokens += c.tokens();
+                acc.prompt_tokens += c.prompt_tokens();
+                acc.decode_tokens += u64::from(c.decodes);
+                acc.unread_tokens += u64::from(c.unread);
+                let label = c.label();
+                if acc.compositions.len() < MAX_SEQUENCES || acc.compositions.contains_key(&label) {
+                    *acc.compositions.entry(label).or_default() += 1;
+                } else {
+                    acc.compositions_unlisted += 1;
+                }
+            }
+            (None, Some(n)) if !widths.is_empty() => acc.tokens += n,
+            (None, _) => acc.tokens_unknown += 1,
+        }
+        if widths.iter().any(Option::is_some) {
+            acc.widths.insert(passes_label(&widths));
+        }
+        if passes.len() > 1 {
+            let listed = acc.sequences.len() < MAX_SEQUENCES || acc.sequences.contains_key(&widths);
+            if listed {
+                let (n, counts) =
+                    acc.sequences.entry(widths).or_insert_with(|| (0, vec![FamilyCounts::new(); passes.len()]));
+                *n += 1;
+                for (into, pass) in counts.iter_mut().zip(&passes) {
+                    add_counts(into, &pass.counts);
+                }
+            } else {
+                acc.unlisted += 1;
+            }
+        }
+        self.ggml |= ggml;
+        let composition = batch.as_ref().map(Composition::label);
+        self.spans.push(StepSpan { phase, start, end, kernels, composition });
+    }
+}
+
+/// Builds the phases of one process from its records in order.
+#[derive(Default)]
+pub struct Phases {
+    api: Step,
+    queue: Step,
+    api_done: Done,
+    queue_done: Done,
+    saw_dispatch: bool,
+    /// Batches (`llama_decode`) were seen: from then on, each one begins a step, and nothing else ends one.
+    batched: bool,
+    /// The process's sequences, to judge each batch's tokens.
+    pub sequences: Sequences,
+    /// The kernel's number of the batch that began the step being built (0: none).
+    step: u64,
+    /// Graphs handed to ggml's scheduler were seen: from then on, they alone begin passes.
+    passes_marked: bool,
+    /// A last step's library calls read before that step's batch was fed (the process's end is handled
+    /// beside the ring's order): added when the batch comes.
+    early_calls: Option<(u64, BTreeMap<u32, u64>)>,
+}
+
+impl Phases {
+    pub fn launch(&mut self, class: Class, ts: u64) {
+        self.api.push(class, ts);
+    }
+
+    /// A graph replay: `n` runs of each kernel its capture recorded, in the step being built.
+    pub fn replay(&mut self, class: &Class, n: u64, ts: u64) {
+        self.api.push_n(class, n, ts);
+    }
+
+    /// A graph replay of an executable whose capture was not seen: part of the launches' step being built,
+    /// its kernels unknown (the queue's view, where there is one, sees them as dispatches).
+    pub fn unknown_replay(&mut self, ts: u64) {
+        if self.api.is_empty() {
+            self.api.start = ts;
+        }
+        self.api.end = self.api.end.max(ts);
+        self.api.unknown += 1;
+    }
+
+    pub fn dispatch(&mut self, class: Class, ts: u64) {
+        self.saw_dispatch = true;
+        self.queue.push(class, ts);
+    }
+
+    /// Whether the steps are counted from queue dispatches (the process had some) rather than launches.
+    pub const fn counts_dispatches(&self) -> bool {
+        self.saw_dispatch
+    }
+
+    /// A batch handed to the model (`llama_decode`): the step being built ends, with the library calls
+    /// the kernel counted in it, and one begins with this batch's composition.
+    pub fn batch(&mut self, b: &crate::trace::event::StepBatch) {
+        let c = self.sequences.judge(b);
+        self.library_calls(&b.previous_calls);
+        self.close();
+        self.batched = true;
+        for step in [&mut self.api, &mut self.queue] {
+            step.batch = Some(c.clone());
+            step.start = b.ts;
+            step.end = b.ts;
+        }
+        self.api(b.api, 1);
+        self.step = b.step;
+        if let Some((_, calls)) = self.early_calls.take_if(|(n, _)| *n == b.step && b.step != 0) {
+            self.library_calls(&calls);
+        }
+    }
+
+    /// A process's last step's library calls, read when it ended (`step_calls`): they belong to the step
+    /// its batch number `step` began, which may not have been fed yet.
+    pub fn last_step_calls(&mut self, step: u64, calls: &BTreeMap<u32, u64>) {
+        if step > self.step {
+            let (_, pending) = self.early_calls.get_or_insert_with(|| (step, BTreeMap::new()));
+            for (lib, n) in calls {
+                *pending.entry(*lib).or_default() += n;
+            }
+        } else {
+            self.library_calls(calls);
+        }
+    }
+
+    /// Calls into GPU libraries' entry points, by entry library id, made in the step being built.
+    pub fn library_calls(&mut self, calls: &BTreeMap<u32, u64>) {
+        for step in [&mut self.api, &mut self.queue] {
+            for (lib, n) in calls {
+                *step.lib_calls.entry(*lib).or_default() += n;
+            }
+        }
+    }
+
+    /// An API call seen one by one (launches included), in the step being built, and the traps it cost
+    /// (1 at entry only, 2 with its return).
+    pub fn api(&mut self, api: ApiFunc, traps: u64) {
+        for step in [&mut self.api, &mut self.queue] {
+            *step.api.entry(api).or_default() += 1;
+            step.traps += traps;
+        }
+    }
+
+    /// An API call. A graph handed to ggml's scheduler begins a matrix pass; in a process where none is
+    /// seen (ggml linked in statically, or a recording of all calls made before the scheduler was probed),
+    /// a copy toward the device after a matrix kernel does. A copy to the host, then a synchronization,
+    /// ends a step; in a recording that left synchronizations unprobed (`lean`, the default), the copy
+    /// itself ends it. Once batches are seen, only they cut steps.
+    pub fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64, lean: bool) {
+        for step in [&mut self.api, &mut self.queue] {
+            if !step.is_empty() {
+                step.end = step.end.max(ts);
+            }
+        }
+        match (op, kind) {
+            (Op::Pass, _) => {
+                self.passes_marked = true;
+                self.api.copy_up();
+                self.queue.copy_up();
+            }
+            (Op::Memcpy, Some(MemcpyKind::HostToDevice)) if !self.passes_marked => {
+                self.api.copy_up();
+                self.queue.copy_up();
+            }
+            _ if self.batched => {}
+            (Op::Memcpy, Some(MemcpyKind::DeviceToHost)) if lean => self.close(),
+            (Op::Memcpy, Some(MemcpyKind::DeviceToHost)) => {
+                self.api.copied_to_host = true;
+                self.queue.copied_to_host = true;
+            }
+            (Op::Sync, _) if self.api.copied_to_host => self.close(),
+            _ => {}
+        }
+    }
+
+    fn close(&mut self) {
+        for (step, done) in [(&mut self.api, &mut self.api_done), (&mut self.queue, &mut self.queue_done)] {
+            let s = std::mem::take(step);
+            if !s.is_empty() {
+                done.add(s);
+            }
+        }
+    }
+
+    /// The closed steps of the view that counts (the queue's when the process has dispatches); none for a process that ran no ggml quantized kernel: the
+    /// prefill/decode labels describe ggml's graph evaluations, not other workloads.
+    fn done(mut self) -> Option<Done> {
+        self.close();
+        let done = if self.saw_dispatch { self.queue_done } else { self.api_done };
+        (done.ggml || done.unknown || done.batched).then_some(done)
+    }
+
+    /// The closed steps' totals so far, per phase, without ending the step being built (a live
+    /// recording's metrics); none for a process that ran no ggml quantized kernel, as [`Phases::finish`].
+    pub fn totals(&self) -> Vec<PhaseTotals> {
+        let done = if self.saw_dispatch { &self.queue_done } else { &self.api_done };
+        if !(done.ggml || done.unknown || done.batched) {
+            return Vec::new();
+        }
+        done.steps
+            .iter()
+            .map(|(&phase, acc)| PhaseTotals {
+                phase,
+                steps: acc.steps,
+                tokens: acc.tokens,
+                prompt_tokens: acc.prompt_tokens,
+                decode_tokens: acc.decode_tokens,
+                kernels: acc.counts.iter().map(|(&k, &n)| (family_key(k), n)).collect(),
+            })
+            .collect()
+    }
+
+    /// Lets go of the closed steps' spans (a live recording keeps totals only, so its memory stays flat).
+    pub fn forget_spans(&mut self) {
+        self.api_done.spans.clear();
+        self.queue_done.spans.clear();
+    }
+
+    /// Each step as a labelled time span.
+    pub fn spans(self) -> Vec<StepSpan> {
+        self.done().map(|d| d.spans).unwrap_or_default()
+    }
+
+    /// The phases' totals.
+    pub fn finish(self) -> Vec<PhaseReport> {
+        self.finish_with_spans().0
+    }
+
+    /// The phases' totals, and each step as a labelled time span.
+    pub fn finish_with_spans(self) -> (Vec<PhaseReport>, Vec<StepSpan>) {
+        let Some(mut done) = self.done() else { return (Vec::new(), Vec::new()) };
+        let spans = std::mem::take(&mut done.spans);
+        let named = |counts: FamilyCounts| counts.into_iter().map(|(k, n)| (family_key(k), n)).collect();
+        let phases = done
+            .steps
+            .into_iter()
+            .map(|(phase, acc)| {
+                let mut micro_batched: Vec<PassSequence> = acc
+                    .sequences
+                    .into_iter()
+                    .map(|(widths, (steps, counts))| PassSequence {
+                        label: passes_label(&widths),
+                        steps,
+                        passes: widths
+                            .iter()
+                            .zip(counts)
+                            .map(|(w, c)| PassReport {
+                                width: w.map_or_else(|| "-".to_owned(), Batch::label),
+                                kernels: named(c),
+                            })
+                            .collect(),
+                    })
+                    .collect();
+                micro_batched.sort_by(|a, b| b.steps.cmp(&a.steps).then_with(|| a.label.cmp(&b.label)));
+                PhaseReport {
+                    phase,
+                    steps: acc.steps,
+                    kernels: named(acc.counts),
+                    batch_widths: acc.widths,
+                    micro_batched,
+                    passes_unlisted: acc.unlisted,
+                    passes_merged: acc.merged,
+                    unknown_replays: acc.unknown,
+                    tokens: acc.tokens,
+                    tokens_unknown_steps: acc.tokens_unknown,
+                    steps_from_batches: acc.from_batches,
+                    prompt_tokens: acc.prompt_tokens,
+                    decode_tokens: acc.decode_tokens,
+                    unread_tokens: acc.unread_tokens,
+                    compositions: acc.compositions,
+                    compositions_unlisted: acc.compositions_unlisted,
+                    api_calls: acc.api.into_iter().map(|(f, n)| (f.name().to_owned(), n)).collect(),
+                    traps: acc.traps,
+                    library_calls: acc.lib_calls,
+                }
+            })
+            .collect();
+        (phases, spans)
+    }
+}
+
+#[cfg(test)]
+mod tests;

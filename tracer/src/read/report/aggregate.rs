@@ -1,0 +1,579 @@
+//! Builds a [`Report`] from records in one streaming pass: per process, per kernel, per API function.
+#![expect(
+    clippy::float_arithmetic,
+    clippy::cast_precision_loss,
+    reason = "durations and rates are shown as decimal fractions of nanosecond counts"
+)]
+
+use std::collections::{BTreeMap, HashMap};
+
+use tracer_common::api::{Layout, Library, Op};
+
+use super::{
+    ApiReport, ConfigReport, FunctionCalls, IoctlReport, KernelClass, KernelReport, MapStatus, MappedReport,
+    MemoryReport, ProcessReport, Report, Shape, crosscheck,
+};
+use crate::{
+    trace::event::{ApiFunc, GridUnit, MemcpyKind},
+    trace::{self, Call, Config, Dispatch, Footer, Ioctl, Job, Launch, Record, StepBatch},
+};
+
+#[derive(Default)]
+struct ProcAcc {
+    info: trace::Process,
+    exit: Option<trace::Exit>,
+    kernels: BTreeMap<u32, KernelAcc>,
+    configs: ConfigReport,
+    config_shapes: HashMap<ShapeKey, u64>,
+    api: BTreeMap<ApiFunc, ApiReport>,
+    memory: MemoryReport,
+    libs: std::collections::BTreeSet<u32>,
+    mapped: Vec<trace::Mapping>,
+    ioctls: BTreeMap<String, IoctlReport>,
+    queues: Vec<trace::Queue>,
+    /// Per kernel object: kernel id, count, object, shapes.
+    dispatches: crosscheck::DispatchAcc,
+    barrier_packets: u64,
+    /// Per kernel id: launches, failed, captured.
+    launch_outcomes: BTreeMap<u32, (u64, u64, u64)>,
+    /// API calls per probed runtime copy (library id); tallied ones per function.
+    lib_calls: BTreeMap<u32, u64>,
+    /// Calls of counted libraries' functions: library id -> function -> calls.
+    entry_calls: BTreeMap<u32, BTreeMap<String, u64>>,
+    /// Launches by the file that made them.
+    sites: BTreeMap<String, (u64, u64)>,
+    /// Code-object files loaded by path, and their directories' listings.
+    code: super::code_dirs::CodeAcc,
+    jobs: super::jobs::JobsAcc,
+}
+
+/// (grid, block, grid unit, shmem).
+type ShapeKey = ([u32; 3], [u32; 3], GridUnit, u64);
+
+impl ProcAcc {
+    /// A launch at the API: its kernel row, shape and outcome.
+    fn launch(&mut self, l: &Launch, kernel_names: &HashMap<u32, trace::Kernel>) {
+        self.libs.insert(l.lib);
+        *self.lib_calls.entry(l.lib).or_default() += 1;
+        api_stat(&mut self.api, l.api, (!l.entry_only).then_some((i64::from(l.ret), l.dur)));
+        let id = l.kernel.unwrap_or(0);
+        let k = self.kernels.entry(id).or_insert_with(|| kernel_acc(id, kernel_names, l.handle));
+        k.report.launches += 1;
+        if l.ret != 0 {
+            k.report.failed += 1;
+        }
+        let o = self.launch_outcomes.entry(id).or_default();
+        o.0 += 1;
+        o.1 += u64::from(l.ret != 0);
+        o.2 += u64::from(l.captured);
+        *k.report.returns.entry(l.ret).or_default() += 1;
+        if !k.report.apis.contains(&l.api) {
+            k.report.apis.push(l.api);
+        }
+        *k.shapes.entry((l.grid, l.block, l.grid_unit, l.shmem)).or_default() += 1;
+    }
+
+    /// A `<<<>>>` configuration pushed: a call of its runtime, and a shape.
+    fn config(&mut self, c: &Config) {
+        self.libs.insert(c.lib);
+        *self.lib_calls.entry(c.lib).or_default() += 1;
+        api_stat(&mut self.api, c.api, Some((i64::from(c.ret), c.dur)));
+        self.configs.count += 1;
+        if c.ret != 0 {
+            self.configs.failed += 1;
+        }
+        *self.config_shapes.entry((c.grid, c.block, GridUnit::Blocks, c.shmem)).or_default() += 1;
+    }
+
+    /// A step's batch: a call of libllama, recorded at entry.
+    fn batch(&mut self, b: &StepBatch) {
+        self.libs.insert(b.lib);
+        *self.lib_calls.entry(b.lib).or_default() += 1;
+        api_stat(&mut self.api, b.api, None);
+    }
+
+    /// The kernels of a graph executable read from the driver: in the kernel table even when only its
+    /// replays ran them.
+    fn graph_exec(&mut self, g: &trace::GraphExec, kernel_names: &HashMap<u32, trace::Kernel>) {
+        if !g.check {
+            for &id in &g.kernels {
+                self.kernels.entry(id).or_insert_with(|| kernel_acc(id, kernel_names, 0));
+            }
+        }
+    }
+
+    /// Any other API call: its statistics, and for memory calls the bytes they moved.
+    fn call(&mut self, c: &Call) {
+        self.libs.insert(c.lib);
+        *self.lib_calls.entry(c.lib).or_default() += 1;
+        api_stat(&mut self.api, c.api, (!c.entry_only).then_some((c.ret, c.dur)));
+        if let (Layout::ModulePath | Layout::CodeObjectFromFile, Some(file)) = (c.api.layout(), &c.file) {
+            self.code.load(c, file);
+        }
+        let m = &mut self.memory;
+        match c.api.op() {
+            Op::Alloc => {
+                m.malloc_calls += 1;
+                m.malloc_bytes_requested += c.size.unwrap_or(0);
+                if c.ret == 0 {
+                    m.malloc_bytes += c.size.unwrap_or(0);
+                } else {
+                    m.malloc_failed += 1;
+                }
+            }
+            Op::Free => m.free_calls += 1,
+            Op::Memcpy => {
+                let kind = c.kind.map_or_else(|| "unknown".into(), MemcpyKind::name);
+                let e = m.memcpy.entry(kind.into_owned()).or_default();
+                e.calls += 1;
+                e.bytes += c.size.unwrap_or(0);
+                if c.entry_only {
+                    e.unchecked += 1;
+                } else if c.ret != 0 {
+                    e.failed += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Calls counted in the kernel: no result or duration; a copy's bytes by direction.
+    fn tally(&mut self, t: &trace::Tally) {
+        // Counted in the kernel: calls without a result or duration; a copy's bytes by direction.
+        let a = self.api.entry(t.api).or_insert_with(|| ApiReport::new(t.api));
+        a.calls += t.calls;
+        a.untimed += t.calls;
+        a.tallied += t.calls;
+        if t.api.op() == Op::Memcpy
+            && let Layout::Memcpy { direction: tracer_common::api::CopyDirection::Fixed(k), .. } = t.api.layout()
+        {
+            let e = self.memory.memcpy.entry(MemcpyKind::from_raw(k).name().into_owned()).or_default();
+            e.calls += t.calls;
+            e.unchecked += t.calls;
+            e.bytes += t.bytes;
+        }
+    }
+
+    /// A packet at a GPU queue: a kernel dispatch or a barrier.
+    fn dispatch(&mut self, d: &Dispatch) {
+        self.libs.insert(d.lib);
+        if d.kernel.is_none() {
+            self.barrier_packets += 1;
+        } else {
+            let e = self
+                .dispatches
+                .entry(d.kernel_object)
+                .or_insert_with(|| (d.kernel, 0, d.kernel_object, HashMap::new()));
+            e.1 += 1;
+            *e.3.entry((d.workgroup, d.grid, d.group_segment)).or_default() += 1;
+        }
+    }
+
+    /// A GPU driver ioctl: calls, time and errors by errno.
+    fn ioctl(&mut self, i: &Ioctl) {
+        let e = self.ioctls.entry(i.name.clone()).or_insert_with(|| IoctlReport {
+            name: i.name.clone(),
+            device: i.device.clone(),
+            ..Default::default()
+        });
+        e.calls += 1;
+        e.total_ns += i.dur;
+        if i.ret < 0 {
+            e.errors += 1;
+            let errno = crate::os::ioctl::errno_name(i.ret).map_or_else(|| format!("errno {}", -i.ret), str::to_owned);
+            *e.errnos.entry(errno).or_default() += 1;
+        }
+    }
+}
+
+#[derive(Default)]
+struct KernelAcc {
+    report: KernelReport,
+    shapes: HashMap<ShapeKey, u64>,
+}
+
+fn shapes(m: HashMap<ShapeKey, u64>) -> Vec<Shape> {
+    let mut v: Vec<Shape> = m
+        .into_iter()
+        .map(|((grid, block, grid_unit, shmem), count)| Shape { grid, block, grid_unit, shmem, count })
+        .collect();
+    v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
+    v
+}
+
+/// What a process's GPU libraries did: mapped, called (how often, which functions), dispatched (kernels
+/// whose code each holds, and their executions), and the launches each made.
+struct Ledger<'a> {
+    report: &'a Report,
+    start: u64,
+    kernels: &'a [KernelReport],
+    tallied: &'a HashMap<Library, u64>,
+    called: &'a std::collections::BTreeSet<u32>,
+    lib_calls: &'a BTreeMap<u32, u64>,
+    entry_calls: &'a BTreeMap<u32, BTreeMap<String, u64>>,
+    sites: &'a BTreeMap<String, (u64, u64)>,
+}
+
+impl Ledger<'_> {
+    fn rows(&self, seen_maps: Vec<trace::Mapping>) -> Vec<MappedReport> {
+        seen_maps.into_iter().map(|m| self.row(m)).collect()
+    }
+
+    fn row(&self, m: trace::Mapping) -> MappedReport {
+        let probed = m.lib.and_then(|id| self.report.libraries.iter().find(|l| l.id == id));
+        let counted = self.report.counted_libraries.iter().find(|l| (l.dev, l.inode) == (m.dev, m.inode));
+        let mut functions: Vec<FunctionCalls> = Vec::new();
+        let calls = if let Some(copy) = probed {
+            let runtime = trace::runtimes::runtime_of(&copy.path);
+            Some(self.lib_calls.get(&copy.id).copied().unwrap_or(0) + self.tallied.get(&runtime).copied().unwrap_or(0))
+        } else if let Some(lib) = counted.filter(|l| l.attached_ts.is_some()) {
+            if let Some(by_function) = self.entry_calls.get(&lib.id) {
+                functions = by_function
+                    .iter()
+                    .map(|(function, &calls)| FunctionCalls { function: function.clone(), calls })
+                    .collect();
+                functions.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.function.cmp(&b.function)));
+            }
+            Some(functions.iter().map(|f| f.calls).sum())
+        } else {
+            None
+        };
+        let attached =
+            [probed.and_then(|l| l.attached_ts), counted.and_then(|l| l.attached_ts)].into_iter().flatten().next();
+        let (kernels, executions) = self
+            .kernels
+            .iter()
+            .filter(|k| k.code_file.as_deref() == Some(m.path.as_str()))
+            .fold((0, 0), |(n, e), k| (n + 1, e + k.executions));
+        let (launches_from, launches_failed) = self.sites.get(&m.path).copied().unwrap_or((0, 0));
+        let status = match (m.lib, calls) {
+            (Some(id), _) if self.called.contains(&id) => MapStatus::Called,
+            (_, Some(n)) if n > 0 => MapStatus::Called,
+            _ if executions > 0 || launches_from > launches_failed => MapStatus::Dispatched,
+            _ if launches_from > 0 => MapStatus::LaunchesFailed,
+            (_, Some(_)) => MapStatus::MappedOnly,
+            (_, None) => MapStatus::NotProbed,
+        };
+        MappedReport {
+            status,
+            origin: probed.map(|l| l.origin),
+            // Seconds into the recording before which this process's calls of it were not seen.
+            unseen_before_s: m
+                .probed_at
+                .or(attached)
+                .filter(|_| m.probed_late)
+                .map(|at| at.saturating_sub(self.start) as f64 / 1e9),
+            runtime_not_probed: m.not_probed,
+            lib: m.lib,
+            calls,
+            functions,
+            kernels,
+            executions,
+            launches_from,
+            launches_failed,
+            path: m.path,
+        }
+    }
+}
+
+/// Builds a [`Report`] one record at a time, so a trace of any length is summarized in bounded memory.
+#[derive(Default)]
+pub struct ReportBuilder {
+    report: Report,
+    procs: BTreeMap<u32, ProcAcc>,
+    kernel_names: HashMap<u32, trace::Kernel>,
+    start: u64,
+    last_ts: u64,
+    /// Each process's inference steps, fed the way the export feeds them.
+    steps: crate::read::phase::Feeder,
+}
+
+impl ReportBuilder {
+    pub fn add(&mut self, rec: Record) {
+        self.steps.record(&rec);
+        let report = &mut self.report;
+        let procs = &mut self.procs;
+        let kernel_names = &mut self.kernel_names;
+        // The recording's last moment seen: its footer's end, else its last timed activity.
+        let ts = match &rec {
+            Record::Launch(Launch { ts, .. })
+            | Record::Config(Config { ts, .. })
+            | Record::Call(Call { ts, .. })
+            | Record::Dispatch(Dispatch { ts, .. })
+            | Record::Ioctl(Ioctl { ts, .. })
+            | Record::Job(Job { ts, .. })
+            | Record::Batch(StepBatch { ts, .. })
+            | Record::Footer(Footer { end_mono_ns: ts, .. }) => *ts,
+            _ => 0,
+        };
+        self.last_ts = self.last_ts.max(ts);
+        match rec {
+            Record::Header(h) => {
+                self.start = h.start_mono_ns;
+                header(&mut report.trace, h);
+            }
+            Record::Library(l) => report.libraries.push(l),
+            Record::Probe(p) => {
+                if p.error.is_some() {
+                    report.probes_missing.push(p);
+                }
+            }
+            Record::Process(p) => {
+                let acc = procs.entry(p.pid).or_default();
+                acc.info = p;
+            }
+            Record::Kernel(k) => {
+                procs.entry(k.pid).or_default();
+                kernel_names.insert(k.id, k);
+            }
+            Record::Launch(l) => {
+                // A launch that could have been probed at its return too (HIP's), read at entry only.
+                if l.entry_only && l.api.entry_only_by_default() {
+                    report.trace.launch_results_unread += 1;
+                }
+                procs.entry(l.pid).or_default().launch(&l, kernel_names);
+            }
+            Record::Config(c) => procs.entry(c.pid).or_default().config(&c),
+            Record::Call(c) => procs.entry(c.pid).or_default().call(&c),
+            Record::Exit(e) => {
+                let acc = procs.entry(e.pid).or_default();
+                acc.exit = Some(e);
+            }
+            Record::Tally(t) => procs.entry(t.pid).or_default().tally(&t),
+            Record::EntryLibrary(l) => report.counted_libraries.push(l),
+            Record::EntryCalls(c) => {
+                let acc = procs.entry(c.pid).or_default();
+                *acc.entry_calls.entry(c.lib).or_default().entry(c.function).or_default() += c.calls;
+            }
+            Record::LaunchSites(l) => {
+                let site = procs.entry(l.pid).or_default().sites.entry(l.path).or_default();
+                site.0 += l.launches;
+                site.1 += l.failed;
+            }
+            Record::Mapping(m) => procs.entry(m.pid).or_default().mapped.push(m),
+            // The step feeder took the executable's kernels.
+            Record::GraphExec(g) => procs.entry(g.pid).or_default().graph_exec(&g, kernel_names),
+            Record::CodeDir(d) => procs.entry(d.pid).or_default().code.dir(d),
+            Record::Queue(q) => procs.entry(q.pid).or_default().queues.push(q),
+            Record::Dispatch(d) => procs.entry(d.pid).or_default().dispatch(&d),
+            Record::Ioctl(i) => procs.entry(i.pid).or_default().ioctl(&i),
+            Record::Job(j) => procs.entry(j.pid).or_default().jobs.add(&j),
+            Record::Batch(b) => procs.entry(b.pid).or_default().batch(&b),
+            // The step feeder counts them per phase.
+            Record::StepCalls(_) => {}
+            Record::Footer(f) => {
+                report.trace.stop = Some(f.stop);
+                report.drops_total = f.total_drops();
+                report.drops = f.drops.iter().map(|(k, v)| (k.clone(), v.iter().sum())).collect();
+                (report.counters, report.programs) = (f.counters, f.programs);
+            }
+        }
+    }
+
+    pub fn finish(self) -> Report {
+        let mut report = self.report;
+        let mut feeder = self.steps;
+        report.trace.duration_s = self.last_ts.saturating_sub(self.start) as f64 / 1e9;
+        for (pid, acc) in self.procs {
+            let mut steps = feeder.take(pid);
+            let mmq_widths = steps.mmq_widths();
+            let sequences_untracked = steps.phases.sequences.untracked;
+            let (phases, spans) = std::mem::take(&mut steps.phases).finish_with_spans();
+            let kernels = kernel_rows(acc.kernels, &acc.launch_outcomes, &steps);
+            let (api, tallied) = api_rows(acc.api);
+            let seen_maps = seen_maps(acc.mapped, &acc.libs, &report.libraries, pid);
+            let mapped = Ledger {
+                report: &report,
+                start: self.start,
+                kernels: &kernels,
+                tallied: &tallied,
+                called: &acc.libs,
+                lib_calls: &acc.lib_calls,
+                entry_calls: &acc.entry_calls,
+                sites: &acc.sites,
+            }
+            .rows(seen_maps);
+            let incomplete = mapped.iter().any(|m| m.unseen_before_s.is_some() || m.runtime_not_probed);
+            let unobserved = super::unobserved(&mapped);
+            let (mut dispatches, crosscheck) =
+                crosscheck::queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, steps.graphs.replays);
+            for d in &mut dispatches {
+                d.ne11 = d.kernel.and_then(|id| steps.columns(true).get(&id)).cloned().unwrap_or_default();
+            }
+            let code_dirs = acc.code.finish(pid, &self.kernel_names, &kernels, &dispatches);
+            let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
+            ioctls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
+            let gpu_jobs = acc.jobs.finish(&spans);
+            let (has_ioctls, has_queues) = (!ioctls.is_empty() || gpu_jobs.is_some(), !acc.queues.is_empty());
+            report.processes.push(ProcessReport {
+                pid,
+                ppid: acc.info.ppid,
+                comm: acc.info.comm,
+                argv: acc.info.argv,
+                role: acc.info.role,
+                model: acc.info.model,
+                model_name: acc.info.model_name,
+                mapped,
+                code_dirs,
+                ioctls,
+                queues: acc.queues,
+                gpu_jobs,
+                mmq_widths,
+                step_libraries: step_libraries(&phases, &report.counted_libraries),
+                sequences_untracked,
+                phases,
+                dispatches,
+                barrier_packets: acc.barrier_packets,
+                graph_replays: steps.graphs.replays,
+                graph_replays_unresolved: steps.graphs.unknown_replays,
+                graph_execs_from_driver: steps.graphs.driver.clone(),
+                crosscheck,
+                exit_code: acc.exit.as_ref().and_then(|e| e.code),
+                exit_signal: acc.exit.as_ref().and_then(|e| e.signal),
+                exited: acc.exit.is_some(),
+                kernels,
+                configs: ConfigReport { shapes: shapes(acc.config_shapes), ..acc.configs },
+                api,
+                memory: acc.memory,
+                // A runtime probed late or not at all may have been called unseen: never "no activity".
+                gpu_activity: !acc.libs.is_empty() || has_ioctls || has_queues || incomplete || !unobserved.is_empty(),
+                incomplete,
+                unobserved,
+                libraries: acc.libs.into_iter().collect(),
+            });
+        }
+        report
+    }
+}
+
+/// A process's kernel rows: classified by name and shape, executions counted (launches that neither failed
+/// nor were captured, and graph replays'), one row per name, most executions first.
+fn kernel_rows(
+    kernels: BTreeMap<u32, KernelAcc>,
+    outcomes: &BTreeMap<u32, (u64, u64, u64)>,
+    steps: &crate::read::phase::ProcessSteps,
+) -> Vec<KernelReport> {
+    let kernels: Vec<KernelReport> = kernels
+        .into_values()
+        .map(|k| {
+            let shapes = shapes(k.shapes);
+            // The batch from the most frequent launch shape where the shape refines it (MMQ's grid).
+            let class = match shapes.first() {
+                Some(sh) => KernelClass::of_shape(&k.report.name, sh),
+                None => KernelClass::of(&k.report.name),
+            };
+            let (launched, failed, captured) = outcomes.get(&k.report.id).copied().unwrap_or_default();
+            let replayed = steps.graphs.replayed.get(&k.report.id).copied().unwrap_or(0);
+            let executions = launched - failed - captured + replayed;
+            let ne11 = steps.columns(false).get(&k.report.id).cloned().unwrap_or_default();
+            KernelReport { shapes, class, executions, graph_executions: replayed, ne11, ..k.report }
+        })
+        .collect();
+    let mut kernels = super::merge::merge_by_name(kernels);
+    kernels.sort_by(|a, b| b.executions.cmp(&a.executions).then(b.launches.cmp(&a.launches)).then(a.id.cmp(&b.id)));
+    kernels
+}
+
+/// A process's API rows, most calls first, and the calls tallied in the kernel by runtime (they count as
+/// calls of the runtime's copy).
+fn api_rows(api: BTreeMap<ApiFunc, ApiReport>) -> (Vec<ApiReport>, HashMap<Library, u64>) {
+    let mut tallied: HashMap<Library, u64> = HashMap::new();
+    for a in api.values() {
+        *tallied.entry(a.api.library()).or_default() += a.tallied;
+    }
+    let mut api: Vec<ApiReport> = api
+        .into_values()
+        .map(|mut a| {
+            a.mean_ns = a.total_ns / (a.calls - a.untimed).max(1);
+            a
+        })
+        .collect();
+    api.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.api.name().cmp(b.api.name())));
+    (api, tallied)
+}
+
+/// The libraries a process mapped: as its maps said, and each probed copy it called, which it mapped even
+/// if it ended before its maps were read.
+fn seen_maps(
+    mut mapped: Vec<trace::Mapping>,
+    called: &std::collections::BTreeSet<u32>,
+    libraries: &[trace::Library],
+    pid: u32,
+) -> Vec<trace::Mapping> {
+    for id in called {
+        if !mapped.iter().any(|m| m.lib == Some(*id))
+            && let Some(l) = libraries.iter().find(|l| l.id == *id)
+        {
+            mapped.push(trace::Mapping {
+                ts: 0,
+                pid,
+                path: l.path.clone(),
+                dev: l.dev,
+                inode: l.inode,
+                lib: Some(*id),
+                gpu: Some(trace::GpuLibrary::Runtime),
+                probed_late: false,
+                probed_at: None,
+                not_probed: false,
+            });
+        }
+    }
+    mapped
+}
+
+/// What the header says that the report shows.
+fn header(t: &mut super::TraceInfo, h: trace::Header) {
+    t.lean = h.options.lean;
+    t.gpu_jobs = super::jobs::Coverage::of(&h.options);
+    (t.schema, t.tracer_version, t.host, t.kernel_release) = (h.schema, h.tracer_version, h.host, h.kernel_release);
+}
+
+/// Counts one call; `timed` is its result and duration, None for a call recorded at entry only.
+/// The names of the entry libraries whose calls the phases count (the last id stands for itself and every
+/// later one).
+fn step_libraries(phases: &[crate::read::phase::PhaseReport], libs: &[trace::EntryLibrary]) -> BTreeMap<u32, String> {
+    let merged = trace::event::STEP_LIBRARIES_MERGED;
+    phases
+        .iter()
+        .flat_map(|ph| ph.library_calls.keys())
+        .map(|&id| {
+            let name = libs.iter().find(|l| l.id == id).map_or_else(|| format!("library {id}"), |l| l.path.clone());
+            let name = if id == merged { format!("{name} and every later library") } else { name };
+            (id, name)
+        })
+        .collect()
+}
+
+fn api_stat(api: &mut BTreeMap<ApiFunc, ApiReport>, func: ApiFunc, timed: Option<(i64, u64)>) {
+    let a = api.entry(func).or_insert_with(|| ApiReport::new(func));
+    a.calls += 1;
+    match timed {
+        Some((ret, dur)) => {
+            if ret != 0 {
+                a.errors += 1;
+            }
+            a.total_ns += dur;
+        }
+        None => a.untimed += 1,
+    }
+}
+
+/// A kernel's entry in a process's table, named from its kernel record (unnamed, with the handle
+/// launched, when there is none).
+fn kernel_acc(id: u32, kernel_names: &HashMap<u32, trace::Kernel>, handle: u64) -> KernelAcc {
+    let mut k = KernelAcc::default();
+    k.report.id = id;
+    if let Some(n) = kernel_names.get(&id) {
+        k.report.name.clone_from(&n.name);
+        k.report.demangled.clone_from(&n.demangled);
+        k.report.source = n.source;
+        k.report.handle = n.handle;
+        k.report.code_file.clone_from(&n.code_file);
+        k.report.bundles.clone_from(&n.bundles);
+        k.report.caller.clone_from(&n.caller);
+    } else {
+        k.report.source = trace::Source::Unnamed;
+        k.report.handle = handle;
+    }
+    k
+}

@@ -1,0 +1,341 @@
+use super::*;
+use crate::{
+    trace::event::{Call, Config, MemcpyKind, Origin},
+    trace::{Footer, Header, Kernel, Launch, Process, Source, Stop},
+};
+
+fn launch(kernel: u32, grid: [u32; 3], ret: i32) -> Record {
+    Record::Launch(Launch {
+        lib: 1,
+        handle: 0x100 * u64::from(kernel),
+        grid,
+        block: [256, 1, 1],
+        ret,
+        dur: 1000,
+        ..Launch::for_test(7, Some(kernel), 2_000_000_000)
+    })
+}
+
+#[test]
+fn aggregates_per_process() {
+    let o = Origin { ts: 0, pid: 7, tid: 0, lib: 1 };
+    let records = vec![
+        Record::Header(Header {
+            format: trace::FORMAT.into(),
+            schema: 1,
+            start_mono_ns: 1_000_000_000,
+            ..Default::default()
+        }),
+        Record::Process(Process { pid: 7, comm: "runner".into(), argv: vec!["runner".into()], ..Default::default() }),
+        Record::Kernel(Kernel {
+            id: 1,
+            pid: 7,
+            handle: 0x100,
+            name: "_Z1av".into(),
+            demangled: "a()".into(),
+            source: Source::Register,
+            ..Default::default()
+        }),
+        launch(1, [4, 1, 1], 101),
+        launch(1, [4, 1, 1], 101),
+        launch(1, [8, 1, 1], 0),
+        Record::Config(Config {
+            ts: 0,
+            pid: 7,
+            tid: 0,
+            lib: 1,
+            api: ApiFunc::HipPushCallConfiguration,
+            grid: [2, 1, 1],
+            block: [64, 1, 1],
+            shmem: 0,
+            stream: 0,
+            ret: 101,
+            dur: 500,
+        }),
+        Record::Call(Call { size: Some(4096), ..Call::new(o, ApiFunc::HipMalloc, 0, 100) }),
+        Record::Call(Call { size: Some(1 << 30), ..Call::new(o, ApiFunc::HipMalloc, 2, 100) }),
+        Record::Call(Call {
+            size: Some(64),
+            kind: Some(MemcpyKind::DeviceToHost),
+            ..Call::new(o, ApiFunc::HipMemcpy, 0, 300)
+        }),
+        Record::Footer(Footer {
+            end_mono_ns: 3_000_000_000,
+            drops: [("call".to_owned(), vec![1, 2])].into(),
+            stop: Stop::Signal,
+            ..Default::default()
+        }),
+    ];
+    let r = Report::build(records);
+    assert_eq!(r.trace.duration_s.to_bits(), 2.0f64.to_bits(), "exactly 2 s of integer nanoseconds");
+    assert_eq!(r.drops_total, 3);
+    let p = &r.processes[0];
+    assert_eq!(p.comm, "runner");
+    let k = &p.kernels[0];
+    assert_eq!((k.launches, k.failed, k.demangled.as_str()), (3, 2, "a()"));
+    assert_eq!(k.returns, [(0, 1), (101, 2)].into());
+    assert_eq!(k.shapes[0].grid, [4, 1, 1]);
+    assert_eq!(k.shapes[0].count, 2);
+    assert_eq!((p.configs.count, p.configs.failed), (1, 1));
+    assert_eq!((p.memory.malloc_calls, p.memory.malloc_failed, p.memory.malloc_bytes), (2, 1, 4096));
+    assert_eq!(p.memory.memcpy["DeviceToHost"].bytes, 64);
+    let launch_api = p.api.iter().find(|a| a.api == ApiFunc::HipLaunchKernel).unwrap();
+    assert_eq!((launch_api.calls, launch_api.errors, launch_api.mean_ns), (3, 2, 1000));
+    let text = r.to_text(&TextOptions::default());
+    assert!(text.contains("unknown                        a\n"), "{text}");
+    assert!(text.contains("3 records dropped"), "{text}");
+    let full = r.to_text(&TextOptions { full_names: true, top: 0 });
+    assert!(full.contains("unknown                        a()\n"), "{full}");
+}
+
+/// A graph executable instantiated from one capture and updated in place with a later one (ggml's
+/// way): replays before the update run the first capture's kernels, after it the second's; an
+/// executable whose capture was never seen stays unresolved.
+#[test]
+fn graph_replays_follow_in_place_updates_of_the_executable() {
+    let o = Origin { ts: 0, pid: 7, tid: 0, lib: 1 };
+    let captured = |kernel: u32| {
+        let mut r = launch(kernel, [1, 1, 1], 0);
+        if let Record::Launch(l) = &mut r {
+            (l.captured, l.stream) = (true, 0x5);
+        }
+        r
+    };
+    let call = |api: ApiFunc, handle: u64, value: Option<u64>| {
+        Record::Call(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) })
+    };
+    let replay = || call(ApiFunc::CuGraphLaunch, 0xE, None);
+    let records = vec![
+        captured(1),
+        call(ApiFunc::CuStreamEndCapture, 0x61, None),
+        call(ApiFunc::CuGraphInstantiateWithFlags, 0x61, Some(0xE)),
+        replay(),
+        replay(),
+        captured(2),
+        captured(2),
+        call(ApiFunc::CuStreamEndCapture, 0x62, None),
+        call(ApiFunc::CuGraphExecUpdate, 0x62, Some(0xE)),
+        replay(),
+        call(ApiFunc::CuGraphLaunch, 0xF, None),
+    ];
+    let r = Report::build(records);
+    let p = &r.processes[0];
+    assert_eq!((p.graph_replays, p.graph_replays_unresolved), (4, 1));
+    let runs = |id: u32| p.kernels.iter().find(|k| k.id == id).map(|k| (k.graph_executions, k.executions));
+    // Kernel 1: in 2 replays; kernel 2: twice in the one replay after the update.
+    assert_eq!((runs(1), runs(2)), (Some((2, 2)), Some((2, 2))));
+}
+
+#[test]
+fn processes_with_no_gpu_activity_fold_into_one_line() {
+    let process = |pid: u32, comm: &str| Record::Process(Process { pid, comm: comm.into(), ..Default::default() });
+    let records = vec![process(7, "runner"), launch(1, [1, 1, 1], 0), process(8, "gcc"), process(9, "ld")];
+    let r = Report::build(records);
+    let active: Vec<u32> = r.processes.iter().filter(|p| p.gpu_activity).map(|p| p.pid).collect();
+    assert_eq!((active, r.processes.len()), (vec![7], 3));
+    let text = r.to_text(&TextOptions::default());
+    assert!(text.contains("process 7 runner"), "{text}");
+    assert!(!text.contains("process 8 gcc"), "{text}");
+    assert!(text.contains("2 processes with no GPU activity (all in --json): gcc (pid 8), ld (pid 9)"), "{text}");
+}
+
+/// On a queue, as on a stream: ggml's src1 quantization dispatch (grid x = ne1 blocks; the packet
+/// counts work-items) gives the MMQ dispatch after it its exact column count, on the same queue only.
+#[test]
+fn mmq_dispatches_take_their_width_from_the_src1_quantization_on_their_queue() {
+    const QUANTIZE: &str = "_Z17quantize_mmq_q8_1IL18mmq_q8_1_ds_layout1EEvPKfPKiPvlllllii";
+    const MMQ16: &str = "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii";
+    let kernel = |pid: u32, id: u32, name: &str| {
+        Record::Kernel(Kernel { id, pid, handle: u64::from(id), name: name.into(), ..Default::default() })
+    };
+    let dispatch = |pid: u32, kernel: u32, queue: u64, grid: [u32; 3], workgroup: [u16; 3]| {
+        Record::Dispatch(trace::Dispatch {
+            pid,
+            queue,
+            packet: trace::event::PacketType::KernelDispatch,
+            workgroup,
+            grid,
+            kernel_object: u64::from(kernel),
+            kernel: Some(kernel),
+            ..Default::default()
+        })
+    };
+    let quantize = |pid: u32, id: u32, queue: u64| dispatch(pid, id, queue, [11 * 128, 1, 1], [128, 1, 1]);
+    let mmq = |pid: u32, id: u32, queue: u64| dispatch(pid, id, queue, [132 * 256, 1, 1], [256, 1, 1]);
+    // A parameter list tracer knows: its column count read from the argument segment wins.
+    const MMQ_KNOWN: &str = "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_5uint3iiiiiS6_S6_iiiS6_S6_iiiS6_";
+    let mut read = mmq(9, 6, 0xA);
+    if let Record::Dispatch(d) = &mut read {
+        d.params = BTreeMap::from([(9, 0x0000_0001_0000_0122)]); // byte 72: 290
+    }
+    let records = vec![
+        kernel(7, 1, QUANTIZE),
+        kernel(7, 2, MMQ16),
+        kernel(8, 3, QUANTIZE),
+        kernel(8, 4, MMQ16),
+        kernel(9, 5, QUANTIZE),
+        kernel(9, 6, MMQ_KNOWN),
+        quantize(7, 1, 0xA),
+        mmq(7, 2, 0xA),
+        // In another process: the quantization on one queue, the MMQ on another.
+        quantize(8, 3, 0xA),
+        mmq(8, 4, 0xB),
+        quantize(9, 5, 0xA),
+        read,
+    ];
+    let r = Report::build(records);
+    let by_pid = |pid: u32| r.processes.iter().find(|p| p.pid == pid).unwrap();
+    let widths = |pid: u32| by_pid(pid).mmq_widths.clone().into_iter().collect::<Vec<_>>();
+    assert_eq!((widths(7), widths(8)), (vec![("src1 quantize grid", 1)], vec![("tile bound only", 1)]));
+    assert_eq!(widths(9), vec![("kernel parameter", 1)]);
+    let prefill = |pid: u32| {
+        let p = by_pid(pid).phases.iter().find(|ph| ph.phase == crate::read::phase::Phase::Prefill).unwrap();
+        p.batch_widths.iter().cloned().collect::<Vec<_>>()
+    };
+    assert_eq!((prefill(7), prefill(8)), (vec!["11".to_owned()], vec!["<=16".to_owned()]));
+    assert_eq!(prefill(9), vec!["290".to_owned()]);
+}
+
+#[test]
+fn dispatches_name_the_bundle_of_the_registered_kernel() {
+    let kernel = |id: u32, source: Source, bundles: Vec<String>| {
+        Record::Kernel(Kernel {
+            id,
+            pid: 7,
+            handle: 0x100 * u64::from(id),
+            name: "_Z1av".into(),
+            demangled: "a()".into(),
+            source,
+            code_file: (!bundles.is_empty()).then(|| "/lib/libggml-hip.so".to_owned()),
+            bundles,
+            caller: None,
+            ..Default::default()
+        })
+    };
+    let dispatch = Record::Dispatch(trace::Dispatch {
+        pid: 7,
+        packet: trace::event::PacketType::KernelDispatch,
+        workgroup: [64, 1, 1],
+        grid: [256, 1, 1],
+        kernel_object: 0xabc,
+        kernel: Some(2),
+        ..Default::default()
+    });
+    let records = vec![
+        Record::Process(Process { pid: 7, comm: "runner".into(), ..Default::default() }),
+        kernel(1, Source::Register, vec!["0042".into()]),
+        kernel(2, Source::Hsa, Vec::new()),
+        dispatch,
+    ];
+    let r = Report::build(records);
+    let d = &r.processes[0].dispatches[0];
+    assert_eq!(
+        (d.code_file.as_deref(), d.bundles.as_slice()),
+        (Some("/lib/libggml-hip.so"), ["0042".to_owned()].as_slice())
+    );
+}
+
+/// The records of the ledger test: one process, each kind of mapped library.
+fn ledger_records() -> Vec<Record> {
+    let mapping = |path: &str, inode: u64, lib: Option<u32>| {
+        Record::Mapping(trace::Mapping {
+            ts: 1_000_000_000,
+            pid: 7,
+            path: path.into(),
+            dev: 1,
+            inode,
+            lib,
+            gpu: Some(trace::GpuLibrary::UsesRuntime),
+            ..Default::default()
+        })
+    };
+    let counted = |id: u32, path: &str, inode: u64| {
+        Record::EntryLibrary(trace::EntryLibrary {
+            id,
+            path: path.into(),
+            dev: 1,
+            inode,
+            functions: 500,
+            attached_ts: Some(900_000_000),
+            ..Default::default()
+        })
+    };
+    let entry = |lib: u32, function: &str, calls: u64| {
+        Record::EntryCalls(trace::EntryCalls { pid: 7, lib, function: function.into(), calls })
+    };
+    vec![
+        Record::Header(Header { format: trace::FORMAT.into(), schema: 1, start_mono_ns: 0, ..Default::default() }),
+        Record::Library(trace::Library {
+            id: 1,
+            path: "/lib/libamdhip64.so.5".into(),
+            dev: 1,
+            inode: 10,
+            attached_ts: Some(0),
+            ..Default::default()
+        }),
+        counted(1, "/lib/libhipblas.so.2", 11),
+        counted(2, "/lib/librocsolver.so.0", 12),
+        Record::Process(Process { pid: 7, comm: "runner".into(), ..Default::default() }),
+        mapping("/lib/libamdhip64.so.5", 10, Some(1)),
+        mapping("/lib/libhipblas.so.2", 11, None),
+        mapping("/lib/librocsolver.so.0", 12, None),
+        mapping("/lib/libggml-hip.so", 13, None),
+        Record::Kernel(Kernel {
+            id: 1,
+            pid: 7,
+            handle: 0x100,
+            name: "_Z1av".into(),
+            source: Source::Register,
+            code_file: Some("/lib/libggml-hip.so".into()),
+            ..Default::default()
+        }),
+        launch(1, [4, 1, 1], 0),
+        launch(1, [4, 1, 1], 0),
+        entry(1, "hipblasCreate", 1),
+        entry(1, "hipblasSgemm", 3),
+        Record::LaunchSites(trace::LaunchSites { pid: 7, path: "/lib/libggml-hip.so".into(), launches: 2, failed: 0 }),
+        // A program whose own kernels' launches all failed (no usable GPU): nothing of it ran.
+        mapping("/bin/runner", 14, None),
+        Record::Kernel(Kernel {
+            id: 2,
+            pid: 7,
+            handle: 0x200,
+            name: "_Z1bv".into(),
+            source: Source::Register,
+            code_file: Some("/bin/runner".into()),
+            ..Default::default()
+        }),
+        launch(2, [4, 1, 1], 100),
+        launch(2, [4, 1, 1], 100),
+        launch(2, [4, 1, 1], 100),
+        Record::LaunchSites(trace::LaunchSites { pid: 7, path: "/bin/runner".into(), launches: 3, failed: 3 }),
+    ]
+}
+
+/// The ledger of one process: a probed runtime (its API calls), a counted library called (its functions,
+/// most called first; the kernels its code holds and their executions; the launches its code made), a
+/// counted library never called, and a GPU library whose calls were not counted.
+#[test]
+fn the_ledger_sums_calls_kernels_and_launches_per_mapped_library() {
+    let r = Report::build(ledger_records());
+    let p = &r.processes[0];
+    let row = |name: &str| p.mapped.iter().find(|m| m.path.contains(name)).unwrap();
+    let hip = row("libamdhip64");
+    assert_eq!((hip.status, hip.calls), (MapStatus::Called, Some(5))); // 2 calls and the runner's 3 launches
+    let blas = row("libhipblas");
+    assert_eq!((blas.status, blas.calls), (MapStatus::Called, Some(4)));
+    let functions: Vec<(&str, u64)> = blas.functions.iter().map(|f| (f.function.as_str(), f.calls)).collect();
+    assert_eq!(functions, [("hipblasSgemm", 3), ("hipblasCreate", 1)]);
+    let solver = row("librocsolver");
+    assert_eq!((solver.status, solver.calls), (MapStatus::MappedOnly, Some(0)));
+    // Its calls not counted, but its code ran: dispatched.
+    let ggml = row("libggml-hip");
+    assert_eq!((ggml.status, ggml.calls), (MapStatus::Dispatched, None));
+    assert_eq!((ggml.kernels, ggml.executions, ggml.launches_from), (1, 2, 2));
+    let runner = row("/bin/runner");
+    assert_eq!((runner.status, runner.executions, runner.launches_failed), (MapStatus::LaunchesFailed, 0, 3));
+    let text = r.to_text(&TextOptions::default());
+    assert!(text.contains("launches-failed /bin/runner (1 kernels of its code, 0 executions, 3 launches made from its code, every one failed)"), "{text}");
+    assert!(text.contains("hipblasSgemm 3, hipblasCreate 1"), "{text}");
+    assert!(text.contains("(1 kernels of its code, 2 executions, 2 launches made from its code)"), "{text}");
+}

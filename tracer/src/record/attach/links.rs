@@ -1,0 +1,182 @@
+//! The runtime probes as multi-point uprobe links: one link per program and library copy, or, recording
+//! chosen processes, one per program, copy and process for the calls that recur, and one per program and
+//! copy in every process for the others.
+
+use std::{collections::BTreeMap, sync::Arc};
+
+use anyhow::{Result, anyhow};
+use aya::Ebpf;
+
+use super::{MultiProgram, OBJECT, ProbeMode, Programs};
+use crate::os::files::CodeFile;
+
+/// The runtime probes' programs loaded for multi-point uprobe links (Linux 6.6 and later): each program is
+/// attached to all its functions of a library copy by one link, so a copy costs five links instead of one
+/// uprobe per function, and its release waits for one grace period per link instead of one per probe (a
+/// recording started meanwhile no longer waits seconds behind the release). Without them (an older kernel),
+/// each function gets a uprobe of its own, as before.
+pub(crate) struct RuntimeLinks {
+    /// Program name -> the program loaded for multi-point links: in every process, or, placed per process,
+    /// the calls that recur in each recorded process.
+    programs: BTreeMap<&'static str, MultiProgram>,
+    /// Placed per process: the same programs loaded again for the calls that do not recur, linked in every
+    /// process (filtered by the program), so that the kernel counts each set's runs apart.
+    everywhere: BTreeMap<&'static str, MultiProgram>,
+    /// Every link made for every process: closing one detaches its points (see [`release_in_background`]).
+    links: Vec<std::os::fd::OwnedFd>,
+    /// Recording chosen processes: each process's own links (its probes trap nobody else); `None`: one
+    /// link per program and copy, for every process.
+    scoped: Option<BTreeMap<u32, Vec<std::os::fd::OwnedFd>>>,
+    /// What each process's own links cover, kept so that a process joining later gets the same probes.
+    plans: Vec<Plan>,
+    /// Links the kernel refused since last asked, each said once (their functions got a uprobe each).
+    pub(super) refused: Vec<String>,
+}
+
+/// One link's program and where it goes.
+#[derive(Clone, Copy)]
+pub(super) struct Link {
+    pub(super) prog: &'static str,
+    /// At the functions' returns.
+    pub(super) returns: bool,
+    /// Its functions' calls recur ([`tracer_common::api::Op::recurs`]): placed per process when probes are.
+    pub(super) recurs: bool,
+}
+
+/// One program's points in one library copy, at the functions' entries or returns.
+struct Plan {
+    prog: &'static str,
+    /// The copy, kept open: its links go on this very file (`/proc/self/fd/N`).
+    file: Arc<CodeFile>,
+    offsets: Vec<u64>,
+    cookies: Vec<u64>,
+    returns: bool,
+}
+
+/// The program `name` of `loaded`, loaded on its first use with `ebpf`'s maps.
+fn loaded<'a>(
+    loaded: &'a mut BTreeMap<&'static str, MultiProgram>,
+    ebpf: &Ebpf,
+    name: &'static str,
+) -> Result<&'a MultiProgram> {
+    if !loaded.contains_key(name) {
+        loaded.insert(name, MultiProgram::load(OBJECT, ebpf, name)?);
+    }
+    loaded.get(name).ok_or_else(|| anyhow!("{name} is not loaded for multi-point links"))
+}
+
+impl RuntimeLinks {
+    /// Loads the programs of `mode` for multi-point links, sharing `ebpf`'s maps.
+    pub(crate) fn load(ebpf: &Ebpf, mode: ProbeMode) -> Result<Self> {
+        let Programs { entry, ret, one_trap, .. } = mode.programs();
+        let mut programs = BTreeMap::new();
+        // The programs of every copy, loaded now (a kernel without multi-point links says so before anything
+        // is attached); the others at their first use (the batch program's loops take the verifier a
+        // quarter of a second, and a copy of libllama is rare).
+        for name in [entry, ret, one_trap] {
+            loaded(&mut programs, ebpf, name)?;
+        }
+        Ok(Self {
+            programs,
+            everywhere: BTreeMap::new(),
+            links: Vec::new(),
+            scoped: None,
+            plans: Vec::new(),
+            refused: Vec::new(),
+        })
+    }
+
+    /// From now on, each process gets links of its own for the calls that recur ([`RuntimeLinks::add_process`]);
+    /// other processes that map the same copies do not trap on them.
+    pub(crate) fn scope_to_processes(&mut self) {
+        self.scoped.get_or_insert_with(BTreeMap::new);
+    }
+
+    /// Whether probes are placed per process.
+    pub(crate) const fn scoped(&self) -> bool {
+        self.scoped.is_some()
+    }
+
+    /// A process joining the recording gets links on every planned copy; false when it already had them, or
+    /// probes are not placed per process. A process that has already ended is skipped.
+    pub(crate) fn add_process(&mut self, pid: u32) -> Result<bool> {
+        let Self { programs, scoped: Some(by_pid), plans, .. } = self else { return Ok(false) };
+        if by_pid.contains_key(&pid) {
+            return Ok(false);
+        }
+        let mut fds = Vec::with_capacity(plans.len());
+        for plan in plans.iter() {
+            let program = programs.get(plan.prog).ok_or_else(|| anyhow!("{} is not loaded", plan.prog))?;
+            match program.attach(&plan.file.proc_path(), &plan.offsets, &plan.cookies, Some(pid), plan.returns) {
+                Ok(fd) => fds.push(fd),
+                Err(e) if process_gone(&e) => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+        by_pid.insert(pid, fds);
+        Ok(true)
+    }
+
+    /// A process that ended: its links closed, in the background (each close waits for a grace period).
+    pub(crate) fn remove_process(&mut self, pid: u32) {
+        if let Some(fds) = self.scoped.as_mut().and_then(|by_pid| by_pid.remove(&pid))
+            && !fds.is_empty()
+        {
+            drop(std::thread::Builder::new().name("tracer-release".into()).spawn(move || drop(fds)));
+        }
+    }
+
+    /// The links refused since the last call, as sentences (their functions were probed one uprobe each).
+    pub(crate) fn take_refused(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.refused)
+    }
+
+    /// Runs of these programs the kernel skipped (another tracer program was running on that CPU).
+    pub(crate) fn misses(&self) -> u64 {
+        self.programs.values().chain(self.everywhere.values()).map(MultiProgram::misses).sum()
+    }
+
+    /// Each program's (name, runs, nanoseconds) as the kernel counted them (`record --program-stats`); placed
+    /// per process, the programs linked in every process are named `NAME (every process)`.
+    pub(crate) fn stats(&self) -> Vec<(String, u64, u64)> {
+        let own = self.programs.iter().map(|(name, p)| ((*name).to_owned(), p));
+        let everywhere = self.everywhere.iter().map(|(name, p)| (format!("{name} (every process)"), p));
+        own.chain(everywhere).filter_map(|(name, p)| p.stats().map(|(runs, ns)| (name, runs, ns))).collect()
+    }
+
+    /// Links `link`'s program at `points` (offset, cookie) of `file`: for every process, or, when probes are
+    /// placed per process and its calls recur, for each process of the recording.
+    pub(super) fn link(&mut self, ebpf: &Ebpf, link: Link, file: &Arc<CodeFile>, points: &[(u64, u64)]) -> Result<()> {
+        let Link { prog, returns, recurs } = link;
+        let (offsets, cookies): (Vec<u64>, Vec<u64>) = points.iter().copied().unzip();
+        let target = file.proc_path();
+        match &mut self.scoped {
+            None => {
+                let program = loaded(&mut self.programs, ebpf, prog)?;
+                self.links.push(program.attach(&target, &offsets, &cookies, None, returns)?);
+            }
+            Some(_) if !recurs => {
+                let program = loaded(&mut self.everywhere, ebpf, prog)?;
+                self.links.push(program.attach(&target, &offsets, &cookies, None, returns)?);
+                return Ok(());
+            }
+            Some(by_pid) => {
+                let program = loaded(&mut self.programs, ebpf, prog)?;
+                for (&pid, fds) in by_pid.iter_mut() {
+                    match program.attach(&target, &offsets, &cookies, Some(pid), returns) {
+                        Ok(fd) => fds.push(fd),
+                        Err(e) if process_gone(&e) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        self.plans.push(Plan { prog, file: Arc::clone(file), offsets, cookies, returns });
+        Ok(())
+    }
+}
+
+/// Whether a link failed because its process has ended (`ESRCH`).
+fn process_gone(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.raw_os_error() == Some(libc::ESRCH)))
+}

@@ -1,0 +1,134 @@
+//! Code-object files a process loads by path (`hipModuleLoad`, `cuModuleLoad`) or by descriptor
+//! (`hsa_code_object_reader_create_from_file`): the call gets its file, the module its code file (so the
+//! functions looked up in it carry it), and the file's directory is listed once, as the process sees it,
+//! into a `code_dir` record (what was present there is known only at record time).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::{
+    os::proc::Procs,
+    record::decode::Name,
+    trace::event::Call,
+    trace::{CODE_DIR_BYTES_MAX, CODE_DIR_NAMES_MAX, CodeDir},
+};
+
+use super::bump;
+
+/// Directories listed per process at most; a load from a further one is counted
+/// (`code_dirs_not_listed`).
+const DIRS_MAX: usize = 64;
+
+/// One process's code-object files: the path each thread's load in progress named at its entry, and the
+/// directories listed so far.
+#[derive(Default)]
+pub(super) struct CodeFiles {
+    /// Per thread: the path read at the entry of its load in progress (the call record follows).
+    pending: HashMap<u32, Name>,
+    listed: HashSet<String>,
+}
+
+impl CodeFiles {
+    /// The path a load named at its entry (a name record with the call's header).
+    pub(super) fn path_named(&mut self, n: Name, counters: &mut BTreeMap<String, u64>) {
+        if self.pending.insert(n.origin.tid, n).is_some() {
+            bump(counters, "module_paths_without_call");
+        }
+    }
+
+    /// The file a load by path named: the path its entry read (same thread, same time), made absolute
+    /// against the process's working directory where it is relative, and whether the probe cut it. None
+    /// when no path was read for it.
+    pub(super) fn path_of(
+        &mut self,
+        c: &Call,
+        procs: &dyn Procs,
+        counters: &mut BTreeMap<String, u64>,
+    ) -> Option<(String, bool)> {
+        let Some(n) = self.pending.remove(&c.tid) else {
+            bump(counters, "module_loads_without_path");
+            return None;
+        };
+        if n.origin.ts != c.ts {
+            // Another load's path (its call record was lost): not this one's.
+            bump(counters, "module_loads_without_path");
+            return None;
+        }
+        if n.fault || n.name.is_empty() {
+            bump(counters, "module_paths_unread");
+            return None;
+        }
+        if n.name.starts_with('/') {
+            return Some((n.name, n.truncated));
+        }
+        let relative = n.name.trim_start_matches("./");
+        if let Some(cwd) = procs.cwd(c.pid) {
+            Some((format!("{}/{relative}", cwd.trim_end_matches('/')), n.truncated))
+        } else {
+            bump(counters, "module_paths_relative");
+            Some((n.name, n.truncated))
+        }
+    }
+
+    /// The file behind a descriptor a load was given, read now (the process may close it soon after):
+    /// None, counted, when it could not be read or is not a file of a path.
+    pub(super) fn fd_file(c: &Call, procs: &dyn Procs, counters: &mut BTreeMap<String, u64>) -> Option<String> {
+        let target = c.value.and_then(|fd| u32::try_from(fd).ok()).and_then(|fd| procs.fd_target(c.pid, fd));
+        match target {
+            Some(t) if t.starts_with('/') => Some(t),
+            _ => {
+                bump(counters, "code_object_fds_unread");
+                None
+            }
+        }
+    }
+
+    /// The `code_dir` record of the directory holding `file`, the first time this process loads from it.
+    pub(super) fn list_dir(
+        &mut self,
+        file: &str,
+        truncated: bool,
+        (pid, ts): (u32, u64),
+        procs: &dyn Procs,
+        counters: &mut BTreeMap<String, u64>,
+    ) -> Option<CodeDir> {
+        // A path cut by the probe names no directory for certain.
+        if !file.starts_with('/') || truncated {
+            return None;
+        }
+        let dir = match file.rsplit_once('/') {
+            Some(("", _)) => "/".to_owned(),
+            Some((dir, _)) => dir.to_owned(),
+            None => return None,
+        };
+        if self.listed.contains(&dir) {
+            return None;
+        }
+        if self.listed.len() >= DIRS_MAX {
+            bump(counters, "code_dirs_not_listed");
+            return None;
+        }
+        self.listed.insert(dir.clone());
+        let mut rec = CodeDir { ts, pid, path: dir, ..CodeDir::default() };
+        match procs.list_files(pid, &rec.path) {
+            Ok((mut files, cut)) => {
+                files.sort_unstable();
+                rec.count = files.len() as u64;
+                rec.cut = cut;
+                let mut bytes = 0usize;
+                for f in files {
+                    bytes = bytes.saturating_add(f.len());
+                    if rec.files.len() == CODE_DIR_NAMES_MAX || bytes > CODE_DIR_BYTES_MAX {
+                        rec.cut = true;
+                        break;
+                    }
+                    rec.files.push(f);
+                }
+            }
+            Err(why) => {
+                bump(counters, "code_dirs_unlisted");
+                rec.error = Some(why);
+            }
+        }
+        Some(rec)
+    }
+}

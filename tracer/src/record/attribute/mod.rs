@@ -1,0 +1,594 @@
+//! Attribution: decoded events become trace records naming the process, the library copy and the kernel.
+//!
+//! The dispatcher of the step: it keeps what it knows of each live process in one struct (dropped at
+//! exit, replaced at exec) and asks [`crate::record::names`] for kernel names.
+
+use std::collections::{BTreeMap, HashMap};
+
+use tracer_common::{
+    ApiFunc, ProcEvent,
+    api::{Layout, Library, Op},
+};
+
+use crate::{
+    os::proc::{LIVE, Procs},
+    record::{
+        decode::{CodeTail, Event, Name, Params, Proc},
+        names::{HeldMappings, Names, ProcessNames, Source},
+        process::ProcessTable,
+    },
+    trace::event::{Call, Dispatch, Launch, PacketType},
+    trace::{self, Cause, Record},
+};
+
+mod code_files;
+mod graphs;
+mod sites;
+
+pub struct Attributor {
+    pub(crate) processes: ProcessTable,
+    /// Kernel names: what every process shares (files, symbols, ids given).
+    pub names: Names,
+    /// Counted oddities for the footer.
+    pub counters: BTreeMap<String, u64>,
+    /// A process whose exit the caller records itself (with its exit status): the command it started.
+    pub own_child: Option<u32>,
+    /// Processes first seen (or exec'd) since the caller last took this list: it looks at their maps.
+    pub newly_seen: Vec<u32>,
+    /// Processes that joined the recording (a traced process's child, an exec) and ended, since the caller
+    /// last took these lists: where probes are placed per process, it places and releases theirs.
+    pub joined: Vec<u32>,
+    pub left: Vec<u32>,
+    /// Write the CUDA runtime's own launches (`--cuda-runtime`); otherwise they only name the driver
+    /// function of the launch they make.
+    pub runtime_view: bool,
+    /// Plans to write into the eBPF plan map (pid, function, plan): the caller takes them.
+    pub new_plans: Vec<(u32, u64, u32)>,
+    /// Runtime libraries traced processes opened since the caller last took this list: copies it may
+    /// have to probe now.
+    pub opened: Vec<crate::record::decode::Opened>,
+    procs: &'static (dyn Procs + Sync),
+    /// What the recording knows of each live process: dropped at its exit, replaced at its exec.
+    live: crate::FastMap<u32, Process>,
+    /// The process of the last event, known to be looked at (the hot path skips the table).
+    last_scanned: u32,
+}
+
+/// What attribution knows of one process, dropped whole when it exits and replaced when it execs.
+#[derive(Default)]
+struct Process {
+    /// Its kernel names.
+    names: ProcessNames,
+    /// What each fd of its ioctls points to, read once.
+    fds: HashMap<u32, Option<String>>,
+    /// Its streams capturing a graph, what they captured, its graph executables.
+    graphs: graphs::Graphs,
+    /// Per thread: the kernel parameters read at the entry of its launch in progress.
+    pending_params: HashMap<u32, Params>,
+    /// Its maps were looked at after one of its API events (its libraries are loaded by then).
+    scanned: bool,
+    /// Its launches by the file whose code made them.
+    sites: sites::Sites,
+    /// Its code-object files loaded by path, and their directories listed.
+    code_files: code_files::CodeFiles,
+    /// Per Vulkan command buffer: the compute pipeline last bound on it, which its dispatches run.
+    bound: HashMap<u64, u64>,
+    /// Per thread: the shader module whose code's end is arriving (its handle, the chunks so far, in
+    /// order; None once a chunk could not be read).
+    code: HashMap<u32, (u64, Option<Vec<u8>>)>,
+}
+
+/// Command buffers whose bound pipeline a process keeps at most (more are counted, their dispatches
+/// unnamed).
+const MAX_COMMAND_BUFFERS: usize = 1 << 16;
+/// `VK_PIPELINE_BIND_POINT_COMPUTE`.
+const BIND_POINT_COMPUTE: u32 = 1;
+
+impl Default for Attributor {
+    fn default() -> Self {
+        Self {
+            processes: ProcessTable::default(),
+            names: Names::default(),
+            counters: BTreeMap::new(),
+            own_child: None,
+            newly_seen: Vec::new(),
+            joined: Vec::new(),
+            left: Vec::new(),
+            runtime_view: false,
+            new_plans: Vec::new(),
+            opened: Vec::new(),
+            procs: &LIVE,
+            live: crate::FastMap::default(),
+            last_scanned: 0,
+        }
+    }
+}
+
+/// Counts an oddity for the footer. Some counters move on every launch: no allocation once the key is
+/// there.
+/// A Vulkan pipeline made (named after its module's shader) or bound to a command buffer (the pipeline
+/// that buffer's dispatches run).
+fn vulkan_call(
+    c: &Call,
+    names: &mut crate::record::names::Of<'_>,
+    bound: &mut HashMap<u64, u64>,
+    counters: &mut BTreeMap<String, u64>,
+    out: &mut Vec<Record>,
+) {
+    match c.api.op() {
+        Op::PipelineCreate if c.ret == 0 => {
+            if let (Some(pipeline), Some(module)) = (c.function, c.module)
+                && let Some(k) = names.pipeline(pipeline, module, c.ts)
+            {
+                out.push(Record::Kernel(k));
+            }
+            if let Some(more) = c.size.and_then(|n| n.checked_sub(1)).filter(|&n| n > 0) {
+                // Only the first pipeline of a call is read: the others' dispatches stay unnamed.
+                *counters.entry("pipelines_unread".to_owned()).or_default() += more;
+            }
+        }
+        Op::Bind if c.attribute == Some(BIND_POINT_COMPUTE) => {
+            if let (Some(cmd), Some(pipeline)) = (c.stream, c.function) {
+                if bound.len() < MAX_COMMAND_BUFFERS || bound.contains_key(&cmd) {
+                    bound.insert(cmd, pipeline);
+                } else {
+                    bump(counters, "command_buffers_over_limit");
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn bump(counters: &mut BTreeMap<String, u64>, name: &str) {
+    match counters.get_mut(name) {
+        Some(n) => *n += 1,
+        None => {
+            counters.insert(name.to_owned(), 1);
+        }
+    }
+}
+
+impl Attributor {
+    /// Processes whose events reached the trace so far (and are still running).
+    pub fn processes_seen(&self) -> usize {
+        self.live.values().filter(|p| p.scanned).count()
+    }
+
+    /// The process's state and its kernel names, borrowed together.
+    fn process(&mut self, pid: u32) -> (&mut Process, &mut Names) {
+        (self.live.entry(pid).or_default(), &mut self.names)
+    }
+
+    /// The launch sites of every process still running (the end of the recording).
+    pub fn launch_sites(&self) -> Vec<Record> {
+        let mut pids: Vec<&u32> = self.live.keys().collect();
+        pids.sort_unstable();
+        pids.into_iter().flat_map(|pid| self.live[pid].sites.records(*pid)).collect()
+    }
+
+    /// Reads a process's maps now (see [`crate::record::names::Of::snapshot`]).
+    pub fn snapshot(&mut self, pid: u32) {
+        let (p, names) = self.process(pid);
+        names.of(pid, &mut p.names).snapshot();
+    }
+
+    /// The file mappings naming holds of a process (see [`crate::record::names::Of::held_mappings`]); none for
+    /// a process it no longer knows. (The library watch looks at a new process before any later record
+    /// of it, its exit included, is attributed: `Ring::take` stops at it.)
+    pub fn held_mappings(&mut self, pid: u32) -> HeldMappings {
+        let Some(p) = self.live.get_mut(&pid) else { return Vec::new() };
+        self.names.of(pid, &mut p.names).held_mappings()
+    }
+
+    /// Records for a process being traced from now on (before any of its events).
+    pub fn start_process(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
+        self.snapshot(pid);
+        if let Some(p) = self.processes.observe(pid, Cause::Start, ts, 0, "") {
+            out.push(Record::Process(p));
+        }
+    }
+
+    /// Called for every event: the first event of a process (or the first after its exec) has its maps
+    /// looked at — its libraries are loaded by then — and writes its process record if it is new.
+    fn see(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
+        if pid == self.last_scanned {
+            return; // the hot path: the same process as the last event
+        }
+        self.last_scanned = pid;
+        let (p, names) = self.process(pid);
+        if std::mem::replace(&mut p.scanned, true) {
+            return;
+        }
+        names.of(pid, &mut p.names).snapshot();
+        let image = p.names.image();
+        self.newly_seen.push(pid);
+        if !self.processes.knows(pid)
+            && let Some(p) = self.processes.observe(pid, Cause::Seen, ts, image, "")
+        {
+            out.push(Record::Process(p));
+        }
+    }
+
+    pub fn event(&mut self, ev: Event, out: &mut Vec<Record>) {
+        match ev {
+            Event::Launch(l) => self.launch(l, out),
+            Event::Config(c) => {
+                self.see(c.pid, c.ts, out);
+                out.push(Record::Config(c));
+            }
+            Event::Call(c) => self.call(c, out),
+            Event::Name(n) => self.name(n, out),
+            Event::Queue(q) => {
+                self.see(q.pid, q.ts, out);
+                out.push(Record::Queue(q));
+            }
+            Event::Dispatch(d) => self.dispatch(d, out),
+            Event::Ioctl(mut i) => {
+                self.see(i.pid, i.ts, out);
+                let procs = self.procs;
+                let p = self.live.entry(i.pid).or_default();
+                i.device.clone_from(p.fds.entry(i.fd).or_insert_with(|| procs.fd_target(i.pid, i.fd)));
+                if !crate::os::ioctl::is_known(i.cmd) {
+                    bump(&mut self.counters, "ioctl_unknown");
+                }
+                out.push(Record::Ioctl(i));
+            }
+            Event::Proc(p) => self.proc(p, out),
+            Event::Open(o) => {
+                // The dynamic loader is still mapping the process's libraries: its kernel names take the
+                // maps at its first API event, not now (a look now would miss what it maps next). The
+                // recording lists the GPU libraries mapped so far at once (`scan_new`): a short-lived
+                // program may be gone by its first API event.
+                let pid = o.origin.pid;
+                let image = self.live.get(&pid).map_or(0, |p| p.names.image());
+                if !self.processes.knows(pid)
+                    && let Some(p) = self.processes.observe(pid, Cause::Seen, o.origin.ts, image, "")
+                {
+                    out.push(Record::Process(p));
+                }
+                self.opened.push(o);
+            }
+            Event::Job(j) => {
+                self.see(j.pid, j.ts, out);
+                out.push(Record::Job(j));
+            }
+            Event::Batch(b) => {
+                self.see(b.pid, b.ts, out);
+                out.push(Record::Batch(b));
+            }
+            Event::Code(code) => self.code(code, out),
+            Event::Params(params) => {
+                let p = self.live.entry(params.origin.pid).or_default();
+                if p.pending_params.insert(params.origin.tid, params).is_some() {
+                    bump(&mut self.counters, "params_without_launch");
+                }
+            }
+        }
+    }
+
+    fn launch(&mut self, mut l: Launch, out: &mut Vec<Record>) {
+        self.see(l.pid, l.ts, out);
+        let runtime_view = self.runtime_view;
+        let p = self.live.entry(l.pid).or_default();
+        if let Layout::VkDispatch { .. } = l.api.layout() {
+            // A Vulkan dispatch runs the compute pipeline bound on its command buffer (its stream).
+            match p.bound.get(&l.stream) {
+                Some(&pipeline) => l.handle = pipeline,
+                None => bump(&mut self.counters, "dispatches_without_bound_pipeline"),
+            }
+        }
+        let mut names = self.names.of(l.pid, &mut p.names);
+        // The code that made the launch: for CUDA, the runtime launch's caller (its driver launch is made
+        // from libcudart).
+        p.sites.count(&mut names, &l);
+        match l.api.library() {
+            Library::CudaRuntime => {
+                // Its host stub's name goes to the driver launch it makes next on this thread.
+                if names.runtime_launch(&l) {
+                    // First sight of this runtime handle: its launches need no parameters read (the
+                    // driver launch it makes reads them).
+                    self.new_plans.push((l.pid, l.handle, 0));
+                }
+                if !runtime_view {
+                    bump(&mut self.counters, "runtime_launches_for_names");
+                    // Its parameters are read at the driver launch it makes (its plan, none, was given
+                    // when its handle was first looked up).
+                    p.pending_params.remove(&l.tid);
+                    return;
+                }
+            }
+            Library::Cuda => {
+                if let Some(k) = names.driver_launch(&l) {
+                    out.push(Record::Kernel(k));
+                }
+            }
+            _ => {}
+        }
+        let (kernel, new) = names.resolve(l.handle, l.ts);
+        if let Some(mut k) = new {
+            if k.source == Source::Unnamed && l.caller != 0 {
+                // Looked up when the launch was counted by its site.
+                k.caller = p.sites.file(l.caller);
+            }
+            out.push(Record::Kernel(k));
+        }
+        l.kernel = Some(kernel);
+        l.captured = p.graphs.is_capturing(l.stream);
+        if l.captured && l.api.library() == Library::Cuda {
+            p.graphs.captured_launch(l.stream, l.handle);
+        }
+        let plan = names.param_plan(l.handle);
+        let key = (l.tid, l.ts, l.handle);
+        l.params = take_params(p, &mut self.counters, &mut self.new_plans, l.pid, key, plan).unwrap_or_default();
+        out.push(Record::Launch(l));
+    }
+
+    /// A chunk of a shader module's code, counted from its end: the module is named at its last chunk
+    /// (chunk 0) from the chunks its thread sent before it, farthest first.
+    fn code(&mut self, code: CodeTail, out: &mut Vec<Record>) {
+        let o = code.origin;
+        self.see(o.pid, o.ts, out);
+        let (p, names) = self.process(o.pid);
+        let entry = p.code.entry(o.tid).or_insert((code.handle, Some(Vec::new())));
+        if entry.0 != code.handle {
+            *entry = (code.handle, Some(Vec::new()));
+        }
+        match (&mut entry.1, code.bytes.is_empty()) {
+            (Some(bytes), false) => bytes.extend_from_slice(&code.bytes),
+            (slot, _) => *slot = None,
+        }
+        if code.chunk == 0 {
+            let bytes = p.code.remove(&o.tid).and_then(|(_, bytes)| bytes).unwrap_or_default();
+            names.of(o.pid, &mut p.names).shader_module(code.handle, code.size, &bytes, o.ts);
+        }
+    }
+
+    fn dispatch(&mut self, mut d: Dispatch, out: &mut Vec<Record>) {
+        self.see(d.pid, d.ts, out);
+        if d.packet == PacketType::KernelDispatch {
+            let p = self.live.entry(d.pid).or_default();
+            let mut names = self.names.of(d.pid, &mut p.names);
+            let (id, new) = names.kernel_object(d.kernel_object, d.ts);
+            if let Some(k) = new {
+                out.push(Record::Kernel(k));
+            }
+            d.kernel = Some(id);
+            let plan = names.kernarg_plan(d.kernel_object);
+            let key = (d.tid, d.ts, d.kernel_object);
+            d.params = take_params(p, &mut self.counters, &mut self.new_plans, d.pid, key, plan).unwrap_or_default();
+        }
+        out.push(Record::Dispatch(d));
+    }
+
+    /// An API call: capture state, names bound by the call, the file a code object comes from.
+    fn call(&mut self, mut c: Call, out: &mut Vec<Record>) {
+        self.see(c.pid, c.ts, out);
+        if matches!(c.api.layout(), Layout::ModulePath | Layout::CodeObjectFromFile) {
+            self.file_call(c, out);
+            return;
+        }
+        let ok = c.ret == 0;
+        let p = self.live.entry(c.pid).or_default();
+        let mut names = self.names.of(c.pid, &mut p.names);
+        match c.api.op() {
+            Op::CaptureBegin if ok => p.graphs.begin_capture(c.stream.unwrap_or(0)),
+            Op::CaptureEnd => p.graphs.end_capture(c.stream.unwrap_or(0), c.handle.filter(|_| ok)),
+            Op::GraphInstantiate | Op::GraphUpdate if ok => {
+                if let (Some(graph), Some(exec)) = (c.handle, c.value) {
+                    p.graphs.made(graph, exec);
+                }
+            }
+            // A CUDA replay: an executable tracer did not see made is read from the driver's objects.
+            Op::GraphLaunch if ok && c.api.library() == Library::Cuda => {
+                if let Some(exec) = c.handle
+                    && p.graphs.replayed(exec, c.ts, &mut names, out)
+                {
+                    bump(&mut self.counters, "graph_execs_untracked");
+                }
+            }
+            // The function a CUDA library kernel has in the current context: named as the kernel.
+            Op::KernelFunction if ok => {
+                if let (Some(kernel), Some(function)) = (c.handle, c.function)
+                    && let Some(k) = names.kernel_function(kernel, function, c.ts)
+                {
+                    out.push(Record::Kernel(k));
+                }
+            }
+            // KERNEL_OBJECT of a symbol named earlier: what every dispatch of it will carry.
+            Op::SymbolInfo if ok => {
+                if let (Some(symbol), Some(object)) = (c.handle, c.kernel_object())
+                    && let Some(k) = names.hsa_kernel_object(symbol, object, c.ts)
+                {
+                    out.push(Record::Kernel(k));
+                }
+            }
+            // A fat binary registered: where its offload bundle lies, for the registrations under its module.
+            Op::ModuleLoad => {
+                if let (Some(module), Some(addr)) = (c.module, c.value)
+                    && let Some(code) = names.register_fat_binary(module, addr, c.ts)
+                {
+                    c.file = Some(code.file);
+                    c.file_offset = Some(code.offset);
+                    c.bundle = code.bundle;
+                } else if let (true, Some(module), Some(image)) = (ok, c.module, c.ptr)
+                    && let Some((file, offset)) = names.module_image(module, image, c.caller, c.ts)
+                {
+                    // Loaded from an image: the file holding it holds the code of its functions (no
+                    // offset: an image in memory, placed in the file whose code loaded it).
+                    c.file = Some(file);
+                    c.file_offset = offset;
+                }
+            }
+            // Vulkan: a pipeline named after its module's shader; the pipeline a command buffer runs.
+            Op::PipelineCreate | Op::Bind => vulkan_call(&c, &mut names, &mut p.bound, &mut self.counters, out),
+            Op::ShaderModule | Op::CodeObjectRead => {
+                if let Some((file, offset)) = c.ptr.and_then(|ptr| names.file_of(ptr, c.ts)) {
+                    c.file = Some(file);
+                    c.file_offset = Some(offset);
+                }
+            }
+            _ => {}
+        }
+        out.push(Record::Call(c));
+    }
+
+    /// A code-object file loaded by path or descriptor: the call and, when it succeeded, its module's
+    /// functions carry the file; its directory is listed once.
+    fn file_call(&mut self, mut c: Call, out: &mut Vec<Record>) {
+        let ok = c.ret == 0;
+        let procs = self.procs;
+        let p = self.live.entry(c.pid).or_default();
+        let mut names = self.names.of(c.pid, &mut p.names);
+        match c.api.layout() {
+            // A file loaded by path: the call and, when it succeeded, its module's functions carry it.
+            Layout::ModulePath => {
+                if let Some((file, truncated)) = p.code_files.path_of(&c, procs, &mut self.counters) {
+                    if let (true, Some(module)) = (ok, c.module) {
+                        names.module_file(module, &file);
+                    }
+                    let at = (c.pid, c.ts);
+                    if let Some(dir) = p.code_files.list_dir(&file, truncated, at, procs, &mut self.counters) {
+                        out.push(Record::CodeDir(dir));
+                    }
+                    c.file = Some(file);
+                }
+            }
+            Layout::CodeObjectFromFile => {
+                if let Some(file) = code_files::CodeFiles::fd_file(&c, procs, &mut self.counters) {
+                    let at = (c.pid, c.ts);
+                    if let Some(dir) = p.code_files.list_dir(&file, false, at, procs, &mut self.counters) {
+                        out.push(Record::CodeDir(dir));
+                    }
+                    c.file = Some(file);
+                }
+            }
+            _ => {}
+        }
+        out.push(Record::Call(c));
+    }
+
+    fn proc(&mut self, p: Proc, out: &mut Vec<Record>) {
+        let ts = p.origin.ts;
+        // An exec or an exit ends the image an early look of the PID was taken at.
+        if let (ProcEvent::Exec | ProcEvent::Exit, Some(e)) = (p.event, &self.names.early) {
+            e.forget_before(p.pid, ts);
+        }
+        match p.event {
+            ProcEvent::Fork => {
+                self.joined.push(p.pid);
+                // A new process: nothing of another process that had its PID before.
+                self.live.insert(p.pid, Process::default());
+                self.snapshot(p.pid);
+                if let Some(rec) = self.processes.observe(p.pid, Cause::Fork, ts, 0, &p.comm) {
+                    out.push(Record::Process(trace::Process { ppid: p.parent, ..rec }));
+                }
+            }
+            ProcEvent::Exec => {
+                self.joined.push(p.pid);
+                // A new program: nothing of the old image means anything now. No maps read now: the
+                // dynamic loader is still mapping and unmapping (its cache, its libraries), and a mapping
+                // read now may hold another file by the time an address in it is looked up. Its first API
+                // event reads them (its libraries are loaded by then).
+                let image = Process { names: ProcessNames::since(ts), ..Process::default() };
+                if let Some(old) = self.live.insert(p.pid, image) {
+                    out.extend(old.sites.records(p.pid));
+                }
+                self.newly_seen.push(p.pid);
+                self.last_scanned = 0;
+                if let Some(rec) = self.processes.observe(p.pid, Cause::Exec, ts, ts, &p.comm) {
+                    out.push(Record::Process(rec));
+                }
+            }
+            ProcEvent::Exit => {
+                self.left.push(p.pid);
+                if let Some(gone) = self.live.remove(&p.pid) {
+                    out.extend(gone.sites.records(p.pid));
+                }
+                self.last_scanned = 0;
+                self.processes.forget(p.pid);
+                if self.own_child != Some(p.pid) {
+                    out.push(Record::Exit(trace::Exit { ts, pid: p.pid, code: None, signal: None }));
+                }
+            }
+        }
+    }
+
+    fn name(&mut self, n: Name, out: &mut Vec<Record>) {
+        let o = n.origin;
+        self.see(o.pid, o.ts, out);
+        if n.truncated {
+            bump(&mut self.counters, "name_truncated");
+        }
+        if n.fault {
+            bump(&mut self.counters, "name_fault");
+        }
+        let p = self.live.entry(o.pid).or_default();
+        if n.api.layout() == Layout::ModulePath {
+            // The path a load names, read at its entry: its call record follows.
+            p.code_files.path_named(n, &mut self.counters);
+            return;
+        }
+        if n.api.op() == Op::ProcAddr {
+            // A Vulkan device entry point taken past the loader: if tracer probes it there, the process's
+            // calls through this address are not seen. Counted, never guessed.
+            if ApiFunc::from_symbol(&n.name).is_some_and(|f| f.library() == n.api.library() && f.op() != Op::ProcAddr) {
+                bump(&mut self.counters, "vulkan_entry_points_past_loader");
+            }
+            return;
+        }
+        let mut names = self.names.of(o.pid, &mut p.names);
+        let source = match n.api.op() {
+            // A code-object symbol (`<kernel>.kd`): named now, bound to its kernel object by get_info.
+            Op::SymbolLookup => {
+                names.hsa_symbol(n.handle, &n.name);
+                return;
+            }
+            // A library kernel: a context's function is named after it (`cuKernelGetFunction`).
+            Op::KernelLookup => {
+                names.library_kernel(n.handle, n.module, &n.name, n.truncated);
+                Source::Library
+            }
+            Op::FunctionLookup => Source::Module,
+            _ => Source::Register,
+        };
+        let source = if n.fault { Source::Unnamed } else { source };
+        let rec = names.bind(n.handle, n.module, &n.name, source, n.truncated, o.ts);
+        out.push(Record::Kernel(rec));
+    }
+}
+
+/// The parameters (or a dispatch's argument words) read just before the record of thread `tid` at
+/// `ts` for `handle`, keeping those the plan asks for; None when none were read for it. A plan made
+/// just now goes to `new_plans`: from then on the eBPF side reads only those parameters (or argument
+/// words) of `handle` in process `pid`.
+fn take_params(
+    p: &mut Process,
+    counters: &mut BTreeMap<String, u64>,
+    new_plans: &mut Vec<(u32, u64, u32)>,
+    pid: u32,
+    (tid, ts, handle): (u32, u64, u64),
+    (plan, new_plan): (u32, bool),
+) -> Option<BTreeMap<u8, u64>> {
+    if new_plan {
+        new_plans.push((pid, handle, plan));
+    }
+    if p.pending_params.is_empty() {
+        return None;
+    }
+    let params = p.pending_params.remove(&tid)?;
+    if params.origin.ts != ts || params.handle != handle {
+        bump(counters, "params_without_launch");
+        return None;
+    }
+    let kept: BTreeMap<u8, u64> = params.values.into_iter().filter(|&(i, _)| plan & (1 << i) != 0).collect();
+    if kept.len() != plan.count_ones() as usize {
+        // Needed but not read: an address that could not be read, or a plan set to none before the
+        // function was named.
+        bump(counters, "params_unread");
+    }
+    Some(kept)
+}
+
+#[cfg(test)]
+mod tests;

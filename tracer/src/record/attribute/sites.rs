@@ -1,0 +1,57 @@
+//! Launch sites: which file's code made each launch of a process (the return address the one-trap launch
+//! probe read), looked up once per address, written as `launch_sites` records when the process ends.
+
+use std::collections::BTreeMap;
+
+use tracer_common::api::Library;
+
+use crate::{
+    record::names::Of,
+    trace::event::Launch,
+    trace::{self, Record},
+};
+
+/// One process's launches by return address, with the file holding that address: (file, launches, failed).
+#[derive(Default)]
+pub(super) struct Sites(crate::FastMap<u64, (Option<String>, u64, u64)>);
+
+impl Sites {
+    /// Counts a launch by its return address (0: not read). A CUDA driver launch made by libcudart is not
+    /// counted: the runtime launch that made it was, from the code that called the runtime.
+    pub(super) fn count(&mut self, names: &mut Of<'_>, l: &Launch) {
+        if l.caller == 0 {
+            return;
+        }
+        let site =
+            self.0.entry(l.caller).or_insert_with(|| (names.file_of(l.caller, l.ts).map(|(file, _)| file), 0, 0));
+        let by_runtime = site.0.as_deref().is_some_and(|f| trace::runtimes::runtime_of(f) == Library::CudaRuntime);
+        if !(l.api.library() == Library::Cuda && by_runtime) {
+            site.1 += 1;
+            // A one-trap launch has no return value: it is counted as made, never as failed.
+            if !l.entry_only && l.ret != 0 {
+                site.2 += 1;
+            }
+        }
+    }
+
+    /// The file holding a return address counted before.
+    pub(super) fn file(&self, caller: u64) -> Option<String> {
+        self.0.get(&caller)?.0.clone()
+    }
+
+    /// The process's launches by the file that made them.
+    pub(super) fn records(&self, pid: u32) -> Vec<Record> {
+        let mut by_file: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+        for (file, n, failed) in self.0.values().filter(|(_, n, _)| *n > 0) {
+            let e = by_file.entry(file.as_deref().unwrap_or("")).or_default();
+            e.0 += n;
+            e.1 += failed;
+        }
+        by_file
+            .into_iter()
+            .map(|(path, (launches, failed))| {
+                Record::LaunchSites(trace::LaunchSites { pid, path: path.to_owned(), launches, failed })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,288 @@
+//! Attribution: launches named by registration, capture and replay, kernel parameters joined, a recycled PID.
+
+use super::*;
+use crate::trace::event::Origin;
+
+fn origin(ts: u64) -> Origin {
+    // A PID that cannot exist, so /proc lookups find nothing and only the events speak.
+    Origin { pid: 0x3fff_fff0, tid: 1, lib: 1, ts }
+}
+
+/// ggml's `mul_mat_q` as llama-cpp-python 0.3.36's ggml declares it: `ncols_y` is parameter 11.
+const MMQ: &str =
+    "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EL9ggml_prec30EEvPKcPKiS5_S5_PfS6_PKf5uint3iiiiiS9_S9_iiiS9_S9_iiiS9_";
+
+/// `__hipRegisterFunction` binding `handle` to `name` in process 1's module 0x20.
+fn register(handle: u64, name: &str) -> Event {
+    Event::Name(Name {
+        origin: origin(1),
+        api: ApiFunc::HipRegisterFunction,
+        handle,
+        module: 0x20,
+        name: name.into(),
+        truncated: false,
+        fault: false,
+    })
+}
+
+fn launch(handle: u64, ret: i32) -> Event {
+    let o = origin(10);
+    Event::Launch(Launch {
+        tid: o.tid,
+        lib: o.lib,
+        handle,
+        grid: [4, 1, 1],
+        block: [64, 1, 1],
+        ret,
+        dur: 3,
+        ..Launch::for_test(o.pid, None, o.ts)
+    })
+}
+
+#[test]
+fn launches_on_a_capturing_stream_are_graph_nodes() {
+    let mut a = Attributor::default();
+    let mut out = Vec::new();
+    let capture = |api, ret| Event::Call(Call { stream: Some(0), ..Call::new(origin(1), api, ret, 0) });
+    a.event(capture(ApiFunc::HipStreamBeginCapture, 0), &mut out);
+    a.event(launch(0x1000, 0), &mut out);
+    a.event(capture(ApiFunc::HipStreamEndCapture, 0), &mut out);
+    a.event(launch(0x1000, 0), &mut out);
+    // A capture that failed to begin captures nothing.
+    a.event(capture(ApiFunc::HipStreamBeginCapture, 101), &mut out);
+    a.event(launch(0x1000, 0), &mut out);
+    let captured: Vec<bool> =
+        out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l.captured) } else { None }).collect();
+    assert_eq!(captured, [true, false, false]);
+}
+
+#[test]
+fn kernel_parameters_join_their_launch_and_plans_follow_the_name() {
+    let mut a = Attributor::default();
+    let mut out = Vec::new();
+    a.event(register(0x1000, MMQ), &mut out);
+    a.event(register(0x2000, "_Z4axpyPfS_f"), &mut out);
+    // Read before any plan: every parameter; the launch keeps the one its kernel needs.
+    let params = |handle, ts| {
+        Event::Params(Params {
+            origin: origin(ts),
+            handle,
+            wanted: tracer_common::PARAMS_ALL,
+            values: vec![(0, 5), (11, 290), (12, 4096)],
+        })
+    };
+    a.event(params(0x1000, 10), &mut out);
+    a.event(launch(0x1000, 0), &mut out);
+    a.event(params(0x2000, 10), &mut out);
+    a.event(launch(0x2000, 0), &mut out);
+    // Parameters of another launch (an earlier entry) join nothing, and are counted.
+    a.event(params(0x1000, 9), &mut out);
+    a.event(launch(0x1000, 0), &mut out);
+    let launches: Vec<&Launch> =
+        out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
+    assert_eq!(launches[0].params, BTreeMap::from([(11, 290)]));
+    assert!(launches[1].params.is_empty() && launches[2].params.is_empty());
+    assert_eq!(a.counters.get("params_without_launch"), Some(&1));
+    // One plan per function, given once: MMQ's ncols_y, nothing for the other.
+    assert_eq!(a.new_plans, [(origin(0).pid, 0x1000, 1 << 11), (origin(0).pid, 0x2000, 0)]);
+}
+
+#[test]
+fn a_recycled_pid_starts_clean() {
+    let capture = Event::Call(Call { stream: Some(0), ..Call::new(origin(1), ApiFunc::HipStreamBeginCapture, 0, 0) });
+    let params = Event::Params(Params {
+        origin: origin(10),
+        handle: 0x1000,
+        wanted: tracer_common::PARAMS_ALL,
+        values: vec![(11, 290)],
+    });
+    // The first life ends (exit), or its image is replaced (exec); the PID then runs another program
+    // that registers the same MMQ handle but none at 0x3000.
+    for end in [ProcEvent::Exit, ProcEvent::Exec] {
+        let mut a = Attributor::default();
+        let mut out = Vec::new();
+        a.event(register(0x1000, MMQ), &mut out);
+        a.event(register(0x3000, "_Z4axpyPfS_f"), &mut out);
+        a.event(capture.clone(), &mut out);
+        a.event(params.clone(), &mut out);
+        let pid = origin(0).pid;
+        a.event(Event::Proc(Proc { origin: origin(5), event: end, pid, parent: 1, comm: "next".into() }), &mut out);
+        out.clear();
+        a.event(register(0x1000, MMQ), &mut out);
+        a.event(launch(0x1000, 0), &mut out);
+        a.event(launch(0x3000, 0), &mut out);
+        let launches: Vec<&Launch> =
+            out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
+        let kernels: Vec<&trace::Kernel> =
+            out.iter().filter_map(|r| if let Record::Kernel(k) = r { Some(k) } else { None }).collect();
+        // No capture, no parameters read in the other life, no name of the other life.
+        assert!(launches.iter().all(|l| !l.captured), "{end:?}");
+        assert!(launches[0].params.is_empty(), "{end:?}");
+        assert_eq!(kernels.last().map(|k| k.source), Some(Source::Unnamed), "{end:?}");
+    }
+}
+
+#[test]
+fn registered_names_attribute_launches() {
+    let mut a = Attributor::default();
+    let mut out = Vec::new();
+    a.event(
+        Event::Name(Name {
+            origin: origin(1),
+            api: ApiFunc::HipRegisterFunction,
+            handle: 0x1000,
+            module: 0x20,
+            name: "_Z4axpyPfS_f".into(),
+            truncated: false,
+            fault: false,
+        }),
+        &mut out,
+    );
+    a.event(launch(0x1000, 101), &mut out);
+    a.event(launch(0x2000, 0), &mut out);
+    let kernels: Vec<&trace::Kernel> =
+        out.iter().filter_map(|r| if let Record::Kernel(k) = r { Some(k) } else { None }).collect();
+    let launches: Vec<&Launch> =
+        out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
+    assert_eq!(kernels.len(), 2);
+    assert_eq!((kernels[0].demangled.as_str(), kernels[0].source), ("axpy(float*, float*, float)", Source::Register));
+    assert_eq!(kernels[1].source, Source::Unnamed);
+    assert_eq!(launches[0].kernel, Some(kernels[0].id));
+    assert_eq!(launches[1].kernel, Some(kernels[1].id));
+    assert_eq!(launches[0].ret, 101);
+    assert_eq!(a.names.unnamed, 1);
+}
+
+/// A process table that knows one process's working directory, a directory's files and a descriptor.
+struct Files;
+
+impl Procs for Files {
+    fn stat(&self, _: u32) -> Option<crate::os::proc::Stat> {
+        None
+    }
+    fn argv(&self, _: u32) -> Vec<String> {
+        Vec::new()
+    }
+    fn maps(&self, _: u32) -> Option<Vec<crate::os::proc::MapsEntry>> {
+        None
+    }
+    fn pids(&self) -> Vec<u32> {
+        Vec::new()
+    }
+    fn exe(&self, _: u32) -> Option<std::path::PathBuf> {
+        None
+    }
+    fn fd_target(&self, _: u32, fd: u32) -> Option<String> {
+        match fd {
+            7 => Some("/opt/hsa/kernels.co".into()),
+            8 => Some("pipe:[1234]".into()),
+            _ => None,
+        }
+    }
+    fn same_mount_ns(&self, _: u32) -> bool {
+        true
+    }
+    fn cwd(&self, _: u32) -> Option<String> {
+        Some("/work".into())
+    }
+    fn list_files(&self, _: u32, dir: &str) -> Result<(Vec<String>, bool), String> {
+        match dir {
+            "/work/library" => Ok((vec!["b.co".into(), "a.co".into(), "TensileLibrary.dat".into()], false)),
+            _ => Err(format!("cannot open {dir}: No such file or directory (os error 2)")),
+        }
+    }
+}
+
+static FILES: Files = Files;
+
+/// The path a load names at its entry (thread 1 of the test process, at `ts`).
+fn path_named(api: ApiFunc, path: &str, ts: u64) -> Event {
+    Event::Name(Name {
+        origin: origin(ts),
+        api,
+        handle: 0,
+        module: 0,
+        name: path.into(),
+        truncated: false,
+        fault: false,
+    })
+}
+
+fn load(api: ApiFunc, ts: u64, ret: i64, module: Option<u64>) -> Event {
+    Event::Call(Call { module, ..Call::new(origin(ts), api, ret, 10) })
+}
+
+#[test]
+fn a_load_by_path_binds_its_file_to_the_call_the_module_and_the_directory() {
+    let mut a = Attributor { procs: &FILES, ..Attributor::default() };
+    let mut out = Vec::new();
+    // A relative path, made absolute against the working directory; the load succeeded.
+    a.event(path_named(ApiFunc::HipModuleLoad, "./library/a.co", 5), &mut out);
+    a.event(load(ApiFunc::HipModuleLoad, 5, 0, Some(0x40)), &mut out);
+    // A failed load from the same directory: its file, no second listing.
+    a.event(path_named(ApiFunc::HipModuleLoad, "/work/library/gone.co", 6), &mut out);
+    a.event(load(ApiFunc::HipModuleLoad, 6, 301, None), &mut out);
+    // A function looked up in the module loaded: its code is that file's.
+    a.event(
+        Event::Name(Name {
+            origin: origin(7),
+            api: ApiFunc::HipModuleGetFunction,
+            handle: 0x99,
+            module: 0x40,
+            name: "Cijk_Ailk".into(),
+            truncated: false,
+            fault: false,
+        }),
+        &mut out,
+    );
+    let dirs: Vec<&trace::CodeDir> =
+        out.iter().filter_map(|r| if let Record::CodeDir(d) = r { Some(d) } else { None }).collect();
+    assert_eq!(dirs.len(), 1);
+    assert_eq!((dirs[0].path.as_str(), dirs[0].count, dirs[0].ts), ("/work/library", 3, 5));
+    assert_eq!(dirs[0].files, ["TensileLibrary.dat", "a.co", "b.co"]);
+    let files: Vec<(Option<&str>, i64)> = out
+        .iter()
+        .filter_map(|r| if let Record::Call(c) = r { Some((c.file.as_deref(), c.ret)) } else { None })
+        .collect();
+    assert_eq!(files, [(Some("/work/library/a.co"), 0), (Some("/work/library/gone.co"), 301)]);
+    let Some(Record::Kernel(k)) = out.last() else { panic!("{out:#?}") };
+    assert_eq!((k.name.as_str(), k.code_file.as_deref()), ("Cijk_Ailk", Some("/work/library/a.co")));
+    assert!(a.counters.is_empty(), "{:?}", a.counters);
+}
+
+#[test]
+fn loads_without_their_path_and_unreadable_descriptors_are_counted() {
+    let mut a = Attributor { procs: &FILES, ..Attributor::default() };
+    let mut out = Vec::new();
+    // No path read for this load (its name record lost): no file.
+    a.event(load(ApiFunc::CuModuleLoad, 5, 0, Some(0x40)), &mut out);
+    // Another load's path (its call record lost) is not the next load's.
+    a.event(path_named(ApiFunc::CuModuleLoad, "/x/a.cubin", 6), &mut out);
+    a.event(load(ApiFunc::CuModuleLoad, 9, 0, Some(0x41)), &mut out);
+    // A directory that cannot be listed says why.
+    a.event(path_named(ApiFunc::CuModuleLoad, "/x/b.cubin", 10), &mut out);
+    a.event(load(ApiFunc::CuModuleLoad, 10, 0, Some(0x42)), &mut out);
+    // An HSA reader of an open file: the descriptor's file, once; one that is no file is counted.
+    let reader = |fd: u64, ts| {
+        Event::Call(Call { value: Some(fd), ..Call::new(origin(ts), ApiFunc::HsaCodeObjectReaderCreateFromFile, 0, 1) })
+    };
+    a.event(reader(7, 11), &mut out);
+    a.event(reader(8, 12), &mut out);
+    let files: Vec<Option<&str>> =
+        out.iter().filter_map(|r| if let Record::Call(c) = r { Some(c.file.as_deref()) } else { None }).collect();
+    assert_eq!(files, [None, None, Some("/x/b.cubin"), Some("/opt/hsa/kernels.co"), None]);
+    let dirs: Vec<(&str, Option<&str>)> = out
+        .iter()
+        .filter_map(|r| if let Record::CodeDir(d) = r { Some((d.path.as_str(), d.error.as_deref())) } else { None })
+        .collect();
+    assert_eq!(
+        dirs,
+        [
+            ("/x", Some("cannot open /x: No such file or directory (os error 2)")),
+            ("/opt/hsa", Some("cannot open /opt/hsa: No such file or directory (os error 2)"))
+        ]
+    );
+    assert_eq!(a.counters.get("module_loads_without_path"), Some(&2));
+    assert_eq!(a.counters.get("code_object_fds_unread"), Some(&1));
+    assert_eq!(a.counters.get("code_dirs_unlisted"), Some(&2));
+}

@@ -1,0 +1,240 @@
+//! Finding the library copies to probe: where a traced process maps them, where the user says, or the
+//! usual places (Ollama's bundles first, then /opt/rocm, then the system library path).
+//!
+//! A copy is identified by (device, inode) of the file, so the same file reached by two paths is probed
+//! once, and two copies of the same version (Ollama's bundle and /opt/rocm) are probed separately.
+
+use std::{collections::BTreeSet, fs, path::PathBuf, sync::Arc};
+
+use anyhow::{Result, bail};
+
+use crate::os::files::{CodeFile, Root};
+
+pub(crate) use crate::trace::LibOrigin as Origin;
+use crate::trace::runtimes::runtime_of;
+
+fn origin_of_path(path: &str) -> Origin {
+    if path.contains("/lib/ollama/") { Origin::OllamaBundle } else { Origin::System }
+}
+
+/// One library file to attach probes to: opened and checked (a regular file; for a mapping, the file
+/// mapped), and kept open, so that its probes go on the very file that was checked.
+#[derive(Clone, Debug)]
+pub(crate) struct LibCopy {
+    /// The path as the traced process sees it (inside its mount namespace).
+    pub path: String,
+    pub file: Arc<CodeFile>,
+    pub dev: u64,
+    pub inode: u64,
+    pub origin: Origin,
+}
+
+impl LibCopy {
+    /// Which runtime this copy is, from its file name.
+    pub(crate) fn runtime(&self) -> tracer_common::api::Library {
+        runtime_of(&self.path)
+    }
+
+    fn new(path: String, file: CodeFile, origin: Origin) -> Self {
+        let (dev, inode) = file.id();
+        Self { path, file: Arc::new(file), dev, inode, origin }
+    }
+
+    /// A path the kernel resolves to this very file when a probe is attached (`/proc/self/fd/N` of the
+    /// descriptor tracer checked), whatever became of the path since.
+    pub(crate) fn attach_path(&self) -> PathBuf {
+        self.file.proc_path()
+    }
+}
+
+/// Keeps the first copy of each (dev, inode).
+fn dedupe(copies: Vec<LibCopy>) -> Vec<LibCopy> {
+    let mut seen = BTreeSet::new();
+    copies.into_iter().filter(|c| seen.insert((c.dev, c.inode))).collect()
+}
+
+/// `--lib PATH`: the file must exist and be a regular file.
+pub(crate) fn from_user_paths(paths: &[PathBuf]) -> Result<Vec<LibCopy>> {
+    let mut copies = Vec::new();
+    for p in paths {
+        let shown = fs::canonicalize(p).map_or_else(|_| p.display().to_string(), |c| c.display().to_string());
+        match CodeFile::user(p) {
+            Ok(file) => copies.push(LibCopy::new(shown, file, Origin::User)),
+            Err(e) => bail!("{e}: give the path of libamdhip64.so with --lib"),
+        }
+    }
+    Ok(dedupe(copies))
+}
+
+/// Mapped files of a process whose name starts with `prefix`, each opened as the file mapped.
+pub(crate) fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
+    use crate::os::proc::Procs as _;
+    let Some(maps) = crate::os::proc::LIVE.maps(pid) else { return Vec::new() };
+    let copies = maps.iter().filter(|e| e.file_name().starts_with(prefix)).filter_map(|e| copy_in(pid, e)).collect();
+    dedupe(copies)
+}
+
+/// A copy found in a process's maps: the file mapped, opened through the process's `map_files` (a
+/// process in a container is handled like any other).
+pub(crate) fn copy_in(pid: u32, e: &crate::os::proc::MapsEntry) -> Option<LibCopy> {
+    let file = CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path).ok()?;
+    Some(LibCopy::new(e.path.clone(), file, origin_of_path(&e.path)))
+}
+
+/// A library at a path tracer found itself (what a command will load): opened as given, labelled by
+/// where it lies.
+pub(crate) fn at_path(path: &std::path::Path) -> Option<LibCopy> {
+    let file = CodeFile::user(path).ok()?;
+    let shown = path.display().to_string();
+    let origin = origin_of_path(&shown);
+    Some(LibCopy::new(shown, file, origin))
+}
+
+/// A runtime library a process is opening by `path` (absolute, resolved in its root; or relative to its
+/// working directory). None when it is not (yet) a regular file there: the open itself may fail.
+pub(crate) fn opened_by(pid: u32, path: &str) -> Option<LibCopy> {
+    let file = if path.starts_with('/') {
+        Root::of(pid).ok()?.open(path).ok()?
+    } else {
+        Root::cwd_of(pid).ok()?.open(path).ok()?
+    };
+    Some(LibCopy::new(path.to_owned(), file, origin_of_path(path)))
+}
+
+/// The usual places, most specific first: Ollama bundles (next to an `ollama` on PATH and the standard
+/// install prefixes), `LD_LIBRARY_PATH` (a command we start inherits it), /opt/rocm*, the system path.
+pub(crate) fn usual_places(prefix: &str) -> Vec<LibCopy> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut ollama_roots: Vec<PathBuf> =
+        ["/usr/lib/ollama", "/usr/local/lib/ollama", "/opt/ollama/lib/ollama"].iter().map(PathBuf::from).collect();
+    if let Some(path) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&path) {
+            if d.join("ollama").is_file()
+                && let Some(prefix_dir) = d.parent()
+            {
+                ollama_roots.push(prefix_dir.join("lib/ollama"));
+            }
+        }
+    }
+    for root in ollama_roots {
+        if let Ok(entries) = fs::read_dir(&root) {
+            let mut subs: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("rocm")))
+                .collect();
+            subs.sort();
+            dirs.extend(subs);
+            dirs.push(root);
+        }
+    }
+    if let Some(ld) = std::env::var_os("LD_LIBRARY_PATH") {
+        dirs.extend(std::env::split_paths(&ld));
+    }
+    let mut rocm: Vec<PathBuf> = fs::read_dir("/opt")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("rocm")))
+        .map(|p| p.join("lib"))
+        .collect();
+    rocm.sort();
+    dirs.extend(rocm);
+    dirs.extend(
+        [
+            "/usr/local/nvidia/lib64",
+            "/usr/local/cuda/lib64",
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib",
+            "/usr/local/lib",
+            "/lib/x86_64-linux-gnu",
+        ]
+        .iter()
+        .map(PathBuf::from),
+    );
+    let Ok(host) = Root::host() else { return Vec::new() };
+    let mut copies = Vec::new();
+    for dir in dirs {
+        copies.extend(in_dir(&host, &dir.to_string_lossy(), prefix));
+    }
+    dedupe(copies)
+}
+
+/// Library files in `dir` (as seen from `root`: the host's, or a process's) whose names start with
+/// `prefix`.
+///
+/// Each is opened inside that root (a symbolic link is followed there, never onto the host) and named by
+/// the file it reaches when that file is in the same directory (`libamdhip64.so` ->
+/// `libamdhip64.so.6.1.2`).
+pub(crate) fn in_dir(root: &Root, dir: &str, prefix: &str) -> Vec<LibCopy> {
+    let Ok(names) = root.list(dir) else { return Vec::new() };
+    let mut names: Vec<String> = names.into_iter().filter(|n| n.starts_with(prefix)).collect();
+    names.sort();
+    let dir = dir.trim_end_matches('/');
+    let mut copies: Vec<LibCopy> = names
+        .into_iter()
+        .filter_map(|name| {
+            let path = if dir == "." { name } else { format!("{dir}/{name}") };
+            let file = root.open(&path).ok()?;
+            Some(LibCopy::new(root.shown(&path), file, Origin::System))
+        })
+        .collect();
+    // Versioned names first (the real file of `libx.so -> libx.so.6 -> libx.so.6.1.2`), so the copy is
+    // shown by the name of its file.
+    copies.sort_by_key(|c| std::cmp::Reverse(c.path.len()));
+    let mut copies = dedupe(copies);
+    copies.sort_by(|a, b| a.path.cmp(&b.path));
+    for c in &mut copies {
+        c.origin = origin_of_path(&c.path);
+    }
+    copies
+}
+
+/// The GNU build-id of a library copy, as hex, when it has one.
+pub(crate) fn build_id(copy: &LibCopy) -> Option<String> {
+    crate::os::elf::build_id(&copy.file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origin_from_path() {
+        assert_eq!(origin_of_path("/usr/lib/ollama/rocm/libamdhip64.so.6"), Origin::OllamaBundle);
+        assert_eq!(origin_of_path("/opt/rocm/lib/libamdhip64.so.6"), Origin::System);
+    }
+
+    #[test]
+    fn user_path_must_exist_and_be_a_file() {
+        let err = from_user_paths(&[PathBuf::from("/nonexistent/libamdhip64.so")]).unwrap_err();
+        assert!(err.to_string().contains("--lib"), "{err}");
+        let err = from_user_paths(&[PathBuf::from("/dev/zero")]).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn a_directory_lists_each_file_once_by_its_real_name() {
+        let dir = std::env::temp_dir().join(format!("tracer-libs-{}", std::process::id()));
+        drop(fs::remove_dir_all(&dir));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("libamdhip64.so.6.1.2"), b"x").unwrap();
+        std::os::unix::fs::symlink("libamdhip64.so.6.1.2", dir.join("libamdhip64.so.6")).unwrap();
+        std::os::unix::fs::symlink("libamdhip64.so.6", dir.join("libamdhip64.so")).unwrap();
+        // A link out of the directory to a file the test made elsewhere: opened as the host sees it only
+        // because this root is the host's.
+        let copies = in_dir(&Root::host().unwrap(), &dir.to_string_lossy(), "libamdhip64");
+        let names: Vec<&str> = copies.iter().map(|c| c.path.rsplit('/').next().unwrap()).collect();
+        assert_eq!(names, ["libamdhip64.so.6.1.2"]);
+        drop(fs::remove_dir_all(&dir));
+    }
+
+    #[test]
+    fn same_file_twice_is_one_copy() {
+        let exe = std::env::current_exe().unwrap();
+        let copies = from_user_paths(&[exe.clone(), exe]).unwrap();
+        assert_eq!(copies.len(), 1);
+    }
+}

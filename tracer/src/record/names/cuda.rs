@@ -1,0 +1,371 @@
+//! CUDA's naming rules: a `cudaLaunchKernel` names the driver launch it makes next on its thread, and a
+//! driver function loaded before the attach is named from the driver's own function object once that
+//! source has agreed with names learned another way in the same process. A graph executable made before
+//! the attach is named from the driver's executable object ([`super::graph_exec`]), checked against the
+//! graphs tracer saw captured in the same process.
+
+use std::collections::{HashMap, HashSet};
+
+use super::{
+    Of, Source,
+    graph_exec::{self, Unread},
+    memory::ProcMem,
+};
+use crate::{
+    trace::event::Launch,
+    trace::{self, ExecOutcome, ExecRoute, GraphExec, Record},
+};
+
+/// Driver versions the graph-executable layout was measured on (`bench/gpu/graphexec_layout.md`): in a
+/// process mapping one of these, an executable is read before any capture could check the layout.
+const MEASURED_DRIVERS: &[&str] = &["580.159.04"];
+
+/// What CUDA naming knows of one process.
+#[derive(Default)]
+pub(super) struct CudaNames {
+    /// Per thread: the name of the `cudaLaunchKernel` host stub whose driver launch comes next (None:
+    /// the stub has no name either).
+    pending: HashMap<u32, Option<String>>,
+    /// The name behind each runtime launch handle, looked up once.
+    runtime: HashMap<u64, Option<String>>,
+    /// Functions named another way whose driver object gave the same name, and those whose object gave
+    /// another or none ([`Of::driver_launch`]).
+    agreement: (u64, u64),
+    /// Driver functions whose object was read for a name: once each.
+    tried: HashSet<u64>,
+    /// Graph executables read to check the layout against a capture: (agreed, disagreed), per route
+    /// (indexed by [`route_index`]).
+    graph_checks: [(u64, u64); 2],
+    /// The driver's version from the name of the `libcuda.so` file the process maps, looked up once.
+    driver: Driver,
+}
+
+impl Of<'_> {
+    /// A `cudaLaunchKernel`: its host stub's name goes to the driver launch its thread makes next.
+    /// Returns whether the handle is new (its launches then need no parameters read: the driver launch
+    /// it makes reads them).
+    pub fn runtime_launch(&mut self, l: &Launch) -> bool {
+        let (name, new) = if let Some(known) = self.proc.cuda.runtime.get(&l.handle) {
+            (known.clone(), false)
+        } else {
+            let name = self.runtime_name(l.handle, l.ts);
+            self.proc.cuda.runtime.insert(l.handle, name.clone());
+            (name, true)
+        };
+        self.proc.cuda.pending.insert(l.tid, name);
+        new
+    }
+
+    /// The name behind a `cudaLaunchKernel` handle: the host stub's name in the file that maps it (ELF
+    /// symbol or registration call), else, for a handle in no file, the name CUDA 13's runtime keeps in
+    /// the heap object it passes (word 0 is 2, word 1 points to the kernel's mangled name, as read on an
+    /// H100 with `PyTorch`'s libcudart.so.13), taken only when the object has that shape and the name
+    /// demangles as a C++ function; otherwise the launch stays unnamed.
+    fn runtime_name(&mut self, handle: u64, ts: u64) -> Option<String> {
+        if let Some((name, _)) = self.static_name(handle, ts) {
+            return Some(name);
+        }
+        let name = ProcMem::open(self.pid).and_then(|mem| {
+            use super::memory::{read_c_string, read_u64};
+            (read_u64(&mem, handle)? == 2).then_some(())?;
+            let name = read_c_string(&mem, read_u64(&mem, handle.checked_add(8)?)?)?;
+            let mangled = name.starts_with("_Z") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+            (mangled && cpp_demangle::Symbol::new(name.as_bytes()).is_ok()).then_some(name)
+        });
+        self.names.count(if name.is_some() { "runtime_handles_named" } else { "runtime_handles_unnamed" });
+        name
+    }
+
+    /// A driver launch: named from the runtime launch just before it on its thread, or from the driver's
+    /// function object. Returns the kernel record to write when it names the function.
+    pub fn driver_launch(&mut self, l: &Launch) -> Option<trace::Kernel> {
+        self.learn_from_runtime(l).or_else(|| self.name_from_driver(l))
+    }
+
+    /// A driver launch of a function no name is bound to, made by the CUDA runtime's code right after
+    /// a `cudaLaunchKernel` on the same thread: the function is that launch's kernel. The return address
+    /// must lie in the runtime library, so a launch from elsewhere (cuBLAS's own) never takes the name.
+    fn learn_from_runtime(&mut self, l: &Launch) -> Option<trace::Kernel> {
+        let name = self.proc.cuda.pending.remove(&l.tid)??;
+        if self.lookup(l.handle).is_some() {
+            return None;
+        }
+        let from_runtime = self.file_of(l.caller, l.ts).is_some_and(|(file, _)| {
+            file.rsplit('/').next().is_some_and(|n| n.starts_with(trace::runtimes::CUDA_RUNTIME))
+        });
+        if !from_runtime {
+            return None;
+        }
+        // A function named another way: does the driver's object agree?
+        let agrees = driver_name(self.pid, l.handle).as_deref() == Some(name.as_str());
+        let a = &mut self.proc.cuda.agreement;
+        if agrees {
+            a.0 += 1
+        } else {
+            a.1 += 1
+        }
+        self.names.count(if agrees { "driver_names_agreed" } else { "driver_names_disagreed" });
+        Some(self.bind(l.handle, 0, &name, Source::RuntimeLaunch, false, l.ts))
+    }
+
+    /// A driver launch of a function with no name (loaded before the attach, by cuBLAS, cuDNN or a
+    /// module): named from the driver's function object, once that source has agreed with the names
+    /// tracer learned another way in this process (at least one, and ten times as many agreements as
+    /// disagreements). Before that, or when the object does not hold a name, it stays unnamed.
+    fn name_from_driver(&mut self, l: &Launch) -> Option<trace::Kernel> {
+        // The process's agreement first: zero for a process traced from its start, so those launches
+        // skip the kernel table.
+        let (agreed, disagreed) = self.proc.cuda.agreement;
+        if agreed == 0 || agreed < 10 * disagreed || !self.unnamed(l.handle) || !self.proc.cuda.tried.insert(l.handle) {
+            return None;
+        }
+        if let Some(name) = driver_name(self.pid, l.handle) {
+            self.names.count("driver_functions_named");
+            Some(self.bind(l.handle, 0, &name, Source::DriverFunction, false, l.ts))
+        } else {
+            self.names.count("driver_functions_unnamed");
+            None
+        }
+    }
+}
+
+impl Of<'_> {
+    /// Checks of the graph-executable layout in this process: one more each time a capture's executable
+    /// agrees (a refused read may be tried again then).
+    pub const fn graph_agreements(&self) -> u64 {
+        self.proc.cuda.graph_checks[0].0 + self.proc.cuda.graph_checks[1].0
+    }
+
+    /// Reads graph executable `exec` from the driver's objects and returns the record to write (after the
+    /// kernel records of functions it named, pushed to `out`).
+    ///
+    /// `captured`: the functions the launches of the capture it was made from passed, when tracer saw that
+    /// capture: the read is then a check of the layout (the capture's names must all be among the nodes',
+    /// as many times), counted for the process. Otherwise the executable was made before tracer saw it: it
+    /// is read when the process's checks agreed (at least one, and ten times as many agreements as
+    /// disagreements), or when none was made and the process maps a driver the layout was measured on;
+    /// each kernel node is named as its function is known, else from the driver's function object, else
+    /// unnamed.
+    pub fn graph_exec(&mut self, exec: u64, ts: u64, captured: Option<&[u64]>, out: &mut Vec<Record>) -> GraphExec {
+        let driver = self.driver_version();
+        let mut rec = GraphExec { ts, pid: self.pid, exec, check: captured.is_some(), driver, ..GraphExec::default() };
+        let allowed = |of: &Self, route| captured.is_some() || of.graph_reads_allowed(route, rec.driver.as_deref());
+        let (graph_allowed, copies_allowed) = (allowed(self, ExecRoute::Graph), allowed(self, ExecRoute::Copies));
+        if !graph_allowed && !copies_allowed {
+            self.names.count("graph_execs_refused");
+            return rec; // outcome refused
+        }
+        // The source graph's node list first; once that graph is destroyed (its count reads 0), the
+        // executable's own node copies. None: read through a route this process does not trust.
+        let read = ProcMem::open(self.pid).ok_or(Unread::Layout).and_then(|mem| match graph_exec::read(&mem, exec) {
+            Err(Unread::Empty) if copies_allowed => {
+                rec.route = Some(ExecRoute::Copies);
+                let c = graph_exec::read_copies(&mem, exec)?;
+                Ok(Some((c.entries, self.first_copy(c.first, c.kernels))))
+            }
+            Ok(_) if !graph_allowed => Ok(None),
+            read => {
+                rec.route = Some(ExecRoute::Graph);
+                read.map(|nodes| Some((u32::try_from(nodes.len()).unwrap_or(u32::MAX), nodes)))
+            }
+        });
+        let (entries, nodes) = match read {
+            Ok(Some(read)) => read,
+            Ok(None) => {
+                self.names.count("graph_execs_refused");
+                return rec;
+            }
+            Err(why) => {
+                // A read that failed because the process's memory is gone says nothing of the layout.
+                let gone = why == Unread::Layout && !has_memory(self.pid);
+                rec.outcome = match why {
+                    Unread::Empty => ExecOutcome::SourceGone,
+                    Unread::Layout if gone => ExecOutcome::ProcessGone,
+                    Unread::Layout => ExecOutcome::Layout,
+                };
+                self.names.count(match rec.outcome {
+                    // A check's graph may have changed or gone since (a loop capturing every step).
+                    _ if rec.check => "graph_checks_unread",
+                    ExecOutcome::SourceGone => "graph_execs_source_gone",
+                    ExecOutcome::ProcessGone => "graph_execs_process_gone",
+                    _ => "graph_execs_layout",
+                });
+                return rec;
+            }
+        };
+        rec.outcome = ExecOutcome::Named;
+        rec.nodes = entries;
+        let functions: Vec<u64> = nodes.iter().filter(|n| n.is_kernel()).map(|n| n.function).collect();
+        let route = rec.route.unwrap_or(ExecRoute::Graph);
+        // Each kernel node named as its function is known, else from the driver's function object.
+        for &f in &functions {
+            // A function bound once (named, or unnamed) is looked up for its next nodes.
+            if let Some(id) = self.lookup(f) {
+                rec.kernels.push(id);
+                continue;
+            }
+            let (id, new) = if let Some(name) = driver_name(self.pid, f) {
+                let k = self.bind(f, 0, &name, Source::GraphExec, false, ts);
+                (k.id, Some(k))
+            } else {
+                self.names.count("graph_exec_functions_unnamed");
+                self.resolve(f, ts)
+            };
+            rec.kernels.push(id);
+            out.extend(new.map(Record::Kernel));
+        }
+        if let Some(captured) = captured {
+            rec.agrees = self.check_capture(captured, &functions, route);
+        } else {
+            self.names.count(if route == ExecRoute::Copies {
+                "graph_execs_named_from_copies"
+            } else {
+                "graph_execs_named"
+            });
+        }
+        rec
+    }
+
+    /// The kernel node copies of an executable, the first record's among them when the driver names its
+    /// function (else it is no node of the graph: passed over, counted `graph_exec_copies_first_unnamed`).
+    fn first_copy(&mut self, first: Option<graph_exec::Node>, rest: Vec<graph_exec::Node>) -> Vec<graph_exec::Node> {
+        let Some(first) = first else { return rest };
+        let named = self.name_of(first.function).is_some_and(|n| !n.is_empty())
+            || driver_name(self.pid, first.function).is_some();
+        if !named {
+            self.names.count("graph_exec_copies_first_unnamed");
+            return rest;
+        }
+        std::iter::once(first).chain(rest).collect()
+    }
+
+    /// Whether an executable tracer did not see made may be read in this process (see [`Of::graph_exec`]).
+    fn graph_reads_allowed(&self, route: ExecRoute, driver: Option<&str>) -> bool {
+        match self.proc.cuda.graph_checks[route_index(route)] {
+            (0, 0) => driver.is_some_and(|d| MEASURED_DRIVERS.contains(&d)),
+            (agreed, disagreed) => agreed > 0 && agreed >= 10 * disagreed,
+        }
+    }
+
+    /// A captured graph's executable as read: does every name the capture launched appear among the
+    /// nodes' names as many times, and has every other kernel node a name from the driver (a device-to-
+    /// device copy the driver runs as its own kernel, a kernel launched on another stream joined into the
+    /// capture, which tracer's capture does not list)? A kernel node without a name is no kernel the
+    /// layout should have reached. None (counted apart) when a captured launch had no name to compare.
+    fn check_capture(&mut self, captured: &[u64], functions: &[u64], route: ExecRoute) -> Option<bool> {
+        if captured.is_empty() {
+            // A capture of no kernel (copies only): nothing to compare, no agreement.
+            self.names.count("graph_checks_without_kernels");
+            return None;
+        }
+        let mut want: HashMap<String, i64> = HashMap::new();
+        for &h in captured {
+            let Some(name) = self.name_of(h).filter(|n| !n.is_empty()) else {
+                self.names.count("graph_checks_unnamed");
+                return None;
+            };
+            *want.entry(name.to_owned()).or_default() += 1;
+        }
+        let mut read: HashMap<u64, Option<String>> = HashMap::new();
+        let mut unnamed = 0u64;
+        for &f in functions {
+            let name = match self.name_of(f).filter(|n| !n.is_empty()) {
+                Some(n) => Some(n.to_owned()),
+                None => read.entry(f).or_insert_with(|| driver_name(self.pid, f)).clone(),
+            };
+            match name {
+                Some(n) => {
+                    if let Some(left) = want.get_mut(&n) {
+                        *left -= 1;
+                    }
+                }
+                None => unnamed += 1,
+            }
+        }
+        let agrees = want.values().all(|&n| n == 0) && unnamed == 0;
+        let c = &mut self.proc.cuda.graph_checks[route_index(route)];
+        if agrees {
+            c.0 += 1;
+        } else {
+            c.1 += 1;
+        }
+        self.names.count(if agrees { "graph_checks_agreed" } else { "graph_checks_disagreed" });
+        Some(agrees)
+    }
+
+    /// The CUDA driver's version: the suffix of the `libcuda.so.VERSION` file the process maps (the
+    /// driver's own file; `libcuda.so.1` is a link to it), looked up once.
+    fn driver_version(&mut self) -> Option<String> {
+        if let Driver::Looked(known) = &self.proc.cuda.driver {
+            return known.clone();
+        }
+        let mut version = self.mappings().iter().find_map(|m| driver_version_of(&m.path));
+        if version.is_none() {
+            // Maps read before the driver was loaded: read them again, once.
+            self.snapshot();
+            version = self.mappings().iter().find_map(|m| driver_version_of(&m.path));
+        }
+        self.proc.cuda.driver = Driver::Looked(version.clone());
+        version
+    }
+}
+
+/// The CUDA driver's version in one process, once looked up (None: its file name gives none).
+#[derive(Default)]
+enum Driver {
+    #[default]
+    NotLooked,
+    Looked(Option<String>),
+}
+
+/// Whether a process still has its memory (an ended one, a zombie until reaped, has none mapped).
+fn has_memory(pid: u32) -> bool {
+    use std::io::Read as _;
+    let mut first = [0u8; 1];
+    std::fs::File::open(format!("/proc/{pid}/maps")).and_then(|mut f| f.read(&mut first)).is_ok_and(|n| n == 1)
+}
+
+/// The version in a driver file's name (`/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04`): digits and
+/// dots after `libcuda.so.`, at least two parts (`libcuda.so.1` is the link name, no version).
+fn driver_version_of(path: &str) -> Option<String> {
+    let version = path.rsplit('/').next()?.strip_prefix("libcuda.so.")?;
+    let parts: Vec<&str> = version.split('.').collect();
+    (parts.len() >= 2 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+        .then(|| version.to_owned())
+}
+
+/// The name the CUDA driver keeps in its function object: a pointer to it at byte 8 of the
+/// `CUfunction` (read on an H100, driver API 13.0, for functions of the runtime and of modules loaded
+/// through the driver: `bench/gpu/cufunc_layout.cu`). Taken only when it reads as a symbol name (a
+/// C identifier; a C++ one must demangle).
+fn driver_name(pid: u32, handle: u64) -> Option<String> {
+    use super::memory::{read_c_string, read_u64};
+    let mem = ProcMem::open(pid)?;
+    let name = read_c_string(&mem, read_u64(&mem, handle.checked_add(8)?)?)?;
+    let identifier = name.len() > 1
+        && name.bytes().next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b == b'.');
+    let cxx_ok = !name.starts_with("_Z") || cpp_demangle::Symbol::new(name.as_bytes()).is_ok();
+    (identifier && cxx_ok).then_some(name)
+}
+
+/// A route's slot in the per-route check counts.
+const fn route_index(route: ExecRoute) -> usize {
+    match route {
+        ExecRoute::Copies => 1,
+        ExecRoute::Graph | ExecRoute::Unknown => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::driver_version_of;
+
+    #[test]
+    fn driver_version_from_its_file_name() {
+        assert_eq!(driver_version_of("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04").as_deref(), Some("580.159.04"));
+        for none in ["/usr/lib/libcuda.so.1", "/usr/lib/libcuda.so", "/x/libcuda.so.580.x", "/x/libcudart.so.13.0"] {
+            assert_eq!(driver_version_of(none), None, "{none}");
+        }
+    }
+}

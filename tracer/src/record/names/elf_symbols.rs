@@ -1,0 +1,65 @@
+//! Names from the ELF file that maps a handle: on a late attach, the handle `__hipRegisterFunction`
+//! received is an 8-byte host object whose symbol is the mangled kernel name (unstripped files), and a
+//! stripped file's registration calls still carry the name ([`super::registration`]).
+
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
+
+use super::{Of, Source};
+use crate::os::{elf::Segments, files::CodeFile};
+
+/// Symbols of one ELF file by virtual address, the kernel handles its registration calls name (for a
+/// stripped file), and how file offsets map to addresses.
+#[derive(Debug, Default)]
+pub(super) struct ElfSymbols {
+    by_addr: BTreeMap<u64, String>,
+    registered: HashMap<u64, String>,
+    segments: Segments,
+}
+
+impl ElfSymbols {
+    fn parse(file: &CodeFile) -> Option<Self> {
+        let (by_addr, segments) = {
+            let view = file.elf();
+            let elf = crate::os::elf::parse(&view)?;
+            (crate::os::elf::symbols_by_address(&elf), crate::os::elf::segments(&elf))
+        };
+        let registered = super::registration::decode(file).map(|r| r.by_handle).unwrap_or_default();
+        Some(Self { by_addr, registered, segments })
+    }
+
+    /// The name at a file offset: its symbol, else the kernel name its registration call gives.
+    fn name_at_file_offset(&self, off: u64) -> Option<(&str, Source)> {
+        let vaddr = self
+            .segments
+            .iter()
+            .find(|(o, size, _)| off >= *o && off - o < *size)
+            .map(|(o, _, vaddr)| (off - o).wrapping_add(*vaddr))?;
+        // The registered name is the device's: where the host symbol spells it otherwise (nvcc's `_ZL`
+        // host stubs of static kernels, its renamed internal entities), the registration wins.
+        match (self.by_addr.get(&vaddr), self.registered.get(&vaddr)) {
+            (Some(symbol), Some(registered)) if symbol != registered => Some((registered, Source::RegisterCall)),
+            (Some(symbol), _) => Some((symbol, Source::Elf)),
+            (None, Some(registered)) => Some((registered, Source::RegisterCall)),
+            (None, None) => None,
+        }
+    }
+}
+
+impl Of<'_> {
+    /// The name a handle has in the file that maps it (ELF symbol or registration call), without
+    /// binding it.
+    pub fn static_name(&mut self, addr: u64, ts: u64) -> Option<(String, Source)> {
+        let m = self.mapping_at(addr, ts)?.clone();
+        let syms = if let Some(s) = self.names.elf.get(&m.file) {
+            s.clone()
+        } else {
+            let parsed = self.file(&m).and_then(|f| ElfSymbols::parse(&f)).map(Arc::new);
+            self.names.elf.insert(m.file, parsed.clone());
+            parsed
+        }?;
+        syms.name_at_file_offset(m.file_offset(addr)).map(|(n, s)| (n.to_owned(), s))
+    }
+}

@@ -1,0 +1,192 @@
+//! A process's file mappings, read from `/proc/PID/maps` and kept as a snapshot with the time it was
+//! taken; the files behind them opened once (through the process's `map_files`, checked to be the
+//! regular file mapped) and shared by every process that maps them.
+
+use std::sync::Arc;
+
+use super::{FileId, Of};
+use crate::os::files::{CodeFile, FileError};
+
+/// Files kept open for naming (one descriptor each, shared by every process that maps the file).
+pub(super) const MAX_OPEN_FILES: usize = 4096;
+
+/// A process's file mappings, and when they were read.
+#[derive(Debug)]
+pub(super) struct Snapshot {
+    /// `CLOCK_MONOTONIC` when they were read: they hold for events up to then.
+    pub(super) taken: u64,
+    pub(super) maps: Vec<Mapping>,
+}
+
+/// One file mapping of a process.
+#[derive(Clone, Debug)]
+pub(super) struct Mapping {
+    pub(super) start: u64,
+    pub(super) end: u64,
+    pub(super) offset: u64,
+    pub(super) file: FileId,
+    /// The path as the process sees it.
+    pub(super) path: String,
+}
+
+impl Mapping {
+    const fn holds(&self, addr: u64) -> bool {
+        addr >= self.start && addr < self.end
+    }
+
+    /// The file it maps, opened through the process's `map_files` and checked to be that file.
+    pub(super) fn open(&self, pid: u32) -> crate::os::files::Result<CodeFile> {
+        CodeFile::mapped(pid, self.start, self.end, self.file.0, self.file.1, &self.path)
+    }
+
+    /// The file offset of an address it holds.
+    pub(super) const fn file_offset(&self, addr: u64) -> u64 {
+        addr - self.start + self.offset
+    }
+}
+
+pub(super) fn read_mappings(pid: u32) -> Option<Vec<Mapping>> {
+    use crate::os::proc::Procs as _;
+    let maps = crate::os::proc::LIVE.maps(pid)?;
+    Some(
+        maps.into_iter()
+            .map(|e| Mapping { start: e.start, end: e.end, offset: e.offset, file: (e.dev, e.inode), path: e.path })
+            .collect(),
+    )
+}
+
+/// The footer counter for a file tracer did not read.
+pub(super) fn refusal(e: &FileError) -> &'static str {
+    match e.cause() {
+        "not_regular" => "files_refused_not_regular",
+        "changed" => "files_refused_changed",
+        "out_of_bounds" => "files_refused_out_of_bounds",
+        "too_big" => "files_refused_too_big",
+        "open_failed" => "files_unopened",
+        "fuse" => "files_refused_fuse",
+        _ => "files_unreadable",
+    }
+}
+
+impl Of<'_> {
+    /// Reads the process's file mappings now, so that its handles can still be named after it exits (the
+    /// reader may decode a launch after its process is gone), and opens each file it maps not opened yet.
+    pub fn snapshot(&mut self) {
+        let taken = crate::os::clock::monotonic_ns();
+        // A process that has exited but is not reaped yet shows empty maps: keep what was seen before.
+        let Some(maps) = read_mappings(self.pid).filter(|m| !m.is_empty()) else {
+            self.proc.gone = true;
+            // Ended before this look: the early look at this image, if newer than what was seen (its files
+            // could not be opened any more: they count as unopened).
+            let early = self.names.early.as_ref().and_then(|e| e.take(self.pid, self.proc.since));
+            if let Some(look) = early.filter(|l| self.proc.maps.as_ref().is_none_or(|s| l.taken > s.taken)) {
+                self.names.count("maps_from_early_look");
+                for m in &look.maps {
+                    // The files the early look opened while the process lived; the others cannot be
+                    // opened any more.
+                    if !self.names.files.contains_key(&m.file) {
+                        let opened = self.names.early.as_ref().and_then(|e| e.take_file(m.file));
+                        if opened.is_none() {
+                            self.names.count("files_unopened");
+                        }
+                        self.names.files.insert(m.file, opened);
+                    }
+                }
+                self.proc.maps = Some(look);
+            }
+            return;
+        };
+        if let Some(e) = &self.names.early {
+            e.forget(self.pid);
+        }
+        for m in &maps {
+            if self.names.files.contains_key(&m.file) {
+                continue;
+            }
+            if self.names.files.len() >= MAX_OPEN_FILES {
+                self.names.count("files_not_opened_limit");
+                continue;
+            }
+            let early = self.names.early.as_ref().and_then(|e| e.take_file(m.file));
+            let opened = match early.map_or_else(|| m.open(self.pid).map(Arc::new), Ok) {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    self.names.count(refusal(&e));
+                    None
+                }
+            };
+            self.names.files.insert(m.file, opened);
+        }
+        self.proc.maps = Some(Snapshot { taken, maps });
+    }
+
+    /// The file mappings of the last snapshot (taken now if there is none).
+    pub(super) fn mappings(&mut self) -> &[Mapping] {
+        if self.proc.maps.is_none() {
+            self.snapshot();
+        }
+        self.proc.maps.as_ref().map_or(&[], |s| s.maps.as_slice())
+    }
+
+    /// The file mappings naming holds of the process (read now if it has none), each with its file as
+    /// opened (None: not opened). For a process that has ended: its last look taken while it lived,
+    /// naming's own or the early look's.
+    pub fn held_mappings(&mut self) -> super::HeldMappings {
+        self.mappings();
+        let Some(snapshot) = &self.proc.maps else { return Vec::new() };
+        snapshot
+            .maps
+            .iter()
+            .map(|m| {
+                let entry = crate::os::proc::MapsEntry {
+                    start: m.start,
+                    end: m.end,
+                    offset: m.offset,
+                    dev: m.file.0,
+                    inode: m.file.1,
+                    path: m.path.clone(),
+                };
+                (entry, self.names.files.get(&m.file).cloned().flatten())
+            })
+            .collect()
+    }
+
+    /// The file behind a mapping, as opened when its process was looked at.
+    pub(super) fn file(&self, m: &Mapping) -> Option<Arc<CodeFile>> {
+        self.names.files.get(&m.file).cloned().flatten()
+    }
+
+    /// The file and offset an address of the process falls in, from its maps snapshot.
+    pub fn file_of(&mut self, addr: u64, ts: u64) -> Option<(String, u64)> {
+        let m = self.mapping_at(addr, ts)?;
+        Some((m.path.clone(), m.file_offset(addr)))
+    }
+
+    /// The file mapping of the process that held `addr` at time `ts`: from the snapshot, read again when
+    /// it does not cover the address (the process mapped something since) or was taken before `ts` (a
+    /// mapping read earlier may hold another file by then: the dynamic loader maps and unmaps its cache
+    /// and libraries at the same addresses). A process that has ended keeps its last snapshot.
+    pub(super) fn mapping_at(&mut self, addr: u64, ts: u64) -> Option<&Mapping> {
+        let covered = |p: &super::ProcessNames| p.maps.as_ref().is_some_and(|s| s.maps.iter().any(|m| m.holds(addr)));
+        let fresh = |p: &super::ProcessNames| p.maps.as_ref().is_some_and(|s| s.taken >= ts);
+        if !covered(self.proc) || !fresh(self.proc) {
+            // An address seen outside every file mapping (a heap handle) is not looked for again: a maps
+            // read per launch would stall the target (it takes the target's mmap lock).
+            if self.proc.outside_files.contains(&addr) {
+                return None;
+            }
+            // An ended process is looked at again only while nothing is held of it: the early look may
+            // come later than the first look that found it ended (the library watch's, at its exec).
+            if !self.proc.gone || self.proc.maps.is_none() {
+                self.snapshot();
+            }
+            if !covered(self.proc) {
+                if fresh(self.proc) {
+                    self.proc.outside_files.insert(addr);
+                }
+                return None;
+            }
+        }
+        self.proc.maps.as_ref()?.maps.iter().find(|m| m.holds(addr))
+    }
+}

@@ -1,0 +1,361 @@
+//! Kernel names: which kernel each launch handle stands for, per process, and where its code lies.
+//!
+//! A handle is what a launch passes: a HIP host stub or module function, a `CUfunction`, an HSA kernel
+//! object. Sources, in order of trust: names seen live (a registration, a module or symbol lookup: the
+//! record the decode step hands over), then what the process's own files and memory say (the ELF
+//! symbol, or the registration call's string, of the file mapping the handle: `elf_symbols`,
+//! [`registration`]; `ROCr`'s list of loaded code objects: [`rocr`]; the CUDA runtime's and driver's
+//! objects: `cuda`), then "unnamed" with the raw handle. Never a guess.
+//!
+//! The rooms: `maps` (a process's file mappings, the files behind them opened once), `code` (which
+//! file and offload [`bundle`] holds a kernel's code), [`memory`] (another process's memory, read
+//! without stopping it). State shared by every process (files, their symbols and bundle indexes) lives
+//! in [`Names`]; what holds for one process only lives in its [`ProcessNames`], which the attribution
+//! step drops with the process. [`Names::of`] joins the two for one process.
+
+use std::{
+    collections::{BTreeMap, HashMap, HashSet},
+    sync::Arc,
+};
+
+pub mod bundle;
+mod code;
+mod cuda;
+pub mod early;
+mod elf_symbols;
+pub mod graph_exec;
+mod maps;
+pub mod memory;
+pub mod registration;
+pub mod rocr;
+pub mod spirv;
+
+pub use crate::trace::Source;
+use crate::{
+    os::{demangle::demangle, elf::Segments, files::CodeFile},
+    record::names::{
+        bundle::{FatBinary, NameIndex},
+        elf_symbols::ElfSymbols,
+        maps::Snapshot,
+    },
+    trace,
+};
+pub use code::FatBinaryCode;
+
+/// A file, by (device, inode): the same file for every process that maps it.
+type FileId = (u64, u64);
+
+/// A process's file mappings as naming holds them, each with its file as opened (None: not opened).
+pub type HeldMappings = Vec<(crate::os::proc::MapsEntry, Option<Arc<CodeFile>>)>;
+
+/// A kernel of a loaded code object: its name and the file the code object came from.
+type LoadedKernel = (Arc<str>, Option<Arc<str>>);
+
+/// The `NAME.kd` symbols of a code object: (NAME, `st_value`).
+type KernelSymbols = Vec<(String, u64)>;
+
+/// One process's view of a kernel handle.
+#[derive(Clone, Debug)]
+struct Entry {
+    id: u32,
+    source: Source,
+    /// The mangled name ("" when unnamed): graph executables read from the driver are checked against the
+    /// names of the launches a capture made.
+    name: Arc<str>,
+    /// The kernel parameters its launches need read ([`crate::read::classify::Class::param_plan`]).
+    param_plan: u32,
+    /// For a kernel object: the words of a dispatch's argument segment it needs read
+    /// ([`crate::read::classify::Class::kernarg_plan`]).
+    kernarg_plan: u32,
+    /// Whether the plan was handed to the eBPF side since the handle was bound.
+    plan_sent: bool,
+}
+
+/// What naming learns once for every process: the files mapped, their symbols and bundle indexes, the
+/// kernel ids given so far, and the counts and warnings for the user.
+#[derive(Default)]
+pub struct Names {
+    next_id: u32,
+    /// Counts for the footer: launches whose handle had no name anywhere.
+    pub unnamed: u64,
+    /// Counts for the footer: the loader list (lists or code objects that could not be read, lists cut
+    /// short), files not read and why, fat binaries registered from no file, CUDA objects read for names.
+    pub counts: BTreeMap<&'static str, u64>,
+    /// What could not be read in a file a process registered code from, one sentence each (once per file
+    /// and cause), for the session to tell its user.
+    pub warnings: Vec<String>,
+    /// Files already warned about.
+    warned: HashSet<FileId>,
+    /// Mapped files opened when a process was first looked at (through its `map_files`, checked to be
+    /// the regular file mapped): they can still be read after the process exits, or from another mount
+    /// namespace.
+    files: HashMap<FileId, Option<Arc<CodeFile>>>,
+    /// The symbols of each ELF file read for a name.
+    elf: HashMap<FileId, Option<Arc<ElfSymbols>>>,
+    /// The offload bundles of each file with a fat binary, indexed by their headers.
+    fat_binaries: HashMap<FileId, Option<Arc<FatBinary>>>,
+    /// Kernel name -> bundles, per file, for kernels named from the file rather than registered (late
+    /// attach): built once, the first time one is needed.
+    name_indexes: HashMap<FileId, Arc<NameIndex>>,
+    /// `NAME.kd` symbols of code-object files read, by URI (one that means the same file in tracer's
+    /// mount namespace); None when it could not be read.
+    code_objects: HashMap<String, Option<Arc<KernelSymbols>>>,
+    /// The SPIR-V arrays of each ggml file read for a Vulkan shader's name.
+    shaders: HashMap<FileId, Option<Arc<spirv::ShaderIndex>>>,
+    /// Per libhsa-runtime64 file: the address of `_amdgpu_r_debug` and the `PT_LOAD` segments.
+    r_debug_files: HashMap<FileId, Option<(u64, Segments)>>,
+    /// The early looks at new processes' maps, taken for one that ended before its first record was
+    /// named ([`early`]); None when no drain posts them (tests, reading a trace).
+    pub early: Option<Arc<early::EarlyLooks>>,
+}
+
+/// What naming knows of one process: dropped whole when it exits, replaced when it execs.
+#[derive(Default)]
+pub struct ProcessNames {
+    by_handle: crate::FastMap<u64, Entry>,
+    /// Its file mappings, as last read.
+    maps: Option<Snapshot>,
+    /// Its maps could not be read any more (it ended): the last snapshot stands.
+    gone: bool,
+    /// `CLOCK_MONOTONIC` of the exec that started its image (0: no exec seen).
+    since: u64,
+    /// Addresses found in no file mapping when its maps were read again for them.
+    outside_files: HashSet<u64>,
+    /// Fat binaries registered, by module handle: where their code lies.
+    modules: HashMap<u64, FatBinaryCode>,
+    /// Kernel objects named by `ROCr`'s loaded code-object list: object -> (name, file the code object
+    /// came from). Read again whenever a dispatch names an object not in it.
+    loaded: HashMap<u64, LoadedKernel>,
+    /// Code objects read whose URI means something only in this process (its memory, or a file in its
+    /// own mount namespace).
+    code_objects: HashMap<String, Option<Arc<KernelSymbols>>>,
+    /// HSA symbol handle -> kernel name (without `.kd`), until its `KERNEL_OBJECT` is asked.
+    hsa_symbols: HashMap<u64, String>,
+    /// Library kernel handles (`CUkernel`) -> (name, truncated): a context's function is named after them.
+    library_kernels: HashMap<u64, (String, bool, u64)>,
+    /// The CUDA runtime's and driver's names.
+    cuda: cuda::CudaNames,
+    /// Vulkan shader modules it made, and the shader each was made from.
+    shader_modules: HashMap<u64, spirv::ModuleShader>,
+}
+
+impl ProcessNames {
+    /// A process image that its exec started at `ts`.
+    pub fn since(ts: u64) -> Self {
+        Self { since: ts, ..Self::default() }
+    }
+
+    /// `CLOCK_MONOTONIC` of the exec that started its image (0: no exec seen).
+    pub const fn image(&self) -> u64 {
+        self.since
+    }
+}
+
+impl Names {
+    /// Naming for one process.
+    pub const fn of<'a>(&'a mut self, pid: u32, proc: &'a mut ProcessNames) -> Of<'a> {
+        Of { names: self, proc, pid }
+    }
+
+    /// One sentence for the user about a file, the first time something is wrong with it.
+    fn warn(&mut self, file: FileId, sentence: String) {
+        if self.warned.insert(file) {
+            self.warnings.push(sentence);
+        }
+    }
+
+    fn count(&mut self, what: &'static str) {
+        *self.counts.entry(what).or_default() += 1;
+    }
+
+    const fn next_id(&mut self) -> u32 {
+        self.next_id += 1;
+        self.next_id
+    }
+}
+
+/// Naming for one process: the shared state and the process's own.
+pub struct Of<'a> {
+    names: &'a mut Names,
+    proc: &'a mut ProcessNames,
+    pid: u32,
+}
+
+impl Of<'_> {
+    /// Binds a name to a handle. Returns the kernel record to write.
+    pub fn bind(
+        &mut self,
+        handle: u64,
+        module: u64,
+        name: &str,
+        source: Source,
+        truncated: bool,
+        ts: u64,
+    ) -> trace::Kernel {
+        let id = self.names.next_id();
+        let demangled = demangle(name);
+        let (param_plan, kernarg_plan) = if name.is_empty() {
+            (0, 0)
+        } else {
+            let class = crate::read::classify::classify_demangled(name, &demangled);
+            (class.param_plan(), class.kernarg_plan())
+        };
+        self.proc
+            .by_handle
+            .insert(handle, Entry { id, source, name: name.into(), param_plan, kernarg_plan, plan_sent: false });
+        let (code_file, bundles) = match source {
+            _ if name.is_empty() => (None, Vec::new()),
+            // A registration names its module: the fat binary registered under it holds the code.
+            Source::Register => match self.proc.modules.get(&module) {
+                Some(code) => (Some(code.file.clone()), code.bundle.iter().cloned().collect()),
+                None => (self.code_file_at(handle, ts), Vec::new()),
+            },
+            // A host stub named from its file lies in the file that carries the kernel's code.
+            Source::Elf | Source::RegisterCall => self.bundles_of(handle, name, ts),
+            // A function looked up in a module or library loaded from an image or a file: that file.
+            Source::Module | Source::Library => (self.proc.modules.get(&module).map(|c| c.file.clone()), Vec::new()),
+            _ => (None, Vec::new()),
+        };
+        trace::Kernel {
+            id,
+            pid: self.pid,
+            handle,
+            module,
+            name: name.to_owned(),
+            demangled,
+            source,
+            truncated,
+            ts,
+            code_file,
+            bundles,
+            caller: None,
+        }
+    }
+
+    /// The kernel id for a launch handle, naming it from the ELF file that maps it when no live name was
+    /// seen. Returns the id and, when the handle is new, the kernel record to write first.
+    pub fn resolve(&mut self, handle: u64, ts: u64) -> (u32, Option<trace::Kernel>) {
+        if let Some(e) = self.proc.by_handle.get(&handle) {
+            return (e.id, None);
+        }
+        let (name, source) = if let Some(named) = self.static_name(handle, ts) {
+            named
+        } else {
+            self.names.unnamed += 1;
+            (String::new(), Source::Unnamed)
+        };
+        let rec = self.bind(handle, 0, &name, source, false, ts);
+        (rec.id, Some(rec))
+    }
+
+    /// The kernel parameters a launch of this handle needs read (0 for an unknown handle), and whether this
+    /// is the first time it is asked since the handle was bound (the eBPF side is then to be told).
+    pub fn param_plan(&mut self, handle: u64) -> (u32, bool) {
+        match self.proc.by_handle.get_mut(&handle) {
+            Some(e) => (e.param_plan, !std::mem::replace(&mut e.plan_sent, true)),
+            None => (0, false),
+        }
+    }
+
+    /// The same for a kernel object's queue dispatches: which words of the argument segment to read.
+    pub fn kernarg_plan(&mut self, kernel_object: u64) -> (u32, bool) {
+        match self.proc.by_handle.get_mut(&kernel_object) {
+            Some(e) => (e.kernarg_plan, !std::mem::replace(&mut e.plan_sent, true)),
+            None => (0, false),
+        }
+    }
+
+    /// Whether no name is bound to the handle (unknown, or bound as unnamed).
+    pub fn unnamed(&self, handle: u64) -> bool {
+        self.proc.by_handle.get(&handle).is_none_or(|e| e.source == Source::Unnamed)
+    }
+
+    /// The name bound to a handle ("" for an unnamed one), without looking further.
+    pub fn name_of(&self, handle: u64) -> Option<&str> {
+        self.proc.by_handle.get(&handle).map(|e| &*e.name)
+    }
+
+    /// The kernel id already bound to a handle, without looking further.
+    pub fn lookup(&self, handle: u64) -> Option<u32> {
+        self.proc.by_handle.get(&handle).map(|e| e.id)
+    }
+
+    /// A code-object symbol (`<kernel>.kd`) looked up: its kernel object is bound when asked for.
+    pub fn hsa_symbol(&mut self, symbol: u64, name: &str) {
+        let name = name.strip_suffix(".kd").unwrap_or(name);
+        self.proc.hsa_symbols.insert(symbol, name.to_owned());
+    }
+
+    /// The `KERNEL_OBJECT` of a symbol named earlier: what every dispatch of it will carry.
+    pub fn hsa_kernel_object(&mut self, symbol: u64, object: u64, ts: u64) -> Option<trace::Kernel> {
+        let name = self.proc.hsa_symbols.get(&symbol)?.clone();
+        Some(self.bind(object, symbol, &name, Source::Hsa, false, ts))
+    }
+
+    /// A library kernel (`CUkernel`) looked up by name in `library`: kept for the functions made from it.
+    pub fn library_kernel(&mut self, kernel: u64, library: u64, name: &str, truncated: bool) {
+        self.proc.library_kernels.insert(kernel, (name.to_owned(), truncated, library));
+    }
+
+    /// The function a library kernel has in the current context (`cuKernelGetFunction`): named as the
+    /// kernel, unless it has a name already.
+    pub fn kernel_function(&mut self, kernel: u64, function: u64, ts: u64) -> Option<trace::Kernel> {
+        if self.lookup(function).is_some() {
+            return None;
+        }
+        let (name, truncated, library) = self.proc.library_kernels.get(&kernel)?.clone();
+        let mut rec = self.bind(function, kernel, &name, Source::Library, truncated, ts);
+        rec.code_file = self.proc.modules.get(&library).map(|c| c.file.clone());
+        Some(rec)
+    }
+
+    /// A dispatch's kernel object: its id, bound first (the record to write) from `ROCr`'s code-object
+    /// list when it was loaded before tracer attached, or as unnamed (one id per object) when no list
+    /// tracer can read holds it.
+    pub fn kernel_object(&mut self, object: u64, ts: u64) -> (u32, Option<trace::Kernel>) {
+        if let Some(id) = self.lookup(object) {
+            return (id, None);
+        }
+        let rec = if let Some((name, file)) = self.loaded_name(object) {
+            let mut rec = self.bind(object, 0, &name, Source::Loader, false, ts);
+            rec.code_file = file;
+            rec
+        } else {
+            self.names.count("dispatch_unnamed_objects");
+            self.bind(object, 0, "", Source::Unnamed, false, ts)
+        };
+        (rec.id, Some(rec))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Names this test binary's own function through the maps + ELF path used on a late attach.
+    #[inline(never)]
+    #[unsafe(no_mangle)]
+    pub(super) extern "C" fn tracer_symbols_test_marker() -> u64 {
+        std::hint::black_box(42)
+    }
+
+    #[test]
+    fn names_a_handle_from_the_mapped_file() {
+        let mut names = Names::default();
+        let mut proc = ProcessNames::default();
+        #[expect(clippy::fn_to_numeric_cast_any, reason = "the function's address is the handle to name")]
+        let addr = tracer_symbols_test_marker as *const () as u64;
+        let pid = std::process::id();
+        let (id, rec) = names.of(pid, &mut proc).resolve(addr, 1);
+        let rec = rec.unwrap();
+        assert_eq!((rec.name.as_str(), rec.source), ("tracer_symbols_test_marker", Source::Elf));
+        // Known now: same id, no second record.
+        assert_eq!(names.of(pid, &mut proc).resolve(addr, 2), (id, None));
+        let (_, rec) = names.of(pid, &mut proc).resolve(8, 3);
+        assert_eq!(rec.unwrap().source, Source::Unnamed);
+        assert_eq!(names.unnamed, 1);
+        // The process gone, its state with it: the handle is new again.
+        let mut proc = ProcessNames::default();
+        assert!(names.of(pid, &mut proc).resolve(addr, 4).1.is_some());
+    }
+}

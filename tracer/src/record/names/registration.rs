@@ -1,0 +1,228 @@
+//! Kernel names from a binary's own code, for stripped libraries.
+//!
+//! A HIP (or CUDA) library's module constructor registers every kernel with
+//! `__hipRegisterFunction(modules, handle, device_function, device_name, ...)` (`__cudaRegisterFunction`
+//! takes the same first four arguments): the handle a launch passes and the kernel's mangled name are
+//! both loaded into argument registers right before the call (`lea rsi, [rip+handle]`,
+//! `lea rcx, [rip+name]`). Decoding those call sites with a real x86-64 decoder recovers handle -> name
+//! without a symbol table, which release builds (Ollama's `libggml-hip.so`) do not keep. A leaf: bytes
+//! in, a table out.
+
+use std::collections::{HashMap, HashSet};
+
+use iced_x86::{
+    Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
+};
+use object::{
+    Object as _, ObjectSection as _, ObjectSymbol as _, ObjectSymbolTable as _, ReadRef, RelocationTarget, SectionKind,
+};
+use tracer_common::api::{ApiFunc, Op};
+
+use crate::os::files::CodeFile;
+
+/// Whether a dynamic symbol (`name` or `name@VERSION`) is a registration function of the API table
+/// ([`Op::Register`]): its second argument is a launch handle and its fourth the device name.
+fn is_registration_symbol(name: &str) -> bool {
+    let base = name.split_once('@').map_or(name, |(base, _)| base);
+    ApiFunc::from_symbol(base).is_some_and(|f| f.op() == Op::Register)
+}
+
+/// What the registration calls of one file say.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Registrations {
+    /// Launch handle (virtual address in the file) -> mangled kernel name.
+    pub by_handle: HashMap<u64, String>,
+    /// Calls to a registration function found in the code.
+    pub calls: usize,
+    /// Of those, the calls (their addresses) whose handle or name was not loaded by a plain `lea`/`mov`
+    /// before the call.
+    pub unresolved: Vec<u64>,
+}
+
+/// Text is decoded in windows of this size, read one at a time from the file.
+const WINDOW: usize = 4 << 20;
+/// The longest x86-64 instruction: a window stops this short of its end, unless it ends the section.
+const MAX_INSN: usize = 15;
+
+/// Decodes the registration calls of an x86-64 ELF file; None when it is no such file or imports no
+/// registration function.
+///
+/// The file is read in bounded pieces: its dynamic tables through [`crate::os::files::Bounded`], its code one
+/// window at a time.
+pub fn decode(file: &CodeFile) -> Option<Registrations> {
+    let view = file.elf();
+    let elf = crate::os::elf::parse(&view)?;
+    if elf.architecture() != object::Architecture::X86_64 {
+        return None;
+    }
+    let slots = got_slots(&elf);
+    if slots.is_empty() {
+        return None;
+    }
+    let stubs = plt_stubs(&elf, &slots);
+    let got = got_values(&elf);
+    let mut out = Registrations::default();
+    let mut info = InstructionInfoFactory::new();
+    let mut window = Vec::new();
+    for section in elf.sections().filter(|s| s.kind() == SectionKind::Text) {
+        let Some((offset, size)) = section.file_range() else { continue };
+        let mut known: HashMap<Register, u64> = HashMap::new();
+        let mut done = 0u64;
+        while done < size {
+            let n = (size - done).min(WINDOW as u64) as usize;
+            window.resize(n, 0);
+            if file.read_exact_at(offset + done, &mut window).is_err() {
+                break;
+            }
+            let last = done + n as u64 == size;
+            let mut decoder = Decoder::with_ip(64, &window, section.address() + done, DecoderOptions::NONE);
+            let mut insn = Instruction::default();
+            // Stop where an instruction could cross the window's end; the next window starts there.
+            while decoder.can_decode() && (last || decoder.position() + MAX_INSN <= n) {
+                decoder.decode_out(&mut insn);
+                if insn.mnemonic() == Mnemonic::Call && is_registration_call(&insn, &stubs, &slots) {
+                    out.calls += 1;
+                    let handle = known.get(&Register::RSI).copied();
+                    let name = known
+                        .get(&Register::RCX)
+                        .or_else(|| known.get(&Register::RDX))
+                        .and_then(|&a| c_string(&elf, file, a));
+                    match (handle, name) {
+                        (Some(h), Some(n)) if !n.is_empty() => {
+                            out.by_handle.insert(h, n);
+                        }
+                        _ => out.unresolved.push(insn.ip()),
+                    }
+                }
+                track(&insn, &mut info, &got, &mut known);
+            }
+            done += decoder.position() as u64;
+            if decoder.position() == 0 {
+                break; // nothing decodable: a window shorter than an instruction at a section's end
+            }
+        }
+    }
+    Some(out)
+}
+
+/// GOT slots the dynamic linker fills with a registration function's address.
+fn got_slots<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> HashSet<u64> {
+    let Some(dynsym) = file.dynamic_symbol_table() else { return HashSet::new() };
+    let Some(relocations) = file.dynamic_relocations() else { return HashSet::new() };
+    relocations
+        .filter_map(|(offset, r)| match r.target() {
+            RelocationTarget::Symbol(i) => {
+                let name = dynsym.symbol_by_index(i).ok()?.name().ok()?;
+                is_registration_symbol(name).then_some(offset)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the dynamic linker writes into each GOT slot that holds an address of this file: a relative
+/// relocation's addend, or the address of a symbol the file defines. (An exported kernel's handle is
+/// loaded through the GOT: `mov rsi, [rip+slot]`.)
+fn got_values<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> HashMap<u64, u64> {
+    let Some(relocations) = file.dynamic_relocations() else { return HashMap::new() };
+    let dynsym = file.dynamic_symbol_table();
+    relocations
+        .filter_map(|(offset, r)| {
+            let value = match r.target() {
+                RelocationTarget::Absolute => r.addend() as u64,
+                RelocationTarget::Symbol(i) => {
+                    let s = dynsym.as_ref()?.symbol_by_index(i).ok()?;
+                    if s.is_undefined() {
+                        return None;
+                    }
+                    s.address().wrapping_add(r.addend() as u64)
+                }
+                _ => return None,
+            };
+            Some((offset, value))
+        })
+        .collect()
+}
+
+/// Entry points of the PLT stubs that jump through those slots (`jmp [rip+slot]`, preceded by
+/// `endbr64` in `.plt.sec` stubs).
+fn plt_stubs<'d, R: ReadRef<'d>>(file: &object::File<'d, R>, slots: &HashSet<u64>) -> HashSet<u64> {
+    let mut stubs = HashSet::new();
+    for section in file.sections().filter(|s| s.name().is_ok_and(|n| n.starts_with(".plt"))) {
+        let Ok(code) = section.data() else { continue };
+        let mut decoder = Decoder::with_ip(64, code, section.address(), DecoderOptions::NONE);
+        let mut previous = Instruction::default();
+        let mut insn = Instruction::default();
+        while decoder.can_decode() {
+            decoder.decode_out(&mut insn);
+            if insn.mnemonic() == Mnemonic::Jmp
+                && insn.is_ip_rel_memory_operand()
+                && slots.contains(&insn.ip_rel_memory_address())
+            {
+                stubs.insert(insn.ip());
+                if previous.mnemonic() == Mnemonic::Endbr64 && previous.next_ip() == insn.ip() {
+                    stubs.insert(previous.ip());
+                }
+            }
+            previous = insn;
+        }
+    }
+    stubs
+}
+
+fn is_registration_call(insn: &Instruction, stubs: &HashSet<u64>, slots: &HashSet<u64>) -> bool {
+    match insn.op0_kind() {
+        OpKind::NearBranch64 => stubs.contains(&insn.near_branch_target()),
+        // `-fno-plt`: call [rip+slot].
+        OpKind::Memory if insn.is_ip_rel_memory_operand() => slots.contains(&insn.ip_rel_memory_address()),
+        _ => false,
+    }
+}
+
+/// Follows the addresses straight-line code loads into registers: `lea r, [rip+x]`, `mov r, imm`,
+/// `mov r, [rip+got_slot]` and register copies. Any other write to a register forgets it; any transfer of control forgets all.
+fn track(
+    insn: &Instruction,
+    info: &mut InstructionInfoFactory,
+    got: &HashMap<u64, u64>,
+    known: &mut HashMap<Register, u64>,
+) {
+    if insn.flow_control() != FlowControl::Next {
+        known.clear();
+        return;
+    }
+    let dst = (insn.op_count() > 0 && insn.op0_kind() == OpKind::Register).then(|| insn.op0_register().full_register());
+    let value = match (insn.mnemonic(), dst) {
+        (Mnemonic::Lea, Some(_)) if insn.is_ip_rel_memory_operand() => Some(insn.ip_rel_memory_address()),
+        (Mnemonic::Mov, Some(_)) => match insn.op1_kind() {
+            OpKind::Register => known.get(&insn.op1_register().full_register()).copied(),
+            OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64 => Some(insn.immediate(1)),
+            OpKind::Memory if insn.is_ip_rel_memory_operand() => got.get(&insn.ip_rel_memory_address()).copied(),
+            _ => None,
+        },
+        _ => None,
+    };
+    for used in info.info(insn).used_registers() {
+        if matches!(
+            used.access(),
+            OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
+        ) {
+            known.remove(&used.register().full_register());
+        }
+    }
+    if let (Some(d), Some(v)) = (dst, value) {
+        known.insert(d, v);
+    }
+}
+
+/// The NUL-terminated string at a virtual address of the file, at most 4 KiB, read from the file.
+fn c_string<'d, R: ReadRef<'d>>(elf: &object::File<'d, R>, file: &CodeFile, addr: u64) -> Option<String> {
+    let section = elf.sections().find(|s| addr >= s.address() && addr - s.address() < s.size())?;
+    let (offset, size) = section.file_range()?;
+    let within = addr - section.address();
+    let mut buf = [0u8; 4096];
+    let room = size.checked_sub(within)?.min(buf.len() as u64) as usize;
+    file.read_exact_at(offset.checked_add(within)?, &mut buf[..room]).ok()?;
+    let end = buf[..room].iter().position(|&b| b == 0)?;
+    String::from_utf8(buf[..end].to_vec()).ok()
+}

@@ -1,0 +1,352 @@
+//! `ROCr`'s list of loaded code objects, read from a running process: how AQL dispatches of code objects
+//! loaded before tracer attached get their names.
+//!
+//! libhsa-runtime64 exports `_amdgpu_r_debug`, a glibc `struct r_debug` (`r_version` at 0, `r_map` at 8,
+//! `r_brk` at 16, `r_state` at 24, `r_ldbase` at 32; `ROCr` `loader/executable.cpp`). Each code object an
+//! executable loads adds a glibc `struct link_map` to that list: `l_addr` (0) is its load delta, `l_name`
+//! (8) a URI, `l_next` (24) the next entry. The URI is `file://PATH[#offset=O&size=S]` (the path
+//! percent-encoded) or `memory://PID#offset=0xADDR&size=S` (`ROCr` `amd_hsa_loader.cpp`; the grammar is in
+//! `hsa_ven_amd_loader.h`). A dispatch's `kernel_object` is `l_addr + st_value` of the code object's
+//! `NAME.kd` symbol. Everything here reads; the process is never stopped.
+
+use std::{
+    collections::{HashMap, HashSet},
+    sync::Arc,
+};
+
+use super::{
+    KernelSymbols, Of,
+    bundle::MAX_CODE_OBJECT,
+    maps::Mapping,
+    memory::{Memory, ProcMem, read_c_string, read_u64},
+};
+use crate::os::files::{Bounded, ELF_BUDGET, Root};
+
+/// The exported data symbol that heads the list.
+pub const R_DEBUG_SYMBOL: &str = "_amdgpu_r_debug";
+
+/// Entries read at most per list: a corrupt or cyclic list ends there, counted.
+pub const MAX_ENTRIES: usize = 65_536;
+
+/// One loaded code object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadedObject {
+    /// `l_addr`: what the loader added to the code object's virtual addresses.
+    pub load_delta: u64,
+    /// `l_name`.
+    pub uri: String,
+}
+
+/// What one walk of the list gave.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct List {
+    pub objects: Vec<LoadedObject>,
+    /// Entries whose URI could not be read.
+    pub unreadable: usize,
+    /// The walk stopped at [`MAX_ENTRIES`] or at an entry seen before.
+    pub truncated: bool,
+}
+
+/// Walks the list headed by the `r_debug` at `r_debug`; None when the head cannot be read.
+pub fn walk(mem: &impl Memory, r_debug: u64) -> Option<List> {
+    let mut next = read_u64(mem, r_debug.checked_add(8)?)?;
+    let mut list = List::default();
+    let mut seen = HashSet::new();
+    while next != 0 {
+        if list.objects.len() + list.unreadable >= MAX_ENTRIES || !seen.insert(next) {
+            list.truncated = true;
+            break;
+        }
+        let entry = next;
+        let (Some(load_delta), Some(name), Some(following)) =
+            (read_u64(mem, entry), read_u64(mem, entry.wrapping_add(8)), read_u64(mem, entry.wrapping_add(24)))
+        else {
+            // The chain itself is broken here: what was read so far stands.
+            list.truncated = true;
+            break;
+        };
+        match read_c_string(mem, name) {
+            Some(uri) => list.objects.push(LoadedObject { load_delta, uri }),
+            None => list.unreadable += 1,
+        }
+        next = following;
+    }
+    Some(list)
+}
+
+/// Where a code object's bytes are, from its URI.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Uri {
+    /// A file as the process sees it (decoded), and the code object's range in it; `size` None: the
+    /// whole file (or all of it from `offset`).
+    File { path: String, offset: u64, size: Option<u64> },
+    /// Memory of a process.
+    Memory { pid: u32, addr: u64, size: u64 },
+}
+
+/// A number of the URI grammar: decimal, `0x` hexadecimal or `0` octal.
+fn number(s: &str) -> Option<u64> {
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else if s.len() > 1 && s.starts_with('0') {
+        u64::from_str_radix(&s[1..], 8).ok()
+    } else {
+        s.parse().ok()
+    }
+}
+
+/// `offset=O&size=S` after `#` or `?`.
+fn range(s: &str) -> Option<(u64, u64)> {
+    let (offset, size) = s.split_once('&')?;
+    Some((number(offset.strip_prefix("offset=")?)?, number(size.strip_prefix("size=")?)?))
+}
+
+/// `%XX` escapes of a path.
+fn percent_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Parses a code object URI; None for anything outside the grammar.
+pub fn parse_uri(uri: &str) -> Option<Uri> {
+    if let Some(rest) = uri.strip_prefix("file://") {
+        let (path, range_part) = match rest.find(['#', '?']) {
+            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+            None => (rest, None),
+        };
+        let (offset, size) = match range_part {
+            Some(r) => {
+                let (o, s) = range(r)?;
+                (o, (s != 0).then_some(s))
+            }
+            None => (0, None),
+        };
+        return Some(Uri::File { path: percent_decode(path)?, offset, size });
+    }
+    let rest = uri.strip_prefix("memory://")?;
+    let at = rest.find(['#', '?'])?;
+    let (addr, size) = range(&rest[at + 1..])?;
+    Some(Uri::Memory { pid: rest[..at].parse().ok()?, addr, size })
+}
+
+/// The kernels of a code object: (NAME, `st_value` of `NAME.kd`).
+pub fn kernel_descriptors<'d, R: object::ReadRef<'d>>(code_object: R) -> Option<Vec<(String, u64)>> {
+    object::File::parse(code_object).ok().map(|elf| super::bundle::kernel_symbols(&elf))
+}
+
+impl Of<'_> {
+    /// The kernel a dispatch's `kernel_object` stands for, from `ROCr`'s list of loaded code objects in
+    /// the process (a code object loaded before tracer attached): its name and the file it came from.
+    pub(super) fn loaded_name(&mut self, object: u64) -> Option<(String, Option<String>)> {
+        let hit = |p: &super::ProcessNames| {
+            p.loaded.get(&object).map(|(n, f)| (n.to_string(), f.as_deref().map(str::to_owned)))
+        };
+        if let Some(found) = hit(self.proc) {
+            return Some(found);
+        }
+        // Not among the objects read so far: the list may have grown since.
+        self.read_loader_list();
+        hit(self.proc)
+    }
+
+    /// Where `_amdgpu_r_debug` is in the process: in the libhsa-runtime64 it maps.
+    fn r_debug_of(&mut self) -> Option<u64> {
+        let runtimes: Vec<Mapping> = self
+            .mappings()
+            .iter()
+            .filter(|m| m.path.rsplit('/').next().is_some_and(|n| n.starts_with(crate::trace::runtimes::HSA_RUNTIME)))
+            .cloned()
+            .collect();
+        for m in &runtimes {
+            let at = if let Some(at) = self.names.r_debug_files.get(&m.file) {
+                at.clone()
+            } else {
+                let at = self.file(m).and_then(|f| crate::os::elf::dynamic_symbol(&f, R_DEBUG_SYMBOL));
+                self.names.r_debug_files.insert(m.file, at.clone());
+                at
+            };
+            let Some((vaddr, segments)) = at else { continue };
+            // The load bias, from a mapping that starts a segment: its address minus the segment's page.
+            for r in runtimes.iter().filter(|r| r.file == m.file) {
+                if let Some(&(_, _, seg_vaddr)) = segments.iter().find(|(off, _, _)| off & !0xfff == r.offset) {
+                    return Some(r.start.wrapping_sub(seg_vaddr & !0xfff).wrapping_add(vaddr));
+                }
+            }
+        }
+        None
+    }
+
+    /// Walks the process's loaded code-object list and names every kernel object of it.
+    fn read_loader_list(&mut self) {
+        let pid = self.pid;
+        let Some(r_debug) = self.r_debug_of() else { return };
+        let Some(list) = ProcMem::open(pid).and_then(|mem| walk(&mem, r_debug)) else {
+            self.names.count("loader_list_unreadable");
+            return;
+        };
+        if list.truncated {
+            self.names.count("loader_list_truncated");
+        }
+        for _ in 0..list.unreadable {
+            self.names.count("loader_uri_unreadable");
+        }
+        let same_ns = {
+            use crate::os::proc::Procs as _;
+            crate::os::proc::LIVE.same_mount_ns(pid)
+        };
+        let mut named = HashMap::new();
+        for o in list.objects {
+            let uri = parse_uri(&o.uri);
+            // A file URI in tracer's own mount namespace means the same file for every process.
+            let shared = same_ns && matches!(uri, Some(Uri::File { .. }));
+            let cache = if shared { &mut self.names.code_objects } else { &mut self.proc.code_objects };
+            let kernels = if let Some(k) = cache.get(&o.uri) {
+                k.clone()
+            } else {
+                let k = uri.as_ref().and_then(|u| code_object_kernels(pid, u)).map(Arc::new);
+                cache.insert(o.uri.clone(), k.clone());
+                if k.is_none() {
+                    self.names.count("loader_code_object_unreadable");
+                }
+                k
+            };
+            let file: Option<Arc<str>> = match uri {
+                Some(Uri::File { path, .. }) => Some(path.into()),
+                _ => None,
+            };
+            for (name, value) in kernels.iter().flat_map(|k| k.iter()) {
+                named.insert(o.load_delta.wrapping_add(*value), (Arc::from(name.as_str()), file.clone()));
+            }
+        }
+        self.proc.loaded = named;
+    }
+}
+
+/// The `NAME.kd` symbols of a code object, from where its URI says: a file the process sees (resolved
+/// in its root, only the code object's range read), or the memory of a process.
+fn code_object_kernels(pid: u32, uri: &Uri) -> Option<KernelSymbols> {
+    match uri {
+        Uri::File { path, offset, size } => {
+            let file = Root::of(pid).and_then(|root| root.open(path)).ok()?;
+            let len = size.unwrap_or_else(|| file.len().saturating_sub(*offset));
+            if len == 0 || len > MAX_CODE_OBJECT {
+                return None;
+            }
+            file.check_range(*offset, len).ok()?;
+            kernel_descriptors(&Bounded::new(&file, *offset, len, ELF_BUDGET))
+        }
+        &Uri::Memory { pid: owner, addr, size } => {
+            if size == 0 || size > MAX_CODE_OBJECT {
+                return None;
+            }
+            let mem = ProcMem::open(owner)?;
+            let mut buf = vec![0; size as usize];
+            mem.read(addr, &mut buf).then_some(())?;
+            kernel_descriptors(buf.as_slice())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// A process image: address -> bytes.
+    #[derive(Default)]
+    struct Image(BTreeMap<u64, Vec<u8>>);
+
+    impl Image {
+        fn put(&mut self, addr: u64, bytes: &[u8]) {
+            self.0.insert(addr, bytes.to_vec());
+        }
+        /// A string at the start of a readable page.
+        fn put_str(&mut self, addr: u64, s: &str) {
+            let mut page = s.as_bytes().to_vec();
+            page.resize(4096, 0);
+            self.put(addr, &page);
+        }
+        fn put_u64s(&mut self, addr: u64, words: &[u64]) {
+            self.put(addr, &words.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>());
+        }
+    }
+
+    impl Memory for Image {
+        fn read(&self, addr: u64, buf: &mut [u8]) -> bool {
+            let Some((start, bytes)) = self.0.range(..=addr).next_back() else { return false };
+            let at = (addr - start) as usize;
+            let Some(src) = bytes.get(at..at + buf.len()) else { return false };
+            buf.copy_from_slice(src);
+            true
+        }
+    }
+
+    fn link_map(image: &mut Image, at: u64, delta: u64, name: u64, next: u64) {
+        image.put_u64s(at, &[delta, name, 0, next, 0]);
+    }
+
+    #[test]
+    fn walks_the_list_in_order_and_counts_what_it_cannot_read() {
+        let mut m = Image::default();
+        m.put_u64s(0x1000, &[1, 0x2000, 0x9999, 0, 0]);
+        link_map(&mut m, 0x2000, 0x7000_0000, 0x3000, 0x2100);
+        link_map(&mut m, 0x2100, 0x7100_0000, 0x9000, 0x2200); // name unreadable
+        link_map(&mut m, 0x2200, 0x7200_0000, 0x4000, 0);
+        m.put_str(0x3000, "file:///opt/lib/libggml-hip.so#offset=4096&size=8192");
+        m.put_str(0x4000, "memory://42#offset=0x7f00&size=100");
+        let list = walk(&m, 0x1000).unwrap();
+        assert_eq!(list.unreadable, 1);
+        assert!(!list.truncated);
+        let got: Vec<(u64, &str)> = list.objects.iter().map(|o| (o.load_delta, o.uri.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (0x7000_0000, "file:///opt/lib/libggml-hip.so#offset=4096&size=8192"),
+                (0x7200_0000, "memory://42#offset=0x7f00&size=100")
+            ]
+        );
+        // A cycle ends the walk, marked.
+        link_map(&mut m, 0x2200, 0x7200_0000, 0x4000, 0x2000);
+        let list = walk(&m, 0x1000).unwrap();
+        assert!(list.truncated);
+        assert_eq!(list.objects.len(), 2);
+        // An unreadable head: nothing to say.
+        assert_eq!(walk(&m, 0x8000), None);
+    }
+
+    #[test]
+    fn uris_of_the_grammar() {
+        assert_eq!(
+            parse_uri("file:///opt/ollama/lib/ollama/rocm/lib%20ggml.so#offset=0x1000&size=4096"),
+            Some(Uri::File { path: "/opt/ollama/lib/ollama/rocm/lib ggml.so".into(), offset: 4096, size: Some(4096) })
+        );
+        assert_eq!(
+            parse_uri("file:///tmp/k.hsaco"),
+            Some(Uri::File { path: "/tmp/k.hsaco".into(), offset: 0, size: None })
+        );
+        assert_eq!(
+            parse_uri("file:///tmp/k.hsaco?offset=010&size=0"),
+            Some(Uri::File { path: "/tmp/k.hsaco".into(), offset: 8, size: None })
+        );
+        assert_eq!(
+            parse_uri("memory://1234#offset=0x7f12a000&size=6752"),
+            Some(Uri::Memory { pid: 1234, addr: 0x7f12_a000, size: 6752 })
+        );
+        for bad in ["memory://1234", "memory://x#offset=1&size=2", "file:///a#offset=1", "http://x", "file:///%zz"] {
+            assert_eq!(parse_uri(bad), None, "{bad}");
+        }
+    }
+}

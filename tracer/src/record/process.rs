@@ -1,0 +1,203 @@
+//! The process table: which processes the trace speaks of, read from /proc when first seen.
+//! A process is named by (pid, start time), so a reused PID is a new process.
+
+use std::{collections::HashMap, path::PathBuf};
+
+use crate::{
+    os::proc::{LIVE, Procs},
+    record::{names::early::EarlyLooks, ollama},
+    trace::{self, Cause},
+};
+
+pub(crate) struct ProcessTable {
+    known: HashMap<u32, u64>,
+    /// The command tracer started, by PID: its argv until its first exec has been recorded.
+    commands: HashMap<u32, Vec<String>>,
+    /// Where Ollama keeps its models, to name a runner's model blob.
+    pub models_dir: Option<PathBuf>,
+    /// `--private-argv`: only the processes tracer was asked to follow (`targets`, and Ollama's server and
+    /// runners) are written with their whole command line; others keep argv[0].
+    pub private_argv: bool,
+    pub targets: std::collections::HashSet<u32>,
+    /// Command lines written cut to [`crate::os::proc::ARGV_KEPT`] bytes (footer `argv_cut`).
+    pub argv_cut: u64,
+    procs: &'static (dyn Procs + Sync),
+    /// Who a process was at the early look (names/early.rs), for one that ended before it was named.
+    pub early: Option<std::sync::Arc<EarlyLooks>>,
+}
+
+impl Default for ProcessTable {
+    fn default() -> Self {
+        Self::with_procs(&LIVE)
+    }
+}
+
+impl ProcessTable {
+    /// A table reading processes from `procs` (the live /proc, or a test's).
+    pub(crate) fn with_procs(procs: &'static (dyn Procs + Sync)) -> Self {
+        Self {
+            known: HashMap::new(),
+            commands: HashMap::new(),
+            models_dir: None,
+            private_argv: false,
+            targets: std::collections::HashSet::new(),
+            argv_cut: 0,
+            procs,
+            early: None,
+        }
+    }
+
+    /// A process record when `pid` is new to the trace (or was reused, or `cause` is exec), else None.
+    /// `image`: the exec its program image began at (0: none seen), to tell the early look of this image
+    /// when the process has ended already.
+    pub(crate) fn observe(
+        &mut self,
+        pid: u32,
+        cause: Cause,
+        ts: u64,
+        image: u64,
+        comm_hint: &str,
+    ) -> Option<trace::Process> {
+        let stat = self.procs.stat(pid);
+        // Ended: who it was when the early look saw it alive, if it did.
+        let early = match (&stat, &self.early) {
+            (None, Some(e)) => e.who(pid, image),
+            _ => None,
+        };
+        let (info, mut argv) = match early {
+            Some(who) => (Some(who.stat), who.argv),
+            None => (stat, self.procs.argv(pid)),
+        };
+        let start = info.as_ref().map_or(0, |i| i.start_time);
+        if cause != Cause::Exec && self.known.get(&pid) == Some(&start) {
+            return None;
+        }
+        self.known.insert(pid, start);
+        let (ppid, start_time, comm) =
+            info.map_or_else(|| (0, 0, comm_hint.to_owned()), |i| (i.ppid, i.start_time, i.comm));
+        let mut comm = comm;
+        // The command tracer started: a copy of tracer until it execs, and maybe gone before its exec is
+        // seen. Its argv is the one given after `--`.
+        let known = if cause == Cause::Exec { self.commands.remove(&pid) } else { self.commands.get(&pid).cloned() };
+        if let Some(command) = known.filter(|_| cause != Cause::Exec || argv.is_empty()) {
+            comm =
+                command.first().map(|p| p.rsplit('/').next().unwrap_or(p).chars().take(15).collect()).unwrap_or(comm);
+            argv = command;
+        }
+        // A process that already ended has no cmdline: its comm still tells a llama-server runner.
+        let for_role = if argv.is_empty() { vec![comm.clone()] } else { argv.clone() };
+        let (role, model) = ollama::role(&for_role).recorded();
+        let model_name =
+            model.as_deref().zip(self.models_dir.as_deref()).and_then(|(m, dir)| ollama::model_label(m, dir));
+        if self.private_argv && role.is_none() && !self.targets.contains(&pid) {
+            argv.truncate(1);
+        }
+        if crate::os::proc::cap_argv(&mut argv) {
+            self.argv_cut += 1;
+        }
+        Some(trace::Process { pid, ppid, start_time, comm, argv, cause, ts, role, model, model_name })
+    }
+
+    /// Names the command tracer started (`-- COMMAND ARGS`) before it has exec'd.
+    pub(crate) fn name_command(&mut self, pid: u32, argv: Vec<String>) {
+        self.commands.insert(pid, argv);
+    }
+
+    pub(crate) fn knows(&self, pid: u32) -> bool {
+        self.known.contains_key(&pid)
+    }
+
+    pub(crate) fn forget(&mut self, pid: u32) {
+        self.known.remove(&pid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::os::proc::{MapsEntry, Stat};
+
+    /// A made-up process table: one Ollama runner, pid 500.
+    struct Fake;
+
+    impl Procs for Fake {
+        fn stat(&self, pid: u32) -> Option<Stat> {
+            (pid == 500).then(|| Stat { ppid: 1, start_time: 77, comm: "ollama".into() })
+        }
+        fn argv(&self, pid: u32) -> Vec<String> {
+            match pid {
+                500 => ["ollama", "runner", "--model", "/m/blob"].map(String::from).to_vec(),
+                502 => ["python3", "app.py", "--token", "s3cret"].map(String::from).to_vec(),
+                _ => Vec::new(),
+            }
+        }
+        fn maps(&self, _: u32) -> Option<Vec<MapsEntry>> {
+            None
+        }
+        fn pids(&self) -> Vec<u32> {
+            vec![500]
+        }
+        fn exe(&self, _: u32) -> Option<PathBuf> {
+            None
+        }
+        fn fd_target(&self, _: u32, _: u32) -> Option<String> {
+            None
+        }
+        fn same_mount_ns(&self, _: u32) -> bool {
+            true
+        }
+    }
+
+    static FAKE: Fake = Fake;
+
+    #[test]
+    fn observes_self_once() {
+        let mut t = ProcessTable::default();
+        let me = std::process::id();
+        let p = t.observe(me, Cause::Start, 1, 0, "").unwrap();
+        assert_eq!(p.pid, me);
+        assert!(!p.argv.is_empty());
+        assert!(p.start_time > 0);
+        assert!(t.observe(me, Cause::Seen, 2, 0, "").is_none());
+        assert!(t.observe(me, Cause::Exec, 3, 0, "").is_some());
+    }
+
+    #[test]
+    fn private_argv_keeps_whole_command_lines_of_targets_and_ollama_only() {
+        let mut t = ProcessTable::with_procs(&FAKE);
+        t.private_argv = true;
+        // A runner keeps its command line (its model), a process not asked for keeps argv[0].
+        assert_eq!(t.observe(500, Cause::Seen, 1, 0, "").unwrap().argv, ["ollama", "runner", "--model", "/m/blob"]);
+        assert_eq!(t.observe(502, Cause::Seen, 1, 0, "").unwrap().argv, ["python3"]);
+        // One it was asked to follow keeps its whole command line.
+        t.targets.insert(502);
+        assert_eq!(t.observe(502, Cause::Exec, 2, 0, "").unwrap().argv.len(), 4);
+    }
+
+    #[test]
+    fn roles_from_a_made_up_table() {
+        let mut t = ProcessTable::with_procs(&FAKE);
+        let p = t.observe(500, Cause::Seen, 1, 0, "").unwrap();
+        assert_eq!((p.role, p.model.as_deref(), p.start_time), (Some(trace::Role::Runner), Some("/m/blob"), 77));
+        // A process the table does not know: named by the event's comm, no role.
+        let gone = t.observe(501, Cause::Fork, 2, 0, "llama-server").unwrap();
+        assert_eq!((gone.comm.as_str(), gone.role), ("llama-server", Some(trace::Role::Runner)));
+        assert_eq!(ollama::find_servers(&FAKE), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn a_process_ended_before_its_exec_was_named_is_who_the_early_look_saw() {
+        let early = std::sync::Arc::new(EarlyLooks::default());
+        let stat = Stat { ppid: 9, start_time: 1234, comm: "ollama".into() };
+        let argv: Vec<String> = ["/usr/bin/ollama", "runner", "--model", "/m/blob"].map(String::from).to_vec();
+        early.keep_who(503, 40, crate::record::names::early::Who { stat, argv: argv.clone() });
+        let mut t = ProcessTable::with_procs(&FAKE);
+        t.early = Some(early);
+        // Its exec at 40 began the image looked at: its parent, start, command line and role.
+        let p = t.observe(503, Cause::Exec, 40, 40, "ollama").unwrap();
+        assert_eq!((p.ppid, p.start_time, &p.argv, p.role), (9, 1234, &argv, Some(trace::Role::Runner)));
+        // Another image of the PID (an exec at 50) is not that look's.
+        let other = t.observe(503, Cause::Exec, 50, 50, "ollama").unwrap();
+        assert_eq!((other.ppid, other.start_time, other.argv.len()), (0, 0, 0));
+    }
+}

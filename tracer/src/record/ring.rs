@@ -1,0 +1,206 @@
+//! The ring buffer step: a thread of its own drains the ring and does nothing else.
+//!
+//! The probes commit records into the kernel's ring; when it is full, they lose records. So the ring is
+//! drained by a loop that never waits on anything but the ring: no file parsing, no `/proc`, no writes.
+//! It moves each record, as bytes, into batches held in user space (posting, without waiting, the PID of
+//! a process worth an early look at its maps: [`crate::record::names::early`]), and the session decodes, attributes
+//! and writes them beside it ([`Ring::take`]). Naming a kernel may read a gigabyte library's headers or a
+//! process's maps; while it does, records wait in the queue, not in the ring, and a burst of ten thousand
+//! registrations at a library's load passes a 4 MiB ring.
+//!
+//! The queue is bounded: past [`QUEUE_MAX`] bytes waiting, the drain counts the records it cannot keep,
+//! by kind (footer `drops`, kind `queue:<kind>`), as the probes count what the ring cannot take.
+
+use std::{
+    collections::BTreeMap,
+    os::fd::{AsFd as _, OwnedFd},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    thread::JoinHandle,
+    time::Duration,
+};
+
+use anyhow::{Context as _, Result};
+use aya::maps::{MapData, RingBuf};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tracer_common::RecordKind;
+
+use crate::{
+    record::{attribute::Attributor, decode::decode, names::early::Poster},
+    trace::Writer,
+};
+
+/// Most bytes of records waiting between the drain and the session.
+pub(crate) const QUEUE_MAX: u64 = 256 << 20;
+/// A batch is handed over once it holds this many bytes (or the ring is empty).
+const BATCH: usize = 256 << 10;
+/// The drain's wait for the ring between batches: the probes wake it only once a quarter of the ring is
+/// full, so it also looks on this timer.
+const POLL: Duration = Duration::from_millis(5);
+
+/// Record kinds a drop is counted under (indexed by [`RecordKind`]; 0: a kind not known).
+const KINDS: usize = RecordKind::LIMIT;
+
+fn kind_name(i: usize) -> &'static str {
+    u16::try_from(i).ok().and_then(RecordKind::from_u16).map_or("unknown", RecordKind::drop_name)
+}
+
+/// What the drain thread and the session share.
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    /// Bytes handed over and not yet taken.
+    queued: AtomicU64,
+    /// The most bytes that waited at once.
+    peak: AtomicU64,
+    dropped: [AtomicU64; KINDS],
+}
+
+/// The ring, drained by its own thread.
+pub(crate) struct Ring {
+    batches: UnboundedReceiver<Vec<u8>>,
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    /// Records that could not be decoded (counted into the footer, never silently dropped).
+    pub undecodable: u64,
+}
+
+impl Ring {
+    /// Starts the drain thread on the `EVENTS` ring. `delay`: a testing aid, how long the drain leaves
+    /// the ring unread at first (provokes overflow). `early`: where the drain posts the processes to look
+    /// at before the session reaches their records.
+    pub(crate) fn spawn(ring: RingBuf<MapData>, delay: Duration, mut early: Poster) -> Result<Self> {
+        let fd = ring.as_fd().try_clone_to_owned().context("cannot poll the ring buffer")?;
+        let (tx, batches) = unbounded_channel();
+        let shared = Arc::new(Shared::default());
+        let drain_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("tracer-drain".into())
+            .spawn(move || {
+                std::thread::sleep(delay);
+                drain(ring, &fd, &tx, &drain_shared, &mut early);
+            })
+            .context("cannot start the ring's drain thread")?;
+        Ok(Self { batches, shared, thread: Some(thread), undecodable: 0 })
+    }
+
+    /// Waits for the next batch of records; None once the drain has ended.
+    pub(crate) async fn next(&mut self) -> Option<Vec<u8>> {
+        self.batches.recv().await
+    }
+
+    /// Decodes, attributes and writes the records of a batch from byte `at`, up to the end or to the first
+    /// record that made a process newly seen (the caller then looks at that process's maps while it
+    /// lives, before the rest of the batch); returns where it stopped.
+    pub(crate) fn take(
+        &mut self,
+        batch: &[u8],
+        at: usize,
+        attr: &mut Attributor,
+        writer: &mut Writer,
+    ) -> Result<usize> {
+        if at == 0 {
+            self.shared.queued.fetch_sub(batch.len() as u64, Ordering::Relaxed);
+        }
+        let mut out = Vec::new();
+        let mut rest = batch.get(at..).unwrap_or_default();
+        while let Some((len, tail)) = rest.split_first_chunk::<4>() {
+            let len = u32::from_ne_bytes(*len) as usize;
+            let Some((record, tail)) = tail.split_at_checked(len) else { break };
+            match decode(record) {
+                Ok(ev) => attr.event(ev, &mut out),
+                Err(_) => self.undecodable += 1,
+            }
+            #[expect(clippy::iter_with_drain, reason = "one buffer serves every record")]
+            for r in out.drain(..) {
+                writer.write(&r)?;
+            }
+            rest = tail;
+            if !attr.newly_seen.is_empty() || !attr.opened.is_empty() || !attr.joined.is_empty() {
+                break;
+            }
+        }
+        Ok(batch.len() - rest.len())
+    }
+
+    /// Stops the drain once it has read what the ring holds now; what it handed over is then taken
+    /// batch by batch ([`Ring::waiting`]), as while recording.
+    pub(crate) fn stop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            drop(t.join());
+        }
+    }
+
+    /// A batch the drain handed over, without waiting for more.
+    pub(crate) fn waiting(&mut self) -> Option<Vec<u8>> {
+        self.batches.try_recv().ok()
+    }
+
+    /// Records the drain could not keep, by kind (`queue:call`, ...).
+    pub(crate) fn dropped(&self) -> BTreeMap<String, u64> {
+        (0..KINDS)
+            .filter_map(|i| {
+                let n = self.shared.dropped[i].load(Ordering::Relaxed);
+                (n > 0).then(|| (format!("queue:{}", kind_name(i)), n))
+            })
+            .collect()
+    }
+
+    /// The most bytes that waited in the queue at once.
+    pub(crate) fn peak_queued(&self) -> u64 {
+        self.shared.peak.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+    }
+}
+
+/// The drain thread: ring → batches, until told to stop (then once more, so that nothing committed
+/// before the stop is left behind) or until the session has gone.
+fn drain(mut ring: RingBuf<MapData>, fd: &OwnedFd, tx: &UnboundedSender<Vec<u8>>, shared: &Shared, early: &mut Poster) {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let timeout = Timespec { tv_sec: 0, tv_nsec: POLL.as_nanos() as i64 };
+    loop {
+        let stopping = shared.stop.load(Ordering::Acquire);
+        let mut batch = Vec::new();
+        while let Some(item) = ring.next() {
+            early.offer(&item);
+            let queued = shared.queued.load(Ordering::Relaxed) + batch.len() as u64;
+            if queued + 4 + item.len() as u64 > QUEUE_MAX {
+                let kind = item.first_chunk::<2>().map_or(0, |k| usize::from(u16::from_ne_bytes(*k)));
+                shared.dropped[if kind < KINDS { kind } else { 0 }].fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            batch.extend_from_slice(&(item.len() as u32).to_ne_bytes());
+            batch.extend_from_slice(&item);
+            drop(item);
+            if batch.len() >= BATCH && !hand_over(tx, shared, std::mem::take(&mut batch)) {
+                return;
+            }
+        }
+        if !batch.is_empty() && !hand_over(tx, shared, batch) {
+            return;
+        }
+        if stopping {
+            return;
+        }
+        let mut fds = [PollFd::new(fd, PollFlags::IN)];
+        // Readiness, the timeout or an interruption: the ring is read again either way.
+        if rustix::event::poll(&mut fds, Some(&timeout)).is_err() {
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// Hands a batch to the session; false when the session is gone.
+fn hand_over(tx: &UnboundedSender<Vec<u8>>, shared: &Shared, batch: Vec<u8>) -> bool {
+    let now = shared.queued.fetch_add(batch.len() as u64, Ordering::Relaxed) + batch.len() as u64;
+    shared.peak.fetch_max(now, Ordering::Relaxed);
+    tx.send(batch).is_ok()
+}
