@@ -19,9 +19,10 @@ const MAX_FILE_LINES: usize = 600;
 const SOURCE_DIRS: [&str; 7] =
     ["tracer/src", "tracer/benches", "tracer-common/src", "tracer-ebpf/src", "xtask/src", "tests", "fuzz/fuzz_targets"];
 
-/// Runs both checks over the workspace at `root`; every breach is listed, then the check fails.
+/// Runs the checks over the workspace at `root`; every breach is listed, then the check fails.
 pub(crate) fn check(root: &Path) -> Result<()> {
     let mut breaches = Vec::new();
+    let mut tracer = Vec::new();
     for dir in SOURCE_DIRS {
         for file in rust_files(&root.join(dir))? {
             let text = std::fs::read_to_string(&file)?;
@@ -35,8 +36,16 @@ pub(crate) fn check(root: &Path) -> Result<()> {
                     format!("{shown} (wing `{wing}`) names `crate::{w}`, a wing above it: move the shared part down")
                 }));
             }
+            if shown.starts_with("tracer/src/") {
+                tracer.push((shown, text));
+            }
         }
     }
+    breaches.extend(
+        module_cycles(&tracer)
+            .into_iter()
+            .map(|c| format!("an import cycle: {} (each reaches the others): break one edge", c.join(", "))),
+    );
     if breaches.is_empty() {
         return Ok(());
     }
@@ -72,63 +81,183 @@ fn wing_of(path: &str) -> Option<&'static str> {
 fn wrong_imports(wing: &str, text: &str) -> Vec<String> {
     let rank = |w: &str| WINGS.iter().position(|x| *x == w);
     let Some(own) = rank(wing) else { return Vec::new() };
-    let mut above: Vec<String> = crate_roots(text).into_iter().filter(|r| rank(r).is_some_and(|n| n > own)).collect();
+    let mut above: Vec<String> = named_paths(&[], text)
+        .into_iter()
+        .filter_map(|p| p.into_iter().next())
+        .filter(|r| rank(r).is_some_and(|n| n > own))
+        .collect();
     above.sort();
     above.dedup();
     above
 }
 
-/// The first segment of every path `text` names from the crate root: `crate::a::b` gives `a`, and
-/// `crate::{a::{x, y}, b}` gives `a` and `b`.
-fn crate_roots(text: &str) -> Vec<String> {
-    let mut roots = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("crate::") {
-        let before = rest[..at].chars().next_back();
-        rest = &rest[at + "crate::".len()..];
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
-            continue;
-        }
-        if let Some(group) = rest.strip_prefix('{') {
-            // The group's top-level items, up to its closing brace.
-            let (mut depth, mut item) = (0usize, String::new());
-            for c in group.chars() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => {
-                        roots.push(first_segment(&item));
-                        item.clear();
-                        continue;
-                    }
-                    _ => {}
-                }
-                item.push(c);
-            }
-            roots.push(first_segment(&item));
-        } else {
-            roots.push(first_segment(rest));
-        }
+/// The module path of a source file of tracer's: `tracer/src/record/session/mod.rs` is `record::session`.
+fn module_of(path: &str) -> Option<Vec<String>> {
+    let rest = path.strip_prefix("tracer/src/")?.strip_suffix(".rs")?;
+    let mut parts: Vec<String> = rest.split('/').map(str::to_owned).collect();
+    if parts.last().is_some_and(|l| l == "mod" || l == "lib") {
+        parts.pop();
     }
-    roots.retain(|r| !r.is_empty());
-    roots
+    Some(parts)
 }
 
-fn first_segment(path: &str) -> String {
-    path.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+/// Every path `text` (the code of module `module`) names through `crate::` or `super::`, from the crate root:
+/// `crate::a::{b::C, d}` gives `a::b::C` and `a::d`; `super::x` in `a::b` gives `a::x`.
+fn named_paths(module: &[String], text: &str) -> Vec<Vec<String>> {
+    let bytes = text.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut paths = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let rest = &bytes[at..];
+        let starts = rest.starts_with(b"crate::") || rest.starts_with(b"super::");
+        let free = at == 0 || !(ident(bytes[at - 1]) || bytes[at - 1] == b':' || bytes[at - 1] == b'$');
+        if !(starts && free) {
+            at += 1;
+            continue;
+        }
+        let mut base = Vec::new();
+        if rest.starts_with(b"crate::") {
+            at += "crate::".len();
+        } else {
+            base = module.to_vec();
+            while bytes[at..].starts_with(b"super::") {
+                base.pop();
+                at += "super::".len();
+            }
+        }
+        at = use_tree(text, at, base, &mut paths);
+    }
+    paths
+}
+
+/// Reads one use tree (`a::b`, `a::{b, c::d}`, `self`, `*`) at `at` under `prefix`; returns where it ends.
+fn use_tree(text: &str, mut at: usize, mut prefix: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+    let bytes = text.as_bytes();
+    loop {
+        let start = at;
+        while at < bytes.len() && (bytes[at].is_ascii_alphanumeric() || bytes[at] == b'_') {
+            at += 1;
+        }
+        if at > start {
+            let segment = &text[start..at];
+            if segment != "self" {
+                prefix.push(segment.to_owned());
+            }
+            if bytes[at..].starts_with(b"::") {
+                at += 2;
+                continue;
+            }
+            out.push(prefix);
+            return at;
+        }
+        if bytes.get(at) != Some(&b'{') {
+            out.push(prefix);
+            return at;
+        }
+        at += 1;
+        loop {
+            while bytes.get(at).is_some_and(u8::is_ascii_whitespace) {
+                at += 1;
+            }
+            match bytes.get(at) {
+                None => return at,
+                Some(b'}') => return at + 1,
+                Some(b',') => at += 1,
+                Some(_) => {
+                    let before = at;
+                    at = use_tree(text, at, prefix.clone(), out);
+                    if at == before {
+                        at += 1; // not a path (a glob, a comment): skipped
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The code of a file that is not a test's: a test module (`tests.rs`, `for_test.rs`, or from a file's
+/// `#[cfg(test)]` module on) may reach anywhere.
+fn non_test_code(path: &str, text: &str) -> Option<String> {
+    if path.ends_with("/tests.rs") || path.ends_with("/for_test.rs") {
+        return None;
+    }
+    Some(text.find("#[cfg(test)]\nmod ").map_or(text, |at| &text[..at]).to_owned())
+}
+
+/// Cycles among the modules one level inside each wing (`record::attach`, `record::names`, ...): each as the
+/// modules in it, sorted. A wing's own `mod.rs` declares its modules and is left out.
+fn module_cycles(files: &[(String, String)]) -> Vec<Vec<String>> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, text) in files {
+        let Some(module) = module_of(path) else { continue };
+        let Some(code) = non_test_code(path, text) else { continue };
+        if module.len() < 2 || !WINGS.contains(&module[0].as_str()) {
+            continue;
+        }
+        let from = module[..2].join("::");
+        let to = edges.entry(from.clone()).or_default();
+        for p in named_paths(&module, &code) {
+            if p.len() >= 2 && WINGS.contains(&p[0].as_str()) {
+                let target = p[..2].join("::");
+                if target != from && files.iter().any(|(f, _)| module_of(f).is_some_and(|m| m.starts_with(&p[..2]))) {
+                    to.insert(target);
+                }
+            }
+        }
+    }
+    // A cycle is a set of modules each reaching the others.
+    let reach = |from: &String| {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![from.clone()];
+        while let Some(m) = todo.pop() {
+            for n in edges.get(&m).into_iter().flatten() {
+                if seen.insert(n.clone()) {
+                    todo.push(n.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reaches: BTreeMap<&String, BTreeSet<String>> = edges.keys().map(|m| (m, reach(m))).collect();
+    let mut cycles: Vec<Vec<String>> = Vec::new();
+    for (m, r) in &reaches {
+        if !r.contains(*m) {
+            continue;
+        }
+        let mut cycle: Vec<String> =
+            r.iter().filter(|n| reaches.get(n).is_some_and(|back| back.contains(*m))).cloned().collect();
+        cycle.sort();
+        if !cycles.contains(&cycle) {
+            cycles.push(cycle);
+        }
+    }
+    cycles
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn paths(module: &[&str], text: &str) -> Vec<String> {
+        let module: Vec<String> = module.iter().map(|m| (*m).to_owned()).collect();
+        named_paths(&module, text).into_iter().map(|p| p.join("::")).collect()
+    }
+
     #[test]
-    fn groups_and_paths_give_their_first_segments() {
+    fn groups_nested_paths_and_super_resolve_from_the_root() {
         let text =
             "use crate::{os::{proc, files::X}, trace::{self, Record},\n read::phase};\nlet a = crate::record::x();";
-        assert_eq!(crate_roots(text), ["os", "trace", "read", "record"]);
-        assert_eq!(crate_roots("$crate::x; my_crate::y"), Vec::<String>::new());
+        assert_eq!(
+            paths(&[], text),
+            ["os::proc", "os::files::X", "trace", "trace::Record", "read::phase", "record::x"]
+        );
+        assert_eq!(
+            paths(&["record", "session", "footer"], "super::super::entries::E; super::Session"),
+            ["record::entries::E", "record::session::Session"]
+        );
+        assert!(paths(&[], "$crate::x; my_crate::y; a::super::z").is_empty());
     }
 
     #[test]
@@ -139,6 +268,19 @@ mod tests {
         assert!(wrong_imports("record", text).is_empty());
         assert_eq!(wing_of("tracer/src/read/report/mod.rs"), Some("read"));
         assert_eq!(wing_of("tracer/src/cli.rs"), None);
+    }
+
+    #[test]
+    fn a_cycle_between_modules_is_found_and_test_code_is_not_counted() {
+        let file = |p: &str, t: &str| (p.to_owned(), t.to_owned());
+        let files = [
+            file("tracer/src/os/proc.rs", "use crate::os::files::Root;"),
+            file("tracer/src/os/files/mod.rs", "fn f() {}\n#[cfg(test)]\nmod tests { use crate::os::proc::X; }"),
+            file("tracer/src/read/report/mod.rs", "use crate::read::phase::P;"),
+            file("tracer/src/read/phase/mod.rs", "use crate::read::classify::C;"),
+            file("tracer/src/read/classify/mod.rs", "use super::report::R;"),
+        ];
+        assert_eq!(module_cycles(&files), [vec!["read::classify", "read::phase", "read::report"]]);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! [`attribute`] (process, library copy, kernel name: it asks [`names`] for kernel names, `process` and
 //! [`ollama`] for the rest) → [`crate::trace::Writer`]. `libs` and `ldso` find the copies to probe.
 
-pub mod attach;
+pub(crate) mod attach;
 pub mod attribute;
 pub mod decode;
 mod ldso;
@@ -48,42 +48,42 @@ use crate::{
 };
 
 pub struct RecordArgs {
-    pub output: PathBuf,
+    pub(crate) output: PathBuf,
     /// Follow Ollama: its server (found, or these PIDs) and every runner it starts.
-    pub ollama: bool,
-    pub ollama_pids: Vec<u32>,
-    pub models_dir: Option<PathBuf>,
-    pub force: bool,
-    pub pids: Vec<u32>,
-    pub libs: Vec<PathBuf>,
-    pub duration: Option<Duration>,
-    pub command: Vec<String>,
-    pub ring_bytes: u32,
-    pub quiet: bool,
+    pub(crate) ollama: bool,
+    pub(crate) ollama_pids: Vec<u32>,
+    pub(crate) models_dir: Option<PathBuf>,
+    pub(crate) force: bool,
+    pub(crate) pids: Vec<u32>,
+    pub(crate) libs: Vec<PathBuf>,
+    pub(crate) duration: Option<Duration>,
+    pub(crate) command: Vec<String>,
+    pub(crate) ring_bytes: u32,
+    pub(crate) quiet: bool,
     /// Written once the probes are live, removed at the stop (`--ready-file`).
-    pub ready_file: Option<PathBuf>,
-    pub probe_mode: ProbeMode,
+    pub(crate) ready_file: Option<PathBuf>,
+    pub(crate) probe_mode: ProbeMode,
     /// Also probe libcudart's launch and registration (a second trap per CUDA launch).
-    pub cuda_runtime: bool,
+    pub(crate) cuda_runtime: bool,
     /// Testing aid: how long to leave the ring unread after attaching (provokes overflow).
-    pub read_delay: Duration,
+    pub(crate) read_delay: Duration,
     /// Benchmarking aid: release the probes before exiting instead of in the background.
-    pub sync_teardown: bool,
+    pub(crate) sync_teardown: bool,
     /// Time the eBPF programs' runs in the kernel and write the figures to the footer.
-    pub program_stats: bool,
+    pub(crate) program_stats: bool,
     /// `--ollama` also trusts a server whose executable this uid owns (root's always are).
-    pub ollama_user: Option<u32>,
+    pub(crate) ollama_user: Option<u32>,
     /// Keep only `argv[0]` of processes that are not targets (`--private-argv`; the default system-wide).
-    pub private_argv: bool,
+    pub(crate) private_argv: bool,
     /// System-wide: keep every process's whole command line (`--full-argv`).
-    pub full_argv: bool,
+    pub(crate) full_argv: bool,
     /// Serve live metrics for Prometheus at this address (`--metrics`).
-    pub metrics: Option<std::net::SocketAddr>,
+    pub(crate) metrics: Option<std::net::SocketAddr>,
     /// Leave the `comm` label out of the metrics (`--metrics-no-comm`).
-    pub metrics_no_comm: bool,
+    pub(crate) metrics_no_comm: bool,
     /// Start a new file past this many bytes (`--rotate-size`) or this age (`--rotate-every`).
-    pub rotate_size: Option<u64>,
-    pub rotate_every: Option<Duration>,
+    pub(crate) rotate_size: Option<u64>,
+    pub(crate) rotate_every: Option<Duration>,
 }
 
 impl RecordArgs {

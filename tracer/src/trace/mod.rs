@@ -4,7 +4,7 @@
 pub mod event;
 mod parts;
 mod reader;
-pub mod runtimes;
+pub(crate) mod runtimes;
 mod scan;
 mod schema;
 mod writer;

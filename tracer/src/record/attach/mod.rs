@@ -18,7 +18,6 @@ use aya::{
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
     },
 };
-use object::{Object as _, ObjectSection as _};
 use tracer_common::{ApiFunc, api::ProbeShape, cookie};
 
 use crate::{record::libs::LibCopy, trace};
@@ -30,20 +29,20 @@ mod sched;
 use links::Link;
 pub(crate) use links::RuntimeLinks;
 pub(crate) use multi::{MultiProgram, misses as program_misses};
-pub use release::{release_in_background, releases_in_progress};
-pub use sched::JobTracepoints;
+pub(crate) use release::{release_in_background, releases_in_progress};
+pub(crate) use sched::JobTracepoints;
 
 /// The eBPF object built by build.rs.
-pub static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
+pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
 
-pub const TRACEFS: &str = "/sys/kernel/tracing";
+pub(crate) const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// Checks what loading needs, in the order a user would fix it.
 ///
 /// Root, a kernel new enough (the BPF ring buffer: 5.8), the capabilities (a container's root may lack
 /// them), kernel BTF, tracefs (mounted here when missing). Each missing piece is one sentence saying what
 /// to do.
-pub fn preflight() -> Result<()> {
+pub(crate) fn preflight() -> Result<()> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         bail!("tracer record needs root to load eBPF programs: run it with sudo");
@@ -154,7 +153,7 @@ fn ensure_tracefs() -> Result<()> {
 }
 
 /// Load-time settings.
-pub struct Settings {
+pub(crate) struct Settings {
     pub filter_by_pid: bool,
     pub ring_bytes: u32,
     /// A command name whose exec joins the PID filter (`ollama`), at most 15 bytes.
@@ -165,7 +164,7 @@ pub struct Settings {
 
 /// Which programs the runtime probes run, and on which functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProbeMode {
+pub(crate) enum ProbeMode {
     /// The default: the real programs on the cheapest set of functions that still cuts steps and passes
     /// exactly. The calls tracer would only count in the kernel (synchronizations, async copies to the
     /// device: most of a decode loop's calls) are left unprobed and cost no trap; ggml's scheduler call
@@ -182,12 +181,12 @@ pub enum ProbeMode {
 
 impl ProbeMode {
     /// The program counting calls into other GPU libraries' entry points (loaded for multi-point links).
-    pub const fn library_program(self) -> &'static str {
+    pub(crate) const fn library_program(self) -> &'static str {
         self.programs().library
     }
 
     /// Whether the calls tallied in the kernel (synchronizations, async copies to the device) are probed.
-    pub const fn probes_tallied(self) -> bool {
+    pub(crate) const fn probes_tallied(self) -> bool {
         matches!(self, Self::AllCalls | Self::EmptyAllCalls)
     }
 
@@ -230,7 +229,7 @@ struct Programs {
 }
 
 /// Offset of `field` in a tracepoint's format description, if the kernel has that field.
-pub fn field_offset(format: &str, field: &str) -> Option<u32> {
+pub(crate) fn field_offset(format: &str, field: &str) -> Option<u32> {
     format.lines().find_map(|l| {
         let l = l.trim();
         let decl = l.strip_prefix("field:")?.split(';').next()?;
@@ -246,7 +245,7 @@ pub fn field_offset(format: &str, field: &str) -> Option<u32> {
 
 /// Which GPU tracepoint groups this kernel has (amdgpu, `gpu_scheduler`). tracer attaches to the GPU
 /// scheduler's jobs ([`JobTracepoints`]); amdgpu's own are recorded as there or not.
-pub fn gpu_tracepoint_groups() -> BTreeMap<String, bool> {
+pub(crate) fn gpu_tracepoint_groups() -> BTreeMap<String, bool> {
     ["amdgpu", sched::GROUP]
         .iter()
         .map(|g| ((*g).to_owned(), Path::new(TRACEFS).join("events").join(g).is_dir()))
@@ -258,7 +257,7 @@ fn tracepoint_format(category: &str, name: &str) -> Result<String> {
     fs::read_to_string(&path).with_context(|| format!("this kernel has no tracepoint {category}:{name} ({path})"))
 }
 
-pub fn load(settings: &Settings) -> Result<Ebpf> {
+pub(crate) fn load(settings: &Settings) -> Result<Ebpf> {
     // RLIMIT_MEMLOCK: kernels since 5.11 charge BPF memory to the cgroup; where raising it is not allowed
     // the load still works, so a failure here is not an error.
     let unlimited = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
@@ -471,42 +470,44 @@ fn attach_one(ebpf: &mut Ebpf, prog: &str, offset: u64, c: u64, target: &Path) -
     Ok(())
 }
 
-/// BPF helpers that would let a program write to, redirect or signal the traced process.
-pub const FORBIDDEN_HELPERS: [(i32, &str); 4] = [
-    (36, "bpf_probe_write_user"),
-    (58, "bpf_override_return"),
-    (109, "bpf_send_signal"),
-    (117, "bpf_send_signal_thread"),
-];
-
-/// Helper ids called by BPF code: `BPF_JMP | BPF_CALL` (0x85) with `src_reg` 0 calls a helper whose id is
-/// the immediate; `src_reg` 1 is a call to another BPF function, `src_reg` 2 a kfunc.
-pub fn helper_ids(code: &[u8]) -> impl Iterator<Item = i32> + '_ {
-    code.chunks_exact(8).filter_map(|insn| match *insn {
-        [0x85, regs, _, _, a, b, c, d] if regs >> 4 == 0 => Some(i32::from_le_bytes([a, b, c, d])),
-        _ => None,
-    })
-}
-
-/// Helper calls in an eBPF object's code sections, by helper id: (section, helper id) for each call.
-pub fn helper_calls(object: &[u8]) -> Result<Vec<(String, i32)>> {
-    let file = object::File::parse(object).context("the eBPF object is not ELF")?;
-    let mut calls = Vec::new();
-    for section in file.sections() {
-        if section.kind() != object::SectionKind::Text {
-            continue;
-        }
-        let name = section.name().unwrap_or("?").to_owned();
-        for id in helper_ids(section.data()?) {
-            calls.push((name.clone(), id));
-        }
-    }
-    Ok(calls)
-}
-
 #[cfg(test)]
 mod tests {
+    use object::{Object as _, ObjectSection as _};
+
     use super::*;
+
+    /// BPF helpers that would let a program write to, redirect or signal the traced process.
+    const FORBIDDEN_HELPERS: [(i32, &str); 4] = [
+        (36, "bpf_probe_write_user"),
+        (58, "bpf_override_return"),
+        (109, "bpf_send_signal"),
+        (117, "bpf_send_signal_thread"),
+    ];
+
+    /// Helper ids called by BPF code: `BPF_JMP | BPF_CALL` (0x85) with `src_reg` 0 calls a helper whose id is
+    /// the immediate; `src_reg` 1 is a call to another BPF function, `src_reg` 2 a kfunc.
+    fn helper_ids(code: &[u8]) -> impl Iterator<Item = i32> + '_ {
+        code.chunks_exact(8).filter_map(|insn| match *insn {
+            [0x85, regs, _, _, a, b, c, d] if regs >> 4 == 0 => Some(i32::from_le_bytes([a, b, c, d])),
+            _ => None,
+        })
+    }
+
+    /// Helper calls in an eBPF object's code sections, by helper id: (section, helper id) for each call.
+    fn helper_calls(object: &[u8]) -> Result<Vec<(String, i32)>> {
+        let file = object::File::parse(object).context("the eBPF object is not ELF")?;
+        let mut calls = Vec::new();
+        for section in file.sections() {
+            if section.kind() != object::SectionKind::Text {
+                continue;
+            }
+            let name = section.name().unwrap_or("?").to_owned();
+            for id in helper_ids(section.data()?) {
+                calls.push((name.clone(), id));
+            }
+        }
+        Ok(calls)
+    }
 
     /// The observer is read-only: no program may call a helper that writes to or signals the target.
     #[test]

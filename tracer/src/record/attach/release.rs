@@ -9,7 +9,7 @@
 /// ended; this process's own closes are then cheap, and the child's exit performs the releases in the
 /// background. The child holds no terminal or pipe of ours (it closes standard input, output and error),
 /// runs no code of ours after the fork, and ends by itself once the releases are done.
-pub fn release_in_background() {
+pub(crate) fn release_in_background() {
     let mut fds: [libc::c_int; 2] = [0; 2];
     // SAFETY: a valid two-element array for pipe(2).
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -51,7 +51,7 @@ const RELEASER: &std::ffi::CStr = c"tracer-release";
 
 /// Earlier recordings whose probes the kernel is still releasing: a new recording's probes on the same
 /// files wait behind them (each release waits for a grace period, about 0.1 s a probe).
-pub fn releases_in_progress() -> usize {
+pub(crate) fn releases_in_progress() -> usize {
     use crate::os::proc::{LIVE, Procs as _};
     let name = RELEASER.to_string_lossy();
     LIVE.pids().into_iter().filter(|&pid| LIVE.stat(pid).is_some_and(|s| s.comm == name)).count()

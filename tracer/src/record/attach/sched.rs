@@ -24,7 +24,7 @@ const GENERATIONS: [[&str; 3]; 2] = [
 
 /// The scheduler tracepoints tracer attaches on this kernel, and where their fields are.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobTracepoints {
+pub(crate) struct JobTracepoints {
     /// Tracepoint names in [`JobStage`] order.
     pub names: [&'static str; 3],
     pub format: JobFormat,
@@ -34,7 +34,7 @@ impl JobTracepoints {
     /// This kernel's scheduler tracepoints, if its `gpu_scheduler` group is there (the `gpu-sched` module
     /// is loaded: a driver using the DRM scheduler, such as amdgpu, is). `Ok(None)` when the group is
     /// absent; an error, saying why, when it is there with tracepoints or formats tracer does not know.
-    pub fn find() -> Result<Option<Self>> {
+    pub(crate) fn find() -> Result<Option<Self>> {
         let group = Path::new(TRACEFS).join("events").join(GROUP);
         if !group.is_dir() {
             return Ok(None);

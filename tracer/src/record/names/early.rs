@@ -67,7 +67,7 @@ struct Look {
 /// A process's `stat` fields and command line, as read at the look: its `process` record when it has
 /// ended before the session names its exec.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Who {
+pub(crate) struct Who {
     pub stat: crate::os::proc::Stat,
     /// At most 64 KiB of arguments: those past it are left out (`early_look_argv_cut`).
     pub argv: Vec<String>,
@@ -75,7 +75,7 @@ pub struct Who {
 
 /// The looks taken, shared by the looking thread and the session.
 #[derive(Default)]
-pub struct EarlyLooks {
+pub(crate) struct EarlyLooks {
     looks: Mutex<HashMap<u32, Look>>,
     files: Mutex<Files>,
     /// Posts the drain could not queue.
@@ -123,7 +123,7 @@ impl EarlyLooks {
 
     /// Who the process of an image was at its newest look (the image of its exec at `since`, 0: of no
     /// exec seen); the look stays for naming.
-    pub fn who(&self, pid: u32, since: u64) -> Option<Who> {
+    pub(crate) fn who(&self, pid: u32, since: u64) -> Option<Who> {
         let looks = self.looks.lock().unwrap_or_else(PoisonError::into_inner);
         looks.get(&pid).filter(|l| l.since == since)?.who.clone()
     }
@@ -136,7 +136,7 @@ impl EarlyLooks {
 
     /// Forgets a process's look taken before `ts` (an exec or exit of that PID at `ts`: what it mapped
     /// before means nothing after).
-    pub fn forget_before(&self, pid: u32, ts: u64) {
+    pub(crate) fn forget_before(&self, pid: u32, ts: u64) {
         let mut looks = self.looks.lock().unwrap_or_else(PoisonError::into_inner);
         if looks.get(&pid).is_some_and(|l| l.snapshot.taken < ts) {
             looks.remove(&pid);
@@ -144,7 +144,7 @@ impl EarlyLooks {
     }
 
     /// The footer counters of what the early look left undone.
-    pub fn counters(&self) -> [(&'static str, u64); 4] {
+    pub(crate) fn counters(&self) -> [(&'static str, u64); 4] {
         [
             ("early_looks_lost", self.lost.load(Ordering::Relaxed)),
             ("early_looks_evicted", self.evicted.load(Ordering::Relaxed)),
@@ -198,7 +198,7 @@ impl EarlyLooks {
 
 /// The drain's side: decides from a record's header whether its process is worth a look now, and
 /// posts its PID without waiting.
-pub struct Poster {
+pub(crate) struct Poster {
     tx: SyncSender<(u32, u64)>,
     looks: Arc<EarlyLooks>,
     /// Processes seen since their exec (or since tracer started): their image.
@@ -219,7 +219,7 @@ struct Image {
 
 impl Poster {
     /// Looks at a record (its header alone) as the drain moves it.
-    pub fn offer(&mut self, record: &[u8]) {
+    pub(crate) fn offer(&mut self, record: &[u8]) {
         if let Some(post) = self.wanted(record)
             && let Err(TrySendError::Full(_)) = self.tx.try_send(post)
         {
@@ -278,7 +278,7 @@ impl Poster {
 }
 
 /// Starts the looking thread; it ends when the poster is dropped (the drain has ended).
-pub fn start() -> Result<(Poster, Arc<EarlyLooks>, JoinHandle<()>)> {
+pub(crate) fn start() -> Result<(Poster, Arc<EarlyLooks>, JoinHandle<()>)> {
     let (tx, rx) = std::sync::mpsc::sync_channel(QUEUE);
     let looks = Arc::new(EarlyLooks::default());
     let shared = Arc::clone(&looks);

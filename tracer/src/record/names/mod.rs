@@ -21,7 +21,7 @@ use std::{
 pub mod bundle;
 mod code;
 mod cuda;
-pub mod early;
+pub(crate) mod early;
 mod elf_symbols;
 pub mod graph_exec;
 mod maps;
@@ -106,7 +106,7 @@ pub struct Names {
     r_debug_files: HashMap<FileId, Option<(u64, Segments)>>,
     /// The early looks at new processes' maps, taken for one that ended before its first record was
     /// named ([`early`]); None when no drain posts them (tests, reading a trace).
-    pub early: Option<Arc<early::EarlyLooks>>,
+    pub(crate) early: Option<Arc<early::EarlyLooks>>,
 }
 
 /// What naming knows of one process: dropped whole when it exits, replaced when it execs.
