@@ -4,7 +4,7 @@
 //! drained by a loop that never waits on anything but the ring: no file parsing, no `/proc`, no writes.
 //! It moves each record, as bytes, into batches held in user space (posting, without waiting, the PID of
 //! a process worth an early look at its maps: [`crate::record::names::early`]), and the session decodes, attributes
-//! and writes them beside it ([`Ring::take`]). Naming a kernel may read a gigabyte library's headers or a
+//! and writes them beside it ([`records`] splits a batch). Naming a kernel may read a gigabyte library's headers or a
 //! process's maps; while it does, records wait in the queue, not in the ring, and a burst of ten thousand
 //! registrations at a library's load passes a 4 MiB ring.
 //!
@@ -27,10 +27,7 @@ use aya::maps::{MapData, RingBuf};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracer_common::RecordKind;
 
-use crate::{
-    record::{attribute::Attributor, decode::decode, names::early::Poster},
-    trace::Writer,
-};
+use crate::record::names::early::Poster;
 
 /// Most bytes of records waiting between the drain and the session.
 pub(crate) const QUEUE_MAX: u64 = 256 << 20;
@@ -63,8 +60,6 @@ pub(crate) struct Ring {
     batches: UnboundedReceiver<Vec<u8>>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
-    /// Records that could not be decoded (counted into the footer, never silently dropped).
-    pub undecodable: u64,
 }
 
 impl Ring {
@@ -83,7 +78,7 @@ impl Ring {
                 drain(ring, &fd, &tx, &drain_shared, &mut early);
             })
             .context("cannot start the ring's drain thread")?;
-        Ok(Self { batches, shared, thread: Some(thread), undecodable: 0 })
+        Ok(Self { batches, shared, thread: Some(thread) })
     }
 
     /// Waits for the next batch of records; None once the drain has ended.
@@ -91,38 +86,9 @@ impl Ring {
         self.batches.recv().await
     }
 
-    /// Decodes, attributes and writes the records of a batch from byte `at`, up to the end or to the first
-    /// record that made a process newly seen (the caller then looks at that process's maps while it
-    /// lives, before the rest of the batch); returns where it stopped.
-    pub(crate) fn take(
-        &mut self,
-        batch: &[u8],
-        at: usize,
-        attr: &mut Attributor,
-        writer: &mut Writer,
-    ) -> Result<usize> {
-        if at == 0 {
-            self.shared.queued.fetch_sub(batch.len() as u64, Ordering::Relaxed);
-        }
-        let mut out = Vec::new();
-        let mut rest = batch.get(at..).unwrap_or_default();
-        while let Some((len, tail)) = rest.split_first_chunk::<4>() {
-            let len = u32::from_ne_bytes(*len) as usize;
-            let Some((record, tail)) = tail.split_at_checked(len) else { break };
-            match decode(record) {
-                Ok(ev) => attr.event(ev, &mut out),
-                Err(_) => self.undecodable += 1,
-            }
-            #[expect(clippy::iter_with_drain, reason = "one buffer serves every record")]
-            for r in out.drain(..) {
-                writer.write(&r)?;
-            }
-            rest = tail;
-            if !attr.newly_seen.is_empty() || !attr.opened.is_empty() || !attr.joined.is_empty() {
-                break;
-            }
-        }
-        Ok(batch.len() - rest.len())
+    /// Marks a batch as taken from the queue: its bytes no longer count against [`QUEUE_MAX`].
+    pub(crate) fn taken(&self, batch: &[u8]) {
+        self.shared.queued.fetch_sub(batch.len() as u64, Ordering::Relaxed);
     }
 
     /// Stops the drain once it has read what the ring holds now; what it handed over is then taken
@@ -159,6 +125,18 @@ impl Drop for Ring {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
     }
+}
+
+/// The records of a batch, each as a probe wrote it: the drain frames each with its length (a native
+/// `u32`); a frame cut short ends the batch.
+pub(crate) fn records(batch: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = batch;
+    std::iter::from_fn(move || {
+        let (len, tail) = rest.split_first_chunk::<4>()?;
+        let (record, tail) = tail.split_at_checked(u32::from_ne_bytes(*len) as usize)?;
+        rest = tail;
+        Some(record)
+    })
 }
 
 /// The drain thread: ring → batches, until told to stop (then once more, so that nothing committed

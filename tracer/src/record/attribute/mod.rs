@@ -33,25 +33,42 @@ pub struct Attributor {
     pub counters: BTreeMap<String, u64>,
     /// A process whose exit the caller records itself (with its exit status): the command it started.
     pub own_child: Option<u32>,
-    /// Processes first seen (or exec'd) since the caller last took this list: it looks at their maps.
-    pub newly_seen: Vec<u32>,
-    /// Processes that joined the recording (a traced process's child, an exec) and ended, since the caller
-    /// last took these lists: where probes are placed per process, it places and releases theirs.
-    pub joined: Vec<u32>,
-    pub left: Vec<u32>,
     /// Write the CUDA runtime's own launches (`--cuda-runtime`); otherwise they only name the driver
     /// function of the launch they make.
     pub runtime_view: bool,
-    /// Plans to write into the eBPF plan map (pid, function, plan): the caller takes them.
-    pub new_plans: Vec<(u32, u64, u32)>,
-    /// Runtime libraries traced processes opened since the caller last took this list: copies it may
-    /// have to probe now.
-    pub opened: Vec<crate::record::decode::Opened>,
+    /// What the recording is asked to do since it last took them ([`Attributor::take_effects`]).
+    effects: Effects,
     procs: &'static (dyn Procs + Sync),
     /// What the recording knows of each live process: dropped at its exit, replaced at its exec.
     live: crate::FastMap<u32, Process>,
     /// The process of the last event, known to be looked at (the hot path skips the table).
     last_scanned: u32,
+}
+
+/// What attributing asks of the recording, gathered until the session takes them
+/// ([`Attributor::take_effects`]) and applies them: attribution itself places no probe, writes no map and
+/// reads no library list.
+#[derive(Default)]
+pub(crate) struct Effects {
+    /// Processes first seen (or exec'd): their maps are looked at while they live.
+    pub(crate) seen: Vec<u32>,
+    /// Processes that joined the recording (a traced process's child, an exec): where probes are placed per
+    /// process, theirs are placed.
+    pub(crate) joined: Vec<u32>,
+    /// Processes that ended: their probes are released and the library watch lets go of them.
+    pub(crate) left: Vec<u32>,
+    /// Plans for the eBPF plan map: (pid, function, plan).
+    pub(crate) plans: Vec<(u32, u64, u32)>,
+    /// Runtime libraries traced processes opened: copies that may have to be probed now.
+    pub(crate) opened: Vec<crate::record::decode::Opened>,
+}
+
+impl Effects {
+    /// Whether the session must act before the next record is attributed: a process to look at while it
+    /// lives, a probe to place before its next call.
+    pub(crate) const fn urgent(&self) -> bool {
+        !self.seen.is_empty() || !self.opened.is_empty() || !self.joined.is_empty()
+    }
 }
 
 /// What attribution knows of one process, dropped whole when it exits and replaced when it execs.
@@ -91,12 +108,8 @@ impl Default for Attributor {
             names: Names::default(),
             counters: BTreeMap::new(),
             own_child: None,
-            newly_seen: Vec::new(),
-            joined: Vec::new(),
-            left: Vec::new(),
             runtime_view: false,
-            new_plans: Vec::new(),
-            opened: Vec::new(),
+            effects: Effects::default(),
             procs: &LIVE,
             live: crate::FastMap::default(),
             last_scanned: 0,
@@ -150,6 +163,16 @@ fn bump(counters: &mut BTreeMap<String, u64>, name: &str) {
 }
 
 impl Attributor {
+    /// What attributing asked of the recording since the last call.
+    pub(crate) fn take_effects(&mut self) -> Effects {
+        std::mem::take(&mut self.effects)
+    }
+
+    /// Whether the session must apply the effects before the next record ([`Effects::urgent`]).
+    pub(crate) const fn effects_urgent(&self) -> bool {
+        self.effects.urgent()
+    }
+
     /// Processes whose events reached the trace so far (and are still running).
     pub fn processes_seen(&self) -> usize {
         self.live.values().filter(|p| p.scanned).count()
@@ -175,7 +198,7 @@ impl Attributor {
 
     /// The file mappings naming holds of a process (see [`crate::record::names::Of::held_mappings`]); none for
     /// a process it no longer knows. (The library watch looks at a new process before any later record
-    /// of it, its exit included, is attributed: `Ring::take` stops at it.)
+    /// of it, its exit included, is attributed: the session applies the effects of each record before the next.)
     pub fn held_mappings(&mut self, pid: u32) -> HeldMappings {
         let Some(p) = self.live.get_mut(&pid) else { return Vec::new() };
         self.names.of(pid, &mut p.names).held_mappings()
@@ -202,7 +225,7 @@ impl Attributor {
         }
         names.of(pid, &mut p.names).snapshot();
         let image = p.names.image();
-        self.newly_seen.push(pid);
+        self.effects.seen.push(pid);
         if !self.processes.knows(pid)
             && let Some(p) = self.processes.observe(pid, Cause::Seen, ts, image, "")
         {
@@ -238,7 +261,7 @@ impl Attributor {
             Event::Open(o) => {
                 // The dynamic loader is still mapping the process's libraries: its kernel names take the
                 // maps at its first API event, not now (a look now would miss what it maps next). The
-                // recording lists the GPU libraries mapped so far at once (`scan_new`): a short-lived
+                // recording lists the GPU libraries mapped so far at once (`apply_effects`): a short-lived
                 // program may be gone by its first API event.
                 let pid = o.origin.pid;
                 let image = self.live.get(&pid).map_or(0, |p| p.names.image());
@@ -247,7 +270,7 @@ impl Attributor {
                 {
                     out.push(Record::Process(p));
                 }
-                self.opened.push(o);
+                self.effects.opened.push(o);
             }
             Event::Job(j) => {
                 self.see(j.pid, j.ts, out);
@@ -288,7 +311,7 @@ impl Attributor {
                 if names.runtime_launch(&l) {
                     // First sight of this runtime handle: its launches need no parameters read (the
                     // driver launch it makes reads them).
-                    self.new_plans.push((l.pid, l.handle, 0));
+                    self.effects.plans.push((l.pid, l.handle, 0));
                 }
                 if !runtime_view {
                     bump(&mut self.counters, "runtime_launches_for_names");
@@ -320,7 +343,7 @@ impl Attributor {
         }
         let plan = names.param_plan(l.handle);
         let key = (l.tid, l.ts, l.handle);
-        l.params = take_params(p, &mut self.counters, &mut self.new_plans, l.pid, key, plan).unwrap_or_default();
+        l.params = take_params(p, &mut self.counters, &mut self.effects.plans, l.pid, key, plan).unwrap_or_default();
         out.push(Record::Launch(l));
     }
 
@@ -356,7 +379,8 @@ impl Attributor {
             d.kernel = Some(id);
             let plan = names.kernarg_plan(d.kernel_object);
             let key = (d.tid, d.ts, d.kernel_object);
-            d.params = take_params(p, &mut self.counters, &mut self.new_plans, d.pid, key, plan).unwrap_or_default();
+            d.params =
+                take_params(p, &mut self.counters, &mut self.effects.plans, d.pid, key, plan).unwrap_or_default();
         }
         out.push(Record::Dispatch(d));
     }
@@ -476,7 +500,7 @@ impl Attributor {
         }
         match p.event {
             ProcEvent::Fork => {
-                self.joined.push(p.pid);
+                self.effects.joined.push(p.pid);
                 // A new process: nothing of another process that had its PID before.
                 self.live.insert(p.pid, Process::default());
                 self.snapshot(p.pid);
@@ -485,7 +509,7 @@ impl Attributor {
                 }
             }
             ProcEvent::Exec => {
-                self.joined.push(p.pid);
+                self.effects.joined.push(p.pid);
                 // A new program: nothing of the old image means anything now. No maps read now: the
                 // dynamic loader is still mapping and unmapping (its cache, its libraries), and a mapping
                 // read now may hold another file by the time an address in it is looked up. Its first API
@@ -494,14 +518,14 @@ impl Attributor {
                 if let Some(old) = self.live.insert(p.pid, image) {
                     out.extend(old.sites.records(p.pid));
                 }
-                self.newly_seen.push(p.pid);
+                self.effects.seen.push(p.pid);
                 self.last_scanned = 0;
                 if let Some(rec) = self.processes.observe(p.pid, Cause::Exec, ts, ts, &p.comm) {
                     out.push(Record::Process(rec));
                 }
             }
             ProcEvent::Exit => {
-                self.left.push(p.pid);
+                self.effects.left.push(p.pid);
                 if let Some(gone) = self.live.remove(&p.pid) {
                     out.extend(gone.sites.records(p.pid));
                 }
@@ -560,7 +584,7 @@ impl Attributor {
 
 /// The parameters (or a dispatch's argument words) read just before the record of thread `tid` at
 /// `ts` for `handle`, keeping those the plan asks for; None when none were read for it. A plan made
-/// just now goes to `new_plans`: from then on the eBPF side reads only those parameters (or argument
+/// just now goes to the effects' `plans`: from then on the eBPF side reads only those parameters (or argument
 /// words) of `handle` in process `pid`.
 fn take_params(
     p: &mut Process,

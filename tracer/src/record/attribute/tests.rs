@@ -84,7 +84,7 @@ fn kernel_parameters_join_their_launch_and_plans_follow_the_name() {
     assert!(launches[1].params.is_empty() && launches[2].params.is_empty());
     assert_eq!(a.counters.get("params_without_launch"), Some(&1));
     // One plan per function, given once: MMQ's ncols_y, nothing for the other.
-    assert_eq!(a.new_plans, [(origin(0).pid, 0x1000, 1 << 11), (origin(0).pid, 0x2000, 0)]);
+    assert_eq!(a.effects.plans, [(origin(0).pid, 0x1000, 1 << 11), (origin(0).pid, 0x2000, 0)]);
 }
 
 #[test]

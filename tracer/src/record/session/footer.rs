@@ -50,7 +50,7 @@ impl Session<'_> {
                 }
             }
         }
-        footer.counters.insert("undecodable".into(), self.ring.undecodable);
+        footer.counters.insert("undecodable".into(), self.undecodable);
         // Records the drain thread could not keep (its queue full), by kind, beside the ring's own drops.
         for (kind, n) in self.ring.dropped() {
             footer.drops.insert(kind, vec![n]);

@@ -22,7 +22,13 @@ use super::{
 };
 use crate::{
     os::clock::monotonic_ns,
-    record::{attach, attribute::Attributor, ollama, ring::Ring},
+    record::{
+        attach,
+        attribute::Attributor,
+        decode::decode,
+        ollama,
+        ring::{self, Ring},
+    },
     trace::{self, Record, Stop, Writer},
 };
 
@@ -31,7 +37,7 @@ pub(super) struct Session<'a> {
     ebpf: aya::Ebpf,
     watch: LibraryWatch,
     pids: BpfHashMap<MapData, u32, u32>,
-    /// Which kernel parameters each (process, function)'s launches read (see [`Attributor::new_plans`]).
+    /// Which kernel parameters each (process, function)'s launches read (see [`crate::record::attribute::Effects::plans`]).
     param_plans: BpfHashMap<MapData, PlanKey, u32>,
     /// Calls the kernel counted instead of writing, per thread and tally slot.
     threads: BpfHashMap<MapData, u64, ThreadTally>,
@@ -51,6 +57,8 @@ pub(super) struct Session<'a> {
     _program_stats: Option<std::os::fd::OwnedFd>,
     /// Live metrics and their endpoint (`--metrics`).
     pub(super) metrics: Option<LiveMetrics>,
+    /// Records that could not be decoded (counted into the footer, never silently dropped).
+    undecodable: u64,
 }
 
 /// How a recording ended: why, the started command's end if it has ended, and the signal that stopped
@@ -84,14 +92,13 @@ impl Session<'_> {
             deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_hours(8760)),
         );
         tokio::pin!(sleep);
-        let mut prev_live: Vec<u32> = Vec::new();
         let mut signal_seen = None;
         let mut status = LiveStatus::new(!self.args.quiet && std::io::stderr().is_terminal());
         let stop = loop {
             tokio::select! {
                 Some(batch) = self.ring.next() => self.take_batch(&batch)?,
                 _ = poll.tick() => {
-                    self.scan_new()?;
+                    self.apply_effects()?;
                     if child.as_mut().is_some_and(|c| c.try_wait().is_some()) {
                         break Stop::CommandExited;
                     }
@@ -103,7 +110,7 @@ impl Session<'_> {
                         let line = self.status_line(&mut status);
                         status.show(&line);
                     }
-                    if self.filter_by_pid && !self.look_at_processes(&mut prev_live)? {
+                    if self.filter_by_pid && !self.look_at_processes()? {
                         break Stop::TargetsExited;
                     }
                 }
@@ -220,54 +227,55 @@ impl Session<'_> {
 
     /// New runners, late dlopens, containers: looks at what each traced process maps now. False when
     /// every --pid target has exited (the exit tracepoint removes each from the filter as it ends).
-    fn look_at_processes(&mut self, prev_live: &mut Vec<u32>) -> Result<bool> {
+    fn look_at_processes(&mut self) -> Result<bool> {
         use crate::os::proc::{LIVE, Procs as _};
         let now = monotonic_ns();
-        let mut live: Vec<u32> = self.pids.keys().flatten().collect();
         // A process that ended before it joined the filter (found in /proc as it exited) has no exit event
-        // to take it out: take it out here.
-        live.retain(|&pid| {
-            let running = LIVE.is_running(pid);
-            if !running {
-                self.leave_filter(pid);
-            }
-            running
-        });
-        for gone in prev_live.iter().filter(|p| !live.contains(p)) {
-            for r in self.watch.forget(*gone) {
-                self.writer.write(&r)?;
-            }
+        // to take it out: taken out here.
+        let (live, ended): (Vec<u32>, Vec<u32>) = self.pids.keys().flatten().partition(|&pid| LIVE.is_running(pid));
+        for pid in ended {
+            self.leave_filter(pid)?;
         }
         for pid in &live {
             self.attr.snapshot(*pid);
             self.list_libraries(*pid, now)?;
         }
-        let any_left = !(self.until_targets_exit && live.is_empty());
-        *prev_live = live;
-        Ok(any_left)
+        Ok(!(self.until_targets_exit && live.is_empty()))
     }
 
-    /// Attributes and writes a batch of records. A process seen for the first time has its maps looked at
-    /// before the records after its first: a short-lived one may be gone by the end of a batch.
+    /// Decodes, attributes and writes a batch of records. What attributing a record asks for is done before
+    /// the next record: a process seen for the first time has its maps looked at before the records after
+    /// its first (a short-lived one may be gone by the end of a batch), a joining process gets its probes.
     fn take_batch(&mut self, batch: &[u8]) -> Result<()> {
-        let mut at = 0;
-        while at < batch.len() {
-            at = self.ring.take(batch, at, &mut self.attr, &mut self.writer)?;
-            self.scan_new()?;
+        self.ring.taken(batch);
+        let mut out = Vec::new();
+        for record in ring::records(batch) {
+            match decode(record) {
+                Ok(ev) => self.attr.event(ev, &mut out),
+                Err(_) => self.undecodable += 1,
+            }
+            #[expect(clippy::iter_with_drain, reason = "one buffer serves every record")]
+            for r in out.drain(..) {
+                self.writer.write(&r)?;
+            }
+            if self.attr.effects_urgent() {
+                self.apply_effects()?;
+            }
         }
-        Ok(())
+        self.apply_effects()
     }
 
-    /// Looks at the maps of processes that just appeared (their first event, an exec): the libraries they
-    /// use are mapped by now, even if they end before the next periodic look.
-    fn scan_new(&mut self) -> Result<()> {
+    /// Does what attribution asked for ([`crate::record::attribute::Effects`]): processes that just appeared
+    /// (their first event, an exec) have their maps looked at, since the libraries they use are mapped by
+    /// now, even if they end before the next periodic look.
+    fn apply_effects(&mut self) -> Result<()> {
+        let effects = self.attr.take_effects();
         // Probes placed per process: a process joining gets its own before anything else is done; one
         // that ended lets its go.
-        for pid in std::mem::take(&mut self.attr.joined) {
+        for pid in effects.joined {
             self.watch.scope(pid, true);
         }
-        let left = std::mem::take(&mut self.attr.left);
-        for o in std::mem::take(&mut self.attr.opened) {
+        for o in effects.opened {
             for r in self.watch.opened(&mut self.ebpf, &o, self.args.probe_mode) {
                 self.writer.write(&r)?;
             }
@@ -280,7 +288,7 @@ impl Session<'_> {
                 eprintln!("\rtracer: warning: {w} (not read further)");
             }
         }
-        for (pid, handle, plan) in std::mem::take(&mut self.attr.new_plans) {
+        for (pid, handle, plan) in effects.plans {
             // An LRU map makes room itself; a plan that cannot be written leaves the launches reading
             // every parameter, which costs time, not records.
             if self.param_plans.insert(PlanKey { tgid: u64::from(pid), handle }, plan, 0).is_err() {
@@ -288,7 +296,7 @@ impl Session<'_> {
             }
         }
         let now = monotonic_ns();
-        for pid in std::mem::take(&mut self.attr.newly_seen) {
+        for pid in effects.seen {
             if self.watch_ollama {
                 self.follow_if_server(pid)?;
             }
@@ -296,7 +304,7 @@ impl Session<'_> {
         }
         // Processes that ended, once everything about them is listed: their own probes go, and the library
         // watch lets go of them (in every mode: system-wide, exits are the only place it hears of them).
-        for pid in left {
+        for pid in effects.left {
             self.watch.unscope(pid);
             for r in self.watch.forget(pid) {
                 self.writer.write(&r)?;
@@ -329,7 +337,7 @@ impl Session<'_> {
                     eprintln!(
                         "\rtracer: warning: not following `ollama serve` pid {pid}: {why} (give --ollama-user to trust that user's Ollama)"
                     );
-                    self.leave_filter(pid);
+                    self.leave_filter(pid)?;
                     return Ok(());
                 }
                 self.servers.push(pid);
@@ -358,7 +366,7 @@ impl Session<'_> {
                 if argv.first().is_some_and(|a| a.rsplit('/').next() == Some("ollama"))
                     && self.pids.get(&parent, 0).is_err()
                 {
-                    self.leave_filter(pid);
+                    self.leave_filter(pid)?;
                 }
             }
         }
@@ -370,7 +378,9 @@ impl Session<'_> {
     /// process's place in the filter. The counts stay for the end. (A read-modify-write: an increment the
     /// thread makes in between would be lost, but a process leaves the filter alive only when it is an
     /// `ollama` command other than a server, which makes no GPU calls.)
-    fn leave_filter(&mut self, pid: u32) {
+    ///
+    /// Its exit will not reach the recording: the library watch lets go of it now, as at an exit.
+    fn leave_filter(&mut self, pid: u32) -> Result<()> {
         drop(self.pids.remove(&pid));
         let mine: Vec<(u64, ThreadTally)> = self
             .threads
@@ -381,6 +391,10 @@ impl Session<'_> {
         for (key, t) in mine {
             drop(self.threads.insert(key, ThreadTally { ended: 1, ..t }, 0));
         }
+        for r in self.watch.forget(pid) {
+            self.writer.write(&r)?;
+        }
+        Ok(())
     }
 
     /// Reads what the probes committed before the stop, records the command's exit, and writes the
@@ -394,7 +408,7 @@ impl Session<'_> {
         }
         // What the last records asked for: libraries of the processes they showed first, processes that
         // ended let go of.
-        self.scan_new()?;
+        self.apply_effects()?;
         if let (Some(pid), Some(end)) = (self.child_pid, ended.command) {
             let (code, signal) = match end {
                 command::Ended::Exited(c) => (Some(c), None),

@@ -133,6 +133,7 @@ impl<'a> Session<'a> {
             watch_ollama: targets.watch_ollama,
             _program_stats: program_stats,
             metrics: None,
+            undecodable: 0,
         };
         Ok((session, child))
     }
