@@ -94,109 +94,109 @@ pub struct RecordCli {
     /// Trace file to write: JSON Lines, zstd-compressed when the name ends in .zst (the default), plain
     /// when it does not (`-o run.jsonl`); `-` for standard output, plain.
     #[arg(short, long, default_value = "trace.jsonl.zst")]
-    pub output: PathBuf,
+    pub(crate) output: PathBuf,
     /// Replace the output file if it exists.
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
     /// Record only this process and the processes it starts (repeatable).
     #[arg(short, long = "pid", value_name = "PID")]
-    pub pids: Vec<u32>,
+    pub(crate) pids: Vec<u32>,
     /// Follow Ollama: the `ollama serve` process and every runner it starts (found in /proc, or --ollama-pid).
     #[arg(long)]
-    pub ollama: bool,
+    pub(crate) ollama: bool,
     /// The Ollama server's PID (repeatable; implies --ollama).
     #[arg(long = "ollama-pid", value_name = "PID")]
-    pub ollama_pids: Vec<u32>,
+    pub(crate) ollama_pids: Vec<u32>,
     /// With --ollama: also follow an `ollama serve` whose executable this user (a name or uid) owns. By
     /// default only a server whose executable root owns is followed: any user can run a program called
     /// `ollama serve`.
     #[arg(long, value_name = "USER")]
-    pub ollama_user: Option<String>,
+    pub(crate) ollama_user: Option<String>,
     /// Write the whole command line only of the processes tracer was asked to follow (the command, --pid
     /// processes, Ollama's server and runners); every other process it records keeps its `argv[0]` alone.
     /// The default when recording every process (no command, --pid or --ollama): a command line can hold
     /// secrets, and any local user can make many. Command lines are cut at 64 KiB in every mode.
     #[arg(long)]
-    pub private_argv: bool,
+    pub(crate) private_argv: bool,
     /// Recording every process: write every process's whole command line (up to 64 KiB), not `argv[0]`
     /// alone.
     #[arg(long, conflicts_with = "private_argv")]
-    pub full_argv: bool,
+    pub(crate) full_argv: bool,
     /// Ollama's models directory, to name a runner's model (default: $`OLLAMA_MODELS`, ~/.ollama/models).
     #[arg(long, value_name = "DIR")]
-    pub models_dir: Option<PathBuf>,
+    pub(crate) models_dir: Option<PathBuf>,
     /// Probe this runtime library copy (libamdhip64, libhsa-runtime64, libcuda, libcudart; repeatable);
     /// default: the copies the targets map, else the usual places (Ollama bundles, /opt/rocm*/lib, the
     /// NVIDIA driver's directories, the system library path).
     #[arg(long = "lib", value_name = "PATH")]
-    pub libs: Vec<PathBuf>,
+    pub(crate) libs: Vec<PathBuf>,
     /// Stop after this long (e.g. 30s, 500ms, 2m; a bare number is seconds).
     #[arg(short, long, value_parser = parse_duration)]
-    pub duration: Option<Duration>,
+    pub(crate) duration: Option<Duration>,
     /// Ring buffer size in bytes (a power of two, at least 4096).
     #[arg(long, default_value_t = 4 << 20, value_parser = parse_ring_size)]
-    pub ring_size: u32,
+    pub(crate) ring_size: u32,
     /// Print nothing but errors.
     #[arg(short, long)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Once the probes are live, write this file (`pid=`, `trace=`, `metrics=` lines; removed when the
     /// recording stops): a script starts its work when the file appears, with -q too. Under systemd
     /// (`Type=notify`) tracer also sends READY=1 then.
     #[arg(long, value_name = "PATH")]
-    pub ready_file: Option<PathBuf>,
+    pub(crate) ready_file: Option<PathBuf>,
     /// Also probe libcudart (cudaLaunchKernel, __cudaRegisterFunction): the runtime API's view of CUDA
     /// launches, at a second trap per launch. The driver (libcuda) is always probed, one trap per launch.
     #[arg(long)]
-    pub cuda_runtime: bool,
+    pub(crate) cuda_runtime: bool,
     /// Have the kernel time every run of tracer's eBPF programs while recording (`BPF_ENABLE_STATS`) and
     /// write each program's runs and nanoseconds to the trace: what the programs cost the traced threads
     /// beyond the trap itself. The timing adds two clock reads to each run.
     #[arg(long)]
-    pub program_stats: bool,
+    pub(crate) program_stats: bool,
     /// Probe every call tracer knows, also those it only counts (synchronizations, async copies to the
     /// device): a trap each, most of a decode loop's calls (on llama.cpp's CUDA decode without graphs, 22 a
     /// token beside its 82 launches). By default they are left unprobed: kernels, graph replays, copies
     /// toward the host and ggml's passes are recorded, and steps and passes are cut as exactly.
     #[arg(long)]
-    pub all_calls: bool,
+    pub(crate) all_calls: bool,
     /// Serve live counters for Prometheus at `http://ADDR/metrics` while recording (e.g. 127.0.0.1:9464):
     /// kernel executions by family, launches, graph replays, API calls by category, steps and tokens per
     /// inference phase, per process (comm, Ollama role, model); records dropped; probes attached.
     /// A port another program holds is said, and the recording goes on without metrics.
     #[arg(long, value_name = "ADDR", value_parser = parse_metrics_addr)]
-    pub metrics: Option<std::net::SocketAddr>,
+    pub(crate) metrics: Option<std::net::SocketAddr>,
     /// Leave the `comm` label (a process's name, which any user chooses) out of the metrics: processes are
     /// then told apart by Ollama's role and model only. With it, at most 64 distinct names are labels, the
     /// others count under `comm="other"`.
     #[arg(long, requires = "metrics")]
-    pub metrics_no_comm: bool,
+    pub(crate) metrics_no_comm: bool,
     /// Rotate: start a new file once this one holds SIZE bytes of new records (e.g. 256M, 1G; before
     /// compression; each part also restates the libraries and live processes' kernels it refers to).
     /// Parts are named after -o with a number (`run.0000.jsonl.zst`, `run.0001.jsonl.zst`, ...), each
     /// readable alone; `tracer report` and `export` read several parts, or their directory, as one
     /// recording.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    pub rotate_size: Option<u64>,
+    pub(crate) rotate_size: Option<u64>,
     /// Rotate: start a new file once this one is this old (e.g. 1h, 30m).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub rotate_every: Option<Duration>,
+    pub(crate) rotate_every: Option<Duration>,
     /// Testing aid: leave the ring buffer unread for this long after attaching, to provoke overflow.
     #[arg(long, hide = true, value_name = "MS", default_value_t = 0)]
-    pub debug_read_delay_ms: u64,
+    pub(crate) debug_read_delay_ms: u64,
     /// Benchmarking aid: wait until the kernel has released every probe before exiting (by default the
     /// release finishes in the background after tracer has ended).
     #[arg(long, hide = true)]
-    pub debug_sync_teardown: bool,
+    pub(crate) debug_sync_teardown: bool,
     /// Run empty programs at the same attach points instead of recording (benchmarks measure the traps).
     #[arg(long, hide = true, value_enum, default_value = "record")]
-    pub probe_mode: ProbeModeArg,
+    pub(crate) probe_mode: ProbeModeArg,
     /// Start this command and record it from its first instruction, following its children.
     #[arg(last = true, value_name = "COMMAND")]
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum ProbeModeArg {
+pub(crate) enum ProbeModeArg {
     Record,
     Empty,
 }
@@ -238,7 +238,7 @@ pub fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
 }
 
 /// A size in bytes: a number with an optional K, M or G (powers of 1024), at least 64K.
-pub fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim().trim_end_matches(['B', 'b']).trim_end_matches('i');
     let (num, shift) = match t.chars().last() {
         Some('K' | 'k') => (&t[..t.len() - 1], 10),
@@ -255,7 +255,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 #[expect(clippy::float_arithmetic, reason = "durations are given in decimal fractions of their unit")]
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let (num, scale) = if let Some(n) = s.strip_suffix("ms") {
         (n, 1e-3)
@@ -283,7 +283,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 /// The longest `--duration`.
-pub const MAX_DURATION: Duration = Duration::from_hours(365 * 24);
+pub(crate) const MAX_DURATION: Duration = Duration::from_hours(365 * 24);
 
 fn parse_ring_size(s: &str) -> Result<u32, String> {
     let v: u32 = s.parse().map_err(|e| format!("`{s}` is not a number of bytes ({e})"))?;

@@ -17,30 +17,30 @@ use crate::{
 
 #[derive(Debug, Default, Serialize)]
 pub struct Inspection {
-    pub path: String,
-    pub bundles: Vec<Bundle<KernelInfo>>,
+    pub(crate) path: String,
+    pub(crate) bundles: Vec<Bundle<KernelInfo>>,
     /// Why the bundles listed stop before the end of the fat binary, when they do.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cut: Option<String>,
+    pub(crate) cut: Option<String>,
 }
 
 /// A kernel of a code object as `inspect` presents it: named, classified, with its resources.
 #[derive(Debug, Default, Serialize)]
-pub struct KernelInfo {
-    pub name: String,
-    pub demangled: String,
-    pub family: crate::read::classify::Family,
-    pub quant: Option<String>,
+pub(crate) struct KernelInfo {
+    pub(crate) name: String,
+    pub(crate) demangled: String,
+    pub(crate) family: crate::read::classify::Family,
+    pub(crate) quant: Option<String>,
     /// From the code object's AMDGPU metadata note, where present.
-    pub resources: Option<Resources>,
+    pub(crate) resources: Option<Resources>,
     /// For ggml's `mul_mat_q` with a known parameter list: the byte offset of its column count in the
     /// argument segment, as tracer reads it from a queue dispatch's kernarg.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ne11_kernarg: Option<u32>,
+    pub(crate) ne11_kernarg: Option<u32>,
 }
 
 /// A bundle's kernels classified, as `inspect` shows them.
-pub fn classified(b: Bundle) -> Bundle<KernelInfo> {
+pub(crate) fn classified(b: Bundle) -> Bundle<KernelInfo> {
     b.map_kernels(|k| {
         let class = crate::read::classify::classify(&k.name);
         KernelInfo {

@@ -15,7 +15,7 @@ use object::{
 use crate::os::files::{Bounded, CodeFile};
 
 /// `PT_LOAD` segments: (file offset, file size, virtual address).
-pub type Segments = Vec<(u64, u64, u64)>;
+pub(crate) type Segments = Vec<(u64, u64, u64)>;
 
 /// The file range of the section `name` (one with contents in the file).
 pub fn section_range(file: &CodeFile, name: &str) -> Option<(u64, u64)> {
@@ -32,17 +32,17 @@ pub fn section_range(file: &CodeFile, name: &str) -> Option<(u64, u64)> {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Dependencies {
     /// Names of the GPU code sections present (`.hip_fatbin`, `.nv_fatbin`, ...).
-    pub code_sections: Vec<&'static str>,
-    pub needed: Vec<String>,
+    pub(crate) code_sections: Vec<&'static str>,
+    pub(crate) needed: Vec<String>,
     /// `DT_RPATH` and `DT_RUNPATH`, split at `:` (unexpanded: `$ORIGIN` as written).
-    pub rpath: Vec<String>,
-    pub runpath: Vec<String>,
+    pub(crate) rpath: Vec<String>,
+    pub(crate) runpath: Vec<String>,
     /// A 64-bit x86 object (what an x86-64 process's loader takes).
-    pub x86_64: bool,
+    pub(crate) x86_64: bool,
 }
 
 /// Sections that hold GPU code: HIP's offload bundles, CUDA's fat binaries.
-pub const CODE_SECTIONS: [&str; 4] = [".hip_fatbin", ".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment"];
+pub(crate) const CODE_SECTIONS: [&str; 4] = [".hip_fatbin", ".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment"];
 
 /// The GPU code sections and `DT_NEEDED` entries of an ELF file; None for a file that is not ELF.
 pub fn dependencies(file: &CodeFile) -> Option<Dependencies> {
@@ -124,7 +124,7 @@ pub fn symbols_by_address<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>
 
 /// Data objects of at least `min_size` bytes whose name ends with `suffix`: (name, address, size), symbol
 /// table and dynamic symbols both, each address once.
-pub fn data_symbols<'d, R: object::ReadRef<'d>>(
+pub(crate) fn data_symbols<'d, R: object::ReadRef<'d>>(
     file: &object::File<'d, R>,
     suffix: &str,
     min_size: u64,
@@ -169,16 +169,16 @@ pub fn function_offsets(file: &CodeFile) -> Option<BTreeMap<String, u64>> {
 
 /// A library's exported C functions, where a uprobe goes: what tracer counts calls of.
 #[derive(Debug, Default)]
-pub struct EntryPoints {
+pub(crate) struct EntryPoints {
     /// (name, file offset of the first instruction), one per address (an alias is left under the first
     /// name in symbol order), by offset.
-    pub functions: Vec<(String, u64)>,
+    pub(crate) functions: Vec<(String, u64)>,
     /// Exported functions left out: C++ symbols (`_Z...`) and reserved names (`_init`, `__*`), and aliases.
-    pub left_out: u32,
+    pub(crate) left_out: u32,
 }
 
 /// The exported (dynamic, defined, global) C functions of a library.
-pub fn entry_points(file: &CodeFile) -> Option<EntryPoints> {
+pub(crate) fn entry_points(file: &CodeFile) -> Option<EntryPoints> {
     let view = file.elf();
     let elf = parse(&view)?;
     let mut by_offset: BTreeMap<u64, String> = BTreeMap::new();

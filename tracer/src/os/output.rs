@@ -31,7 +31,7 @@ impl Dest {
 
 /// Refuses a destination tracer must not write to: a link, anything but a regular file, one of the
 /// `inputs`, or an existing file without `force`.
-pub fn check(path: &Path, force: bool, inputs: &[&Path]) -> Result<()> {
+pub(crate) fn check(path: &Path, force: bool, inputs: &[&Path]) -> Result<()> {
     let shown = path.display();
     let meta = match std::fs::symlink_metadata(path) {
         Ok(m) => m,
@@ -62,7 +62,7 @@ pub fn check(path: &Path, force: bool, inputs: &[&Path]) -> Result<()> {
 
 /// Creates a new file for writing, mode 0600 (a trace shows what a process did), refusing to follow a
 /// link or to open an existing file.
-pub fn create_new(path: &Path) -> Result<File> {
+pub(crate) fn create_new(path: &Path) -> Result<File> {
     OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -86,7 +86,7 @@ pub fn create_new(path: &Path) -> Result<File> {
 /// A new file (`O_EXCL`, `O_NOFOLLOW`, mode 0600), or with `force` one in place of a regular file of that
 /// name (an earlier recording's part). `None`: the name is taken by what tracer does not replace (a link,
 /// a directory, a device; any file without `force`), or was taken between the look and the creation.
-pub fn create_part(path: &Path, force: bool) -> io::Result<Option<File>> {
+pub(crate) fn create_part(path: &Path, force: bool) -> io::Result<Option<File>> {
     if force && std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
         match std::fs::remove_file(path) {
             Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
@@ -107,7 +107,7 @@ pub fn create_part(path: &Path, force: bool) -> io::Result<Option<File>> {
 }
 
 /// The directory a path names a file in (`.` for a bare file name).
-pub fn dir_of(path: &Path) -> &Path {
+pub(crate) fn dir_of(path: &Path) -> &Path {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -115,7 +115,7 @@ pub fn dir_of(path: &Path) -> &Path {
 }
 
 /// The temporary name a file for `dest` is written under, beside it, until it takes `dest`'s name.
-pub fn staged_name(dest: &Path) -> Result<PathBuf> {
+pub(crate) fn staged_name(dest: &Path) -> Result<PathBuf> {
     let dir = dir_of(dest);
     let name = dest.file_name().ok_or_else(|| anyhow!("{} names no file: give a file name with -o", dest.display()))?;
     Ok(dir.join(format!(".{}.tracer-{}.tmp", name.to_string_lossy(), std::process::id())))

@@ -11,34 +11,34 @@ use rustix::fs::{Mode, OFlags};
 /// The fields of `/proc/PID/stat` tracer uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stat {
-    pub ppid: u32,
+    pub(crate) ppid: u32,
     /// Clock ticks since boot: with the pid, names one process across pid reuse.
-    pub start_time: u64,
-    pub comm: String,
+    pub(crate) start_time: u64,
+    pub(crate) comm: String,
 }
 
 /// One file mapping of `/proc/PID/maps` (anonymous, pseudo and deleted mappings are left out).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MapsEntry {
-    pub start: u64,
-    pub end: u64,
-    pub offset: u64,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) offset: u64,
     /// The file's device as `st_dev` encodes it (glibc's makedev), and its inode: no stat needed.
-    pub dev: u64,
-    pub inode: u64,
+    pub(crate) dev: u64,
+    pub(crate) inode: u64,
     /// The path as the process sees it.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 impl MapsEntry {
     /// The file name without its directory.
-    pub fn file_name(&self) -> &str {
+    pub(crate) fn file_name(&self) -> &str {
         self.path.rsplit('/').next().unwrap_or(&self.path)
     }
 }
 
 /// A process table: the live one ([`LIVE`]) or a test's.
-pub trait Procs {
+pub(crate) trait Procs {
     /// None when the process is gone (a zombie included).
     fn stat(&self, pid: u32) -> Option<Stat>;
     /// Empty when the process is gone or is a kernel thread.
@@ -99,9 +99,9 @@ pub trait Procs {
 
 /// The machine's own `/proc`.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Live;
+pub(crate) struct Live;
 
-pub static LIVE: Live = Live;
+pub(crate) static LIVE: Live = Live;
 
 fn process(pid: u32) -> Option<procfs::process::Process> {
     procfs::process::Process::new(i32::try_from(pid).ok()?).ok()
@@ -142,7 +142,7 @@ fn maps_line(line: &str) -> Option<MapsEntry> {
 
 /// Most bytes of one `/proc` file read (a process with the kernel's maximum of 65 530 mappings has a few
 /// MiB of maps; its command line is at most a few MiB).
-pub const MAX_PROC_FILE: u64 = 64 << 20;
+pub(crate) const MAX_PROC_FILE: u64 = 64 << 20;
 
 /// A `/proc/PID/...` file, at most [`MAX_PROC_FILE`] bytes (never a wait: procfs answers at once).
 fn read_proc(pid: u32, name: &str) -> Option<Vec<u8>> {
@@ -153,11 +153,11 @@ fn read_proc(pid: u32, name: &str) -> Option<Vec<u8>> {
 ///
 /// A longer one is cut at an argument, and counted (`argv_cut`): any local user can give a process a 1 MB
 /// command line.
-pub const ARGV_KEPT: usize = 64 << 10;
+pub(crate) const ARGV_KEPT: usize = 64 << 10;
 
 /// Cuts `argv` to at most [`ARGV_KEPT`] bytes: whole arguments while they fit, the first argument itself
 /// cut at a character boundary if it alone is longer. True when something was cut.
-pub fn cap_argv(argv: &mut Vec<String>) -> bool {
+pub(crate) fn cap_argv(argv: &mut Vec<String>) -> bool {
     let mut bytes = 0usize;
     let kept = argv
         .iter()
@@ -344,7 +344,7 @@ impl Procs for Live {
 }
 
 /// The tracer's own peak resident memory (`VmHWM`), in KiB.
-pub fn own_peak_rss_kib() -> Option<u64> {
+pub(crate) fn own_peak_rss_kib() -> Option<u64> {
     procfs::process::Process::myself().ok()?.status().ok()?.vmhwm
 }
 

@@ -30,9 +30,9 @@ const BACKENDS: [&str; 1] = ["libggml-"];
 /// The program and environment a command really runs: through an `env` wrapper, if it is one.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Launch {
-    pub program: PathBuf,
+    pub(crate) program: PathBuf,
     /// `LD_LIBRARY_PATH` as the program will see it.
-    pub ld_library_path: Option<String>,
+    pub(crate) ld_library_path: Option<String>,
 }
 
 /// Sees through `env [-i] [-u NAME]... [NAME=VALUE]... COMMAND ARGS`.
@@ -76,11 +76,11 @@ pub(crate) fn launch(
 #[derive(Debug, Default)]
 pub(crate) struct Loaded {
     /// Every object found (its path), the program first.
-    pub objects: Vec<PathBuf>,
+    pub(crate) objects: Vec<PathBuf>,
     /// Names in `DT_NEEDED` no directory held.
-    pub missing: BTreeSet<String>,
+    pub(crate) missing: BTreeSet<String>,
     /// The walk stopped at [`MAX_OBJECTS`].
-    pub cut: bool,
+    pub(crate) cut: bool,
 }
 
 /// The objects a launch will load (the dependency closure of the program and of the backends beside it),

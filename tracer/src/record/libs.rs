@@ -22,11 +22,11 @@ fn origin_of_path(path: &str) -> Origin {
 #[derive(Clone, Debug)]
 pub(crate) struct LibCopy {
     /// The path as the traced process sees it (inside its mount namespace).
-    pub path: String,
-    pub file: Arc<CodeFile>,
-    pub dev: u64,
-    pub inode: u64,
-    pub origin: Origin,
+    pub(crate) path: String,
+    pub(crate) file: Arc<CodeFile>,
+    pub(crate) dev: u64,
+    pub(crate) inode: u64,
+    pub(crate) origin: Origin,
 }
 
 impl LibCopy {

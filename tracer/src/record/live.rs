@@ -55,5 +55,5 @@ impl LiveStatus {
 
 /// The live metrics of a recording and their endpoint (`--metrics`), which answers on tasks of its own.
 pub(super) struct LiveMetrics {
-    pub server: crate::read::metrics::Server,
+    pub(crate) server: crate::read::metrics::Server,
 }

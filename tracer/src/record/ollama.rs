@@ -14,7 +14,7 @@ use crate::os::{files::Root, proc::Procs};
 
 /// What a process is to Ollama.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     Server,
     Runner { model: Option<String> },
     Other,
@@ -22,7 +22,7 @@ pub enum Role {
 
 impl Role {
     /// The role a trace's process record carries, with the runner's model.
-    pub fn recorded(self) -> (Option<crate::trace::Role>, Option<String>) {
+    pub(crate) fn recorded(self) -> (Option<crate::trace::Role>, Option<String>) {
         match self {
             Self::Server => (Some(crate::trace::Role::OllamaServer), None),
             Self::Runner { model } => (Some(crate::trace::Role::Runner), model),
@@ -36,7 +36,7 @@ fn basename(s: &str) -> &str {
 }
 
 /// The role argv gives a process.
-pub fn role(argv: &[String]) -> Role {
+pub(crate) fn role(argv: &[String]) -> Role {
     let Some(prog) = argv.first().map(|a| basename(a)) else { return Role::Other };
     let model = argv.iter().position(|a| a == "--model" || a == "-m").and_then(|i| argv.get(i + 1)).cloned();
     let model = model.or_else(|| argv.iter().find_map(|a| a.strip_prefix("--model=").map(str::to_owned)));
@@ -49,7 +49,7 @@ pub fn role(argv: &[String]) -> Role {
 }
 
 /// The models directory: `--models-dir`, else `OLLAMA_MODELS`, else `~/.ollama/models`.
-pub fn models_dir(explicit: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn models_dir(explicit: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = explicit {
         return Some(p.to_path_buf());
     }
@@ -61,7 +61,7 @@ pub fn models_dir(explicit: Option<&Path>) -> Option<PathBuf> {
 
 /// `name:tag` for a model blob path (`.../blobs/sha256-<hex>`), from the manifest that lists it as a
 /// layer. Names in the default namespace of the default registry are shown short (`llama3.2:1b`).
-pub fn model_label(model_path: &str, models: &Path) -> Option<String> {
+pub(crate) fn model_label(model_path: &str, models: &Path) -> Option<String> {
     let file = basename(model_path);
     let hex = file.strip_prefix("sha256-").or_else(|| file.strip_prefix("sha256:"))?;
     let digest = format!("sha256:{hex}");
@@ -117,7 +117,7 @@ fn walk(dir: &Path, depth: usize, f: &mut impl FnMut(&Path)) {
 
 /// Processes whose argv is `ollama serve`, less their children: a child the server has forked shows the
 /// server's argv until it execs its runner.
-pub fn find_servers(procs: &dyn Procs) -> Vec<u32> {
+pub(crate) fn find_servers(procs: &dyn Procs) -> Vec<u32> {
     let mut pids: Vec<u32> = procs.pids().into_iter().filter(|&pid| role(&procs.argv(pid)) == Role::Server).collect();
     pids.sort_unstable();
     let parent_is_server = |pid: u32| procs.stat(pid).is_some_and(|s| pids.binary_search(&s.ppid).is_ok());
@@ -131,7 +131,7 @@ pub fn find_servers(procs: &dyn Procs) -> Vec<u32> {
 /// `<exe>/../lib/ollama` and its subdirectories (`rocm`, `cuda_v12`, ...), as the server sees them (a
 /// server in a container has its own root), as a tree nothing read may leave: a link out of it (to
 /// `/etc/shadow`, or a user's copy elsewhere) is not followed.
-pub fn bundle_dirs(procs: &dyn Procs, server: u32) -> Option<(Root, Vec<String>)> {
+pub(crate) fn bundle_dirs(procs: &dyn Procs, server: u32) -> Option<(Root, Vec<String>)> {
     let exe = procs.exe(server)?;
     let prefix = exe.parent().and_then(Path::parent)?;
     let lib = format!("{}/lib/ollama", prefix.display().to_string().trim_end_matches('/'));
@@ -151,7 +151,7 @@ pub(crate) fn bundle_copies(server: u32, runtime: &str) -> Vec<crate::record::li
 
 /// Whether a process's executable is owned by root or by `user` (a uid): what `--ollama` requires of an
 /// `ollama serve` it finds before it reads that server's bundle or probes its copies.
-pub fn trusted_server(pid: u32, user: Option<u32>) -> Result<(), String> {
+pub(crate) fn trusted_server(pid: u32, user: Option<u32>) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt as _;
     let exe = format!("/proc/{pid}/exe");
     let meta = fs::metadata(&exe).map_err(|e| format!("its executable cannot be looked at ({e})"))?;

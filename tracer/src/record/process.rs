@@ -14,16 +14,16 @@ pub(crate) struct ProcessTable {
     /// The command tracer started, by PID: its argv until its first exec has been recorded.
     commands: HashMap<u32, Vec<String>>,
     /// Where Ollama keeps its models, to name a runner's model blob.
-    pub models_dir: Option<PathBuf>,
+    pub(crate) models_dir: Option<PathBuf>,
     /// `--private-argv`: only the processes tracer was asked to follow (`targets`, and Ollama's server and
     /// runners) are written with their whole command line; others keep argv[0].
-    pub private_argv: bool,
-    pub targets: std::collections::HashSet<u32>,
+    pub(crate) private_argv: bool,
+    pub(crate) targets: std::collections::HashSet<u32>,
     /// Command lines written cut to [`crate::os::proc::ARGV_KEPT`] bytes (footer `argv_cut`).
-    pub argv_cut: u64,
+    pub(crate) argv_cut: u64,
     procs: &'static (dyn Procs + Sync),
     /// Who a process was at the early look (names/early.rs), for one that ended before it was named.
-    pub early: Option<std::sync::Arc<EarlyLooks>>,
+    pub(crate) early: Option<std::sync::Arc<EarlyLooks>>,
 }
 
 impl Default for ProcessTable {

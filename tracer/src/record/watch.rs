@@ -71,34 +71,48 @@ pub(super) struct LibraryWatch {
     pub(super) links: Option<attach::RuntimeLinks>,
     /// Probed copies: (dev, inode) -> library id.
     pub(super) probed: std::collections::HashMap<(u64, u64), u32>,
-    /// Mappings already written: (pid, dev, inode).
-    written: std::collections::HashSet<(u32, u64, u64)>,
+    /// What the watch holds of each process, let go of whole at its exit ([`LibraryWatch::forget`]).
+    processes: std::collections::HashMap<u32, Watched>,
     /// Whether each file (dev, inode) seen mapped is a GPU library, and why: read once per file.
     gpu: std::collections::HashMap<(u64, u64), Option<GpuLibrary>>,
     /// When each probed copy's probes were attached.
     attached_at: std::collections::HashMap<(u64, u64), u64>,
     /// When the recording started: copies attached before were probed before any target ran.
     pub(super) started: u64,
-    /// When each process was first looked at.
-    first_seen: std::collections::HashMap<u32, u64>,
-    /// (pid, dev, inode): copies probed because this process had loaded them (found in its maps, or
-    /// opened by it): its calls before the probes were not seen.
-    late: std::collections::HashSet<(u32, u64, u64)>,
-    /// Probes per process: when each process's own links were placed (a mapping probed late says it).
-    linked_at: std::collections::HashMap<u32, u64>,
     /// Runtime copies that could not be probed.
     failed: std::collections::HashSet<(u64, u64)>,
     /// Mapped files that could not be opened to tell, by cause (footer counters).
     pub(super) unreadable: std::collections::BTreeMap<&'static str, u64>,
     /// Files (dev, inode) that could not be opened at some look, counted once in `unreadable`.
     unread_files: std::collections::HashSet<(u64, u64)>,
-    /// Processes a look found without maps (ended), and how many there were (footer counter).
-    maps_gone: std::collections::HashSet<u32>,
+    /// Processes a look found without maps (ended) (footer counter).
     pub(super) maps_gone_count: u64,
+    /// Processes that joined and ended before their own links could be placed (footer counter).
+    pub(super) ended_unlinked_count: u64,
     /// Processes a look found ended, listed from the mappings naming held of them (footer counter).
     pub(super) maps_gone_listed_count: u64,
     /// Calls into the other GPU libraries, counted per exported function (set once the maps are loaded).
     pub(super) entries: Option<Entries>,
+}
+
+/// What the watch holds of one process.
+#[derive(Default)]
+struct Watched {
+    /// When it was first looked at (None: not yet; its probes may have been placed, or a file it opened
+    /// written).
+    first_seen: Option<u64>,
+    /// Its mappings written: (dev, inode).
+    written: std::collections::HashSet<(u64, u64)>,
+    /// Copies probed because it had loaded them (found in its maps, or opened by it): its calls before the
+    /// probes were not seen.
+    late: std::collections::HashSet<(u64, u64)>,
+    /// Probes per process: when its own links were placed (a mapping probed late says it).
+    linked_at: Option<u64>,
+    /// A look found it without maps (ended); counted once.
+    maps_gone: bool,
+    /// It ended before its own links could be placed (probes per process): every probed copy it maps is
+    /// late for it.
+    ended_unlinked: bool,
 }
 
 impl LibraryWatch {
@@ -152,12 +166,21 @@ impl LibraryWatch {
     pub(super) fn scope(&mut self, pid: u32, joined: bool) {
         let Some(links) = self.links.as_mut() else { return };
         match links.add_process(pid) {
-            Ok(true) if joined => {
+            // Ended before its links came: whatever runtime copy it is later listed mapping was called, if
+            // at all, unseen (said on each such mapping, and counted).
+            Ok(attach::Linked::Gone) if joined => {
+                let w = self.processes.entry(pid).or_default();
+                w.linked_at = Some(crate::os::clock::monotonic_ns());
+                w.ended_unlinked = true;
+                self.ended_unlinked_count += 1;
+            }
+            Ok(attach::Linked::New) if joined => {
                 let now = crate::os::clock::monotonic_ns();
                 for e in LIVE.maps(pid).unwrap_or_default() {
                     if self.probed.contains_key(&(e.dev, e.inode)) {
-                        self.late.insert((pid, e.dev, e.inode));
-                        self.linked_at.insert(pid, now);
+                        let w = self.processes.entry(pid).or_default();
+                        w.late.insert((e.dev, e.inode));
+                        w.linked_at = Some(now);
                     }
                 }
             }
@@ -198,7 +221,7 @@ impl LibraryWatch {
             // Ended (or a zombie): counted once per process in the footer, as listed from naming's look
             // or not listed at all (the libraries it mapped after the last look are missing).
             let (entries, files): (Vec<_>, Vec<_>) = held().into_iter().unzip();
-            if self.maps_gone.insert(pid) {
+            if !std::mem::replace(&mut self.processes.entry(pid).or_default().maps_gone, true) {
                 if entries.is_empty() {
                     self.maps_gone_count += 1;
                 } else {
@@ -207,7 +230,7 @@ impl LibraryWatch {
             }
             (entries, Some(files))
         };
-        let first_seen = *self.first_seen.entry(pid).or_insert(ts);
+        let first_seen = *self.processes.entry(pid).or_default().first_seen.get_or_insert(ts);
         for (i, e) in entries.iter().enumerate() {
             let file = e.file_name();
             let id = (e.dev, e.inode);
@@ -216,13 +239,17 @@ impl LibraryWatch {
             if runtime && held_files.is_none() {
                 self.probe_mapped(ebpf, pid, e, mode, &mut out);
             }
-            if self.written.contains(&(pid, e.dev, e.inode)) {
+            if self.processes.get(&pid).is_some_and(|w| w.written.contains(&id)) {
                 continue;
             }
             let gpu = self.gpu_of(pid, e, held_files.as_deref().map(|files| (files, i)), &mut out);
             if let Some(gpu) = gpu {
-                self.written.insert((pid, e.dev, e.inode));
+                let w = self.processes.entry(pid).or_default();
+                w.written.insert(id);
                 let lib = self.probed.get(&id).copied();
+                // A runtime copy's calls that recur go through the process's own links, which came late.
+                let late = w.late.contains(&id) || (w.ended_unlinked && lib.is_some());
+                let linked_at = w.linked_at;
                 let counted = self.entries.as_ref().is_some_and(|en| en.counted(id));
                 // Probed after the recording started, and this process was there before: its calls
                 // before the probes may have gone unseen.
@@ -235,9 +262,8 @@ impl LibraryWatch {
                     inode: e.inode,
                     lib,
                     gpu: Some(gpu),
-                    probed_late: (lib.is_some() || counted)
-                        && (self.late.contains(&(pid, e.dev, e.inode)) || after_start),
-                    probed_at: self.linked_at.get(&pid).copied(),
+                    probed_late: (lib.is_some() || counted) && (late || after_start),
+                    probed_at: linked_at,
                     not_probed: runtime && lib.is_none(),
                 }));
             }
@@ -253,7 +279,7 @@ impl LibraryWatch {
             // Mapped already, not probed: probed now, late for this process.
             match libs::copy_in(pid, e).map(|copy| self.attach(ebpf, &copy, mode).map_err(|err| (copy, err))) {
                 Some(Ok(recs)) => {
-                    self.late.insert((pid, e.dev, e.inode));
+                    self.processes.entry(pid).or_default().late.insert(id);
                     out.extend(recs);
                 }
                 Some(Err((copy, err))) => {
@@ -294,7 +320,7 @@ impl LibraryWatch {
                 // this process, which has mapped it already).
                 if let Some(lib) = self.count_entries(gpu, &e.path, &opened) {
                     if lib.attached_ts.is_some() {
-                        self.late.insert((pid, e.dev, e.inode));
+                        self.processes.entry(pid).or_default().late.insert((e.dev, e.inode));
                     }
                     out.push(Record::EntryLibrary(lib));
                 }
@@ -339,19 +365,15 @@ impl LibraryWatch {
     /// Processes the watch still holds state for although they have ended (footer
     /// `processes_held_after_exit`): each is let go at its exit, so any would be a leak.
     pub(super) fn processes_held_after_exit(&self) -> u64 {
-        self.first_seen.keys().filter(|&&pid| !LIVE.is_running(pid)).count() as u64
+        self.processes.keys().filter(|&&pid| !LIVE.is_running(pid)).count() as u64
     }
 
     /// A process that ended: what it leaves to write (its counted calls). One the watch never looked at
     /// (system-wide, any process's exit) costs nothing.
     pub(super) fn forget(&mut self, pid: u32) -> Vec<Record> {
-        if self.first_seen.remove(&pid).is_none() && !self.maps_gone.contains(&pid) {
+        if self.processes.remove(&pid).is_none() {
             return Vec::new();
         }
-        self.written.retain(|(p, _, _)| *p != pid);
-        self.late.retain(|(p, _, _)| *p != pid);
-        self.linked_at.remove(&pid);
-        self.maps_gone.remove(&pid);
         self.entries.as_mut().map(|en| en.take(Some(pid))).unwrap_or_default()
     }
 
@@ -375,7 +397,7 @@ impl LibraryWatch {
             return Vec::new();
         }
         let pid = o.origin.pid;
-        self.first_seen.entry(pid).or_insert(o.origin.ts);
+        self.processes.entry(pid).or_default().first_seen.get_or_insert(o.origin.ts);
         let Some(copy) = libs::opened_by(pid, &o.path) else { return Vec::new() };
         if self.probed.contains_key(&(copy.dev, copy.inode)) || !self.may_probe((copy.dev, copy.inode), &copy.path, pid)
         {
@@ -383,9 +405,11 @@ impl LibraryWatch {
         }
         match self.attach(ebpf, &copy, mode) {
             Ok(mut recs) => {
-                self.late.insert((pid, copy.dev, copy.inode));
+                let w = self.processes.entry(pid).or_default();
+                w.late.insert((copy.dev, copy.inode));
+                let linked_at = w.linked_at;
                 // Said now, not at the next look at its maps: the process may end before that.
-                if self.written.insert((pid, copy.dev, copy.inode)) {
+                if w.written.insert((copy.dev, copy.inode)) {
                     recs.push(Record::Mapping(trace::Mapping {
                         ts: o.origin.ts,
                         pid,
@@ -395,7 +419,7 @@ impl LibraryWatch {
                         lib: self.probed.get(&(copy.dev, copy.inode)).copied(),
                         gpu: Some(GpuLibrary::Runtime),
                         probed_late: true,
-                        probed_at: self.linked_at.get(&pid).copied(),
+                        probed_at: linked_at,
                         not_probed: false,
                     }));
                 }
@@ -422,7 +446,7 @@ impl LibraryWatch {
             (gone && o.path.starts_with('/')).then(|| libs::at_path(std::path::Path::new(&o.path))).flatten()
         });
         let Some(copy) = found else { return Vec::new() };
-        if !self.written.insert((pid, copy.dev, copy.inode)) {
+        if !self.processes.entry(pid).or_default().written.insert((copy.dev, copy.inode)) {
             return Vec::new();
         }
         vec![Record::Mapping(trace::Mapping {

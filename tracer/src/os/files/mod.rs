@@ -37,20 +37,20 @@ use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 const FUSE_SUPER_MAGIC: u64 = 0x6573_5546;
 
 /// Names read from one directory at most.
-pub const MAX_DIR_ENTRIES: usize = 65_536;
+pub(crate) const MAX_DIR_ENTRIES: usize = 65_536;
 
 /// Most bytes one [`Bounded`] view reads in all: what parsing one hostile ELF file can cost in memory.
-pub const ELF_BUDGET: u64 = 256 << 20;
+pub(crate) const ELF_BUDGET: u64 = 256 << 20;
 
 /// Why a file was not read, or not read whole. Says which file.
 #[derive(Debug)]
 pub struct FileError {
-    pub file: String,
-    pub why: Why,
+    pub(crate) file: String,
+    pub(crate) why: Why,
 }
 
 #[derive(Debug)]
-pub enum Why {
+pub(crate) enum Why {
     /// The path or mapping could not be opened.
     Open(io::Error),
     /// A FIFO, a device, a directory, a socket: never opened for reading.
@@ -98,7 +98,7 @@ impl std::error::Error for FileError {}
 
 impl FileError {
     /// A short name for counting refusals by cause (footer counters).
-    pub const fn cause(&self) -> &'static str {
+    pub(crate) const fn cause(&self) -> &'static str {
         match self.why {
             Why::Open(_) => "open_failed",
             Why::NotRegular(_) => "not_regular",
@@ -111,14 +111,14 @@ impl FileError {
     }
 }
 
-pub type Result<T> = std::result::Result<T, FileError>;
+pub(crate) type Result<T> = std::result::Result<T, FileError>;
 
 /// A directory paths are resolved in.
 ///
 /// A process's root (or the host's), where absolute links and `..` stay inside it; or a directory of it
 /// (an install tree), beneath which every path must stay, links included.
 #[derive(Debug)]
-pub struct Root {
+pub(crate) struct Root {
     dir: OwnedFd,
     label: String,
     /// The directory as the process sees it ("" for a root).
@@ -128,18 +128,18 @@ pub struct Root {
 
 impl Root {
     /// The host's root: the paths tracer itself sees.
-    pub fn host() -> Result<Self> {
+    pub(crate) fn host() -> Result<Self> {
         Self::open_dir("/", "/".to_owned())
     }
 
     /// The root of process `pid` (its container's, when it has one).
-    pub fn of(pid: u32) -> Result<Self> {
+    pub(crate) fn of(pid: u32) -> Result<Self> {
         Self::open_dir(&format!("/proc/{pid}/root"), format!("the root of process {pid}"))
     }
 
     /// The working directory of process `pid`, for the relative paths it names (resolved from there as in
     /// a root: `..` and absolute links stay beneath it).
-    pub fn cwd_of(pid: u32) -> Result<Self> {
+    pub(crate) fn cwd_of(pid: u32) -> Result<Self> {
         Self::open_dir(&format!("/proc/{pid}/cwd"), format!("the working directory of process {pid}"))
     }
 
@@ -156,7 +156,7 @@ impl Root {
 
     /// Directory `dir` of this root (resolved as this root resolves), as a tree nothing may leave: paths
     /// in it are relative, and a link that points out of it (`/etc/shadow`, `../../..`) is refused.
-    pub fn beneath(&self, dir: &str) -> Result<Self> {
+    pub(crate) fn beneath(&self, dir: &str) -> Result<Self> {
         let fd = rustix::fs::openat2(
             &self.dir,
             self.relative(dir),
@@ -174,7 +174,7 @@ impl Root {
     }
 
     /// A path as the process sees it.
-    pub fn shown(&self, path: &str) -> String {
+    pub(crate) fn shown(&self, path: &str) -> String {
         if self.base.is_empty() {
             path.to_owned()
         } else {
@@ -196,13 +196,13 @@ impl Root {
 
     /// The names in directory `dir` as the process sees it (resolved inside this root), at most
     /// [`MAX_DIR_ENTRIES`].
-    pub fn list(&self, dir: &str) -> Result<Vec<String>> {
+    pub(crate) fn list(&self, dir: &str) -> Result<Vec<String>> {
         Ok(self.entries(dir)?.0.into_iter().map(|(name, _)| name).collect())
     }
 
     /// The regular files in directory `dir` as the process sees it (an entry whose type the file system
     /// does not give counts as one), of at most [`MAX_DIR_ENTRIES`] entries read, and whether it had more.
-    pub fn list_files(&self, dir: &str) -> Result<(Vec<String>, bool)> {
+    pub(crate) fn list_files(&self, dir: &str) -> Result<(Vec<String>, bool)> {
         let (entries, cut) = self.entries(dir)?;
         let files = entries
             .into_iter()
@@ -243,7 +243,7 @@ impl Root {
 
     /// Opens `path` as the process sees it, resolved inside this root (or beneath this directory), never
     /// through a `/proc` magic link.
-    pub fn open(&self, path: &str) -> Result<CodeFile> {
+    pub(crate) fn open(&self, path: &str) -> Result<CodeFile> {
         let shown = self.shown(path);
         let label = if self.label == "/" { shown } else { format!("{shown} (in {})", self.label) };
         let fd = rustix::fs::openat2(
@@ -271,7 +271,7 @@ pub struct CodeFile {
 
 impl CodeFile {
     /// The file a process maps at `start..end`, which must still be the file with this device and inode.
-    pub fn mapped(pid: u32, start: u64, end: u64, dev: u64, ino: u64, path: &str) -> Result<Self> {
+    pub(crate) fn mapped(pid: u32, start: u64, end: u64, dev: u64, ino: u64, path: &str) -> Result<Self> {
         let link = format!("/proc/{pid}/map_files/{start:x}-{end:x}");
         let label = path.to_owned();
         let fd = rustix::fs::open(&link, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
@@ -318,24 +318,19 @@ impl CodeFile {
         Ok(Self { file: File::from(reopened), len, dev: st.st_dev, ino: st.st_ino, label })
     }
 
-    pub const fn len(&self) -> u64 {
+    pub(crate) const fn len(&self) -> u64 {
         self.len
     }
 
     /// A path that reaches this very file while it is open: `/proc/self/fd/N` (what a uprobe is attached
     /// through, so the kernel resolves the file tracer checked, not whatever a path names now).
-    pub fn proc_path(&self) -> std::path::PathBuf {
+    pub(crate) fn proc_path(&self) -> std::path::PathBuf {
         format!("/proc/self/fd/{}", self.file.as_raw_fd()).into()
     }
 
     /// (device, inode): one index per file, whatever path or process reached it.
-    pub const fn id(&self) -> (u64, u64) {
+    pub(crate) const fn id(&self) -> (u64, u64) {
         (self.dev, self.ino)
-    }
-
-    /// The path it was opened as, for messages.
-    pub fn label(&self) -> &str {
-        &self.label
     }
 
     pub(crate) fn error(&self, why: Why) -> FileError {
@@ -343,7 +338,7 @@ impl CodeFile {
     }
 
     /// Checks that `len` bytes at `offset` lie in the file.
-    pub fn check_range(&self, offset: u64, len: u64) -> Result<()> {
+    pub(crate) fn check_range(&self, offset: u64, len: u64) -> Result<()> {
         match offset.checked_add(len) {
             Some(end) if end <= self.len => Ok(()),
             _ => Err(self.error(Why::OutOfBounds { offset, len, file_len: self.len })),
@@ -351,20 +346,20 @@ impl CodeFile {
     }
 
     /// Fills `buf` from `offset`; the range must lie in the file.
-    pub fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+    pub(crate) fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         self.check_range(offset, buf.len() as u64)?;
         self.file.read_exact_at(buf, offset).map_err(|e| self.error(Why::Read(e)))
     }
 
     /// Up to `buf.len()` bytes from `offset`, fewer at the end of the file.
-    pub fn read_at_most(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+    pub(crate) fn read_at_most(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
         let n = self.len.saturating_sub(offset).min(buf.len() as u64) as usize;
         self.read_exact_at(offset, &mut buf[..n])?;
         Ok(n)
     }
 
     /// `len` bytes at `offset` in a new buffer, refused past `cap` (`what` names it in the error).
-    pub fn read_vec(&self, offset: u64, len: u64, cap: u64, what: &'static str) -> Result<Vec<u8>> {
+    pub(crate) fn read_vec(&self, offset: u64, len: u64, cap: u64, what: &'static str) -> Result<Vec<u8>> {
         if len > cap {
             return Err(self.error(Why::TooBig { what, len, cap }));
         }
@@ -375,7 +370,7 @@ impl CodeFile {
     }
 
     /// The bytes `offset..offset + len` as a stream (for a decompressor), checked against the file.
-    pub fn stream(&self, offset: u64, len: u64) -> Result<Stream<'_>> {
+    pub(crate) fn stream(&self, offset: u64, len: u64) -> Result<Stream<'_>> {
         self.check_range(offset, len)?;
         Ok(Stream { file: self, at: offset, end: offset + len })
     }
@@ -400,7 +395,7 @@ const fn kind_name(kind: FileType) -> &'static str {
 
 /// A range of a [`CodeFile`] read in order (`io::Read`), for streaming decompression.
 #[derive(Debug)]
-pub struct Stream<'f> {
+pub(crate) struct Stream<'f> {
     file: &'f CodeFile,
     at: u64,
     end: u64,
@@ -441,7 +436,7 @@ pub struct Bounded<'f> {
 impl<'f> Bounded<'f> {
     /// The bytes `base..base + len` of `file` (a code object inside a bundle, or the whole file), reading
     /// at most `budget` bytes.
-    pub fn new(file: &'f CodeFile, base: u64, len: u64, budget: u64) -> Self {
+    pub(crate) fn new(file: &'f CodeFile, base: u64, len: u64, budget: u64) -> Self {
         let len = len.min(file.len.saturating_sub(base));
         Self {
             file,
@@ -452,10 +447,6 @@ impl<'f> Bounded<'f> {
             chunks: FrozenMap::new(),
             strings: FrozenMap::new(),
         }
-    }
-
-    pub const fn file(&self) -> &'f CodeFile {
-        self.file
     }
 
     /// Reads `size` bytes at `offset` of the window into a new buffer, charged to the budget.

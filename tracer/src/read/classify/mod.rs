@@ -16,7 +16,7 @@ use crate::os::demangle::{base_name, mangled_path, parameter_types, template_arg
 
 /// What a kernel does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Family {
+pub(crate) enum Family {
     /// `mul_mat_vec_q`: quantized matrix × vector (token decode, up to 8 columns).
     Mmvq,
     /// `mul_mat_q` (and its stream-k fixup): quantized matrix × matrix (prompt batches).
@@ -62,7 +62,7 @@ impl serde::Serialize for Family {
 }
 
 impl Family {
-    pub const fn name(self) -> &'static str {
+    pub(crate) const fn name(self) -> &'static str {
         match self {
             Self::Mmvq => "MMVQ",
             Self::Mmq => "MMQ",
@@ -88,7 +88,7 @@ impl Family {
 /// How exactly the name (and, where given, the launch shape) fixes the batch width: the columns of the
 /// right-hand matrix, ggml's ne11.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Batch {
+pub(crate) enum Batch {
     /// Exactly this many columns: MMVQ's `ncols_dst` template argument, or the `MoE` MMVQ kernel's block
     /// height (one warp per token).
     Exact(u32),
@@ -101,7 +101,7 @@ pub enum Batch {
 }
 
 impl Batch {
-    pub fn label(self) -> String {
+    pub(crate) fn label(self) -> String {
         match self {
             Self::Exact(n) => n.to_string(),
             Self::TileUpTo(n) => format!("<={n}"),
@@ -112,21 +112,21 @@ impl Batch {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Class {
-    pub family: Family,
+    pub(crate) family: Family,
     /// The ggml quantization type of the weights, from `(ggml_type)N` in the template arguments.
-    pub quant: Option<&'static str>,
-    pub batch: Option<Batch>,
+    pub(crate) quant: Option<&'static str>,
+    pub(crate) batch: Option<Batch>,
     /// ggml's `MoE` MMVQ kernel (`mul_mat_vec_q_moe`): its batch comes from the block shape.
-    pub moe: bool,
+    pub(crate) moe: bool,
     /// The library the name says the kernel comes from, where it says so (cuBLASLt, cuDNN, Tensile,
     /// Inductor, NCCL, ...).
-    pub library: Option<&'static str>,
+    pub(crate) library: Option<&'static str>,
     /// ggml's `quantize_mmq_q8_1`, which quantizes the src1 of the MMQ after it (see
     /// [`Class::mmq_columns`]).
-    pub mmq_src1: bool,
+    pub(crate) mmq_src1: bool,
     /// The kernel parameter that holds the exact column count (ne11): ggml's `mul_mat_q` with a parameter
     /// list of a ggml version tracer knows ([`MMQ_SIGNATURES`]).
-    pub ne11_param: Option<u8>,
+    pub(crate) ne11_param: Option<u8>,
     /// Where that parameter lies in the kernel's argument segment (bytes): what a queue dispatch's
     /// kernarg holds, laid out as the C ABI lays out the parameter list.
     pub ne11_kernarg: Option<u32>,
@@ -137,7 +137,7 @@ pub struct Class {
 /// Each list as demangled, its types joined by ", " (`uint3` is HIP's `HIP_vector_type<unsigned int, 3>`
 /// too), with the index of `ncols_y` (ne11 of src1) in it. Other lists (older or newer ggml) give no
 /// parameter: their batch width stays a tile bound, never a guess.
-pub const MMQ_SIGNATURES: &[(&str, u8)] = &[
+pub(crate) const MMQ_SIGNATURES: &[(&str, u8)] = &[
     // cyllama 0.2.18's libggml-cuda.so: fast-division `uint3` parameters.
     (
         "char const*, int const*, int const*, int const*, float*, float*, uint3, int, int, int, int, int, uint3, \
@@ -186,7 +186,7 @@ fn kernarg_offset(types: &[String], index: usize) -> Option<u32> {
 }
 
 /// `ggml_type` numbers (ggml.h) to names.
-pub const fn ggml_type_name(n: u32) -> Option<&'static str> {
+pub(crate) const fn ggml_type_name(n: u32) -> Option<&'static str> {
     Some(match n {
         0 => "F32",
         1 => "F16",
@@ -226,7 +226,7 @@ pub const fn ggml_type_name(n: u32) -> Option<&'static str> {
 
 /// ggml operator kernels that fall in none of the named families (from ggml-cuda's op sources, shared by
 /// the HIP build): counted as "elementwise/other" rather than unknown. Matched as name prefixes.
-pub const OTHER_GGML_OPS: &[&str] = &[
+pub(crate) const OTHER_GGML_OPS: &[&str] = &[
     "acc_f32",
     "add_",
     "arange_f32",
@@ -283,7 +283,7 @@ pub fn classify(mangled: &str) -> Class {
 
 /// [`classify`] for a caller that has demangled the name already (`demangled` is
 /// `demangle(mangled)`): one demangling instead of two.
-pub fn classify_demangled(mangled: &str, demangled: &str) -> Class {
+pub(crate) fn classify_demangled(mangled: &str, demangled: &str) -> Class {
     let normalized = mangled.strip_suffix(".kd").unwrap_or(mangled);
     let normalized = match normalized.strip_prefix("_ZL") {
         Some(rest) => format!("_Z{rest}"),
@@ -415,13 +415,13 @@ impl Class {
     /// dimension", `quantize_mmq_q8_1_cuda` in quantize.cu, llama.cpp as vendored by llama-cpp-python
     /// 0.3.36 and later). Older ggml put the rows in x: those builds are not supported (their launches
     /// carry the same name and would be misread).
-    pub const fn mmq_columns(&self, grid: [u32; 3]) -> Option<u32> {
+    pub(crate) const fn mmq_columns(&self, grid: [u32; 3]) -> Option<u32> {
         if self.mmq_src1 { Some(grid[0]) } else { None }
     }
 
     /// Which kernel parameters a launch of this kernel needs read (bit i: parameter i): the column-count
     /// parameter of ggml's MMQ, else none.
-    pub const fn param_plan(&self) -> u32 {
+    pub(crate) const fn param_plan(&self) -> u32 {
         match self.ne11_param {
             Some(i) => 1 << i,
             None => 0,
@@ -430,7 +430,7 @@ impl Class {
 
     /// Which 8-byte words of a queue dispatch's argument segment a dispatch of this kernel needs read (bit
     /// i: bytes 8i..8i+8): the one holding the column count of ggml's MMQ, else none.
-    pub const fn kernarg_plan(&self) -> u32 {
+    pub(crate) const fn kernarg_plan(&self) -> u32 {
         match self.ne11_kernarg {
             Some(at) if (at as usize) < tracer_common::PARAMS_MAX * 8 => 1 << (at / 8),
             _ => 0,
@@ -438,7 +438,7 @@ impl Class {
     }
 
     /// The exact column count from a dispatch's argument-segment words (a C `int` at its offset).
-    pub fn ne11_from_kernarg(&self, words: &std::collections::BTreeMap<u8, u64>) -> Option<u32> {
+    pub(crate) fn ne11_from_kernarg(&self, words: &std::collections::BTreeMap<u8, u64>) -> Option<u32> {
         let at = self.ne11_kernarg?;
         let word = *words.get(&u8::try_from(at / 8).ok()?)?;
         let v = (word >> (8 * (at % 8))) as u32;
@@ -447,7 +447,7 @@ impl Class {
 
     /// The exact column count from a launch's kernel parameters, when this kernel has a known
     /// column-count parameter and the launch's value of it was read (a C `int`: the low 4 bytes).
-    pub fn ne11_from_params(&self, params: &std::collections::BTreeMap<u8, u64>) -> Option<u32> {
+    pub(crate) fn ne11_from_params(&self, params: &std::collections::BTreeMap<u8, u64>) -> Option<u32> {
         let v = *params.get(&self.ne11_param?)? as u32;
         (v as i32 > 0).then_some(v)
     }
@@ -457,7 +457,7 @@ impl Class {
     /// channels) with column tiles of the name's width J, and the `MoE` MMVQ kernel runs one warp row per
     /// token.
     #[must_use]
-    pub fn with_shape(mut self, grid: [u32; 3], block: [u32; 3], grid_in_work_items: bool) -> Self {
+    pub(crate) fn with_shape(mut self, grid: [u32; 3], block: [u32; 3], grid_in_work_items: bool) -> Self {
         let grid_blocks: [u32; 3] =
             if grid_in_work_items { std::array::from_fn(|i| grid[i].div_ceil(block[i].max(1))) } else { grid };
         match (self.family, self.batch) {

@@ -226,7 +226,7 @@ fn event_of(r: &Record, start: u64) -> Option<Value> {
 /// stream (not in an AQL packet), the correlation id and end time (the GPU's side), and the register
 /// counts (the code object the device ran is one of several per-target ones; `tracer inspect --target`
 /// lists them).
-pub const CSV_COLUMNS: [&str; 22] = [
+pub(crate) const CSV_COLUMNS: [&str; 22] = [
     "Kind",
     "Agent_Id",
     "Queue_Id",

@@ -24,10 +24,10 @@ struct Open {
 
 /// A job done: its process and labels, its ring and GPU time in nanoseconds.
 pub(super) struct Done {
-    pub pid: u32,
-    pub labels: Labels,
-    pub ring: String,
-    pub busy_ns: u64,
+    pub(crate) pid: u32,
+    pub(crate) labels: Labels,
+    pub(crate) ring: String,
+    pub(crate) busy_ns: u64,
 }
 
 #[derive(Default)]
@@ -37,7 +37,7 @@ pub(super) struct LiveJobs {
     ring_free: HashMap<String, u64>,
     /// Jobs not timed: past [`MAX_OPEN`] or [`MAX_RINGS`], whose queue stage was not seen, or whose done
     /// stage was not (known when a later job gets its fence address; until then it stays open).
-    pub untimed: u64,
+    pub(crate) untimed: u64,
 }
 
 impl LiveJobs {

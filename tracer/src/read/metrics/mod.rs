@@ -20,7 +20,7 @@
 
 mod jobs;
 mod serve;
-pub use serve::Server;
+pub(crate) use serve::Server;
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -42,7 +42,7 @@ use crate::{
 type Labels = (String, String, String);
 
 /// Distinct process names (`comm`) kept as label values; past them, `other`.
-pub const MAX_COMMS: usize = 64;
+pub(crate) const MAX_COMMS: usize = 64;
 /// The `comm` label value of the processes whose name came past [`MAX_COMMS`].
 const OTHER_COMM: &str = "other";
 
@@ -96,10 +96,10 @@ impl Counts {
 
 /// What the session knows besides the records: drops and probes.
 #[derive(Clone, Debug, Default)]
-pub struct Session {
+pub(crate) struct Session {
     /// Drop kind -> records dropped.
-    pub dropped: BTreeMap<String, u64>,
-    pub processes_traced: u64,
+    pub(crate) dropped: BTreeMap<String, u64>,
+    pub(crate) processes_traced: u64,
 }
 
 /// The live counts of a recording.
@@ -146,7 +146,7 @@ impl Metrics {
     }
 
     /// One record, as written.
-    pub fn record(&mut self, r: &Record) {
+    pub(crate) fn record(&mut self, r: &Record) {
         self.records += 1;
         match r {
             Record::Process(p) => {
@@ -217,12 +217,13 @@ impl Metrics {
     }
 
     /// Processes whose state is held (not yet exited).
-    pub fn processes_held(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn processes_held(&self) -> usize {
         self.live.len().max(self.labels.len())
     }
 
     /// The `OpenMetrics` text of everything so far.
-    pub fn render(&mut self, session: &Session) -> String {
+    pub(crate) fn render(&mut self, session: &Session) -> String {
         let mut all: BTreeMap<Labels, Counts> = self.retired.clone();
         for (pid, counts) in &self.live {
             let mut c = counts.clone();
@@ -398,10 +399,10 @@ impl Metrics {
 
 /// The metrics as the writer's tap and the endpoint share them (on the recording's one thread: the lock
 /// is never contended).
-pub type Shared = Arc<Mutex<Metrics>>;
+pub(crate) type Shared = Arc<Mutex<Metrics>>;
 
 /// Runs `f` on the shared metrics.
-pub fn with<T>(shared: &Shared, f: impl FnOnce(&mut Metrics) -> T) -> T {
+pub(crate) fn with<T>(shared: &Shared, f: impl FnOnce(&mut Metrics) -> T) -> T {
     f(&mut shared.lock().unwrap_or_else(PoisonError::into_inner))
 }
 

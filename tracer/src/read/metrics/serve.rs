@@ -45,8 +45,8 @@ const WRITE_TIME: Duration = Duration::from_secs(5);
 const FRESH: Duration = Duration::from_millis(250);
 
 /// The endpoint: its address and what its tasks share.
-pub struct Server {
-    pub addr: SocketAddr,
+pub(crate) struct Server {
+    pub(crate) addr: SocketAddr,
     inner: Arc<Inner>,
     accepting: tokio::task::JoinHandle<()>,
 }
@@ -68,7 +68,7 @@ struct Inner {
 
 impl Server {
     /// Listens on `addr` and starts answering, on the current runtime.
-    pub fn start(addr: SocketAddr, metrics: Shared) -> Result<Self> {
+    pub(crate) fn start(addr: SocketAddr, metrics: Shared) -> Result<Self> {
         let std = std::net::TcpListener::bind(addr).map_err(|e| anyhow!("cannot serve metrics on {addr} ({e})"))?;
         std.set_nonblocking(true)?;
         let addr = std.local_addr()?;
@@ -88,12 +88,12 @@ impl Server {
     }
 
     /// The session's figures for the next renders (drops, processes traced).
-    pub fn set_session(&self, session: Session) {
+    pub(crate) fn set_session(&self, session: Session) {
         *self.inner.session.lock().unwrap_or_else(PoisonError::into_inner) = session;
     }
 
     /// (connections closed to make room, connections refused).
-    pub fn shed(&self) -> (u64, u64) {
+    pub(crate) fn shed(&self) -> (u64, u64) {
         (self.inner.evicted.load(Ordering::Relaxed), self.inner.refused.load(Ordering::Relaxed))
     }
 }

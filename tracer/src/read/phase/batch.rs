@@ -24,15 +24,15 @@ pub const MAX_SEQUENCE_STATES: usize = 4096;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Composition {
     /// Tokens of each sequence that evaluated prompt tokens, in batch order.
-    pub prompts: Vec<u32>,
+    pub(crate) prompts: Vec<u32>,
     /// Sequences that decoded one token.
-    pub decodes: u32,
+    pub(crate) decodes: u32,
     /// Tokens whose sequence was not read (see [`StepBatch::unread`]).
     pub unread: u32,
 }
 
 impl Composition {
-    pub fn prompt_tokens(&self) -> u64 {
+    pub(crate) fn prompt_tokens(&self) -> u64 {
         self.prompts.iter().map(|&n| u64::from(n)).sum()
     }
 
@@ -41,7 +41,7 @@ impl Composition {
     }
 
     /// Prefill (prompts only), decode (decode tokens only), mixed (both); none for an empty batch.
-    pub const fn phase(&self) -> Option<Phase> {
+    pub(crate) const fn phase(&self) -> Option<Phase> {
         match (self.prompts.is_empty(), self.decodes == 0) {
             (true, true) => None,
             (false, true) => Some(Phase::Prefill),
@@ -52,7 +52,7 @@ impl Composition {
 
     /// `decode 2 seq x 1`, `prefill: 1 prompt of 290`, `mixed: 1 prompt of 23 + 1 decode`, with
     /// `+ 12 unread` where tokens were not read.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let prompts = match self.prompts.as_slice() {
             [] => String::new(),
             [n] => format!("1 prompt of {n}"),
@@ -87,7 +87,7 @@ struct SeqState {
 pub struct Sequences {
     states: HashMap<(u64, i32), SeqState>,
     /// Sequences judged without their state: more than [`MAX_SEQUENCE_STATES`] were kept.
-    pub untracked: u64,
+    pub(crate) untracked: u64,
 }
 
 impl Sequences {

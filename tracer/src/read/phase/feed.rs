@@ -23,45 +23,45 @@ use crate::{
 
 /// Feeds every process's steps from a trace's records, in trace order.
 #[derive(Default)]
-pub struct Feeder {
+pub(crate) struct Feeder {
     classes: Classes,
     /// Synchronizations were not probed (the default; `--lean` earlier): steps end at the copy toward the host.
     lean: bool,
     procs: BTreeMap<u32, ProcessSteps>,
     /// When set ([`Feeder::listing_executions`]), each kernel execution the last record made, as the steps
     /// counted it (the Parquet export's rows).
-    pub executions: Option<Vec<Execution>>,
+    pub(crate) executions: Option<Vec<Execution>>,
 }
 
 /// Kernel executions one record made, as the steps count them: a launch (outside a capture), the kernels
 /// of a graph replay (`count` runs each), or a queue dispatch.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Execution {
-    pub pid: u32,
-    pub ts: u64,
-    pub kernel: Option<u32>,
-    pub view: View,
+pub(crate) struct Execution {
+    pub(crate) pid: u32,
+    pub(crate) ts: u64,
+    pub(crate) kernel: Option<u32>,
+    pub(crate) view: View,
     /// Runs of the kernel (more than one only for a replay of a graph that captured it several times).
-    pub count: u64,
+    pub(crate) count: u64,
     /// Its family, with the ggml quantization type where the name has one (see [`Execution::family_name`]).
-    pub family: FamilyKey,
+    pub(crate) family: FamilyKey,
     /// The exact column count (ne11) of a ggml matrix kernel, where known.
-    pub ne11: Option<u32>,
+    pub(crate) ne11: Option<u32>,
     /// The launch returned success (always, for a replay or a dispatch): the report's executions count
     /// only these; steps count every launch (a failed launch still shows what the program ran).
-    pub ok: bool,
+    pub(crate) ok: bool,
 }
 
 /// Where an execution was seen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum View {
+pub(crate) enum View {
     Launch,
     GraphReplay,
     Dispatch,
 }
 
 impl View {
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::Launch => "launch",
             Self::GraphReplay => "graph-replay",
@@ -88,11 +88,11 @@ const fn execution(
 }
 
 /// A kernel family and the ggml quantization type its name gives.
-pub type FamilyKey = (Family, Option<&'static str>);
+pub(crate) type FamilyKey = (Family, Option<&'static str>);
 
 impl Execution {
     /// The family as reports name it ("MMQ `Q4_K`").
-    pub fn family_name(&self) -> String {
+    pub(crate) fn family_name(&self) -> String {
         super::family_key(self.family)
     }
 }
@@ -100,18 +100,18 @@ impl Execution {
 /// One process's steps and what feeding them needs: the graphs its replays run and where its MMQ
 /// kernels took their widths from.
 #[derive(Default)]
-pub struct ProcessSteps {
-    pub phases: Phases,
+pub(crate) struct ProcessSteps {
+    pub(crate) phases: Phases,
     /// MMQ column counts in the launches' view (by stream) and in the queue's (by queue).
     launch_widths: MmqWidths,
     queue_widths: MmqWidths,
-    pub graphs: Graphs,
+    pub(crate) graphs: Graphs,
 }
 
 impl ProcessSteps {
     /// Where the MMQ kernels of the view the phases count (the queue's when the process has dispatches)
     /// took their exact column count from.
-    pub fn mmq_widths(&self) -> BTreeMap<&'static str, u64> {
+    pub(crate) fn mmq_widths(&self) -> BTreeMap<&'static str, u64> {
         if self.phases.counts_dispatches() {
             self.queue_widths.sources.clone()
         } else {
@@ -121,19 +121,19 @@ impl ProcessSteps {
 
     /// The exact column counts (ne11) each MMQ or MMVQ kernel id ran with, counted in executions: in the
     /// launches' view (launches and graph replays), or the queue's (dispatches).
-    pub const fn columns(&self, queue: bool) -> &BTreeMap<u32, BTreeMap<u32, u64>> {
+    pub(crate) const fn columns(&self, queue: bool) -> &BTreeMap<u32, BTreeMap<u32, u64>> {
         if queue { &self.queue_widths.columns } else { &self.launch_widths.columns }
     }
 }
 
 impl Feeder {
     /// A feeder that also lists each record's kernel executions in [`Feeder::executions`].
-    pub fn listing_executions() -> Self {
+    pub(crate) fn listing_executions() -> Self {
         Self { executions: Some(Vec::new()), ..Self::default() }
     }
 
     /// One record, in trace order.
-    pub fn record(&mut self, rec: &Record) {
+    pub(crate) fn record(&mut self, rec: &Record) {
         match rec {
             Record::Header(h) => self.lean = h.options.lean,
             Record::Kernel(k) => self.classes.kernel(k.id, &k.name),
@@ -148,17 +148,17 @@ impl Feeder {
     }
 
     /// The steps of a process (empty for one with none).
-    pub fn take(&mut self, pid: u32) -> ProcessSteps {
+    pub(crate) fn take(&mut self, pid: u32) -> ProcessSteps {
         self.procs.remove(&pid).unwrap_or_default()
     }
 
     /// A process's steps so far.
-    pub fn process_mut(&mut self, pid: u32) -> Option<&mut ProcessSteps> {
+    pub(crate) fn process_mut(&mut self, pid: u32) -> Option<&mut ProcessSteps> {
         self.procs.get_mut(&pid)
     }
 
     /// Every process's steps.
-    pub fn into_processes(self) -> BTreeMap<u32, ProcessSteps> {
+    pub(crate) fn into_processes(self) -> BTreeMap<u32, ProcessSteps> {
         self.procs
     }
 
@@ -315,7 +315,7 @@ type CaptureBag = BTreeMap<u32, Captured>;
 /// What graph replays ran: launches captured per capturing stream, the graph each capture made, the
 /// executables instantiated from them, and per kernel the executions their replays added.
 #[derive(Default)]
-pub struct Graphs {
+pub(crate) struct Graphs {
     /// Per capturing stream: the launches captured so far.
     capturing: HashMap<u64, CaptureBag>,
     /// Per graph a capture made: its launches.
@@ -323,50 +323,50 @@ pub struct Graphs {
     /// Per executable: the launches its replays run.
     execs: HashMap<u64, CaptureBag>,
     /// Kernel id -> executions its replays added.
-    pub replayed: BTreeMap<u32, u64>,
+    pub(crate) replayed: BTreeMap<u32, u64>,
     /// Successful graph launches (replays).
-    pub replays: u64,
+    pub(crate) replays: u64,
     /// Replays of an executable whose capture was not seen (made before tracer started) and whose
     /// kernels were not read from the driver.
-    pub unknown_replays: u64,
+    pub(crate) unknown_replays: u64,
     /// Executables whose kernels were read from the driver (until made again from a graph).
     driver_execs: HashSet<u64>,
     /// What reading executables from the driver gave.
-    pub driver: DriverReads,
+    pub(crate) driver: DriverReads,
 }
 
 /// Graph executables read from the driver's objects in one process (`graph_exec` records), and the
 /// replays they resolved.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct DriverReads {
+pub(crate) struct DriverReads {
     /// Executables made before the attach whose kernels were read.
-    pub named: u64,
+    pub(crate) named: u64,
     /// Of them, read through their own node copies (their source graph destroyed).
-    pub named_from_copies: u64,
+    pub(crate) named_from_copies: u64,
     /// Their kernel nodes.
-    pub kernel_nodes: u64,
+    pub(crate) kernel_nodes: u64,
     /// Replays that ran them.
-    pub replays: u64,
+    pub(crate) replays: u64,
     /// Executables not read: their source graph was destroyed (the count reads 0); the layout did not
     /// hold; refused (checks disagreed, or none and a driver the layout was not measured on).
-    pub source_gone: u64,
-    pub layout: u64,
-    pub refused: u64,
+    pub(crate) source_gone: u64,
+    pub(crate) layout: u64,
+    pub(crate) refused: u64,
     /// Executables not read because the process had ended by then.
-    pub process_gone: u64,
+    pub(crate) process_gone: u64,
     /// Executables of graphs tracer saw captured, read to check the layout: agreed, disagreed.
-    pub checks_agreed: u64,
-    pub checks_disagreed: u64,
+    pub(crate) checks_agreed: u64,
+    pub(crate) checks_disagreed: u64,
     /// Checks not made: the executable could not be read by then (its graph changed or gone: a loop that
     /// captures at every step), or a captured launch had no name.
-    pub checks_unread: u64,
+    pub(crate) checks_unread: u64,
     /// The driver's version, from its file name.
-    pub driver: Option<String>,
+    pub(crate) driver: Option<String>,
 }
 
 impl DriverReads {
     /// Whether any executable was read or refused (the report says so only then).
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         *self != Self { driver: self.driver.clone(), ..Self::default() }
     }
 }

@@ -26,7 +26,7 @@ mod batch;
 mod feed;
 mod report;
 pub use batch::{Composition, MAX_SEQUENCE_STATES, Sequences};
-pub use feed::{DriverReads, Execution, FamilyKey, Feeder, Graphs, ProcessSteps, View};
+pub(crate) use feed::{DriverReads, Execution, FamilyKey, Feeder, ProcessSteps, View};
 pub use report::{MAX_PASSES, MAX_SEQUENCES, PassReport, PassSequence, Phase, PhaseReport, PhaseTotals};
 
 use tracer_common::{ApiFunc, api::Op};
@@ -51,7 +51,7 @@ fn passes_label(widths: &[Option<Batch>]) -> String {
     }
 }
 
-pub fn family_key((family, quant): (Family, Option<&'static str>)) -> String {
+pub(crate) fn family_key((family, quant): (Family, Option<&'static str>)) -> String {
     quant.map_or_else(|| family.name().to_owned(), |q| format!("{} {q}", family.name()))
 }
 
@@ -208,13 +208,13 @@ const fn upper(b: Batch) -> u32 {
 
 /// One step as a time span (for timelines).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StepSpan {
-    pub phase: Phase,
-    pub start: u64,
-    pub end: u64,
-    pub kernels: usize,
+pub(crate) struct StepSpan {
+    pub(crate) phase: Phase,
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) kernels: usize,
     /// What its batch carried (`mixed: 1 prompt of 23 + 1 decode`), where `llama_decode` was seen.
-    pub composition: Option<String>,
+    pub(crate) composition: Option<String>,
 }
 
 /// One phase's closed steps: how many, their kernels, their widths, and the steps of several passes by
@@ -324,7 +324,7 @@ impl Done {
 
 /// Builds the phases of one process from its records in order.
 #[derive(Default)]
-pub struct Phases {
+pub(crate) struct Phases {
     api: Step,
     queue: Step,
     api_done: Done,
@@ -333,7 +333,7 @@ pub struct Phases {
     /// Batches (`llama_decode`) were seen: from then on, each one begins a step, and nothing else ends one.
     batched: bool,
     /// The process's sequences, to judge each batch's tokens.
-    pub sequences: Sequences,
+    pub(crate) sequences: Sequences,
     /// The kernel's number of the batch that began the step being built (0: none).
     step: u64,
     /// Graphs handed to ggml's scheduler were seen: from then on, they alone begin passes.
@@ -344,18 +344,18 @@ pub struct Phases {
 }
 
 impl Phases {
-    pub fn launch(&mut self, class: Class, ts: u64) {
+    pub(crate) fn launch(&mut self, class: Class, ts: u64) {
         self.api.push(class, ts);
     }
 
     /// A graph replay: `n` runs of each kernel its capture recorded, in the step being built.
-    pub fn replay(&mut self, class: &Class, n: u64, ts: u64) {
+    pub(crate) fn replay(&mut self, class: &Class, n: u64, ts: u64) {
         self.api.push_n(class, n, ts);
     }
 
     /// A graph replay of an executable whose capture was not seen: part of the launches' step being built,
     /// its kernels unknown (the queue's view, where there is one, sees them as dispatches).
-    pub fn unknown_replay(&mut self, ts: u64) {
+    pub(crate) fn unknown_replay(&mut self, ts: u64) {
         if self.api.is_empty() {
             self.api.start = ts;
         }
@@ -363,19 +363,19 @@ impl Phases {
         self.api.unknown += 1;
     }
 
-    pub fn dispatch(&mut self, class: Class, ts: u64) {
+    pub(crate) fn dispatch(&mut self, class: Class, ts: u64) {
         self.saw_dispatch = true;
         self.queue.push(class, ts);
     }
 
     /// Whether the steps are counted from queue dispatches (the process had some) rather than launches.
-    pub const fn counts_dispatches(&self) -> bool {
+    pub(crate) const fn counts_dispatches(&self) -> bool {
         self.saw_dispatch
     }
 
     /// A batch handed to the model (`llama_decode`): the step being built ends, with the library calls
     /// the kernel counted in it, and one begins with this batch's composition.
-    pub fn batch(&mut self, b: &crate::trace::event::StepBatch) {
+    pub(crate) fn batch(&mut self, b: &crate::trace::event::StepBatch) {
         let c = self.sequences.judge(b);
         self.library_calls(&b.previous_calls);
         self.close();
@@ -394,7 +394,7 @@ impl Phases {
 
     /// A process's last step's library calls, read when it ended (`step_calls`): they belong to the step
     /// its batch number `step` began, which may not have been fed yet.
-    pub fn last_step_calls(&mut self, step: u64, calls: &BTreeMap<u32, u64>) {
+    pub(crate) fn last_step_calls(&mut self, step: u64, calls: &BTreeMap<u32, u64>) {
         if step > self.step {
             let (_, pending) = self.early_calls.get_or_insert_with(|| (step, BTreeMap::new()));
             for (lib, n) in calls {
@@ -406,7 +406,7 @@ impl Phases {
     }
 
     /// Calls into GPU libraries' entry points, by entry library id, made in the step being built.
-    pub fn library_calls(&mut self, calls: &BTreeMap<u32, u64>) {
+    pub(crate) fn library_calls(&mut self, calls: &BTreeMap<u32, u64>) {
         for step in [&mut self.api, &mut self.queue] {
             for (lib, n) in calls {
                 *step.lib_calls.entry(*lib).or_default() += n;
@@ -416,7 +416,7 @@ impl Phases {
 
     /// An API call seen one by one (launches included), in the step being built, and the traps it cost
     /// (1 at entry only, 2 with its return).
-    pub fn api(&mut self, api: ApiFunc, traps: u64) {
+    pub(crate) fn api(&mut self, api: ApiFunc, traps: u64) {
         for step in [&mut self.api, &mut self.queue] {
             *step.api.entry(api).or_default() += 1;
             step.traps += traps;
@@ -428,7 +428,7 @@ impl Phases {
     /// a copy toward the device after a matrix kernel does. A copy to the host, then a synchronization,
     /// ends a step; in a recording that left synchronizations unprobed (`lean`, the default), the copy
     /// itself ends it. Once batches are seen, only they cut steps.
-    pub fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64, lean: bool) {
+    pub(crate) fn call(&mut self, op: Op, kind: Option<MemcpyKind>, ts: u64, lean: bool) {
         for step in [&mut self.api, &mut self.queue] {
             if !step.is_empty() {
                 step.end = step.end.max(ts);
@@ -474,7 +474,7 @@ impl Phases {
 
     /// The closed steps' totals so far, per phase, without ending the step being built (a live
     /// recording's metrics); none for a process that ran no ggml quantized kernel, as [`Phases::finish`].
-    pub fn totals(&self) -> Vec<PhaseTotals> {
+    pub(crate) fn totals(&self) -> Vec<PhaseTotals> {
         let done = if self.saw_dispatch { &self.queue_done } else { &self.api_done };
         if !(done.ggml || done.unknown || done.batched) {
             return Vec::new();
@@ -493,23 +493,24 @@ impl Phases {
     }
 
     /// Lets go of the closed steps' spans (a live recording keeps totals only, so its memory stays flat).
-    pub fn forget_spans(&mut self) {
+    pub(crate) fn forget_spans(&mut self) {
         self.api_done.spans.clear();
         self.queue_done.spans.clear();
     }
 
     /// Each step as a labelled time span.
-    pub fn spans(self) -> Vec<StepSpan> {
+    pub(crate) fn spans(self) -> Vec<StepSpan> {
         self.done().map(|d| d.spans).unwrap_or_default()
     }
 
     /// The phases' totals.
-    pub fn finish(self) -> Vec<PhaseReport> {
+    #[cfg(test)]
+    pub(crate) fn finish(self) -> Vec<PhaseReport> {
         self.finish_with_spans().0
     }
 
     /// The phases' totals, and each step as a labelled time span.
-    pub fn finish_with_spans(self) -> (Vec<PhaseReport>, Vec<StepSpan>) {
+    pub(crate) fn finish_with_spans(self) -> (Vec<PhaseReport>, Vec<StepSpan>) {
         let Some(mut done) = self.done() else { return (Vec::new(), Vec::new()) };
         let spans = std::mem::take(&mut done.spans);
         let named = |counts: FamilyCounts| counts.into_iter().map(|(k, n)| (family_key(k), n)).collect();

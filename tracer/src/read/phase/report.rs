@@ -24,7 +24,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::Prefill => "prefill",
             Self::Decode => "decode",
@@ -35,7 +35,7 @@ impl Phase {
     }
 
     /// The phase as a metrics label value (one word).
-    pub const fn metric_name(self) -> &'static str {
+    pub(crate) const fn metric_name(self) -> &'static str {
         match self {
             Self::Unknown => "unknown",
             _ => self.as_str(),
@@ -49,47 +49,47 @@ pub struct PhaseReport {
     pub phase: Phase,
     pub steps: u64,
     /// Kernels by family, and by family and quant type ("MMVQ `Q4_K`").
-    pub kernels: BTreeMap<String, u64>,
+    pub(crate) kernels: BTreeMap<String, u64>,
     /// The steps' batch widths: a pass's widest matrix kernel's ("1", "290"; "<=16" where only a tile
     /// bound is known), a step of several passes their sum ("513 = 512 + 1").
-    pub batch_widths: BTreeSet<String>,
+    pub(crate) batch_widths: BTreeSet<String>,
     /// Steps of more than one pass, grouped by their passes' widths in order, with the kernels of each
     /// pass (at most [`MAX_SEQUENCES`] sequences per phase; steps of others are counted in
     /// `passes_unlisted`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub micro_batched: Vec<PassSequence>,
+    pub(crate) micro_batched: Vec<PassSequence>,
     /// Steps of several passes whose sequence was not listed (more than [`MAX_SEQUENCES`] distinct ones).
     #[serde(skip_serializing_if = "is_zero")]
-    pub passes_unlisted: u64,
+    pub(crate) passes_unlisted: u64,
     /// Copies that would have started a pass beyond [`MAX_PASSES`] in one step: those passes were
     /// counted in the step's last listed pass.
     #[serde(skip_serializing_if = "is_zero")]
-    pub passes_merged: u64,
+    pub(crate) passes_merged: u64,
     /// Graph replays in these steps whose kernels are unknown (their executable's capture was not seen).
     #[serde(skip_serializing_if = "is_zero")]
-    pub unknown_replays: u64,
+    pub(crate) unknown_replays: u64,
     /// Tokens these steps evaluated: the sum of their passes' exact widths (a decode step: 1), over the
     /// steps whose every pass has an exact width; the others are counted in `tokens_unknown_steps`.
-    pub tokens: u64,
+    pub(crate) tokens: u64,
     #[serde(skip_serializing_if = "is_zero")]
-    pub tokens_unknown_steps: u64,
+    pub(crate) tokens_unknown_steps: u64,
     /// Steps whose label and tokens come from their batch (`llama_decode`); the others' come from their
     /// kernels.
     #[serde(skip_serializing_if = "is_zero")]
-    pub steps_from_batches: u64,
+    pub(crate) steps_from_batches: u64,
     /// Of `tokens`, from batches: prompt tokens, decode tokens, and tokens whose sequence was not read.
     #[serde(skip_serializing_if = "is_zero")]
-    pub prompt_tokens: u64,
+    pub(crate) prompt_tokens: u64,
     #[serde(skip_serializing_if = "is_zero")]
-    pub decode_tokens: u64,
+    pub(crate) decode_tokens: u64,
     #[serde(skip_serializing_if = "is_zero")]
-    pub unread_tokens: u64,
+    pub(crate) unread_tokens: u64,
     /// Steps by what their batch carried (`decode 2 seq x 1`, `mixed: 1 prompt of 23 + 1 decode`; at most
     /// [`MAX_SEQUENCES`] kinds, further steps counted in `compositions_unlisted`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub compositions: BTreeMap<String, u64>,
+    pub(crate) compositions: BTreeMap<String, u64>,
     #[serde(skip_serializing_if = "is_zero")]
-    pub compositions_unlisted: u64,
+    pub(crate) compositions_unlisted: u64,
     /// Calls the API table's probes saw one by one in these steps, by function (calls tallied in the
     /// kernel are counted for the whole recording only).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -101,18 +101,18 @@ pub struct PhaseReport {
     /// Calls into GPU libraries' entry points in these steps, by entry library id (steps cut by batches
     /// only: the kernel counts them per `llama_decode`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub library_calls: BTreeMap<u32, u64>,
+    pub(crate) library_calls: BTreeMap<u32, u64>,
 }
 
 /// One phase's closed steps so far, while recording (live metrics): steps, tokens, kernels by family.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PhaseTotals {
-    pub phase: Phase,
-    pub steps: u64,
-    pub tokens: u64,
-    pub prompt_tokens: u64,
-    pub decode_tokens: u64,
-    pub kernels: Vec<(String, u64)>,
+    pub(crate) phase: Phase,
+    pub(crate) steps: u64,
+    pub(crate) tokens: u64,
+    pub(crate) prompt_tokens: u64,
+    pub(crate) decode_tokens: u64,
+    pub(crate) kernels: Vec<(String, u64)>,
 }
 
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
@@ -129,14 +129,14 @@ pub const MAX_SEQUENCES: usize = 64;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct PassSequence {
     /// "513 = 512 + 1" (a sum only when every width is exact).
-    pub label: String,
-    pub steps: u64,
+    pub(crate) label: String,
+    pub(crate) steps: u64,
     /// Each pass in order: its width and its kernels by family.
-    pub passes: Vec<PassReport>,
+    pub(crate) passes: Vec<PassReport>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct PassReport {
-    pub width: String,
-    pub kernels: BTreeMap<String, u64>,
+    pub(crate) width: String,
+    pub(crate) kernels: BTreeMap<String, u64>,
 }

@@ -278,7 +278,7 @@ impl Ledger<'_> {
 
 /// Builds a [`Report`] one record at a time, so a trace of any length is summarized in bounded memory.
 #[derive(Default)]
-pub struct ReportBuilder {
+pub(crate) struct ReportBuilder {
     report: Report,
     procs: BTreeMap<u32, ProcAcc>,
     kernel_names: HashMap<u32, trace::Kernel>,
@@ -289,7 +289,7 @@ pub struct ReportBuilder {
 }
 
 impl ReportBuilder {
-    pub fn add(&mut self, rec: Record) {
+    pub(crate) fn add(&mut self, rec: Record) {
         self.steps.record(&rec);
         let report = &mut self.report;
         let procs = &mut self.procs;
@@ -370,7 +370,7 @@ impl ReportBuilder {
         }
     }
 
-    pub fn finish(self) -> Report {
+    pub(crate) fn finish(self) -> Report {
         let mut report = self.report;
         let mut feeder = self.steps;
         report.trace.duration_s = self.last_ts.saturating_sub(self.start) as f64 / 1e9;

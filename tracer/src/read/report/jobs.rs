@@ -145,7 +145,7 @@ impl JobsAcc {
 /// Whether a recording could see GPU scheduler jobs.
 #[derive(Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "status", content = "tracepoints")]
-pub enum Coverage {
+pub(crate) enum Coverage {
     /// The trace does not say (written before job times).
     #[default]
     Unknown,
@@ -184,47 +184,47 @@ fn median(v: &mut [u64]) -> u64 {
 
 /// A process's GPU scheduler jobs.
 #[derive(Debug, Default, PartialEq, Eq, Serialize)]
-pub struct JobsReport {
+pub(crate) struct JobsReport {
     /// Jobs whose queue stage was recorded.
-    pub jobs: u64,
+    pub(crate) jobs: u64,
     /// Of those, the ones whose run and done stages were recorded too (timed).
-    pub finished: u64,
+    pub(crate) finished: u64,
     /// Finished, their done stage not recorded: a later job on the same ring was done (a ring finishes its
     /// jobs in order). Their GPU time after the next job's run stage is counted in that job's.
-    pub done_unseen: u64,
+    pub(crate) done_unseen: u64,
     /// Queued but not done when the recording ended (or their other stages were lost).
-    pub unfinished: u64,
+    pub(crate) unfinished: u64,
     /// Run or done stages of jobs whose queue stage was not read.
-    pub without_queue: u64,
+    pub(crate) without_queue: u64,
     /// GPU time of the finished jobs, summed over rings (rings run at once, so it can exceed wall time).
-    pub busy_ns: u64,
-    pub rings: Vec<RingJobs>,
+    pub(crate) busy_ns: u64,
+    pub(crate) rings: Vec<RingJobs>,
     /// Jobs and GPU time by the phase of the step each was queued in (empty for a process without steps).
-    pub phases: BTreeMap<&'static str, PhaseJobs>,
+    pub(crate) phases: BTreeMap<&'static str, PhaseJobs>,
     /// The DRM client ids the jobs were submitted through (Linux 6.17 on).
-    pub clients: Vec<u64>,
+    pub(crate) clients: Vec<u64>,
     /// Job records past the most a report holds per process, not joined.
-    pub over_limit: u64,
+    pub(crate) over_limit: u64,
 }
 
 /// Finished jobs on one hardware ring.
 #[derive(Debug, Default, PartialEq, Eq, Serialize)]
-pub struct RingJobs {
+pub(crate) struct RingJobs {
     /// The scheduler's name (`gfx_0.0.0`, `comp_1.0.0`); empty where it was not read.
-    pub ring: String,
-    pub jobs: u64,
-    pub busy_ns: u64,
+    pub(crate) ring: String,
+    pub(crate) jobs: u64,
+    pub(crate) busy_ns: u64,
     /// Median time from queued to handed to the ring.
-    pub wait_ns_median: u64,
+    pub(crate) wait_ns_median: u64,
     /// Median GPU time of a job.
-    pub busy_ns_median: u64,
+    pub(crate) busy_ns_median: u64,
 }
 
 /// Jobs queued in one phase's steps.
 #[derive(Debug, Default, PartialEq, Eq, Serialize)]
-pub struct PhaseJobs {
-    pub jobs: u64,
-    pub busy_ns: u64,
+pub(crate) struct PhaseJobs {
+    pub(crate) jobs: u64,
+    pub(crate) busy_ns: u64,
 }
 
 #[cfg(test)]

@@ -14,11 +14,11 @@ mod jobs;
 mod merge;
 mod text;
 
-use std::{collections::BTreeMap, path::Path};
+use std::collections::BTreeMap;
 
-pub use aggregate::ReportBuilder;
+pub(crate) use aggregate::ReportBuilder;
 use anyhow::Result;
-pub use jobs::{Coverage, JobsReport, PhaseJobs, RingJobs};
+pub(crate) use jobs::{Coverage, JobsReport};
 use serde::Serialize;
 pub use text::TextOptions;
 
@@ -30,50 +30,50 @@ use crate::{
 #[derive(Debug, Default, Serialize)]
 pub struct Report {
     pub trace: TraceInfo,
-    pub libraries: Vec<trace::Library>,
+    pub(crate) libraries: Vec<trace::Library>,
     /// GPU libraries (not runtimes) whose exported C functions were counted, or could not be.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub counted_libraries: Vec<trace::EntryLibrary>,
+    pub(crate) counted_libraries: Vec<trace::EntryLibrary>,
     /// Probes that could not be attached, with the reason.
-    pub probes_missing: Vec<trace::Probe>,
+    pub(crate) probes_missing: Vec<trace::Probe>,
     pub processes: Vec<ProcessReport>,
-    pub drops: BTreeMap<String, u64>,
-    pub drops_total: u64,
-    pub counters: BTreeMap<String, u64>,
+    pub(crate) drops: BTreeMap<String, u64>,
+    pub(crate) drops_total: u64,
+    pub(crate) counters: BTreeMap<String, u64>,
     /// The eBPF programs' runs and time, when recorded with `--program-stats`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub programs: BTreeMap<String, trace::ProgramStat>,
+    pub(crate) programs: BTreeMap<String, trace::ProgramStat>,
 }
 
 #[derive(Debug, Default, Serialize)]
 pub struct TraceInfo {
-    pub path: String,
-    pub schema: u32,
-    pub tracer_version: String,
-    pub host: String,
-    pub kernel_release: String,
-    pub duration_s: f64,
-    pub stop: Option<trace::Stop>,
+    pub(crate) path: String,
+    pub(crate) schema: u32,
+    pub(crate) tracer_version: String,
+    pub(crate) host: String,
+    pub(crate) kernel_release: String,
+    pub(crate) duration_s: f64,
+    pub(crate) stop: Option<trace::Stop>,
     /// Set when the file did not end normally.
-    pub warning: Option<String>,
+    pub(crate) warning: Option<String>,
     /// What reading a rotated recording's parts found besides: files skipped, parts missing after the
     /// last one read; one sentence each.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// Records of types this tracer does not know (from a newer tracer), skipped.
-    pub unknown_records: u64,
+    pub(crate) unknown_records: u64,
     /// Records of known types this tracer could not read, skipped; the first one's line and why.
-    pub unreadable_records: u64,
+    pub(crate) unreadable_records: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub first_unreadable: Option<String>,
+    pub(crate) first_unreadable: Option<String>,
     /// Synchronizations and async copies to the device were not probed (the default; `--lean` earlier).
-    pub lean: bool,
+    pub(crate) lean: bool,
     /// Launches probed at entry only whose function has a result tracer reads with `record --all-calls`
     /// (HIP's): a launch that failed is counted as made.
     #[serde(skip_serializing_if = "is_zero")]
-    pub launch_results_unread: u64,
+    pub(crate) launch_results_unread: u64,
     /// Whether GPU job times were recorded, and from which tracepoints.
-    pub gpu_jobs: Coverage,
+    pub(crate) gpu_jobs: Coverage,
 }
 
 impl TraceInfo {
@@ -85,69 +85,69 @@ impl TraceInfo {
 
 #[derive(Debug, Default, Serialize)]
 pub struct ProcessReport {
-    pub pid: u32,
-    pub ppid: u32,
+    pub(crate) pid: u32,
+    pub(crate) ppid: u32,
     pub comm: String,
-    pub argv: Vec<String>,
-    pub role: Option<trace::Role>,
-    pub model: Option<String>,
-    pub model_name: Option<String>,
+    pub(crate) argv: Vec<String>,
+    pub(crate) role: Option<trace::Role>,
+    pub(crate) model: Option<String>,
+    pub(crate) model_name: Option<String>,
     /// GPU libraries this process mapped, and whether it called the ones tracer probes.
-    pub mapped: Vec<MappedReport>,
+    pub(crate) mapped: Vec<MappedReport>,
     /// Directories it loaded code-object files from by path: files present, loaded, with dispatches.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub code_dirs: Vec<CodeDirReport>,
+    pub(crate) code_dirs: Vec<CodeDirReport>,
     /// GPU driver ioctls by name.
-    pub ioctls: Vec<IoctlReport>,
+    pub(crate) ioctls: Vec<IoctlReport>,
     /// HSA queues the process created.
-    pub queues: Vec<trace::Queue>,
+    pub(crate) queues: Vec<trace::Queue>,
     /// Its GPU scheduler jobs (work submitted through the kernel driver), where recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpu_jobs: Option<JobsReport>,
+    pub(crate) gpu_jobs: Option<JobsReport>,
     /// What reached the GPU queues, per kernel (AQL kernel dispatch packets), and barrier packets.
-    pub dispatches: Vec<DispatchReport>,
-    pub barrier_packets: u64,
+    pub(crate) dispatches: Vec<DispatchReport>,
+    pub(crate) barrier_packets: u64,
     /// Graph replays (hipGraphLaunch, cuGraphLaunch), and those of an executable whose capture tracer
     /// did not see (its kernels' executions cannot be counted).
-    pub graph_replays: u64,
-    pub graph_replays_unresolved: u64,
+    pub(crate) graph_replays: u64,
+    pub(crate) graph_replays_unresolved: u64,
     /// CUDA graph executables made before the attach, read from the driver's objects: what the reads
     /// gave and the replays they resolved.
     #[serde(skip_serializing_if = "crate::read::report::no_driver_reads")]
-    pub graph_execs_from_driver: crate::read::phase::DriverReads,
+    pub(crate) graph_execs_from_driver: crate::read::phase::DriverReads,
     /// The HIP API launches and the queue dispatches joined by kernel name, differences explained.
-    pub crosscheck: Vec<CrossRow>,
+    pub(crate) crosscheck: Vec<CrossRow>,
     /// Steps (graph evaluations) by phase: prefill, decode, mixed, other.
     pub phases: Vec<crate::read::phase::PhaseReport>,
     /// The entry libraries the phases' `library_calls` name, by id.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub step_libraries: BTreeMap<u32, String>,
+    pub(crate) step_libraries: BTreeMap<u32, String>,
     /// Sequences judged without their history (more than the most kept per process).
     #[serde(skip_serializing_if = "crate::read::report::is_zero")]
-    pub sequences_untracked: u64,
+    pub(crate) sequences_untracked: u64,
     /// ggml MMQ kernels by where their exact column count (ne11) came from: "kernel parameter", "src1
     /// quantize grid", or "tile bound only" (not known). Counted in the view the phases use: launches, or
     /// the queue's dispatches when the process has any (a dispatch carries no launch parameters).
-    pub mmq_widths: BTreeMap<&'static str, u64>,
-    pub exit_code: Option<i32>,
-    pub exit_signal: Option<i32>,
-    pub exited: bool,
-    pub kernels: Vec<KernelReport>,
-    pub configs: ConfigReport,
-    pub api: Vec<ApiReport>,
-    pub memory: MemoryReport,
+    pub(crate) mmq_widths: BTreeMap<&'static str, u64>,
+    pub(crate) exit_code: Option<i32>,
+    pub(crate) exit_signal: Option<i32>,
+    pub(crate) exited: bool,
+    pub(crate) kernels: Vec<KernelReport>,
+    pub(crate) configs: ConfigReport,
+    pub(crate) api: Vec<ApiReport>,
+    pub(crate) memory: MemoryReport,
     /// Library ids whose probes fired for this process.
-    pub libraries: Vec<u32>,
+    pub(crate) libraries: Vec<u32>,
     /// Whether the process did anything on a GPU that tracer saw: an API call, a dispatch, a queue, a
     /// driver ioctl, or mapped a runtime whose calls tracer may not have seen. The text report folds the
     /// others into one line.
-    pub gpu_activity: bool,
+    pub(crate) gpu_activity: bool,
     /// A runtime copy it mapped was probed late or not at all: some of its calls were not seen.
-    pub incomplete: bool,
+    pub(crate) incomplete: bool,
     /// GPU APIs it mapped that tracer does not observe (`OpenCL (…/libOpenCL.so.1)`): their GPU work is not
     /// counted, and the process is not reported as having none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub unobserved: Vec<String>,
+    pub(crate) unobserved: Vec<String>,
 }
 
 /// The unobserved GPU APIs among a process's mapped libraries ([`crate::trace::runtimes::unobserved_api`]), each with
@@ -163,95 +163,95 @@ fn unobserved(mapped: &[MappedReport]) -> Vec<String> {
 }
 
 #[derive(Debug, Serialize)]
-pub struct MappedReport {
-    pub path: String,
+pub(crate) struct MappedReport {
+    pub(crate) path: String,
     /// The probed library id, when tracer probes this copy.
-    pub lib: Option<u32>,
-    pub status: MapStatus,
+    pub(crate) lib: Option<u32>,
+    pub(crate) status: MapStatus,
     /// The probed copy's origin.
-    pub origin: Option<trace::LibOrigin>,
+    pub(crate) origin: Option<trace::LibOrigin>,
     /// Probed after this process had loaded it: its calls before this many seconds into the recording
     /// were not seen.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub unseen_before_s: Option<f64>,
+    pub(crate) unseen_before_s: Option<f64>,
     /// A runtime tracer probes, but this copy was not probed (it could not be, or `--lib` named others): none
     /// of its calls were seen.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub runtime_not_probed: bool,
+    pub(crate) runtime_not_probed: bool,
     /// Calls of it by this process that tracer saw: a runtime's API calls, or calls of another GPU
     /// library's exported C functions (counted in the kernel). Null when its calls were not counted.
-    pub calls: Option<u64>,
+    pub(crate) calls: Option<u64>,
     /// Its functions this process called, most called first (a counted library).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub functions: Vec<FunctionCalls>,
+    pub(crate) functions: Vec<FunctionCalls>,
     /// Kernels whose code this file holds that the process launched (rows of `kernels` whose `code_file`
     /// is this path), and their executions.
-    pub kernels: u64,
-    pub executions: u64,
+    pub(crate) kernels: u64,
+    pub(crate) executions: u64,
     /// Launches whose return address lay in this file: the code that made them.
-    pub launches_from: u64,
+    pub(crate) launches_from: u64,
     /// Of those, the launches that returned an error (none of them ran).
-    pub launches_failed: u64,
+    pub(crate) launches_failed: u64,
 }
 
 /// A directory a process loaded code-object files from by path (rocBLAS's Tensile `library/`).
 #[derive(Debug, Default, Serialize)]
-pub struct CodeDirReport {
+pub(crate) struct CodeDirReport {
     /// The directory as the process saw it.
-    pub path: String,
+    pub(crate) path: String,
     /// Regular files in it when the recording listed it (at the first load from it); null when it was
     /// not listed (`listing_error`, or a trace without the listing).
-    pub present: Option<u64>,
+    pub(crate) present: Option<u64>,
     /// The listing was cut: `present` is a lower bound, or `present_files` holds the first names only.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub listing_cut: bool,
+    pub(crate) listing_cut: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub listing_error: Option<String>,
+    pub(crate) listing_error: Option<String>,
     /// Files of it the process loaded (at least one load call, failed ones included), and of those, the
     /// files a load of which succeeded.
-    pub loaded: u64,
-    pub loaded_ok: u64,
+    pub(crate) loaded: u64,
+    pub(crate) loaded_ok: u64,
     /// Files whose kernels ran: executions of their kernels, or queue dispatches.
-    pub with_dispatches: u64,
+    pub(crate) with_dispatches: u64,
     /// The files loaded, by path.
-    pub files: Vec<CodeFileReport>,
+    pub(crate) files: Vec<CodeFileReport>,
     /// Files present that were not loaded.
-    pub not_loaded: Vec<String>,
+    pub(crate) not_loaded: Vec<String>,
     /// Every file present, as listed.
-    pub present_files: Vec<String>,
+    pub(crate) present_files: Vec<String>,
 }
 
 /// A code-object file loaded by path: its loads, their results, the kernels looked up in it.
 #[derive(Debug, Serialize)]
-pub struct CodeFileReport {
-    pub path: String,
+pub(crate) struct CodeFileReport {
+    pub(crate) path: String,
     /// The function that loaded it first.
-    pub api: ApiFunc,
-    pub loads: u64,
+    pub(crate) api: ApiFunc,
+    pub(crate) loads: u64,
     /// Loads that returned an error.
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Loads by return value (0: success).
-    pub results: BTreeMap<i64, u64>,
+    pub(crate) results: BTreeMap<i64, u64>,
     /// Whether the directory's listing held it (null when the directory was not listed).
-    pub present: Option<bool>,
+    pub(crate) present: Option<bool>,
     /// Kernels looked up in its module (mangled names), in the order they were.
-    pub kernels: Vec<String>,
+    pub(crate) kernels: Vec<String>,
     /// Launches and executions of those kernels, and their dispatches at the GPU queues.
-    pub launches: u64,
-    pub executions: u64,
-    pub dispatches: u64,
+    pub(crate) launches: u64,
+    pub(crate) executions: u64,
+    pub(crate) dispatches: u64,
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct FunctionCalls {
-    pub function: String,
-    pub calls: u64,
+pub(crate) struct FunctionCalls {
+    pub(crate) function: String,
+    pub(crate) calls: u64,
 }
 
 /// Whether a process called a GPU library it maps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum MapStatus {
+pub(crate) enum MapStatus {
     /// Probes on it fired for this process.
     Called,
     /// None of its calls counted (none made, or it is not probed), but its code ran: kernels whose code it
@@ -268,7 +268,7 @@ pub enum MapStatus {
 }
 
 impl MapStatus {
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::Called => "called",
             Self::Dispatched => "dispatched",
@@ -280,71 +280,71 @@ impl MapStatus {
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct DispatchReport {
-    pub kernel: Option<u32>,
-    pub name: String,
-    pub demangled: String,
-    pub class: KernelClass,
-    pub source: trace::Source,
-    pub kernel_object: u64,
-    pub dispatches: u64,
+pub(crate) struct DispatchReport {
+    pub(crate) kernel: Option<u32>,
+    pub(crate) name: String,
+    pub(crate) demangled: String,
+    pub(crate) class: KernelClass,
+    pub(crate) source: trace::Source,
+    pub(crate) kernel_object: u64,
+    pub(crate) dispatches: u64,
     /// (workgroup, grid in work-items, group segment bytes) with counts.
-    pub shapes: Vec<DispatchShape>,
+    pub(crate) shapes: Vec<DispatchShape>,
     /// A ggml MMQ or MMVQ kernel: its dispatches by exact column count (ne11), where known.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub ne11: BTreeMap<u32, u64>,
+    pub(crate) ne11: BTreeMap<u32, u64>,
     /// The file and offload bundles holding the kernel's code, from the process's registration of the
     /// same kernel name (see `KernelReport`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub code_file: Option<String>,
+    pub(crate) code_file: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub bundles: Vec<String>,
+    pub(crate) bundles: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct DispatchShape {
-    pub workgroup: [u16; 3],
-    pub grid: [u32; 3],
-    pub group_segment: u32,
-    pub count: u64,
+pub(crate) struct DispatchShape {
+    pub(crate) workgroup: [u16; 3],
+    pub(crate) grid: [u32; 3],
+    pub(crate) group_segment: u32,
+    pub(crate) count: u64,
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct CrossRow {
+pub(crate) struct CrossRow {
     /// The kernel's mangled name, or `kernel_object 0x...` when the queue saw an unnamed object.
-    pub kernel: String,
-    pub demangled: String,
+    pub(crate) kernel: String,
+    pub(crate) demangled: String,
     /// Launch calls at the HIP API (all of them).
-    pub api_launches: u64,
-    pub api_failed: u64,
+    pub(crate) api_launches: u64,
+    pub(crate) api_failed: u64,
     /// Launches made while their stream was capturing a graph (graph nodes, not dispatches).
-    pub api_captured: u64,
+    pub(crate) api_captured: u64,
     /// Kernel dispatch packets seen at the queues.
-    pub queue_dispatches: u64,
+    pub(crate) queue_dispatches: u64,
     /// Why the two counts differ; empty when they agree.
-    pub explanation: String,
+    pub(crate) explanation: String,
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct IoctlReport {
-    pub name: String,
-    pub device: Option<String>,
-    pub calls: u64,
-    pub errors: u64,
+pub(crate) struct IoctlReport {
+    pub(crate) name: String,
+    pub(crate) device: Option<String>,
+    pub(crate) calls: u64,
+    pub(crate) errors: u64,
     /// Failed calls by errno name.
-    pub errnos: BTreeMap<String, u64>,
-    pub total_ns: u64,
+    pub(crate) errnos: BTreeMap<String, u64>,
+    pub(crate) total_ns: u64,
 }
 
 /// What a kernel's name says it does (see `classify`).
 #[derive(Debug, Default, Serialize)]
-pub struct KernelClass {
-    pub family: crate::read::classify::Family,
-    pub quant: Option<String>,
+pub(crate) struct KernelClass {
+    pub(crate) family: crate::read::classify::Family,
+    pub(crate) quant: Option<String>,
     /// "1" (exact columns, MMVQ) or "<=128" (MMQ tile width, from the name alone).
-    pub batch: Option<String>,
+    pub(crate) batch: Option<String>,
     /// The library the name says the kernel comes from (cuBLASLt, cuDNN, Tensile, Inductor, NCCL, ...).
-    pub library: Option<String>,
+    pub(crate) library: Option<String>,
 }
 
 impl KernelClass {
@@ -377,51 +377,51 @@ impl KernelClass {
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct KernelReport {
+pub(crate) struct KernelReport {
     /// The first kernel id of this name in the trace; `ids` lists all of them (one per handle: a name
     /// loaded more than once is one row).
-    pub id: u32,
-    pub ids: Vec<u32>,
-    pub name: String,
-    pub demangled: String,
+    pub(crate) id: u32,
+    pub(crate) ids: Vec<u32>,
+    pub(crate) name: String,
+    pub(crate) demangled: String,
     /// The function's own name, without namespaces, template arguments and parameters.
-    pub short_name: String,
-    pub class: KernelClass,
-    pub source: trace::Source,
-    pub handle: u64,
+    pub(crate) short_name: String,
+    pub(crate) class: KernelClass,
+    pub(crate) source: trace::Source,
+    pub(crate) handle: u64,
     /// The file holding the kernel's code and its offload bundles there (see `tracer inspect`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub code_file: Option<String>,
+    pub(crate) code_file: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub bundles: Vec<String>,
+    pub(crate) bundles: Vec<String>,
     /// For an unnamed kernel: the file whose code launched it (see the trace's `kernel` record).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub caller: Option<String>,
-    pub launches: u64,
+    pub(crate) caller: Option<String>,
+    pub(crate) launches: u64,
     /// Launches whose call returned an error.
-    pub failed: u64,
+    pub(crate) failed: u64,
     /// Times the kernel was submitted to run: launches that neither failed nor were captured into a
     /// graph, plus one per replay of each graph that captured it.
-    pub executions: u64,
+    pub(crate) executions: u64,
     /// Of those, the graph replays'.
-    pub graph_executions: u64,
+    pub(crate) graph_executions: u64,
     /// A ggml MMQ or MMVQ kernel: its executions by exact column count (ne11: the tokens of the matrix
     /// pass), where known; executions not counted here ran with a column count only bounded (`class.batch`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub ne11: BTreeMap<u32, u64>,
+    pub(crate) ne11: BTreeMap<u32, u64>,
     /// Return codes seen, by value.
-    pub returns: BTreeMap<i32, u64>,
-    pub shapes: Vec<Shape>,
-    pub apis: Vec<ApiFunc>,
+    pub(crate) returns: BTreeMap<i32, u64>,
+    pub(crate) shapes: Vec<Shape>,
+    pub(crate) apis: Vec<ApiFunc>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Shape {
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    pub grid_unit: GridUnit,
-    pub shmem: u64,
-    pub count: u64,
+pub(crate) struct Shape {
+    pub(crate) grid: [u32; 3],
+    pub(crate) block: [u32; 3],
+    pub(crate) grid_unit: GridUnit,
+    pub(crate) shmem: u64,
+    pub(crate) count: u64,
 }
 
 impl Shape {
@@ -437,63 +437,58 @@ impl Shape {
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct ConfigReport {
-    pub count: u64,
-    pub failed: u64,
-    pub shapes: Vec<Shape>,
+pub(crate) struct ConfigReport {
+    pub(crate) count: u64,
+    pub(crate) failed: u64,
+    pub(crate) shapes: Vec<Shape>,
 }
 
 #[derive(Debug, Serialize)]
-pub struct ApiReport {
-    pub api: ApiFunc,
-    pub calls: u64,
+pub(crate) struct ApiReport {
+    pub(crate) api: ApiFunc,
+    pub(crate) calls: u64,
     /// Calls recorded at entry by a one-trap probe: their result and duration were not observed, so
     /// `errors`, `total_ns` and `mean_ns` count the other calls only.
-    pub untimed: u64,
+    pub(crate) untimed: u64,
     /// Of the untimed calls, those counted in the kernel and not written one by one (synchronizations that
     /// end no step, async copies to the device).
-    pub tallied: u64,
-    pub errors: u64,
-    pub total_ns: u64,
+    pub(crate) tallied: u64,
+    pub(crate) errors: u64,
+    pub(crate) total_ns: u64,
     /// Over the timed calls.
-    pub mean_ns: u64,
+    pub(crate) mean_ns: u64,
 }
 
 impl ApiReport {
     /// A function with no call counted yet.
-    pub const fn new(api: ApiFunc) -> Self {
+    pub(crate) const fn new(api: ApiFunc) -> Self {
         Self { api, calls: 0, untimed: 0, tallied: 0, errors: 0, total_ns: 0, mean_ns: 0 }
     }
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct MemoryReport {
-    pub malloc_calls: u64,
-    pub malloc_failed: u64,
+pub(crate) struct MemoryReport {
+    pub(crate) malloc_calls: u64,
+    pub(crate) malloc_failed: u64,
     /// Bytes asked for by successful hipMalloc / cuMemAlloc calls.
-    pub malloc_bytes: u64,
+    pub(crate) malloc_bytes: u64,
     /// Bytes asked for by all hipMalloc / cuMemAlloc calls, failed ones included.
-    pub malloc_bytes_requested: u64,
-    pub free_calls: u64,
+    pub(crate) malloc_bytes_requested: u64,
+    pub(crate) free_calls: u64,
     /// Per hipMemcpyKind: calls and bytes (all calls, failed ones included, as requested).
-    pub memcpy: BTreeMap<String, MemcpyReport>,
+    pub(crate) memcpy: BTreeMap<String, MemcpyReport>,
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct MemcpyReport {
-    pub calls: u64,
-    pub failed: u64,
+pub(crate) struct MemcpyReport {
+    pub(crate) calls: u64,
+    pub(crate) failed: u64,
     /// Calls recorded at entry by a one-trap probe (CUDA's async copies): whether they failed is not known.
-    pub unchecked: u64,
-    pub bytes: u64,
+    pub(crate) unchecked: u64,
+    pub(crate) bytes: u64,
 }
 
 impl Report {
-    /// Reads a trace file and summarizes it, streaming.
-    pub fn from_file(path: &Path) -> Result<Self> {
-        Self::from_input(&trace::Input::file(path))
-    }
-
     /// Reads a trace, or the parts of a rotated recording as one, and summarizes it, streaming.
     pub fn from_input(input: &trace::Input) -> Result<Self> {
         let mut b = ReportBuilder::default();

@@ -65,6 +65,17 @@ fn loaded<'a>(
     loaded.get(name).ok_or_else(|| anyhow!("{name} is not loaded for multi-point links"))
 }
 
+/// What placing a process's own links came to ([`RuntimeLinks::add_process`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Linked {
+    /// Placed now.
+    New,
+    /// It had them already, or probes are not placed per process.
+    Already,
+    /// It ended before they could be placed.
+    Gone,
+}
+
 impl RuntimeLinks {
     /// Loads the programs of `mode` for multi-point links, sharing `ebpf`'s maps.
     pub(crate) fn load(ebpf: &Ebpf, mode: ProbeMode) -> Result<Self> {
@@ -97,24 +108,25 @@ impl RuntimeLinks {
         self.scoped.is_some()
     }
 
-    /// A process joining the recording gets links on every planned copy; false when it already had them, or
-    /// probes are not placed per process. A process that has already ended is skipped.
-    pub(crate) fn add_process(&mut self, pid: u32) -> Result<bool> {
-        let Self { programs, scoped: Some(by_pid), plans, .. } = self else { return Ok(false) };
+    /// A process joining the recording gets links on every planned copy ([`Linked::New`]); nothing when it
+    /// already had them, or probes are not placed per process. A process that has already ended gets none
+    /// ([`Linked::Gone`]): its calls that recur were not seen.
+    pub(crate) fn add_process(&mut self, pid: u32) -> Result<Linked> {
+        let Self { programs, scoped: Some(by_pid), plans, .. } = self else { return Ok(Linked::Already) };
         if by_pid.contains_key(&pid) {
-            return Ok(false);
+            return Ok(Linked::Already);
         }
         let mut fds = Vec::with_capacity(plans.len());
         for plan in plans.iter() {
             let program = programs.get(plan.prog).ok_or_else(|| anyhow!("{} is not loaded", plan.prog))?;
             match program.attach(&plan.file.proc_path(), &plan.offsets, &plan.cookies, Some(pid), plan.returns) {
                 Ok(fd) => fds.push(fd),
-                Err(e) if process_gone(&e) => return Ok(false),
+                Err(e) if process_gone(&e) => return Ok(Linked::Gone),
                 Err(e) => return Err(e),
             }
         }
         by_pid.insert(pid, fds);
-        Ok(true)
+        Ok(Linked::New)
     }
 
     /// A process that ended: its links closed, in the background (each close waits for a grace period).

@@ -27,7 +27,7 @@ mod multi;
 mod release;
 mod sched;
 use links::Link;
-pub(crate) use links::RuntimeLinks;
+pub(crate) use links::{Linked, RuntimeLinks};
 pub(crate) use multi::{MultiProgram, misses as program_misses};
 pub(crate) use release::{release_in_background, releases_in_progress};
 pub(crate) use sched::JobTracepoints;
@@ -154,12 +154,12 @@ fn ensure_tracefs() -> Result<()> {
 
 /// Load-time settings.
 pub(crate) struct Settings {
-    pub filter_by_pid: bool,
-    pub ring_bytes: u32,
+    pub(crate) filter_by_pid: bool,
+    pub(crate) ring_bytes: u32,
     /// A command name whose exec joins the PID filter (`ollama`), at most 15 bytes.
-    pub watch_comm: Option<&'static str>,
+    pub(crate) watch_comm: Option<&'static str>,
     /// The GPU scheduler's tracepoints to attach, where this kernel has them.
-    pub jobs: Option<JobTracepoints>,
+    pub(crate) jobs: Option<JobTracepoints>,
 }
 
 /// Which programs the runtime probes run, and on which functions.

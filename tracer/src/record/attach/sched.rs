@@ -26,8 +26,8 @@ const GENERATIONS: [[&str; 3]; 2] = [
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct JobTracepoints {
     /// Tracepoint names in [`JobStage`] order.
-    pub names: [&'static str; 3],
-    pub format: JobFormat,
+    pub(crate) names: [&'static str; 3],
+    pub(crate) format: JobFormat,
 }
 
 impl JobTracepoints {

@@ -22,20 +22,23 @@ use crate::{
 };
 
 mod code_files;
+mod effects;
 mod graphs;
 mod sites;
+
+pub(crate) use effects::Effects;
 
 pub struct Attributor {
     pub(crate) processes: ProcessTable,
     /// Kernel names: what every process shares (files, symbols, ids given).
-    pub names: Names,
+    pub(crate) names: Names,
     /// Counted oddities for the footer.
-    pub counters: BTreeMap<String, u64>,
+    pub(crate) counters: BTreeMap<String, u64>,
     /// A process whose exit the caller records itself (with its exit status): the command it started.
-    pub own_child: Option<u32>,
+    pub(crate) own_child: Option<u32>,
     /// Write the CUDA runtime's own launches (`--cuda-runtime`); otherwise they only name the driver
     /// function of the launch they make.
-    pub runtime_view: bool,
+    pub(crate) runtime_view: bool,
     /// What the recording is asked to do since it last took them ([`Attributor::take_effects`]).
     effects: Effects,
     procs: &'static (dyn Procs + Sync),
@@ -43,32 +46,6 @@ pub struct Attributor {
     live: crate::FastMap<u32, Process>,
     /// The process of the last event, known to be looked at (the hot path skips the table).
     last_scanned: u32,
-}
-
-/// What attributing asks of the recording, gathered until the session takes them
-/// ([`Attributor::take_effects`]) and applies them: attribution itself places no probe, writes no map and
-/// reads no library list.
-#[derive(Default)]
-pub(crate) struct Effects {
-    /// Processes first seen (or exec'd): their maps are looked at while they live.
-    pub(crate) seen: Vec<u32>,
-    /// Processes that joined the recording (a traced process's child, an exec): where probes are placed per
-    /// process, theirs are placed.
-    pub(crate) joined: Vec<u32>,
-    /// Processes that ended: their probes are released and the library watch lets go of them.
-    pub(crate) left: Vec<u32>,
-    /// Plans for the eBPF plan map: (pid, function, plan).
-    pub(crate) plans: Vec<(u32, u64, u32)>,
-    /// Runtime libraries traced processes opened: copies that may have to be probed now.
-    pub(crate) opened: Vec<crate::record::decode::Opened>,
-}
-
-impl Effects {
-    /// Whether the session must act before the next record is attributed: a process to look at while it
-    /// lives, a probe to place before its next call.
-    pub(crate) const fn urgent(&self) -> bool {
-        !self.seen.is_empty() || !self.opened.is_empty() || !self.joined.is_empty()
-    }
 }
 
 /// What attribution knows of one process, dropped whole when it exits and replaced when it execs.
@@ -174,7 +151,7 @@ impl Attributor {
     }
 
     /// Processes whose events reached the trace so far (and are still running).
-    pub fn processes_seen(&self) -> usize {
+    pub(crate) fn processes_seen(&self) -> usize {
         self.live.values().filter(|p| p.scanned).count()
     }
 
@@ -184,14 +161,14 @@ impl Attributor {
     }
 
     /// The launch sites of every process still running (the end of the recording).
-    pub fn launch_sites(&self) -> Vec<Record> {
+    pub(crate) fn launch_sites(&self) -> Vec<Record> {
         let mut pids: Vec<&u32> = self.live.keys().collect();
         pids.sort_unstable();
         pids.into_iter().flat_map(|pid| self.live[pid].sites.records(*pid)).collect()
     }
 
     /// Reads a process's maps now (see [`crate::record::names::Of::snapshot`]).
-    pub fn snapshot(&mut self, pid: u32) {
+    pub(crate) fn snapshot(&mut self, pid: u32) {
         let (p, names) = self.process(pid);
         names.of(pid, &mut p.names).snapshot();
     }
@@ -199,13 +176,13 @@ impl Attributor {
     /// The file mappings naming holds of a process (see [`crate::record::names::Of::held_mappings`]); none for
     /// a process it no longer knows. (The library watch looks at a new process before any later record
     /// of it, its exit included, is attributed: the session applies the effects of each record before the next.)
-    pub fn held_mappings(&mut self, pid: u32) -> HeldMappings {
+    pub(crate) fn held_mappings(&mut self, pid: u32) -> HeldMappings {
         let Some(p) = self.live.get_mut(&pid) else { return Vec::new() };
         self.names.of(pid, &mut p.names).held_mappings()
     }
 
     /// Records for a process being traced from now on (before any of its events).
-    pub fn start_process(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
+    pub(crate) fn start_process(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
         self.snapshot(pid);
         if let Some(p) = self.processes.observe(pid, Cause::Start, ts, 0, "") {
             out.push(Record::Process(p));

@@ -13,7 +13,7 @@ use tracer_common::{
     batch_arrays, code_chunk,
 };
 
-pub use crate::trace::event::Origin;
+pub(crate) use crate::trace::event::Origin;
 use crate::trace::event::{
     Call, Config, Dispatch, GridUnit, Ioctl, Job, JobStage, Launch, MemcpyKind, Queue, StepBatch,
 };
@@ -45,36 +45,36 @@ pub enum Event {
 /// names it by them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeTail {
-    pub origin: Origin,
-    pub api: ApiFunc,
-    pub handle: u64,
+    pub(crate) origin: Origin,
+    pub(crate) api: ApiFunc,
+    pub(crate) handle: u64,
     /// The code's size in bytes.
-    pub size: u64,
+    pub(crate) size: u64,
     /// Which chunk, counted from the end (0: the last bytes).
-    pub chunk: u32,
+    pub(crate) chunk: u32,
     /// Its bytes (empty when they could not be read, or the code is shorter than a record holds).
-    pub bytes: Vec<u8>,
+    pub(crate) bytes: Vec<u8>,
 }
 
 /// A traced process opening a GPU runtime library by this path (as it gave it: absolute, or relative to
 /// its working directory).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Opened {
-    pub origin: Origin,
-    pub path: String,
-    pub truncated: bool,
+    pub(crate) origin: Origin,
+    pub(crate) path: String,
+    pub(crate) truncated: bool,
 }
 
 /// A name bound to a handle: a registration, a function or symbol lookup.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Name {
-    pub origin: Origin,
-    pub api: ApiFunc,
-    pub handle: u64,
-    pub module: u64,
+    pub(crate) origin: Origin,
+    pub(crate) api: ApiFunc,
+    pub(crate) handle: u64,
+    pub(crate) module: u64,
     pub name: String,
-    pub truncated: bool,
-    pub fault: bool,
+    pub(crate) truncated: bool,
+    pub(crate) fault: bool,
 }
 
 /// A launch's kernel parameters, read at its entry, or a dispatch's argument words, read at its doorbell.
@@ -82,22 +82,22 @@ pub struct Name {
 /// Attribution joins them to the launch or dispatch that follows on the same thread with the same time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Params {
-    pub origin: Origin,
-    pub handle: u64,
+    pub(crate) origin: Origin,
+    pub(crate) handle: u64,
     /// Bit i: parameter (or word) i was asked for.
-    pub wanted: u32,
+    pub(crate) wanted: u32,
     /// (index, the 8 bytes at the parameter's address, or the argument word) for each one read.
-    pub values: Vec<(u8, u64)>,
+    pub(crate) values: Vec<(u8, u64)>,
 }
 
 /// A process event: fork, exec, exit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Proc {
-    pub origin: Origin,
-    pub event: ProcEvent,
-    pub pid: u32,
-    pub parent: u32,
-    pub comm: String,
+    pub(crate) origin: Origin,
+    pub(crate) event: ProcEvent,
+    pub(crate) pid: u32,
+    pub(crate) parent: u32,
+    pub(crate) comm: String,
 }
 
 /// Why a buffer could not be decoded. Counted by the caller, never silently dropped.
@@ -155,7 +155,7 @@ fn decode_job(r: &JobRecord) -> Result<Event, DecodeError> {
 const HIP_FAT_BINARY_MAGIC: u32 = 0x4849_5046;
 
 /// A dim3 passed by value takes two registers: `x | y << 32`, then `z` in the low half.
-pub const fn dim3(xy: u64, z: u64) -> [u32; 3] {
+pub(crate) const fn dim3(xy: u64, z: u64) -> [u32; 3] {
     [xy as u32, (xy >> 32) as u32, z as u32]
 }
 
@@ -479,7 +479,7 @@ fn decode_proc(r: &ProcRecord) -> Result<Event, DecodeError> {
     Ok(Event::Proc(Proc { origin: origin(&r.header), event, pid: r.pid, parent: r.parent, comm: c_string(&r.comm) }))
 }
 
-pub fn c_string(b: &[u8]) -> String {
+pub(crate) fn c_string(b: &[u8]) -> String {
     let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
     String::from_utf8_lossy(&b[..end]).into_owned()
 }

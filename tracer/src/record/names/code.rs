@@ -13,10 +13,10 @@ use super::{
 /// Where a registered fat binary's code lies: the file as the process sees it, the bundle's offset in it
 /// and its number ("0042"), when the file's fat binary holds one there.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FatBinaryCode {
-    pub file: String,
-    pub offset: u64,
-    pub bundle: Option<String>,
+pub(crate) struct FatBinaryCode {
+    pub(crate) file: String,
+    pub(crate) offset: u64,
+    pub(crate) bundle: Option<String>,
 }
 
 impl Of<'_> {
@@ -40,7 +40,7 @@ impl Of<'_> {
 
     /// A fat binary registered by the process (`__hipRegisterFatBinary`): the bundle its wrapper points
     /// to is found in the file that maps it, and kept for the registrations that name its module.
-    pub fn register_fat_binary(&mut self, module: u64, bundle_addr: u64, ts: u64) -> Option<FatBinaryCode> {
+    pub(crate) fn register_fat_binary(&mut self, module: u64, bundle_addr: u64, ts: u64) -> Option<FatBinaryCode> {
         let Some(m) = self.mapping_at(bundle_addr, ts).cloned() else {
             self.names.count("fat_binaries_outside_files");
             return None;
@@ -77,7 +77,13 @@ impl Of<'_> {
     /// `libtorch_cuda`), kept for the functions looked up in it. An image outside every file (decompressed
     /// or compiled at run time: cuBLASLt's compressed kernels, Triton, NVRTC) is placed in the file whose
     /// code loaded it (`caller`, the load's return address), with no offset, and counted.
-    pub fn module_image(&mut self, module: u64, image: u64, caller: u64, ts: u64) -> Option<(String, Option<u64>)> {
+    pub(crate) fn module_image(
+        &mut self,
+        module: u64,
+        image: u64,
+        caller: u64,
+        ts: u64,
+    ) -> Option<(String, Option<u64>)> {
         let (path, offset) = if let Some(m) = self.mapping_at(image, ts).cloned() {
             let offset = m.file_offset(image);
             (m.path, Some(offset))
@@ -97,7 +103,7 @@ impl Of<'_> {
 
     /// A module loaded from a file by path (`hipModuleLoad`, `cuModuleLoad`): the functions looked up in
     /// it carry that file.
-    pub fn module_file(&mut self, module: u64, file: &str) {
+    pub(crate) fn module_file(&mut self, module: u64, file: &str) {
         self.proc.modules.insert(module, FatBinaryCode { file: file.to_owned(), offset: 0, bundle: None });
     }
 

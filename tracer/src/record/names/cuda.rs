@@ -44,7 +44,7 @@ impl Of<'_> {
     /// A `cudaLaunchKernel`: its host stub's name goes to the driver launch its thread makes next.
     /// Returns whether the handle is new (its launches then need no parameters read: the driver launch
     /// it makes reads them).
-    pub fn runtime_launch(&mut self, l: &Launch) -> bool {
+    pub(crate) fn runtime_launch(&mut self, l: &Launch) -> bool {
         let (name, new) = if let Some(known) = self.proc.cuda.runtime.get(&l.handle) {
             (known.clone(), false)
         } else {
@@ -78,7 +78,7 @@ impl Of<'_> {
 
     /// A driver launch: named from the runtime launch just before it on its thread, or from the driver's
     /// function object. Returns the kernel record to write when it names the function.
-    pub fn driver_launch(&mut self, l: &Launch) -> Option<trace::Kernel> {
+    pub(crate) fn driver_launch(&mut self, l: &Launch) -> Option<trace::Kernel> {
         self.learn_from_runtime(l).or_else(|| self.name_from_driver(l))
     }
 
@@ -132,7 +132,7 @@ impl Of<'_> {
 impl Of<'_> {
     /// Checks of the graph-executable layout in this process: one more each time a capture's executable
     /// agrees (a refused read may be tried again then).
-    pub const fn graph_agreements(&self) -> u64 {
+    pub(crate) const fn graph_agreements(&self) -> u64 {
         self.proc.cuda.graph_checks[0].0 + self.proc.cuda.graph_checks[1].0
     }
 
@@ -146,7 +146,13 @@ impl Of<'_> {
     /// disagreements), or when none was made and the process maps a driver the layout was measured on;
     /// each kernel node is named as its function is known, else from the driver's function object, else
     /// unnamed.
-    pub fn graph_exec(&mut self, exec: u64, ts: u64, captured: Option<&[u64]>, out: &mut Vec<Record>) -> GraphExec {
+    pub(crate) fn graph_exec(
+        &mut self,
+        exec: u64,
+        ts: u64,
+        captured: Option<&[u64]>,
+        out: &mut Vec<Record>,
+    ) -> GraphExec {
         let driver = self.driver_version();
         let mut rec = GraphExec { ts, pid: self.pid, exec, check: captured.is_some(), driver, ..GraphExec::default() };
         let allowed = |of: &Self, route| captured.is_some() || of.graph_reads_allowed(route, rec.driver.as_deref());

@@ -68,9 +68,9 @@ struct Look {
 /// ended before the session names its exec.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Who {
-    pub stat: crate::os::proc::Stat,
+    pub(crate) stat: crate::os::proc::Stat,
     /// At most 64 KiB of arguments: those past it are left out (`early_look_argv_cut`).
-    pub argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
 }
 
 /// The looks taken, shared by the looking thread and the session.
@@ -79,13 +79,13 @@ pub(crate) struct EarlyLooks {
     looks: Mutex<HashMap<u32, Look>>,
     files: Mutex<Files>,
     /// Posts the drain could not queue.
-    pub lost: AtomicU64,
+    pub(crate) lost: AtomicU64,
     /// Looks dropped to keep 1024 processes' at most.
-    pub evicted: AtomicU64,
+    pub(crate) evicted: AtomicU64,
     /// Files left to the session: 4096 opened already.
-    pub files_limit: AtomicU64,
+    pub(crate) files_limit: AtomicU64,
     /// Command lines kept without their last arguments (over 64 KiB).
-    pub argv_cut: AtomicU64,
+    pub(crate) argv_cut: AtomicU64,
 }
 
 /// The files the looking thread opens for the session.

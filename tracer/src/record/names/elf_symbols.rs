@@ -51,7 +51,7 @@ impl ElfSymbols {
 impl Of<'_> {
     /// The name a handle has in the file that maps it (ELF symbol or registration call), without
     /// binding it.
-    pub fn static_name(&mut self, addr: u64, ts: u64) -> Option<(String, Source)> {
+    pub(crate) fn static_name(&mut self, addr: u64, ts: u64) -> Option<(String, Source)> {
         let m = self.mapping_at(addr, ts)?.clone();
         let syms = if let Some(s) = self.names.elf.get(&m.file) {
             s.clone()

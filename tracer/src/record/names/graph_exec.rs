@@ -42,7 +42,7 @@ const RECORDS_PER_READ: usize = 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Node {
     /// Its `CUgraphNodeType`.
-    pub kind: u32,
+    pub(crate) kind: u32,
     /// A kernel node's `CUfunction` (0 for other nodes).
     pub function: u64,
 }

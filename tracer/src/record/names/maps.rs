@@ -71,7 +71,7 @@ pub(super) fn refusal(e: &FileError) -> &'static str {
 impl Of<'_> {
     /// Reads the process's file mappings now, so that its handles can still be named after it exits (the
     /// reader may decode a launch after its process is gone), and opens each file it maps not opened yet.
-    pub fn snapshot(&mut self) {
+    pub(crate) fn snapshot(&mut self) {
         let taken = crate::os::clock::monotonic_ns();
         // A process that has exited but is not reaped yet shows empty maps: keep what was seen before.
         let Some(maps) = read_mappings(self.pid).filter(|m| !m.is_empty()) else {
@@ -131,7 +131,7 @@ impl Of<'_> {
     /// The file mappings naming holds of the process (read now if it has none), each with its file as
     /// opened (None: not opened). For a process that has ended: its last look taken while it lived,
     /// naming's own or the early look's.
-    pub fn held_mappings(&mut self) -> super::HeldMappings {
+    pub(crate) fn held_mappings(&mut self) -> super::HeldMappings {
         self.mappings();
         let Some(snapshot) = &self.proc.maps else { return Vec::new() };
         snapshot
@@ -157,7 +157,7 @@ impl Of<'_> {
     }
 
     /// The file and offset an address of the process falls in, from its maps snapshot.
-    pub fn file_of(&mut self, addr: u64, ts: u64) -> Option<(String, u64)> {
+    pub(crate) fn file_of(&mut self, addr: u64, ts: u64) -> Option<(String, u64)> {
         let m = self.mapping_at(addr, ts)?;
         Some((m.path.clone(), m.file_offset(addr)))
     }

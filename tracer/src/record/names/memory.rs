@@ -16,10 +16,10 @@ pub trait Memory {
 }
 
 /// `/proc/PID/mem`, readable by root without ptrace-attaching.
-pub struct ProcMem(fs::File);
+pub(crate) struct ProcMem(fs::File);
 
 impl ProcMem {
-    pub fn open(pid: u32) -> Option<Self> {
+    pub(crate) fn open(pid: u32) -> Option<Self> {
         fs::File::open(format!("/proc/{pid}/mem")).ok().map(Self)
     }
 }
@@ -49,19 +49,19 @@ impl Memory for Image<'_> {
     }
 }
 
-pub fn read_u64(mem: &impl Memory, addr: u64) -> Option<u64> {
+pub(crate) fn read_u64(mem: &impl Memory, addr: u64) -> Option<u64> {
     let mut b = [0; 8];
     mem.read(addr, &mut b).then(|| u64::from_le_bytes(b))
 }
 
-pub fn read_u32(mem: &impl Memory, addr: u64) -> Option<u32> {
+pub(crate) fn read_u32(mem: &impl Memory, addr: u64) -> Option<u32> {
     let mut b = [0; 4];
     mem.read(addr, &mut b).then(|| u32::from_le_bytes(b))
 }
 
 /// A NUL-terminated string of at most `MAX_STRING` bytes, read in pieces so that the read stops at the end
 /// of readable memory.
-pub fn read_c_string(mem: &impl Memory, addr: u64) -> Option<String> {
+pub(crate) fn read_c_string(mem: &impl Memory, addr: u64) -> Option<String> {
     let mut out = Vec::new();
     let mut chunk = [0; 256];
     while out.len() < MAX_STRING {

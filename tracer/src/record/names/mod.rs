@@ -30,7 +30,7 @@ pub mod registration;
 pub mod rocr;
 pub mod spirv;
 
-pub use crate::trace::Source;
+pub(crate) use crate::trace::Source;
 use crate::{
     os::{demangle::demangle, elf::Segments, files::CodeFile},
     record::names::{
@@ -40,13 +40,13 @@ use crate::{
     },
     trace,
 };
-pub use code::FatBinaryCode;
+pub(crate) use code::FatBinaryCode;
 
 /// A file, by (device, inode): the same file for every process that maps it.
 type FileId = (u64, u64);
 
 /// A process's file mappings as naming holds them, each with its file as opened (None: not opened).
-pub type HeldMappings = Vec<(crate::os::proc::MapsEntry, Option<Arc<CodeFile>>)>;
+pub(crate) type HeldMappings = Vec<(crate::os::proc::MapsEntry, Option<Arc<CodeFile>>)>;
 
 /// A kernel of a loaded code object: its name and the file the code object came from.
 type LoadedKernel = (Arc<str>, Option<Arc<str>>);
@@ -74,16 +74,16 @@ struct Entry {
 /// What naming learns once for every process: the files mapped, their symbols and bundle indexes, the
 /// kernel ids given so far, and the counts and warnings for the user.
 #[derive(Default)]
-pub struct Names {
+pub(crate) struct Names {
     next_id: u32,
     /// Counts for the footer: launches whose handle had no name anywhere.
-    pub unnamed: u64,
+    pub(crate) unnamed: u64,
     /// Counts for the footer: the loader list (lists or code objects that could not be read, lists cut
     /// short), files not read and why, fat binaries registered from no file, CUDA objects read for names.
-    pub counts: BTreeMap<&'static str, u64>,
+    pub(crate) counts: BTreeMap<&'static str, u64>,
     /// What could not be read in a file a process registered code from, one sentence each (once per file
     /// and cause), for the session to tell its user.
-    pub warnings: Vec<String>,
+    pub(crate) warnings: Vec<String>,
     /// Files already warned about.
     warned: HashSet<FileId>,
     /// Mapped files opened when a process was first looked at (through its `map_files`, checked to be
@@ -111,7 +111,7 @@ pub struct Names {
 
 /// What naming knows of one process: dropped whole when it exits, replaced when it execs.
 #[derive(Default)]
-pub struct ProcessNames {
+pub(crate) struct ProcessNames {
     by_handle: crate::FastMap<u64, Entry>,
     /// Its file mappings, as last read.
     maps: Option<Snapshot>,
@@ -141,19 +141,19 @@ pub struct ProcessNames {
 
 impl ProcessNames {
     /// A process image that its exec started at `ts`.
-    pub fn since(ts: u64) -> Self {
+    pub(crate) fn since(ts: u64) -> Self {
         Self { since: ts, ..Self::default() }
     }
 
     /// `CLOCK_MONOTONIC` of the exec that started its image (0: no exec seen).
-    pub const fn image(&self) -> u64 {
+    pub(crate) const fn image(&self) -> u64 {
         self.since
     }
 }
 
 impl Names {
     /// Naming for one process.
-    pub const fn of<'a>(&'a mut self, pid: u32, proc: &'a mut ProcessNames) -> Of<'a> {
+    pub(crate) const fn of<'a>(&'a mut self, pid: u32, proc: &'a mut ProcessNames) -> Of<'a> {
         Of { names: self, proc, pid }
     }
 
@@ -175,7 +175,7 @@ impl Names {
 }
 
 /// Naming for one process: the shared state and the process's own.
-pub struct Of<'a> {
+pub(crate) struct Of<'a> {
     names: &'a mut Names,
     proc: &'a mut ProcessNames,
     pid: u32,
@@ -183,7 +183,7 @@ pub struct Of<'a> {
 
 impl Of<'_> {
     /// Binds a name to a handle. Returns the kernel record to write.
-    pub fn bind(
+    pub(crate) fn bind(
         &mut self,
         handle: u64,
         module: u64,
@@ -234,7 +234,7 @@ impl Of<'_> {
 
     /// The kernel id for a launch handle, naming it from the ELF file that maps it when no live name was
     /// seen. Returns the id and, when the handle is new, the kernel record to write first.
-    pub fn resolve(&mut self, handle: u64, ts: u64) -> (u32, Option<trace::Kernel>) {
+    pub(crate) fn resolve(&mut self, handle: u64, ts: u64) -> (u32, Option<trace::Kernel>) {
         if let Some(e) = self.proc.by_handle.get(&handle) {
             return (e.id, None);
         }
@@ -250,7 +250,7 @@ impl Of<'_> {
 
     /// The kernel parameters a launch of this handle needs read (0 for an unknown handle), and whether this
     /// is the first time it is asked since the handle was bound (the eBPF side is then to be told).
-    pub fn param_plan(&mut self, handle: u64) -> (u32, bool) {
+    pub(crate) fn param_plan(&mut self, handle: u64) -> (u32, bool) {
         match self.proc.by_handle.get_mut(&handle) {
             Some(e) => (e.param_plan, !std::mem::replace(&mut e.plan_sent, true)),
             None => (0, false),
@@ -258,7 +258,7 @@ impl Of<'_> {
     }
 
     /// The same for a kernel object's queue dispatches: which words of the argument segment to read.
-    pub fn kernarg_plan(&mut self, kernel_object: u64) -> (u32, bool) {
+    pub(crate) fn kernarg_plan(&mut self, kernel_object: u64) -> (u32, bool) {
         match self.proc.by_handle.get_mut(&kernel_object) {
             Some(e) => (e.kernarg_plan, !std::mem::replace(&mut e.plan_sent, true)),
             None => (0, false),
@@ -266,40 +266,40 @@ impl Of<'_> {
     }
 
     /// Whether no name is bound to the handle (unknown, or bound as unnamed).
-    pub fn unnamed(&self, handle: u64) -> bool {
+    pub(crate) fn unnamed(&self, handle: u64) -> bool {
         self.proc.by_handle.get(&handle).is_none_or(|e| e.source == Source::Unnamed)
     }
 
     /// The name bound to a handle ("" for an unnamed one), without looking further.
-    pub fn name_of(&self, handle: u64) -> Option<&str> {
+    pub(crate) fn name_of(&self, handle: u64) -> Option<&str> {
         self.proc.by_handle.get(&handle).map(|e| &*e.name)
     }
 
     /// The kernel id already bound to a handle, without looking further.
-    pub fn lookup(&self, handle: u64) -> Option<u32> {
+    pub(crate) fn lookup(&self, handle: u64) -> Option<u32> {
         self.proc.by_handle.get(&handle).map(|e| e.id)
     }
 
     /// A code-object symbol (`<kernel>.kd`) looked up: its kernel object is bound when asked for.
-    pub fn hsa_symbol(&mut self, symbol: u64, name: &str) {
+    pub(crate) fn hsa_symbol(&mut self, symbol: u64, name: &str) {
         let name = name.strip_suffix(".kd").unwrap_or(name);
         self.proc.hsa_symbols.insert(symbol, name.to_owned());
     }
 
     /// The `KERNEL_OBJECT` of a symbol named earlier: what every dispatch of it will carry.
-    pub fn hsa_kernel_object(&mut self, symbol: u64, object: u64, ts: u64) -> Option<trace::Kernel> {
+    pub(crate) fn hsa_kernel_object(&mut self, symbol: u64, object: u64, ts: u64) -> Option<trace::Kernel> {
         let name = self.proc.hsa_symbols.get(&symbol)?.clone();
         Some(self.bind(object, symbol, &name, Source::Hsa, false, ts))
     }
 
     /// A library kernel (`CUkernel`) looked up by name in `library`: kept for the functions made from it.
-    pub fn library_kernel(&mut self, kernel: u64, library: u64, name: &str, truncated: bool) {
+    pub(crate) fn library_kernel(&mut self, kernel: u64, library: u64, name: &str, truncated: bool) {
         self.proc.library_kernels.insert(kernel, (name.to_owned(), truncated, library));
     }
 
     /// The function a library kernel has in the current context (`cuKernelGetFunction`): named as the
     /// kernel, unless it has a name already.
-    pub fn kernel_function(&mut self, kernel: u64, function: u64, ts: u64) -> Option<trace::Kernel> {
+    pub(crate) fn kernel_function(&mut self, kernel: u64, function: u64, ts: u64) -> Option<trace::Kernel> {
         if self.lookup(function).is_some() {
             return None;
         }
@@ -312,7 +312,7 @@ impl Of<'_> {
     /// A dispatch's kernel object: its id, bound first (the record to write) from `ROCr`'s code-object
     /// list when it was loaded before tracer attached, or as unnamed (one id per object) when no list
     /// tracer can read holds it.
-    pub fn kernel_object(&mut self, object: u64, ts: u64) -> (u32, Option<trace::Kernel>) {
+    pub(crate) fn kernel_object(&mut self, object: u64, ts: u64) -> (u32, Option<trace::Kernel>) {
         if let Some(id) = self.lookup(object) {
             return (id, None);
         }

@@ -23,16 +23,16 @@ use super::{
 use crate::os::files::{Bounded, ELF_BUDGET, Root};
 
 /// The exported data symbol that heads the list.
-pub const R_DEBUG_SYMBOL: &str = "_amdgpu_r_debug";
+pub(crate) const R_DEBUG_SYMBOL: &str = "_amdgpu_r_debug";
 
 /// Entries read at most per list: a corrupt or cyclic list ends there, counted.
-pub const MAX_ENTRIES: usize = 65_536;
+pub(crate) const MAX_ENTRIES: usize = 65_536;
 
 /// One loaded code object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedObject {
     /// `l_addr`: what the loader added to the code object's virtual addresses.
-    pub load_delta: u64,
+    pub(crate) load_delta: u64,
     /// `l_name`.
     pub uri: String,
 }
@@ -42,9 +42,9 @@ pub struct LoadedObject {
 pub struct List {
     pub objects: Vec<LoadedObject>,
     /// Entries whose URI could not be read.
-    pub unreadable: usize,
+    pub(crate) unreadable: usize,
     /// The walk stopped at [`MAX_ENTRIES`] or at an entry seen before.
-    pub truncated: bool,
+    pub(crate) truncated: bool,
 }
 
 /// Walks the list headed by the `r_debug` at `r_debug`; None when the head cannot be read.
@@ -142,7 +142,7 @@ pub fn parse_uri(uri: &str) -> Option<Uri> {
 }
 
 /// The kernels of a code object: (NAME, `st_value` of `NAME.kd`).
-pub fn kernel_descriptors<'d, R: object::ReadRef<'d>>(code_object: R) -> Option<Vec<(String, u64)>> {
+pub(crate) fn kernel_descriptors<'d, R: object::ReadRef<'d>>(code_object: R) -> Option<Vec<(String, u64)>> {
     object::File::parse(code_object).ok().map(|elf| super::bundle::kernel_symbols(&elf))
 }
 

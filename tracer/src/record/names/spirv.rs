@@ -153,7 +153,7 @@ pub(super) struct ModuleShader {
 impl Of<'_> {
     /// A shader module made from `size` bytes of code ending with `end`: named from the ggml files the
     /// process maps (counted when it cannot be).
-    pub fn shader_module(&mut self, module: u64, size: u64, end: &[u8], ts: u64) {
+    pub(crate) fn shader_module(&mut self, module: u64, size: u64, end: &[u8], ts: u64) {
         let name = if end.len() >= NAME_MAX { self.shader_named(size, end, ts) } else { None };
         if end.len() < NAME_MAX {
             self.names.count("shader_modules_unread");
@@ -209,7 +209,7 @@ impl Of<'_> {
 
     /// A compute pipeline made from a shader module: bound to the module's shader name. None when the
     /// module was not seen made (its launches are then unnamed, and counted as such).
-    pub fn pipeline(&mut self, pipeline: u64, module: u64, ts: u64) -> Option<trace::Kernel> {
+    pub(crate) fn pipeline(&mut self, pipeline: u64, module: u64, ts: u64) -> Option<trace::Kernel> {
         let shader = self.proc.shader_modules.get(&module)?.clone();
         let Some((name, file)) = shader.name else {
             self.names.unnamed += 1;

@@ -35,8 +35,13 @@ impl Session<'_> {
     }
 
     /// The footer: drops per CPU, every loss counter, the tracer's own cost.
-    pub(super) fn footer(&self, stop: Stop) -> trace::Footer {
+    /// `shed`: the metrics endpoint's connections closed to make room and refused (`--metrics`).
+    pub(super) fn footer(&self, stop: Stop, shed: Option<(u64, u64)>) -> trace::Footer {
         let mut footer = trace::Footer { end_mono_ns: monotonic_ns(), stop, ..Default::default() };
+        if let Some((evicted, refused)) = shed {
+            footer.counters.insert("metrics_connections_evicted".into(), evicted);
+            footer.counters.insert("metrics_connections_refused".into(), refused);
+        }
         let per_cpu = |c: Counter| -> Vec<u64> {
             self.counters.get(&(c as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default()
         };
@@ -65,6 +70,9 @@ impl Session<'_> {
             footer.counters.insert("argv_cut".into(), self.attr.processes.argv_cut);
         }
         footer.counters.insert("maps_gone_before_look".into(), self.watch.maps_gone_count);
+        if self.watch.links.as_ref().is_some_and(attach::RuntimeLinks::scoped) {
+            footer.counters.insert("processes_ended_before_probes".into(), self.watch.ended_unlinked_count);
+        }
         footer.counters.insert("processes_held_after_exit".into(), self.watch.processes_held_after_exit());
         footer.counters.insert("maps_gone_listed_from_naming".into(), self.watch.maps_gone_listed_count);
         if let Some(e) = &self.attr.names.early {

@@ -400,8 +400,9 @@ impl Session<'_> {
     /// Reads what the probes committed before the stop, records the command's exit, and writes the
     /// footer: drops per CPU, every loss counter, the tracer's own cost.
     pub(super) fn finish(mut self, ended: Ended) -> Result<Option<u8>> {
-        // The endpoint closes with the recording (the child that releases the probes must not keep its port).
-        self.metrics = None;
+        // The endpoint closes with the recording (the child that releases the probes must not keep its port);
+        // the connections it closed to make room and those it refused go into the footer.
+        let shed = self.metrics.take().map(|m| m.server.shed());
         self.ring.stop();
         while let Some(batch) = self.ring.waiting() {
             self.take_batch(&batch)?;
@@ -426,7 +427,7 @@ impl Session<'_> {
         for r in self.tallies() {
             self.writer.write(&r)?;
         }
-        let footer = self.footer(ended.stop);
+        let footer = self.footer(ended.stop, shed);
         let drops = footer.total_drops();
         let counts: BTreeMap<&'static str, u64> = self.writer.counts().clone();
         self.writer.finish(footer)?;

@@ -20,19 +20,19 @@ use std::io;
 
 use crate::os::files::{Bounded, CodeFile, ELF_BUDGET};
 
-pub const BUNDLE_MAGIC: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
-pub const COMPRESSED_MAGIC: &[u8] = b"CCOB";
+pub(crate) const BUNDLE_MAGIC: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
+pub(crate) const COMPRESSED_MAGIC: &[u8] = b"CCOB";
 
 /// Bundles indexed per fat binary at most (Ollama's `libggml-hip.so` has about 130, rocSPARSE 111).
-pub const MAX_BUNDLES: usize = 65_536;
+pub(crate) const MAX_BUNDLES: usize = 65_536;
 /// Entries (target code objects) per bundle at most.
-pub const MAX_ENTRIES: u64 = 4096;
+pub(crate) const MAX_ENTRIES: u64 = 4096;
 /// Longest target triple.
 const MAX_TRIPLE: u64 = 1024;
 /// Most bytes one compressed bundle may decompress to (the largest real ones are tens of MiB).
-pub const MAX_DECOMPRESSED: u64 = 256 << 20;
+pub(crate) const MAX_DECOMPRESSED: u64 = 256 << 20;
 /// Largest code object read whole (from a bundle file region, or out of process memory).
-pub const MAX_CODE_OBJECT: u64 = 256 << 20;
+pub(crate) const MAX_CODE_OBJECT: u64 = 256 << 20;
 /// Blocks one zstd frame may have when a version-1 bundle's length is found by walking them.
 const MAX_ZSTD_BLOCKS: u64 = 1 << 20;
 
@@ -87,9 +87,9 @@ impl Bytes for [u8] {
 
 /// `len` bytes of a file from `base`.
 pub struct Region<'f> {
-    pub file: &'f CodeFile,
-    pub base: u64,
-    pub len: u64,
+    pub(crate) file: &'f CodeFile,
+    pub(crate) base: u64,
+    pub(crate) len: u64,
 }
 
 /// `len` bytes of `data` from `offset`, when they are there.
@@ -125,13 +125,13 @@ impl Bytes for Region<'_> {
 
 /// A compression method of clang's compressed bundles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     Zlib,
     Zstd,
 }
 
 impl Method {
-    pub const fn as_str(self) -> &'static str {
+    pub(crate) const fn as_str(self) -> &'static str {
         match self {
             Self::Zlib => "zlib",
             Self::Zstd => "zstd",
@@ -141,18 +141,18 @@ impl Method {
 
 /// One entry of a plain bundle's header: a target and where its code object lies in the bundle.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EntryHeader {
-    pub triple: String,
+pub(crate) struct EntryHeader {
+    pub(crate) triple: String,
     /// The gfx target of an AMDGPU entry (`gfx1030`, `gfx90a:xnack-`).
-    pub target: Option<String>,
+    pub(crate) target: Option<String>,
     /// From the start of the bundle.
-    pub offset: u64,
-    pub size: u64,
+    pub(crate) offset: u64,
+    pub(crate) size: u64,
 }
 
 /// What a bundle's header says, its code unread.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Body {
+pub(crate) enum Body {
     Plain(Vec<EntryHeader>),
     /// Compressed: the method (None: a method number not known), the size it says it decompresses to,
     /// and where its compressed bytes lie, from the start of the bundle.
@@ -168,19 +168,19 @@ pub enum Body {
 /// One bundle, indexed by its header.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Header {
-    pub number: u32,
+    pub(crate) number: u32,
     /// In the file (or buffer) the walk read.
     pub offset: u64,
     /// Bytes it takes, as far as its header tells.
-    pub len: u64,
-    pub body: Body,
+    pub(crate) len: u64,
+    pub(crate) body: Body,
     /// What is wrong with the header, when something is (its entries may then be partial).
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 impl Header {
     /// "0042".
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         format!("{:04}", self.number)
     }
 }
@@ -189,11 +189,11 @@ impl Header {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FatBinary {
     /// Where the walk read: the section's offset in its file and its length.
-    pub base: u64,
-    pub len: u64,
+    pub(crate) base: u64,
+    pub(crate) len: u64,
     pub bundles: Vec<Header>,
     /// Why the walk stopped before the end of the section, when it did.
-    pub cut: Option<String>,
+    pub(crate) cut: Option<String>,
 }
 
 impl FatBinary {

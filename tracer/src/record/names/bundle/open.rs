@@ -16,7 +16,7 @@ impl FatBinary {
     /// from `src` (what [`FatBinary::walk`] read), a compressed bundle is decompressed (at most
     /// [`MAX_DECOMPRESSED`] bytes). Only entries for `target` when given; kernel resources when `detail`.
     /// An error says why the bundle could not be opened.
-    pub fn kernels(
+    pub(crate) fn kernels(
         &self,
         src: &(impl Bytes + ?Sized),
         bundle: &Header,
@@ -106,20 +106,20 @@ fn decompress(method: Method, stream: Box<dyn io::Read + '_>, declared: u64) -> 
 #[derive(Debug, Default, Serialize)]
 pub struct Bundle<K = CodeKernel> {
     /// "0000", "0001", …
-    pub number: String,
+    pub(crate) number: String,
     /// Offset of the bundle in the file.
-    pub offset: u64,
+    pub(crate) offset: u64,
     /// A compressed bundle ("CCOB"): "zstd" or "zlib"; null for a plain one.
-    pub compressed: Option<String>,
+    pub(crate) compressed: Option<String>,
     /// Why the bundle could not be opened (unknown method, corrupt data, a cap); its entries are then
     /// empty or partial.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     pub entries: Vec<Entry<K>>,
 }
 
 #[derive(Debug, Default, Serialize)]
 pub struct Entry<K = CodeKernel> {
-    pub triple: String,
+    pub(crate) triple: String,
     /// The gfx target of an AMDGPU entry (`gfx1030`, `gfx90a:xnack-`).
     pub target: Option<String>,
     /// Offset of the code object in the file (absent inside a compressed bundle): with `size`, what a
@@ -137,7 +137,7 @@ impl Entry {
 
 impl<K> Bundle<K> {
     /// The same bundle with each kernel described another way.
-    pub fn map_kernels<L>(self, mut f: impl FnMut(K) -> L) -> Bundle<L> {
+    pub(crate) fn map_kernels<L>(self, mut f: impl FnMut(K) -> L) -> Bundle<L> {
         Bundle {
             number: self.number,
             offset: self.offset,
@@ -188,7 +188,7 @@ pub fn open_bytes(data: &[u8], base: u64, target: Option<&str>) -> Vec<Bundle> {
 pub struct NameIndex {
     by_name: HashMap<Box<str>, Vec<u32>>,
     /// Bundles that could not be opened (corrupt, over a cap): their kernels are in no list.
-    pub unreadable: u32,
+    pub(crate) unreadable: u32,
 }
 
 impl NameIndex {
@@ -203,26 +203,26 @@ impl NameIndex {
 pub struct CodeKernel {
     pub name: String,
     /// From the code object's AMDGPU metadata note, where present (and asked for).
-    pub resources: Option<Resources>,
+    pub(crate) resources: Option<Resources>,
 }
 
 /// A kernel's resource use as the compiler recorded it (`amdhsa.kernels` in the `NT_AMDGPU_METADATA` note).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Resources {
-    pub sgprs: Option<u64>,
-    pub vgprs: Option<u64>,
+    pub(crate) sgprs: Option<u64>,
+    pub(crate) vgprs: Option<u64>,
     /// Accumulation registers (CDNA's MFMA), 0 elsewhere.
-    pub agprs: Option<u64>,
+    pub(crate) agprs: Option<u64>,
     /// LDS bytes a work-group needs before dynamic shared memory (`.group_segment_fixed_size`).
-    pub lds: Option<u64>,
+    pub(crate) lds: Option<u64>,
     /// Scratch bytes per work-item (`.private_segment_fixed_size`).
-    pub scratch: Option<u64>,
-    pub wavefront_size: Option<u64>,
-    pub max_workgroup_size: Option<u64>,
-    pub sgpr_spills: Option<u64>,
-    pub vgpr_spills: Option<u64>,
+    pub(crate) scratch: Option<u64>,
+    pub(crate) wavefront_size: Option<u64>,
+    pub(crate) max_workgroup_size: Option<u64>,
+    pub(crate) sgpr_spills: Option<u64>,
+    pub(crate) vgpr_spills: Option<u64>,
     /// Each argument's byte offset in the argument segment (`.args[].offset`), hidden ones included.
-    pub arg_offsets: Vec<u64>,
+    pub(crate) arg_offsets: Vec<u64>,
 }
 
 /// The kernels of an AMDGPU code object: its `NAME.kd` symbols (kernel descriptors), as (NAME, address

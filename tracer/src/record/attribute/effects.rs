@@ -1,0 +1,28 @@
+//! What attributing asks of the recording: attribution places no probe, writes no eBPF map and lists no
+//! library itself; it gathers these, and the session applies them before the next record.
+
+/// What attributing asks of the recording, gathered until the session takes them
+/// ([`Attributor::take_effects`]) and applies them: attribution itself places no probe, writes no map and
+/// reads no library list.
+#[derive(Default)]
+pub(crate) struct Effects {
+    /// Processes first seen (or exec'd): their maps are looked at while they live.
+    pub(crate) seen: Vec<u32>,
+    /// Processes that joined the recording (a traced process's child, an exec): where probes are placed per
+    /// process, theirs are placed.
+    pub(crate) joined: Vec<u32>,
+    /// Processes that ended: their probes are released and the library watch lets go of them.
+    pub(crate) left: Vec<u32>,
+    /// Plans for the eBPF plan map: (pid, function, plan).
+    pub(crate) plans: Vec<(u32, u64, u32)>,
+    /// Runtime libraries traced processes opened: copies that may have to be probed now.
+    pub(crate) opened: Vec<crate::record::decode::Opened>,
+}
+
+impl Effects {
+    /// Whether the session must act before the next record is attributed: a process to look at while it
+    /// lives, a probe to place before its next call.
+    pub(crate) const fn urgent(&self) -> bool {
+        !self.seen.is_empty() || !self.opened.is_empty() || !self.joined.is_empty()
+    }
+}
