@@ -354,18 +354,22 @@ fn a_child_started_at_once_by_a_process_recorded_by_pid_keeps_every_name() {
     assert!(runs("register_function (every process)") > names, "{names} names recorded: {programs:?}");
 }
 
-/// A child of a process recorded by PID that starts, calls the runtime and ends before tracer has read its
-/// fork (the ring left unread for 3 s) gets no links of its own: its launches go unseen, and that is said,
-/// never silent. The footer counts it, and any mapping of a probed runtime copy listed for it is marked late,
-/// with the time its links were tried. (Before, a process gone when its links were placed was skipped
-/// without a word: once in a full run of the suite, `a_child_started_at_once_...` saw 0 of 7 launches and
-/// no late mark.)
+/// Children of a process recorded by PID, started while tracer lags behind the ring (left unread for 3 s):
+/// the GPU child is linked by the periodic look at the filter's processes, before its fork is read, and its
+/// launches are recorded whole or its copy is marked late with the time its links came; the short children
+/// (`/bin/true`) that end before any look are counted as ended before their probes, never skipped without a word.
+/// (Before, a process gone by the time its links were placed was skipped silently: once in a full run of the
+/// suite, `a_child_started_at_once_...` saw 0 of 7 launches and no late mark.)
 #[test]
-fn a_child_that_ends_before_its_probes_are_placed_is_said_to_be_unseen() {
+fn children_that_outrun_their_probes_are_said_to_be_late_or_unseen() {
     let dir = scratch("pid-child-gone");
     let runner = fixture("mini_runner");
     let script = dir.join("parent.sh");
-    std::fs::write(&script, format!("#!/bin/sh\necho ready\nread go\n{} launches\ntrue\n", runner.display())).unwrap();
+    let body = format!(
+        "#!/bin/sh\necho ready\nread go\n{} launches\n/bin/true\n/bin/true\n/bin/true\n/bin/true\n/bin/true\n",
+        runner.display()
+    );
+    std::fs::write(&script, body).unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let parent = Waiting::start_with(&script, &[]);
     let out = dir.join("t.jsonl");
@@ -376,18 +380,17 @@ fn a_child_that_ends_before_its_probes_are_placed_is_said_to_be_unseen() {
     let records = read_trace(&out);
     let child = exec_of(&records, "mini_runner").expect("the child's exec record").pid;
     let f = footer(&records);
-    assert!(f.counters["processes_ended_before_probes"] >= 1, "{:?}", f.counters);
-    assert!(launches(&records).iter().all(|l| l.pid != child), "launches of a process without links");
-    let mapped: Vec<&trace::Mapping> = records
+    let late = records
         .iter()
-        .filter_map(|r| match r {
-            Record::Mapping(m) if m.pid == child && m.lib.is_some() => Some(m),
-            _ => None,
-        })
-        .collect();
+        .any(|r| matches!(r, Record::Mapping(m) if m.pid == child && m.probed_late && m.probed_at.is_some()));
+    let n = launches(&records).iter().filter(|l| l.pid == child).count();
+    let gone = f.counters["processes_ended_before_probes"];
     eprintln!(
-        "{} processes ended before their probes; the child's probed mappings: {mapped:?}",
-        f.counters["processes_ended_before_probes"]
+        "{n} of the child's 7 launches recorded; its copy marked late: {late}; {gone} processes ended before their probes"
     );
-    assert!(mapped.iter().all(|m| m.probed_late && m.probed_at.is_some()), "{mapped:?}");
+    assert!(
+        n == 7 || late,
+        "{n} of the 7 launches recorded, and the child's copy not marked late; tracer said: {stderr}"
+    );
+    assert!(gone >= 1, "five short children, none counted: {:?}", f.counters);
 }

@@ -165,28 +165,63 @@ impl LibraryWatch {
     /// maps a probed copy may have called it before its probes: that copy is marked late for it.
     pub(super) fn scope(&mut self, pid: u32, joined: bool) {
         let Some(links) = self.links.as_mut() else { return };
+        let now = crate::os::clock::monotonic_ns();
         match links.add_process(pid) {
-            // Ended before its links came: whatever runtime copy it is later listed mapping was called, if
-            // at all, unseen (said on each such mapping, and counted).
-            Ok(attach::Linked::Gone) if joined => {
-                let w = self.processes.entry(pid).or_default();
-                w.linked_at = Some(crate::os::clock::monotonic_ns());
-                w.ended_unlinked = true;
-                self.ended_unlinked_count += 1;
-            }
-            Ok(attach::Linked::New) if joined => {
-                let now = crate::os::clock::monotonic_ns();
-                for e in LIVE.maps(pid).unwrap_or_default() {
-                    if self.probed.contains_key(&(e.dev, e.inode)) {
-                        let w = self.processes.entry(pid).or_default();
-                        w.late.insert((e.dev, e.inode));
-                        w.linked_at = Some(now);
+            Ok(attach::Linked::Gone) if joined => self.ended_unlinked(pid, now),
+            Ok(attach::Linked::New) if joined => match LIVE.maps(pid).filter(|m| !m.is_empty()) {
+                Some(maps) => {
+                    for e in maps {
+                        if self.probed.contains_key(&(e.dev, e.inode)) {
+                            let w = self.processes.entry(pid).or_default();
+                            w.late.insert((e.dev, e.inode));
+                            w.linked_at = Some(now);
+                        }
                     }
                 }
-            }
+                // Ended while its links were being placed (an attach may wait for earlier recordings'
+                // releases): what it mapped cannot be read now, so it is taken as having ended before them.
+                None => self.ended_unlinked(pid, now),
+            },
             Ok(_) => {}
             Err(e) => eprintln!("\rtracer: warning: the runtime probes could not be placed in process {pid}: {e:#}"),
         }
+    }
+
+    /// A joining process that ended before its links were in place: whatever probed runtime copy it is
+    /// later listed mapping was called, if at all, unseen (said on each such mapping, and counted).
+    fn ended_unlinked(&mut self, pid: u32, now: u64) {
+        let w = self.processes.entry(pid).or_default();
+        w.linked_at = Some(now);
+        if !std::mem::replace(&mut w.ended_unlinked, true) {
+            self.ended_unlinked_count += 1;
+        }
+    }
+
+    /// A probed runtime copy that a process which ended before its links opened: its mapping, marked late,
+    /// written now (no look at its maps can list it any more). The copy is the file at the path it opened,
+    /// looked up from tracer's root (the process's own is gone).
+    fn opened_unlinked(&mut self, o: &crate::record::decode::Opened) -> Vec<Record> {
+        let pid = o.origin.pid;
+        let Some(w) = self.processes.get_mut(&pid).filter(|w| w.ended_unlinked) else { return Vec::new() };
+        let Some(copy) = o.path.starts_with('/').then(|| libs::at_path(std::path::Path::new(&o.path))).flatten() else {
+            return Vec::new();
+        };
+        let Some(&lib) = self.probed.get(&(copy.dev, copy.inode)) else { return Vec::new() };
+        if !w.written.insert((copy.dev, copy.inode)) {
+            return Vec::new();
+        }
+        vec![Record::Mapping(trace::Mapping {
+            ts: o.origin.ts,
+            pid,
+            path: copy.path,
+            dev: copy.dev,
+            inode: copy.inode,
+            lib: Some(lib),
+            gpu: Some(GpuLibrary::Runtime),
+            probed_late: true,
+            probed_at: w.linked_at,
+            not_probed: false,
+        })]
     }
 
     /// A process that ended: its own probes released (probes per process).
@@ -398,7 +433,7 @@ impl LibraryWatch {
         }
         let pid = o.origin.pid;
         self.processes.entry(pid).or_default().first_seen.get_or_insert(o.origin.ts);
-        let Some(copy) = libs::opened_by(pid, &o.path) else { return Vec::new() };
+        let Some(copy) = libs::opened_by(pid, &o.path) else { return self.opened_unlinked(o) };
         if self.probed.contains_key(&(copy.dev, copy.inode)) || !self.may_probe((copy.dev, copy.inode), &copy.path, pid)
         {
             return Vec::new();

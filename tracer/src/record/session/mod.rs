@@ -237,6 +237,10 @@ impl Session<'_> {
             self.leave_filter(pid)?;
         }
         for pid in &live {
+            // A process the kernel put in the filter (a traced process's child) whose fork the session has not
+            // read yet, when it lags behind the ring: its own probes are placed now, before its libraries are
+            // listed, so a mapping listed here says whether they came late.
+            self.watch.scope(*pid, true);
             self.attr.snapshot(*pid);
             self.list_libraries(*pid, now)?;
         }
