@@ -201,27 +201,35 @@ impl LibraryWatch {
     /// written now (no look at its maps can list it any more). The copy is the file at the path it opened,
     /// looked up from tracer's root (the process's own is gone).
     fn opened_unlinked(&mut self, o: &crate::record::decode::Opened) -> Vec<Record> {
-        let pid = o.origin.pid;
-        let Some(w) = self.processes.get_mut(&pid).filter(|w| w.ended_unlinked) else { return Vec::new() };
-        let Some(copy) = o.path.starts_with('/').then(|| libs::at_path(std::path::Path::new(&o.path))).flatten() else {
-            return Vec::new();
-        };
-        let Some(&lib) = self.probed.get(&(copy.dev, copy.inode)) else { return Vec::new() };
-        if !w.written.insert((copy.dev, copy.inode)) {
+        if !self.processes.get(&o.origin.pid).is_some_and(|w| w.ended_unlinked) {
             return Vec::new();
         }
-        vec![Record::Mapping(trace::Mapping {
+        let Some(copy) = at_own_root(&o.path).filter(|c| self.probed.contains_key(&(c.dev, c.inode))) else {
+            return Vec::new();
+        };
+        self.opened_mapping(o, copy, true).into_iter().collect()
+    }
+
+    /// The mapping of a runtime copy a process was seen opening, written now (once per process and copy):
+    /// `late`, its calls before the probes were not seen, from `linked_at` where its own links came.
+    fn opened_mapping(&mut self, o: &crate::record::decode::Opened, copy: LibCopy, late: bool) -> Option<Record> {
+        let pid = o.origin.pid;
+        let w = self.processes.entry(pid).or_default();
+        if !w.written.insert((copy.dev, copy.inode)) {
+            return None;
+        }
+        Some(Record::Mapping(trace::Mapping {
             ts: o.origin.ts,
             pid,
+            lib: self.probed.get(&(copy.dev, copy.inode)).copied(),
             path: copy.path,
             dev: copy.dev,
             inode: copy.inode,
-            lib: Some(lib),
             gpu: Some(GpuLibrary::Runtime),
-            probed_late: true,
-            probed_at: w.linked_at,
+            probed_late: late,
+            probed_at: if late { w.linked_at } else { None },
             not_probed: false,
-        })]
+        }))
     }
 
     /// A process that ended: its own probes released (probes per process).
@@ -440,24 +448,9 @@ impl LibraryWatch {
         }
         match self.attach(ebpf, &copy, mode) {
             Ok(mut recs) => {
-                let w = self.processes.entry(pid).or_default();
-                w.late.insert((copy.dev, copy.inode));
-                let linked_at = w.linked_at;
+                self.processes.entry(pid).or_default().late.insert((copy.dev, copy.inode));
                 // Said now, not at the next look at its maps: the process may end before that.
-                if w.written.insert((copy.dev, copy.inode)) {
-                    recs.push(Record::Mapping(trace::Mapping {
-                        ts: o.origin.ts,
-                        pid,
-                        path: copy.path.clone(),
-                        dev: copy.dev,
-                        inode: copy.inode,
-                        lib: self.probed.get(&(copy.dev, copy.inode)).copied(),
-                        gpu: Some(GpuLibrary::Runtime),
-                        probed_late: true,
-                        probed_at: linked_at,
-                        not_probed: false,
-                    }));
-                }
+                recs.extend(self.opened_mapping(o, copy, true));
                 recs
             }
             Err(err) => {
@@ -477,24 +470,16 @@ impl LibraryWatch {
         let pid = o.origin.pid;
         let found = libs::opened_by(pid, &o.path).or_else(|| {
             // Gone, or a zombie not reaped yet: its root can no longer be opened.
-            let gone = crate::os::files::Root::of(pid).is_err();
-            (gone && o.path.starts_with('/')).then(|| libs::at_path(std::path::Path::new(&o.path))).flatten()
+            crate::os::files::Root::of(pid).is_err().then(|| at_own_root(&o.path)).flatten()
         });
         let Some(copy) = found else { return Vec::new() };
-        if !self.processes.entry(pid).or_default().written.insert((copy.dev, copy.inode)) {
-            return Vec::new();
-        }
-        vec![Record::Mapping(trace::Mapping {
-            ts: o.origin.ts,
-            pid,
-            path: copy.path,
-            dev: copy.dev,
-            inode: copy.inode,
-            lib: None,
-            gpu: Some(GpuLibrary::Runtime),
-            probed_late: false,
-            probed_at: None,
-            not_probed: false,
-        })]
+        // Never probed: its record names no library (`lib` comes from the probed copies).
+        self.opened_mapping(o, copy, false).into_iter().collect()
     }
+}
+
+/// The file at an absolute path a process opened, looked up from tracer's own root: for a process gone, whose
+/// root can no longer be opened (it names the same file outside containers).
+fn at_own_root(path: &str) -> Option<LibCopy> {
+    path.starts_with('/').then(|| libs::at_path(std::path::Path::new(path))).flatten()
 }
