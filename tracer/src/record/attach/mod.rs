@@ -303,10 +303,6 @@ pub(crate) fn load(settings: &Settings) -> Result<Ebpf> {
 /// The eBPF object with its globals set: the filter, tracer's own PID, the name a process is followed by
 /// (`--ollama`), the ring's wake-up size, and each tracepoint field's offset, from its format file.
 fn object(settings: &Settings) -> Result<Ebpf> {
-    let field = |category: &str, tp: &str, name: &str| {
-        field_offset(&tracepoint_format(category, tp)?, name)
-            .ok_or_else(|| anyhow!("tracepoint {category}:{tp} has no field {name}"))
-    };
     let filter = u32::from(settings.filter_by_pid);
     let tgid = std::process::id();
     let mut comm = [0u8; 16];
@@ -316,16 +312,25 @@ fn object(settings: &Settings) -> Result<Ebpf> {
     }
     let half = |at: usize| u64::from_le_bytes(comm[at..at + 8].try_into().expect("8 bytes"));
     let (comm_lo, comm_hi, wakeup) = (half(0), half(8), settings.ring_bytes / 4);
-    let offsets = [
-        ("NEWTASK_PID_OFFSET", "task", "task_newtask", "pid"),
-        ("NEWTASK_FLAGS_OFFSET", "task", "task_newtask", "clone_flags"),
-        ("IOCTL_FD_OFFSET", "syscalls", "sys_enter_ioctl", "fd"),
-        ("IOCTL_CMD_OFFSET", "syscalls", "sys_enter_ioctl", "cmd"),
-        ("IOCTL_ARG_OFFSET", "syscalls", "sys_enter_ioctl", "arg"),
-        ("IOCTL_RET_OFFSET", "syscalls", "sys_exit_ioctl", "ret"),
-        ("OPENAT_FILENAME_OFFSET", "syscalls", "sys_enter_openat", "filename"),
-    ]
-    .map(|(global, category, tp, name)| field(category, tp, name).map(|at| (global, at)));
+    // Each tracepoint's format read once, for the offsets of the fields its program reads.
+    let mut offsets = Vec::new();
+    for (category, tp, fields) in [
+        ("task", "task_newtask", &[("NEWTASK_PID_OFFSET", "pid"), ("NEWTASK_FLAGS_OFFSET", "clone_flags")][..]),
+        (
+            "syscalls",
+            "sys_enter_ioctl",
+            &[("IOCTL_FD_OFFSET", "fd"), ("IOCTL_CMD_OFFSET", "cmd"), ("IOCTL_ARG_OFFSET", "arg")],
+        ),
+        ("syscalls", "sys_exit_ioctl", &[("IOCTL_RET_OFFSET", "ret")]),
+        ("syscalls", "sys_enter_openat", &[("OPENAT_FILENAME_OFFSET", "filename")]),
+    ] {
+        let format = tracepoint_format(category, tp)?;
+        for &(global, name) in fields {
+            let at =
+                field_offset(&format, name).ok_or_else(|| anyhow!("tracepoint {category}:{tp} has no field {name}"))?;
+            offsets.push((global, at));
+        }
+    }
     let mut loader = EbpfLoader::new();
     loader
         .override_global("FILTER_ENABLED", &filter, true)
@@ -333,7 +338,6 @@ fn object(settings: &Settings) -> Result<Ebpf> {
         .override_global("WATCH_COMM_LO", &comm_lo, true)
         .override_global("WATCH_COMM_HI", &comm_hi, true)
         .override_global("WAKEUP_BYTES", &wakeup, true);
-    let offsets = offsets.into_iter().collect::<Result<Vec<_>>>()?;
     for (global, at) in &offsets {
         loader.override_global(global, at, true);
     }
