@@ -31,9 +31,12 @@ pub(crate) fn check(root: &Path) -> Result<()> {
             if lines > MAX_FILE_LINES {
                 breaches.push(format!("{shown} has {lines} lines (at most {MAX_FILE_LINES}): split it"));
             }
-            if let Some(wing) = wing_of(&shown) {
-                breaches.extend(wrong_imports(wing, &text).into_iter().map(|w| {
-                    format!("{shown} (wing `{wing}`) names `crate::{w}`, a wing above it: move the shared part down")
+            if let Some(module) = module_of(&shown) {
+                breaches.extend(wrong_imports(&module, &text).into_iter().map(|w| {
+                    format!(
+                        "{shown} (wing `{}`) names `crate::{w}`, a wing above it: move the shared part down",
+                        module[0]
+                    )
                 }));
             }
             if shown.starts_with("tracer/src/") {
@@ -71,17 +74,12 @@ fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// The wing a source file of tracer's belongs to, from its path.
-fn wing_of(path: &str) -> Option<&'static str> {
-    let rest = path.strip_prefix("tracer/src/")?;
-    WINGS.into_iter().find(|w| rest.starts_with(&format!("{w}/")))
-}
-
-/// The wings above `wing` that `text` names through `crate::`.
-fn wrong_imports(wing: &str, text: &str) -> Vec<String> {
+/// The wings above its own that `text`, the code of `module`, names (through `crate::` or `super::`); none
+/// for a module outside the wings.
+fn wrong_imports(module: &[String], text: &str) -> Vec<String> {
     let rank = |w: &str| WINGS.iter().position(|x| *x == w);
-    let Some(own) = rank(wing) else { return Vec::new() };
-    let mut above: Vec<String> = named_paths(&[], text)
+    let Some(own) = module.first().and_then(|w| rank(w)) else { return Vec::new() };
+    let mut above: Vec<String> = named_paths(module, text)
         .into_iter()
         .filter_map(|p| p.into_iter().next())
         .filter(|r| rank(r).is_some_and(|n| n > own))
@@ -189,6 +187,13 @@ fn non_test_code(path: &str, text: &str) -> Option<String> {
 /// modules in it, sorted. A wing's own `mod.rs` declares its modules and is left out.
 fn module_cycles(files: &[(String, String)]) -> Vec<Vec<String>> {
     use std::collections::{BTreeMap, BTreeSet};
+    // The modules one level inside the wings that have files.
+    let known: BTreeSet<String> = files
+        .iter()
+        .filter_map(|(f, _)| module_of(f))
+        .filter(|m| m.len() >= 2 && WINGS.contains(&m[0].as_str()))
+        .map(|m| m[..2].join("::"))
+        .collect();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (path, text) in files {
         let Some(module) = module_of(path) else { continue };
@@ -201,7 +206,7 @@ fn module_cycles(files: &[(String, String)]) -> Vec<Vec<String>> {
         for p in named_paths(&module, &code) {
             if p.len() >= 2 && WINGS.contains(&p[0].as_str()) {
                 let target = p[..2].join("::");
-                if target != from && files.iter().any(|(f, _)| module_of(f).is_some_and(|m| m.starts_with(&p[..2]))) {
+                if target != from && known.contains(&target) {
                     to.insert(target);
                 }
             }
@@ -263,11 +268,16 @@ mod tests {
     #[test]
     fn a_wing_may_name_those_below_it_only() {
         let text = "use crate::{os::proc, trace::Record};\nfn f() { crate::record::names::x(); crate::read::y(); }";
-        assert_eq!(wrong_imports("read", text), ["record"]);
-        assert_eq!(wrong_imports("trace", text), ["read", "record"]);
-        assert!(wrong_imports("record", text).is_empty());
-        assert_eq!(wing_of("tracer/src/read/report/mod.rs"), Some("read"));
-        assert_eq!(wing_of("tracer/src/cli.rs"), None);
+        let module = |path: &str| module_of(path).unwrap();
+        assert_eq!(wrong_imports(&module("tracer/src/read/report/mod.rs"), text), ["record"]);
+        assert_eq!(wrong_imports(&module("tracer/src/trace/reader.rs"), text), ["read", "record"]);
+        assert!(wrong_imports(&module("tracer/src/record/ring.rs"), text).is_empty());
+        assert!(wrong_imports(&module("tracer/src/cli.rs"), text).is_empty());
+        // Through `super::` too: from `os::files::elf`, three levels up is the crate root.
+        assert_eq!(
+            wrong_imports(&module("tracer/src/os/files/elf.rs"), "use super::super::super::trace::X;"),
+            ["trace"]
+        );
     }
 
     #[test]
