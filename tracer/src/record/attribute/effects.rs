@@ -1,5 +1,4 @@
-//! What attributing asks of the recording: attribution places no probe, writes no eBPF map and lists no
-//! library itself; it gathers these, and the session applies them before the next record.
+//! Attribution's effects: what it asks the session to do.
 
 /// What attributing asks of the recording, gathered until the session takes them
 /// ([`Attributor::take_effects`]) and applies them: attribution itself places no probe, writes no map and
