@@ -1,7 +1,8 @@
 //! The trace file: `schema` (what each line holds), `writer`, `reader` (with `scan`, its fast
-//! path for the writer's own launch and call lines).
+//! path for the writer's own launch and call lines), and `model`, what every reader of it shares.
 
 pub mod event;
+pub mod model;
 mod parts;
 mod reader;
 pub(crate) mod runtimes;
@@ -247,13 +248,16 @@ mod tests {
         text += "{\"type\":\"kernel\",\"id\":1,\"pid\":1,\"handle\":1,\"module\":0,\"name\":\"k\",\"demangled\":\"k\",\"source\":\"telepathy\",\"truncated\":false,\"ts\":1}\n";
         // A record of a known type this build cannot take: skipped, counted, the first one said.
         text += "{\"type\":\"exit\",\"ts\":1,\"pid\":\"seven\",\"code\":null,\"signal\":null}\n";
+        // Every kind is known: a job of another shape is unreadable too, not a kind from a later build.
+        text += "{\"type\":\"job\",\"ts\":\"soon\"}\n";
         std::fs::write(&p, &text).unwrap();
         let (records, status) = read_file(&p).unwrap();
         assert_eq!(records.len(), 4, "{records:?}");
+        assert_eq!(status.unknown_records, 0, "{status:?}");
         assert!(matches!(&records[1], Record::Probe(p) if p.kind == ProbeKind::Unknown));
         assert!(matches!(&records[2], Record::Launch(l) if l.grid_unit == event::GridUnit::Unknown));
         assert!(matches!(&records[3], Record::Kernel(k) if k.source == Source::Unknown && k.name == "k"));
-        assert_eq!(status.unreadable_records, 1);
+        assert_eq!(status.unreadable_records, 2);
         assert!(status.first_unreadable.as_deref().is_some_and(|e| e.starts_with("line 7:")), "{status:?}");
     }
 

@@ -29,7 +29,10 @@ use parquet::{
 use crate::{
     read::phase::{Execution, FamilyKey, Feeder, StepSpan, View},
     trace::event::GridUnit,
-    trace::{self, Record},
+    trace::{
+        self, Kernel, Process, Record,
+        model::{Index, Visitor},
+    },
 };
 
 /// Rows per row group: about 100 bytes each while buffered.
@@ -199,7 +202,18 @@ impl Shape {
     }
 }
 
-/// The row writer: columns filling, and what rows look up.
+/// A process or kernel named again has its columns made again.
+impl<W: Write + Send> Visitor for Table<W> {
+    fn process(&mut self, _: &Index, p: &Process) {
+        self.processes.remove(&p.pid);
+    }
+
+    fn kernel(&mut self, _: &Index, k: &Kernel) {
+        self.kernels.remove(&k.id);
+    }
+}
+
+/// The row writer: columns filling, and the columns of the processes and kernels rows name.
 struct Table<W: Write + Send> {
     writer: SerializedFileWriter<W>,
     columns: Vec<Column>,
@@ -250,31 +264,31 @@ impl<W: Write + Send> Table<W> {
         })
     }
 
-    /// The process and kernel columns later rows name.
-    fn names(&mut self, r: &Record) {
-        match r {
-            Record::Process(p) => {
-                let cols = ProcessCols {
-                    comm: text(&p.comm),
-                    role: p.role.map(|role| text(role.as_str())),
-                    model: p.model_name.as_deref().or(p.model.as_deref()).map(text),
-                };
-                self.processes.insert(p.pid, cols);
-            }
-            Record::Kernel(k) => {
-                let name = if k.demangled.is_empty() { &k.name } else { &k.demangled };
-                let cols = KernelCols {
-                    name: (!name.is_empty()).then(|| text(name)),
-                    library: k.code_file.as_deref().map(text),
-                };
-                self.kernels.insert(k.id, cols);
-            }
-            _ => {}
-        }
+    /// A process's columns, made once per process record.
+    fn process_cols(&mut self, index: &Index, pid: u32) -> ProcessCols {
+        let Some(p) = index.process(pid) else { return self.unknown_process.clone() };
+        self.processes
+            .entry(pid)
+            .or_insert_with(|| ProcessCols {
+                comm: text(&p.comm),
+                role: p.role.map(|role| text(role.as_str())),
+                model: p.model_name.as_deref().or(p.model.as_deref()).map(text),
+            })
+            .clone()
     }
 
-    fn row(&mut self, e: &Execution, shape: &Shape) -> Result<()> {
-        let process = self.processes.get(&e.pid).unwrap_or(&self.unknown_process).clone();
+    /// A kernel's columns, made once per kernel record.
+    fn kernel_cols(&mut self, index: &Index, id: Option<u32>) -> Option<&KernelCols> {
+        let k = index.kernel(id?)?;
+        let name = index.kernel_name(id);
+        Some(self.kernels.entry(k.id).or_insert_with(|| KernelCols {
+            name: (!name.is_empty()).then(|| text(name)),
+            library: k.code_file.as_deref().map(text),
+        }))
+    }
+
+    fn row(&mut self, index: &Index, e: &Execution, shape: &Shape) -> Result<()> {
+        let process = self.process_cols(index, e.pid);
         let step = self.steps.get(&e.pid).and_then(|spans| {
             let n = spans.partition_point(|s| s.start <= e.ts).checked_sub(1)?;
             spans.get(n).filter(|s| e.ts <= s.end).map(|s| (n, s.phase, s.composition.as_deref().map(text)))
@@ -284,7 +298,7 @@ impl<W: Write + Send> Table<W> {
         let composition = step.as_ref().and_then(|(_, _, c)| c.clone());
         let family = self.families.entry(e.family).or_insert_with(|| text(&e.family_name())).clone();
         let api = shape.api.map(|a| self.apis.entry(a).or_insert_with(|| text(a)).clone());
-        let kernel = e.kernel.and_then(|id| self.kernels.get(&id));
+        let kernel = self.kernel_cols(index, e.kernel);
         let (name, library) = (kernel.and_then(|k| k.name.clone()), kernel.and_then(|k| k.library.clone()));
         let view = self.views[match e.view {
             View::Launch => 0,
@@ -361,27 +375,27 @@ impl<W: Write + Send> Table<W> {
 pub fn parquet(input: &trace::Input, out: &mut (dyn Write + Send)) -> Result<Vec<String>> {
     // First reading: each process's steps.
     let mut feeder = Feeder::default();
-    input.for_each_record(|r| feeder.record(&r))?;
+    trace::model::read(input, &mut feeder)?;
     let steps = feeder.into_processes().into_iter().map(|(pid, p)| (pid, p.phases.spans())).collect();
 
     let mut table = Table::new(out, steps)?;
 
-    // Second reading: the rows.
+    // Second reading: the rows, one per execution the step feeder lists.
     let mut feeder = Feeder::listing_executions();
+    let mut index = Index::default();
     let mut failure = None;
     let status = input.for_each_record(|r| {
         if failure.is_some() {
             return;
         }
-        table.names(&r);
-        feeder.record(&r);
+        index.feed(&r, &mut (&mut feeder, &mut table));
         let Some(list) = feeder.executions.as_mut() else { return };
         if list.is_empty() {
             return;
         }
         let shape = Shape::of(&r);
         for e in std::mem::take(list) {
-            if let Err(err) = table.row(&e, &shape) {
+            if let Err(err) = table.row(&index, &e, &shape) {
                 failure = Some(err);
                 return;
             }

@@ -35,7 +35,10 @@ use prometheus_client::{
 
 use crate::{
     read::phase::{FamilyKey, Feeder, family_key},
-    trace::{Record, Role},
+    trace::{
+        Call, Job, Launch, Probe, Process, Record, Role, StepBatch,
+        model::{Index, Visitor},
+    },
 };
 
 /// A process's labels: (comm, role, model).
@@ -105,7 +108,16 @@ pub(crate) struct Session {
 /// The live counts of a recording.
 #[derive(Default)]
 pub struct Metrics {
+    /// The processes and kernels of the records so far, each dropped after its process exits.
+    index: Index,
     feeder: Feeder,
+    count: Counting,
+    records: u64,
+}
+
+/// What the records add up to, per process and, once it exited, per label set.
+#[derive(Default)]
+struct Counting {
     /// Whether processes are labelled by their name (`comm`).
     comm_label: bool,
     /// The names admitted as `comm` values, at most [`MAX_COMMS`] besides those of Ollama's processes.
@@ -118,16 +130,10 @@ pub struct Metrics {
     retired: BTreeMap<Labels, Counts>,
     probes_attached: u64,
     probes_missing: u64,
-    records: u64,
     jobs: jobs::LiveJobs,
 }
 
-impl Metrics {
-    /// Counts labelled by process name too when `comm_label`.
-    pub fn new(comm_label: bool) -> Self {
-        Self { feeder: Feeder::listing_executions(), comm_label, ..Self::default() }
-    }
-
+impl Counting {
     /// The `comm` label value of a process: its name while fewer than [`MAX_COMMS`] names are labels (or
     /// it is one of Ollama's processes, whose role is trusted), else `other`; empty without the label.
     fn comm_value(&mut self, comm: &str, trusted: bool) -> String {
@@ -144,93 +150,109 @@ impl Metrics {
         self.comms_folded += 1;
         OTHER_COMM.to_owned()
     }
+}
+
+impl Visitor for Counting {
+    fn process(&mut self, _: &Index, p: &Process) {
+        let role = p.role.map_or("", Role::as_str).to_owned();
+        let model = p.model_name.clone().or_else(|| p.model.clone()).unwrap_or_default();
+        let comm = self.comm_value(&p.comm, p.role.is_some());
+        self.labels.insert(p.pid, (comm, role, model));
+    }
+
+    fn probe(&mut self, _: &Index, p: &Probe) {
+        if p.error.is_none() {
+            self.probes_attached += 1;
+        } else {
+            self.probes_missing += 1;
+        }
+    }
+
+    fn launch(&mut self, _: &Index, l: &Launch) {
+        self.live.entry(l.pid).or_default().launches += 1;
+    }
+
+    /// A process whose steps are its batches (llama.cpp on the CPU too) is counted from its first.
+    fn batch(&mut self, _: &Index, b: &StepBatch) {
+        self.live.entry(b.pid).or_default();
+    }
+
+    fn call(&mut self, _: &Index, c: &Call) {
+        let counts = self.live.entry(c.pid).or_default();
+        *counts.calls.entry(c.api.op().name()).or_default() += 1;
+    }
+
+    /// A job done after its process exited counts under that process's labels.
+    fn job(&mut self, _: &Index, j: &Job) {
+        if let Some(done) = self.jobs.stage(j, self.labels.get(&j.pid)) {
+            let counts = match self.live.get_mut(&done.pid) {
+                Some(c) => c,
+                None => self.retired.entry(done.labels).or_default(),
+            };
+            let e = counts.gpu_jobs.entry(done.ring).or_default();
+            e.0 += 1;
+            e.1 += done.busy_ns;
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts labelled by process name too when `comm_label`.
+    pub fn new(comm_label: bool) -> Self {
+        Self {
+            index: Index::forgetting_exited(),
+            feeder: Feeder::listing_executions(),
+            count: Counting { comm_label, ..Counting::default() },
+            records: 0,
+        }
+    }
 
     /// One record, as written.
     pub(crate) fn record(&mut self, r: &Record) {
         self.records += 1;
+        self.index.feed(r, &mut (&mut self.feeder, &mut self.count));
+        if let Some(list) = self.feeder.executions.as_mut() {
+            for e in list.drain(..).filter(|e| e.ok) {
+                *self.count.live.entry(e.pid).or_default().executions.entry(e.family).or_default() += e.count;
+            }
+        }
         match r {
-            Record::Process(p) => {
-                let role = p.role.map_or("", Role::as_str).to_owned();
-                let model = p.model_name.clone().or_else(|| p.model.clone()).unwrap_or_default();
-                let comm = self.comm_value(&p.comm, p.role.is_some());
-                self.labels.insert(p.pid, (comm, role, model));
-            }
-            Record::Probe(p) => {
-                if p.error.is_none() {
-                    self.probes_attached += 1;
-                } else {
-                    self.probes_missing += 1;
-                }
-            }
-            Record::Launch(l) => self.live.entry(l.pid).or_default().launches += 1,
-            // A process whose steps are its batches (llama.cpp on the CPU too) is counted from its first.
-            Record::Batch(b) => {
-                self.live.entry(b.pid).or_default();
-            }
-            Record::Call(c) => {
-                let counts = self.live.entry(c.pid).or_default();
-                *counts.calls.entry(c.api.op().name()).or_default() += 1;
-            }
-            Record::Exit(e) => {
-                self.feeder.record(r);
-                self.retire(e.pid);
-                return;
-            }
-            // A job done after its process exited counts under that process's labels.
-            Record::Job(j) => {
-                if let Some(done) = self.jobs.stage(j, self.labels.get(&j.pid)) {
-                    let counts = match self.live.get_mut(&done.pid) {
-                        Some(c) => c,
-                        None => self.retired.entry(done.labels).or_default(),
-                    };
-                    let e = counts.gpu_jobs.entry(done.ring).or_default();
-                    e.0 += 1;
-                    e.1 += done.busy_ns;
+            Record::Exit(e) => self.retire(e.pid),
+            // Totals are kept; the spans of the steps a call or a batch closed are not (memory stays flat).
+            Record::Call(Call { pid, .. }) | Record::Batch(StepBatch { pid, .. }) => {
+                if let Some(p) = self.feeder.process_mut(*pid) {
+                    p.phases.forget_spans();
                 }
             }
             _ => {}
-        }
-        self.feeder.record(r);
-        if let Some(list) = self.feeder.executions.as_mut() {
-            for e in list.drain(..).filter(|e| e.ok) {
-                *self.live.entry(e.pid).or_default().executions.entry(e.family).or_default() += e.count;
-            }
-        }
-        // Totals are kept; the spans of the steps a call or a batch closed are not (memory stays flat).
-        let closing = match r {
-            Record::Call(c) => Some(c.pid),
-            Record::Batch(b) => Some(b.pid),
-            _ => None,
-        };
-        if let Some(p) = closing.and_then(|pid| self.feeder.process_mut(pid)) {
-            p.phases.forget_spans();
         }
     }
 
     /// A process ended: its counts join its labels' totals, its state goes.
     fn retire(&mut self, pid: u32) {
-        let mut counts = self.live.remove(&pid).unwrap_or_default();
+        let mut counts = self.count.live.remove(&pid).unwrap_or_default();
         let steps = self.feeder.take(pid);
         step_counts(&mut counts, &steps);
-        let labels = self.labels.remove(&pid).unwrap_or_default();
-        self.retired.entry(labels).or_default().add(&counts);
+        let labels = self.count.labels.remove(&pid).unwrap_or_default();
+        self.count.retired.entry(labels).or_default().add(&counts);
     }
 
     /// Processes whose state is held (not yet exited).
     #[cfg(test)]
     pub(crate) fn processes_held(&self) -> usize {
-        self.live.len().max(self.labels.len())
+        let (processes, kernels) = self.index.held();
+        self.count.live.len().max(self.count.labels.len()).max(processes).max(kernels).max(self.feeder.classes_held())
     }
 
     /// The `OpenMetrics` text of everything so far.
     pub(crate) fn render(&mut self, session: &Session) -> String {
-        let mut all: BTreeMap<Labels, Counts> = self.retired.clone();
-        for (pid, counts) in &self.live {
+        let mut all: BTreeMap<Labels, Counts> = self.count.retired.clone();
+        for (pid, counts) in &self.count.live {
             let mut c = counts.clone();
             if let Some(p) = self.feeder.process_mut(*pid) {
                 step_counts(&mut c, p);
             }
-            all.entry(self.labels.get(pid).cloned().unwrap_or_default()).or_default().add(&c);
+            all.entry(self.count.labels.get(pid).cloned().unwrap_or_default()).or_default().add(&c);
         }
         let mut reg = Registry::with_prefix("tracer");
         self.process_metrics(&mut reg, &all);
@@ -273,7 +295,7 @@ impl Metrics {
             "batch_tokens",
             "Tokens of closed steps whose batch llama_decode gave, by kind (prompt, decode)",
         );
-        let comm_label = self.comm_label;
+        let comm_label = self.count.comm_label;
         for ((comm, role, model), c) in all {
             let base = || {
                 let mut l = Vec::with_capacity(5);
@@ -328,7 +350,7 @@ impl Metrics {
         );
         for ((comm, role, model), c) in all {
             let mut labels = Vec::with_capacity(4);
-            if self.comm_label {
+            if self.count.comm_label {
                 labels.push(("comm".to_owned(), comm.clone()));
             }
             labels.push(("role".to_owned(), role.clone()));
@@ -363,7 +385,7 @@ impl Metrics {
             g.set(i64::try_from(v).unwrap_or(i64::MAX));
             reg.register(name, help, g);
         };
-        gauge(reg, "probes_attached", "Runtime functions probed", self.probes_attached);
+        gauge(reg, "probes_attached", "Runtime functions probed", self.count.probes_attached);
         gauge(
             reg,
             "metrics_comm_values_max",
@@ -371,13 +393,13 @@ impl Metrics {
             MAX_COMMS as u64,
         );
         let folded = Counter::<u64>::default();
-        folded.inc_by(self.comms_folded);
+        folded.inc_by(self.count.comms_folded);
         reg.register(
             "metrics_comm_folded",
             "Processes counted under comm=\"other\": their name came past the distinct names kept",
             folded,
         );
-        gauge(reg, "probes_missing", "Runtime functions that could not be probed", self.probes_missing);
+        gauge(reg, "probes_missing", "Runtime functions that could not be probed", self.count.probes_missing);
         gauge(
             reg,
             "processes_traced",
@@ -388,7 +410,7 @@ impl Metrics {
         records.inc_by(self.records);
         reg.register("trace_records", "Records written to the trace file", records);
         let untimed = Counter::<u64>::default();
-        untimed.inc_by(self.jobs.untimed);
+        untimed.inc_by(self.count.jobs.untimed);
         reg.register(
             "gpu_jobs_untimed",
             "GPU scheduler jobs done but not counted in gpu_jobs: their queue stage was not seen, or past the jobs and rings held",

@@ -4,8 +4,8 @@ use tracer_common::ApiFunc;
 
 use super::*;
 use crate::{
-    trace::event::{Call, Launch, MemcpyKind},
-    trace::{Exit, Job, JobStage, Kernel, Process},
+    trace::event::MemcpyKind,
+    trace::{Exit, JobStage, Kernel},
 };
 
 const MMVQ1: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj";
@@ -81,7 +81,7 @@ fn steps_from_batches_count_prompt_and_decode_tokens() {
     let mut m = Metrics::new(true);
     m.record(&Record::Process(Process { pid: 20, comm: "llama-server".into(), ..Process::default() }));
     let batch = |ts: u64, runs: &[(i32, i32, u32)]| {
-        Record::Batch(crate::trace::event::StepBatch {
+        Record::Batch(StepBatch {
             ts,
             pid: 20,
             tid: 20,
@@ -98,7 +98,7 @@ fn steps_from_batches_count_prompt_and_decode_tokens() {
                 .collect(),
             positions: true,
             seq_ids: true,
-            ..crate::trace::event::StepBatch::default()
+            ..StepBatch::default()
         })
     };
     m.record(&batch(100, &[(0, 0, 11)]));

@@ -17,16 +17,15 @@ use tracer_common::api::Op;
 use super::Phases;
 use crate::{
     read::classify::{Batch, Class, Family, classify},
-    trace::Record,
     trace::event::{Call, Dispatch, GridUnit, Launch},
+    trace::model::{Index, Visitor},
+    trace::{Exit, GraphExec, Kernel, StepBatch, StepCalls},
 };
 
 /// Feeds every process's steps from a trace's records, in trace order.
 #[derive(Default)]
 pub(crate) struct Feeder {
     classes: Classes,
-    /// Synchronizations were not probed (the default; `--lean` earlier): steps end at the copy toward the host.
-    lean: bool,
     procs: BTreeMap<u32, ProcessSteps>,
     /// When set ([`Feeder::listing_executions`]), each kernel execution the last record made, as the steps
     /// counted it (the Parquet export's rows).
@@ -132,19 +131,10 @@ impl Feeder {
         Self { executions: Some(Vec::new()), ..Self::default() }
     }
 
-    /// One record, in trace order.
-    pub(crate) fn record(&mut self, rec: &Record) {
-        match rec {
-            Record::Header(h) => self.lean = h.options.lean,
-            Record::Kernel(k) => self.classes.kernel(k.id, &k.name),
-            Record::Launch(l) => self.launch(l),
-            Record::Call(c) => self.call(c),
-            Record::Dispatch(d) => self.dispatch(d),
-            Record::GraphExec(g) => self.procs.entry(g.pid).or_default().graphs.driver_read(g),
-            Record::Batch(b) => self.procs.entry(b.pid).or_default().phases.batch(b),
-            Record::StepCalls(c) => self.procs.entry(c.pid).or_default().phases.last_step_calls(c.step, &c.calls),
-            _ => {}
-        }
+    /// Kernel classifications held (each dropped when its process exits).
+    #[cfg(test)]
+    pub(crate) fn classes_held(&self) -> usize {
+        self.classes.classes.len()
     }
 
     /// The steps of a process (empty for one with none).
@@ -161,9 +151,25 @@ impl Feeder {
     pub(crate) fn into_processes(self) -> BTreeMap<u32, ProcessSteps> {
         self.procs
     }
+}
 
-    fn launch(&mut self, l: &Launch) {
-        let mut class = self.classes.of(l.kernel).with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems);
+/// The records that make or cut steps, in trace order.
+impl Visitor for Feeder {
+    /// A kernel named again is classified again.
+    fn kernel(&mut self, _: &Index, k: &Kernel) {
+        self.classes.classes.remove(&k.id);
+    }
+
+    /// An exited process's kernels are classified no more (its steps stay, for whoever takes them).
+    fn exit(&mut self, index: &Index, e: &Exit) {
+        for k in index.kernels_of(e.pid) {
+            self.classes.classes.remove(&k.id);
+        }
+    }
+
+    fn launch(&mut self, index: &Index, l: &Launch) {
+        let mut class =
+            self.classes.of(index, l.kernel).with_shape(l.grid, l.block, l.grid_unit == GridUnit::WorkItems);
         let p = self.procs.entry(l.pid).or_default();
         p.phases.api(l.api, traps(l.entry_only));
         let exact = class.ne11_from_params(&l.params);
@@ -185,12 +191,12 @@ impl Feeder {
         }
     }
 
-    fn call(&mut self, c: &Call) {
+    fn call(&mut self, index: &Index, c: &Call) {
         let p = self.procs.entry(c.pid).or_default();
         match p.graphs.call(c) {
             Ran::Replay(bag) => {
                 for (&id, k) in bag {
-                    let mut class = self.classes.of(Some(id));
+                    let mut class = self.classes.of(index, Some(id));
                     if k.batch.is_some() {
                         class.batch = k.batch;
                     }
@@ -205,15 +211,15 @@ impl Feeder {
             Ran::Nothing => {}
         }
         p.phases.api(c.api, traps(c.entry_only));
-        p.phases.call(c.api.op(), c.kind, c.ts, self.lean);
+        p.phases.call(c.api.op(), c.kind, c.ts, index.lean());
     }
 
-    fn dispatch(&mut self, d: &Dispatch) {
+    fn dispatch(&mut self, index: &Index, d: &Dispatch) {
         if d.kernel.is_none() {
             return; // a barrier packet
         }
         let workgroup = d.workgroup.map(u32::from);
-        let mut class = self.classes.of(d.kernel).with_shape(d.grid, workgroup, true);
+        let mut class = self.classes.of(index, d.kernel).with_shape(d.grid, workgroup, true);
         let p = self.procs.entry(d.pid).or_default();
         // A packet's grid counts work-items; ggml's src1 quantization puts ne1 in the x of its grid in
         // blocks, and the MMQ after it on the queue uses it (as for launches, by stream).
@@ -227,29 +233,34 @@ impl Feeder {
         }
         p.phases.dispatch(class, d.ts);
     }
+
+    fn graph_exec(&mut self, _: &Index, g: &GraphExec) {
+        self.procs.entry(g.pid).or_default().graphs.driver_read(g);
+    }
+
+    fn batch(&mut self, _: &Index, b: &StepBatch) {
+        self.procs.entry(b.pid).or_default().phases.batch(b);
+    }
+
+    fn step_calls(&mut self, _: &Index, c: &StepCalls) {
+        self.procs.entry(c.pid).or_default().phases.last_step_calls(c.step, &c.calls);
+    }
 }
 
 /// Kernels' classifications, computed once per kernel id, the first time one is launched or dispatched.
 #[derive(Default)]
 struct Classes {
-    /// Kernel id -> its name, until then.
-    names: HashMap<u32, String>,
     classes: HashMap<u32, Class>,
 }
 
 impl Classes {
-    fn kernel(&mut self, id: u32, name: &str) {
-        self.classes.remove(&id);
-        self.names.insert(id, name.to_owned());
-    }
-
     /// The classification of a kernel id (an unknown one, or none, as an unnamed kernel).
-    fn of(&mut self, id: Option<u32>) -> Class {
+    fn of(&mut self, index: &Index, id: Option<u32>) -> Class {
         let Some(id) = id else { return classify("") };
         if let Some(c) = self.classes.get(&id) {
             return c.clone();
         }
-        let class = classify(self.names.remove(&id).as_deref().unwrap_or(""));
+        let class = classify(index.kernel(id).map_or("", |k| k.name.as_str()));
         self.classes.insert(id, class.clone());
         class
     }
@@ -419,7 +430,7 @@ impl Graphs {
 
     /// A graph executable read from the driver: one made before the attach runs the kernels read from
     /// then on (unless made again from a graph); one read to check the layout is counted.
-    fn driver_read(&mut self, g: &crate::trace::GraphExec) {
+    fn driver_read(&mut self, g: &GraphExec) {
         use crate::trace::ExecOutcome;
         let d = &mut self.driver;
         if g.driver.is_some() {

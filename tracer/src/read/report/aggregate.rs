@@ -14,8 +14,10 @@ use super::{
     MemoryReport, ProcessReport, Report, Shape, crosscheck,
 };
 use crate::{
+    read::phase::Feeder,
     trace::event::{ApiFunc, GridUnit, MemcpyKind},
-    trace::{self, Call, Config, Dispatch, Footer, Ioctl, Job, Launch, Record, StepBatch},
+    trace::model::{Index, Visitor},
+    trace::{self, Call, Config, Dispatch, Footer, Ioctl, Job, Launch, StepBatch},
 };
 
 #[derive(Default)]
@@ -52,12 +54,12 @@ type ShapeKey = ([u32; 3], [u32; 3], GridUnit, u64);
 
 impl ProcAcc {
     /// A launch at the API: its kernel row, shape and outcome.
-    fn launch(&mut self, l: &Launch, kernel_names: &HashMap<u32, trace::Kernel>) {
+    fn launch(&mut self, l: &Launch, index: &Index) {
         self.libs.insert(l.lib);
         *self.lib_calls.entry(l.lib).or_default() += 1;
         api_stat(&mut self.api, l.api, (!l.entry_only).then_some((i64::from(l.ret), l.dur)));
         let id = l.kernel.unwrap_or(0);
-        let k = self.kernels.entry(id).or_insert_with(|| kernel_acc(id, kernel_names, l.handle));
+        let k = self.kernels.entry(id).or_insert_with(|| kernel_acc(id, index, l.handle));
         k.report.launches += 1;
         if l.ret != 0 {
             k.report.failed += 1;
@@ -94,10 +96,10 @@ impl ProcAcc {
 
     /// The kernels of a graph executable read from the driver: in the kernel table even when only its
     /// replays ran them.
-    fn graph_exec(&mut self, g: &trace::GraphExec, kernel_names: &HashMap<u32, trace::Kernel>) {
+    fn graph_exec(&mut self, g: &trace::GraphExec, index: &Index) {
         if !g.check {
             for &id in &g.kernels {
-                self.kernels.entry(id).or_insert_with(|| kernel_acc(id, kernel_names, 0));
+                self.kernels.entry(id).or_insert_with(|| kernel_acc(id, index, 0));
             }
         }
     }
@@ -281,99 +283,117 @@ impl Ledger<'_> {
 pub(crate) struct ReportBuilder {
     report: Report,
     procs: BTreeMap<u32, ProcAcc>,
-    kernel_names: HashMap<u32, trace::Kernel>,
-    start: u64,
-    last_ts: u64,
-    /// Each process's inference steps, fed the way the export feeds them.
-    steps: crate::read::phase::Feeder,
 }
 
-impl ReportBuilder {
-    pub(crate) fn add(&mut self, rec: Record) {
-        self.steps.record(&rec);
-        let report = &mut self.report;
-        let procs = &mut self.procs;
-        let kernel_names = &mut self.kernel_names;
-        // The recording's last moment seen: its footer's end, else its last timed activity.
-        let ts = match &rec {
-            Record::Launch(Launch { ts, .. })
-            | Record::Config(Config { ts, .. })
-            | Record::Call(Call { ts, .. })
-            | Record::Dispatch(Dispatch { ts, .. })
-            | Record::Ioctl(Ioctl { ts, .. })
-            | Record::Job(Job { ts, .. })
-            | Record::Batch(StepBatch { ts, .. })
-            | Record::Footer(Footer { end_mono_ns: ts, .. }) => *ts,
-            _ => 0,
-        };
-        self.last_ts = self.last_ts.max(ts);
-        match rec {
-            Record::Header(h) => {
-                self.start = h.start_mono_ns;
-                header(&mut report.trace, h);
-            }
-            Record::Library(l) => report.libraries.push(l),
-            Record::Probe(p) => {
-                if p.error.is_some() {
-                    report.probes_missing.push(p);
-                }
-            }
-            Record::Process(p) => {
-                let acc = procs.entry(p.pid).or_default();
-                acc.info = p;
-            }
-            Record::Kernel(k) => {
-                procs.entry(k.pid).or_default();
-                kernel_names.insert(k.id, k);
-            }
-            Record::Launch(l) => {
-                // A launch that could have been probed at its return too (HIP's), read at entry only.
-                if l.entry_only && l.api.entry_only_by_default() {
-                    report.trace.launch_results_unread += 1;
-                }
-                procs.entry(l.pid).or_default().launch(&l, kernel_names);
-            }
-            Record::Config(c) => procs.entry(c.pid).or_default().config(&c),
-            Record::Call(c) => procs.entry(c.pid).or_default().call(&c),
-            Record::Exit(e) => {
-                let acc = procs.entry(e.pid).or_default();
-                acc.exit = Some(e);
-            }
-            Record::Tally(t) => procs.entry(t.pid).or_default().tally(&t),
-            Record::EntryLibrary(l) => report.counted_libraries.push(l),
-            Record::EntryCalls(c) => {
-                let acc = procs.entry(c.pid).or_default();
-                *acc.entry_calls.entry(c.lib).or_default().entry(c.function).or_default() += c.calls;
-            }
-            Record::LaunchSites(l) => {
-                let site = procs.entry(l.pid).or_default().sites.entry(l.path).or_default();
-                site.0 += l.launches;
-                site.1 += l.failed;
-            }
-            Record::Mapping(m) => procs.entry(m.pid).or_default().mapped.push(m),
-            // The step feeder took the executable's kernels.
-            Record::GraphExec(g) => procs.entry(g.pid).or_default().graph_exec(&g, kernel_names),
-            Record::CodeDir(d) => procs.entry(d.pid).or_default().code.dir(d),
-            Record::Queue(q) => procs.entry(q.pid).or_default().queues.push(q),
-            Record::Dispatch(d) => procs.entry(d.pid).or_default().dispatch(&d),
-            Record::Ioctl(i) => procs.entry(i.pid).or_default().ioctl(&i),
-            Record::Job(j) => procs.entry(j.pid).or_default().jobs.add(&j),
-            Record::Batch(b) => procs.entry(b.pid).or_default().batch(&b),
-            // The step feeder counts them per phase.
-            Record::StepCalls(_) => {}
-            Record::Footer(f) => {
-                report.trace.stop = Some(f.stop);
-                report.drops_total = f.total_drops();
-                report.drops = f.drops.iter().map(|(k, v)| (k.clone(), v.iter().sum())).collect();
-                (report.counters, report.programs) = (f.counters, f.programs);
-            }
+impl Visitor for ReportBuilder {
+    fn header(&mut self, _: &Index, h: &trace::Header) {
+        header(&mut self.report.trace, h);
+    }
+
+    fn library(&mut self, _: &Index, l: &trace::Library) {
+        self.report.libraries.push(l.clone());
+    }
+
+    fn probe(&mut self, _: &Index, p: &trace::Probe) {
+        if p.error.is_some() {
+            self.report.probes_missing.push(p.clone());
         }
     }
 
-    pub(crate) fn finish(self) -> Report {
+    fn process(&mut self, _: &Index, p: &trace::Process) {
+        self.procs.entry(p.pid).or_default().info = p.clone();
+    }
+
+    fn kernel(&mut self, _: &Index, k: &trace::Kernel) {
+        self.procs.entry(k.pid).or_default();
+    }
+
+    fn launch(&mut self, index: &Index, l: &Launch) {
+        // A launch that could have been probed at its return too (HIP's), read at entry only.
+        if l.entry_only && l.api.entry_only_by_default() {
+            self.report.trace.launch_results_unread += 1;
+        }
+        self.procs.entry(l.pid).or_default().launch(l, index);
+    }
+
+    fn config(&mut self, _: &Index, c: &Config) {
+        self.procs.entry(c.pid).or_default().config(c);
+    }
+
+    fn call(&mut self, _: &Index, c: &Call) {
+        self.procs.entry(c.pid).or_default().call(c);
+    }
+
+    fn exit(&mut self, _: &Index, e: &trace::Exit) {
+        self.procs.entry(e.pid).or_default().exit = Some(e.clone());
+    }
+
+    fn tally(&mut self, _: &Index, t: &trace::Tally) {
+        self.procs.entry(t.pid).or_default().tally(t);
+    }
+
+    fn entry_library(&mut self, _: &Index, l: &trace::EntryLibrary) {
+        self.report.counted_libraries.push(l.clone());
+    }
+
+    fn entry_calls(&mut self, _: &Index, c: &trace::EntryCalls) {
+        let acc = self.procs.entry(c.pid).or_default();
+        *acc.entry_calls.entry(c.lib).or_default().entry(c.function.clone()).or_default() += c.calls;
+    }
+
+    fn launch_sites(&mut self, _: &Index, l: &trace::LaunchSites) {
+        let site = self.procs.entry(l.pid).or_default().sites.entry(l.path.clone()).or_default();
+        site.0 += l.launches;
+        site.1 += l.failed;
+    }
+
+    fn mapping(&mut self, _: &Index, m: &trace::Mapping) {
+        self.procs.entry(m.pid).or_default().mapped.push(m.clone());
+    }
+
+    /// The step feeder took the executable's kernels for its replays; here they join the kernel table.
+    fn graph_exec(&mut self, index: &Index, g: &trace::GraphExec) {
+        self.procs.entry(g.pid).or_default().graph_exec(g, index);
+    }
+
+    fn code_dir(&mut self, _: &Index, d: &trace::CodeDir) {
+        self.procs.entry(d.pid).or_default().code.dir(d.clone());
+    }
+
+    fn queue(&mut self, _: &Index, q: &trace::Queue) {
+        self.procs.entry(q.pid).or_default().queues.push(q.clone());
+    }
+
+    fn dispatch(&mut self, _: &Index, d: &Dispatch) {
+        self.procs.entry(d.pid).or_default().dispatch(d);
+    }
+
+    fn ioctl(&mut self, _: &Index, i: &Ioctl) {
+        self.procs.entry(i.pid).or_default().ioctl(i);
+    }
+
+    fn job(&mut self, _: &Index, j: &Job) {
+        self.procs.entry(j.pid).or_default().jobs.add(j);
+    }
+
+    fn batch(&mut self, _: &Index, b: &StepBatch) {
+        self.procs.entry(b.pid).or_default().batch(b);
+    }
+
+    fn footer(&mut self, _: &Index, f: &Footer) {
+        let report = &mut self.report;
+        report.trace.stop = Some(f.stop);
+        report.drops_total = f.total_drops();
+        report.drops = f.drops.iter().map(|(k, v)| (k.clone(), v.iter().sum())).collect();
+        (report.counters, report.programs) = (f.counters.clone(), f.programs.clone());
+    }
+}
+
+impl ReportBuilder {
+    /// The report, with each process's steps as `feeder` counted them from the same records.
+    pub(crate) fn finish(self, mut feeder: Feeder, index: &Index) -> Report {
         let mut report = self.report;
-        let mut feeder = self.steps;
-        report.trace.duration_s = self.last_ts.saturating_sub(self.start) as f64 / 1e9;
+        report.trace.duration_s = index.last_ts().saturating_sub(index.start()) as f64 / 1e9;
         for (pid, acc) in self.procs {
             let mut steps = feeder.take(pid);
             let mmq_widths = steps.mmq_widths();
@@ -384,7 +404,7 @@ impl ReportBuilder {
             let seen_maps = seen_maps(acc.mapped, &acc.libs, &report.libraries, pid);
             let mapped = Ledger {
                 report: &report,
-                start: self.start,
+                start: index.start(),
                 kernels: &kernels,
                 tallied: &tallied,
                 called: &acc.libs,
@@ -396,11 +416,11 @@ impl ReportBuilder {
             let incomplete = mapped.iter().any(|m| m.unseen_before_s.is_some() || m.runtime_not_probed);
             let unobserved = super::unobserved(&mapped);
             let (mut dispatches, crosscheck) =
-                crosscheck::queue_view(&self.kernel_names, acc.dispatches, &acc.launch_outcomes, steps.graphs.replays);
+                crosscheck::queue_view(index, acc.dispatches, &acc.launch_outcomes, steps.graphs.replays);
             for d in &mut dispatches {
                 d.ne11 = d.kernel.and_then(|id| steps.columns(true).get(&id)).cloned().unwrap_or_default();
             }
-            let code_dirs = acc.code.finish(pid, &self.kernel_names, &kernels, &dispatches);
+            let code_dirs = acc.code.finish(&index.kernels_of(pid).collect::<Vec<_>>(), &kernels, &dispatches);
             let mut ioctls: Vec<IoctlReport> = acc.ioctls.into_values().collect();
             ioctls.sort_by(|a, b| b.calls.cmp(&a.calls).then_with(|| a.name.cmp(&b.name)));
             let gpu_jobs = acc.jobs.finish(&spans);
@@ -522,10 +542,11 @@ fn seen_maps(
 }
 
 /// What the header says that the report shows.
-fn header(t: &mut super::TraceInfo, h: trace::Header) {
+fn header(t: &mut super::TraceInfo, h: &trace::Header) {
     t.lean = h.options.lean;
     t.gpu_jobs = super::jobs::Coverage::of(&h.options);
-    (t.schema, t.tracer_version, t.host, t.kernel_release) = (h.schema, h.tracer_version, h.host, h.kernel_release);
+    (t.schema, t.tracer_version) = (h.schema, h.tracer_version.clone());
+    (t.host, t.kernel_release) = (h.host.clone(), h.kernel_release.clone());
 }
 
 /// Counts one call; `timed` is its result and duration, None for a call recorded at entry only.
@@ -560,10 +581,10 @@ fn api_stat(api: &mut BTreeMap<ApiFunc, ApiReport>, func: ApiFunc, timed: Option
 
 /// A kernel's entry in a process's table, named from its kernel record (unnamed, with the handle
 /// launched, when there is none).
-fn kernel_acc(id: u32, kernel_names: &HashMap<u32, trace::Kernel>, handle: u64) -> KernelAcc {
+fn kernel_acc(id: u32, index: &Index, handle: u64) -> KernelAcc {
     let mut k = KernelAcc::default();
     k.report.id = id;
-    if let Some(n) = kernel_names.get(&id) {
+    if let Some(n) = index.kernel(id) {
         k.report.name.clone_from(&n.name);
         k.report.demangled.clone_from(&n.demangled);
         k.report.source = n.source;

@@ -2,7 +2,7 @@
 //! Tensile `library/`), the files present there when it was listed, those loaded (every load with its
 //! result), the kernels looked up in each and whether they ran.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::{CodeDirReport, CodeFileReport, DispatchReport, KernelReport};
 use crate::trace;
@@ -58,8 +58,7 @@ impl CodeAcc {
     /// how often they ran.
     pub(super) fn finish(
         self,
-        pid: u32,
-        kernel_names: &HashMap<u32, trace::Kernel>,
+        named: &[&trace::Kernel],
         kernels: &[KernelReport],
         dispatches: &[DispatchReport],
     ) -> Vec<CodeDirReport> {
@@ -79,9 +78,10 @@ impl CodeAcc {
             })
             .collect();
         for (path, mut f) in self.files {
-            let mut held: Vec<&trace::Kernel> = kernel_names
-                .values()
-                .filter(|k| k.pid == pid && !k.name.is_empty() && k.code_file.as_deref() == Some(path.as_str()))
+            let mut held: Vec<&trace::Kernel> = named
+                .iter()
+                .copied()
+                .filter(|k| !k.name.is_empty() && k.code_file.as_deref() == Some(path.as_str()))
                 .collect();
             held.sort_by_key(|k| k.id);
             for k in held {
@@ -155,7 +155,7 @@ mod tests {
             code_file: Some("/opt/lib/library/a.co".into()),
             ..Default::default()
         };
-        let names = HashMap::from([(3, kernel)]);
+        let named = [&kernel];
         let rows = vec![KernelReport {
             id: 3,
             name: "Cijk_Ailk".into(),
@@ -164,7 +164,7 @@ mod tests {
             executions: 2,
             ..Default::default()
         }];
-        let dirs = acc.finish(7, &names, &rows, &[]);
+        let dirs = acc.finish(&named, &rows, &[]);
         assert_eq!(dirs.len(), 2);
         let d = &dirs[0];
         assert_eq!(

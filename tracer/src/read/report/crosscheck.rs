@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::{CrossRow, DispatchReport, DispatchShape, KernelClass};
-use crate::trace;
+use crate::trace::{self, model::Index};
 
 /// (workgroup, grid, group segment) -> count.
 type DispatchShapes = HashMap<([u16; 3], [u32; 3], u32), u64>;
@@ -12,13 +12,13 @@ pub(super) type DispatchAcc = BTreeMap<u64, (Option<u32>, u64, u64, DispatchShap
 
 /// The queue's view of one process, and its join with the API's launches by kernel name.
 pub(super) fn queue_view(
-    names: &HashMap<u32, trace::Kernel>,
+    index: &Index,
     dispatches: DispatchAcc,
     launches: &BTreeMap<u32, (u64, u64, u64)>,
     graph_launches: u64,
 ) -> (Vec<DispatchReport>, Vec<CrossRow>) {
     let mut rows: BTreeMap<String, CrossRow> = BTreeMap::new();
-    let name_of = |id: u32| names.get(&id).filter(|k| !k.name.is_empty());
+    let name_of = |id: u32| index.kernel(id).filter(|k| !k.name.is_empty());
     for (&id, &(n, failed, captured)) in launches {
         let Some(k) = name_of(id) else { continue };
         let r = rows.entry(k.name.clone()).or_insert_with(|| CrossRow {
@@ -46,7 +46,7 @@ pub(super) fn queue_view(
             .collect();
         shapes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
         // The queue names a kernel object; the process's registration of the same name knows its bundle.
-        let code = k.and_then(|k| names.values().find(|r| r.pid == k.pid && r.name == k.name && !r.bundles.is_empty()));
+        let code = k.and_then(|k| index.kernels_of(k.pid).find(|r| r.name == k.name && !r.bundles.is_empty()));
         reports.push(DispatchReport {
             code_file: code.and_then(|c| c.code_file.clone()),
             bundles: code.map(|c| c.bundles.clone()).unwrap_or_default(),
@@ -54,7 +54,7 @@ pub(super) fn queue_view(
             class: KernelClass::of(k.map_or("", |k| k.name.as_str())),
             name: k.map(|k| k.name.clone()).unwrap_or_default(),
             demangled: k.map(|k| k.demangled.clone()).unwrap_or_default(),
-            source: kernel.and_then(|id| names.get(&id)).map_or(trace::Source::Unnamed, |k| k.source),
+            source: kernel.and_then(|id| index.kernel(id)).map_or(trace::Source::Unnamed, |k| k.source),
             kernel_object: object,
             dispatches: count,
             shapes,

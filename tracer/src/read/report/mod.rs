@@ -23,6 +23,7 @@ use serde::Serialize;
 pub use text::TextOptions;
 
 use crate::{
+    read::phase::Feeder,
     trace::event::{ApiFunc, GridUnit},
     trace::{self, Record},
 };
@@ -491,9 +492,9 @@ pub(crate) struct MemcpyReport {
 impl Report {
     /// Reads a trace, or the parts of a rotated recording as one, and summarizes it, streaming.
     pub fn from_input(input: &trace::Input) -> Result<Self> {
-        let mut b = ReportBuilder::default();
-        let status = input.for_each_record(|r| b.add(r))?;
-        let mut r = b.finish();
+        let mut pair = (Feeder::default(), ReportBuilder::default());
+        let (index, status) = trace::model::read(input, &mut pair)?;
+        let mut r = pair.1.finish(pair.0, &index);
         r.trace.path = input.display();
         r.trace.warning = status.warning();
         r.trace.notes.clone_from(&status.notes);
@@ -504,11 +505,12 @@ impl Report {
     }
 
     pub fn build(records: Vec<Record>) -> Self {
-        let mut b = ReportBuilder::default();
+        let mut pair = (Feeder::default(), ReportBuilder::default());
+        let mut index = trace::model::Index::default();
         for r in records {
-            b.add(r);
+            index.feed(&r, &mut pair);
         }
-        b.finish()
+        pair.1.finish(pair.0, &index)
     }
 }
 

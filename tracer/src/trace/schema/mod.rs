@@ -19,15 +19,52 @@ pub const FORMAT: &str = "tracer-trace";
 /// Version of the record schema this build writes and reads.
 pub const SCHEMA: u32 = 1;
 
-/// Declares [`Record`] once: each variant, the type it holds, and the `type` its lines carry.
+/// The record kinds, declared once: each variant, the type it holds, the `type` its lines carry and the
+/// name of its method in the read model's `Visitor`. Hands the table to the macro `$then`, which
+/// generates what every kind needs: here [`Record`] and its tag table, in `model` the visitor.
+macro_rules! trace_records {
+    ($then:ident) => {
+        $then! {
+            Header(Header) = "header" => header,
+            Library(Library) = "library" => library,
+            Probe(Probe) = "probe" => probe,
+            Process(Process) = "process" => process,
+            Kernel(Kernel) = "kernel" => kernel,
+            Launch(Launch) = "launch" => launch,
+            Config(Config) = "config" => config,
+            Call(Call) = "call" => call,
+            Ioctl(Ioctl) = "ioctl" => ioctl,
+            Mapping(Mapping) = "mapping" => mapping,
+            Queue(Queue) = "queue" => queue,
+            Dispatch(Dispatch) = "dispatch" => dispatch,
+            Exit(Exit) = "exit" => exit,
+            Tally(Tally) = "tally" => tally,
+            EntryLibrary(EntryLibrary) = "entry_library" => entry_library,
+            EntryCalls(EntryCalls) = "entry_calls" => entry_calls,
+            LaunchSites(LaunchSites) = "launch_sites" => launch_sites,
+            GraphExec(GraphExec) = "graph_exec" => graph_exec,
+            Batch(StepBatch) = "batch" => batch,
+            Job(Job) = "job" => job,
+            StepCalls(StepCalls) = "step_calls" => step_calls,
+            CodeDir(CodeDir) = "code_dir" => code_dir,
+            Footer(Footer) = "footer" => footer,
+        }
+    };
+}
+pub(crate) use trace_records;
+
+/// [`Record`], its `type` tags and its fast parse, from the table of kinds.
 macro_rules! records {
-    ($($variant:ident($ty:ty) = $tag:literal,)*) => {
+    ($($variant:ident($ty:ty) = $tag:literal => $method:ident,)*) => {
         /// One line of a trace file.
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "type")]
         pub enum Record {
             $(#[serde(rename = $tag)] $variant($ty),)*
         }
+
+        /// The `type` of every record kind this build reads.
+        pub(crate) const KNOWN_TYPES: &[&str] = &[$($tag,)*];
 
         impl Record {
             pub const fn type_name(&self) -> &'static str {
@@ -49,31 +86,7 @@ macro_rules! records {
     };
 }
 
-records! {
-    Header(Header) = "header",
-    Library(Library) = "library",
-    Probe(Probe) = "probe",
-    Process(Process) = "process",
-    Kernel(Kernel) = "kernel",
-    Launch(Launch) = "launch",
-    Config(Config) = "config",
-    Call(Call) = "call",
-    Ioctl(Ioctl) = "ioctl",
-    Mapping(Mapping) = "mapping",
-    Queue(Queue) = "queue",
-    Dispatch(Dispatch) = "dispatch",
-    Exit(Exit) = "exit",
-    Tally(Tally) = "tally",
-    EntryLibrary(EntryLibrary) = "entry_library",
-    EntryCalls(EntryCalls) = "entry_calls",
-    LaunchSites(LaunchSites) = "launch_sites",
-    GraphExec(GraphExec) = "graph_exec",
-    Batch(StepBatch) = "batch",
-    Job(Job) = "job",
-    StepCalls(StepCalls) = "step_calls",
-    CodeDir(CodeDir) = "code_dir",
-    Footer(Footer) = "footer",
-}
+trace_records!(records);
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Header {
@@ -541,31 +554,6 @@ impl Footer {
         self.drops.values().flatten().sum()
     }
 }
-
-pub(crate) const KNOWN_TYPES: [&str; 22] = [
-    "header",
-    "library",
-    "probe",
-    "process",
-    "kernel",
-    "launch",
-    "config",
-    "call",
-    "ioctl",
-    "mapping",
-    "queue",
-    "dispatch",
-    "exit",
-    "tally",
-    "entry_library",
-    "entry_calls",
-    "launch_sites",
-    "graph_exec",
-    "batch",
-    "step_calls",
-    "code_dir",
-    "footer",
-];
 
 /// Calls into GPU libraries' entry points a process made during its last step.
 ///

@@ -1,0 +1,277 @@
+//! The read model every reader of a trace shares: an [`Index`] of what the records name (kernels,
+//! processes, the recording's clock), kept as they arrive, and one [`Visitor`] method per record kind.
+//!
+//! The report, the exports and the live metrics are visitors: each implements the methods of the kinds it
+//! treats, looks names up in the index, and keeps only what it derives. The visitor is generated from the
+//! one table of record kinds (`schema::trace_records`): a new kind is a new method with a default that
+//! ignores it.
+
+use std::{
+    borrow::Cow,
+    collections::{BTreeMap, HashMap},
+};
+
+use anyhow::Result;
+
+use super::{
+    Input, ReadStatus,
+    schema::{
+        Call, CodeDir, Config, Dispatch, EntryCalls, EntryLibrary, Exit, Footer, GraphExec, Header, Ioctl, Job, Kernel,
+        Launch, LaunchSites, Library, Mapping, Probe, Process, Queue, Record, StepBatch, StepCalls, Tally,
+        trace_records,
+    },
+};
+
+/// What the records read so far name, for every visitor to look up.
+#[derive(Debug, Default)]
+pub struct Index {
+    /// Every kernel named, by id (the ids are the recording's own, unique across processes).
+    kernels: HashMap<u32, Kernel>,
+    /// Each process's kernel ids, in the order they were named.
+    kernels_of: HashMap<u32, Vec<u32>>,
+    /// Each process's latest process record.
+    processes: BTreeMap<u32, Process>,
+    /// The header's `start_mono_ns`: the recording's start on the clock of every `ts`.
+    start: u64,
+    /// The recording's last moment seen: the footer's end, else the latest timed activity.
+    last_ts: u64,
+    /// The recording did not probe synchronizations (`--lean`).
+    lean: bool,
+    /// A process and its kernels are dropped once its exit was visited (the live metrics, whose recording
+    /// has no end); a file's reader keeps them for the summary at its end.
+    forget_exited: bool,
+}
+
+impl Index {
+    /// An index that drops a process and its kernels after its exit: memory stays flat over a recording
+    /// of any length.
+    pub fn forgetting_exited() -> Self {
+        Self { forget_exited: true, ..Self::default() }
+    }
+
+    /// The kernel named `id`.
+    pub fn kernel(&self, id: u32) -> Option<&Kernel> {
+        self.kernels.get(&id)
+    }
+
+    /// The name a kernel is shown by: demangled where it could be, else as the runtime saw it; "" for an id
+    /// with no name, or none.
+    pub fn kernel_name(&self, id: Option<u32>) -> &str {
+        match id.and_then(|id| self.kernels.get(&id)) {
+            Some(k) if !k.demangled.is_empty() => &k.demangled,
+            Some(k) => &k.name,
+            None => "",
+        }
+    }
+
+    /// The label a kernel is shown by where a name is needed: [`Index::kernel_name`], else `unnamed` and
+    /// its handle; None for an id with no kernel record, or none.
+    pub fn kernel_label(&self, id: Option<u32>) -> Option<Cow<'_, str>> {
+        let k = self.kernels.get(&id?)?;
+        Some(match self.kernel_name(id) {
+            "" => Cow::Owned(format!("unnamed {:#x}", k.handle)),
+            name => Cow::Borrowed(name),
+        })
+    }
+
+    /// The kernels named in process `pid`, in the order they were named.
+    pub fn kernels_of(&self, pid: u32) -> impl Iterator<Item = &Kernel> {
+        self.kernels_of.get(&pid).into_iter().flatten().filter_map(|id| self.kernels.get(id))
+    }
+
+    /// What the latest process record of `pid` said.
+    pub fn process(&self, pid: u32) -> Option<&Process> {
+        self.processes.get(&pid)
+    }
+
+    /// The recording's start on the monotonic clock of every `ts` (0 before its header).
+    pub const fn start(&self) -> u64 {
+        self.start
+    }
+
+    /// The recording's last moment seen: its footer's end, else its latest timed record.
+    pub const fn last_ts(&self) -> u64 {
+        self.last_ts
+    }
+
+    /// Whether the recording left synchronizations unprobed (`--lean`).
+    pub const fn lean(&self) -> bool {
+        self.lean
+    }
+
+    /// Processes and kernels held (what [`Index::forgetting_exited`] keeps flat).
+    pub fn held(&self) -> (usize, usize) {
+        (self.processes.len(), self.kernels.len())
+    }
+
+    /// Takes in what `r` names, then hands it to `v`; an exit is forgotten after `v` saw it, where the index
+    /// forgets.
+    pub fn feed(&mut self, r: &Record, v: &mut (impl Visitor + ?Sized)) {
+        self.learn(r);
+        dispatch(self, r, v);
+        if let Record::Exit(e) = r
+            && self.forget_exited
+        {
+            self.processes.remove(&e.pid);
+            for id in self.kernels_of.remove(&e.pid).unwrap_or_default() {
+                self.kernels.remove(&id);
+            }
+        }
+    }
+
+    fn learn(&mut self, r: &Record) {
+        let ts = match r {
+            Record::Header(h) => {
+                (self.start, self.lean) = (h.start_mono_ns, h.options.lean);
+                0
+            }
+            Record::Process(p) => {
+                self.processes.insert(p.pid, p.clone());
+                p.ts
+            }
+            Record::Kernel(k) => {
+                if self.kernels.insert(k.id, k.clone()).is_none() {
+                    self.kernels_of.entry(k.pid).or_default().push(k.id);
+                }
+                0
+            }
+            Record::Launch(Launch { ts, .. })
+            | Record::Config(Config { ts, .. })
+            | Record::Call(Call { ts, .. })
+            | Record::Dispatch(Dispatch { ts, .. })
+            | Record::Ioctl(Ioctl { ts, .. })
+            | Record::Job(Job { ts, .. })
+            | Record::Batch(StepBatch { ts, .. })
+            | Record::Footer(Footer { end_mono_ns: ts, .. }) => *ts,
+            _ => 0,
+        };
+        self.last_ts = self.last_ts.max(ts);
+    }
+}
+
+/// Reads the recording at `input` through `v`, in order; returns the index as the last record left it, and
+/// how the input ended.
+pub fn read(input: &Input, v: &mut (impl Visitor + ?Sized)) -> Result<(Index, ReadStatus)> {
+    let mut index = Index::default();
+    let status = input.for_each_record(|r| index.feed(&r, v))?;
+    Ok((index, status))
+}
+
+/// [`Visitor`], its dispatch and its pairing, from the table of kinds.
+macro_rules! visitor {
+    ($($variant:ident($ty:ty) = $tag:literal => $method:ident,)*) => {
+        /// What a reader of a trace does with each record kind, in trace order: one method per kind, each
+        /// ignoring its record unless implemented. `index` has taken the record in already.
+        pub trait Visitor {
+            $(
+                #[doc = concat!("A `", $tag, "` record.")]
+                fn $method(&mut self, _index: &Index, _record: &$ty) {}
+            )*
+        }
+
+        /// Two visitors, each record handed to the first, then the second.
+        impl<A: Visitor, B: Visitor> Visitor for (A, B) {
+            $(
+                fn $method(&mut self, index: &Index, record: &$ty) {
+                    self.0.$method(index, record);
+                    self.1.$method(index, record);
+                }
+            )*
+        }
+
+        /// A visitor lent.
+        impl<V: Visitor + ?Sized> Visitor for &mut V {
+            $(
+                fn $method(&mut self, index: &Index, record: &$ty) {
+                    (**self).$method(index, record);
+                }
+            )*
+        }
+
+        /// Hands `r` to its method of `v`.
+        fn dispatch(index: &Index, r: &Record, v: &mut (impl Visitor + ?Sized)) {
+            match r {
+                $(Record::$variant(record) => v.$method(index, record),)*
+            }
+        }
+    };
+}
+
+trace_records!(visitor);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts what it is handed, and what the index said then.
+    #[derive(Default)]
+    struct Seen {
+        launches: Vec<(Option<u32>, String)>,
+        exits: Vec<(u32, bool)>,
+    }
+
+    impl Visitor for Seen {
+        fn launch(&mut self, index: &Index, l: &Launch) {
+            self.launches.push((l.kernel, index.kernel_name(l.kernel).to_owned()));
+        }
+
+        fn exit(&mut self, index: &Index, e: &Exit) {
+            self.exits.push((e.pid, index.process(e.pid).is_some()));
+        }
+    }
+
+    fn kernel(id: u32, pid: u32, name: &str, demangled: &str) -> Record {
+        Record::Kernel(Kernel { id, pid, name: name.into(), demangled: demangled.into(), ..Kernel::default() })
+    }
+
+    fn records() -> Vec<Record> {
+        vec![
+            Record::Process(Process { pid: 7, comm: "runner".into(), ts: 3, ..Process::default() }),
+            kernel(1, 7, "_Z3addv", "add()"),
+            kernel(2, 7, "plain", ""),
+            Record::Launch(Launch::for_test(7, Some(1), 10)),
+            Record::Launch(Launch::for_test(7, Some(2), 20)),
+            Record::Launch(Launch::for_test(7, Some(9), 30)),
+            Record::Exit(Exit { pid: 7, ts: 40, ..Exit::default() }),
+        ]
+    }
+
+    #[test]
+    fn visitors_see_the_names_the_index_took_in_before_them() {
+        for mut index in [Index::default(), Index::forgetting_exited()] {
+            let mut seen = Seen::default();
+            for r in records() {
+                index.feed(&r, &mut seen);
+            }
+            let want = [(Some(1), "add()"), (Some(2), "plain"), (Some(9), "")];
+            assert_eq!(seen.launches, want.map(|(id, n)| (id, n.to_owned())));
+            // The exit is seen while its process is still known, whatever the index forgets after.
+            assert_eq!(seen.exits, [(7, true)]);
+            assert_eq!(index.last_ts(), 30);
+        }
+    }
+
+    #[test]
+    fn a_forgetting_index_drops_an_exited_process_and_its_kernels_and_a_keeping_one_does_not() {
+        let (mut keep, mut forget) = (Index::default(), Index::forgetting_exited());
+        for r in records() {
+            keep.feed(&r, &mut Seen::default());
+            forget.feed(&r, &mut Seen::default());
+        }
+        assert_eq!(keep.held(), (1, 2));
+        assert_eq!(keep.kernels_of(7).map(|k| k.id).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(forget.held(), (0, 0));
+        assert_eq!(forget.kernels_of(7).count(), 0);
+    }
+
+    #[test]
+    fn a_pair_of_visitors_sees_each_record_in_turn() {
+        let mut pair = (Seen::default(), Seen::default());
+        let mut index = Index::default();
+        for r in records() {
+            index.feed(&r, &mut pair);
+        }
+        assert_eq!(pair.0.launches.len(), 3);
+        assert_eq!(pair.0.launches, pair.1.launches);
+    }
+}
