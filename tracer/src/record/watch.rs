@@ -255,10 +255,11 @@ impl LibraryWatch {
         pid: u32,
         ts: u64,
         mode: ProbeMode,
+        listing: Option<Vec<MapsEntry>>,
         held: impl FnOnce() -> crate::record::names::HeldMappings,
     ) -> Vec<Record> {
         let mut out = Vec::new();
-        let (entries, held_files) = if let Some(entries) = LIVE.maps(pid).filter(|e| !e.is_empty()) {
+        let (entries, held_files) = if let Some(entries) = listing.filter(|e| !e.is_empty()) {
             (entries, None)
         } else {
             // Ended (or a zombie): counted once per process in the footer, as listed from naming's look

@@ -173,6 +173,12 @@ impl Attributor {
         names.of(pid, &mut p.names).snapshot();
     }
 
+    /// [`Attributor::snapshot`] from a listing of the process's maps read just now (None: unreadable).
+    pub(crate) fn snapshot_from(&mut self, pid: u32, listing: Option<Vec<crate::os::proc::MapsEntry>>) {
+        let (p, names) = self.process(pid);
+        names.of(pid, &mut p.names).snapshot_from(listing);
+    }
+
     /// The file mappings naming holds of a process (see [`crate::record::names::Of::held_mappings`]); none for
     /// a process it no longer knows. (The library watch looks at a new process before any later record
     /// of it, its exit included, is attributed: the session applies the effects of each record before the next.)
@@ -182,8 +188,14 @@ impl Attributor {
     }
 
     /// Records for a process being traced from now on (before any of its events).
-    pub(crate) fn start_process(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
-        self.snapshot(pid);
+    pub(crate) fn start_process(
+        &mut self,
+        pid: u32,
+        ts: u64,
+        listing: Option<Vec<crate::os::proc::MapsEntry>>,
+        out: &mut Vec<Record>,
+    ) {
+        self.snapshot_from(pid, listing);
         if let Some(p) = self.processes.observe(pid, Cause::Start, ts, 0, "") {
             out.push(Record::Process(p));
         }
@@ -213,16 +225,8 @@ impl Attributor {
     pub fn event(&mut self, ev: Event, out: &mut Vec<Record>) {
         match ev {
             Event::Launch(l) => self.launch(l, out),
-            Event::Config(c) => {
-                self.see(c.pid, c.ts, out);
-                out.push(Record::Config(c));
-            }
             Event::Call(c) => self.call(c, out),
             Event::Name(n) => self.name(n, out),
-            Event::Queue(q) => {
-                self.see(q.pid, q.ts, out);
-                out.push(Record::Queue(q));
-            }
             Event::Dispatch(d) => self.dispatch(d, out),
             Event::Ioctl(mut i) => {
                 self.see(i.pid, i.ts, out);
@@ -249,13 +253,9 @@ impl Attributor {
                 }
                 self.effects.opened.push(o);
             }
-            Event::Job(j) => {
-                self.see(j.pid, j.ts, out);
-                out.push(Record::Job(j));
-            }
-            Event::Batch(b) => {
-                self.see(b.pid, b.ts, out);
-                out.push(Record::Batch(b));
+            Event::Plain { pid, ts, record } => {
+                self.see(pid, ts, out);
+                out.push(record);
             }
             Event::Code(code) => self.code(code, out),
             Event::Params(params) => {

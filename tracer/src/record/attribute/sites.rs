@@ -11,9 +11,19 @@ use crate::{
     trace::{self, Record},
 };
 
-/// One process's launches by return address, with the file holding that address: (file, launches, failed).
+/// One process's launches by return address.
 #[derive(Default)]
-pub(super) struct Sites(crate::FastMap<u64, (Option<String>, u64, u64)>);
+pub(super) struct Sites(crate::FastMap<u64, Site>);
+
+/// The launches made from one return address.
+struct Site {
+    /// The file holding the address (None: not found).
+    file: Option<String>,
+    /// That file is the CUDA runtime: the driver launches it makes are counted as the runtime's.
+    cuda_runtime: bool,
+    launches: u64,
+    failed: u64,
+}
 
 impl Sites {
     /// Counts a launch by its return address (0: not read). A CUDA driver launch made by libcudart is not
@@ -22,30 +32,33 @@ impl Sites {
         if l.caller == 0 {
             return;
         }
-        let site =
-            self.0.entry(l.caller).or_insert_with(|| (names.file_of(l.caller, l.ts).map(|(file, _)| file), 0, 0));
-        let by_runtime = site.0.as_deref().is_some_and(|f| trace::runtimes::runtime_of(f) == Library::CudaRuntime);
-        if !(l.api.library() == Library::Cuda && by_runtime) {
-            site.1 += 1;
+        // The file is looked up, and named a runtime or not, once per address.
+        let site = self.0.entry(l.caller).or_insert_with(|| {
+            let file = names.file_of(l.caller, l.ts).map(|(file, _)| file);
+            let cuda_runtime = file.as_deref().is_some_and(|f| trace::runtimes::runtime_of(f) == Library::CudaRuntime);
+            Site { file, cuda_runtime, launches: 0, failed: 0 }
+        });
+        if !(l.api.library() == Library::Cuda && site.cuda_runtime) {
+            site.launches += 1;
             // A one-trap launch has no return value: it is counted as made, never as failed.
             if !l.entry_only && l.ret != 0 {
-                site.2 += 1;
+                site.failed += 1;
             }
         }
     }
 
     /// The file holding a return address counted before.
     pub(super) fn file(&self, caller: u64) -> Option<String> {
-        self.0.get(&caller)?.0.clone()
+        self.0.get(&caller)?.file.clone()
     }
 
     /// The process's launches by the file that made them.
     pub(super) fn records(&self, pid: u32) -> Vec<Record> {
         let mut by_file: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-        for (file, n, failed) in self.0.values().filter(|(_, n, _)| *n > 0) {
-            let e = by_file.entry(file.as_deref().unwrap_or("")).or_default();
-            e.0 += n;
-            e.1 += failed;
+        for site in self.0.values().filter(|s| s.launches > 0) {
+            let e = by_file.entry(site.file.as_deref().unwrap_or("")).or_default();
+            e.0 += site.launches;
+            e.1 += site.failed;
         }
         by_file
             .into_iter()

@@ -13,6 +13,7 @@ use tracer_common::{
     batch_arrays, code_chunk,
 };
 
+use crate::trace::Record;
 pub(crate) use crate::trace::event::Origin;
 use crate::trace::event::{
     Call, Config, Dispatch, GridUnit, Ioctl, Job, JobStage, Launch, MemcpyKind, Queue, StepBatch,
@@ -20,23 +21,35 @@ use crate::trace::event::{
 
 /// A decoded ring-buffer record.
 ///
-/// Launches, configurations, calls, ioctls, queues and dispatches are the types the trace file stores; names and process events become kernel and process records through
-/// attribution.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Launches, calls, ioctls and dispatches are the types the trace file stores, completed by attribution; the
+/// kinds it passes on as they are come as their trace records ([`Event::Plain`]); names and process events
+/// become kernel and process records through attribution.
+#[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     Launch(Launch),
-    Config(Config),
     Call(Call),
     Name(Name),
     Proc(Proc),
     Ioctl(Ioctl),
-    Queue(Queue),
     Dispatch(Dispatch),
     Params(Params),
     Open(Opened),
-    Batch(StepBatch),
     Code(CodeTail),
-    Job(Job),
+    /// A record as the trace file stores it, which attribution passes on as it is once its process is
+    /// seen (a `<<<>>>` configuration, a queue created, a step's batch, a GPU job): one arm there for
+    /// every such kind.
+    Plain {
+        pid: u32,
+        ts: u64,
+        record: Record,
+    },
+}
+
+impl Event {
+    /// A record attribution passes on as it is, by the process and time of `o`.
+    pub(crate) const fn plain(o: Origin, record: Record) -> Self {
+        Self::Plain { pid: o.pid, ts: o.ts, record }
+    }
 }
 
 /// A chunk of the end of the code a handle was made from (a Vulkan shader module's SPIR-V).
@@ -139,16 +152,20 @@ fn decode_job(r: &JobRecord) -> Result<Event, DecodeError> {
         None => return Err(DecodeError::UnknownJobStage(r.header.func)),
     };
     let ring = c_string(&r.ring);
-    Ok(Event::Job(Job {
-        ts: r.header.ts_ns,
-        pid: r.header.pid(),
-        tid: r.header.tid(),
-        stage,
-        context: r.context,
-        seqno: r.seqno,
-        client: (stage == JobStage::Queue && r.client != 0).then_some(r.client),
-        ring: (!ring.is_empty()).then_some(ring),
-    }))
+    let o = origin(&r.header);
+    Ok(Event::plain(
+        o,
+        Record::Job(Job {
+            ts: o.ts,
+            pid: o.pid,
+            tid: o.tid,
+            stage,
+            context: r.context,
+            seqno: r.seqno,
+            client: (stage == JobStage::Queue && r.client != 0).then_some(r.client),
+            ring: (!ring.is_empty()).then_some(ring),
+        }),
+    ))
 }
 
 /// The magic of a HIP fat-binary wrapper (`__hipFatMAGIC2`, "HIPF").
@@ -168,19 +185,22 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         Some(RecordKind::Queue) => {
             let r = read::<QueueRecord>(bytes)?;
             let o = origin(&r.header);
-            Ok(Event::Queue(Queue {
-                ts: o.ts,
-                pid: o.pid,
-                tid: o.tid,
-                lib: o.lib,
-                queue: r.queue,
-                queue_type: r.raw[0] as u32,
-                features: (r.raw[0] >> 32) as u32,
-                base_address: r.raw[1],
-                doorbell_signal: r.raw[2],
-                size: r.raw[3] as u32,
-                id: r.raw[4],
-            }))
+            Ok(Event::plain(
+                o,
+                Record::Queue(Queue {
+                    ts: o.ts,
+                    pid: o.pid,
+                    tid: o.tid,
+                    lib: o.lib,
+                    queue: r.queue,
+                    queue_type: r.raw[0] as u32,
+                    features: (r.raw[0] >> 32) as u32,
+                    base_address: r.raw[1],
+                    doorbell_signal: r.raw[2],
+                    size: r.raw[3] as u32,
+                    id: r.raw[4],
+                }),
+            ))
         }
         Some(RecordKind::Dispatch) => {
             let r = read::<DispatchRecord>(bytes)?;
@@ -254,31 +274,34 @@ fn decode_batch(bytes: &[u8]) -> Result<Event, DecodeError> {
     });
     let o = origin(&r.header);
     let uncounted = r.flags & BATCH_NO_TALLY != 0;
-    Ok(Event::Batch(StepBatch {
-        ts: o.ts,
-        pid: o.pid,
-        tid: o.tid,
-        lib: o.lib,
-        api,
-        encode: r.flags & BATCH_ENCODE != 0,
-        ctx: r.ctx,
-        step: r.step,
-        n_tokens: r.n_tokens,
-        runs: StepBatch::group(tokens),
-        unread: u32::try_from(r.n_tokens).unwrap_or(0).saturating_sub(read as u32),
-        positions,
-        seq_ids,
-        embd: r.flags & BATCH_EMBD != 0,
-        fault: r.flags & (BATCH_FAULT | BATCH_STACK_FAULT) != 0,
-        previous_calls: r
-            .step_calls
-            .iter()
-            .enumerate()
-            .filter(|&(_, &n)| n > 0)
-            .map(|(slot, &n)| (slot as u32, n))
-            .collect(),
-        calls_uncounted: uncounted,
-    }))
+    Ok(Event::plain(
+        o,
+        Record::Batch(StepBatch {
+            ts: o.ts,
+            pid: o.pid,
+            tid: o.tid,
+            lib: o.lib,
+            api,
+            encode: r.flags & BATCH_ENCODE != 0,
+            ctx: r.ctx,
+            step: r.step,
+            n_tokens: r.n_tokens,
+            runs: StepBatch::group(tokens),
+            unread: u32::try_from(r.n_tokens).unwrap_or(0).saturating_sub(read as u32),
+            positions,
+            seq_ids,
+            embd: r.flags & BATCH_EMBD != 0,
+            fault: r.flags & (BATCH_FAULT | BATCH_STACK_FAULT) != 0,
+            previous_calls: r
+                .step_calls
+                .iter()
+                .enumerate()
+                .filter(|&(_, &n)| n > 0)
+                .map(|(slot, &n)| (slot as u32, n))
+                .collect(),
+            calls_uncounted: uncounted,
+        }),
+    ))
 }
 
 fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
@@ -422,19 +445,22 @@ fn launch_event(r: &CallRecord, api: ApiFunc) -> Event {
                 launch(a[1], grid, block, GridUnit::Blocks, u64::from(lo(c[3])), c[4])
             }
         }
-        Layout::PushConfig => Event::Config(Config {
-            ts: o.ts,
-            pid: o.pid,
-            tid: o.tid,
-            lib: o.lib,
-            api,
-            grid: dim3(a[0], a[1]),
-            block: dim3(a[2], a[3]),
-            shmem: a[4],
-            stream: a[5],
-            ret: ret32,
-            dur: r.duration_ns,
-        }),
+        Layout::PushConfig => Event::plain(
+            o,
+            Record::Config(Config {
+                ts: o.ts,
+                pid: o.pid,
+                tid: o.tid,
+                lib: o.lib,
+                api,
+                grid: dim3(a[0], a[1]),
+                block: dim3(a[2], a[3]),
+                shmem: a[4],
+                stream: a[5],
+                ret: ret32,
+                dur: r.duration_ns,
+            }),
+        ),
         // A dispatch recorded on a command buffer (its stream): the pipeline bound there is attribution's to
         // say; the workgroup size is the shader's, not an argument (zero).
         Layout::VkDispatch { grid } => {

@@ -241,8 +241,10 @@ impl Session<'_> {
             // read yet, when it lags behind the ring: its own probes are placed now, before its libraries are
             // listed, so a mapping listed here says whether they came late.
             self.watch.scope(*pid, true);
-            self.attr.snapshot(*pid);
-            self.list_libraries(*pid, now)?;
+            // One reading of its maps for both: naming's look and the library listing.
+            let listing = LIVE.maps(*pid);
+            self.attr.snapshot_from(*pid, listing.clone());
+            self.list_libraries_from(*pid, now, listing)?;
         }
         Ok(!(self.until_targets_exit && live.is_empty()))
     }
@@ -320,7 +322,19 @@ impl Session<'_> {
     /// The library watch's look at a process (see `LibraryWatch::scan`), its records written; a process
     /// that has ended is listed from what naming holds of it.
     fn list_libraries(&mut self, pid: u32, now: u64) -> Result<()> {
-        for r in self.watch.scan(&mut self.ebpf, pid, now, self.args.probe_mode, || self.attr.held_mappings(pid)) {
+        use crate::os::proc::{LIVE, Procs as _};
+        self.list_libraries_from(pid, now, LIVE.maps(pid))
+    }
+
+    /// [`Session::list_libraries`] from a listing of its maps read just now (None: unreadable, or gone).
+    fn list_libraries_from(
+        &mut self,
+        pid: u32,
+        now: u64,
+        listing: Option<Vec<crate::os::proc::MapsEntry>>,
+    ) -> Result<()> {
+        let mode = self.args.probe_mode;
+        for r in self.watch.scan(&mut self.ebpf, pid, now, mode, listing, || self.attr.held_mappings(pid)) {
             self.writer.write(&r)?;
         }
         Ok(())

@@ -11,6 +11,7 @@ use tracer_common::{PlanKey, ThreadTally};
 use super::Session;
 use crate::{
     os::clock::monotonic_ns,
+    os::proc::{LIVE, Procs as _},
     record::{RecordArgs, Setup, Targets, command::Command, entries::Entries, header, runtimes, watch::LibraryWatch},
     record::{
         attach::{self, Settings},
@@ -106,8 +107,10 @@ impl<'a> Session<'a> {
         let mut attr = attributor(args, &targets.pids, child_pid, early, filter_by_pid);
         let mut out = Vec::new();
         for &pid in targets.pids.iter().chain(child_pid.iter()) {
-            attr.start_process(pid, start_mono, &mut out);
-            out.extend(watch.scan(&mut ebpf, pid, start_mono, args.probe_mode, || attr.held_mappings(pid)));
+            // One reading of its maps for both: naming's look and the library listing.
+            let listing = LIVE.maps(pid);
+            attr.start_process(pid, start_mono, listing.clone(), &mut out);
+            out.extend(watch.scan(&mut ebpf, pid, start_mono, args.probe_mode, listing, || attr.held_mappings(pid)));
         }
         let filter_at_start = pids.keys().count() as u64;
         for r in out {
