@@ -15,11 +15,7 @@ use anyhow::Result;
 
 use super::{
     Input, ReadStatus,
-    schema::{
-        Call, CodeDir, Config, Dispatch, EntryCalls, EntryLibrary, Exit, Footer, GraphExec, Header, Ioctl, Job, Kernel,
-        Launch, LaunchSites, Library, Mapping, Probe, Process, Queue, Record, StepBatch, StepCalls, Tally,
-        trace_records,
-    },
+    schema::{Call, Config, Dispatch, Footer, Ioctl, Job, Kernel, Launch, Process, Record, StepBatch, trace_records},
 };
 
 /// What the records read so far name, for every visitor to look up.
@@ -159,20 +155,20 @@ pub fn read(input: &Input, v: &mut (impl Visitor + ?Sized)) -> Result<(Index, Re
 
 /// [`Visitor`], its dispatch and its pairing, from the table of kinds.
 macro_rules! visitor {
-    ($($variant:ident($ty:ty) = $tag:literal => $method:ident,)*) => {
+    ($($variant:ident($ty:ident) = $tag:literal => $method:ident,)*) => {
         /// What a reader of a trace does with each record kind, in trace order: one method per kind, each
         /// ignoring its record unless implemented. `index` has taken the record in already.
         pub trait Visitor {
             $(
                 #[doc = concat!("A `", $tag, "` record.")]
-                fn $method(&mut self, _index: &Index, _record: &$ty) {}
+                fn $method(&mut self, _index: &Index, _record: &crate::trace::$ty) {}
             )*
         }
 
         /// Two visitors, each record handed to the first, then the second.
         impl<A: Visitor, B: Visitor> Visitor for (A, B) {
             $(
-                fn $method(&mut self, index: &Index, record: &$ty) {
+                fn $method(&mut self, index: &Index, record: &crate::trace::$ty) {
                     self.0.$method(index, record);
                     self.1.$method(index, record);
                 }
@@ -182,7 +178,7 @@ macro_rules! visitor {
         /// A visitor lent.
         impl<V: Visitor + ?Sized> Visitor for &mut V {
             $(
-                fn $method(&mut self, index: &Index, record: &$ty) {
+                fn $method(&mut self, index: &Index, record: &crate::trace::$ty) {
                     (**self).$method(index, record);
                 }
             )*
@@ -202,6 +198,7 @@ trace_records!(visitor);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace::Exit;
 
     /// Counts what it is handed, and what the index said then.
     #[derive(Default)]

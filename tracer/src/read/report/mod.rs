@@ -11,6 +11,7 @@ mod aggregate;
 mod code_dirs;
 mod crosscheck;
 mod jobs;
+mod ledger;
 mod merge;
 mod text;
 

@@ -55,7 +55,7 @@ pub(crate) use trace_records;
 
 /// [`Record`], its `type` tags and its fast parse, from the table of kinds.
 macro_rules! records {
-    ($($variant:ident($ty:ty) = $tag:literal => $method:ident,)*) => {
+    ($($variant:ident($ty:ident) = $tag:literal => $method:ident,)*) => {
         /// One line of a trace file.
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "type")]
