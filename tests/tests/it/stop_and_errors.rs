@@ -50,6 +50,14 @@ fn duration_stops_the_recording() {
 fn sigkill_leaves_every_complete_record_readable() {
     // The runner launches, then sleeps until killed: the tracer is still recording when it is killed.
     let (out, rec) = recording_a_hanging_runner("sigkill");
+    // Its losses so far are written every second: killed after the first checkpoint reached the file.
+    let has_checkpoint = |path: &std::path::Path| {
+        trace::read_file(path).is_ok_and(|(r, _)| r.iter().any(|r| matches!(r, Record::Checkpoint(_))))
+    };
+    let waited = std::time::Instant::now();
+    while !has_checkpoint(&out) && waited.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     rec.signal(libc::SIGKILL);
     let runner_pid = exec_pid(&out);
     // SAFETY: ending the test's own grandchild, orphaned by the killed tracer (it holds the tracer's
@@ -67,6 +75,11 @@ fn sigkill_leaves_every_complete_record_readable() {
     let o = tracer(&["report", out.to_str().unwrap()]);
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not closed normally"));
+    // ... and gives the losses its last checkpoint counted, as such.
+    let checkpoints = records.iter().filter(|r| matches!(r, Record::Checkpoint(_))).count();
+    assert!(checkpoints >= 1, "no checkpoint in {} records", records.len());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("records dropped by the last checkpoint"), "{text}");
 }
 
 fn assert_fails(args: &[&str], sentence: &str) {

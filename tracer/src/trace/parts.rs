@@ -517,7 +517,7 @@ mod tests {
         assert_eq!(
             status.warning().unwrap(),
             format!(
-                "part 0004 ({}) was not closed normally (the tracer was killed, or its disk filled?): it has no footer, so the recording was cut short there and drop counts are unknown",
+                "part 0004 ({}) was not closed normally (the tracer was killed, or its disk filled?): it has no footer, so the recording was cut short there, and its losses after its last checkpoint (one a second) are unknown",
                 whole[4].display()
             )
         );

@@ -69,7 +69,7 @@ impl ReadStatus {
         } else if self.cut_bytes > 0 {
             format!("{} bytes after the last complete record were ignored", self.cut_bytes)
         } else {
-            "it has no footer, so the recording was cut short there and drop counts are unknown".to_owned()
+            "it has no footer, so the recording was cut short there, and its losses after its last checkpoint (one a second) are unknown".to_owned()
         };
         let what = self.part.as_deref().unwrap_or("the trace");
         Some(format!("{what} was not closed normally (the tracer was killed, or its disk filled?): {why}"))

@@ -208,6 +208,8 @@ fn shapes(m: HashMap<ShapeKey, u64>) -> Vec<Shape> {
 pub(crate) struct ReportBuilder {
     report: Report,
     procs: BTreeMap<u32, ProcAcc>,
+    /// The losses the recording last wrote down before its footer, if any.
+    checkpoint: Option<trace::Checkpoint>,
 }
 
 impl Visitor for ReportBuilder {
@@ -305,6 +307,10 @@ impl Visitor for ReportBuilder {
         self.procs.entry(b.pid).or_default().batch(b);
     }
 
+    fn checkpoint(&mut self, _: &Index, c: &trace::Checkpoint) {
+        self.checkpoint = Some(c.clone());
+    }
+
     fn footer(&mut self, _: &Index, f: &Footer) {
         let report = &mut self.report;
         report.trace.stop = Some(f.stop);
@@ -319,6 +325,16 @@ impl ReportBuilder {
     pub(crate) fn finish(self, mut feeder: Feeder, index: &Index) -> Report {
         let mut report = self.report;
         report.trace.duration_s = index.last_ts().saturating_sub(index.start()) as f64 / 1e9;
+        // Without a footer, the losses are the last checkpoint's: a floor, said to be one.
+        if let (None, Some(c)) = (report.trace.stop, self.checkpoint) {
+            report.drops_total = c.drops.values().sum();
+            let at = c.ts.saturating_sub(index.start()) as f64 / 1e9;
+            report.trace.notes.push(format!(
+                "losses: {} records dropped by the last checkpoint, {at:.1} s into the recording; those after it are unknown",
+                report.drops_total
+            ));
+            report.drops = c.drops;
+        }
         for (pid, acc) in self.procs {
             let mut steps = feeder.take(pid);
             let mmq_widths = steps.mmq_widths();

@@ -498,7 +498,8 @@ impl Report {
         let mut r = pair.1.finish(pair.0, &index);
         r.trace.path = input.display();
         r.trace.warning = status.warning();
-        r.trace.notes.clone_from(&status.notes);
+        // What reading found first, then what the records said.
+        r.trace.notes.splice(0..0, status.notes.iter().cloned());
         r.trace.unknown_records = status.unknown_records;
         r.trace.unreadable_records = status.unreadable_records;
         r.trace.first_unreadable.clone_from(&status.first_unreadable);

@@ -339,3 +339,34 @@ fn the_ledger_sums_calls_kernels_and_launches_per_mapped_library() {
     assert!(text.contains("hipblasSgemm 3, hipblasCreate 1"), "{text}");
     assert!(text.contains("(1 kernels of its code, 2 executions, 2 launches made from its code)"), "{text}");
 }
+
+/// A recording killed before its footer: its losses are its last checkpoint's, said to be a floor; with a
+/// footer, the footer's.
+#[test]
+fn without_a_footer_the_losses_are_the_last_checkpoints() {
+    let header = Record::Header(Header {
+        format: trace::FORMAT.into(),
+        schema: 1,
+        start_mono_ns: 1_000_000_000,
+        ..Default::default()
+    });
+    let checkpoint =
+        |ts: u64, n: u64| Record::Checkpoint(trace::Checkpoint { ts, drops: [("call".to_owned(), n)].into() });
+    let killed = vec![header, checkpoint(2_000_000_000, 5), launch(1, [1, 1, 1], 0), checkpoint(3_500_000_000, 9)];
+    let r = Report::build(killed.clone());
+    assert_eq!((r.drops_total, r.drops.get("call").copied()), (9, Some(9)));
+    assert_eq!(
+        r.trace.notes,
+        ["losses: 9 records dropped by the last checkpoint, 2.5 s into the recording; those after it are unknown"]
+    );
+    let mut closed = killed;
+    closed.push(Record::Footer(Footer {
+        end_mono_ns: 4_000_000_000,
+        drops: [("call".to_owned(), vec![6, 6])].into(),
+        stop: Stop::Signal,
+        ..Default::default()
+    }));
+    let r = Report::build(closed);
+    assert_eq!(r.drops_total, 12);
+    assert!(r.trace.notes.is_empty(), "{:?}", r.trace.notes);
+}

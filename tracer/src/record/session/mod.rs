@@ -32,6 +32,9 @@ use crate::{
     trace::{self, Record, Stop, Writer},
 };
 
+/// How often the losses so far are written ([`trace::Checkpoint`]).
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
 pub(super) struct Session<'a> {
     args: &'a RecordArgs,
     ebpf: aya::Ebpf,
@@ -87,6 +90,7 @@ impl Session<'_> {
         let _ready = super::ready::Ready::announce(self.args.ready_file.as_deref(), &facts, &status)?;
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         let mut poll = tokio::time::interval(Duration::from_millis(10));
+        let mut checkpoint = tokio::time::interval_at(tokio::time::Instant::now() + CHECKPOINT_EVERY, CHECKPOINT_EVERY);
         let deadline = self.args.duration.map(|d| tokio::time::Instant::now() + d);
         let sleep = tokio::time::sleep_until(
             deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_hours(8760)),
@@ -103,6 +107,7 @@ impl Session<'_> {
                         break Stop::CommandExited;
                     }
                 }
+                _ = checkpoint.tick() => self.checkpoint()?,
                 _ = tick.tick() => {
                     self.writer.flush_and_rotate()?;
                     self.update_metrics_session();
@@ -216,13 +221,27 @@ impl Session<'_> {
     /// The session's figures for the metrics endpoint's next renders: its losses and processes.
     fn update_metrics_session(&self) {
         let Some(m) = &self.metrics else { return };
-        // The drain thread's own losses beside the ring's, as the footer lists them.
+        let dropped = self.drops_so_far();
+        m.server
+            .set_session(crate::read::metrics::Session { dropped, processes_traced: self.processes_traced() as u64 });
+    }
+
+    /// Records lost so far, by kind: the drain thread's own losses beside the ring's, as the footer lists
+    /// them.
+    fn drops_so_far(&self) -> BTreeMap<String, u64> {
         let mut dropped = self.ring_drops();
         for (kind, n) in self.ring.dropped() {
             *dropped.entry(kind).or_default() += n;
         }
-        m.server
-            .set_session(crate::read::metrics::Session { dropped, processes_traced: self.processes_traced() as u64 });
+        dropped
+    }
+
+    /// The losses so far, in the trace: a recording killed before its footer still says them.
+    fn checkpoint(&mut self) -> Result<()> {
+        let mut drops = self.drops_so_far();
+        drops.retain(|_, n| *n > 0);
+        let c = trace::Checkpoint { ts: monotonic_ns(), drops };
+        self.writer.write(&Record::Checkpoint(c))
     }
 
     /// New runners, late dlopens, containers: looks at what each traced process maps now. False when

@@ -47,6 +47,7 @@ macro_rules! trace_records {
             Job(Job) = "job" => job,
             StepCalls(StepCalls) = "step_calls" => step_calls,
             CodeDir(CodeDir) = "code_dir" => code_dir,
+            Checkpoint(Checkpoint) = "checkpoint" => checkpoint,
             Footer(Footer) = "footer" => footer,
         }
     };
@@ -539,6 +540,16 @@ pub struct Footer {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub programs: BTreeMap<String, ProgramStat>,
     pub stop: Stop,
+}
+
+/// The recording's losses so far, written every second: a recording that ends without its footer (killed,
+/// its disk full) still says how many records it had lost by its last checkpoint.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub ts: u64,
+    /// Records lost since the start, by kind (the ring buffer's and tracer's queue's, as the footer names
+    /// them), summed over CPUs; kinds with none left out.
+    pub drops: BTreeMap<String, u64>,
 }
 
 /// One eBPF program's runs and the time the kernel measured them taking, in all (the trap that ran it
