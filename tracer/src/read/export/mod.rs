@@ -68,6 +68,7 @@ mod tests {
             k(2, Source::Hsa),
             launch(10_000, 101),
             launch(20_000, 0),
+            Record::Checkpoint(trace::Checkpoint { ts: 21_000, drops: [("call".to_owned(), 4)].into() }),
             Record::Dispatch(Dispatch {
                 ts: 25_000,
                 pid: 7,
@@ -97,6 +98,10 @@ mod tests {
         assert!(
             ev.iter().any(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == "GPU queue 0x99")
         );
+        // The losses so far, on the recording's own counter track.
+        let counters: Vec<&Value> = ev.iter().filter(|e| e["ph"] == "C").collect();
+        assert_eq!(counters.len(), 1);
+        assert_eq!((&counters[0]["ts"], &counters[0]["args"]["dropped"]), (&20.0.into(), &4.into()));
         let mut csv_out = Vec::new();
         csv(&trace::Input::file(&path), &mut csv_out).unwrap();
         let text = String::from_utf8(csv_out).unwrap();

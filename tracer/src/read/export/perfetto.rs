@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use crate::{
     read::phase::Feeder,
     trace::{
-        self, Call, Config, Dispatch, Exit, Ioctl, Job, JobStage, Launch, Process, StepBatch,
+        self, Call, Checkpoint, Config, Dispatch, Exit, Ioctl, Job, JobStage, Launch, Process, StepBatch,
         model::{Index, Visitor},
     },
 };
@@ -73,6 +73,8 @@ struct Perfetto<'a> {
     pending: HashMap<(u32, String), VecDeque<(u32, u64)>>,
     flows_given_up: u64,
     next_flow: u64,
+    /// The recording's own track (its checkpoints) has its name.
+    tracer_named: bool,
 }
 
 /// Streams a trace as Chrome trace-event JSON: memory stays bounded by the number of kernels, queues,
@@ -80,8 +82,14 @@ struct Perfetto<'a> {
 pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>> {
     out.write_all(b"{\"traceEvents\":[")?;
     let events = EventStream { out, first: true, failure: None };
-    let perfetto =
-        Perfetto { events, queues: BTreeMap::new(), pending: HashMap::new(), flows_given_up: 0, next_flow: 1 };
+    let perfetto = Perfetto {
+        events,
+        queues: BTreeMap::new(),
+        pending: HashMap::new(),
+        flows_given_up: 0,
+        next_flow: 1,
+        tracer_named: false,
+    };
     // Inference steps, fed the way the report feeds them.
     let mut pair = (Feeder::default(), perfetto);
     let (index, status) = trace::model::read(input, &mut pair)?;
@@ -202,6 +210,18 @@ impl Visitor for Perfetto<'_> {
         self.events.emit(&json!({
             "ph": "i", "s": "t", "cat": "batch", "name": "llama_decode", "pid": b.pid, "tid": b.tid,
             "ts": us(b.ts, index), "args": {"n_tokens": b.n_tokens, "runs": b.runs},
+        }));
+    }
+
+    /// The losses so far, as a counter track of the recording's own (its process id 0, named "tracer").
+    fn checkpoint(&mut self, index: &Index, c: &Checkpoint) {
+        if !std::mem::replace(&mut self.tracer_named, true) {
+            self.events
+                .emit(&json!({"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "tracer"}}));
+        }
+        let dropped: u64 = c.drops.values().sum();
+        self.events.emit(&json!({
+            "ph": "C", "name": "records dropped", "pid": 0, "tid": 0, "ts": us(c.ts, index), "args": {"dropped": dropped},
         }));
     }
 
