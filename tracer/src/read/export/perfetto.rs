@@ -219,7 +219,7 @@ impl Visitor for Perfetto<'_> {
             self.events
                 .emit(&json!({"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "tracer"}}));
         }
-        let dropped: u64 = c.drops.values().sum();
+        let dropped = c.drops.values().fold(0u64, |sum, &n| sum.saturating_add(n));
         self.events.emit(&json!({
             "ph": "C", "name": "records dropped", "pid": 0, "tid": 0, "ts": us(c.ts, index), "args": {"dropped": dropped},
         }));

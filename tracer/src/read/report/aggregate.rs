@@ -36,7 +36,7 @@ struct ProcAcc {
     /// Per kernel object: kernel id, count, object, shapes.
     dispatches: crosscheck::DispatchAcc,
     barrier_packets: u64,
-    /// Per kernel id: launches, failed, captured.
+    /// Per kernel id: launches, failed, captured (of those that succeeded).
     launch_outcomes: BTreeMap<u32, (u64, u64, u64)>,
     /// API calls per probed runtime copy (library id); tallied ones per function.
     lib_calls: BTreeMap<u32, u64>,
@@ -67,7 +67,8 @@ impl ProcAcc {
         let o = self.launch_outcomes.entry(id).or_default();
         o.0 += 1;
         o.1 += u64::from(l.ret != 0);
-        o.2 += u64::from(l.captured);
+        // Captured and successful: a failed launch is counted once, as failed.
+        o.2 += u64::from(l.captured && l.ret == 0);
         *k.report.returns.entry(l.ret).or_default() += 1;
         if !k.report.apis.contains(&l.api) {
             k.report.apis.push(l.api);
@@ -327,7 +328,7 @@ impl ReportBuilder {
         report.trace.duration_s = index.last_ts().saturating_sub(index.start()) as f64 / 1e9;
         // Without a footer, the losses are the last checkpoint's: a floor, said to be one.
         if let (None, Some(c)) = (report.trace.stop, self.checkpoint) {
-            report.drops_total = c.drops.values().sum();
+            report.drops_total = c.drops.values().fold(0u64, |sum, &n| sum.saturating_add(n));
             let at = c.ts.saturating_sub(index.start()) as f64 / 1e9;
             report.trace.notes.push(format!(
                 "losses: {} records dropped by the last checkpoint, {at:.1} s into the recording; those after it are unknown",
@@ -425,7 +426,8 @@ fn kernel_rows(
             };
             let (launched, failed, captured) = outcomes.get(&k.report.id).copied().unwrap_or_default();
             let replayed = steps.graphs.replayed.get(&k.report.id).copied().unwrap_or(0);
-            let executions = launched - failed - captured + replayed;
+            // Saturating: the counts come from a file.
+            let executions = launched.saturating_sub(failed).saturating_sub(captured).saturating_add(replayed);
             let ne11 = steps.columns(false).get(&k.report.id).cloned().unwrap_or_default();
             KernelReport { shapes, class, executions, graph_executions: replayed, ne11, ..k.report }
         })

@@ -561,8 +561,9 @@ pub struct ProgramStat {
 }
 
 impl Footer {
+    /// Every record lost, in all (saturating: a footer is read from a file, whatever its counts say).
     pub fn total_drops(&self) -> u64 {
-        self.drops.values().flatten().sum()
+        self.drops.values().flatten().fold(0u64, |sum, &n| sum.saturating_add(n))
     }
 }
 
