@@ -279,6 +279,22 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_is_shown_demangled_else_mangled_else_unnamed_by_its_handle() {
+        let mut index = Index::default();
+        for r in
+            records().into_iter().chain([Record::Kernel(Kernel { id: 3, pid: 7, handle: 0xbeef, ..Kernel::default() })])
+        {
+            index.feed(&r, &mut Seen::default());
+        }
+        let label = |id| index.kernel_label(id).map(Cow::into_owned);
+        assert_eq!(label(Some(1)).as_deref(), Some("add()"));
+        assert_eq!(label(Some(2)).as_deref(), Some("plain"));
+        assert_eq!(label(Some(3)).as_deref(), Some("unnamed 0xbeef"));
+        assert_eq!((label(Some(9)), label(None)), (None, None));
+        assert_eq!(index.kernel_name(Some(3)), "");
+    }
+
+    #[test]
     fn a_pair_of_visitors_sees_each_record_in_turn() {
         let mut pair = (Seen::default(), Seen::default());
         let mut index = Index::default();
