@@ -89,3 +89,35 @@ fn a_copy_only_known_when_it_is_opened_is_probed_then_and_reported_as_late() {
     assert!(!text.contains("no GPU activity"), "{text}");
     drop(std::fs::remove_dir_all(dir));
 }
+
+/// A recording that lags behind its ring (its reading held back 2.5 s) reads a program's open of a private
+/// copy after the program may have ended: the copy is listed either way, probed late or not probed, and the
+/// report calls the process incomplete; never left out.
+#[test]
+fn a_copy_opened_by_a_program_gone_before_its_open_was_read_is_still_listed() {
+    let dir = scratch("private-gone");
+    let copy = private_copy(&dir.join("somewhere/else"));
+    let out = dir.join("t.jsonl");
+    let o = tracer(&[
+        "record",
+        "--debug-read-delay-ms",
+        "2500",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        fixture("dlopen_demo").to_str().unwrap(),
+        copy.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let records = read_trace(&out);
+    let m = records
+        .iter()
+        .find_map(|r| if let Record::Mapping(m) = r { (m.path == copy.to_str().unwrap()).then_some(m) } else { None })
+        .unwrap_or_else(|| panic!("no mapping of the copy; stderr: {stderr}"));
+    assert!((m.lib.is_some() && m.probed_late) || (m.lib.is_none() && m.not_probed), "{m:?}");
+    let report = tracer(&["report", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("incomplete: a GPU runtime copy was probed late or not at all in dlopen_demo"), "{text}");
+    drop(std::fs::remove_dir_all(dir));
+}

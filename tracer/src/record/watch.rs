@@ -103,6 +103,9 @@ struct Watched {
     first_seen: Option<u64>,
     /// Its mappings written: (dev, inode).
     written: std::collections::HashSet<(u64, u64)>,
+    /// Runtime copies among them written as not probed: written again, with their library, once probed
+    /// (the later record supersedes the earlier).
+    unprobed: std::collections::HashSet<(u64, u64)>,
     /// Copies probed because it had loaded them (found in its maps, or opened by it): its calls before the
     /// probes were not seen.
     late: std::collections::HashSet<(u64, u64)>,
@@ -197,38 +200,45 @@ impl LibraryWatch {
         }
     }
 
-    /// A probed runtime copy that a process which ended before its links opened: its mapping, marked late,
-    /// written now (no look at its maps can list it any more). The copy is the file at the path it opened,
-    /// looked up from tracer's root (the process's own is gone).
-    fn opened_unlinked(&mut self, o: &crate::record::decode::Opened) -> Vec<Record> {
-        if !self.processes.get(&o.origin.pid).is_some_and(|w| w.ended_unlinked) {
-            return Vec::new();
-        }
-        let Some(copy) = at_own_root(&o.path).filter(|c| self.probed.contains_key(&(c.dev, c.inode))) else {
-            return Vec::new();
-        };
-        self.opened_mapping(o, copy, true).into_iter().collect()
+    /// A runtime copy a process opened, read only after the process had gone (the copy cannot be found
+    /// through it any more): its mapping, written now, since no look at its maps can list it. The copy is the
+    /// file at the path it opened, looked up from tracer's root. Probed: late where the process's calls of
+    /// it may have gone unseen (its own links came late, or the copy was probed after the open); not probed:
+    /// said so, and the report calls the process incomplete.
+    fn opened_gone(&mut self, o: &crate::record::decode::Opened) -> Vec<Record> {
+        let Some(copy) = at_own_root(&o.path) else { return Vec::new() };
+        let id = (copy.dev, copy.inode);
+        let ended_unlinked = self.processes.get(&o.origin.pid).is_some_and(|w| w.ended_unlinked);
+        let late = ended_unlinked || self.attached_at.get(&id).is_some_and(|&at| at > o.origin.ts);
+        self.opened_mapping(o, copy, late).into_iter().collect()
     }
 
     /// The mapping of a runtime copy a process was seen opening, written now (once per process and copy):
     /// `late`, its calls before the probes were not seen, from `linked_at` where its own links came.
     fn opened_mapping(&mut self, o: &crate::record::decode::Opened, copy: LibCopy, late: bool) -> Option<Record> {
         let pid = o.origin.pid;
+        let id = (copy.dev, copy.inode);
+        let lib = self.probed.get(&id).copied();
         let w = self.processes.entry(pid).or_default();
-        if !w.written.insert((copy.dev, copy.inode)) {
+        // Listed as not probed before the open was read (a look while the process was going): written again.
+        let again = lib.is_some() && w.unprobed.remove(&id);
+        if !w.written.insert(id) && !again {
             return None;
+        }
+        if lib.is_none() {
+            w.unprobed.insert(id);
         }
         Some(Record::Mapping(trace::Mapping {
             ts: o.origin.ts,
             pid,
-            lib: self.probed.get(&(copy.dev, copy.inode)).copied(),
+            lib,
             path: copy.path,
             dev: copy.dev,
             inode: copy.inode,
             gpu: Some(GpuLibrary::Runtime),
-            probed_late: late,
-            probed_at: if late { w.linked_at } else { None },
-            not_probed: false,
+            probed_late: late && lib.is_some(),
+            probed_at: if late && lib.is_some() { w.linked_at } else { None },
+            not_probed: lib.is_none(),
         }))
     }
 
@@ -283,7 +293,13 @@ impl LibraryWatch {
             if runtime && held_files.is_none() {
                 self.probe_mapped(ebpf, pid, e, mode, &mut out);
             }
-            if self.processes.get(&pid).is_some_and(|w| w.written.contains(&id)) {
+            // Written already, unless as not probed and probed since: then written again, with its library.
+            let probed_since = self.probed.contains_key(&id);
+            if self
+                .processes
+                .get(&pid)
+                .is_some_and(|w| w.written.contains(&id) && !(probed_since && w.unprobed.contains(&id)))
+            {
                 continue;
             }
             let gpu = self.gpu_of(pid, e, held_files.as_deref().map(|files| (files, i)), &mut out);
@@ -291,6 +307,11 @@ impl LibraryWatch {
                 let w = self.processes.entry(pid).or_default();
                 w.written.insert(id);
                 let lib = self.probed.get(&id).copied();
+                if runtime && lib.is_none() {
+                    w.unprobed.insert(id);
+                } else {
+                    w.unprobed.remove(&id);
+                }
                 // A runtime copy's calls that recur go through the process's own links, which came late.
                 let late = w.late.contains(&id) || (w.ended_unlinked && lib.is_some());
                 let linked_at = w.linked_at;
@@ -442,7 +463,7 @@ impl LibraryWatch {
         }
         let pid = o.origin.pid;
         self.processes.entry(pid).or_default().first_seen.get_or_insert(o.origin.ts);
-        let Some(copy) = libs::opened_by(pid, &o.path) else { return self.opened_unlinked(o) };
+        let Some(copy) = libs::opened_by(pid, &o.path) else { return self.opened_gone(o) };
         if self.probed.contains_key(&(copy.dev, copy.inode)) || !self.may_probe((copy.dev, copy.inode), &copy.path, pid)
         {
             return Vec::new();

@@ -275,8 +275,15 @@ impl Visitor for ReportBuilder {
         site.1 += l.failed;
     }
 
+    /// A file mapped; a runtime copy's mapping written again once the copy was probed supersedes the one
+    /// that said it was not.
     fn mapping(&mut self, _: &Index, m: &trace::Mapping) {
-        self.procs.entry(m.pid).or_default().mapped.push(m.clone());
+        let mapped = &mut self.procs.entry(m.pid).or_default().mapped;
+        match mapped.iter_mut().find(|old| (old.dev, old.inode) == (m.dev, m.inode)) {
+            Some(old) if old.lib.is_none() && m.lib.is_some() => m.clone_into(old),
+            Some(_) => {}
+            None => mapped.push(m.clone()),
+        }
     }
 
     /// The step feeder took the executable's kernels for its replays; here they join the kernel table.
