@@ -15,8 +15,9 @@ fn private_copy(dir: &std::path::Path) -> std::path::PathBuf {
     copy
 }
 
-fn record(out: &std::path::Path, command: &[&str]) -> (Vec<Record>, String) {
-    let o = tracer(&[&["record", "-o", out.to_str().unwrap(), "--"], command].concat());
+/// Records `command` with the record options `flags`: the trace and tracer's stderr.
+fn record(out: &std::path::Path, flags: &[&str], command: &[&str]) -> (Vec<Record>, String) {
+    let o = tracer(&[&["record"], flags, &["-o", out.to_str().unwrap(), "--"], command].concat());
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{stderr}");
     (read_trace(out), stderr)
@@ -41,7 +42,7 @@ fn a_private_copy_on_ld_library_path_is_probed_before_the_command_starts() {
     let out = dir.join("t.jsonl");
     let ld = format!("LD_LIBRARY_PATH={}", copy.parent().unwrap().display());
     let runner = fixture("mini_runner");
-    let (records, _) = record(&out, &["env", &ld, runner.to_str().unwrap(), "demo"]);
+    let (records, _) = record(&out, &[], &["env", &ld, runner.to_str().unwrap(), "demo"]);
     let lib = library_of(&records, &copy);
     let ls = launches(&records);
     assert_eq!(ls.len(), DEMO_LAUNCHES, "launches recorded");
@@ -58,7 +59,7 @@ fn a_copy_dlopened_from_beside_the_program_is_probed_before_it_starts() {
     let copy = private_copy(&app);
     std::fs::copy(fixture("dlopen_demo"), app.join("dlopen_demo")).unwrap();
     let out = dir.join("t.jsonl");
-    let (records, _) = record(&out, &[app.join("dlopen_demo").to_str().unwrap()]);
+    let (records, _) = record(&out, &[], &[app.join("dlopen_demo").to_str().unwrap()]);
     let lib = library_of(&records, &copy);
     let ls = launches(&records);
     assert_eq!(ls.len(), DEMO_LAUNCHES);
@@ -72,7 +73,7 @@ fn a_copy_only_known_when_it_is_opened_is_probed_then_and_reported_as_late() {
     let dir = scratch("private-late");
     let copy = private_copy(&dir.join("somewhere/else"));
     let out = dir.join("t.jsonl");
-    let (records, _) = record(&out, &[fixture("dlopen_demo").to_str().unwrap(), copy.to_str().unwrap()]);
+    let (records, _) = record(&out, &[], &[fixture("dlopen_demo").to_str().unwrap(), copy.to_str().unwrap()]);
     let lib = library_of(&records, &copy);
     let Record::Header(h) = &records[0] else { panic!("no header") };
     assert!(lib.attached_ts.is_some_and(|t| t > h.start_mono_ns), "probed during the recording: {lib:?}");
@@ -98,19 +99,9 @@ fn a_copy_opened_by_a_program_gone_before_its_open_was_read_is_still_listed() {
     let dir = scratch("private-gone");
     let copy = private_copy(&dir.join("somewhere/else"));
     let out = dir.join("t.jsonl");
-    let o = tracer(&[
-        "record",
-        "--debug-read-delay-ms",
-        "2500",
-        "-o",
-        out.to_str().unwrap(),
-        "--",
-        fixture("dlopen_demo").to_str().unwrap(),
-        copy.to_str().unwrap(),
-    ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    let records = read_trace(&out);
+    let demo = fixture("dlopen_demo");
+    let command = [demo.to_str().unwrap(), copy.to_str().unwrap()];
+    let (records, stderr) = record(&out, &["--debug-read-delay-ms", "2500"], &command);
     let m = records
         .iter()
         .find_map(|r| if let Record::Mapping(m) = r { (m.path == copy.to_str().unwrap()).then_some(m) } else { None })

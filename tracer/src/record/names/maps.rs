@@ -74,18 +74,15 @@ impl Of<'_> {
     /// Reads the process's file mappings now, so that its handles can still be named after it exits (the
     /// reader may decode a launch after its process is gone), and opens each file it maps not opened yet.
     pub(crate) fn snapshot(&mut self) {
-        self.snapshot_of(read_mappings(self.pid));
+        use crate::os::proc::Procs as _;
+        self.snapshot_from(crate::os::proc::LIVE.maps(self.pid));
     }
 
     /// [`Of::snapshot`] from a listing of the process's maps read just now (None: it could not be read).
     pub(crate) fn snapshot_from(&mut self, listing: Option<Vec<crate::os::proc::MapsEntry>>) {
-        self.snapshot_of(listing.map(mappings));
-    }
-
-    fn snapshot_of(&mut self, read: Option<Vec<Mapping>>) {
         let taken = crate::os::clock::monotonic_ns();
         // A process that has exited but is not reaped yet shows empty maps: keep what was seen before.
-        let Some(maps) = read.filter(|m| !m.is_empty()) else {
+        let Some(maps) = listing.map(mappings).filter(|m| !m.is_empty()) else {
             self.proc.gone = true;
             // Ended before this look: the early look at this image, if newer than what was seen (its files
             // could not be opened any more: they count as unopened).
