@@ -126,6 +126,38 @@ fn graph_replays_follow_in_place_updates_of_the_executable() {
     assert_eq!((runs(1), runs(2)), (Some((2, 2)), Some((2, 2))));
 }
 
+/// A launch that failed while its stream was capturing was not captured: replays of the graph do not run it,
+/// as the report's count of executions already said (a launch both failed and captured is counted as failed).
+#[test]
+fn a_launch_that_failed_during_a_capture_is_not_replayed() {
+    let o = Origin { ts: 0, pid: 7, tid: 0, lib: 1 };
+    let captured = |kernel: u32, ret: i32| {
+        let mut r = launch(kernel, [1, 1, 1], ret);
+        if let Record::Launch(l) = &mut r {
+            (l.captured, l.stream) = (true, 0x5);
+        }
+        r
+    };
+    let call = |api: ApiFunc, handle: u64, value: Option<u64>| {
+        Record::Call(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) })
+    };
+    let records = vec![
+        captured(1, 0),
+        captured(2, 1),
+        call(ApiFunc::CuStreamEndCapture, 0x61, None),
+        call(ApiFunc::CuGraphInstantiateWithFlags, 0x61, Some(0xE)),
+        call(ApiFunc::CuGraphLaunch, 0xE, None),
+        call(ApiFunc::CuGraphLaunch, 0xE, None),
+    ];
+    let r = Report::build(records);
+    let p = &r.processes[0];
+    let runs = |id: u32| p.kernels.iter().find(|k| k.id == id).map(|k| (k.graph_executions, k.executions));
+    assert_eq!(runs(1), Some((2, 2)));
+    // Kernel 2's one launch failed: it ran in no replay.
+    assert_eq!(runs(2).map_or((0, 0), |r| r), (0, 0));
+    assert_eq!(p.graph_replays, 2);
+}
+
 #[test]
 fn processes_with_no_gpu_activity_fold_into_one_line() {
     let process = |pid: u32, comm: &str| Record::Process(Process { pid, comm: comm.into(), ..Default::default() });
