@@ -16,13 +16,13 @@ use aya_ebpf::{
 };
 use tracer_common::{
     ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
-    CallRecord, Counter, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS, ThreadTally,
+    CallRecord, Counter, PARAMS_ALL, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS, ThreadTally,
     api::{extra_reads, memcpy_kind},
     cookie,
 };
 
 use crate::{
-    emit::{emit_code_tail, emit_name, emit_params, emit_queue},
+    emit::{emit_code_tail, emit_name, emit_params, emit_queue, plan_of},
     maps::{EVENTS, STASH, Stash, StashKey, THREADS, count, submit_flags, traced},
 };
 
@@ -57,7 +57,7 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
     // SAFETY: helper call without preconditions.
     stash.ts_ns = unsafe { bpf_ktime_get_ns() };
     if c & cookie::PARAMS != 0 {
-        emit_params(RecordHeader::of_probe(RecordKind::Params, c, pid_tgid, stash.ts_ns), c, &stash.args);
+        emit_params(RecordHeader::of_probe(RecordKind::Params, c, pid_tgid, stash.ts_ns), c, &stash.args, None);
     }
     if c & cookie::PATH != 0 {
         // A file the call loads code from, named by path: read now, so that a load that fails names its
@@ -124,6 +124,12 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: see call_entry.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+    let mut args = register_args(&ctx);
+    // A launch's parameter plan (every slot where user space has set none yet), when its function is in a
+    // register: looked up first, since user space sets plans in traced processes only and takes them back
+    // when a process execs, ends or leaves the filter, so a plan found also says the process is traced (one
+    // map touched, not two: each costs about 100 ns on the test VM).
+    let mut plan = None;
     if c & (cookie::TALLY | cookie::GATED) != 0 {
         // The hot path (most syncs and host-to-device copies of a decode loop): a live entry in THREADS
         // was made by this thread while its process was traced, so one lookup answers both questions.
@@ -165,10 +171,18 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
                 (*t).host_copied = 0;
             }
         }
-    } else if !traced((pid_tgid >> 32) as u32) {
-        return 0;
+    } else {
+        let handle_arg = cookie::handle_arg(c);
+        let mut planned = false;
+        if c & cookie::PARAMS != 0 && handle_arg < 6 {
+            let found = plan_of(pid_tgid >> 32, args.get(handle_arg).copied().unwrap_or(0));
+            planned = found.is_some();
+            plan = Some(found.unwrap_or(PARAMS_ALL));
+        }
+        if !planned && !traced((pid_tgid >> 32) as u32) {
+            return 0;
+        }
     }
-    let mut args = register_args(&ctx);
     mark_host_copy(pid_tgid, c, &args);
     let mut flags = CALL_ENTRY_ONLY;
     // A launch's return address: which code made it (one that stays unnamed is counted by library, and a
@@ -187,7 +201,7 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let ts_ns = unsafe { bpf_ktime_get_ns() };
     let header = RecordHeader::of_probe(RecordKind::Call, c, pid_tgid, ts_ns);
     if c & cookie::PARAMS != 0 {
-        emit_params(header, c, &args);
+        emit_params(header, c, &args, plan);
     }
     match EVENTS.reserve::<CallRecord>(0) {
         Some(mut entry) => {

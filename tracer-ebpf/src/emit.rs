@@ -17,18 +17,25 @@ use tracer_common::{
 
 use crate::maps::{EVENTS, FROM_START, LAST_INDEX, PARAM_PLANS, QueueKey, count, submit_flags};
 
+/// The plan user space has set for `handle` in process `tgid` (see [`PARAM_PLANS`]), if it has.
+#[inline(always)]
+pub(crate) fn plan_of(tgid: u64, handle: u64) -> Option<u32> {
+    // SAFETY: the value is copied out at once.
+    unsafe { PARAM_PLANS.get(PlanKey { tgid, handle }) }.copied()
+}
+
 /// A launch's kernel parameters, as far as the plan for its function asks (every one up to
 /// [`PARAMS_MAX`] before user space has set a plan; none for most named kernels): one read of the
 /// parameter array, then one of 8 bytes per parameter asked for. Written before the launch's own record,
-/// with its header.
+/// with its header. `plan`: the plan when the caller has looked it up already.
 #[inline(always)]
-pub(crate) fn emit_params(header: RecordHeader, c: u64, args: &[u64; ARG_SLOTS]) {
+pub(crate) fn emit_params(header: RecordHeader, c: u64, args: &[u64; ARG_SLOTS], plan: Option<u32>) {
     let handle = args.get(cookie::handle_arg(c)).copied().unwrap_or(0);
     let array = args.get(cookie::params_arg(c)).copied().unwrap_or(0);
     if array == 0 {
         return; // parameters passed through `extra`, or none
     }
-    let Some((mut entry, wanted)) = reserve_params(header, handle) else { return };
+    let Some((mut entry, wanted)) = reserve_params(header, handle, plan) else { return };
     let rec = entry.as_mut_ptr();
     // SAFETY: `rec` points at reserved ring memory whose header, handle and plan are written; the values
     // and read mask are written below, before submit. bpf_probe_read_user checks each address and never
@@ -61,14 +68,12 @@ pub(crate) fn emit_params(header: RecordHeader, c: u64, args: &[u64; ARG_SLOTS])
 }
 
 /// A [`ParamsRecord`] reserved in the ring for `handle` (a launched function, or a dispatched kernel
-/// object), its header, handle and plan written, with the plan: what the eBPF plan map holds for the
-/// process and handle, or every slot before user space has set one. None when the plan asks for nothing,
-/// or when the ring is full (counted).
+/// object), its header, handle and plan written, with the plan: `plan`, else what the eBPF plan map holds
+/// for the process and handle, or every slot before user space has set one. None when the plan asks for
+/// nothing, or when the ring is full (counted).
 #[inline(always)]
-fn reserve_params(header: RecordHeader, handle: u64) -> Option<(RingBufEntry<ParamsRecord>, u32)> {
-    let key = PlanKey { tgid: header.pid_tgid >> 32, handle };
-    // SAFETY: the value is copied out at once.
-    let wanted = unsafe { PARAM_PLANS.get(key) }.copied().unwrap_or(PARAMS_ALL);
+fn reserve_params(header: RecordHeader, handle: u64, plan: Option<u32>) -> Option<(RingBufEntry<ParamsRecord>, u32)> {
+    let wanted = plan.or_else(|| plan_of(header.pid_tgid >> 32, handle)).unwrap_or(PARAMS_ALL);
     if wanted == 0 {
         return None;
     }
@@ -214,7 +219,7 @@ pub(crate) fn emit_kernarg(header: RecordHeader, packet: &[u8; AQL_PACKET_BYTES]
     if kernarg == 0 {
         return;
     }
-    let Some((mut entry, wanted)) = reserve_params(header, kernel_object) else { return };
+    let Some((mut entry, wanted)) = reserve_params(header, kernel_object, None) else { return };
     let rec = entry.as_mut_ptr();
     // SAFETY: `rec` points at reserved ring memory whose header, handle and plan are written; the values
     // and read mask are written below, before submit. bpf_probe_read_user checks the address and never

@@ -45,7 +45,9 @@ pub(crate) static STASH: LruHashMap<StashKey, Stash> = LruHashMap::with_max_entr
 /// words its dispatches of a kernel object read (bit i: word i), set by user space once it has named the
 /// function or object (ggml's `mul_mat_q`: its column count; most kernels: none). One without a plan yet
 /// reads every slot up to [`tracer_common::PARAMS_MAX`], so what ran before user space caught up is not
-/// lost. LRU: functions of processes gone are evicted in time.
+/// lost. User space sets plans in traced processes only, and takes a process's back when it execs, ends or
+/// leaves the filter: a launch that finds a plan skips the filter's look-up. LRU: a plan not taken back
+/// (its exit lost) is evicted in time.
 #[map]
 pub(crate) static PARAM_PLANS: LruHashMap<PlanKey, u32> = LruHashMap::with_max_entries(65536, 0);
 

@@ -14,6 +14,9 @@ pub(crate) struct Effects {
     pub(crate) left: Vec<u32>,
     /// Plans for the eBPF plan map: (pid, function, plan).
     pub(crate) plans: Vec<(u32, u64, u32)>,
+    /// Plans to take back from the map, (pid, function): their process exec'd or ended. A plan in the map
+    /// also tells the eBPF launch path that its process is traced.
+    pub(crate) plans_gone: Vec<(u32, u64)>,
     /// Runtime libraries traced processes opened: copies that may have to be probed now.
     pub(crate) opened: Vec<crate::record::decode::Opened>,
 }

@@ -24,9 +24,11 @@ use crate::{
 mod code_files;
 mod effects;
 mod graphs;
+mod params;
 mod sites;
 
 pub(crate) use effects::Effects;
+use params::take_params;
 
 pub struct Attributor {
     pub(crate) processes: ProcessTable,
@@ -70,6 +72,8 @@ struct Process {
     /// Per thread: the shader module whose code's end is arriving (its handle, the chunks so far, in
     /// order; None once a chunk could not be read).
     code: HashMap<u32, (u64, Option<Vec<u8>>)>,
+    /// The functions and kernel objects given a plan in the eBPF plan map: taken back when it goes.
+    planned: Vec<u64>,
 }
 
 /// Command buffers whose bound pipeline a process keeps at most (more are counted, their dispatches
@@ -289,6 +293,7 @@ impl Attributor {
                     // First sight of this runtime handle: its launches need no parameters read (the
                     // driver launch it makes reads them).
                     self.effects.plans.push((l.pid, l.handle, 0));
+                    p.planned.push(l.handle);
                 }
                 if !runtime_view {
                     bump(&mut self.counters, "runtime_launches_for_names");
@@ -479,7 +484,9 @@ impl Attributor {
             ProcEvent::Fork => {
                 self.effects.joined.push(p.pid);
                 // A new process: nothing of another process that had its PID before.
-                self.live.insert(p.pid, Process::default());
+                if let Some(old) = self.live.insert(p.pid, Process::default()) {
+                    self.let_go(p.pid, old, out);
+                }
                 self.snapshot(p.pid);
                 if let Some(rec) = self.processes.observe(p.pid, Cause::Fork, ts, 0, &p.comm) {
                     out.push(Record::Process(trace::Process { ppid: p.parent, ..rec }));
@@ -493,7 +500,7 @@ impl Attributor {
                 // event reads them (its libraries are loaded by then).
                 let image = Process { names: ProcessNames::since(ts), ..Process::default() };
                 if let Some(old) = self.live.insert(p.pid, image) {
-                    out.extend(old.sites.records(p.pid));
+                    self.let_go(p.pid, old, out);
                 }
                 self.effects.seen.push(p.pid);
                 self.last_scanned = 0;
@@ -504,7 +511,7 @@ impl Attributor {
             ProcEvent::Exit => {
                 self.effects.left.push(p.pid);
                 if let Some(gone) = self.live.remove(&p.pid) {
-                    out.extend(gone.sites.records(p.pid));
+                    self.let_go(p.pid, gone, out);
                 }
                 self.last_scanned = 0;
                 self.processes.forget(p.pid);
@@ -513,6 +520,19 @@ impl Attributor {
                 }
             }
         }
+    }
+
+    /// What is left of a process image that ended (exec, exit, or a fork reusing its PID unseen): where
+    /// its launches came from, written; its parameter plans, taken back from the eBPF map.
+    fn let_go(&mut self, pid: u32, image: Process, out: &mut Vec<Record>) {
+        out.extend(image.sites.records(pid));
+        self.effects.plans_gone.extend(image.planned.into_iter().map(|handle| (pid, handle)));
+    }
+
+    /// The parameter plans of a process leaving the filter alive, to take back from the eBPF map (it keeps
+    /// its other state: it may make no further call that reaches the recording).
+    pub(crate) fn take_plans(&mut self, pid: u32) -> Vec<u64> {
+        self.live.get_mut(&pid).map(|p| std::mem::take(&mut p.planned)).unwrap_or_default()
     }
 
     fn name(&mut self, n: Name, out: &mut Vec<Record>) {
@@ -557,38 +577,6 @@ impl Attributor {
         let rec = names.bind(n.handle, n.module, &n.name, source, n.truncated, o.ts);
         out.push(Record::Kernel(rec));
     }
-}
-
-/// The parameters (or a dispatch's argument words) read just before the record of thread `tid` at
-/// `ts` for `handle`, keeping those the plan asks for; None when none were read for it. A plan made
-/// just now goes to the effects' `plans`: from then on the eBPF side reads only those parameters (or argument
-/// words) of `handle` in process `pid`.
-fn take_params(
-    p: &mut Process,
-    counters: &mut BTreeMap<String, u64>,
-    new_plans: &mut Vec<(u32, u64, u32)>,
-    pid: u32,
-    (tid, ts, handle): (u32, u64, u64),
-    (plan, new_plan): (u32, bool),
-) -> Option<BTreeMap<u8, u64>> {
-    if new_plan {
-        new_plans.push((pid, handle, plan));
-    }
-    if p.pending_params.is_empty() {
-        return None;
-    }
-    let params = p.pending_params.remove(&tid)?;
-    if params.origin.ts != ts || params.handle != handle {
-        bump(counters, "params_without_launch");
-        return None;
-    }
-    let kept: BTreeMap<u8, u64> = params.values.into_iter().filter(|&(i, _)| plan & (1 << i) != 0).collect();
-    if kept.len() != plan.count_ones() as usize {
-        // Needed but not read: an address that could not be read, or a plan set to none before the
-        // function was named.
-        bump(counters, "params_unread");
-    }
-    Some(kept)
 }
 
 #[cfg(test)]

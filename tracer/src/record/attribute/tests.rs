@@ -25,18 +25,22 @@ fn register(handle: u64, name: &str) -> Event {
     })
 }
 
-fn launch(handle: u64, ret: i32) -> Event {
+/// A launch of `handle` by process 1, at 10.
+fn launch_of(handle: u64) -> Launch {
     let o = origin(10);
-    Event::Launch(Launch {
+    Launch {
         tid: o.tid,
         lib: o.lib,
         handle,
         grid: [4, 1, 1],
         block: [64, 1, 1],
-        ret,
         dur: 3,
         ..Launch::for_test(o.pid, None, o.ts)
-    })
+    }
+}
+
+fn launch(handle: u64, ret: i32) -> Event {
+    Event::Launch(Launch { ret, ..launch_of(handle) })
 }
 
 #[test]
@@ -85,6 +89,19 @@ fn kernel_parameters_join_their_launch_and_plans_follow_the_name() {
     assert_eq!(a.counters.get("params_without_launch"), Some(&1));
     // One plan per function, given once: MMQ's ncols_y, nothing for the other.
     assert_eq!(a.effects.plans, [(origin(0).pid, 0x1000, 1 << 11), (origin(0).pid, 0x2000, 0)]);
+    // A plan in the eBPF map says its process is traced: each is taken back when the image ends (an exec
+    // here; an exit alike), or when the process leaves the filter alive.
+    let pid = origin(0).pid;
+    assert!(a.take_effects().plans_gone.is_empty());
+    let proc = |event| Event::Proc(Proc { origin: origin(20), event, pid, parent: 0, comm: String::new() });
+    a.event(proc(ProcEvent::Exec), &mut out);
+    assert_eq!(a.take_effects().plans_gone, [(pid, 0x1000), (pid, 0x2000)]);
+    a.event(params(0x2000, 30), &mut out);
+    a.event(Event::Launch(Launch { ts: 30, ..launch_of(0x2000) }), &mut out);
+    assert_eq!(a.take_plans(pid), [0x2000]);
+    assert!(a.take_plans(pid).is_empty());
+    a.event(proc(ProcEvent::Exit), &mut out);
+    assert!(a.take_effects().plans_gone.is_empty());
 }
 
 #[test]

@@ -320,6 +320,9 @@ impl Session<'_> {
                 *self.attr.counters.entry("param_plans_unwritten".to_owned()).or_default() += 1;
             }
         }
+        for (pid, handle) in effects.plans_gone {
+            self.take_plan(pid, handle);
+        }
         let now = monotonic_ns();
         for pid in effects.seen {
             if self.watch_ollama {
@@ -419,6 +422,9 @@ impl Session<'_> {
     /// Its exit will not reach the recording: the library watch lets go of it now, as at an exit.
     fn leave_filter(&mut self, pid: u32) -> Result<()> {
         drop(self.pids.remove(&pid));
+        for handle in self.attr.take_plans(pid) {
+            self.take_plan(pid, handle);
+        }
         let mine: Vec<(u64, ThreadTally)> = self
             .threads
             .iter()
@@ -432,6 +438,12 @@ impl Session<'_> {
             self.writer.write(&r)?;
         }
         Ok(())
+    }
+
+    /// Takes a plan back from the eBPF map: a plan found tells a launch its process is traced. One the LRU
+    /// map evicted already is not there to take.
+    fn take_plan(&mut self, pid: u32, handle: u64) {
+        drop(self.param_plans.remove(&PlanKey { tgid: u64::from(pid), handle }));
     }
 
     /// Reads what the probes committed before the stop, records the command's exit, and writes the
