@@ -10,7 +10,8 @@
 #   bench/gpu/ggml/decode_cost.sh [TRACER_BINARY]        (ROUNDS, default 5; BENCH_CPU, default 2;
 #   LONG (default 2048) and REPS (default 10): the long decode and its repetitions; DEADLINE: epoch seconds by which the rounds must end, each taking ROUND_S (default 90); STATS=0 skips the
 #   --program-stats runs; GRAPHS=off: ggml's CUDA graphs disabled (GGML_CUDA_DISABLE_GRAPHS=1), every kernel
-#   a launch, as in HIP builds without graphs, batched decode and PyTorch eager)
+#   a launch, as in HIP builds without graphs, batched decode and PyTorch eager; BASE_TRACER=PATH: an earlier
+#   build recorded too, as mode `base`, in the same rounds; ALL=0 skips the --all-calls runs)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/../common.sh"
@@ -52,8 +53,13 @@ for round in $(seq "${ROUNDS:-5}"); do
   for n in $long $short; do
     run none $n env
     run empty $n "$tracer" record -q --force --debug-sync-teardown -o /tmp/cost-empty.jsonl --probe-mode empty --
+    if [ -n "${BASE_TRACER:-}" ]; then
+      run base $n "$BASE_TRACER" record -q --force --debug-sync-teardown -o /tmp/cost-base.jsonl.zst --
+    fi
     run tracer $n "$tracer" record -q --force --debug-sync-teardown -o "/tmp/cost-tracer-$n.jsonl.zst" --
-    run all $n "$tracer" record -q --force --debug-sync-teardown --all-calls -o "/tmp/cost-all-$n.jsonl.zst" --
+    if [ "${ALL:-1}" = 1 ]; then
+      run all $n "$tracer" record -q --force --debug-sync-teardown --all-calls -o "/tmp/cost-all-$n.jsonl.zst" --
+    fi
   done
   echo "round $round took $(( $(date +%s) - t0 )) s" >&2
 done | tee "$out/decode-cost.txt"
@@ -77,7 +83,7 @@ def per_token(mode, field):
     # Round by round: the long run's time minus the short run's, per token between them.
     return [(a[field] - b[field]) / tokens for a, b in zip(runs[(mode, long)], runs[short])]
 bench = {}
-modes = [m for m in ("none", "empty", "tracer", "all") if (m, long) in runs]
+modes = [m for m in ("none", "empty", "base", "tracer", "all") if (m, long) in runs]
 for mode in modes:
     d = per_token(mode, 0)
     bench[mode] = statistics.median(d)
@@ -88,6 +94,9 @@ empty, tracer = bench["empty"] - bench["none"], bench["tracer"] - bench["none"]
 print(f"added to llama-bench's kernel time per token: empty programs {1e6 * empty:.2f} us, tracer {1e6 * tracer:.2f} us"
       + (f" ({tracer / empty:.2f}x the empty programs')" if empty > 0 else "")
       + (f", tracer --all-calls {1e6 * (bench['all'] - bench['none']):.2f} us" if "all" in bench else ""))
+if "base" in bench and empty > 0:
+    base = bench["base"] - bench["none"]
+    print(f"the earlier build (BASE_TRACER): {1e6 * base:.2f} us ({base / empty:.2f}x the empty programs')")
 ts = {m: statistics.median(r[4] for r in runs[(m, long)]) for m in modes}
 print("decode tokens/s, medians: " + ", ".join(f"{m} {ts[m]:.0f} ({100 * ts[m] / ts['none']:.1f} %)" for m in modes))
 for mode in ("empty", "tracer"):
