@@ -148,7 +148,7 @@ impl Visitor for Perfetto<'_> {
             "ts": us(l.ts, index), "dur": dur(l.dur),
             "args": {"grid": l.grid, "block": l.block, "grid_unit": l.grid_unit, "shmem": l.shmem, "stream": l.stream, "ret": l.ret, "captured": l.captured},
         }));
-        if l.ret == 0 && !l.captured {
+        if l.ret == 0 && !l.captured_into_graph() {
             let q = self.pending.entry((l.pid, name)).or_default();
             if q.len() == MAX_PENDING_FLOWS {
                 q.pop_front();
@@ -219,7 +219,7 @@ impl Visitor for Perfetto<'_> {
             self.events
                 .emit(&json!({"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "tracer"}}));
         }
-        let dropped = c.drops.values().fold(0u64, |sum, &n| sum.saturating_add(n));
+        let dropped = c.total_drops();
         self.events.emit(&json!({
             "ph": "C", "name": "records dropped", "pid": 0, "tid": 0, "ts": us(c.ts, index), "args": {"dropped": dropped},
         }));

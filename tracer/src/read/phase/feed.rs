@@ -175,9 +175,8 @@ impl Visitor for Feeder {
         let exact = class.ne11_from_params(&l.params);
         p.launch_widths.settle(&mut class, l.stream, l.grid, exact);
         // A launch made while capturing runs only in the graph's replays (counted there, with the batch
-        // width it had when captured). One that failed was not captured: it is a failed launch, as the
-        // report counts it.
-        if l.captured && l.ret == 0 {
+        // width it had when captured). One that failed is a failed launch, as the report counts it.
+        if l.captured_into_graph() {
             let k = p.graphs.capturing.entry(l.stream).or_default().entry(l.kernel.unwrap_or(0)).or_default();
             k.count += 1;
             if class.family == Family::Mmq {

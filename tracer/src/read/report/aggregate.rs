@@ -67,8 +67,8 @@ impl ProcAcc {
         let o = self.launch_outcomes.entry(id).or_default();
         o.0 += 1;
         o.1 += u64::from(l.ret != 0);
-        // Captured and successful: a failed launch is counted once, as failed.
-        o.2 += u64::from(l.captured && l.ret == 0);
+        // A failed launch is counted once, as failed.
+        o.2 += u64::from(l.captured_into_graph());
         *k.report.returns.entry(l.ret).or_default() += 1;
         if !k.report.apis.contains(&l.api) {
             k.report.apis.push(l.api);
@@ -335,7 +335,7 @@ impl ReportBuilder {
         report.trace.duration_s = index.last_ts().saturating_sub(index.start()) as f64 / 1e9;
         // Without a footer, the losses are the last checkpoint's: a floor, said to be one.
         if let (None, Some(c)) = (report.trace.stop, self.checkpoint) {
-            report.drops_total = c.drops.values().fold(0u64, |sum, &n| sum.saturating_add(n));
+            report.drops_total = c.total_drops();
             let at = c.ts.saturating_sub(index.start()) as f64 / 1e9;
             report.trace.notes.push(format!(
                 "losses: {} records dropped by the last checkpoint, {at:.1} s into the recording; those after it are unknown",

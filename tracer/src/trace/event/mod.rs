@@ -165,6 +165,14 @@ pub struct Launch {
     pub caller: u64,
 }
 
+impl Launch {
+    /// The launch became a graph node: made while its stream was capturing, and it succeeded (one that
+    /// failed was captured into nothing, and is counted as failed).
+    pub const fn captured_into_graph(&self) -> bool {
+        self.captured && self.ret == 0
+    }
+}
+
 const fn push_config_api() -> ApiFunc {
     ApiFunc::HipPushCallConfiguration
 }

@@ -552,6 +552,13 @@ pub struct Checkpoint {
     pub drops: BTreeMap<String, u64>,
 }
 
+impl Checkpoint {
+    /// Every record lost by then, in all (saturating, as [`Footer::total_drops`]).
+    pub fn total_drops(&self) -> u64 {
+        self.drops.values().fold(0u64, |sum, &n| sum.saturating_add(n))
+    }
+}
+
 /// One eBPF program's runs and the time the kernel measured them taking, in all (the trap that ran it
 /// is not included).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
