@@ -118,6 +118,24 @@ struct Watched {
     ended_unlinked: bool,
 }
 
+impl Watched {
+    /// Whether the mapping of copy `id` needs no record now: written already, and not as a copy not probed
+    /// that has been probed since (`probed`), which is written again with its library.
+    fn written_already(&self, id: (u64, u64), probed: bool) -> bool {
+        self.written.contains(&id) && !(probed && self.unprobed.contains(&id))
+    }
+
+    /// The mapping of copy `id` is written, as a runtime copy not probed or not.
+    fn mark_written(&mut self, id: (u64, u64), not_probed: bool) {
+        self.written.insert(id);
+        if not_probed {
+            self.unprobed.insert(id);
+        } else {
+            self.unprobed.remove(&id);
+        }
+    }
+}
+
 impl LibraryWatch {
     /// A watch probing the copies of `runtimes` it finds, or (`only_named`: `--lib`) none but those.
     pub(super) fn new(runtimes: Vec<&'static str>, only_named: bool) -> Self {
@@ -221,13 +239,10 @@ impl LibraryWatch {
         let lib = self.probed.get(&id).copied();
         let w = self.processes.entry(pid).or_default();
         // Listed as not probed before the open was read (a look while the process was going): written again.
-        let again = lib.is_some() && w.unprobed.remove(&id);
-        if !w.written.insert(id) && !again {
+        if w.written_already(id, lib.is_some()) {
             return None;
         }
-        if lib.is_none() {
-            w.unprobed.insert(id);
-        }
+        w.mark_written(id, lib.is_none());
         Some(Record::Mapping(trace::Mapping {
             ts: o.origin.ts,
             pid,
@@ -293,25 +308,15 @@ impl LibraryWatch {
             if runtime && held_files.is_none() {
                 self.probe_mapped(ebpf, pid, e, mode, &mut out);
             }
-            // Written already, unless as not probed and probed since: then written again, with its library.
-            let probed_since = self.probed.contains_key(&id);
-            if self
-                .processes
-                .get(&pid)
-                .is_some_and(|w| w.written.contains(&id) && !(probed_since && w.unprobed.contains(&id)))
-            {
+            let probed = self.probed.contains_key(&id);
+            if self.processes.get(&pid).is_some_and(|w| w.written_already(id, probed)) {
                 continue;
             }
             let gpu = self.gpu_of(pid, e, held_files.as_deref().map(|files| (files, i)), &mut out);
             if let Some(gpu) = gpu {
-                let w = self.processes.entry(pid).or_default();
-                w.written.insert(id);
                 let lib = self.probed.get(&id).copied();
-                if runtime && lib.is_none() {
-                    w.unprobed.insert(id);
-                } else {
-                    w.unprobed.remove(&id);
-                }
+                let w = self.processes.entry(pid).or_default();
+                w.mark_written(id, runtime && lib.is_none());
                 // A runtime copy's calls that recur go through the process's own links, which came late.
                 let late = w.late.contains(&id) || (w.ended_unlinked && lib.is_some());
                 let linked_at = w.linked_at;
