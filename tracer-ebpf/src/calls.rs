@@ -124,13 +124,13 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: see call_entry.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    let mut args = register_args(&ctx);
     // A launch's parameter plan (every slot where user space has set none yet), when its function is in a
     // register: looked up first, since user space sets plans in traced processes only and takes them back
     // when a process execs, ends or leaves the filter, so a plan found also says the process is traced (one
     // map touched, not two: each costs about 100 ns on the test VM).
     let mut plan = None;
-    if c & (cookie::TALLY | cookie::GATED) != 0 {
+    // The argument registers, read once the tallied calls' hot path is behind.
+    let mut args = if c & (cookie::TALLY | cookie::GATED) != 0 {
         // The hot path (most syncs and host-to-device copies of a decode loop): a live entry in THREADS
         // was made by this thread while its process was traced, so one lookup answers both questions.
         // SAFETY: the pointer is only tested and passed on.
@@ -171,7 +171,9 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
                 (*t).host_copied = 0;
             }
         }
+        register_args(&ctx)
     } else {
+        let args = register_args(&ctx);
         let handle_arg = cookie::handle_arg(c);
         let mut planned = false;
         if c & cookie::PARAMS != 0 && handle_arg < 6 {
@@ -182,7 +184,8 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
         if !planned && !traced((pid_tgid >> 32) as u32) {
             return 0;
         }
-    }
+        args
+    };
     mark_host_copy(pid_tgid, c, &args);
     let mut flags = CALL_ENTRY_ONLY;
     // A launch's return address: which code made it (one that stays unnamed is counted by library, and a
