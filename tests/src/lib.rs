@@ -236,7 +236,7 @@ pub fn kernels(records: &[Record]) -> Vec<&trace::Kernel> {
 }
 
 pub fn calls(records: &[Record]) -> Vec<&trace::Call> {
-    records.iter().filter_map(|r| if let Record::Call(c) = r { Some(c) } else { None }).collect()
+    records.iter().filter_map(|r| if let Record::Call(c) = r { Some(&**c) } else { None }).collect()
 }
 
 pub fn configs(records: &[Record]) -> Vec<&trace::Config> {

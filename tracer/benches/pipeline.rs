@@ -96,11 +96,11 @@ fn run<E: AsRef<[u8]>>(
         writer.set_tap(Box::new(tracer::read::metrics::Tap(live)));
     }
     writer
-        .write(&trace::Record::Header(trace::Header {
+        .write(&trace::Record::Header(Box::new(trace::Header {
             format: trace::FORMAT.into(),
             schema: trace::SCHEMA,
             ..Default::default()
-        }))
+        })))
         .unwrap();
     let mut attr = Attributor::default();
     let mut out = Vec::new();

@@ -117,7 +117,7 @@ fn a_fifo_over_a_mapped_files_path_and_dev_zero_never_stall_a_recording() {
 
 /// A trace file of `header`, then 2 GiB of newlines: 32 zstd frames of 64 MiB each, a few KiB in all.
 fn newline_bomb(path: &Path, header: &trace::Header) {
-    let mut line = serde_json::to_vec(&Record::Header(header.clone())).unwrap();
+    let mut line = serde_json::to_vec(&Record::Header(Box::new(header.clone()))).unwrap();
     line.push(b'\n');
     let mut bytes = zstd::encode_all(line.as_slice(), 3).unwrap();
     let frame = zstd::encode_all(std::io::repeat(b'\n').take(64 << 20), 3).unwrap();
@@ -145,7 +145,7 @@ fn a_newline_bomb_is_refused_in_one_sentence_by_report_and_export_alone_or_as_a_
     let part = |index| trace::Header { part: Some(trace::Part { index, restated: 0 }), ..header.clone() };
     let first = parts.join("run.0000.jsonl.zst");
     let mut w = trace::Writer::new(std::fs::File::create(&first).unwrap(), true).unwrap();
-    w.write(&Record::Header(part(0))).unwrap();
+    w.write(&Record::Header(Box::new(part(0)))).unwrap();
     w.finish(trace::Footer { stop: trace::Stop::Rotated, ..trace::Footer::default() }).unwrap();
     let bomb_part = parts.join("run.0001.jsonl.zst");
     newline_bomb(&bomb_part, &part(1));

@@ -23,7 +23,7 @@ mod tests {
     use std::{fs::File, path::Path};
 
     fn header() -> Record {
-        Record::Header(Header { format: FORMAT.into(), schema: SCHEMA, ..Default::default() })
+        Record::Header(Box::new(Header { format: FORMAT.into(), schema: SCHEMA, ..Default::default() }))
     }
 
     fn launch(i: u32) -> Record {
@@ -113,7 +113,7 @@ mod tests {
             file: Some("/opt/rocm/lib/rocblas/library/Kernels_0.co".into()),
             ..Call::new(o, ApiFunc::HipModuleLoad, 101, 9)
         };
-        let records = vec![header(), Record::CodeDir(dir), Record::Call(load)];
+        let records = vec![header(), Record::CodeDir(dir), Record::Call(Box::new(load))];
         let mut w = Writer::new(File::create(&path).unwrap(), false).unwrap();
         for r in &records {
             w.write(r).unwrap();
@@ -209,12 +209,13 @@ mod tests {
     fn rejects_newer_schema_and_corrupt_lines() {
         let p = tmp("newer.jsonl");
         let mut h = Header { format: FORMAT.into(), schema: SCHEMA + 1, ..Default::default() };
-        std::fs::write(&p, format!("{}\n", serde_json::to_string(&Record::Header(h.clone())).unwrap())).unwrap();
+        std::fs::write(&p, format!("{}\n", serde_json::to_string(&Record::Header(Box::new(h.clone()))).unwrap()))
+            .unwrap();
         let err = read_file(&p).unwrap_err().to_string();
         assert!(err.contains("use a newer tracer"), "{err}");
 
         h.schema = SCHEMA;
-        let mut text = format!("{}\n", serde_json::to_string(&Record::Header(h)).unwrap());
+        let mut text = format!("{}\n", serde_json::to_string(&Record::Header(Box::new(h))).unwrap());
         text += "{\"type\":\"launch\",\"garbage\n";
         text.push_str(&serde_json::to_string(&launch(1)).unwrap());
         text.push('\n');

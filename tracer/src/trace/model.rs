@@ -15,7 +15,7 @@ use anyhow::Result;
 
 use super::{
     Input, ReadStatus,
-    schema::{Call, Config, Dispatch, Footer, Ioctl, Job, Kernel, Launch, Process, Record, StepBatch, trace_records},
+    schema::{Config, Dispatch, Footer, Ioctl, Job, Kernel, Launch, Process, Record, StepBatch, trace_records},
 };
 
 /// What the records read so far name, for every visitor to look up.
@@ -147,9 +147,9 @@ impl Index {
                 }
                 0
             }
+            Record::Call(c) => c.ts,
             Record::Launch(Launch { ts, .. })
             | Record::Config(Config { ts, .. })
-            | Record::Call(Call { ts, .. })
             | Record::Dispatch(Dispatch { ts, .. })
             | Record::Ioctl(Ioctl { ts, .. })
             | Record::Job(Job { ts, .. })
@@ -171,7 +171,7 @@ pub fn read(input: &Input, v: &mut (impl Visitor + ?Sized)) -> Result<(Index, Re
 
 /// [`Visitor`], its dispatch and its pairing, from the table of kinds.
 macro_rules! visitor {
-    ($($variant:ident($ty:ident) = $tag:literal => $method:ident,)*) => {
+    ($($variant:ident($ty:ident $(in $wrap:ident)?) = $tag:literal => $method:ident,)*) => {
         /// What a reader of a trace does with each record kind, in trace order: one method per kind, each
         /// ignoring its record unless implemented. `index` has taken the record in already.
         pub trait Visitor {

@@ -273,7 +273,7 @@ fn header_of(path: &Path) -> Result<Header> {
     let mut line = Vec::new();
     BufReader::new(input.take(MAX_LINE as u64)).read_until(b'\n', &mut line)?;
     match serde_json::from_slice::<Record>(&line) {
-        Ok(Record::Header(h)) => Ok(h),
+        Ok(Record::Header(h)) => Ok(*h),
         _ => bail!(
             "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
             path.display()
@@ -304,13 +304,13 @@ mod tests {
     fn recorded_beside(d: &Path, compress: bool, planted: &[u32]) -> (Vec<Record>, Vec<PathBuf>) {
         let ext = if compress { "jsonl.zst" } else { "jsonl" };
         let events: Vec<Record> = vec![
-            Record::Header(Header {
+            Record::Header(Box::new(Header {
                 format: FORMAT.into(),
                 schema: SCHEMA,
                 host: "h".into(),
                 start_unix_ns: 7,
                 ..Header::default()
-            }),
+            })),
             Record::Library(Library { id: 1, path: "/lib/libamdhip64.so".into(), ..Library::default() }),
             Record::Process(Process { pid: 5, comm: "runner".into(), ..Process::default() }),
             Record::Process(Process { pid: 6, comm: "short".into(), ..Process::default() }),
@@ -358,7 +358,7 @@ mod tests {
     /// A header without its part number (the rest must be equal).
     fn plain(r: Record) -> Record {
         match r {
-            Record::Header(h) => Record::Header(Header { part: None, ..h }),
+            Record::Header(h) => Record::Header(Box::new(Header { part: None, ..*h })),
             r => r,
         }
     }

@@ -251,11 +251,6 @@ struct Chunk {
     bytes: Vec<u8>,
 }
 
-// Records are built once and moved once, in batches: boxing them would add an allocation per line.
-#[expect(
-    clippy::large_enum_variant,
-    reason = "records are built once and moved once, in batches: boxing would add an allocation per line"
-)]
 enum Parsed {
     Record(Record),
     /// A record type this reader does not know.
@@ -416,7 +411,7 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
         // this build writes.
         let scanned = match tag {
             b"launch" => super::scan::launch(line).map(Record::Launch),
-            b"call" => super::scan::call(line).map(Record::Call),
+            b"call" => super::scan::call(line).map(|c| Record::Call(Box::new(c))),
             _ => None,
         };
         if let Some(record) = scanned {

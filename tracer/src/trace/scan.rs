@@ -436,7 +436,7 @@ mod tests {
             assert_eq!(serde_json::from_slice::<Launch>(&text).unwrap(), l);
         }
         for c in calls() {
-            let text = line(&Record::Call(c.clone()));
+            let text = line(&Record::Call(Box::new(c.clone())));
             assert_eq!(call(&text), Some(c.clone()), "{}", String::from_utf8_lossy(&text));
             assert_eq!(serde_json::from_slice::<Call>(&text).unwrap(), c);
         }
@@ -453,7 +453,7 @@ mod tests {
         for c in calls() {
             let mut out = Vec::new();
             assert!(spell_call(&c, &mut out));
-            assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(line(&Record::Call(c))).unwrap());
+            assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(line(&Record::Call(Box::new(c)))).unwrap());
         }
         let mut out = Vec::new();
         let with_params = Launch { params: BTreeMap::from([(2, 7)]), ..launches().remove(0) };
@@ -491,6 +491,6 @@ mod tests {
             assert_eq!(launch(other.as_bytes()), None, "{other}");
         }
         let c = Call { file: Some("/lib/x.so".into()), ..calls().remove(0) };
-        assert_eq!(call(&line(&Record::Call(c))), None);
+        assert_eq!(call(&line(&Record::Call(Box::new(c)))), None);
     }
 }

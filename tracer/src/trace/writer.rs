@@ -262,10 +262,10 @@ impl Writer {
         if let Some(parts) = &mut self.parts {
             match record {
                 Record::Header(h) if parts.header.is_none() => {
-                    let mut first = h.clone();
+                    let mut first = (**h).clone();
                     first.part = Some(Part { index: 0, restated: 0 });
                     parts.header = Some(first.clone());
-                    return self.line(&Record::Header(first));
+                    return self.line(&Record::Header(Box::new(first)));
                 }
                 r => parts.restate.see(r),
             }
@@ -325,7 +325,7 @@ impl Writer {
         self.out = Sink::new(file, parts.compress)?;
         self.written = 0;
         let header = Header { part: Some(Part { index, restated: restated.len() as u64 }), ..header };
-        self.line(&Record::Header(header))?;
+        self.line(&Record::Header(Box::new(header)))?;
         for r in &restated {
             self.line(r)?;
         }

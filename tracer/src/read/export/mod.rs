@@ -58,12 +58,12 @@ mod tests {
             })
         };
         for r in [
-            Record::Header(Header {
+            Record::Header(Box::new(Header {
                 format: trace::FORMAT.into(),
                 schema: trace::SCHEMA,
                 start_mono_ns: 1_000,
                 ..Default::default()
-            }),
+            })),
             k(1, Source::Register),
             k(2, Source::Hsa),
             launch(10_000, 101),

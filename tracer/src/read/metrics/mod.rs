@@ -219,12 +219,16 @@ impl Metrics {
         match r {
             Record::Exit(e) => self.retire(e.pid),
             // Totals are kept; the spans of the steps a call or a batch closed are not (memory stays flat).
-            Record::Call(Call { pid, .. }) | Record::Batch(StepBatch { pid, .. }) => {
-                if let Some(p) = self.feeder.process_mut(*pid) {
-                    p.phases.forget_spans();
-                }
-            }
+            Record::Call(c) => self.forget_spans(c.pid),
+            Record::Batch(StepBatch { pid, .. }) => self.forget_spans(*pid),
             _ => {}
+        }
+    }
+
+    /// Lets go of the spans of the steps a process's record just closed; their totals stay.
+    fn forget_spans(&mut self, pid: u32) {
+        if let Some(p) = self.feeder.process_mut(pid) {
+            p.phases.forget_spans();
         }
     }
 

@@ -17,7 +17,7 @@ fn launch(pid: u32, kernel: u32, ts: u64) -> Record {
 
 fn call(pid: u32, api: ApiFunc, kind: Option<MemcpyKind>, ts: u64) -> Record {
     let v = serde_json::json!({"ts": ts, "pid": pid, "tid": pid, "lib": 0, "api": api.name(), "ret": 0, "dur": 0, "kind": kind});
-    Record::Call(serde_json::from_value::<Call>(v).unwrap())
+    Record::Call(Box::new(serde_json::from_value::<Call>(v).unwrap()))
 }
 
 /// The value of the sample line that starts with `series` (its name and labels).

@@ -20,12 +20,12 @@ fn launch(kernel: u32, grid: [u32; 3], ret: i32) -> Record {
 fn aggregates_per_process() {
     let o = Origin { ts: 0, pid: 7, tid: 0, lib: 1 };
     let records = vec![
-        Record::Header(Header {
+        Record::Header(Box::new(Header {
             format: trace::FORMAT.into(),
             schema: 1,
             start_mono_ns: 1_000_000_000,
             ..Default::default()
-        }),
+        })),
         Record::Process(Process { pid: 7, comm: "runner".into(), argv: vec!["runner".into()], ..Default::default() }),
         Record::Kernel(Kernel {
             id: 1,
@@ -52,13 +52,13 @@ fn aggregates_per_process() {
             ret: 101,
             dur: 500,
         }),
-        Record::Call(Call { size: Some(4096), ..Call::new(o, ApiFunc::HipMalloc, 0, 100) }),
-        Record::Call(Call { size: Some(1 << 30), ..Call::new(o, ApiFunc::HipMalloc, 2, 100) }),
-        Record::Call(Call {
+        Record::Call(Box::new(Call { size: Some(4096), ..Call::new(o, ApiFunc::HipMalloc, 0, 100) })),
+        Record::Call(Box::new(Call { size: Some(1 << 30), ..Call::new(o, ApiFunc::HipMalloc, 2, 100) })),
+        Record::Call(Box::new(Call {
             size: Some(64),
             kind: Some(MemcpyKind::DeviceToHost),
             ..Call::new(o, ApiFunc::HipMemcpy, 0, 300)
-        }),
+        })),
         Record::Footer(Footer {
             end_mono_ns: 3_000_000_000,
             drops: [("call".to_owned(), vec![1, 2])].into(),
@@ -102,7 +102,7 @@ fn graph_replays_follow_in_place_updates_of_the_executable() {
         r
     };
     let call = |api: ApiFunc, handle: u64, value: Option<u64>| {
-        Record::Call(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) })
+        Record::Call(Box::new(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) }))
     };
     let replay = || call(ApiFunc::CuGraphLaunch, 0xE, None);
     let records = vec![
@@ -139,7 +139,7 @@ fn a_launch_that_failed_during_a_capture_is_not_replayed() {
         r
     };
     let call = |api: ApiFunc, handle: u64, value: Option<u64>| {
-        Record::Call(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) })
+        Record::Call(Box::new(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) }))
     };
     let records = vec![
         captured(1, 0),
@@ -296,7 +296,12 @@ fn ledger_records() -> Vec<Record> {
         Record::EntryCalls(trace::EntryCalls { pid: 7, lib, function: function.into(), calls })
     };
     vec![
-        Record::Header(Header { format: trace::FORMAT.into(), schema: 1, start_mono_ns: 0, ..Default::default() }),
+        Record::Header(Box::new(Header {
+            format: trace::FORMAT.into(),
+            schema: 1,
+            start_mono_ns: 0,
+            ..Default::default()
+        })),
         Record::Library(trace::Library {
             id: 1,
             path: "/lib/libamdhip64.so.5".into(),
@@ -376,12 +381,12 @@ fn the_ledger_sums_calls_kernels_and_launches_per_mapped_library() {
 /// footer, the footer's.
 #[test]
 fn without_a_footer_the_losses_are_the_last_checkpoints() {
-    let header = Record::Header(Header {
+    let header = Record::Header(Box::new(Header {
         format: trace::FORMAT.into(),
         schema: 1,
         start_mono_ns: 1_000_000_000,
         ..Default::default()
-    });
+    }));
     let checkpoint =
         |ts: u64, n: u64| Record::Checkpoint(trace::Checkpoint { ts, drops: [("call".to_owned(), n)].into() });
     let killed = vec![header, checkpoint(2_000_000_000, 5), launch(1, [1, 1, 1], 0), checkpoint(3_500_000_000, 9)];

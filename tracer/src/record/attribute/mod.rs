@@ -368,7 +368,7 @@ impl Attributor {
     }
 
     /// An API call: capture state, names bound by the call, the file a code object comes from.
-    fn call(&mut self, mut c: Call, out: &mut Vec<Record>) {
+    fn call(&mut self, mut c: Box<Call>, out: &mut Vec<Record>) {
         self.see(c.pid, c.ts, out);
         if matches!(c.api.layout(), Layout::ModulePath | Layout::CodeObjectFromFile) {
             self.file_call(c, out);
@@ -441,7 +441,7 @@ impl Attributor {
 
     /// A code-object file loaded by path or descriptor: the call and, when it succeeded, its module's
     /// functions carry the file; its directory is listed once.
-    fn file_call(&mut self, mut c: Call, out: &mut Vec<Record>) {
+    fn file_call(&mut self, mut c: Box<Call>, out: &mut Vec<Record>) {
         let ok = c.ret == 0;
         let procs = self.procs;
         let p = self.live.entry(c.pid).or_default();

@@ -27,7 +27,8 @@ use crate::trace::event::{
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     Launch(Launch),
-    Call(Call),
+    /// Boxed, the largest kind: an event moved along the data path costs a launch's size.
+    Call(Box<Call>),
     Name(Name),
     Proc(Proc),
     Ioctl(Ioctl),
@@ -46,6 +47,11 @@ pub enum Event {
 }
 
 impl Event {
+    /// A call, boxed.
+    pub(crate) fn call(c: Call) -> Self {
+        Self::Call(Box::new(c))
+    }
+
     /// A record attribution passes on as it is, by the process and time of `o`.
     pub(crate) const fn plain(o: Origin, record: Record) -> Self {
         Self::Plain { pid: o.pid, ts: o.ts, record }
@@ -318,20 +324,20 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
         | Layout::LaunchConfig
         | Layout::PushConfig
         | Layout::VkDispatch { .. } => launch_event(r, api),
-        Layout::Nothing => Event::Call(call),
-        Layout::Stream => Event::Call(Call { stream: Some(a[0]), ..call }),
-        Layout::StreamHandleOut => Event::Call(Call { stream: Some(a[0]), handle: out, ..call }),
-        Layout::InstantiateOut => Event::Call(Call { handle: Some(a[1]), value: out, ..call }),
-        Layout::ExecGraph => Event::Call(Call { handle: Some(a[1]), value: Some(a[0]), ..call }),
-        Layout::HandleStream => Event::Call(Call { handle: Some(a[0]), stream: Some(a[1]), ..call }),
-        Layout::AllocOut { .. } => Event::Call(Call { size: Some(a[1]), ptr: out, ..call }),
-        Layout::Ptr => Event::Call(Call { ptr: Some(a[0]), ..call }),
-        Layout::Memcpy { direction, stream } => Event::Call(memcpy(a, direction, stream, call)),
+        Layout::Nothing => Event::call(call),
+        Layout::Stream => Event::call(Call { stream: Some(a[0]), ..call }),
+        Layout::StreamHandleOut => Event::call(Call { stream: Some(a[0]), handle: out, ..call }),
+        Layout::InstantiateOut => Event::call(Call { handle: Some(a[1]), value: out, ..call }),
+        Layout::ExecGraph => Event::call(Call { handle: Some(a[1]), value: Some(a[0]), ..call }),
+        Layout::HandleStream => Event::call(Call { handle: Some(a[0]), stream: Some(a[1]), ..call }),
+        Layout::AllocOut { .. } => Event::call(Call { size: Some(a[1]), ptr: out, ..call }),
+        Layout::Ptr => Event::call(Call { ptr: Some(a[0]), ..call }),
+        Layout::Memcpy { direction, stream } => Event::call(memcpy(a, direction, stream, call)),
         // The return value is the module handle, not an error code; a HIP wrapper (its magic checked)
         // gives the address of its offload bundle.
         Layout::FatBinary => {
             let wrapper_read = r.flags & CALL_CONFIG_FAULT == 0 && a[6] as u32 == HIP_FAT_BINARY_MAGIC;
-            Event::Call(Call {
+            Event::call(Call {
                 ret: 0,
                 ptr: Some(a[0]),
                 module: Some(r.ret),
@@ -339,36 +345,36 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
                 ..call
             })
         }
-        Layout::ModuleOut => Event::Call(Call { ptr: Some(a[1]), module: out, ..call }),
-        Layout::FunctionOut => Event::Call(Call { module: Some(a[1]), function: out, ..call }),
-        Layout::KernelFunctionOut => Event::Call(Call { handle: Some(a[1]), function: out, ..call }),
-        Layout::SymbolByName => Event::Call(Call { module: Some(a[0]), handle: out, ..call }),
+        Layout::ModuleOut => Event::call(Call { ptr: Some(a[1]), module: out, ..call }),
+        Layout::FunctionOut => Event::call(Call { module: Some(a[1]), function: out, ..call }),
+        Layout::KernelFunctionOut => Event::call(Call { handle: Some(a[1]), function: out, ..call }),
+        Layout::SymbolByName => Event::call(Call { module: Some(a[0]), handle: out, ..call }),
         Layout::SymbolInfo => {
-            Event::Call(Call { handle: Some(a[0]), attribute: Some(a[1] as u32), value: out, ..call })
+            Event::call(Call { handle: Some(a[0]), attribute: Some(a[1] as u32), value: out, ..call })
         }
-        Layout::CodeObjectFromMemory => Event::Call(Call { ptr: Some(a[0]), size: Some(a[1]), handle: out, ..call }),
+        Layout::CodeObjectFromMemory => Event::call(Call { ptr: Some(a[0]), size: Some(a[1]), handle: out, ..call }),
         // The path came before, in a name record with this call's header (read at entry).
-        Layout::ModulePath => Event::Call(Call { module: out, ..call }),
+        Layout::ModulePath => Event::call(Call { module: out, ..call }),
         // The descriptor (an `int`): attribution reads which file it is.
-        Layout::CodeObjectFromFile => Event::Call(Call { value: Some(u64::from(a[0] as u32)), handle: out, ..call }),
-        Layout::QueueCreate => Event::Call(Call { size: Some(u64::from(a[1] as u32)), ..call }),
+        Layout::CodeObjectFromFile => Event::call(Call { value: Some(u64::from(a[0] as u32)), handle: out, ..call }),
+        Layout::QueueCreate => Event::call(Call { size: Some(u64::from(a[1] as u32)), ..call }),
         // The code's size and address were read from the create info at entry (slots 6 and 7).
         Layout::ShaderModuleOut => {
             let read = r.flags & CALL_CONFIG_FAULT == 0;
-            Event::Call(Call { size: read.then_some(a[6]), ptr: read.then_some(a[7]), module: out, ..call })
+            Event::call(Call { size: read.then_some(a[6]), ptr: read.then_some(a[7]), module: out, ..call })
         }
         // The first create info's shader module (slot 6); the count of pipelines asked for.
         Layout::PipelinesOut => {
             let module = (r.flags & CALL_CONFIG_FAULT == 0).then_some(a[6]);
-            Event::Call(Call { module, size: Some(u64::from(a[2] as u32)), function: out, ..call })
+            Event::call(Call { module, size: Some(u64::from(a[2] as u32)), function: out, ..call })
         }
         // The command buffer is the call's stream, the bind point its attribute.
         Layout::BindPipeline => {
-            Event::Call(Call { stream: Some(a[0]), attribute: Some(a[1] as u32), function: Some(a[2]), ..call })
+            Event::call(Call { stream: Some(a[0]), attribute: Some(a[1] as u32), function: Some(a[2]), ..call })
         }
-        Layout::QueueSubmit => Event::Call(Call { handle: Some(a[0]), size: Some(u64::from(a[1] as u32)), ..call }),
+        Layout::QueueSubmit => Event::call(Call { handle: Some(a[0]), size: Some(u64::from(a[1] as u32)), ..call }),
         // The name came before, in a name record with this call's header; the return value is an address.
-        Layout::ProcAddr => Event::Call(Call { ret: 0, ptr: Some(r.ret), ..call }),
+        Layout::ProcAddr => Event::call(Call { ret: 0, ptr: Some(r.ret), ..call }),
         // Registration, doorbells and batches have their own programs and records, never a call record.
         Layout::Register | Layout::Doorbell | Layout::LlamaBatch | Layout::LlamaBatchExt => {
             return Err(DecodeError::UnknownFunc(r.header.func));
@@ -468,7 +474,7 @@ fn launch_event(r: &CallRecord, api: ApiFunc) -> Event {
             launch(0, grid, [0; 3], GridUnit::Blocks, 0, a[0])
         }
         // Not a launch layout (decode_call sends only those here): a call.
-        _ => Event::Call(Call { entry_only, caller: r.caller, ..Call::new(o, api, i64::from(ret32), r.duration_ns) }),
+        _ => Event::call(Call { entry_only, caller: r.caller, ..Call::new(o, api, i64::from(ret32), r.duration_ns) }),
     }
 }
 

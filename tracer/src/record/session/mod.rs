@@ -89,7 +89,9 @@ impl Session<'_> {
         let status = format!("recording to {}", self.args.output.display());
         let _ready = super::ready::Ready::announce(self.args.ready_file.as_deref(), &facts, &status)?;
         let mut tick = tokio::time::interval(Duration::from_millis(100));
-        let mut poll = tokio::time::interval(Duration::from_millis(10));
+        // Effects are applied after every batch too; this tick finds a command's end and the effects of a
+        // quiet ring (each tick is a wake-up: see `ring::POLL`).
+        let mut poll = tokio::time::interval(Duration::from_millis(25));
         let mut checkpoint = tokio::time::interval_at(tokio::time::Instant::now() + CHECKPOINT_EVERY, CHECKPOINT_EVERY);
         let deadline = self.args.duration.map(|d| tokio::time::Instant::now() + d);
         let sleep = tokio::time::sleep_until(

@@ -93,14 +93,14 @@ impl<'a> Session<'a> {
 
         let start_mono = monotonic_ns();
         watch.started = start_mono;
-        writer.write(&Record::Header(header(
+        writer.write(&Record::Header(Box::new(header(
             args,
             &targets,
             filter_by_pid,
             watch.scoped(),
             start_mono,
             job_tracepoints,
-        )))?;
+        ))))?;
         for r in setup {
             writer.write(&r)?;
         }

@@ -25,14 +25,14 @@ pub const SCHEMA: u32 = 1;
 macro_rules! trace_records {
     ($then:ident) => {
         $then! {
-            Header(Header) = "header" => header,
+            Header(Header in Box) = "header" => header,
             Library(Library) = "library" => library,
             Probe(Probe) = "probe" => probe,
             Process(Process) = "process" => process,
             Kernel(Kernel) = "kernel" => kernel,
             Launch(Launch) = "launch" => launch,
             Config(Config) = "config" => config,
-            Call(Call) = "call" => call,
+            Call(Call in Box) = "call" => call,
             Ioctl(Ioctl) = "ioctl" => ioctl,
             Mapping(Mapping) = "mapping" => mapping,
             Queue(Queue) = "queue" => queue,
@@ -54,14 +54,21 @@ macro_rules! trace_records {
 }
 pub(crate) use trace_records;
 
+/// The type a [`Record`] variant holds: the kind's own, or, where the table says `in Box`, boxed (the
+/// largest kinds, so that a record moved along the data path costs the size of a launch, not of a call).
+macro_rules! held {
+    ($ty:ident) => { $ty };
+    ($ty:ident, $wrap:ident) => { $wrap<$ty> };
+}
+
 /// [`Record`], its `type` tags and its fast parse, from the table of kinds.
 macro_rules! records {
-    ($($variant:ident($ty:ident) = $tag:literal => $method:ident,)*) => {
+    ($($variant:ident($ty:ident $(in $wrap:ident)?) = $tag:literal => $method:ident,)*) => {
         /// One line of a trace file.
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "type")]
         pub enum Record {
-            $(#[serde(rename = $tag)] $variant($ty),)*
+            $(#[serde(rename = $tag)] $variant(held!($ty $(, $wrap)?)),)*
         }
 
         /// The `type` of every record kind this build reads.
@@ -79,7 +86,7 @@ macro_rules! records {
             /// keys. None for a type this build does not know.
             pub(crate) fn parse_as(tag: &[u8], line: &[u8]) -> Option<serde_json::Result<Self>> {
                 match std::str::from_utf8(tag).ok()? {
-                    $($tag => Some(serde_json::from_slice::<$ty>(line).map(Self::$variant)),)*
+                    $($tag => Some(serde_json::from_slice::<held!($ty $(, $wrap)?)>(line).map(Self::$variant)),)*
                     _ => None,
                 }
             }
