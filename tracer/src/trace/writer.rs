@@ -39,6 +39,8 @@ pub struct Writer {
     parts: Option<Parts>,
     /// Bytes of records handed to the current file (before compression), restatements not counted.
     written: u64,
+    /// Recent launch lines' spelled rest, by their fields.
+    tails: super::scan::LaunchTails,
 }
 
 /// When a recording starts a new file, and where.
@@ -225,7 +227,15 @@ impl Writer {
     /// `compress`: write zstd frames (used when the file name ends in `.zst`).
     pub fn new(file: File, compress: bool) -> Result<Self> {
         let out = Sink::new(file, compress)?;
-        Ok(Self { out, buf: Vec::with_capacity(1 << 17), counts: BTreeMap::new(), tap: None, parts: None, written: 0 })
+        Ok(Self {
+            out,
+            buf: Vec::with_capacity(1 << 17),
+            counts: BTreeMap::new(),
+            tap: None,
+            parts: None,
+            written: 0,
+            tails: super::scan::LaunchTails::default(),
+        })
     }
 
     /// A rotated recording: `file` is its first part (at `rotation.first`), `output` the `-o` name the
@@ -281,7 +291,7 @@ impl Writer {
     fn line(&mut self, record: &Record) -> Result<()> {
         let before = self.buf.len();
         let spelled = match record {
-            Record::Launch(l) => super::scan::spell_launch(l, &mut self.buf),
+            Record::Launch(l) => super::scan::spell_launch(l, &mut self.buf, &mut self.tails),
             Record::Call(c) => super::scan::spell_call(c, &mut self.buf),
             _ => false,
         };
