@@ -330,16 +330,38 @@ pub(super) fn spell_launch(l: &Launch, out: &mut Vec<u8>, tails: &mut LaunchTail
     if !l.params.is_empty() || l.grid_unit == GridUnit::Unknown {
         return false;
     }
+    // Every field named, none left to `..`: a field added to launches must be placed here (the key) or said
+    // to be left out of the line, or this does not build.
+    let &Launch {
+        ts: _,
+        pid,
+        tid,
+        lib,
+        api,
+        kernel,
+        handle,
+        grid,
+        block,
+        grid_unit,
+        shmem,
+        stream,
+        ret,
+        dur,
+        captured,
+        entry_only,
+        params: _,
+        caller: _,
+    } = l;
     let key = TailKey {
-        who: (l.pid, l.tid, l.lib, l.api),
-        kernel: l.kernel,
-        handle: l.handle,
-        dims: (l.grid, l.block, l.grid_unit),
-        shmem: l.shmem,
-        stream: l.stream,
-        ret: l.ret,
-        dur: l.dur,
-        flags: (l.captured, l.entry_only),
+        who: (pid, tid, lib, api),
+        kernel,
+        handle,
+        dims: (grid, block, grid_unit),
+        shmem,
+        stream,
+        ret,
+        dur,
+        flags: (captured, entry_only),
     };
     let mut w = Spell(out);
     w.head(b"{\"type\":\"launch\"", l.ts);
