@@ -300,26 +300,13 @@ impl Spell<'_> {
     }
 }
 
-/// Every field of a launch line but its time.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-struct TailKey {
-    who: (u32, u32, u32, ApiFunc),
-    kernel: Option<u32>,
-    handle: u64,
-    dims: ([u32; 3], [u32; 3], GridUnit),
-    shmem: u64,
-    stream: u64,
-    ret: i32,
-    dur: u64,
-    flags: (bool, bool),
-}
-
-/// The spelled rest (after `ts`) of recent launch lines, by every field it spells: a loop repeats the same
-/// launches, whose lines differ only in their time, so a repeated one costs its time's digits and one copy
-/// instead of some thirty small ones (the spelling's copies were 9 % of tracer's CPU at 60 000 launches/s
-/// on the stand-in). At most [`TAILS_MAX`] are kept; the cache starts afresh when full.
+/// The spelled rest (after `ts`) of recent launch lines, keyed by the launch without its time and caller (the
+/// fields the rest does not spell; every other field is in the key, a field added later too): a loop repeats
+/// the same launches, whose lines differ only in their time, so a repeated one costs its time's digits and
+/// one copy instead of some thirty small ones (the spelling's copies were 9 % of tracer's CPU at 60 000
+/// launches/s on the stand-in). At most [`TAILS_MAX`] are kept; the cache starts afresh when full.
 #[derive(Default)]
-pub(super) struct LaunchTails(crate::FastMap<TailKey, Box<[u8]>>);
+pub(super) struct LaunchTails(crate::FastMap<Launch, Box<[u8]>>);
 
 /// Most launch tails kept: a decode step's distinct launches many times over, some 1 MiB at most.
 const TAILS_MAX: usize = 4096;
@@ -330,39 +317,7 @@ pub(super) fn spell_launch(l: &Launch, out: &mut Vec<u8>, tails: &mut LaunchTail
     if !l.params.is_empty() || l.grid_unit == GridUnit::Unknown {
         return false;
     }
-    // Every field named, none left to `..`: a field added to launches must be placed here (the key) or said
-    // to be left out of the line, or this does not build.
-    let &Launch {
-        ts: _,
-        pid,
-        tid,
-        lib,
-        api,
-        kernel,
-        handle,
-        grid,
-        block,
-        grid_unit,
-        shmem,
-        stream,
-        ret,
-        dur,
-        captured,
-        entry_only,
-        params: _,
-        caller: _,
-    } = l;
-    let key = TailKey {
-        who: (pid, tid, lib, api),
-        kernel,
-        handle,
-        dims: (grid, block, grid_unit),
-        shmem,
-        stream,
-        ret,
-        dur,
-        flags: (captured, entry_only),
-    };
+    let key = Launch { ts: 0, caller: 0, ..l.clone() };
     let mut w = Spell(out);
     w.head(b"{\"type\":\"launch\"", l.ts);
     if let Some(tail) = tails.0.get(&key) {

@@ -129,7 +129,7 @@ impl Default for PacketType {
 }
 
 /// A kernel launch at the programming API (HIP, CUDA driver or runtime).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Launch {
     pub ts: u64,
     pub pid: u32,
