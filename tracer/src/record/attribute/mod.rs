@@ -28,7 +28,7 @@ mod params;
 mod sites;
 
 pub(crate) use effects::Effects;
-use params::take_params;
+use params::{give_plan, take_params};
 
 pub struct Attributor {
     pub(crate) processes: ProcessTable,
@@ -292,8 +292,7 @@ impl Attributor {
                 if names.runtime_launch(&l) {
                     // First sight of this runtime handle: its launches need no parameters read (the
                     // driver launch it makes reads them).
-                    self.effects.plans.push((l.pid, l.handle, 0));
-                    p.planned.push(l.handle);
+                    give_plan(&mut p.planned, &mut self.effects.plans, l.pid, l.handle, 0);
                 }
                 if !runtime_view {
                     bump(&mut self.counters, "runtime_launches_for_names");

@@ -18,8 +18,7 @@ pub(super) fn take_params(
     (plan, new_plan): (u32, bool),
 ) -> Option<BTreeMap<u8, u64>> {
     if new_plan {
-        new_plans.push((pid, handle, plan));
-        p.planned.push(handle);
+        give_plan(&mut p.planned, new_plans, pid, handle, plan);
     }
     if p.pending_params.is_empty() {
         return None;
@@ -36,4 +35,11 @@ pub(super) fn take_params(
         bump(counters, "params_unread");
     }
     Some(kept)
+}
+
+/// A plan for the eBPF plan map: `plan` for `handle` in process `pid`, remembered in the process's `planned`
+/// so that it is taken back when the process goes.
+pub(super) fn give_plan(planned: &mut Vec<u64>, plans: &mut Vec<(u32, u64, u32)>, pid: u32, handle: u64, plan: u32) {
+    plans.push((pid, handle, plan));
+    planned.push(handle);
 }

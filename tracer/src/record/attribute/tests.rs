@@ -47,7 +47,7 @@ fn launch(handle: u64, ret: i32) -> Event {
 fn launches_on_a_capturing_stream_are_graph_nodes() {
     let mut a = Attributor::default();
     let mut out = Vec::new();
-    let capture = |api, ret| Event::Call(Box::new(Call { stream: Some(0), ..Call::new(origin(1), api, ret, 0) }));
+    let capture = |api, ret| Event::call(Call { stream: Some(0), ..Call::new(origin(1), api, ret, 0) });
     a.event(capture(ApiFunc::HipStreamBeginCapture, 0), &mut out);
     a.event(launch(0x1000, 0), &mut out);
     a.event(capture(ApiFunc::HipStreamEndCapture, 0), &mut out);
@@ -106,8 +106,7 @@ fn kernel_parameters_join_their_launch_and_plans_follow_the_name() {
 
 #[test]
 fn a_recycled_pid_starts_clean() {
-    let capture =
-        Event::Call(Box::new(Call { stream: Some(0), ..Call::new(origin(1), ApiFunc::HipStreamBeginCapture, 0, 0) }));
+    let capture = Event::call(Call { stream: Some(0), ..Call::new(origin(1), ApiFunc::HipStreamBeginCapture, 0, 0) });
     let params = Event::Params(Params {
         origin: origin(10),
         handle: 0x1000,
@@ -227,7 +226,7 @@ fn path_named(api: ApiFunc, path: &str, ts: u64) -> Event {
 }
 
 fn load(api: ApiFunc, ts: u64, ret: i64, module: Option<u64>) -> Event {
-    Event::Call(Box::new(Call { module, ..Call::new(origin(ts), api, ret, 10) }))
+    Event::call(Call { module, ..Call::new(origin(ts), api, ret, 10) })
 }
 
 #[test]
@@ -282,10 +281,7 @@ fn loads_without_their_path_and_unreadable_descriptors_are_counted() {
     a.event(load(ApiFunc::CuModuleLoad, 10, 0, Some(0x42)), &mut out);
     // An HSA reader of an open file: the descriptor's file, once; one that is no file is counted.
     let reader = |fd: u64, ts| {
-        Event::Call(Box::new(Call {
-            value: Some(fd),
-            ..Call::new(origin(ts), ApiFunc::HsaCodeObjectReaderCreateFromFile, 0, 1)
-        }))
+        Event::call(Call { value: Some(fd), ..Call::new(origin(ts), ApiFunc::HsaCodeObjectReaderCreateFromFile, 0, 1) })
     };
     a.event(reader(7, 11), &mut out);
     a.event(reader(8, 12), &mut out);
