@@ -93,3 +93,24 @@ print(json.dumps(rows))
         "{rows}"
     );
 }
+
+/// A libllama met only once the recording runs (a shell execs the server, so the copy is found at the exec,
+/// after tracer has taken its filter, counters and ring out of aya): the batch program, loaded then for its
+/// multi-point link, must point at the maps every other program uses. It once did not: its references fell
+/// on whichever map of the section aya-obj met last, the verifier refused the program, and each function
+/// fell back to a uprobe of its own.
+#[test]
+fn a_libllama_found_during_the_recording_gets_its_batch_program_linked() {
+    let out = scratch("slots-late").join("t.jsonl");
+    let exec = format!("exec {}", fixture("server_slots").display());
+    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", "sh", "-c", &exec]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(!stderr.contains("refused"), "{stderr}");
+    let records = read_trace(&out);
+    let probe = records
+        .iter()
+        .find_map(|r| if let Record::Probe(p) = r { (p.api == "llama_decode").then_some(p) } else { None })
+        .expect("a probe record for llama_decode");
+    assert_eq!(probe.error, None, "{probe:?}");
+}

@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, sync::Arc};
 use anyhow::{Result, anyhow};
 use aya::Ebpf;
 
-use super::{MultiProgram, OBJECT, ProbeMode, Programs};
+use super::{MultiProgram, OBJECT, ProbeMode, Programs, multi::SharedMaps};
 use crate::os::files::CodeFile;
 
 /// The runtime probes' programs loaded for multi-point uprobe links (Linux 6.6 and later): each program is
@@ -31,6 +31,8 @@ pub(crate) struct RuntimeLinks {
     plans: Vec<Plan>,
     /// Links the kernel refused since last asked, each said once (their functions got a uprobe each).
     pub(super) refused: Vec<String>,
+    /// The maps the programs share, for those loaded at their first use.
+    maps: SharedMaps,
 }
 
 /// One link's program and where it goes.
@@ -53,14 +55,14 @@ struct Plan {
     returns: bool,
 }
 
-/// The program `name` of `loaded`, loaded on its first use with `ebpf`'s maps.
+/// The program `name` of `loaded`, loaded on its first use with `maps`.
 fn loaded<'a>(
     loaded: &'a mut BTreeMap<&'static str, MultiProgram>,
-    ebpf: &Ebpf,
+    maps: &SharedMaps,
     name: &'static str,
 ) -> Result<&'a MultiProgram> {
     if !loaded.contains_key(name) {
-        loaded.insert(name, MultiProgram::load(OBJECT, ebpf, name)?);
+        loaded.insert(name, MultiProgram::load(OBJECT, maps, name)?);
     }
     loaded.get(name).ok_or_else(|| anyhow!("{name} is not loaded for multi-point links"))
 }
@@ -77,15 +79,17 @@ pub(crate) enum Linked {
 }
 
 impl RuntimeLinks {
-    /// Loads the programs of `mode` for multi-point links, sharing `ebpf`'s maps.
+    /// Loads the programs of `mode` for multi-point links, sharing `ebpf`'s maps (all of them still there:
+    /// the programs loaded later use the same).
     pub(crate) fn load(ebpf: &Ebpf, mode: ProbeMode) -> Result<Self> {
+        let maps = SharedMaps::of(ebpf)?;
         let Programs { entry, ret, one_trap, .. } = mode.programs();
         let mut programs = BTreeMap::new();
         // The programs of every copy, loaded now (a kernel without multi-point links says so before anything
         // is attached); the others at their first use (the batch program's loops take the verifier a
         // quarter of a second, and a copy of libllama is rare).
         for name in [entry, ret, one_trap] {
-            loaded(&mut programs, ebpf, name)?;
+            loaded(&mut programs, &maps, name)?;
         }
         Ok(Self {
             programs,
@@ -94,6 +98,7 @@ impl RuntimeLinks {
             scoped: None,
             plans: Vec::new(),
             refused: Vec::new(),
+            maps,
         })
     }
 
@@ -158,22 +163,22 @@ impl RuntimeLinks {
 
     /// Links `link`'s program at `points` (offset, cookie) of `file`: for every process, or, when probes are
     /// placed per process and its calls recur, for each process of the recording.
-    pub(super) fn link(&mut self, ebpf: &Ebpf, link: Link, file: &Arc<CodeFile>, points: &[(u64, u64)]) -> Result<()> {
+    pub(super) fn link(&mut self, link: Link, file: &Arc<CodeFile>, points: &[(u64, u64)]) -> Result<()> {
         let Link { prog, returns, recurs } = link;
         let (offsets, cookies): (Vec<u64>, Vec<u64>) = points.iter().copied().unzip();
         let target = file.proc_path();
         match &mut self.scoped {
             None => {
-                let program = loaded(&mut self.programs, ebpf, prog)?;
+                let program = loaded(&mut self.programs, &self.maps, prog)?;
                 self.links.push(program.attach(&target, &offsets, &cookies, None, returns)?);
             }
             Some(_) if !recurs => {
-                let program = loaded(&mut self.everywhere, ebpf, prog)?;
+                let program = loaded(&mut self.everywhere, &self.maps, prog)?;
                 self.links.push(program.attach(&target, &offsets, &cookies, None, returns)?);
                 return Ok(());
             }
             Some(by_pid) => {
-                let program = loaded(&mut self.programs, ebpf, prog)?;
+                let program = loaded(&mut self.programs, &self.maps, prog)?;
                 for (&pid, fds) in by_pid.iter_mut() {
                     match program.attach(&target, &offsets, &cookies, Some(pid), returns) {
                         Ok(fd) => fds.push(fd),

@@ -28,7 +28,7 @@ mod release;
 mod sched;
 use links::Link;
 pub(crate) use links::{Linked, RuntimeLinks};
-pub(crate) use multi::{MultiProgram, misses as program_misses};
+pub(crate) use multi::{MultiProgram, SharedMaps, misses as program_misses};
 pub(crate) use release::{release_in_background, releases_in_progress};
 pub(crate) use sched::JobTracepoints;
 
@@ -444,7 +444,7 @@ pub(crate) fn attach_runtime(
     for ((prog, returns, recurs), points) in planned {
         let linked = links.as_mut().is_some_and(|l| {
             let at: Vec<(u64, u64)> = points.iter().map(|&(off, c, _)| (off, c)).collect();
-            l.link(ebpf, Link { prog, returns, recurs }, &copy.file, &at)
+            l.link(Link { prog, returns, recurs }, &copy.file, &at)
                 .map_err(|e| l.refused.push(format!("{prog} on {}: {e:#}", copy.path)))
                 .is_ok()
         });

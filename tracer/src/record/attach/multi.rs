@@ -103,10 +103,32 @@ fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> std::io::Result<RawFd> {
     if ret < 0 { Err(std::io::Error::last_os_error()) } else { RawFd::try_from(ret).map_err(std::io::Error::other) }
 }
 
+/// Every map of tracer's object as aya created it, each descriptor duplicated while aya still holds them
+/// all. User space takes some out of the [`Ebpf`] once the probes are attached (the filter, the counters,
+/// the ring), and aya then no longer lists them; a program loaded after that (the batch program, at the
+/// first copy of libllama) must still point at those very maps.
+pub(crate) struct SharedMaps(Vec<(String, OwnedFd)>);
+
+impl SharedMaps {
+    /// The maps `ebpf` holds now: call it before any is taken.
+    pub(crate) fn of(ebpf: &Ebpf) -> Result<Self> {
+        let mut out = Vec::new();
+        for (name, map) in ebpf.maps() {
+            if let Some(data) = map_data(map) {
+                let fd = data.fd().as_fd().try_clone_to_owned().with_context(|| format!("duplicating map {name}"))?;
+                out.push((name.to_owned(), fd));
+            }
+        }
+        Ok(Self(out))
+    }
+}
+
 impl MultiProgram {
-    /// Loads program `name` of `object` (the object `ebpf` was loaded from), its map references pointing
-    /// at `ebpf`'s maps.
-    pub(crate) fn load(object: &[u8], ebpf: &Ebpf, name: &str) -> Result<Self> {
+    /// Loads program `name` of `object` (the object tracer's maps were created from), its map references
+    /// pointing at `maps`. Every map the object declares must be there: for a symbol it cannot match,
+    /// aya-obj's relocation falls back to whichever map of the same section it met last, so a map missing
+    /// here would silently become another.
+    pub(crate) fn load(object: &[u8], maps: &SharedMaps, name: &str) -> Result<Self> {
         let mut obj = aya_obj::Object::parse(object).context("parsing tracer's eBPF object")?;
         let program = obj.programs.get(name).ok_or_else(|| anyhow!("the eBPF object has no program {name}"))?;
         let key = program.function_key();
@@ -121,9 +143,13 @@ impl MultiProgram {
         obj.programs.retain(|n, _| n == name);
         let text_sections: HashSet<usize> = obj.functions.keys().map(|(section, _)| *section).collect();
         let declared = obj.maps.clone();
-        let maps = ebpf.maps().filter_map(|(map_name, map)| {
-            Some((map_name, map_data(map)?.fd().as_fd().as_raw_fd(), declared.get(map_name)?))
-        });
+        if let Some(missing) = declared.keys().find(|d| !maps.0.iter().any(|(n, _)| n == *d)) {
+            bail!("map {missing} of the eBPF object is not among the maps created for it");
+        }
+        let maps = maps
+            .0
+            .iter()
+            .filter_map(|(map_name, fd)| Some((map_name.as_str(), fd.as_raw_fd(), declared.get(map_name)?)));
         obj.relocate_maps(maps, &text_sections).with_context(|| format!("relocating {name}'s map references"))?;
         obj.relocate_calls(&text_sections).with_context(|| format!("relocating {name}'s calls"))?;
         let function = obj.functions.get(&key).ok_or_else(|| anyhow!("{name} has no code"))?;

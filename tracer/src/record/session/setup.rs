@@ -159,7 +159,8 @@ fn load(args: &RecordArgs, targets: &Targets, filter_by_pid: bool) -> Result<Loa
     let job_tracepoints = jobs.as_ref().map(|j| j.names.map(str::to_owned).to_vec()).unwrap_or_default();
     let ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm, jobs })?;
     // Loaded while aya holds every map: it shares them.
-    let multi = attach::MultiProgram::load(attach::OBJECT, &ebpf, args.probe_mode.library_program())
+    let multi = attach::SharedMaps::of(&ebpf)
+        .and_then(|maps| attach::MultiProgram::load(attach::OBJECT, &maps, args.probe_mode.library_program()))
             .map_err(|e| {
                 eprintln!(
                     "tracer: warning: calls into GPU libraries other than the runtimes are not counted (the kernel refused multi-point uprobes, Linux 6.6 or later): {e:#}"
