@@ -9,7 +9,7 @@
 # probes before it exits (--debug-sync-teardown): the next run must not meet them. Writes $OUT/decode-cost.txt.
 #   bench/gpu/ggml/decode_cost.sh [TRACER_BINARY]        (ROUNDS, default 5; BENCH_CPU, default 2;
 #   LONG (default 2048) and REPS (default 10): the long decode and its repetitions; DEADLINE: epoch seconds by which the rounds must end, each taking ROUND_S (default 90); STATS=0 skips the
-#   --program-stats runs; GRAPHS=off: ggml's CUDA graphs disabled (GGML_CUDA_DISABLE_GRAPHS=1), every kernel
+#   --program-stats runs (STATS_ROUNDS, default 3, of tracer and the empty programs: the low-noise estimate); GRAPHS=off: ggml's CUDA graphs disabled (GGML_CUDA_DISABLE_GRAPHS=1), every kernel
 #   a launch, as in HIP builds without graphs, batched decode and PyTorch eager; BASE_TRACER=PATH: an earlier
 #   build recorded too, as mode `base`, in the same rounds; ALL=0 skips the --all-calls runs)
 set -euo pipefail
@@ -65,13 +65,24 @@ for round in $(seq "${ROUNDS:-5}"); do
 done | tee "$out/decode-cost.txt"
 # What tracer saw per token in the last round: calls written and tallied in the kernel, long minus short.
 for n in $long $short; do "$tracer" report --json "/tmp/cost-tracer-$n.jsonl.zst" > "/tmp/cost-tracer-$n.json"; done
-# And the programs' own time, as the kernel times it (--program-stats), long minus short, per token.
-[ "${STATS:-1}" = 1 ] && for n in $long $short; do
-  run stats $n "$tracer" record -q --force --debug-sync-teardown --program-stats -o "/tmp/cost-stats-$n.jsonl.zst" -- > /dev/null
-  "$tracer" report --json "/tmp/cost-stats-$n.jsonl.zst" > "/tmp/cost-stats-$n.json"
+# And the programs' own time, as the kernel times it (--program-stats), long minus short, per token: tracer's
+# and the empty programs' (what timing a run costs by itself), STATS_ROUNDS (default 3) rounds interleaved.
+stats_rounds=0
+[ "${STATS:-1}" = 1 ] && stats_rounds=${STATS_ROUNDS:-3}
+for r in $(seq "$stats_rounds"); do
+  for mode in tracer empty; do
+    probe_mode=record
+    [ $mode = empty ] && probe_mode=empty
+    for n in $long $short; do
+      f="/tmp/cost-stats-$mode-$r-$n"
+      run stats $n "$tracer" record -q --force --debug-sync-teardown --program-stats --probe-mode $probe_mode \
+        -o "$f.jsonl.zst" -- > /dev/null
+      "$tracer" report --json "$f.jsonl.zst" > "$f.json"
+    done
+  done
 done
 python3 - "$out/decode-cost.txt" "$tokens" "$long" "/tmp/cost-tracer-$long.json" "/tmp/cost-tracer-$short.json" \
-  "/tmp/cost-stats-$long.json" "/tmp/cost-stats-$short.json" <<'PY'
+  "$stats_rounds" "$short" <<'PY'
 import collections, json, statistics, sys
 runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
@@ -117,15 +128,27 @@ lo, sh = calls(sys.argv[4]), calls(sys.argv[5])
 per = {f: (lo[f] - sh.get(f, 0)) / tokens for f in lo}
 print("traced calls per token (last round): " + ", ".join(f"{f} {v:.2f}" for f, v in sorted(per.items(), key=lambda x: -x[1]) if v >= 0.01)
       + f"; {sum(per.values()):.2f} in all")
-def programs(path):
-    try:
-        return json.load(open(path)).get("programs", {})
-    except FileNotFoundError:  # STATS=0
-        return {}
-lo, sh = programs(sys.argv[6]), programs(sys.argv[7])
-ns = {k: (v["ns"] - sh.get(k, {}).get("ns", 0)) / tokens for k, v in lo.items()}
-runs = {k: (v["runs"] - sh.get(k, {}).get("runs", 0)) / tokens for k, v in lo.items()}
-print("tracer's programs per token (kernel-timed, --program-stats): "
-      + ", ".join(f"{k} {runs[k]:.2f} runs {ns[k]:.0f} ns" for k in sorted(ns, key=lambda k: -ns[k]) if runs[k] >= 0.01)
-      + f"; {sum(ns.values()):.0f} ns in all")
+def programs(mode, r, n):
+    return json.load(open(f"/tmp/cost-stats-{mode}-{r}-{n}.json")).get("programs", {})
+stats_rounds, short = int(sys.argv[6]), sys.argv[7]
+total = {"tracer": [], "empty": []}
+for r in range(1, stats_rounds + 1):
+    for mode in total:
+        lo, sh = programs(mode, r, long), programs(mode, r, short)
+        ns = {k: (v["ns"] - sh.get(k, {}).get("ns", 0)) / tokens for k, v in lo.items()}
+        runs = {k: (v["runs"] - sh.get(k, {}).get("runs", 0)) / tokens for k, v in lo.items()}
+        total[mode].append(sum(ns.values()))
+        print(f"{mode} programs per token, round {r} (kernel-timed, --program-stats): "
+              + ", ".join(f"{k} {runs[k]:.2f} runs {ns[k]:.0f} ns ({ns[k] / runs[k]:.0f} a run)"
+                          for k in sorted(ns, key=lambda k: -ns[k]) if runs[k] >= 0.01)
+              + f"; {sum(ns.values()):.0f} ns in all")
+if stats_rounds and empty > 0:
+    # The kernel times each run of a program alike, so tracer's programs minus the empty ones is what tracer's
+    # work adds to each trap; over the traps' own cost (empty over none, above) it estimates the ratio with far
+    # less noise than the kernel times of whole runs.
+    extra = statistics.median(total["tracer"]) - statistics.median(total["empty"])
+    print(f"tracer's programs over the empty ones: {extra / 1000:.2f} us a token (rounds: tracer "
+          + ", ".join(f"{t / 1000:.2f}" for t in total["tracer"]) + "; empty "
+          + ", ".join(f"{t / 1000:.2f}" for t in total["empty"])
+          + f"); estimated ratio {(empty + extra * 1e-9) / empty:.2f}x the empty programs' (their cost {1e6 * empty:.2f} us)")
 PY
