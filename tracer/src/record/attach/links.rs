@@ -5,7 +5,6 @@
 use std::{collections::BTreeMap, sync::Arc};
 
 use anyhow::{Result, anyhow};
-use aya::Ebpf;
 
 use super::{MultiProgram, OBJECT, ProbeMode, Programs, multi::SharedMaps};
 use crate::os::files::CodeFile;
@@ -79,10 +78,9 @@ pub(crate) enum Linked {
 }
 
 impl RuntimeLinks {
-    /// Loads the programs of `mode` for multi-point links, sharing `ebpf`'s maps (all of them still there:
-    /// the programs loaded later use the same).
-    pub(crate) fn load(ebpf: &Ebpf, mode: ProbeMode) -> Result<Self> {
-        let maps = SharedMaps::of(ebpf)?;
+    /// Loads the programs of `mode` for multi-point links, sharing `maps` (kept for the programs loaded
+    /// later).
+    pub(crate) fn load(maps: SharedMaps, mode: ProbeMode) -> Result<Self> {
         let Programs { entry, ret, one_trap, .. } = mode.programs();
         let mut programs = BTreeMap::new();
         // The programs of every copy, loaded now (a kernel without multi-point links says so before anything

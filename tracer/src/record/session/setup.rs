@@ -28,6 +28,8 @@ use crate::{
 struct Loaded {
     ebpf: aya::Ebpf,
     multi: Option<attach::MultiProgram>,
+    /// Every map, kept while aya held them all: the runtime links' programs share them too.
+    maps: Result<attach::SharedMaps>,
     /// The GPU scheduler tracepoints attached (queue, run, done), if this kernel has them.
     job_tracepoints: Vec<String>,
     program_stats: Option<std::os::fd::OwnedFd>,
@@ -60,8 +62,7 @@ impl<'a> Session<'a> {
         let loaded = load(args, &targets, filter_by_pid)?;
         let job_tracepoints = loaded.job_tracepoints.clone();
         let program_stats = loaded.program_stats;
-        let (ebpf, multi) = (loaded.ebpf, loaded.multi);
-        let attached = attach_all(args, ebpf, multi, &targets, &copies, &counted)?;
+        let attached = attach_all(args, (loaded.ebpf, loaded.multi, loaded.maps), &targets, &copies, &counted)?;
         Self::start(args, attached, targets, program, writer, (filter_by_pid, job_tracepoints, program_stats))
     }
 
@@ -158,30 +159,33 @@ fn load(args: &RecordArgs, targets: &Targets, filter_by_pid: bool) -> Result<Loa
         .flatten();
     let job_tracepoints = jobs.as_ref().map(|j| j.names.map(str::to_owned).to_vec()).unwrap_or_default();
     let ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm, jobs })?;
-    // Loaded while aya holds every map: it shares them.
-    let multi = attach::SharedMaps::of(&ebpf)
-        .and_then(|maps| attach::MultiProgram::load(attach::OBJECT, &maps, args.probe_mode.library_program()))
+    // Taken while aya holds every map: every program loaded for multi-point links shares them.
+    let maps = attach::SharedMaps::of(&ebpf);
+    let multi = maps
+        .as_ref()
+        .map_err(|e| anyhow!("{e:#}"))
+        .and_then(|maps| attach::MultiProgram::load(attach::OBJECT, maps, args.probe_mode.library_program()))
             .map_err(|e| {
                 eprintln!(
                     "tracer: warning: calls into GPU libraries other than the runtimes are not counted (the kernel refused multi-point uprobes, Linux 6.6 or later): {e:#}"
                 );
             })
             .ok();
-    Ok(Loaded { ebpf, multi, job_tracepoints, program_stats })
+    Ok(Loaded { ebpf, multi, maps, job_tracepoints, program_stats })
 }
 
 /// Attaches the runtime probes to every copy, takes the maps user space holds, counts the entry points of the
 /// GPU libraries the command will load, and starts the ring's drain.
 fn attach_all(
     args: &RecordArgs,
-    mut ebpf: aya::Ebpf,
-    multi: Option<attach::MultiProgram>,
+    (mut ebpf, multi, maps): (aya::Ebpf, Option<attach::MultiProgram>, Result<attach::SharedMaps>),
     targets: &Targets,
     copies: &[LibCopy],
     counted: &[(crate::trace::GpuLibrary, LibCopy)],
 ) -> Result<Attached> {
     let mut watch = LibraryWatch::new(runtimes(args), !args.libs.is_empty());
-    watch.links = attach::RuntimeLinks::load(&ebpf, args.probe_mode)
+    watch.links = maps
+        .and_then(|maps| attach::RuntimeLinks::load(maps, args.probe_mode))
             .map_err(|e| {
                 eprintln!(
                     "tracer: warning: runtime functions are probed one uprobe each (the kernel refused multi-point uprobes, Linux 6.6 or later), so releasing them after the recording takes about 0.1 s a probe: {e:#}"
