@@ -12,6 +12,9 @@ pub enum ProcEvent {
     Exec = 2,
     /// A traced process ended (its last thread exited).
     Exit = 3,
+    /// A probed runtime copy's initializer (its `DT_INIT`) ran in a traced process: the copy's probes were
+    /// in place before any of its code ran there (the header's `lib` names the copy).
+    Init = 4,
 }
 
 impl ProcEvent {
@@ -20,6 +23,7 @@ impl ProcEvent {
             1 => Some(Self::Fork),
             2 => Some(Self::Exec),
             3 => Some(Self::Exit),
+            4 => Some(Self::Init),
             _ => None,
         }
     }

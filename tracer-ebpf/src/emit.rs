@@ -238,6 +238,11 @@ pub(crate) fn emit_kernarg(header: RecordHeader, packet: &[u8; AQL_PACKET_BYTES]
 
 #[inline(always)]
 pub(crate) fn emit_proc(event: ProcEvent, pid: u32, parent: u32) {
+    emit_proc_of(event, pid, parent, 0);
+}
+
+/// A process event about library `lib` (0: none).
+pub(crate) fn emit_proc_of(event: ProcEvent, pid: u32, parent: u32, lib: u32) {
     let Some(mut entry) = EVENTS.reserve::<ProcRecord>(0) else {
         count(Counter::DropProc);
         return;
@@ -246,7 +251,7 @@ pub(crate) fn emit_proc(event: ProcEvent, pid: u32, parent: u32) {
         header: RecordHeader {
             kind: RecordKind::Proc as u16,
             func: event as u16,
-            lib: 0,
+            lib,
             pid_tgid: bpf_get_current_pid_tgid(),
             // SAFETY: helper call without preconditions.
             ts_ns: unsafe { bpf_ktime_get_ns() },

@@ -4,11 +4,16 @@
 //! Tracepoint field offsets differ between kernel versions, so user space reads them from tracefs'
 //! `format` files and patches them in at load.
 
-use aya_ebpf::{helpers::bpf_get_current_pid_tgid, macros::tracepoint, programs::TracePointContext};
+use aya_ebpf::{
+    EbpfContext as _,
+    helpers::{bpf_get_current_pid_tgid, generated::bpf_get_attach_cookie},
+    macros::{tracepoint, uprobe},
+    programs::{ProbeContext, TracePointContext},
+};
 use tracer_common::{Counter, ProcEvent};
 
 use crate::{
-    emit::emit_proc,
+    emit::{emit_proc, emit_proc_of},
     maps::{PIDS, THREADS, count, filter_enabled, setting, traced, watched_comm},
 };
 
@@ -95,6 +100,20 @@ pub(crate) fn sched_process_exit(ctx: TracePointContext) -> u32 {
     if filter_enabled() {
         #[expect(clippy::let_underscore_must_use, reason = "a process not in the filter needs nothing done")]
         let _: Result<(), _> = PIDS.remove(tgid);
+    }
+    0
+}
+
+/// A probed runtime copy's initializer (`DT_INIT`, which the dynamic loader runs before any other code of
+/// the copy) in a traced process: the witness that the copy's probes were in place before its first call
+/// there. One trap per process and copy loaded; the cookie carries the copy's library id.
+#[uprobe]
+pub(crate) fn library_init(ctx: ProbeContext) -> u32 {
+    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    if traced(tgid) {
+        // SAFETY: the context pointer is the probe's own pt_regs.
+        let cookie = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
+        emit_proc_of(ProcEvent::Init, tgid, 0, tracer_common::cookie::lib(cookie));
     }
     0
 }

@@ -207,7 +207,63 @@ fn setup() -> Result<()> {
     debian_packages()?;
     python_packages()?;
     tracefs()?;
+    sid_root()?;
     Ok(())
+}
+
+/// A root of today's AMD LLM stack from Debian's unstable suite (HIP 6.4, `ROCr` 6.4, rocBLAS, ggml 0.27's
+/// HIP backend, llama.cpp's tools), for the container tests: the runtime a container brings, never the
+/// host's. Made by mmdebstrap once, outside the checkout (5.5 GB), from this system's own Debian mirror.
+const SID_ROOT: &str = "/var/cache/tracer/sid-rocm";
+const SID_PACKAGES: &str = "llama.cpp-tools,libggml0-backend-hip,libllama0,rocminfo,libamdhip64-6";
+
+fn sid_root() -> Result<()> {
+    let root = PathBuf::from(SID_ROOT);
+    let stamp = root.join(".tracer-complete");
+    if fs::read_to_string(&stamp).is_ok_and(|s| s == SID_PACKAGES) {
+        step(&format!("Debian unstable's ROCm root in {SID_ROOT}: present"));
+        return Ok(());
+    }
+    let mirror = debian_mirror()?;
+    step(&format!("making Debian unstable's ROCm root in {SID_ROOT} with mmdebstrap ({SID_PACKAGES})"));
+    let tmp = root.with_extension("tmp");
+    drop(fs::remove_dir_all(&tmp));
+    fs::create_dir_all(root.parent().unwrap_or(&root))?;
+    run(Command::new("mmdebstrap")
+        .args(["--variant=apt", "--quiet", "--aptopt=Acquire::Check-Valid-Until \"false\""])
+        .arg(format!("--include={SID_PACKAGES}"))
+        .arg("sid")
+        .arg(&tmp)
+        .arg(format!("deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {mirror} sid main")))?;
+    fs::write(tmp.join(".tracer-complete"), SID_PACKAGES)?;
+    drop(fs::remove_dir_all(&root));
+    fs::rename(&tmp, &root)?;
+    Ok(())
+}
+
+/// Debian's main archive as this system's apt sources name it (deb822 or one-line).
+fn debian_mirror() -> Result<String> {
+    let mut text = fs::read_to_string("/etc/apt/sources.list").unwrap_or_default();
+    let mut parts: Vec<PathBuf> = fs::read_dir("/etc/apt/sources.list.d")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sources" || e == "list"))
+        .collect();
+    parts.sort();
+    for p in parts {
+        text.push('\n');
+        text.push_str(&fs::read_to_string(p).unwrap_or_default());
+    }
+    text.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("URIs:") || l.starts_with("deb "))
+        .filter(|l| !l.contains("security") && !l.contains("updates"))
+        .flat_map(str::split_whitespace)
+        .find(|w| w.starts_with("http://") || w.starts_with("https://"))
+        .map(str::to_owned)
+        .context("no Debian mirror in this system's apt sources (/etc/apt/sources.list*)")
 }
 
 /// `DuckDB`'s Python package, which reads back `tracer export --format parquet` in a test: installed with
@@ -499,5 +555,6 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
         .env("TRACER_BIN", tracer_bin())
         .env("TRACER_FIXTURES", fixtures::fixtures_dir())
         .env("TRACER_PYLIB", pylib())
-        .env("TRACER_DEB", deb))
+        .env("TRACER_DEB", deb)
+        .env("TRACER_SID_ROOT", SID_ROOT))
 }

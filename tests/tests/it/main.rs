@@ -8,6 +8,7 @@ mod cli;
 mod code_objects;
 mod command_line;
 mod compat;
+mod container;
 mod cuda;
 mod driver;
 mod gpu_jobs;

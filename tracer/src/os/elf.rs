@@ -83,6 +83,51 @@ pub fn dependencies(file: &CodeFile) -> Option<Dependencies> {
     Some(out)
 }
 
+/// The file offset of the last initializer the dynamic loader runs for a library in a process.
+///
+/// That is the last function of its `DT_INIT_ARRAY` (its contents as the file holds them: the static linker
+/// writes the addresses its relative relocations carry), else its `DT_INIT`. A library's exported functions
+/// are called from outside only once its initializers have run (the loader runs a library's before those of
+/// the libraries that need it). None when it has neither, or an address lies in no loaded segment.
+pub fn last_initializer_offset(file: &CodeFile) -> Option<u64> {
+    use object::read::elf::ProgramHeader as _;
+    let view = file.elf();
+    let header = FileHeader64::<object::Endianness>::parse(&view).ok()?;
+    let endian = header.endian().ok()?;
+    let sections = header.sections(endian, &view).ok()?;
+    let (entries, _) = sections.dynamic(endian, &view).ok()??;
+    let tag = |want: u32| {
+        entries.iter().take(4096).find(|d| d.tag32(endian) == Some(want)).map(|d| d.d_val(endian)).filter(|&v| v != 0)
+    };
+    let loads: Vec<(u64, u64, u64, bool)> = header
+        .program_headers(endian, &view)
+        .ok()?
+        .iter()
+        .filter(|p| p.p_type(endian) == object::elf::PT_LOAD)
+        .map(|p| {
+            (p.p_vaddr(endian), p.p_offset(endian), p.p_filesz(endian), p.p_flags(endian) & object::elf::PF_X != 0)
+        })
+        .collect();
+    // (file offset, executable) of an address.
+    let at = |addr: u64| {
+        loads.iter().find_map(|&(vaddr, off, size, exec)| {
+            let delta = addr.checked_sub(vaddr)?;
+            (delta < size).then(|| off.checked_add(delta).map(|o| (o, exec))).flatten()
+        })
+    };
+    let last_in_array =
+        tag(object::elf::DT_INIT_ARRAY).zip(tag(object::elf::DT_INIT_ARRAYSZ)).and_then(|(arr, size)| {
+            let last = arr.checked_add(size.checked_sub(8)?)?;
+            let (off, _) = at(last)?;
+            let func =
+                object::ReadRef::read_at::<object::endian::U64<object::Endianness>>(&view, off).ok()?.get(endian);
+            (func != 0 && func != u64::MAX).then_some(func)
+        });
+    let func = last_in_array.or_else(|| tag(object::elf::DT_INIT))?;
+    let (off, exec) = at(func)?;
+    exec.then_some(off)
+}
+
 /// The GNU build-id, as hex.
 pub fn build_id(file: &CodeFile) -> Option<String> {
     let view = file.elf();
@@ -237,6 +282,14 @@ mod tests {
         let elf = parse(&view).unwrap();
         assert!(!segments(&elf).is_empty());
         assert!(symbols_by_address(&elf).values().any(|n| n == "main"));
+        // Its last initializer is code of its own, inside the file (a Rust test binary has an init array).
+        let init = last_initializer_offset(&f).expect("an initializer");
+        let (text, text_len) = section_range(&f, ".text").unwrap();
+        let (init_sec, init_len) = section_range(&f, ".init").unwrap_or((text, text_len));
+        assert!(
+            (text..text + text_len).contains(&init) || (init_sec..init_sec + init_len).contains(&init),
+            "{init:#x}"
+        );
         // Not ELF at all: nothing, no error.
         let dir = std::env::temp_dir().join(format!("tracer-elf-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -7,15 +7,18 @@
 //! `DT_RUNPATH`, `LD_LIBRARY_PATH`, `DT_RUNPATH`, the directories of ld.so.conf, the system's), with
 //! `$ORIGIN` expanded, recursively. Libraries a program dlopens are not in its `DT_NEEDED`: what lies beside
 //! the program and its libraries outside the system's directories (ggml's backends, `libggml-*.so`, and
-//! runtime copies themselves) is taken as a root too. An `env [-i] [-u NAME] [NAME=VALUE]... COMMAND`
-//! wrapper is seen through. Every file is opened with the checks of [`crate::os::files`]; the walk is bounded.
+//! runtime copies themselves, and a ggml's `ggml/backends*` directory beside it, where distributions put
+//! its backends) is taken as a root too. An `env [-i] [-u NAME] [NAME=VALUE]... COMMAND` and a `chroot
+//! NEWROOT COMMAND` wrapper are seen through: under `chroot`, every path is the new root's (a container's
+//! own `ROCm`), resolved inside it. Every file is opened with the checks of [`crate::os::files`]; the walk is
+//! bounded.
 
 use std::{
     collections::{BTreeSet, HashSet, VecDeque},
     path::{Path, PathBuf},
 };
 
-use crate::os::files::CodeFile;
+use crate::os::files::Root;
 
 /// Objects looked at, at most (a large Python stack maps a few hundred).
 const MAX_OBJECTS: usize = 2048;
@@ -27,12 +30,15 @@ const SYSTEM_DIRS: [&str; 6] =
 /// File-name prefixes of dlopened backends looked for beside a program and its libraries.
 const BACKENDS: [&str; 1] = ["libggml-"];
 
-/// The program and environment a command really runs: through an `env` wrapper, if it is one.
+/// The program and environment a command really runs: through an `env` or `chroot` wrapper, if it is one.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Launch {
+    /// The program, as a path in `root`.
     pub(crate) program: PathBuf,
     /// `LD_LIBRARY_PATH` as the program will see it.
     pub(crate) ld_library_path: Option<String>,
+    /// The root it runs in, as tracer sees that directory (`chroot NEWROOT`); None: tracer's own.
+    pub(crate) root: Option<PathBuf>,
 }
 
 /// Sees through `env [-i] [-u NAME]... [NAME=VALUE]... COMMAND ARGS`.
@@ -46,8 +52,11 @@ pub(crate) fn launch(
 ) -> Launch {
     let mut ld = std::env::var("LD_LIBRARY_PATH").ok();
     let mut path = std::env::var("PATH").ok();
+    if program.file_name().is_some_and(|n| n == "chroot") {
+        return chroot(program, args, ld, path.as_deref());
+    }
     if program.file_name().is_none_or(|n| n != "env") {
-        return Launch { program: program.to_path_buf(), ld_library_path: ld };
+        return Launch { program: program.to_path_buf(), ld_library_path: ld, root: None };
     }
     let mut rest = args.iter().skip(1);
     for a in rest.by_ref() {
@@ -63,13 +72,36 @@ pub(crate) fn launch(
             s if s.contains('=') || s.starts_with('-') => {}
             command => {
                 return match resolve(command, path.as_deref()) {
-                    Some(program) => Launch { program, ld_library_path: ld },
-                    None => Launch { program: program.to_path_buf(), ld_library_path: ld },
+                    Some(program) => Launch { program, ld_library_path: ld, root: None },
+                    None => Launch { program: program.to_path_buf(), ld_library_path: ld, root: None },
                 };
             }
         }
     }
-    Launch { program: program.to_path_buf(), ld_library_path: ld }
+    Launch { program: program.to_path_buf(), ld_library_path: ld, root: None }
+}
+
+/// Sees through `chroot [OPTION]... NEWROOT COMMAND [ARG]...` (coreutils'): COMMAND is looked up in NEWROOT,
+/// on `PATH` when it names no directory. Without a COMMAND (a shell), or a NEWROOT that does not open, it
+/// is `chroot` itself.
+fn chroot(program: &Path, args: &[String], ld: Option<String>, path: Option<&str>) -> Launch {
+    let itself = || Launch { program: program.to_path_buf(), ld_library_path: ld.clone(), root: None };
+    let mut rest = args.iter().skip(1).skip_while(|a| a.starts_with('-'));
+    let (Some(new_root), Some(command)) = (rest.next(), rest.next()) else { return itself() };
+    let Ok(root) = Root::at(new_root) else { return itself() };
+    let found = if command.contains('/') {
+        Some(PathBuf::from(command))
+    } else {
+        path.unwrap_or("/usr/bin:/bin")
+            .split(':')
+            .filter(|d| d.starts_with('/'))
+            .map(|d| Path::new(d).join(command))
+            .find(|p| root.open(&p.to_string_lossy()).is_ok())
+    };
+    match found {
+        Some(program) => Launch { program, ld_library_path: ld, root: Some(PathBuf::from(new_root)) },
+        None => itself(),
+    }
 }
 
 /// What the walk found.
@@ -84,9 +116,9 @@ pub(crate) struct Loaded {
 }
 
 /// The objects a launch will load (the dependency closure of the program and of the backends beside it),
-/// as paths that open from here.
-pub(crate) fn closure(launch: &Launch) -> Loaded {
-    let conf = ld_so_conf_dirs();
+/// as paths in its root (`root`: that root, opened).
+pub(crate) fn closure(launch: &Launch, root: &Root) -> Loaded {
+    let conf = ld_so_conf_dirs(root);
     let ld_library_path: Vec<String> = launch
         .ld_library_path
         .iter()
@@ -113,7 +145,7 @@ pub(crate) fn closure(launch: &Launch) -> Loaded {
                 out.cut = true;
                 return out;
             }
-            let Ok(file) = CodeFile::user(&path) else { continue };
+            let Ok(file) = root.open(&path.to_string_lossy()) else { continue };
             if !seen.insert(file.id()) {
                 continue;
             }
@@ -126,6 +158,17 @@ pub(crate) fn closure(launch: &Launch) -> Loaded {
             if let Some(dir) = path.parent().filter(|d| !is_system(d, &conf)) {
                 extra_dirs.insert(dir.to_path_buf());
             }
+            // ggml's backends, where a distribution puts them (`<libdir>/ggml/backends0`).
+            if let (Some(dir), Some(name)) = (path.parent(), path.file_name())
+                && name.to_string_lossy().starts_with("libggml")
+            {
+                let ggml = dir.join("ggml");
+                for sub in root.list(&ggml.to_string_lossy()).unwrap_or_default() {
+                    if sub.starts_with("backends") {
+                        extra_dirs.insert(ggml.join(sub));
+                    }
+                }
+            }
             let expand = |p: &String| expand_origin(p, &origin);
             // DT_RPATH applies when the object has no DT_RUNPATH, and is inherited by what it loads.
             let rpath: Vec<String> = if deps.runpath.is_empty() {
@@ -135,7 +178,7 @@ pub(crate) fn closure(launch: &Launch) -> Loaded {
             };
             let runpath: Vec<String> = deps.runpath.iter().map(expand).collect();
             for name in &deps.needed {
-                match find(name, &rpath, &ld_library_path, &runpath, &conf) {
+                match find(root, name, &rpath, &ld_library_path, &runpath, &conf) {
                     Some(found) => queue.push_back((found, rpath.clone())),
                     None => {
                         out.missing.insert(name.clone());
@@ -150,29 +193,25 @@ pub(crate) fn closure(launch: &Launch) -> Loaded {
         }
         for dir in dirs {
             scanned_dirs.insert(dir.clone());
-            queue.extend(backends_in(&dir).into_iter().map(|p| (p, Vec::new())));
+            queue.extend(backends_in(root, &dir).into_iter().map(|p| (p, Vec::new())));
         }
     }
 }
 
 /// The GPU backends and runtime copies a directory holds (at most its first `MAX_DIR_ENTRIES` entries), by
 /// file name, in name order.
-fn backends_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut names: Vec<PathBuf> = entries
-        .flatten()
-        .take(crate::os::files::MAX_DIR_ENTRIES)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name().is_some_and(|n| {
-                let n = n.to_string_lossy();
-                BACKENDS
-                    .iter()
-                    .chain(crate::trace::runtimes::RUNTIMES.iter())
-                    .chain(std::iter::once(&crate::trace::runtimes::CUDA_RUNTIME))
-                    .any(|b| n.starts_with(b))
-            })
+fn backends_in(root: &Root, dir: &Path) -> Vec<PathBuf> {
+    let Ok(names) = root.list(&dir.to_string_lossy()) else { return Vec::new() };
+    let mut names: Vec<PathBuf> = names
+        .into_iter()
+        .filter(|n| {
+            BACKENDS
+                .iter()
+                .chain(crate::trace::runtimes::RUNTIMES.iter())
+                .chain(std::iter::once(&crate::trace::runtimes::CUDA_RUNTIME))
+                .any(|b| n.starts_with(b))
         })
+        .map(|n| dir.join(n))
         .collect();
     names.sort();
     names
@@ -187,7 +226,14 @@ fn expand_origin(p: &str, origin: &Path) -> String {
 /// Where ld.so finds `name` for an object: a path as it is; else `DT_RPATH`, `LD_LIBRARY_PATH`,
 /// `DT_RUNPATH`, the directories of ld.so.conf, the system's. A file of another architecture is passed
 /// over, as ld.so passes it.
-fn find(name: &str, rpath: &[String], ld: &[String], runpath: &[String], conf: &[PathBuf]) -> Option<PathBuf> {
+fn find(
+    root: &Root,
+    name: &str,
+    rpath: &[String],
+    ld: &[String],
+    runpath: &[String],
+    conf: &[PathBuf],
+) -> Option<PathBuf> {
     if name.contains('/') {
         return Some(PathBuf::from(name));
     }
@@ -200,36 +246,48 @@ fn find(name: &str, rpath: &[String], ld: &[String], runpath: &[String], conf: &
         .chain(conf.iter().cloned())
         .chain(system)
         .map(|d| d.join(name))
-        .find(|p| CodeFile::user(p).ok().and_then(|f| crate::os::elf::dependencies(&f)).is_some_and(|d| d.x86_64))
+        .find(|p| {
+            root.open(&p.to_string_lossy())
+                .ok()
+                .and_then(|f| crate::os::elf::dependencies(&f))
+                .is_some_and(|d| d.x86_64)
+        })
 }
 
 fn is_system(dir: &Path, conf: &[PathBuf]) -> bool {
     SYSTEM_DIRS.iter().any(|s| dir == Path::new(s)) || conf.iter().any(|c| c == dir)
 }
 
-/// The directories `/etc/ld.so.conf` names (with its `include` globs of one level of `*.conf`).
-fn ld_so_conf_dirs() -> Vec<PathBuf> {
+/// The directories the root's `/etc/ld.so.conf` names (with its `include` globs of one level of `*.conf`).
+fn ld_so_conf_dirs(root: &Root) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    read_conf(Path::new("/etc/ld.so.conf"), &mut out, 0);
+    read_conf(root, "/etc/ld.so.conf", &mut out, 0);
     out
 }
 
-fn read_conf(path: &Path, out: &mut Vec<PathBuf>, depth: usize) {
+/// A configuration file's text, at most 64 KiB of it.
+fn read_text(root: &Root, path: &str) -> Option<String> {
+    let file = root.open(path).ok()?;
+    let mut buf = vec![0u8; 64 << 10];
+    let n = file.read_at_most(0, &mut buf).ok()?;
+    buf.truncate(n);
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+fn read_conf(root: &Root, path: &str, out: &mut Vec<PathBuf>, depth: usize) {
     if depth > 4 {
         return;
     }
-    let Ok(text) = std::fs::read_to_string(path) else { return };
+    let Some(text) = read_text(root, path) else { return };
     for line in text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()) {
         if let Some(pattern) = line.strip_prefix("include").map(str::trim) {
             // `include /etc/ld.so.conf.d/*.conf`: the directory's .conf files, in order.
             let (dir, suffix) = pattern.rsplit_once("/*").unwrap_or((pattern, ""));
-            if let Ok(entries) = std::fs::read_dir(dir) {
-                let mut files: Vec<PathBuf> =
-                    entries.flatten().map(|e| e.path()).filter(|p| p.to_string_lossy().ends_with(suffix)).collect();
-                files.sort();
-                for f in files {
-                    read_conf(&f, out, depth + 1);
-                }
+            let mut files: Vec<String> = root.list(dir).unwrap_or_default();
+            files.retain(|f| f.ends_with(suffix));
+            files.sort();
+            for f in files.iter().take(256) {
+                read_conf(root, &format!("{dir}/{f}"), out, depth + 1);
             }
         } else if line.starts_with('/') {
             out.push(PathBuf::from(line));
@@ -246,9 +304,9 @@ mod tests {
         let resolve = |c: &str, _: Option<&str>| Some(PathBuf::from(format!("/bin/{c}")));
         let args = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
         let l = launch(Path::new("/usr/bin/env"), &args("env LD_LIBRARY_PATH=/opt/x A=1 runner demo"), resolve);
-        assert_eq!(l, Launch { program: "/bin/runner".into(), ld_library_path: Some("/opt/x".into()) });
+        assert_eq!(l, Launch { program: "/bin/runner".into(), ld_library_path: Some("/opt/x".into()), root: None });
         let l = launch(Path::new("/usr/bin/env"), &args("env -i runner"), resolve);
-        assert_eq!(l, Launch { program: "/bin/runner".into(), ld_library_path: None });
+        assert_eq!(l, Launch { program: "/bin/runner".into(), ld_library_path: None, root: None });
         let l = launch(Path::new("/usr/bin/python3"), &args("python3 app.py"), resolve);
         assert_eq!(l.program, PathBuf::from("/usr/bin/python3"));
     }
@@ -256,7 +314,7 @@ mod tests {
     #[test]
     fn the_closure_of_this_test_binary_holds_libc() {
         let me = std::env::current_exe().unwrap();
-        let l = closure(&Launch { program: me.clone(), ld_library_path: None });
+        let l = closure(&Launch { program: me.clone(), ld_library_path: None, root: None }, &Root::host().unwrap());
         assert_eq!(l.objects.first(), Some(&me));
         assert!(
             l.objects.iter().any(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("libc.so"))),
@@ -264,5 +322,20 @@ mod tests {
         );
         assert!(!l.cut);
         assert_eq!(expand_origin("$ORIGIN/../lib:${ORIGIN}", Path::new("/a/b")), "/a/b/../lib:/a/b");
+    }
+
+    #[test]
+    fn a_chroot_wrapper_is_seen_through_into_its_root() {
+        let args = |s: &str| s.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        let resolve = |_: &str, _: Option<&str>| None;
+        // `/` as the new root: `sh` is found on PATH inside it.
+        let l = launch(Path::new("/usr/sbin/chroot"), &args("chroot --skip-chdir / sh -c true"), resolve);
+        assert_eq!(l.root, Some(PathBuf::from("/")));
+        assert!(l.program.ends_with("sh"), "{l:?}");
+        // No command (an interactive shell) or a root that does not open: `chroot` itself.
+        let l = launch(Path::new("/usr/sbin/chroot"), &args("chroot /"), resolve);
+        assert_eq!((l.program, l.root), (PathBuf::from("/usr/sbin/chroot"), None));
+        let l = launch(Path::new("/usr/sbin/chroot"), &args("chroot /nonexistent-root sh"), resolve);
+        assert_eq!(l.root, None);
     }
 }

@@ -90,6 +90,15 @@ pub(crate) fn at_path(path: &std::path::Path) -> Option<LibCopy> {
     Some(LibCopy::new(shown, file, origin))
 }
 
+/// A library at a path in `root` (a command's own root, a `chroot`'s), found by tracer itself: named as a
+/// process in that root sees it.
+pub(crate) fn in_root(root: &Root, path: &std::path::Path) -> Option<LibCopy> {
+    let shown = path.display().to_string();
+    let file = root.open(&shown).ok()?;
+    let origin = origin_of_path(&shown);
+    Some(LibCopy::new(shown, file, origin))
+}
+
 /// A runtime library a process is opening by `path` (absolute, resolved in its root; or relative to its
 /// working directory). None when it is not (yet) a regular file there: the open itself may fail.
 pub(crate) fn opened_by(pid: u32, path: &str) -> Option<LibCopy> {

@@ -380,15 +380,20 @@ fn check_rotation(args: &RecordArgs) -> Result<()> {
 /// a library's entry points counted, before the command's first instruction.
 fn command_copies(args: &RecordArgs, program: &Path) -> (Vec<LibCopy>, Vec<(GpuLibrary, LibCopy)>) {
     let launch = ldso::launch(program, &args.command, |cmd, path| command::resolve_on(cmd, path).ok());
-    let loaded = ldso::closure(&launch);
+    let root = match &launch.root {
+        Some(dir) => crate::os::files::Root::at(&dir.to_string_lossy()),
+        None => crate::os::files::Root::host(),
+    };
+    let Ok(root) = root else { return (Vec::new(), Vec::new()) };
+    let loaded = ldso::closure(&launch, &root);
     let runtimes = runtimes(args);
     let (mut probed, mut counted) = (Vec::new(), Vec::new());
     // The program itself is not a library.
     for p in loaded.objects.iter().skip(1) {
         let Some(name) = p.file_name().map(|n| n.to_string_lossy().into_owned()) else { continue };
         if runtimes.iter().any(|r| name.starts_with(r)) {
-            probed.extend(libs::at_path(p));
-        } else if let Some(copy) = libs::at_path(p)
+            probed.extend(libs::in_root(&root, p));
+        } else if let Some(copy) = libs::in_root(&root, p)
             && let Some(gpu) = watch::gpu_library(&name, Some(&copy.file))
         {
             counted.push((gpu, copy));

@@ -91,6 +91,10 @@ pub(super) struct LibraryWatch {
     pub(super) ended_unlinked_count: u64,
     /// Processes a look found ended, listed from the mappings naming held of them (footer counter).
     pub(super) maps_gone_listed_count: u64,
+    /// Runtime copies opened by a process of another root that had ended before the open was read: the
+    /// copy cannot be found through it any more, and its path from tracer's root is another file (footer
+    /// counter).
+    pub(super) opened_unresolved_count: u64,
     /// Calls into the other GPU libraries, counted per exported function (set once the maps are loaded).
     pub(super) entries: Option<Entries>,
 }
@@ -111,6 +115,14 @@ struct Watched {
     late: std::collections::HashSet<(u64, u64)>,
     /// Probes per process: when its own links were placed (a mapping probed late says it).
     linked_at: Option<u64>,
+    /// Probes per process: when it was found to have its own links (placed then, or before).
+    own_links_at: Option<u64>,
+    /// Runtime copies whose initializer ran in it after their probes were placed: none of its calls of
+    /// them went unseen, wherever the copy was found.
+    from_load: std::collections::HashSet<(u64, u64)>,
+    /// Whether its paths name other files than tracer's (another root or mount namespace), as a look
+    /// while it lived found; None: never looked at alive.
+    foreign_root: Option<bool>,
     /// A look found it without maps (ended); counted once.
     maps_gone: bool,
     /// It ended before its own links could be placed (probes per process): every probed copy it maps is
@@ -187,7 +199,11 @@ impl LibraryWatch {
     pub(super) fn scope(&mut self, pid: u32, joined: bool) {
         let Some(links) = self.links.as_mut() else { return };
         let now = crate::os::clock::monotonic_ns();
-        match links.add_process(pid) {
+        let linked = links.add_process(pid);
+        if matches!(linked, Ok(attach::Linked::New | attach::Linked::Already)) {
+            self.processes.entry(pid).or_default().own_links_at.get_or_insert(now);
+        }
+        match linked {
             Ok(attach::Linked::Gone) if joined => self.ended_unlinked(pid, now),
             Ok(attach::Linked::New) if joined => match LIVE.maps(pid).filter(|m| !m.is_empty()) {
                 Some(maps) => {
@@ -208,6 +224,21 @@ impl LibraryWatch {
         }
     }
 
+    /// A probed copy's initializer ran in process `pid` at `ts` (its witness probe): the copy's probes were in
+    /// place before its first call there, so its mapping is written again, not probed late, at the next
+    /// look. Where probes are placed per process, only once the process had its own links by then.
+    pub(super) fn initialized(&mut self, pid: u32, lib: u32, ts: u64) {
+        let Some(id) = self.probed.iter().find_map(|(&id, &l)| (l == lib).then_some(id)) else { return };
+        let scoped = self.scoped();
+        let w = self.processes.entry(pid).or_default();
+        if scoped && w.own_links_at.is_none_or(|at| at > ts) {
+            return;
+        }
+        w.from_load.insert(id);
+        w.late.remove(&id);
+        w.written.remove(&id);
+    }
+
     /// A joining process that ended before its links were in place: whatever probed runtime copy it is
     /// later listed mapping was called, if at all, unseen (said on each such mapping, and counted).
     fn ended_unlinked(&mut self, pid: u32, now: u64) {
@@ -224,6 +255,12 @@ impl LibraryWatch {
     /// it may have gone unseen (its own links came late, or the copy was probed after the open); not probed:
     /// said so, and the report calls the process incomplete.
     fn opened_gone(&mut self, o: &crate::record::decode::Opened) -> Vec<Record> {
+        // In a container or chroot, the same path from tracer's root is another file (the host's): not
+        // listed, and counted.
+        if self.processes.get(&o.origin.pid).and_then(|w| w.foreign_root) == Some(true) {
+            self.opened_unresolved_count += 1;
+            return Vec::new();
+        }
         let Some(copy) = at_own_root(&o.path) else { return Vec::new() };
         let id = (copy.dev, copy.inode);
         let ended_unlinked = self.processes.get(&o.origin.pid).is_some_and(|w| w.ended_unlinked);
@@ -243,6 +280,7 @@ impl LibraryWatch {
             return None;
         }
         w.mark_written(id, lib.is_none());
+        let late = late && !w.from_load.contains(&id);
         Some(Record::Mapping(trace::Mapping {
             ts: o.origin.ts,
             pid,
@@ -299,7 +337,11 @@ impl LibraryWatch {
             }
             (entries, Some(files))
         };
-        let first_seen = *self.processes.entry(pid).or_default().first_seen.get_or_insert(ts);
+        let w = self.processes.entry(pid).or_default();
+        let first_seen = *w.first_seen.get_or_insert(ts);
+        if held_files.is_none() && w.foreign_root.is_none() {
+            w.foreign_root = foreign_root(pid);
+        }
         for (i, e) in entries.iter().enumerate() {
             let file = e.file_name();
             let id = (e.dev, e.inode);
@@ -319,6 +361,7 @@ impl LibraryWatch {
                 w.mark_written(id, runtime && lib.is_none());
                 // A runtime copy's calls that recur go through the process's own links, which came late.
                 let late = w.late.contains(&id) || (w.ended_unlinked && lib.is_some());
+                let from_load = w.from_load.contains(&id);
                 let linked_at = w.linked_at;
                 let counted = self.entries.as_ref().is_some_and(|en| en.counted(id));
                 // Probed after the recording started, and this process was there before: its calls
@@ -332,7 +375,7 @@ impl LibraryWatch {
                     inode: e.inode,
                     lib,
                     gpu: Some(gpu),
-                    probed_late: (lib.is_some() || counted) && (late || after_start),
+                    probed_late: (lib.is_some() || counted) && (late || after_start) && !from_load,
                     probed_at: linked_at,
                     not_probed: runtime && lib.is_none(),
                 }));
@@ -503,6 +546,15 @@ impl LibraryWatch {
         // Never probed: its record names no library (`lib` comes from the probed copies).
         self.opened_mapping(o, copy, false).into_iter().collect()
     }
+}
+
+/// Whether process `pid`'s paths name other files than tracer's: another root directory or another mount
+/// namespace. None when it cannot be told (it has ended).
+fn foreign_root(pid: u32) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt as _;
+    let id = |p: &str| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let (root, ns) = (id(&format!("/proc/{pid}/root"))?, id(&format!("/proc/{pid}/ns/mnt"))?);
+    Some(Some(root) != id("/") || Some(ns) != id("/proc/self/ns/mnt"))
 }
 
 /// The file at an absolute path a process opened, looked up from tracer's own root: for a process gone, whose

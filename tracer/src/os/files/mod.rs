@@ -137,6 +137,11 @@ impl Root {
         Self::open_dir(&format!("/proc/{pid}/root"), format!("the root of process {pid}"))
     }
 
+    /// Directory `dir` (as tracer sees it) as a root: a `chroot` target, its paths resolved inside it.
+    pub(crate) fn at(dir: &str) -> Result<Self> {
+        Self::open_dir(dir, dir.to_owned())
+    }
+
     /// The working directory of process `pid`, for the relative paths it names (resolved from there as in
     /// a root: `..` and absolute links stay beneath it).
     pub(crate) fn cwd_of(pid: u32) -> Result<Self> {

@@ -275,12 +275,15 @@ impl Visitor for ReportBuilder {
         site.1 += l.failed;
     }
 
-    /// A file mapped; a runtime copy's mapping written again once the copy was probed supersedes the one
-    /// that said it was not.
+    /// A file mapped; a runtime copy's mapping written again supersedes the one before: once the copy was
+    /// probed (the one before said it was not), or once its initializer's witness showed the probes in place
+    /// before its first call (the one before said probed late).
     fn mapping(&mut self, _: &Index, m: &trace::Mapping) {
         let mapped = &mut self.procs.entry(m.pid).or_default().mapped;
         match mapped.iter_mut().find(|old| (old.dev, old.inode) == (m.dev, m.inode)) {
-            Some(old) if old.lib.is_none() && m.lib.is_some() => m.clone_into(old),
+            Some(old) if m.lib.is_some() && (old.lib.is_none() || (old.probed_late && !m.probed_late)) => {
+                m.clone_into(old);
+            }
             Some(_) => {}
             None => mapped.push(m.clone()),
         }

@@ -32,6 +32,68 @@ pub(crate) struct RuntimeLinks {
     pub(super) refused: Vec<String>,
     /// The maps the programs share, for those loaded at their first use.
     maps: SharedMaps,
+    /// The programs of copies found later, loaded meanwhile on a thread of their own (the batch program's
+    /// loops take the verifier a quarter of a second): taken at the first link that needs one, so that a
+    /// runtime found during the recording (a container's libllama, a dlopened HIP) is linked at once, not
+    /// after a verification that the process's own loading outruns.
+    preloading: Preloading,
+}
+
+/// Programs loaded on a thread of their own, each handed over as soon as it is loaded.
+struct Preloading {
+    /// Their names, in the order they are loaded.
+    names: Vec<&'static str>,
+    ready: std::sync::mpsc::Receiver<(&'static str, Result<MultiProgram>)>,
+}
+
+impl Preloading {
+    /// Starts loading `names` (those not among `loaded`) with a copy of `maps`.
+    fn start(names: &[&'static str], loaded: &BTreeMap<&'static str, MultiProgram>, maps: &SharedMaps) -> Self {
+        let mut names: Vec<&'static str> = names.iter().copied().filter(|n| !loaded.contains_key(n)).collect();
+        names.dedup();
+        let (tx, ready) = std::sync::mpsc::channel();
+        match maps.try_clone() {
+            Ok(maps) => {
+                let todo = names.clone();
+                std::thread::spawn(move || {
+                    // A signal delivered to the thread that runs the verifier ends its load with EAGAIN (a
+                    // command's SIGCHLD, restarting the batch program's quarter of a second each time): the
+                    // process's signals are left to its other threads.
+                    // SAFETY: an all-ones set is valid; this thread's mask alone is changed.
+                    unsafe {
+                        let mut all: libc::sigset_t = std::mem::zeroed();
+                        libc::sigfillset(&raw mut all);
+                        libc::pthread_sigmask(libc::SIG_BLOCK, &raw const all, std::ptr::null_mut());
+                    }
+                    for name in todo {
+                        if tx.send((name, MultiProgram::load(OBJECT, &maps, name))).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+            // Each is loaded at its first use instead.
+            Err(_) => names.clear(),
+        }
+        Self { names, ready }
+    }
+
+    /// Waits for program `name` if it is being loaded, moving every program loaded by then into `programs`.
+    /// A load that failed there is made again at its use, which says why.
+    fn wait_for(&mut self, name: &'static str, programs: &mut BTreeMap<&'static str, MultiProgram>) {
+        if !self.names.contains(&name) {
+            return;
+        }
+        while let Ok((done, loaded)) = self.ready.recv() {
+            self.names.retain(|n| *n != done);
+            if let Ok(program) = loaded {
+                programs.entry(done).or_insert(program);
+            }
+            if done == name {
+                break;
+            }
+        }
+    }
 }
 
 /// One link's program and where it goes.
@@ -81,15 +143,16 @@ impl RuntimeLinks {
     /// Loads the programs of `mode` for multi-point links, sharing `maps` (kept for the programs loaded
     /// later).
     pub(crate) fn load(maps: SharedMaps, mode: ProbeMode) -> Result<Self> {
-        let Programs { entry, ret, one_trap, .. } = mode.programs();
+        let Programs { entry, ret, one_trap, register, doorbell, batch, .. } = mode.programs();
         let mut programs = BTreeMap::new();
         // The programs of every copy, loaded now (a kernel without multi-point links says so before anything
-        // is attached); the others at their first use (the batch program's loops take the verifier a
-        // quarter of a second, and a copy of libllama is rare).
+        // is attached); the others on a thread, ready by their first use.
         for name in [entry, ret, one_trap] {
             loaded(&mut programs, &maps, name)?;
         }
+        let preloading = Preloading::start(&[super::INIT_WITNESS, register, doorbell, batch], &programs, &maps);
         Ok(Self {
+            preloading,
             programs,
             everywhere: BTreeMap::new(),
             links: Vec::new(),
@@ -98,6 +161,19 @@ impl RuntimeLinks {
             refused: Vec::new(),
             maps,
         })
+    }
+
+    /// Waits for the programs loading on their thread (started with the set-up's other work, they cost it
+    /// little): a runtime found during the recording is then linked at once, where waiting for a verifier
+    /// would let a short-lived process's loading outrun its probes.
+    pub(crate) fn finish_preloading(&mut self) {
+        while let Some(&name) = self.preloading.names.first() {
+            self.preloading.wait_for(name, &mut self.programs);
+            if self.preloading.names.first() == Some(&name) {
+                // The loading thread is gone: the rest are loaded at their first use.
+                self.preloading.names.clear();
+            }
+        }
     }
 
     /// From now on, each process gets links of its own for the calls that recur ([`RuntimeLinks::add_process`]);
@@ -163,6 +239,9 @@ impl RuntimeLinks {
     /// placed per process and its calls recur, for each process of the recording.
     pub(super) fn link(&mut self, link: Link, file: &Arc<CodeFile>, points: &[(u64, u64)]) -> Result<()> {
         let Link { prog, returns, recurs } = link;
+        if !self.programs.contains_key(prog) {
+            self.preloading.wait_for(prog, &mut self.programs);
+        }
         let (offsets, cookies): (Vec<u64>, Vec<u64>) = points.iter().copied().unzip();
         let target = file.proc_path();
         match &mut self.scoped {

@@ -379,6 +379,9 @@ pub(crate) fn one_trap_point(file: &crate::os::files::CodeFile, off: u64) -> u64
     if test_reg_reg && jcc { off + 3 } else { off }
 }
 
+/// The program at a runtime copy's initializer ([`ProcEvent::Init`](tracer_common::ProcEvent::Init)).
+pub(crate) const INIT_WITNESS: &str = "library_init";
+
 /// A probe point of a program (keyed by the program, whether at the return, and whether its function's calls
 /// recur: [`tracer_common::api::Op::recurs`]): (offset, cookie, index of the function's probe record).
 type Point = (u64, u64, usize);
@@ -441,6 +444,13 @@ pub(crate) fn attach_runtime(
         }
         out.push(rec);
     }
+    // The copy's last initializer: the witness that its probes came before its first call in a process that
+    // loads it after they were placed (one trap per process and copy; without it, such a process's calls
+    // are taken as possibly unseen).
+    // Placed last, after every other link of the copy: a hit says they were all in place.
+    let witness =
+        crate::os::elf::last_initializer_offset(&copy.file).map(|at| (at, cookie::make(lib_id, 0, 0), usize::MAX));
+    let planned = planned.into_iter().chain(witness.map(|w| ((INIT_WITNESS, false, false), vec![w])));
     for ((prog, returns, recurs), points) in planned {
         let linked = links.as_mut().is_some_and(|l| {
             let at: Vec<(u64, u64)> = points.iter().map(|&(off, c, _)| (off, c)).collect();

@@ -121,6 +121,15 @@ impl SharedMaps {
         }
         Ok(Self(out))
     }
+
+    /// The same maps, each descriptor duplicated (for a program loaded on another thread).
+    pub(crate) fn try_clone(&self) -> Result<Self> {
+        let mut out = Vec::with_capacity(self.0.len());
+        for (name, fd) in &self.0 {
+            out.push((name.clone(), fd.try_clone().with_context(|| format!("duplicating map {name}"))?));
+        }
+        Ok(Self(out))
+    }
 }
 
 impl MultiProgram {
@@ -158,7 +167,18 @@ impl MultiProgram {
 
         // Loaded without a verifier log first: a log longer than its buffer fails the load (ENOSPC). Only a
         // refused program is loaded again, with the log, for the reason.
-        let fd = load_program(name, insns, &license, sleepable, None).or_else(|_| {
+        // A signal that reaches tracer while the verifier runs (a command's SIGCHLD) ends the load with
+        // EAGAIN: loaded again, a few times, rather than taken for a refusal.
+        let mut quick = load_program(name, insns, &license, sleepable, None);
+        for _ in 0..8 {
+            match &quick {
+                Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                    quick = load_program(name, insns, &license, sleepable, None);
+                }
+                _ => break,
+            }
+        }
+        let fd = quick.or_else(|_| {
             let mut log = vec![0u8; 1 << 20];
             load_program(name, insns, &license, sleepable, Some(&mut log)).map_err(|err| {
                 let text = String::from_utf8_lossy(log.split(|&b| b == 0).next().unwrap_or_default()).into_owned();

@@ -19,6 +19,9 @@ pub(crate) struct Effects {
     pub(crate) plans_gone: Vec<(u32, u64)>,
     /// Runtime libraries traced processes opened: copies that may have to be probed now.
     pub(crate) opened: Vec<crate::record::decode::Opened>,
+    /// Probed runtime copies whose initializer ran in a traced process: (pid, library id, time). Their probes were
+    /// in place before the copy's first call there.
+    pub(crate) initialized: Vec<(u32, u32, u64)>,
 }
 
 impl Effects {

@@ -518,6 +518,7 @@ impl Attributor {
                     out.push(Record::Exit(trace::Exit { ts, pid: p.pid, code: None, signal: None }));
                 }
             }
+            ProcEvent::Init => self.effects.initialized.push((p.pid, p.origin.lib, ts)),
         }
     }
 

@@ -247,7 +247,7 @@ impl Poster {
                     self.last = 0;
                     None
                 }
-                ProcEvent::Fork => None,
+                ProcEvent::Fork | ProcEvent::Init => None,
             },
             // The dynamic loader opening a GPU runtime library (few per process): the executable and the
             // libraries placed so far are mapped. A process whose first call comes a few milliseconds

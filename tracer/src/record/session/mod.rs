@@ -310,6 +310,10 @@ impl Session<'_> {
             // short-lived program may be gone by the time its first API event is taken from the queue.
             self.list_libraries(o.origin.pid, monotonic_ns())?;
         }
+        for (pid, lib, ts) in effects.initialized {
+            self.watch.initialized(pid, lib, ts);
+            self.list_libraries(pid, monotonic_ns())?;
+        }
         for w in std::mem::take(&mut self.attr.names.warnings) {
             if !self.args.quiet {
                 eprintln!("\rtracer: warning: {w} (not read further)");

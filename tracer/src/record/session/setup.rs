@@ -246,6 +246,9 @@ fn attach_all(
     for (gpu, copy) in counted {
         setup.extend(watch.count_entries(Some(*gpu), &copy.path, &copy.file).map(Record::EntryLibrary));
     }
+    if let Some(links) = watch.links.as_mut() {
+        links.finish_preloading();
+    }
     // The looking thread ends with the drain, which holds its poster.
     let (poster, early, _looking) = crate::record::names::early::start()?;
     let ring = Ring::spawn(RingBuf::try_from(take("EVENTS")?)?, args.read_delay, poster)?;
