@@ -12,6 +12,10 @@ use anyhow::{Context as _, Result};
 use crate::{root, run, step};
 
 /// Libraries a HIP fixture links besides the HIP runtime.
+/// Link flags of the plain C fixtures that need them: `register_relaunch` exports its `__hipRegisterFunction`,
+/// which the HIP library it loads calls instead of the runtime's.
+const C_FIXTURE_FLAGS: &[(&str, &[&str])] = &[("register_relaunch", &["-rdynamic"])];
+
 pub(crate) const FIXTURE_LIBS: &[(&str, &[&str])] =
     &[("sparse_rand", &["-lhipsparse", "-lrocsparse", "-lrocrand"]), ("server_slots", &["-lhipsparse"])];
 /// HIP fixtures built as shared libraries, under these names, before the programs: the libllama test double.
@@ -208,9 +212,11 @@ fn build_c() -> Result<()> {
         if src.extension().is_none_or(|e| e != "c") {
             continue;
         }
-        let bin = out.join(src.file_stem().expect("a .c file has a stem"));
+        let stem = src.file_stem().expect("a .c file has a stem");
+        let bin = out.join(stem);
         step(&format!("cc {}", src.display()));
-        run(Command::new("cc").args(["-O2", "-Wall", "-o"]).arg(&bin).arg(&src))?;
+        let flags = C_FIXTURE_FLAGS.iter().find(|(name, _)| *name == stem).map_or(&[][..], |(_, flags)| flags);
+        run(Command::new("cc").args(["-O2", "-Wall", "-o"]).arg(&bin).arg(&src).args(flags))?;
     }
     Ok(())
 }

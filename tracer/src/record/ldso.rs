@@ -115,6 +115,19 @@ pub(crate) struct Loaded {
     pub(crate) cut: bool,
 }
 
+/// What process `pid`'s program will load, read at its exec: its closure in the process's own root, under
+/// the `LD_LIBRARY_PATH` it was started with. None when the process has gone.
+pub(crate) fn of_process(pid: u32) -> Option<(Root, Loaded)> {
+    let root = Root::of(pid).ok()?;
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let root_link = std::fs::read_link(format!("/proc/{pid}/root")).ok()?;
+    // The program as the process sees it: the link reads from tracer's root.
+    let program = exe.strip_prefix(&root_link).map_or_else(|_| exe.clone(), |p| Path::new("/").join(p));
+    let launch = Launch { program, ld_library_path: crate::os::proc::env_var(pid, "LD_LIBRARY_PATH"), root: None };
+    let loaded = closure(&launch, &root);
+    Some((root, loaded))
+}
+
 /// The objects a launch will load (the dependency closure of the program and of the backends beside it),
 /// as paths in its root (`root`: that root, opened).
 pub(crate) fn closure(launch: &Launch, root: &Root) -> Loaded {

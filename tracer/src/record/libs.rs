@@ -11,10 +11,51 @@ use anyhow::{Result, bail};
 use crate::os::files::{CodeFile, Root};
 
 pub(crate) use crate::trace::LibOrigin as Origin;
-use crate::trace::runtimes::runtime_of;
+use crate::trace::{
+    GpuLibrary,
+    runtimes::{self, runtime_of},
+};
 
 fn origin_of_path(path: &str) -> Origin {
     if path.contains("/lib/ollama/") { Origin::OllamaBundle } else { Origin::System }
+}
+
+/// GPU runtimes and the driver libraries under them, by file-name prefix: what a GPU library is built
+/// on. A mapped file is a GPU library when it is one of these, holds GPU code (a fat binary), or needs
+/// one of the runtimes (`DT_NEEDED`): rocSPARSE, hipBLASLt, cuDNN, ggml's backends, `PyTorch`'s CUDA
+/// libraries are found by what they are, not by a list of their names.
+const GPU_RUNTIMES: [&str; 9] = [
+    "libamdhip64.so",
+    runtimes::VULKAN_LOADER,
+    "libhsa-runtime64.so",
+    "libhsakmt.so",
+    "libdrm_amdgpu.so",
+    "libamd_comgr.so",
+    "libcuda.so",
+    "libcudart.so",
+    "libnvidia-",
+];
+
+/// The runtimes whose users are GPU libraries (a library that needs libdrm only is not one).
+const RUNTIMES_USED: [&str; 6] = [
+    "libamdhip64.so",
+    "libhsa-runtime64.so",
+    "libcuda.so",
+    "libcudart.so",
+    runtimes::VULKAN_LOADER,
+    runtimes::OPENCL_LOADER,
+];
+
+/// Why a mapped file is a GPU library, if it is one.
+pub(crate) fn gpu_library(file_name: &str, file: Option<&CodeFile>) -> Option<GpuLibrary> {
+    if GPU_RUNTIMES.iter().any(|r| file_name.starts_with(r)) || runtimes::unobserved_api(file_name).is_some() {
+        return Some(GpuLibrary::Runtime);
+    }
+    let deps = crate::os::elf::dependencies(file?)?;
+    if !deps.code_sections.is_empty() {
+        return Some(GpuLibrary::Code);
+    }
+    deps.needed.iter().any(|n| RUNTIMES_USED.iter().any(|r| n.starts_with(r))).then_some(GpuLibrary::UsesRuntime)
 }
 
 /// One library file to attach probes to: opened and checked (a regular file; for a mapping, the file
@@ -27,6 +68,8 @@ pub(crate) struct LibCopy {
     pub(crate) dev: u64,
     pub(crate) inode: u64,
     pub(crate) origin: Origin,
+    /// The root `path` is in, when it is not tracer's own (a chroot's, a container's).
+    pub(crate) root: Option<String>,
 }
 
 impl LibCopy {
@@ -37,7 +80,12 @@ impl LibCopy {
 
     fn new(path: String, file: CodeFile, origin: Origin) -> Self {
         let (dev, inode) = file.id();
-        Self { path, file: Arc::new(file), dev, inode, origin }
+        Self { path, file: Arc::new(file), dev, inode, origin, root: None }
+    }
+
+    /// The same copy, said to be in `root` (None: tracer's own).
+    fn in_root(self, root: Option<&str>) -> Self {
+        Self { root: root.map(str::to_owned), ..self }
     }
 
     /// A path the kernel resolves to this very file when a probe is attached (`/proc/self/fd/N` of the
@@ -78,7 +126,8 @@ pub(crate) fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
 /// process in a container is handled like any other).
 pub(crate) fn copy_in(pid: u32, e: &crate::os::proc::MapsEntry) -> Option<LibCopy> {
     let file = CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path).ok()?;
-    Some(LibCopy::new(e.path.clone(), file, origin_of_path(&e.path)))
+    let root = crate::os::proc::root_description(pid).and_then(|r| r.other().map(str::to_owned));
+    Some(LibCopy::new(e.path.clone(), file, origin_of_path(&e.path)).in_root(root.as_deref()))
 }
 
 /// A library at a path tracer found itself (what a command will load): opened as given, labelled by
@@ -96,18 +145,15 @@ pub(crate) fn in_root(root: &Root, path: &std::path::Path) -> Option<LibCopy> {
     let shown = path.display().to_string();
     let file = root.open(&shown).ok()?;
     let origin = origin_of_path(&shown);
-    Some(LibCopy::new(shown, file, origin))
+    Some(LibCopy::new(shown, file, origin).in_root(root.described()))
 }
 
 /// A runtime library a process is opening by `path` (absolute, resolved in its root; or relative to its
 /// working directory). None when it is not (yet) a regular file there: the open itself may fail.
 pub(crate) fn opened_by(pid: u32, path: &str) -> Option<LibCopy> {
-    let file = if path.starts_with('/') {
-        Root::of(pid).ok()?.open(path).ok()?
-    } else {
-        Root::cwd_of(pid).ok()?.open(path).ok()?
-    };
-    Some(LibCopy::new(path.to_owned(), file, origin_of_path(path)))
+    let root = if path.starts_with('/') { Root::of(pid).ok()? } else { Root::cwd_of(pid).ok()? };
+    let file = root.open(path).ok()?;
+    Some(LibCopy::new(path.to_owned(), file, origin_of_path(path)).in_root(root.described()))
 }
 
 /// The usual places, most specific first: Ollama bundles (next to an `ollama` on PATH and the standard
@@ -171,6 +217,39 @@ pub(crate) fn usual_places(prefix: &str) -> Vec<LibCopy> {
     dedupe(copies)
 }
 
+/// The usual places inside another root (a container's, a chroot's), most specific first: Ollama's bundles
+/// at its install prefixes, /opt/rocm*, the system library path. Nothing of tracer's own environment
+/// (`PATH`, `LD_LIBRARY_PATH`) applies there.
+pub(crate) fn usual_places_in(root: &Root, prefix: &str) -> Vec<LibCopy> {
+    let mut dirs: Vec<String> = Vec::new();
+    for ollama in ["/usr/lib/ollama", "/usr/local/lib/ollama", "/opt/ollama/lib/ollama"] {
+        let mut subs: Vec<String> = root
+            .list(ollama)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| n.starts_with("rocm"))
+            .map(|n| format!("{ollama}/{n}"))
+            .collect();
+        subs.sort();
+        dirs.extend(subs);
+        dirs.push(ollama.to_owned());
+    }
+    let mut rocm: Vec<String> = root
+        .list("/opt")
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| n.starts_with("rocm"))
+        .map(|n| format!("/opt/{n}/lib"))
+        .collect();
+    rocm.sort();
+    dirs.extend(rocm);
+    dirs.extend(
+        ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib/x86_64-linux-gnu"]
+            .map(str::to_owned),
+    );
+    dedupe(dirs.iter().flat_map(|dir| in_dir(root, dir, prefix)).collect())
+}
+
 /// Library files in `dir` (as seen from `root`: the host's, or a process's) whose names start with
 /// `prefix`.
 ///
@@ -187,7 +266,7 @@ pub(crate) fn in_dir(root: &Root, dir: &str, prefix: &str) -> Vec<LibCopy> {
         .filter_map(|name| {
             let path = if dir == "." { name } else { format!("{dir}/{name}") };
             let file = root.open(&path).ok()?;
-            Some(LibCopy::new(root.shown(&path), file, Origin::System))
+            Some(LibCopy::new(root.shown(&path), file, Origin::System).in_root(root.described()))
         })
         .collect();
     // Versioned names first (the real file of `libx.so -> libx.so.6 -> libx.so.6.1.2`), so the copy is

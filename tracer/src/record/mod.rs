@@ -394,7 +394,7 @@ fn command_copies(args: &RecordArgs, program: &Path) -> (Vec<LibCopy>, Vec<(GpuL
         if runtimes.iter().any(|r| name.starts_with(r)) {
             probed.extend(libs::in_root(&root, p));
         } else if let Some(copy) = libs::in_root(&root, p)
-            && let Some(gpu) = watch::gpu_library(&name, Some(&copy.file))
+            && let Some(gpu) = libs::gpu_library(&name, Some(&copy.file))
         {
             counted.push((gpu, copy));
         }

@@ -9,7 +9,7 @@ use anyhow::Result;
 use crate::{
     os::{
         files::CodeFile,
-        proc::{LIVE, MapsEntry, Procs as _},
+        proc::{LIVE, MapsEntry, ProcessRoot, Procs as _},
     },
     record::entries::Entries,
     record::{
@@ -19,43 +19,8 @@ use crate::{
     trace::{self, GpuLibrary, Record, runtimes},
 };
 
-/// GPU runtimes and the driver libraries under them, by file-name prefix: what a GPU library is built
-/// on. A mapped file is a GPU library when it is one of these, holds GPU code (a fat binary), or needs
-/// one of the runtimes (`DT_NEEDED`): rocSPARSE, hipBLASLt, cuDNN, ggml's backends, `PyTorch`'s CUDA
-/// libraries are found by what they are, not by a list of their names.
-const GPU_RUNTIMES: [&str; 9] = [
-    "libamdhip64.so",
-    runtimes::VULKAN_LOADER,
-    "libhsa-runtime64.so",
-    "libhsakmt.so",
-    "libdrm_amdgpu.so",
-    "libamd_comgr.so",
-    "libcuda.so",
-    "libcudart.so",
-    "libnvidia-",
-];
-
-/// The runtimes whose users are GPU libraries (a library that needs libdrm only is not one).
-const RUNTIMES_USED: [&str; 6] = [
-    "libamdhip64.so",
-    "libhsa-runtime64.so",
-    "libcuda.so",
-    "libcudart.so",
-    runtimes::VULKAN_LOADER,
-    runtimes::OPENCL_LOADER,
-];
-
-/// Why a mapped file is a GPU library, if it is one.
-pub(super) fn gpu_library(file_name: &str, file: Option<&CodeFile>) -> Option<GpuLibrary> {
-    if GPU_RUNTIMES.iter().any(|r| file_name.starts_with(r)) || runtimes::unobserved_api(file_name).is_some() {
-        return Some(GpuLibrary::Runtime);
-    }
-    let deps = crate::os::elf::dependencies(file?)?;
-    if !deps.code_sections.is_empty() {
-        return Some(GpuLibrary::Code);
-    }
-    deps.needed.iter().any(|n| RUNTIMES_USED.iter().any(|r| n.starts_with(r))).then_some(GpuLibrary::UsesRuntime)
-}
+/// Other roots whose usual places are probed when first seen, at most.
+const ROOTS_PROBED: usize = 64;
 
 /// What the recording knows of the libraries its processes map.
 #[derive(Default)]
@@ -95,6 +60,11 @@ pub(super) struct LibraryWatch {
     /// copy cannot be found through it any more, and its path from tracer's root is another file (footer
     /// counter).
     pub(super) opened_unresolved_count: u64,
+    /// Other roots (containers, chroots) whose usual places were probed, by description.
+    roots_probed: std::collections::HashSet<String>,
+    /// Other roots seen past [`ROOTS_PROBED`]: their copies are probed as their processes load them
+    /// (footer counter).
+    pub(super) roots_not_probed: u64,
     /// Calls into the other GPU libraries, counted per exported function (set once the maps are loaded).
     pub(super) entries: Option<Entries>,
 }
@@ -120,9 +90,8 @@ struct Watched {
     /// Runtime copies whose initializer ran in it after their probes were placed: none of its calls of
     /// them went unseen, wherever the copy was found.
     from_load: std::collections::HashSet<(u64, u64)>,
-    /// Whether its paths name other files than tracer's (another root or mount namespace), as a look
-    /// while it lived found; None: never looked at alive.
-    foreign_root: Option<bool>,
+    /// Its root, as a look while it lived found; None: never looked at alive.
+    root: Option<ProcessRoot>,
     /// A look found it without maps (ended); counted once.
     maps_gone: bool,
     /// It ended before its own links could be placed (probes per process): every probed copy it maps is
@@ -188,6 +157,7 @@ impl LibraryWatch {
             build_id: libs::build_id(copy),
             origin: copy.origin,
             attached_ts: Some(attached_ts),
+            root: copy.root.clone(),
         })];
         out.extend(probes.into_iter().map(Record::Probe));
         Ok(out)
@@ -224,6 +194,48 @@ impl LibraryWatch {
         }
     }
 
+    /// A process that exec'd at `ts`: its image began then (a copy probed later may have been loaded unseen,
+    /// unless its initializer's witness says otherwise). Whether its root is another than tracer's (a
+    /// container's, a chroot's): then the copies its program will load are to be found in that root now.
+    pub(super) fn execd(&mut self, pid: u32, ts: u64) -> Option<String> {
+        let w = self.processes.entry(pid).or_default();
+        w.first_seen = Some(w.first_seen.map_or(ts, |f| f.min(ts)));
+        w.root = crate::os::proc::root_description(pid).or_else(|| w.root.take());
+        w.root.as_ref().and_then(ProcessRoot::other).map(str::to_owned)
+    }
+
+    /// Whether another root is seen for the first time (its usual places are then probed), at most
+    /// [`ROOTS_PROBED`] of them; past it, counted.
+    pub(super) fn new_root(&mut self, root: &str) -> bool {
+        if self.roots_probed.contains(root) {
+            return false;
+        }
+        if self.roots_probed.len() >= ROOTS_PROBED {
+            self.roots_not_probed += 1;
+            return false;
+        }
+        self.roots_probed.insert(root.to_owned())
+    }
+
+    /// Probes runtime `copy`, found for process `pid` before it loads it, unless probed already or refused.
+    pub(super) fn attach_found(
+        &mut self,
+        ebpf: &mut aya::Ebpf,
+        pid: u32,
+        copy: &LibCopy,
+        mode: ProbeMode,
+    ) -> Vec<Record> {
+        let id = (copy.dev, copy.inode);
+        if self.probed.contains_key(&id) || self.failed.contains(&id) || !self.may_probe(id, &copy.path, pid) {
+            return Vec::new();
+        }
+        self.attach(ebpf, copy, mode).unwrap_or_else(|err| {
+            self.failed.insert(id);
+            eprintln!("\rtracer: warning: cannot probe {} for process {pid}: {err:#}", copy.path);
+            Vec::new()
+        })
+    }
+
     /// A probed copy's initializer ran in process `pid` at `ts` (its witness probe): the copy's probes were in
     /// place before its first call there, so its mapping is written again, not probed late, at the next
     /// look. Where probes are placed per process, only once the process had its own links by then.
@@ -257,7 +269,7 @@ impl LibraryWatch {
     fn opened_gone(&mut self, o: &crate::record::decode::Opened) -> Vec<Record> {
         // In a container or chroot, the same path from tracer's root is another file (the host's): not
         // listed, and counted.
-        if self.processes.get(&o.origin.pid).and_then(|w| w.foreign_root) == Some(true) {
+        if self.processes.get(&o.origin.pid).is_some_and(|w| matches!(w.root, Some(ProcessRoot::Other(_)))) {
             self.opened_unresolved_count += 1;
             return Vec::new();
         }
@@ -292,6 +304,7 @@ impl LibraryWatch {
             probed_late: late && lib.is_some(),
             probed_at: if late && lib.is_some() { w.linked_at } else { None },
             not_probed: lib.is_none(),
+            root: copy.root,
         }))
     }
 
@@ -339,9 +352,10 @@ impl LibraryWatch {
         };
         let w = self.processes.entry(pid).or_default();
         let first_seen = *w.first_seen.get_or_insert(ts);
-        if held_files.is_none() && w.foreign_root.is_none() {
-            w.foreign_root = foreign_root(pid);
+        if held_files.is_none() && w.root.is_none() {
+            w.root = crate::os::proc::root_description(pid);
         }
+        let root = w.root.as_ref().and_then(ProcessRoot::other).map(str::to_owned);
         for (i, e) in entries.iter().enumerate() {
             let file = e.file_name();
             let id = (e.dev, e.inode);
@@ -378,6 +392,7 @@ impl LibraryWatch {
                     probed_late: (lib.is_some() || counted) && (late || after_start) && !from_load,
                     probed_at: linked_at,
                     not_probed: runtime && lib.is_none(),
+                    root: root.clone(),
                 }));
             }
         }
@@ -427,7 +442,7 @@ impl LibraryWatch {
         };
         match opened {
             Ok(opened) => {
-                let gpu = gpu_library(e.file_name(), Some(&opened));
+                let gpu = libs::gpu_library(e.file_name(), Some(&opened));
                 self.gpu.insert((e.dev, e.inode), gpu);
                 // A library built on a runtime: its entry points counted from now on (late for
                 // this process, which has mapped it already).
@@ -447,7 +462,7 @@ impl LibraryWatch {
                 {
                     *self.unreadable.entry(err.cause()).or_default() += 1;
                 }
-                gpu_library(e.file_name(), None)
+                libs::gpu_library(e.file_name(), None)
             }
         }
     }
@@ -546,15 +561,6 @@ impl LibraryWatch {
         // Never probed: its record names no library (`lib` comes from the probed copies).
         self.opened_mapping(o, copy, false).into_iter().collect()
     }
-}
-
-/// Whether process `pid`'s paths name other files than tracer's: another root directory or another mount
-/// namespace. None when it cannot be told (it has ended).
-fn foreign_root(pid: u32) -> Option<bool> {
-    use std::os::unix::fs::MetadataExt as _;
-    let id = |p: &str| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
-    let (root, ns) = (id(&format!("/proc/{pid}/root"))?, id(&format!("/proc/{pid}/ns/mnt"))?);
-    Some(Some(root) != id("/") || Some(ns) != id("/proc/self/ns/mnt"))
 }
 
 /// The file at an absolute path a process opened, looked up from tracer's own root: for a process gone, whose

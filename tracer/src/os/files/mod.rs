@@ -124,6 +124,8 @@ pub(crate) struct Root {
     /// The directory as the process sees it ("" for a root).
     base: String,
     resolve: ResolveFlags,
+    /// Which root this is when it is not tracer's own (a chroot's directory, a container's root).
+    described: Option<String>,
 }
 
 impl Root {
@@ -134,18 +136,29 @@ impl Root {
 
     /// The root of process `pid` (its container's, when it has one).
     pub(crate) fn of(pid: u32) -> Result<Self> {
-        Self::open_dir(&format!("/proc/{pid}/root"), format!("the root of process {pid}"))
+        let mut root = Self::open_dir(&format!("/proc/{pid}/root"), format!("the root of process {pid}"))?;
+        root.described = crate::os::proc::root_description(pid).and_then(|r| r.other().map(str::to_owned));
+        Ok(root)
+    }
+
+    /// Which root this is, when it is not tracer's own.
+    pub(crate) fn described(&self) -> Option<&str> {
+        self.described.as_deref()
     }
 
     /// Directory `dir` (as tracer sees it) as a root: a `chroot` target, its paths resolved inside it.
     pub(crate) fn at(dir: &str) -> Result<Self> {
-        Self::open_dir(dir, dir.to_owned())
+        let mut root = Self::open_dir(dir, dir.to_owned())?;
+        root.described = (Path::new(dir) != Path::new("/")).then(|| dir.to_owned());
+        Ok(root)
     }
 
     /// The working directory of process `pid`, for the relative paths it names (resolved from there as in
     /// a root: `..` and absolute links stay beneath it).
     pub(crate) fn cwd_of(pid: u32) -> Result<Self> {
-        Self::open_dir(&format!("/proc/{pid}/cwd"), format!("the working directory of process {pid}"))
+        let mut cwd = Self::open_dir(&format!("/proc/{pid}/cwd"), format!("the working directory of process {pid}"))?;
+        cwd.described = crate::os::proc::root_description(pid).and_then(|r| r.other().map(str::to_owned));
+        Ok(cwd)
     }
 
     fn open_dir(path: &str, label: String) -> Result<Self> {
@@ -155,6 +168,7 @@ impl Root {
                 label,
                 base: String::new(),
                 resolve: ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+                described: None,
             })
             .map_err(|e| FileError { file: path.to_owned(), why: Why::Open(e.into()) })
     }
@@ -175,6 +189,7 @@ impl Root {
             label: self.label.clone(),
             base: self.shown(dir),
             resolve: ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+            described: self.described.clone(),
         })
     }
 

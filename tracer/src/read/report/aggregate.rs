@@ -385,6 +385,7 @@ impl ReportBuilder {
                 role: acc.info.role,
                 model: acc.info.model,
                 model_name: acc.info.model_name,
+                root: mapped.iter().find_map(|m| m.root.clone()),
                 mapped,
                 code_dirs,
                 ioctls,

@@ -83,6 +83,7 @@ impl Ledger<'_> {
             executions,
             launches_from,
             launches_failed,
+            root: m.root,
             path: m.path,
         }
     }
@@ -111,6 +112,7 @@ pub(super) fn seen_maps(
                 probed_late: false,
                 probed_at: None,
                 not_probed: false,
+                root: l.root.clone(),
             });
         }
     }

@@ -94,6 +94,10 @@ pub struct ProcessReport {
     pub(crate) role: Option<trace::Role>,
     pub(crate) model: Option<String>,
     pub(crate) model_name: Option<String>,
+    /// Its root, when it is not tracer's own (a chroot, a container): the paths of its libraries are that
+    /// root's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) root: Option<String>,
     /// GPU libraries this process mapped, and whether it called the ones tracer probes.
     pub(crate) mapped: Vec<MappedReport>,
     /// Directories it loaded code-object files from by path: files present, loaded, with dispatches.
@@ -167,6 +171,9 @@ fn unobserved(mapped: &[MappedReport]) -> Vec<String> {
 #[derive(Debug, Serialize)]
 pub(crate) struct MappedReport {
     pub(crate) path: String,
+    /// The process's root, when it is not tracer's own (said once per process, in its report).
+    #[serde(skip)]
+    pub(crate) root: Option<String>,
     /// The probed library id, when tracer probes this copy.
     pub(crate) lib: Option<u32>,
     pub(crate) status: MapStatus,

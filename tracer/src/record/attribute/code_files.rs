@@ -83,12 +83,14 @@ impl CodeFiles {
     }
 
     /// The `code_dir` record of the directory holding `file`, the first time this process loads from it.
+    /// The process's root is opened now, or, for a process that has ended, taken from `held` (the early
+    /// look's, opened while it lived).
     pub(super) fn list_dir(
         &mut self,
         file: &str,
         truncated: bool,
         (pid, ts): (u32, u64),
-        procs: &dyn Procs,
+        (procs, held): (&dyn Procs, Option<&crate::os::files::Root>),
         counters: &mut BTreeMap<String, u64>,
     ) -> Option<CodeDir> {
         // A path cut by the probe names no directory for certain.
@@ -109,7 +111,11 @@ impl CodeFiles {
         }
         self.listed.insert(dir.clone());
         let mut rec = CodeDir { ts, pid, path: dir, ..CodeDir::default() };
-        match procs.list_files(pid, &rec.path) {
+        let listed = procs.list_files(pid, &rec.path).or_else(|why| match held {
+            Some(root) => root.list_files(&rec.path).map_err(|e| e.to_string()),
+            None => Err(why),
+        });
+        match listed {
             Ok((mut files, cut)) => {
                 files.sort_unstable();
                 rec.count = files.len() as u64;

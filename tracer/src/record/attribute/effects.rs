@@ -22,6 +22,9 @@ pub(crate) struct Effects {
     /// Probed runtime copies whose initializer ran in a traced process: (pid, library id, time). Their probes were
     /// in place before the copy's first call there.
     pub(crate) initialized: Vec<(u32, u32, u64)>,
+    /// Processes that exec'd, and when: a process of another root gets the copies its program will load
+    /// probed before it loads them.
+    pub(crate) execs: Vec<(u32, u64)>,
 }
 
 impl Effects {

@@ -444,6 +444,7 @@ impl Attributor {
         let ok = c.ret == 0;
         let procs = self.procs;
         let p = self.live.entry(c.pid).or_default();
+        let held = self.names.early.as_ref().and_then(|e| e.root(c.pid, p.names.image()));
         let mut names = self.names.of(c.pid, &mut p.names);
         match c.api.layout() {
             // A file loaded by path: the call and, when it succeeded, its module's functions carry it.
@@ -453,7 +454,8 @@ impl Attributor {
                         names.module_file(module, &file);
                     }
                     let at = (c.pid, c.ts);
-                    if let Some(dir) = p.code_files.list_dir(&file, truncated, at, procs, &mut self.counters) {
+                    let how: (&dyn Procs, _) = (procs, held.as_deref());
+                    if let Some(dir) = p.code_files.list_dir(&file, truncated, at, how, &mut self.counters) {
                         out.push(Record::CodeDir(dir));
                     }
                     c.file = Some(file);
@@ -462,7 +464,8 @@ impl Attributor {
             Layout::CodeObjectFromFile => {
                 if let Some(file) = code_files::CodeFiles::fd_file(&c, procs, &mut self.counters) {
                     let at = (c.pid, c.ts);
-                    if let Some(dir) = p.code_files.list_dir(&file, false, at, procs, &mut self.counters) {
+                    let how: (&dyn Procs, _) = (procs, held.as_deref());
+                    if let Some(dir) = p.code_files.list_dir(&file, false, at, how, &mut self.counters) {
                         out.push(Record::CodeDir(dir));
                     }
                     c.file = Some(file);
@@ -493,6 +496,7 @@ impl Attributor {
             }
             ProcEvent::Exec => {
                 self.effects.joined.push(p.pid);
+                self.effects.execs.push((p.pid, ts));
                 // A new program: nothing of the old image means anything now. No maps read now: the
                 // dynamic loader is still mapping and unmapping (its cache, its libraries), and a mapping
                 // read now may hold another file by the time an address in it is looked up. Its first API

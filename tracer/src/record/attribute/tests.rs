@@ -303,3 +303,23 @@ fn loads_without_their_path_and_unreadable_descriptors_are_counted() {
     assert_eq!(a.counters.get("code_object_fds_unread"), Some(&1));
     assert_eq!(a.counters.get("code_dirs_unlisted"), Some(&2));
 }
+
+#[test]
+fn a_code_directory_of_a_process_gone_is_listed_in_the_root_held_for_it() {
+    let dir = std::env::temp_dir().join(format!("tracer-held-root-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("lib")).unwrap();
+    std::fs::write(dir.join("lib/y.co"), b"").unwrap();
+    std::fs::write(dir.join("lib/x.co"), b"").unwrap();
+    let held = crate::os::files::Root::at(&dir.to_string_lossy()).unwrap();
+    let mut counters = BTreeMap::new();
+    // The process table cannot list `/lib` (its process has ended): the root held while it lived can.
+    let listed = code_files::CodeFiles::default()
+        .list_dir("/lib/x.co", false, (9, 1), (&FILES, Some(&held)), &mut counters)
+        .unwrap();
+    assert_eq!((listed.count, &listed.files, &listed.error), (2, &vec!["x.co".to_owned(), "y.co".to_owned()], &None));
+    // Without one, the reason is kept.
+    let unlisted =
+        code_files::CodeFiles::default().list_dir("/lib/x.co", false, (9, 1), (&FILES, None), &mut counters).unwrap();
+    assert!(unlisted.error.as_ref().is_some_and(|e| e.contains("/lib")), "{unlisted:?}");
+    drop(std::fs::remove_dir_all(dir));
+}

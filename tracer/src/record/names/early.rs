@@ -62,6 +62,8 @@ struct Look {
     snapshot: Snapshot,
     /// Who it was, read with its maps (None: it ended between the two reads).
     who: Option<Who>,
+    /// Its root, held open: a directory it loads code from is listed there after it has ended.
+    root: Option<Arc<crate::os::files::Root>>,
 }
 
 /// A process's `stat` fields and command line, as read at the look: its `process` record when it has
@@ -128,10 +130,20 @@ impl EarlyLooks {
         looks.get(&pid).filter(|l| l.since == since)?.who.clone()
     }
 
+    /// The root of a process image (the image of its exec at `since`, 0: of no exec seen), held open by its
+    /// newest look while it lived.
+    pub(crate) fn root(&self, pid: u32, since: u64) -> Option<Arc<crate::os::files::Root>> {
+        let looks = self.looks.lock().unwrap_or_else(PoisonError::into_inner);
+        looks.get(&pid).filter(|l| l.since == since)?.root.clone()
+    }
+
     /// Keeps a look with no mappings that saw `who` (for tests of what reads it).
     #[cfg(test)]
     pub(crate) fn keep_who(&self, pid: u32, since: u64, who: Who) {
-        self.keep(pid, Look { since, snapshot: Snapshot { taken: since, maps: Vec::new() }, who: Some(who) });
+        self.keep(
+            pid,
+            Look { since, snapshot: Snapshot { taken: since, maps: Vec::new() }, who: Some(who), root: None },
+        );
     }
 
     /// Forgets a process's look taken before `ts` (an exec or exit of that PID at `ts`: what it mapped
@@ -302,7 +314,8 @@ fn look(rx: &Receiver<(u32, u64)>, looks: &EarlyLooks) {
             if let Some(maps) = read_mappings(pid).filter(|m| !m.is_empty()) {
                 looks.open_files(pid, &maps);
                 let who = who(pid, &looks.argv_cut);
-                looks.keep(pid, Look { since, snapshot: Snapshot { taken, maps }, who });
+                let root = crate::os::files::Root::of(pid).ok().map(Arc::new);
+                looks.keep(pid, Look { since, snapshot: Snapshot { taken, maps }, who, root });
             }
         }
     }
@@ -390,7 +403,7 @@ mod tests {
     #[test]
     fn keeps_the_newest_look_per_process_within_its_bound() {
         let looks = EarlyLooks::default();
-        let look = |since, taken| Look { since, snapshot: Snapshot { taken, maps: Vec::new() }, who: None };
+        let look = |since, taken| Look { since, snapshot: Snapshot { taken, maps: Vec::new() }, who: None, root: None };
         for pid in 0..KEPT as u32 {
             looks.keep(pid, look(0, 100 + u64::from(pid)));
         }

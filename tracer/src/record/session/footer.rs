@@ -76,6 +76,9 @@ impl Session<'_> {
         footer.counters.insert("processes_held_after_exit".into(), self.watch.processes_held_after_exit());
         footer.counters.insert("maps_gone_listed_from_naming".into(), self.watch.maps_gone_listed_count);
         footer.counters.insert("opened_in_other_root_unresolved".into(), self.watch.opened_unresolved_count);
+        if self.watch.roots_not_probed > 0 {
+            footer.counters.insert("roots_not_probed".into(), self.watch.roots_not_probed);
+        }
         if let Some(e) = &self.attr.names.early {
             footer.counters.extend(e.counters().map(|(name, n)| (name.to_owned(), n)));
         }

@@ -302,6 +302,9 @@ impl Session<'_> {
         for pid in effects.joined {
             self.watch.scope(pid, true);
         }
+        for (pid, ts) in effects.execs {
+            self.predict(pid, ts)?;
+        }
         for o in effects.opened {
             for r in self.watch.opened(&mut self.ebpf, &o, self.args.probe_mode) {
                 self.writer.write(&r)?;
@@ -341,6 +344,54 @@ impl Session<'_> {
         for pid in effects.left {
             self.watch.unscope(pid);
             for r in self.watch.forget(pid) {
+                self.writer.write(&r)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A process that exec'd in another root than tracer's (a container, a chroot): the runtime copies its
+    /// program will load (its `DT_NEEDED` closure and what lies beside it to be dlopened, found in its root as
+    /// its dynamic loader will find them) are probed now, and the other GPU libraries among them counted,
+    /// while it starts: a backend's registrations at its load are seen. Whether a copy's probes came before
+    /// its first call there, its initializer's witness says. A process of tracer's own root has its copies
+    /// probed as it opens them (a command's, before it starts).
+    fn predict(&mut self, pid: u32, ts: u64) -> Result<()> {
+        let Some(other) = self.watch.execd(pid, ts) else { return Ok(()) };
+        let Some((root, loaded)) = crate::record::ldso::of_process(pid) else { return Ok(()) };
+        let runtimes = runtimes(self.args);
+        // The runtimes first, the ones a backend's load calls into first of all (its registrations); the
+        // libraries whose calls are counted last: the process is loading them meanwhile.
+        let rank = |name: &str| match runtimes.iter().position(|r| name.starts_with(r)) {
+            Some(_) if ["libamdhip64", "libhsa-runtime64", "libcuda"].iter().any(|r| name.starts_with(r)) => 0,
+            Some(_) => 1,
+            None => 2,
+        };
+        let mut found: Vec<(u8, String, std::path::PathBuf)> = loaded
+            .objects
+            .into_iter()
+            .skip(1)
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()).map(|n| (rank(&n), n, p.clone())))
+            .collect();
+        // A root seen for the first time (a container's first program: its entry script, its server): the
+        // runtime copies in its usual places too, after this program's own, for the programs it starts.
+        if self.watch.new_root(&other) {
+            let usual = runtimes.iter().flat_map(|r| crate::record::libs::usual_places_in(&root, r));
+            found.extend(usual.filter_map(|c| {
+                let name = c.path.rsplit('/').next()?.to_owned();
+                Some((rank(&name).max(1), name, std::path::PathBuf::from(c.path)))
+            }));
+        }
+        found.sort_by_key(|(r, _, _)| *r);
+        for (rank, name, p) in found {
+            let Some(copy) = crate::record::libs::in_root(&root, &p) else { continue };
+            let records = if rank < 2 {
+                self.watch.attach_found(&mut self.ebpf, pid, &copy, self.args.probe_mode)
+            } else {
+                let gpu = crate::record::libs::gpu_library(&name, Some(&copy.file));
+                self.watch.count_entries(gpu, &copy.path, &copy.file).map(Record::EntryLibrary).into_iter().collect()
+            };
+            for r in records {
                 self.writer.write(&r)?;
             }
         }

@@ -345,6 +345,10 @@ pub struct Library {
     /// at the start; later for a copy a process loaded during the recording (absent in older traces).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attached_ts: Option<u64>,
+    /// The root `path` is in, when it is not tracer's own: a chroot's directory, or a container's root (as
+    /// its process's `/proc/PID/root` reads from tracer, with its mount namespace). Absent: tracer's root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 /// A probe's `error` for a function the default recording leaves out (`record --all-calls` probes it).
@@ -413,6 +417,10 @@ pub struct Mapping {
     /// of its calls were seen.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_probed: bool,
+    /// The process's root, when it is not tracer's own (a chroot, a container; see [`Library::root`]): its
+    /// files are that root's, whatever file the same path names on the host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 /// Why a mapped file counts among a process's GPU libraries: by what it is, not by its name.

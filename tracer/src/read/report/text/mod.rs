@@ -86,7 +86,8 @@ impl Report {
         jobs::write_coverage(s, &t.gpu_jobs)?;
         writeln!(s, "\nlibraries")?;
         for l in &self.libraries {
-            writeln!(s, "  [{}] {} ({}, inode {})", l.id, l.path, l.origin, l.inode)?;
+            let root = l.root.as_deref().map(|r| format!(", in root {r}")).unwrap_or_default();
+            writeln!(s, "  [{}] {} ({}, inode {}{root})", l.id, l.path, l.origin, l.inode)?;
         }
         // Functions left unprobed on purpose (counted only with --all-calls): one line per library.
         let (lean, missing): (Vec<_>, Vec<_>) =
@@ -223,6 +224,9 @@ fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptio
 /// tracer saw.
 fn write_mapped(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
     if !p.mapped.is_empty() {
+        if let Some(root) = &p.root {
+            writeln!(s, "  root: {root} (its own: the paths below are that root's files)")?;
+        }
         writeln!(s, "  GPU libraries (mapped, called, dispatched):")?;
         for m in &p.mapped {
             let copy = m.origin.map(|o| format!(" [{}]", o.as_str())).unwrap_or_default();
