@@ -343,46 +343,6 @@ impl Procs for Live {
     }
 }
 
-/// Which root a process's paths are in.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum ProcessRoot {
-    /// Tracer's own: its paths name the files tracer's do.
-    Own,
-    /// Another root directory or mount namespace (a chroot, a container), said as `/proc/PID/root` reads
-    /// from here, with the mount namespace when it is another (and the directory's inode where that reads
-    /// `/`): one text per root.
-    Other(String),
-}
-
-impl ProcessRoot {
-    /// The other root, if it is one.
-    pub(crate) fn other(&self) -> Option<&str> {
-        match self {
-            Self::Own => None,
-            Self::Other(root) => Some(root),
-        }
-    }
-}
-
-/// Which root process `pid`'s paths are in; None when it cannot be told (the process has ended).
-pub(crate) fn root_description(pid: u32) -> Option<ProcessRoot> {
-    use std::os::unix::fs::MetadataExt as _;
-    let id = |p: &str| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
-    let (root, ns) = (id(&format!("/proc/{pid}/root"))?, id(&format!("/proc/{pid}/ns/mnt"))?);
-    let other_ns = Some(ns) != id("/proc/self/ns/mnt");
-    if Some(root) == id("/") && !other_ns {
-        return Some(ProcessRoot::Own);
-    }
-    let link = std::fs::read_link(format!("/proc/{pid}/root")).ok()?.to_string_lossy().into_owned();
-    Some(ProcessRoot::Other(match (other_ns, link.as_str()) {
-        (false, _) => link,
-        // Its root directory as the host cannot name it: by its inode (a pivot_root'ed container's root
-        // reads as `/`, as the host's root seen from that namespace before the pivot does).
-        (true, "/") => format!("the root of mount namespace mnt:[{}] (directory inode {})", ns.1, root.1),
-        (true, _) => format!("{link} in mount namespace mnt:[{}]", ns.1),
-    }))
-}
-
 /// The value of environment variable `name` in process `pid` (its `environ`, as it was at its exec).
 pub(crate) fn env_var(pid: u32, name: &str) -> Option<String> {
     let bytes = read_proc(pid, "environ")?;

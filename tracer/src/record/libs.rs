@@ -126,7 +126,7 @@ pub(crate) fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
 /// process in a container is handled like any other).
 pub(crate) fn copy_in(pid: u32, e: &crate::os::proc::MapsEntry) -> Option<LibCopy> {
     let file = CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path).ok()?;
-    let root = crate::os::proc::root_description(pid).and_then(|r| r.other().map(str::to_owned));
+    let root = crate::os::files::root_description(pid).and_then(|r| r.other().map(str::to_owned));
     Some(LibCopy::new(e.path.clone(), file, origin_of_path(&e.path)).in_root(root.as_deref()))
 }
 

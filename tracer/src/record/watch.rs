@@ -8,8 +8,8 @@ use anyhow::Result;
 
 use crate::{
     os::{
-        files::CodeFile,
-        proc::{LIVE, MapsEntry, ProcessRoot, Procs as _},
+        files::{CodeFile, ProcessRoot},
+        proc::{LIVE, MapsEntry, Procs as _},
     },
     record::entries::Entries,
     record::{
@@ -200,7 +200,7 @@ impl LibraryWatch {
     pub(super) fn execd(&mut self, pid: u32, ts: u64) -> Option<String> {
         let w = self.processes.entry(pid).or_default();
         w.first_seen = Some(w.first_seen.map_or(ts, |f| f.min(ts)));
-        w.root = crate::os::proc::root_description(pid).or_else(|| w.root.take());
+        w.root = crate::os::files::root_description(pid).or_else(|| w.root.take());
         w.root.as_ref().and_then(ProcessRoot::other).map(str::to_owned)
     }
 
@@ -353,7 +353,7 @@ impl LibraryWatch {
         let w = self.processes.entry(pid).or_default();
         let first_seen = *w.first_seen.get_or_insert(ts);
         if held_files.is_none() && w.root.is_none() {
-            w.root = crate::os::proc::root_description(pid);
+            w.root = crate::os::files::root_description(pid);
         }
         let root = w.root.as_ref().and_then(ProcessRoot::other).map(str::to_owned);
         for (i, e) in entries.iter().enumerate() {

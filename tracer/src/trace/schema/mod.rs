@@ -341,12 +341,10 @@ pub struct Library {
     pub inode: u64,
     pub build_id: Option<String>,
     pub origin: LibOrigin,
-    /// When its probes were attached (`ts` clock): before the header's `start_mono_ns` for copies probed
-    /// at the start; later for a copy a process loaded during the recording (absent in older traces).
+    /// When its probes were attached (`ts` clock; after `start_mono_ns`: found later; absent in old traces).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attached_ts: Option<u64>,
-    /// The root `path` is in, when it is not tracer's own: a chroot's directory, or a container's root (as
-    /// its process's `/proc/PID/root` reads from tracer, with its mount namespace). Absent: tracer's root.
+    /// The root `path` is in when not tracer's own (a chroot's directory; a container's namespace and root).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
 }
@@ -417,8 +415,7 @@ pub struct Mapping {
     /// of its calls were seen.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_probed: bool,
-    /// The process's root, when it is not tracer's own (a chroot, a container; see [`Library::root`]): its
-    /// files are that root's, whatever file the same path names on the host.
+    /// The process's root when not tracer's own ([`Library::root`]): `path` names that root's file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<String>,
 }
