@@ -32,7 +32,7 @@ pub use counters::{COUNTERS, Counter, EntryKey, Footer, TALLY_SLOTS, ThreadTally
 pub use header::{RecordHeader, RecordKind};
 pub use ioctl::{IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord};
 pub use job::{JOB_RING_BYTES, JobFields, JobFormat, JobKey, JobRecord, JobStage};
-pub use process::{OPEN_PATH_MAX, OpenRecord, ProcEvent, ProcRecord, RUNTIME_PREFIXES};
+pub use process::{COUNTED_LIBRARY, OPEN_PATH_MAX, OpenRecord, ProcEvent, ProcRecord, RUNTIME_PREFIXES};
 pub use queue::{AQL_PACKET_BYTES, DispatchRecord, MAX_PACKETS_PER_DOORBELL, QueueRecord};
 
 #[cfg(feature = "user")]

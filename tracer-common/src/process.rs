@@ -12,10 +12,15 @@ pub enum ProcEvent {
     Exec = 2,
     /// A traced process ended (its last thread exited).
     Exit = 3,
-    /// A probed runtime copy's initializer (its `DT_INIT`) ran in a traced process: the copy's probes were
-    /// in place before any of its code ran there (the header's `lib` names the copy).
+    /// A probed library's last initializer ran in a traced process: its probes were in place before any
+    /// other library could call it there (the header's `lib` names the runtime copy, or, with
+    /// [`COUNTED_LIBRARY`], the library whose calls are counted).
     Init = 4,
 }
+
+/// In an [`ProcEvent::Init`]'s library id: a library whose calls are counted (rocBLAS, hipBLAS, ggml's
+/// backends), numbered apart from the runtime copies.
+pub const COUNTED_LIBRARY: u32 = 0x8000;
 
 impl ProcEvent {
     pub const fn from_u16(v: u16) -> Option<Self> {

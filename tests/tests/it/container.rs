@@ -301,6 +301,16 @@ fn a_container_process_started_before_tracer_has_every_launched_handle_named() {
     assert!(status.success(), "{said}");
     let records = read_trace(&out);
     assert_eq!(footer(&records).total_drops(), 0);
+    // Its GPU libraries are the container's files, never the host's at the same path.
+    let mapped: Vec<&trace::Mapping> = records
+        .iter()
+        .filter_map(|r| if let Record::Mapping(m) = r { (m.pid == pid && m.gpu.is_some()).then_some(m) } else { None })
+        .collect();
+    assert!(mapped.iter().any(|m| m.path.contains("libamdhip64.so.6")), "{mapped:#?}");
+    for m in &mapped {
+        assert_eq!(file_in_root(&root, &m.path), Some((m.dev, m.inode)), "not the root's file: {m:?}");
+        assert!(m.root.is_some(), "the mapping names its root: {m:?}");
+    }
     let launched: Vec<&trace::Launch> = launches(&records).into_iter().filter(|l| l.pid == pid).collect();
     assert_eq!(launched.len(), registered.len(), "one launch per registered stub");
     let by_id: std::collections::HashMap<u32, &str> =

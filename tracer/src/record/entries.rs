@@ -22,6 +22,9 @@ use crate::{
 pub(super) struct Entries {
     /// The counting program; `None` where the kernel could not load it (said once at the start).
     program: Option<MultiProgram>,
+    /// The initializer's witness ([`tracer_common::ProcEvent::Init`]), linked at each library's last
+    /// initializer after its counting link.
+    witness: Option<MultiProgram>,
     /// The kernel's counts: (process, point) -> calls.
     counts: BpfHashMap<MapData, EntryKey, u64>,
     /// The kernel's step tallies: process -> its calls since its last `llama_decode`, by step slot.
@@ -36,11 +39,16 @@ pub(super) struct Entries {
 
 impl Entries {
     pub(super) fn new(
-        program: Option<MultiProgram>,
+        (program, witness): (Option<MultiProgram>, Option<MultiProgram>),
         counts: BpfHashMap<MapData, EntryKey, u64>,
         steps: BpfHashMap<MapData, u32, StepTally>,
     ) -> Self {
-        Self { program, counts, steps, libs: HashMap::new(), points: Vec::new(), links: Vec::new() }
+        Self { program, witness, counts, steps, libs: HashMap::new(), points: Vec::new(), links: Vec::new() }
+    }
+
+    /// The library (dev, inode) counted under `id`.
+    pub(super) fn file_of(&self, id: u32) -> Option<(u64, u64)> {
+        self.libs.iter().find_map(|(&file, &(lib, _))| (lib == id).then_some(file))
     }
 
     /// The counting program's (name, runs, nanoseconds) as the kernel counted them (`--program-stats`).
@@ -89,6 +97,17 @@ impl Entries {
         match program.attach(&file.proc_path(), &offsets, &cookies, None, false) {
             Ok(link) => {
                 self.links.push(link);
+                // Its initializer's witness, after the counting link: a hit says that link was in place.
+                let marked = id | tracer_common::COUNTED_LIBRARY;
+                if let (Some(w), Some(at), true) = (
+                    self.witness.as_ref(),
+                    crate::os::elf::last_initializer_offset(file),
+                    id < tracer_common::COUNTED_LIBRARY,
+                ) && let Ok(link) =
+                    w.attach(&file.proc_path(), &[at], &[tracer_common::cookie::make(marked, 0, 0)], None, false)
+                {
+                    self.links.push(link);
+                }
                 self.libs.insert((dev, inode), (id, true));
                 rec.attached_ts = Some(crate::os::clock::monotonic_ns());
                 rec.functions = u32::try_from(offsets.len()).unwrap_or(u32::MAX);

@@ -240,7 +240,12 @@ impl LibraryWatch {
     /// place before its first call there, so its mapping is written again, not probed late, at the next
     /// look. Where probes are placed per process, only once the process had its own links by then.
     pub(super) fn initialized(&mut self, pid: u32, lib: u32, ts: u64) {
-        let Some(id) = self.probed.iter().find_map(|(&id, &l)| (l == lib).then_some(id)) else { return };
+        let id = if lib & tracer_common::COUNTED_LIBRARY == 0 {
+            self.probed.iter().find_map(|(&id, &l)| (l == lib).then_some(id))
+        } else {
+            self.entries.as_ref().and_then(|e| e.file_of(lib & !tracer_common::COUNTED_LIBRARY))
+        };
+        let Some(id) = id else { return };
         let scoped = self.scoped();
         let w = self.processes.entry(pid).or_default();
         if scoped && w.own_links_at.is_none_or(|at| at > ts) {

@@ -184,6 +184,9 @@ fn attach_all(
     counted: &[(crate::trace::GpuLibrary, LibCopy)],
 ) -> Result<Attached> {
     let mut watch = LibraryWatch::new(runtimes(args), !args.libs.is_empty());
+    // The initializer's witness for the libraries whose calls are counted (the runtime links load their own).
+    let witness =
+        maps.as_ref().ok().and_then(|m| attach::MultiProgram::load(attach::OBJECT, m, attach::INIT_WITNESS).ok());
     watch.links = maps
         .and_then(|maps| attach::RuntimeLinks::load(maps, args.probe_mode))
             .map_err(|e| {
@@ -238,7 +241,7 @@ fn attach_all(
     let param_plans: BpfHashMap<MapData, PlanKey, u32> = BpfHashMap::try_from(take("PARAM_PLANS")?)?;
     let threads: BpfHashMap<MapData, u64, ThreadTally> = BpfHashMap::try_from(take("THREADS")?)?;
     watch.entries = Some(Entries::new(
-        multi,
+        (multi, witness),
         BpfHashMap::try_from(take("ENTRY_CALLS")?)?,
         BpfHashMap::try_from(take("STEP_TALLY")?)?,
     ));
