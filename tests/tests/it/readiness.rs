@@ -65,3 +65,30 @@ fn a_service_manager_is_told_ready_then_stopping() {
     }
     read_trace(&out);
 }
+
+/// A user who may write the readiness file's directory (a world-writable one) plants a directory at the name
+/// tracer staged the file under before (`.NAME.tracer-PID.tmp`, known from its PID): the file still appears
+/// (its staged name cannot be foreseen now), and the recording runs to its end with its footer.
+#[test]
+fn a_directory_planted_beside_the_readiness_file_does_not_stop_the_recording() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = scratch("ready-planted");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let (ready, out) = (dir.join("ready"), dir.join("t.jsonl"));
+    let mut child = Command::new(tracer_bin())
+        .args(["record", "-q", "-o"])
+        .arg(&out)
+        .arg("--ready-file")
+        .arg(&ready)
+        .args(["--", "/bin/sleep", "1"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::fs::create_dir_all(dir.join(format!(".ready.tracer-{}.tmp", child.id()))).unwrap();
+    let said = wait_for_file(&ready, Instant::now() + Duration::from_mins(1), &mut child);
+    assert!(said.as_ref().is_ok_and(|t| t.contains("pid=")), "{said:?}");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let records = read_trace(&out);
+    assert_eq!(footer(&records).stop, trace::Stop::CommandExited, "the recording ran to its end");
+}

@@ -118,7 +118,15 @@ pub(crate) fn dir_of(path: &Path) -> &Path {
 pub(crate) fn staged_name(dest: &Path) -> Result<PathBuf> {
     let dir = dir_of(dest);
     let name = dest.file_name().ok_or_else(|| anyhow!("{} names no file: give a file name with -o", dest.display()))?;
-    Ok(dir.join(format!(".{}.tracer-{}.tmp", name.to_string_lossy(), std::process::id())))
+    // Unpredictable: a user who may write the directory (a world-writable one) cannot plant a file, link or
+    // directory at the name beforehand. std's hasher keys are random per process.
+    let nonce = {
+        use std::hash::{BuildHasher as _, Hasher as _};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(crate::os::clock::monotonic_ns());
+        h.finish()
+    };
+    Ok(dir.join(format!(".{}.tracer-{}-{nonce:016x}.tmp", name.to_string_lossy(), std::process::id())))
 }
 
 /// A file written under a temporary name in the destination's directory, renamed over the destination

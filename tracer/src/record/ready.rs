@@ -7,6 +7,10 @@
 //!   and, when served, `metrics=` lines; removed when the recording stops;
 //! - systemd's notify protocol (`Type=notify`): `READY=1` with a `STATUS=` line, and `STOPPING=1` at the stop.
 //!   Nothing is sent where `NOTIFY_SOCKET` is unset.
+#![expect(
+    clippy::print_stderr,
+    reason = "a readiness file that cannot be written is said on stderr, and the recording goes on"
+)]
 
 use std::{
     io::Write as _,
@@ -33,8 +37,11 @@ pub(super) struct Ready {
 
 impl Ready {
     /// Says the probes are live: `facts` are (key, value) lines of the file; `status` is systemd's line.
-    pub(super) fn announce(file: Option<&Path>, facts: &[(&str, String)], status: &str) -> Result<Self> {
-        if let Some(path) = file {
+    ///
+    /// A file that cannot be written (another user planted a directory at its path) is said on stderr, and
+    /// the recording goes on: the probes are live, and a recording is never given up for its announcement.
+    pub(super) fn announce(file: Option<&Path>, facts: &[(&str, String)], status: &str) -> Self {
+        let written = file.filter(|path| {
             let text = facts.iter().fold(String::new(), |mut t, (k, v)| {
                 t.push_str(k);
                 t.push('=');
@@ -43,11 +50,13 @@ impl Ready {
                 t
             });
             write_whole(path, text.as_bytes())
-                .with_context(|| format!("cannot write the --ready-file {}", path.display()))?;
-        }
+                .with_context(|| format!("cannot write the --ready-file {}", path.display()))
+                .map_err(|e| eprintln!("\rtracer: warning: {e:#}; the recording goes on"))
+                .is_ok()
+        });
         // Best effort: a manager that went away cannot be told, and the recording goes on.
         drop(sd_notify::notify(&[sd_notify::NotifyState::Ready, sd_notify::NotifyState::Status(status)]));
-        Ok(Self { file: file.map(Path::to_path_buf) })
+        Self { file: written.map(Path::to_path_buf) }
     }
 }
 
@@ -92,13 +101,20 @@ mod tests {
         check(&path).unwrap();
         // A stale file from an earlier run is replaced.
         std::fs::write(&path, "stale").unwrap();
-        let ready = Ready::announce(Some(&path), &[("pid", "7".into()), ("trace", "t.jsonl".into())], "x").unwrap();
+        let ready = Ready::announce(Some(&path), &[("pid", "7".into()), ("trace", "t.jsonl".into())], "x");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "pid=7\ntrace=t.jsonl\n");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file is left");
         drop(ready);
         assert!(!path.exists());
         check(&dir).unwrap_err();
         check(&dir.join("missing/ready")).unwrap_err();
+        // A directory planted at the path after the check: said, never an error, and left alone at the stop.
+        std::fs::create_dir_all(dir.join("planted")).unwrap();
+        let ready = Ready::announce(Some(&dir.join("planted")), &[("pid", "7".into())], "x");
+        assert!(ready.file.is_none());
+        drop(ready);
+        assert!(dir.join("planted").is_dir());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file is left");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

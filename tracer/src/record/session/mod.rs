@@ -87,7 +87,7 @@ impl Session<'_> {
             facts.push(("metrics", m.server.addr.to_string()));
         }
         let status = format!("recording to {}", self.args.output.display());
-        let _ready = super::ready::Ready::announce(self.args.ready_file.as_deref(), &facts, &status)?;
+        let _ready = super::ready::Ready::announce(self.args.ready_file.as_deref(), &facts, &status);
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         // Effects are applied after every batch too; this tick finds a command's end and the effects of a
         // quiet ring (each tick is a wake-up: see `ring::POLL`).
