@@ -100,6 +100,7 @@ pub(crate) fn deb() -> Result<PathBuf> {
          own: it probes the copies the traced processes map. Recording needs root and a kernel with BTF.\n"
     );
     put("DEBIAN/control", control.as_bytes(), 0o644)?;
+    put("DEBIAN/md5sums", md5sums(&tree)?.as_bytes(), 0o644)?;
     let deb = out.join(format!("tracer_{version}_{arch}.deb"));
     step(&format!("dpkg-deb --build -> {}", deb.display()));
     run(Command::new("dpkg-deb").args(["--root-owner-group", "-Zxz", "--build"]).arg(&tree).arg(&deb))?;
@@ -107,6 +108,28 @@ pub(crate) fn deb() -> Result<PathBuf> {
 }
 
 /// The shared libraries the binary needs, as Debian dependencies (`dpkg-shlibdeps`).
+/// `DEBIAN/md5sums`: each packaged file's MD5 and path (what `dpkg --verify` checks an install against), by
+/// coreutils' `md5sum` over the tree's files outside `DEBIAN/`.
+fn md5sums(tree: &Path) -> Result<String> {
+    let mut files = Vec::new();
+    let mut dirs = vec![PathBuf::new()];
+    while let Some(rel) = dirs.pop() {
+        for entry in fs::read_dir(tree.join(&rel))? {
+            let entry = entry?;
+            let path = rel.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                if path != Path::new("DEBIAN") {
+                    dirs.push(path);
+                }
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    output(Command::new("md5sum").current_dir(tree).args(&files))
+}
+
 fn shlib_depends(bin: &Path) -> Result<String> {
     // dpkg-shlibdeps reads debian/control from its working directory: an empty source package.
     let work = root().join("target/debian/shlibdeps");

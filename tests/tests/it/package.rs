@@ -1,7 +1,7 @@
 //! The user's install: the Debian package `cargo xtask deb` builds, installed into a fresh Debian system that
 //! has no `ROCm` or CUDA (made by mmdebstrap from this machine's own apt sources), where `tracer --version`, a
-//! recording of `/bin/true` and its report work; and the systemd unit it carries, verified by
-//! `systemd-analyze verify`.
+//! recording of `/bin/true` and its report work, and `dpkg --verify` checks its files against the package's
+//! md5sums; and the systemd unit it carries, verified by `systemd-analyze verify`.
 
 use std::{
     path::{Path, PathBuf},
@@ -53,6 +53,10 @@ fn files_named(root: &Path, prefixes: &[&str]) -> Vec<PathBuf> {
 #[test]
 fn the_deb_installs_and_records_on_a_debian_system_without_rocm_or_cuda() {
     let deb = PathBuf::from(std::env::var_os("TRACER_DEB").expect("TRACER_DEB is set by `cargo xtask test`"));
+    // The package carries the md5sums `dpkg --verify` checks an install against.
+    let md5sums = Command::new("dpkg-deb").arg("-I").arg(&deb).arg("md5sums").output().unwrap();
+    let listed = String::from_utf8_lossy(&md5sums.stdout);
+    assert!(md5sums.status.success() && listed.contains("  usr/bin/tracer\n"), "no md5sums: {listed}");
     let root = fresh_debian();
     let runtimes = files_named(&root, &["libamdhip64", "libhsa-runtime64", "libcuda", "librocm"]);
     assert!(runtimes.is_empty(), "the fresh system has GPU runtimes: {runtimes:?}");
@@ -62,7 +66,9 @@ fn the_deb_installs_and_records_on_a_debian_system_without_rocm_or_cuda() {
     let r = root.display();
     let script = format!(
         "set -e; mount --rbind /sys {r}/sys; mount -t proc proc {r}/proc; mount --rbind /dev {r}/dev; \
+         (chroot {r} dpkg --purge tracer >/dev/null 2>&1 || true); \
          chroot {r} dpkg -i /tmp/tracer.deb >/dev/null; \
+         test -z \"$(chroot {r} dpkg --verify tracer)\"; \
          chroot {r} tracer --version; \
          chroot {r} tracer record -q -o /tmp/t.jsonl -- /bin/true; \
          chroot {r} tracer report /tmp/t.jsonl"
