@@ -104,9 +104,10 @@ pub(crate) fn sched_process_exit(ctx: TracePointContext) -> u32 {
     0
 }
 
-/// A probed runtime copy's initializer (`DT_INIT`, which the dynamic loader runs before any other code of
-/// the copy) in a traced process: the witness that the copy's probes were in place before its first call
-/// there. One trap per process and copy loaded; the cookie carries the copy's library id.
+/// A probed library's last initializer (its `DT_INIT_ARRAY`'s last function, else `DT_INIT`: the dynamic
+/// loader runs them before another library may call it) in a traced process: the witness that the library's
+/// probes were in place before its first call there. One trap per process and library loaded; the cookie
+/// carries the library id (a runtime copy's, or a counted library's marked `COUNTED_LIBRARY`).
 #[uprobe]
 pub(crate) fn library_init(ctx: ProbeContext) -> u32 {
     let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;

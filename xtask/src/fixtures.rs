@@ -11,11 +11,11 @@ use anyhow::{Context as _, Result};
 
 use crate::{root, run, step};
 
-/// Libraries a HIP fixture links besides the HIP runtime.
 /// Link flags of the plain C fixtures that need them: `register_relaunch` exports its `__hipRegisterFunction`,
 /// which the HIP library it loads calls instead of the runtime's.
 const C_FIXTURE_FLAGS: &[(&str, &[&str])] = &[("register_relaunch", &["-rdynamic"])];
 
+/// Libraries a HIP fixture links besides the HIP runtime.
 pub(crate) const FIXTURE_LIBS: &[(&str, &[&str])] =
     &[("sparse_rand", &["-lhipsparse", "-lrocsparse", "-lrocrand"]), ("server_slots", &["-lhipsparse"])];
 /// HIP fixtures built as shared libraries, under these names, before the programs: the libllama test double.

@@ -107,7 +107,6 @@ pub(crate) fn deb() -> Result<PathBuf> {
     Ok(deb)
 }
 
-/// The shared libraries the binary needs, as Debian dependencies (`dpkg-shlibdeps`).
 /// `DEBIAN/md5sums`: each packaged file's MD5 and path (what `dpkg --verify` checks an install against), by
 /// coreutils' `md5sum` over the tree's files outside `DEBIAN/`.
 fn md5sums(tree: &Path) -> Result<String> {
@@ -130,6 +129,7 @@ fn md5sums(tree: &Path) -> Result<String> {
     output(Command::new("md5sum").current_dir(tree).args(&files))
 }
 
+/// The shared libraries the binary needs, as Debian dependencies (`dpkg-shlibdeps`).
 fn shlib_depends(bin: &Path) -> Result<String> {
     // dpkg-shlibdeps reads debian/control from its working directory: an empty source package.
     let work = root().join("target/debian/shlibdeps");

@@ -83,6 +83,23 @@ fn in_container(root: &Path, inner: &str) -> Vec<String> {
     .to_vec()
 }
 
+/// `inner` started in a container (see [`in_container`]), its output piped and its first line read (a
+/// program there says it is ready): the container, a reader of the rest of its output, and that first line.
+fn start_in_container(
+    root: &Path,
+    inner: &str,
+    setup: impl FnOnce(&mut Command) -> &mut Command,
+) -> (std::process::Child, std::io::BufReader<std::process::ChildStdout>, String) {
+    let args = in_container(root, inner);
+    let mut command = Command::new(&args[0]);
+    command.args(&args[1..]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+    let mut child = setup(&mut command).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut lines, &mut line).unwrap();
+    (child, lines, line)
+}
+
 /// What a run of the root's ggml HIP backend must show in process `comm`'s part of the trace: every kernel
 /// it registered named (as many as bpftrace counted), HIP 6.4 and `ROCr` 6.4 probed from their first call as
 /// the root's own files, every GPU library listed the root's file (never the host's at the same path), and
@@ -201,17 +218,9 @@ fn an_ollama_runner_in_a_container_is_followed_from_the_host_with_its_own_rocm()
     wait_for_releases();
     let rec = Recording::start(&out, &["--ollama"]);
     let children = format!("0|0|/usr/bin/llama-server|{}", runner.replace(' ', "|").trim_start_matches("/usr/bin/"));
-    let mut server = Command::new(in_container(&root, "/usr/local/bin/ollama serve")[0].clone())
-        .args(&in_container(&root, "/usr/local/bin/ollama serve")[1..])
-        .env("OLLAMA_SHIM_CHILDREN", children)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(server.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut lines, &mut line).unwrap();
+    let (mut server, mut lines, mut line) = start_in_container(&root, "/usr/local/bin/ollama serve", |c| {
+        c.env("OLLAMA_SHIM_CHILDREN", children).stdin(std::process::Stdio::piped())
+    });
     assert_eq!(line.trim(), "ready");
     // A server waits for its first request before it starts a runner: here, until the trace shows the
     // container's HIP runtime probed (how long tracer takes to see a new root is not this test's subject).
@@ -260,16 +269,7 @@ fn a_container_process_started_before_tracer_has_every_launched_handle_named() {
     let inner = format!(
         "/tmp/register_relaunch /{LIBDIR}/libamdhip64.so.6 /{LIBDIR}/ggml/backends0/libggml-hip.so {names_in} {go_in}"
     );
-    let args = in_container(&root, &inner);
-    let mut program = Command::new(&args[0])
-        .args(&args[1..])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(program.stdout.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut lines, &mut line).unwrap();
+    let (mut program, mut lines, mut line) = start_in_container(&root, &inner, |c| c);
     assert!(line.starts_with("ready "), "{line:?}");
     // Its PID as the host sees it (it printed the one of its PID namespace).
     let pid = std::fs::read_dir("/proc")

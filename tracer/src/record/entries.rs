@@ -98,13 +98,11 @@ impl Entries {
             Ok(link) => {
                 self.links.push(link);
                 // Its initializer's witness, after the counting link: a hit says that link was in place.
-                let marked = id | tracer_common::COUNTED_LIBRARY;
-                if let (Some(w), Some(at), true) = (
-                    self.witness.as_ref(),
-                    crate::os::elf::last_initializer_offset(file),
-                    id < tracer_common::COUNTED_LIBRARY,
-                ) && let Ok(link) =
-                    w.attach(&file.proc_path(), &[at], &[tracer_common::cookie::make(marked, 0, 0)], None, false)
+                let cookie = tracer_common::cookie::make(id | tracer_common::COUNTED_LIBRARY, 0, 0);
+                if id < tracer_common::COUNTED_LIBRARY
+                    && let Some(w) = self.witness.as_ref()
+                    && let Some(at) = crate::os::elf::last_initializer_offset(file)
+                    && let Ok(link) = w.attach(&file.proc_path(), &[at], &[cookie], None, false)
                 {
                     self.links.push(link);
                 }

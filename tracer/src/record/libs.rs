@@ -126,7 +126,7 @@ pub(crate) fn mapped_by(pid: u32, prefix: &str) -> Vec<LibCopy> {
 /// process in a container is handled like any other).
 pub(crate) fn copy_in(pid: u32, e: &crate::os::proc::MapsEntry) -> Option<LibCopy> {
     let file = CodeFile::mapped(pid, e.start, e.end, e.dev, e.inode, &e.path).ok()?;
-    let root = crate::os::files::root_description(pid).and_then(|r| r.other().map(str::to_owned));
+    let root = crate::os::files::other_root(pid);
     Some(LibCopy::new(e.path.clone(), file, origin_of_path(&e.path)).in_root(root.as_deref()))
 }
 
@@ -159,43 +159,52 @@ pub(crate) fn opened_by(pid: u32, path: &str) -> Option<LibCopy> {
 /// The usual places, most specific first: Ollama bundles (next to an `ollama` on PATH and the standard
 /// install prefixes), `LD_LIBRARY_PATH` (a command we start inherits it), /opt/rocm*, the system path.
 pub(crate) fn usual_places(prefix: &str) -> Vec<LibCopy> {
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    let mut ollama_roots: Vec<PathBuf> =
-        ["/usr/lib/ollama", "/usr/local/lib/ollama", "/opt/ollama/lib/ollama"].iter().map(PathBuf::from).collect();
+    let Ok(host) = Root::host() else { return Vec::new() };
+    let mut ollama: Vec<String> = Vec::new();
     if let Some(path) = std::env::var_os("PATH") {
         for d in std::env::split_paths(&path) {
             if d.join("ollama").is_file()
                 && let Some(prefix_dir) = d.parent()
             {
-                ollama_roots.push(prefix_dir.join("lib/ollama"));
+                ollama.push(prefix_dir.join("lib/ollama").to_string_lossy().into_owned());
             }
         }
     }
-    for root in ollama_roots {
-        if let Ok(entries) = fs::read_dir(&root) {
-            let mut subs: Vec<PathBuf> = entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("rocm")))
-                .collect();
-            subs.sort();
-            dirs.extend(subs);
-            dirs.push(root);
-        }
+    let ld: Vec<String> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|ld| std::env::split_paths(&ld).map(|d| d.to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    places_in(&host, prefix, &ollama, &ld)
+}
+
+/// The usual places inside another root (a container's, a chroot's): as on the host, but nothing of
+/// tracer's own environment (`PATH`, `LD_LIBRARY_PATH`) applies there.
+pub(crate) fn usual_places_in(root: &Root, prefix: &str) -> Vec<LibCopy> {
+    places_in(root, prefix, &[], &[])
+}
+
+/// The copies of `prefix` in `root`'s usual places, most specific first: Ollama's bundles (`rocm*` under
+/// its install prefixes and `more_ollama`), the directories `ld`, /opt/rocm*/lib, the system path.
+fn places_in(root: &Root, prefix: &str, more_ollama: &[String], ld: &[String]) -> Vec<LibCopy> {
+    // `dir`'s entries named `rocm*`, in name order, each followed by `under`.
+    let rocm_in = |dir: &str, under: &str| -> Vec<String> {
+        let mut found: Vec<String> = root
+            .list(dir)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|n| n.starts_with("rocm"))
+            .map(|n| format!("{dir}/{n}{under}"))
+            .collect();
+        found.sort();
+        found
+    };
+    let mut dirs: Vec<String> = Vec::new();
+    let ollama = ["/usr/lib/ollama", "/usr/local/lib/ollama", "/opt/ollama/lib/ollama"].map(str::to_owned);
+    for bundle in ollama.iter().chain(more_ollama) {
+        dirs.extend(rocm_in(bundle, ""));
+        dirs.push(bundle.clone());
     }
-    if let Some(ld) = std::env::var_os("LD_LIBRARY_PATH") {
-        dirs.extend(std::env::split_paths(&ld));
-    }
-    let mut rocm: Vec<PathBuf> = fs::read_dir("/opt")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("rocm")))
-        .map(|p| p.join("lib"))
-        .collect();
-    rocm.sort();
-    dirs.extend(rocm);
+    dirs.extend(ld.iter().cloned());
+    dirs.extend(rocm_in("/opt", "/lib"));
     dirs.extend(
         [
             "/usr/local/nvidia/lib64",
@@ -206,46 +215,7 @@ pub(crate) fn usual_places(prefix: &str) -> Vec<LibCopy> {
             "/usr/local/lib",
             "/lib/x86_64-linux-gnu",
         ]
-        .iter()
-        .map(PathBuf::from),
-    );
-    let Ok(host) = Root::host() else { return Vec::new() };
-    let mut copies = Vec::new();
-    for dir in dirs {
-        copies.extend(in_dir(&host, &dir.to_string_lossy(), prefix));
-    }
-    dedupe(copies)
-}
-
-/// The usual places inside another root (a container's, a chroot's), most specific first: Ollama's bundles
-/// at its install prefixes, /opt/rocm*, the system library path. Nothing of tracer's own environment
-/// (`PATH`, `LD_LIBRARY_PATH`) applies there.
-pub(crate) fn usual_places_in(root: &Root, prefix: &str) -> Vec<LibCopy> {
-    let mut dirs: Vec<String> = Vec::new();
-    for ollama in ["/usr/lib/ollama", "/usr/local/lib/ollama", "/opt/ollama/lib/ollama"] {
-        let mut subs: Vec<String> = root
-            .list(ollama)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|n| n.starts_with("rocm"))
-            .map(|n| format!("{ollama}/{n}"))
-            .collect();
-        subs.sort();
-        dirs.extend(subs);
-        dirs.push(ollama.to_owned());
-    }
-    let mut rocm: Vec<String> = root
-        .list("/opt")
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|n| n.starts_with("rocm"))
-        .map(|n| format!("/opt/{n}/lib"))
-        .collect();
-    rocm.sort();
-    dirs.extend(rocm);
-    dirs.extend(
-        ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib", "/lib/x86_64-linux-gnu"]
-            .map(str::to_owned),
+        .map(str::to_owned),
     );
     dedupe(dirs.iter().flat_map(|dir| in_dir(root, dir, prefix)).collect())
 }

@@ -153,6 +153,11 @@ pub(crate) fn root_description(pid: u32) -> Option<ProcessRoot> {
     }))
 }
 
+/// Process `pid`'s root when it is another than tracer's (see [`root_description`]).
+pub(crate) fn other_root(pid: u32) -> Option<String> {
+    root_description(pid)?.other().map(str::to_owned)
+}
+
 /// A directory paths are resolved in.
 ///
 /// A process's root (or the host's), where absolute links and `..` stay inside it; or a directory of it
@@ -177,7 +182,7 @@ impl Root {
     /// The root of process `pid` (its container's, when it has one).
     pub(crate) fn of(pid: u32) -> Result<Self> {
         let mut root = Self::open_dir(&format!("/proc/{pid}/root"), format!("the root of process {pid}"))?;
-        root.described = root_description(pid).and_then(|r| r.other().map(str::to_owned));
+        root.described = other_root(pid);
         Ok(root)
     }
 
@@ -197,7 +202,7 @@ impl Root {
     /// a root: `..` and absolute links stay beneath it).
     pub(crate) fn cwd_of(pid: u32) -> Result<Self> {
         let mut cwd = Self::open_dir(&format!("/proc/{pid}/cwd"), format!("the working directory of process {pid}"))?;
-        cwd.described = root_description(pid).and_then(|r| r.other().map(str::to_owned));
+        cwd.described = other_root(pid);
         Ok(cwd)
     }
 

@@ -19,8 +19,8 @@ pub(crate) struct Effects {
     pub(crate) plans_gone: Vec<(u32, u64)>,
     /// Runtime libraries traced processes opened: copies that may have to be probed now.
     pub(crate) opened: Vec<crate::record::decode::Opened>,
-    /// Probed runtime copies whose initializer ran in a traced process: (pid, library id, time). Their probes were
-    /// in place before the copy's first call there.
+    /// Probed libraries whose last initializer ran in a traced process: (pid, library id, time), the id as
+    /// `ProcEvent::Init` carries it. Their probes were in place before the library's first call there.
     pub(crate) initialized: Vec<(u32, u32, u64)>,
     /// Processes that exec'd, and when: a process of another root gets the copies its program will load
     /// probed before it loads them.

@@ -367,11 +367,14 @@ impl Session<'_> {
             Some(_) => 1,
             None => 2,
         };
-        let mut found: Vec<(u8, String, std::path::PathBuf)> = loaded
+        let mut found: Vec<(u8, String, crate::record::libs::LibCopy)> = loaded
             .objects
-            .into_iter()
+            .iter()
             .skip(1)
-            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()).map(|n| (rank(&n), n, p.clone())))
+            .filter_map(|p| {
+                let name = p.file_name()?.to_string_lossy().into_owned();
+                Some((rank(&name), name, crate::record::libs::in_root(&root, p)?))
+            })
             .collect();
         // A root seen for the first time (a container's first program: its entry script, its server): the
         // runtime copies in its usual places too, after this program's own, for the programs it starts.
@@ -379,12 +382,11 @@ impl Session<'_> {
             let usual = runtimes.iter().flat_map(|r| crate::record::libs::usual_places_in(&root, r));
             found.extend(usual.filter_map(|c| {
                 let name = c.path.rsplit('/').next()?.to_owned();
-                Some((rank(&name).max(1), name, std::path::PathBuf::from(c.path)))
+                Some((rank(&name).max(1), name, c))
             }));
         }
         found.sort_by_key(|(r, _, _)| *r);
-        for (rank, name, p) in found {
-            let Some(copy) = crate::record::libs::in_root(&root, &p) else { continue };
+        for (rank, name, copy) in found {
             let records = if rank < 2 {
                 self.watch.attach_found(&mut self.ebpf, pid, &copy, self.args.probe_mode)
             } else {
