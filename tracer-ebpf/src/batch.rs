@@ -15,7 +15,8 @@ use aya_ebpf::{
     bindings::BPF_NOEXIST,
     cty::c_void,
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, generated},
-    macros::uprobe,
+    macros::{map, uprobe},
+    maps::PerCpuArray,
     programs::ProbeContext,
 };
 use tracer_common::{
@@ -24,7 +25,12 @@ use tracer_common::{
     EXT_SEQ_COUNT, EXT_SEQ_NODE, EXT_TOKEN_BYTES, EXT_TOKENS, RecordHeader, RecordKind, STEP_SLOTS, StepTally, cookie,
 };
 
-use crate::maps::{BATCH_SCRATCH, EVENTS, STEP_TALLY, count, submit_flags, traced};
+use crate::maps::{EVENTS, STEP_TALLY, count, submit_flags, traced};
+
+/// Where a batch record is built before it is written with its used length (its own map, beside the one
+/// program that uses it: `maps` names no type of this module).
+#[map]
+pub(crate) static BATCH_SCRATCH: PerCpuArray<BatchScratch> = PerCpuArray::with_max_entries(1, 0);
 
 /// The scratch a batch record is built in: its head, its arrays, and one chunk of `seq_id` pointers.
 #[repr(C)]

@@ -71,10 +71,6 @@ pub(crate) static ENTRY_CALLS: HashMap<EntryKey, u64> = HashMap::with_max_entrie
 #[map]
 pub(crate) static STEP_TALLY: HashMap<u32, StepTally> = HashMap::with_max_entries(4096, 0);
 
-/// Where a batch record is built before it is written with its used length.
-#[map]
-pub(crate) static BATCH_SCRATCH: PerCpuArray<crate::batch::BatchScratch> = PerCpuArray::with_max_entries(1, 0);
-
 /// Loss and error counters, one slot per [`Counter`], per CPU.
 #[map]
 pub(crate) static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(tracer_common::COUNTERS, 0);

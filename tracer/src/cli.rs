@@ -180,6 +180,14 @@ pub struct RecordCli {
     /// Rotate: start a new file once this one is this old (e.g. 1h, 30m).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(crate) rotate_every: Option<Duration>,
+    /// Retention of rotated recordings: whenever a part starts, remove the oldest parts of tracer
+    /// recordings in the output's directory (earlier recordings first) while they hold more than SIZE
+    /// bytes in all (e.g. 20G). Only regular files of tracer's own user that are parts of a rotated
+    /// recording count; the part being written is never removed. A recording whose first parts were
+    /// removed reads from its oldest part left, which restates what the removed ones named; the removals
+    /// are counted in the footer.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub(crate) keep_size: Option<u64>,
     /// Testing aid: leave the ring buffer unread for this long after attaching, to provoke overflow.
     #[arg(long, hide = true, value_name = "MS", default_value_t = 0)]
     pub(crate) debug_read_delay_ms: u64,
@@ -330,6 +338,7 @@ impl TryFrom<RecordCli> for crate::record::RecordArgs {
             metrics_no_comm: r.metrics_no_comm,
             rotate_size: r.rotate_size,
             rotate_every: r.rotate_every,
+            keep_size: r.keep_size,
             probe_mode: match (r.probe_mode, r.all_calls) {
                 (ProbeModeArg::Record, false) => ProbeMode::Lean,
                 (ProbeModeArg::Record, true) => ProbeMode::AllCalls,

@@ -3,7 +3,8 @@
 //!
 //! The wings, lowest first: `os` (leaves), `trace` (the format), `read` (report, export, metrics), `record`
 //! (the recording). A module may name its own wing and those below it, never one above: a cycle between
-//! wings would need one such name.
+//! wings would need one such name. Inside a wing, no cycle between its modules, its own `mod.rs` counted
+//! as one; none between tracer-ebpf's modules either.
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +24,7 @@ const SOURCE_DIRS: [&str; 7] =
 pub(crate) fn check(root: &Path) -> Result<()> {
     let mut breaches = Vec::new();
     let mut tracer = Vec::new();
+    let mut ebpf = Vec::new();
     for dir in SOURCE_DIRS {
         for file in rust_files(&root.join(dir))? {
             let text = std::fs::read_to_string(&file)?;
@@ -41,12 +43,15 @@ pub(crate) fn check(root: &Path) -> Result<()> {
             }
             if shown.starts_with("tracer/src/") {
                 tracer.push((shown, text));
+            } else if shown.starts_with("tracer-ebpf/src/") {
+                ebpf.push((shown, text));
             }
         }
     }
     breaches.extend(
         module_cycles(&tracer)
             .into_iter()
+            .chain(ebpf_cycles(&ebpf))
             .map(|c| format!("an import cycle: {} (each reaches the others): break one edge", c.join(", "))),
     );
     if breaches.is_empty() {
@@ -183,36 +188,114 @@ fn non_test_code(path: &str, text: &str) -> Option<String> {
     Some(text.find("#[cfg(test)]\nmod ").map_or(text, |at| &text[..at]).to_owned())
 }
 
-/// Cycles among the modules one level inside each wing (`record::attach`, `record::names`, ...): each as the
-/// modules in it, sorted. A wing's own `mod.rs` declares its modules and is left out.
+/// Cycles among tracer's modules one level inside each wing (`record::attach`, `record::names`, ...), each
+/// wing's own `mod.rs` among them (the node `record`: what it defines itself and the child modules its own
+/// code uses, re-exports aside): each as the modules in it, sorted.
 fn module_cycles(files: &[(String, String)]) -> Vec<Vec<String>> {
     use std::collections::{BTreeMap, BTreeSet};
-    // The modules one level inside the wings that have files.
-    let known: BTreeSet<String> = files
+    let node = |m: &[String]| -> Option<String> {
+        let wing = m.first().filter(|w| WINGS.contains(&w.as_str()))?;
+        Some(if m.len() >= 2 { m[..2].join("::") } else { wing.clone() })
+    };
+    let known: BTreeSet<String> = files.iter().filter_map(|(f, _)| module_of(f)).filter_map(|m| node(&m)).collect();
+    // What each wing's `mod.rs` defines itself (a path to one of them is an edge to the wing's node).
+    let defined: BTreeMap<String, BTreeSet<String>> = files
         .iter()
-        .filter_map(|(f, _)| module_of(f))
-        .filter(|m| m.len() >= 2 && WINGS.contains(&m[0].as_str()))
-        .map(|m| m[..2].join("::"))
+        .filter_map(|(f, t)| Some((module_of(f).filter(|m| m.len() == 1)?.remove(0), defined_items(t))))
         .collect();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (path, text) in files {
         let Some(module) = module_of(path) else { continue };
         let Some(code) = non_test_code(path, text) else { continue };
-        if module.len() < 2 || !WINGS.contains(&module[0].as_str()) {
-            continue;
-        }
-        let from = module[..2].join("::");
+        let Some(from) = node(&module) else { continue };
         let to = edges.entry(from.clone()).or_default();
         for p in named_paths(&module, &code) {
-            if p.len() >= 2 && WINGS.contains(&p[0].as_str()) {
-                let target = p[..2].join("::");
-                if target != from && known.contains(&target) {
+            let Some(wing) = p.first().filter(|w| p.len() >= 2 && WINGS.contains(&w.as_str())) else { continue };
+            let target = if known.contains(&p[..2].join("::")) {
+                p[..2].join("::")
+            } else if defined.get(wing).is_some_and(|d| d.contains(&p[1])) {
+                wing.clone()
+            } else {
+                continue;
+            };
+            if target != from {
+                to.insert(target);
+            }
+        }
+        if module.len() == 1 {
+            for child in children_used(&code) {
+                let target = format!("{from}::{child}");
+                if known.contains(&target) {
                     to.insert(target);
                 }
             }
         }
     }
-    // A cycle is a set of modules each reaching the others.
+    cycles(&edges)
+}
+
+/// Cycles among tracer-ebpf's modules (`tracer-ebpf/src/NAME.rs`, reaching each other through `crate::`).
+fn ebpf_cycles(files: &[(String, String)]) -> Vec<Vec<String>> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let module = |f: &str| {
+        let name = f.strip_prefix("tracer-ebpf/src/")?.strip_suffix(".rs")?;
+        (!name.contains('/') && name != "main" && name != "lib").then(|| name.to_owned())
+    };
+    let known: BTreeSet<String> = files.iter().filter_map(|(f, _)| module(f)).collect();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, text) in files {
+        let Some(from) = module(path) else { continue };
+        let Some(code) = non_test_code(path, text) else { continue };
+        let to = edges.entry(format!("tracer-ebpf::{from}")).or_default();
+        for p in named_paths(std::slice::from_ref(&from), &code) {
+            if let Some(target) = p.first().filter(|t| known.contains(*t) && **t != from) {
+                to.insert(format!("tracer-ebpf::{target}"));
+            }
+        }
+    }
+    cycles(&edges)
+}
+
+/// The items a file defines at its top level (functions, types, constants, statics, traits, macros).
+fn defined_items(text: &str) -> std::collections::BTreeSet<String> {
+    const KINDS: [&str; 10] =
+        ["fn ", "const fn ", "async fn ", "unsafe fn ", "struct ", "enum ", "const ", "static ", "type ", "trait "];
+    text.lines()
+        .filter(|l| !l.starts_with(char::is_whitespace))
+        .filter_map(|l| {
+            let l = ["pub(crate) ", "pub(super) ", "pub "].iter().find_map(|v| l.strip_prefix(v)).unwrap_or(l);
+            let rest = KINDS.iter().find_map(|k| l.strip_prefix(k)).or_else(|| l.strip_prefix("macro_rules! "))?;
+            let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
+}
+
+/// The child modules a wing's `mod.rs` declares and its own code uses (`NAME::`, its declarations and its
+/// re-exports aside).
+fn children_used(code: &str) -> Vec<String> {
+    let is_decl = |l: &str| {
+        let l = l.trim_start();
+        let l = ["pub(crate) ", "pub(super) ", "pub "].iter().find_map(|v| l.strip_prefix(v)).unwrap_or(l);
+        l.starts_with("mod ") || l.starts_with("use ")
+    };
+    // Private `use child::...` is a use; `pub use` a re-export.
+    let own =
+        code.lines().filter(|l| !is_decl(l) || l.trim_start().starts_with("use ")).fold(String::new(), |mut t, l| {
+            t.push_str(l);
+            t.push('\n');
+            t
+        });
+    code.lines()
+        .filter(|l| is_decl(l) && l.trim_end().ends_with(';') && l.contains("mod "))
+        .filter_map(|l| l.trim_end().trim_end_matches(';').rsplit(' ').next().map(str::to_owned))
+        .filter(|c| own.contains(&format!("{c}::")))
+        .collect()
+}
+
+/// The sets of nodes that each reach the others along `edges`, each sorted.
+fn cycles(edges: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>) -> Vec<Vec<String>> {
+    use std::collections::{BTreeMap, BTreeSet};
     let reach = |from: &String| {
         let mut seen = BTreeSet::new();
         let mut todo = vec![from.clone()];
@@ -291,6 +374,23 @@ mod tests {
             file("tracer/src/read/classify/mod.rs", "use super::report::R;"),
         ];
         assert_eq!(module_cycles(&files), [vec!["read::classify", "read::phase", "read::report"]]);
+        // A wing's own mod.rs is a node: what it defines, and the children its code uses (not re-exports).
+        let files = [
+            file(
+                "tracer/src/record/mod.rs",
+                "mod session;\npub use session::X;\npub struct Args;\nfn run() { session::go() }",
+            ),
+            file("tracer/src/record/session/mod.rs", "use super::Args;"),
+            file("tracer/src/trace/mod.rs", "mod writer;\npub use writer::Writer;"),
+            file("tracer/src/trace/writer.rs", "use crate::trace::Record;"),
+        ];
+        assert_eq!(module_cycles(&files), [vec!["record", "record::session"]]);
+        let ebpf = [
+            file("tracer-ebpf/src/maps.rs", "static S: X<crate::batch::Scratch>;"),
+            file("tracer-ebpf/src/batch.rs", "use crate::maps::{EVENTS, count};"),
+            file("tracer-ebpf/src/hip.rs", "use crate::maps::EVENTS;"),
+        ];
+        assert_eq!(ebpf_cycles(&ebpf), [vec!["tracer-ebpf::batch", "tracer-ebpf::maps"]]);
     }
 
     #[test]

@@ -134,3 +134,43 @@ fn cubins_loaded_by_path_carry_their_kernels_and_the_files_that_ran() {
         assert!(text.contains(&line), "no {line:?} in\n{text}");
     }
 }
+
+/// A user's process loads code objects by path from a directory only root may read (a local user names any
+/// path, and root's tracer would list it): the directory is not listed, and says why. Before, root listed
+/// it into the trace for the user to read.
+#[test]
+fn a_directory_the_loading_process_may_not_list_is_not_listed_for_it() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (dir, library) = library("code_objects_root_only");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&library, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let lib = library.to_str().unwrap();
+    let out = dir.join("t.jsonl");
+    let bin = fixture("code_objects");
+    // The fixture, unable to read the directory as that user, exits 1: the recording is what is checked.
+    let o = tracer(&[
+        "record",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        bin.to_str().unwrap(),
+        lib,
+    ]);
+    let records = read_trace(&out);
+    assert!(records.iter().any(|r| matches!(r, Record::Footer(_))), "{}", String::from_utf8_lossy(&o.stderr));
+    let dirs: Vec<&trace::CodeDir> =
+        records.iter().filter_map(|r| if let Record::CodeDir(d) = r { Some(d) } else { None }).collect();
+    assert_eq!(dirs.len(), 1, "{dirs:#?}");
+    assert!(dirs[0].files.is_empty() && dirs[0].count == 0, "{dirs:#?}");
+    let why = dirs[0].error.as_deref().unwrap_or_default();
+    assert!(why.contains("may not be listed by the process that loaded from it"), "{why}");
+    // Root's own process loading from it gets its listing, as before.
+    let out = dir.join("root.jsonl");
+    let records = record_ok(&out, &["--", bin.to_str().unwrap(), lib]);
+    let listed = records.iter().find_map(|r| if let Record::CodeDir(d) = r { Some(d) } else { None }).unwrap();
+    assert_eq!(listed.count, 5, "{listed:#?}");
+}

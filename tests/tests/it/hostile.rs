@@ -175,3 +175,56 @@ fn a_newline_bomb_is_refused_in_one_sentence_by_report_and_export_alone_or_as_a_
     }
     drop(std::fs::remove_dir_all(dir));
 }
+
+/// A process inventing a million kernel handles (`hipLaunchKernel` of a million distinct function pointers
+/// never registered, on Debian's HIP runtime): tracer binds no more than its per-process limits, counts the
+/// rest, keeps its own memory flat, and `report` reads the trace in bounded memory. Before the limits: 447
+/// MB for tracer, 2.64 GB for `report`.
+#[test]
+fn a_million_invented_kernel_handles_cost_tracer_and_report_bounded_memory() {
+    const HANDLES: u64 = 1_000_000;
+    let out = scratch_trace("hostile-handles");
+    let runner = fixture("mini_runner");
+    let (status, _, said) = run_measured(
+        Command::new(tracer_bin())
+            .args(["record", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(&runner)
+            .args(["handles", &HANDLES.to_string()]),
+        Duration::from_mins(8),
+    );
+    assert!(status.success(), "{said}");
+    // Read as a stream: the test holding a million records would count in `report`'s peak (a child's peak
+    // starts from its parent's memory until its exec).
+    let (mut launches, mut without_id, mut unnamed, mut f) = (0u64, 0u64, 0usize, None);
+    trace::for_each_record(&out, |r| match r {
+        Record::Launch(l) => {
+            launches += 1;
+            without_id += u64::from(l.kernel.is_none());
+        }
+        Record::Kernel(k) => unnamed += usize::from(k.source == trace::Source::Unnamed),
+        Record::Footer(footer) => f = Some(footer),
+        _ => {}
+    })
+    .expect("the trace reads");
+    let f = f.expect("a footer");
+    let counter = |name: &str| f.counters.get(name).copied().unwrap_or(0);
+    // Every launch recorded, none lost; kernels bound up to the unnamed limit, the rest counted.
+    assert_eq!(launches, HANDLES, "{said}");
+    assert_eq!(f.total_drops(), 0, "{said}");
+    assert_eq!(unnamed, trace::MAX_UNNAMED_PER_PROCESS, "{:?}", f.counters);
+    assert_eq!(counter("kernel_handles_over_limit"), without_id, "{:?}", f.counters);
+    assert_eq!(without_id, HANDLES - unnamed as u64);
+    // tracer's own peak, as it measured itself: at most 150 MiB.
+    let rss_kib = counter("tracer_max_rss_kib");
+    assert!(rss_kib > 0 && rss_kib <= 150 << 10, "tracer peaked at {rss_kib} KiB");
+    // report over the trace: at most 512 MiB, the over-limit launches in one row that says so.
+    let (status, report_kib, text) =
+        run_measured(Command::new(tracer_bin()).arg("report").arg(&out), Duration::from_mins(3));
+    assert!(status.success(), "{text}");
+    assert!(report_kib <= 512 << 10, "report peaked at {report_kib} KiB");
+    let row = text.lines().find(|l| l.contains("no kernel id: handles past the per-process kernel limit"));
+    assert!(row.is_some_and(|r| r.contains(&without_id.to_string())), "{text}");
+    drop(std::fs::remove_file(out));
+}

@@ -21,8 +21,13 @@ fn metrics_port(rec: &Recording) -> u16 {
 
 /// A scrape: the body of `GET /metrics`, or None (a guard of 30 s against a hang, not a speed check).
 fn scrape(port: u16) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    scrape_within(port, Duration::from_secs(30))
+}
+
+/// A scrape that waits at most `limit` for each read, as a scraper's timeout would.
+fn scrape_within(port: u16, limit: Duration) -> Option<String> {
+    let mut s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), limit).ok()?;
+    s.set_read_timeout(Some(limit)).ok()?;
     s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
     let mut text = String::new();
     s.read_to_string(&mut text).ok()?;
@@ -83,9 +88,118 @@ fn scrapes_are_answered_while_600_slow_clients_crowd_the_endpoint() {
     assert_eq!(status.code(), Some(130), "{stderr}");
     let records = read_trace(&out);
     let f = footer(&records);
-    let (evicted, refused) = (f.counters["metrics_connections_evicted"], f.counters["metrics_connections_refused"]);
-    eprintln!("{evicted} slow connections closed to make room, {refused} refused");
+    let (evicted, refused) = (f.counters["metrics_connections_evicted"], f.counters["metrics_accept_waits"]);
+    eprintln!("{evicted} slow connections closed to make room, {refused} waits of 5 ms for room");
     assert!(evicted > 0, "600 slow clients, and none closed to make room");
+}
+
+/// The kernel names a neighbour registers to inflate the scrape: 12 ggml operators x 32 quantization types,
+/// each a family label of its own.
+fn family_names() -> String {
+    let ops = [
+        "mul_mat_vec_q",
+        "mul_mat_q",
+        "mul_mat_vec_f",
+        "flash_attn_ext",
+        "rope_f32",
+        "quantize_q8_1",
+        "dequantize_block",
+        "rms_norm_f32",
+        "soft_max_f32",
+        "argmax_f32",
+        "k_get_rows",
+        "scan_sum",
+    ];
+    let types = [
+        0, 1, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 34,
+        35, 39,
+    ];
+    ops.iter().flat_map(|op| types.iter().map(move |t| format!("_Z{}{op}IL9ggml_type{t}EEvv\n", op.len()))).collect()
+}
+
+/// A neighbour first inflates the scrape within the label caps (64 process names x 384 kernel families, about
+/// 2 MB), then keeps 6 000 connections that ask for it and never read the answer: at least 95 % of the
+/// scrapes made meanwhile (each read given 10 s, Prometheus's default timeout) are answered whole, and the
+/// footer counts the connections closed to make room. Before the endpoint bounded answers in bytes and
+/// closed the ones that stall, a non-reader held its connection for 5 s and most scrapes failed.
+#[test]
+fn scrapes_are_answered_while_6000_clients_ask_for_a_large_body_and_never_read() {
+    let dir = scratch("non-readers");
+    let (names, out) = (dir.join("names"), dir.join("t.jsonl.zst"));
+    std::fs::write(&names, family_names()).unwrap();
+    let stop_file = dir.join("stop");
+    let script = format!(
+        "exec {} families {} 64 {}",
+        fixture("hostile_register").display(),
+        names.display(),
+        stop_file.display()
+    );
+    let rec = Recording::start(&out, &["--metrics", "127.0.0.1:0", "--", "/bin/sh", "-c", &script]);
+    let port = metrics_port(&rec);
+    let deadline = Instant::now() + Duration::from_mins(3);
+    let size = loop {
+        assert!(Instant::now() < deadline, "the neighbour's families never all reached the metrics");
+        std::thread::sleep(Duration::from_secs(1));
+        if let Some(body) = scrape(port).filter(|b| b.len() >= 1_400_000) {
+            break body.len();
+        }
+    };
+    // Room for 6 000 descriptors in this test.
+    // SAFETY: rlimit is plain data, filled by getrlimit before it is read.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut lim);
+        lim.rlim_cur = lim.rlim_max.max(lim.rlim_cur);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &raw const lim);
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let attackers: Vec<_> = std::iter::repeat_n((), 4)
+        .map(|()| {
+            let (stop, asked) = (Arc::clone(&stop), Arc::clone(&asked));
+            std::thread::spawn(move || {
+                let mut held = std::collections::VecDeque::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let addr = ([127, 0, 0, 1], port).into();
+                    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_secs(1)) else { continue };
+                    if s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").is_ok() {
+                        asked.fetch_add(1, Ordering::Relaxed);
+                        held.push_back(s);
+                    }
+                    if held.len() > 1500 {
+                        held.pop_front();
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    // Scrapes every 250 ms until 41 were made and the attack has asked 6 000 times.
+    let (mut answered, mut scrapes) = (0u64, 0u64);
+    let deadline = Instant::now() + Duration::from_mins(4);
+    while (scrapes < 41 || asked.load(Ordering::Relaxed) < 6000) && Instant::now() < deadline {
+        scrapes += 1;
+        answered += u64::from(scrape_within(port, Duration::from_secs(10)).is_some_and(|b| b.ends_with("# EOF\n")));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for a in attackers {
+        a.join().unwrap();
+    }
+    let asked = asked.load(Ordering::Relaxed);
+    eprintln!("{answered} of {scrapes} scrapes of {size} bytes answered; {asked} requests never read");
+    // The neighbour's processes end, and with them the recording of its command.
+    std::fs::write(&stop_file, "").unwrap();
+    let (status, stderr) = rec.wait();
+    assert!(status.success(), "{stderr}");
+    let records = read_trace(&out);
+    let f = footer(&records);
+    let (evicted, waits) = (f.counters["metrics_connections_evicted"], f.counters["metrics_accept_waits"]);
+    eprintln!("{evicted} connections closed to make room, {waits} waits of 5 ms for room");
+    assert!(evicted > 0, "{:?}", f.counters);
+    assert!(asked >= 6000, "the attack made {asked} requests");
+    assert!(answered * 100 >= scrapes * 95, "{answered} of {scrapes} scrapes answered");
+    drop(std::fs::remove_dir_all(dir));
 }
 
 /// 20 000 processes of distinct names (any user picks a process's name): the scrape keeps 64 of them as

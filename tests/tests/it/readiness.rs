@@ -92,3 +92,49 @@ fn a_directory_planted_beside_the_readiness_file_does_not_stop_the_recording() {
     let records = read_trace(&out);
     assert_eq!(footer(&records).stop, trace::Stop::CommandExited, "the recording ran to its end");
 }
+
+/// A notify socket whose reader never reads (its queue full: any process of the service may bind the path
+/// `NOTIFY_SOCKET` names): tracer says READY=1 could not be sent within its second, records, and stops at
+/// SIGTERM with its footer. Before, the send blocked for good and tracer ignored SIGTERM and SIGINT.
+#[test]
+fn a_notify_socket_that_never_reads_neither_hangs_tracer_nor_deafens_it() {
+    let dir = scratch("notify-stuck");
+    let socket_path = dir.join("notify.sock");
+    let socket = UnixDatagram::bind(&socket_path).unwrap();
+    // Fill its queue: the next send blocks.
+    let filler = UnixDatagram::unbound().unwrap();
+    filler.set_nonblocking(true).unwrap();
+    while filler.send_to(&[0u8; 1024], &socket_path).is_ok() {}
+    let (ready, out) = (dir.join("ready"), dir.join("t.jsonl"));
+    let mut child = Command::new(tracer_bin())
+        .args(["record", "-o"])
+        .arg(&out)
+        .arg("--ready-file")
+        .arg(&ready)
+        .args(["--", "/bin/sleep", "120"])
+        .env("NOTIFY_SOCKET", &socket_path)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = wait_for_file(&ready, Instant::now() + Duration::from_mins(1), &mut child);
+    assert!(said.is_ok(), "{said:?}");
+    std::thread::sleep(Duration::from_secs(2));
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            drop(child.kill());
+            panic!("tracer did not stop at SIGTERM with a notify socket that never reads");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out_text = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out_text.stderr);
+    assert!(stderr.contains("notify socket did not take a notification"), "{stderr}");
+    let records = read_trace(&out);
+    assert_eq!(footer(&records).stop, trace::Stop::Signal, "{stderr}");
+    drop(socket);
+}

@@ -2,7 +2,7 @@
 //! rotated recording starts its next part), a link planted at the next part's name, and a machine that
 //! lacks what recording needs.
 
-use std::process::Command;
+use std::{path::PathBuf, process::Command};
 
 use integration_tests::*;
 
@@ -75,7 +75,7 @@ fn ring_overflow_is_counted_per_cpu_and_adds_up() {
     assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("losses: {all} records dropped")));
 }
 
-struct Tmpfs(std::path::PathBuf);
+struct Tmpfs(PathBuf);
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
@@ -107,8 +107,8 @@ fn full_disk_ends_with_a_clear_error_and_a_readable_file() {
 }
 
 /// The files of a rotated recording's directory, by name: (path, records, how it ended).
-fn parts_in(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<Record>, trace::ReadStatus)> {
-    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+fn parts_in(dir: &std::path::Path) -> Vec<(PathBuf, Vec<Record>, trace::ReadStatus)> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .filter(|e| e.metadata().is_ok_and(|m| m.is_file()) && e.file_name().to_string_lossy().starts_with("run."))
@@ -306,4 +306,73 @@ fn missing_privileges_btf_or_tracefs_are_one_sentence_each() {
     no_tracefs.args(["-m", "sh", "-c", &script]);
     assert_env_error(no_tracefs, "mount it with `mount -t tracefs nodev /sys/kernel/tracing`");
     assert!(!out.exists(), "a failed recording left a file");
+}
+
+/// `--keep-size`: the oldest parts in the output's directory go as new ones start, an earlier recording's
+/// first, while they hold more than the bound; what is not tracer's own part (another file, a link) stays;
+/// what is left reads from its oldest part, which says the removed ones are not there.
+#[test]
+fn keep_size_removes_the_oldest_parts_first_and_what_is_left_reads() {
+    let dir = scratch("keep-size");
+    let keep: u64 = 512 << 10;
+    let runner = fixture("mini_runner");
+    let record = |name: &str, launches: &str| {
+        let out = dir.join(name);
+        let o = tracer(&[
+            "record",
+            "-q",
+            "--rotate-size",
+            "64K",
+            "--keep-size",
+            "512K",
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            runner.to_str().unwrap(),
+            "loop",
+            launches,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    // Beside the recordings: a file that is not a part, and a link; neither counts nor goes.
+    std::fs::write(dir.join("notes.jsonl"), "not a trace\n").unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", dir.join("link.0000.jsonl")).unwrap();
+    record("early.jsonl", "300");
+    let early: Vec<PathBuf> = parts_named(&dir, "early.");
+    assert!(!early.is_empty());
+    record("run.jsonl", "8000");
+    // The earlier recording went first, then the oldest parts of this one.
+    assert!(parts_named(&dir, "early.").is_empty(), "{early:?}");
+    let left = parts_named(&dir, "run.");
+    let bytes: u64 = left.iter().map(|p| std::fs::metadata(p).unwrap().len()).sum();
+    let largest = left.iter().map(|p| std::fs::metadata(p).unwrap().len()).max().unwrap();
+    assert!(bytes <= keep + largest, "{bytes} bytes left in {} parts", left.len());
+    assert!(!left[0].to_string_lossy().ends_with(".0000.jsonl"), "{left:?}");
+    assert!(dir.join("notes.jsonl").exists() && dir.join("link.0000.jsonl").is_symlink());
+    let (records, status) = trace::read_file(left.last().unwrap()).unwrap();
+    assert!(status.has_footer);
+    let f = footer(&records);
+    // Counted: the earlier recording's parts and this one's before its oldest left.
+    let oldest_left: u64 =
+        left[0].to_string_lossy().trim_end_matches(".jsonl").rsplit('.').next().unwrap().parse().unwrap();
+    assert_eq!(f.counters["parts_removed_by_keep_size"], early.len() as u64 + oldest_left, "{:?}", f.counters);
+    // What is left reads as a recording from its oldest part on, and says the removed ones are not there.
+    let o = tracer(&std::iter::once("report").chain(left.iter().map(|p| p.to_str().unwrap())).collect::<Vec<_>>());
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{said}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(format!("{text}{said}").contains("of the recording are not here (removed by --keep-size"), "{text}{said}");
+    drop(std::fs::remove_dir_all(dir));
+}
+
+/// The parts in `dir` whose names start with `prefix` (regular files), in name order.
+fn parts_named(dir: &std::path::Path, prefix: &str) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.metadata().is_ok_and(|m| m.is_file()) && e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .collect();
+    paths.sort();
+    paths
 }

@@ -59,9 +59,10 @@ pub(crate) trait Procs {
         None
     }
 
-    /// The regular files of directory `dir` as the process sees it (inside its root), and whether the
-    /// listing was cut ([`crate::os::files::Root::list_files`]); the sentence why it could not be listed.
-    fn list_files(&self, _pid: u32, dir: &str) -> Result<(Vec<String>, bool), String> {
+    /// The regular files of directory `dir` as the process sees it (inside its root), at most `max` entries
+    /// read, and whether the listing was cut ([`crate::os::files::Root::list_files`]): only where the
+    /// process itself may list it (its effective user and groups); the sentence why it was not listed.
+    fn list_files(&self, _pid: u32, dir: &str, _max: usize) -> Result<(Vec<String>, bool), String> {
         Err(format!("{dir}: not listed"))
     }
 
@@ -147,6 +148,12 @@ pub(crate) const MAX_PROC_FILE: u64 = 64 << 20;
 /// A `/proc/PID/...` file, at most [`MAX_PROC_FILE`] bytes (never a wait: procfs answers at once).
 fn read_proc(pid: u32, name: &str) -> Option<Vec<u8>> {
     read_to_end(std::fs::File::open(format!("/proc/{pid}/{name}")).ok()?, Vec::new())
+}
+
+/// The memory the kernel says is available for new allocations (`MemAvailable`), in bytes.
+pub(crate) fn mem_available() -> Option<u64> {
+    use procfs::Current as _;
+    procfs::Meminfo::current().ok()?.mem_available
 }
 
 /// The most bytes of a command line a record keeps (its arguments and their separators).
@@ -327,8 +334,15 @@ impl Procs for Live {
         std::fs::read_link(format!("/proc/{pid}/cwd")).ok().map(|p| p.to_string_lossy().into_owned())
     }
 
-    fn list_files(&self, pid: u32, dir: &str) -> Result<(Vec<String>, bool), String> {
-        crate::os::files::Root::of(pid).and_then(|root| root.list_files(dir)).map_err(|e| e.to_string())
+    fn list_files(&self, pid: u32, dir: &str, max: usize) -> Result<(Vec<String>, bool), String> {
+        let status = process(pid).and_then(|p| p.status().ok());
+        let Some(status) = status else {
+            return Err(format!("{dir}: its process's credentials could not be read: not listed"));
+        };
+        let gids = std::iter::once(status.egid).chain(status.groups).collect();
+        let reader = crate::os::files::Reader { uid: status.euid, gids };
+        let root = crate::os::files::Root::of(pid).map_err(|e| e.to_string())?;
+        root.list_files(dir, max, &reader).map_err(|e| e.to_string())
     }
 
     fn is_kernel_thread(&self, pid: u32) -> bool {

@@ -15,6 +15,7 @@
 use std::{
     io::Write as _,
     path::{Path, PathBuf},
+    time::Duration,
 };
 
 use anyhow::{Context as _, Result, bail};
@@ -54,15 +55,44 @@ impl Ready {
                 .map_err(|e| eprintln!("\rtracer: warning: {e:#}; the recording goes on"))
                 .is_ok()
         });
-        // Best effort: a manager that went away cannot be told, and the recording goes on.
-        drop(sd_notify::notify(&[sd_notify::NotifyState::Ready, sd_notify::NotifyState::Status(status)]));
+        notify(Some(status.to_owned()));
         Self { file: written.map(Path::to_path_buf) }
+    }
+}
+
+/// How long a notification may take: a socket whose reader never reads (any process of the service may
+/// hold `NOTIFY_SOCKET`'s path) blocks the send, and the recording must go on, and stop when asked.
+const NOTIFY_TIME: Duration = Duration::from_secs(1);
+
+/// Tells the service manager (when `NOTIFY_SOCKET` names one) that the recording is ready, with its `status`,
+/// or (None) that it is stopping, waiting [`NOTIFY_TIME`] at most: the send runs on a thread of its own,
+/// left behind if it blocks. Best effort: a manager that went away, or does not read, cannot be told, and
+/// the recording goes on.
+fn notify(status: Option<String>) {
+    if std::env::var_os("NOTIFY_SOCKET").is_none() {
+        return;
+    }
+    let (sent, done) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new().name("tracer-notify".into()).spawn(move || {
+        use sd_notify::NotifyState;
+        let states = match &status {
+            Some(status) => vec![NotifyState::Ready, NotifyState::Status(status)],
+            None => vec![NotifyState::Stopping],
+        };
+        drop(sd_notify::notify(&states));
+        // Err: the caller stopped waiting; nothing to tell it.
+        let _late = sent.send(());
+    });
+    if spawned.is_ok() && done.recv_timeout(NOTIFY_TIME).is_err() {
+        #[expect(clippy::print_stderr, reason = "a service manager that does not read is said once per notification")]
+        let () =
+            eprintln!("tracer: warning: the service manager's notify socket did not take a notification within 1 s");
     }
 }
 
 impl Drop for Ready {
     fn drop(&mut self) {
-        drop(sd_notify::notify(&[sd_notify::NotifyState::Stopping]));
+        notify(None);
         if let Some(path) = &self.file {
             drop(std::fs::remove_file(path));
         }

@@ -5,6 +5,7 @@ pub mod event;
 pub mod model;
 mod parts;
 mod reader;
+mod retention;
 pub(crate) mod runtimes;
 mod scan;
 mod schema;
@@ -280,6 +281,18 @@ mod tests {
             self.given.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
             Ok(n)
         }
+    }
+
+    #[test]
+    fn two_traces_joined_into_one_file_are_refused_not_read_as_one() {
+        let one =
+            format!("{}\n{}\n", serde_json::to_string(&header()).unwrap(), serde_json::to_string(&launch(1)).unwrap());
+        let p = tmp("joined.jsonl");
+        std::fs::write(&p, format!("{one}{one}")).unwrap();
+        let err = read_file(&p).unwrap_err().to_string();
+        assert!(err.contains("line 3 is a second tracer header"), "{err}");
+        std::fs::write(&p, &one).unwrap();
+        assert_eq!(read_file(&p).unwrap().0.len(), 2);
     }
 
     #[test]

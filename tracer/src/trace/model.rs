@@ -15,7 +15,10 @@ use anyhow::Result;
 
 use super::{
     Input, ReadStatus,
-    schema::{Config, Dispatch, Footer, Ioctl, Job, Kernel, Launch, Process, Record, StepBatch, trace_records},
+    schema::{
+        Config, Dispatch, Footer, Ioctl, Job, Kernel, Launch, MAX_KERNELS_PER_PROCESS, MAX_UNNAMED_PER_PROCESS,
+        Process, Record, Source, StepBatch, trace_records,
+    },
 };
 
 /// What the records read so far name, for every visitor to look up.
@@ -25,6 +28,10 @@ pub struct Index {
     kernels: HashMap<u32, Kernel>,
     /// Each process's kernel ids, in the order they were named.
     kernels_of: HashMap<u32, Vec<u32>>,
+    /// Per process: its unnamed kernels held, and its kernel records not kept past the per-process limits
+    /// ([`MAX_KERNELS_PER_PROCESS`], [`MAX_UNNAMED_PER_PROCESS`]: a file the recorder wrote never passes
+    /// them).
+    held_of: HashMap<u32, (usize, u64)>,
     /// Each process's latest process record.
     processes: BTreeMap<u32, Process>,
     /// The header's `start_mono_ns`: the recording's start on the clock of every `ts`.
@@ -50,6 +57,17 @@ impl Index {
     /// The kernel named `id`.
     pub fn kernel(&self, id: u32) -> Option<&Kernel> {
         self.kernels.get(&id)
+    }
+
+    /// Kernel records of process `pid` not kept, past the per-process limits (0 for a file tracer wrote).
+    pub fn kernels_not_kept(&self, pid: u32) -> u64 {
+        self.held_of.get(&pid).map_or(0, |h| h.1)
+    }
+
+    /// The id a launch's kernel is shown by: its own, or None for a kernel whose record was not kept (past
+    /// the per-process limits; its launches are shown with those that have no kernel id).
+    pub fn shown_kernel(&self, pid: u32, id: Option<u32>) -> Option<u32> {
+        id.filter(|id| self.kernels.contains_key(id) || self.kernels_not_kept(pid) == 0)
     }
 
     /// The name a kernel is shown by: demangled where it could be, else as the runtime saw it; "" for an id
@@ -111,6 +129,7 @@ impl Index {
             && self.forget_exited
         {
             self.processes.remove(&e.pid);
+            self.held_of.remove(&e.pid);
             for id in self.kernels_of.remove(&e.pid).unwrap_or_default() {
                 self.kernels.remove(&id);
             }
@@ -142,8 +161,23 @@ impl Index {
                 } else {
                     k.clone()
                 };
-                if self.kernels.insert(k.id, kept).is_none() {
-                    self.kernels_of.entry(k.pid).or_default().push(k.id);
+                let of = self.kernels_of.entry(k.pid).or_default();
+                let held = self.held_of.entry(k.pid).or_default();
+                let unnamed = k.source == Source::Unnamed;
+                match self.kernels.entry(k.id) {
+                    std::collections::hash_map::Entry::Occupied(mut e) => {
+                        e.insert(kept);
+                    }
+                    std::collections::hash_map::Entry::Vacant(_)
+                        if of.len() >= MAX_KERNELS_PER_PROCESS || (unnamed && held.0 >= MAX_UNNAMED_PER_PROCESS) =>
+                    {
+                        held.1 += 1;
+                    }
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        held.0 += usize::from(unnamed);
+                        e.insert(kept);
+                        of.push(k.id);
+                    }
                 }
                 0
             }
@@ -263,6 +297,32 @@ mod tests {
             assert_eq!(seen.exits, [(7, true)]);
             assert_eq!(index.last_ts(), 30);
         }
+    }
+
+    #[test]
+    fn an_index_keeps_no_kernel_past_the_per_process_limits_of_a_file_that_has_more() {
+        let mut index = Index::default();
+        let unnamed = |id: u32, pid: u32| {
+            Record::Kernel(Kernel { id, pid, handle: u64::from(id), source: Source::Unnamed, ..Kernel::default() })
+        };
+        let over = MAX_UNNAMED_PER_PROCESS as u32;
+        for id in 1..=over + 5 {
+            index.feed(&unnamed(id, 7), &mut Seen::default());
+        }
+        // A named kernel still has room; another process has its own limits.
+        let named =
+            Kernel { id: over + 6, pid: 7, name: "_Z3addv".into(), source: Source::Register, ..Kernel::default() };
+        index.feed(&Record::Kernel(named), &mut Seen::default());
+        index.feed(&unnamed(over + 7, 8), &mut Seen::default());
+        assert_eq!(index.kernels_not_kept(7), 5);
+        assert_eq!(index.kernels_not_kept(8), 0);
+        assert_eq!(index.kernels_of(7).count(), MAX_UNNAMED_PER_PROCESS + 1);
+        // A launch of a kernel not kept is shown without a kernel id; one of a kept kernel by its own.
+        assert_eq!(index.shown_kernel(7, Some(over + 1)), None);
+        assert_eq!(index.shown_kernel(7, Some(over)), Some(over));
+        assert_eq!(index.shown_kernel(7, Some(over + 6)), Some(over + 6));
+        // A process that kept every record: an id without a record is its own row, as before.
+        assert_eq!(index.shown_kernel(8, Some(12_345_678)), Some(12_345_678));
     }
 
     #[test]

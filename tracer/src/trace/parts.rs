@@ -2,7 +2,8 @@
 //! files, or as the directory that holds them), read in order as one recording.
 //!
 //! Parts are ordered by the index in their headers, never by their names, and must all come from one
-//! recording (same host and start) with no part missing. Each part after the first restates, after its
+//! recording (same host and start) with no part missing after the oldest given (the parts before it, removed
+//! by `record --keep-size` or left out, are said). Each part after the first restates, after its
 //! header, what earlier parts said (its header counts those records): they are skipped, as are the
 //! headers after the first and the footers before the last (their stop is `rotated`), so the records
 //! read are those of one unrotated file.
@@ -14,8 +15,6 @@
 //! or was cut short there).
 
 use std::{
-    fs::File,
-    io::{BufRead as _, BufReader, Read},
     os::unix::fs::MetadataExt as _,
     path::{Path, PathBuf},
 };
@@ -23,8 +22,8 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 
 use super::{
-    reader::{MAX_LINE, ReadStatus, ZSTD_MAGIC, for_each_record},
-    schema::{Header, Record, Stop},
+    reader::{ReadStatus, for_each_record, header_of},
+    schema::{Record, Stop},
 };
 
 /// The most files one input may name (a directory's parts included).
@@ -157,13 +156,23 @@ impl Input {
                     p.0
                 );
             }
-            if usize::try_from(p.0).ok() != Some(i) {
+            let want = usize::try_from(first.0).ok().and_then(|f| f.checked_add(i));
+            if usize::try_from(p.0).ok() != want {
+                let i = want.unwrap_or(i);
                 bail!(
-                    "part {i} of the recording is missing (found part {} in {}): give every part from the first on",
+                    "part {i} of the recording is missing (found part {} in {}): give every part from the oldest kept on",
                     p.0,
                     p.2.display()
                 );
             }
+        }
+        if first.0 > 0 {
+            // Removed by --keep-size (or not given): the oldest part read restates what they named.
+            notes.push(format!(
+                "parts 0000-{:04} of the recording are not here (removed by --keep-size, or not given): what they recorded is not counted; part {:04} restates the processes, libraries and kernels they named",
+                first.0 - 1,
+                first.0
+            ));
         }
         let recording = Some(recording_name(&first.2));
         Ok(Self { files: parts.into_iter().map(|(_, _, f, restated, _)| (f, restated)).collect(), recording, notes })
@@ -262,31 +271,12 @@ fn paths_shown(paths: &[PathBuf]) -> String {
     paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
-/// The header of a trace file (its first line), read alone.
-fn header_of(path: &Path) -> Result<Header> {
-    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut magic = [0u8; 4];
-    let mut head = BufReader::new(file);
-    let n = head.fill_buf().map(|b| b.len().min(4))?;
-    magic[..n].copy_from_slice(&head.buffer()[..n]);
-    let input: Box<dyn Read> = if magic == ZSTD_MAGIC { Box::new(zstd::Decoder::new(head)?) } else { Box::new(head) };
-    let mut line = Vec::new();
-    BufReader::new(input.take(MAX_LINE as u64)).read_until(b'\n', &mut line)?;
-    match serde_json::from_slice::<Record>(&line) {
-        Ok(Record::Header(h)) => Ok(*h),
-        _ => bail!(
-            "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
-            path.display()
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use std::{fs::File, time::Duration};
 
     use super::*;
-    use crate::trace::{FORMAT, Footer, Kernel, Library, Process, Rotation, SCHEMA, Writer, schema::Exit};
+    use crate::trace::{FORMAT, Footer, Header, Kernel, Library, Process, Rotation, SCHEMA, Writer, schema::Exit};
 
     fn dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("tracer-parts-{name}-{}", std::process::id()));
@@ -336,6 +326,7 @@ mod tests {
             max_bytes: None,
             every: Some(Duration::ZERO),
             force: false,
+            keep: None,
         };
         let mut w = Writer::rotating(File::create(&rotation.first).unwrap(), compress, rotation, &out).unwrap();
         for pair in events.chunks(2) {
@@ -425,6 +416,15 @@ mod tests {
         assert!(err.contains("part 1 of the recording is missing"), "{err}");
         let err = Input::new(&[parts[0].clone(), d.join("whole.jsonl")]).unwrap_err().to_string();
         assert!(err.contains("is a whole recording"), "{err}");
+        // The oldest parts removed (--keep-size): the rest reads from the oldest kept, and says so.
+        let (read, status) = read_input(&parts[2..]);
+        assert!(matches!(read.first(), Some(Record::Header(_))));
+        assert!(
+            status.notes.iter().any(|n| n.starts_with("parts 0000-0001 of the recording are not here")),
+            "{status:?}"
+        );
+        let err = Input::new(&[parts[1].clone(), parts[3].clone()]).unwrap_err().to_string();
+        assert!(err.contains("part 2 of the recording is missing"), "{err}");
     }
 
     /// Reads `paths` as one input: the records (headers without their part number), the status.

@@ -4,14 +4,14 @@
 use std::{
     collections::BTreeMap,
     fs::File,
-    io::{self, Read},
+    io::{self, BufRead as _, BufReader, Read},
     path::Path,
     sync::{Arc, Mutex, mpsc},
 };
 
 use anyhow::{Context as _, Result, bail};
 
-use super::schema::{FORMAT, KNOWN_TYPES, Record, SCHEMA};
+use super::schema::{FORMAT, Header, KNOWN_TYPES, Record, SCHEMA};
 
 /// A line longer than this is not a record: the reader stops there instead of buffering without bound.
 pub const MAX_LINE: usize = 1 << 20;
@@ -118,6 +118,25 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
+/// The header of a trace file (its first line), read alone.
+pub(super) fn header_of(path: &Path) -> Result<Header> {
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut magic = [0u8; 4];
+    let mut head = BufReader::new(file);
+    let n = head.fill_buf().map(|b| b.len().min(4))?;
+    magic[..n].copy_from_slice(&head.buffer()[..n]);
+    let input: Box<dyn Read> = if magic == ZSTD_MAGIC { Box::new(zstd::Decoder::new(head)?) } else { Box::new(head) };
+    let mut line = Vec::new();
+    BufReader::new(input.take(MAX_LINE as u64)).read_until(b'\n', &mut line)?;
+    match serde_json::from_slice::<Record>(&line) {
+        Ok(Record::Header(h)) => Ok(*h),
+        _ => bail!(
+            "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
+            path.display()
+        ),
+    }
+}
+
 /// Reads records from a line stream, calling `each` for every one, in order, after validating the header.
 pub fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
     // Three stages on their own threads: cut the (decompressed) bytes into chunks of whole lines, parse
@@ -203,6 +222,11 @@ fn hand_over(batch: Batch, path: &Path, status: &mut ReadStatus, each: &mut impl
         };
         if lineno == 1 {
             check_header(&record, path)?;
+        } else if matches!(record, Record::Header(_)) {
+            bail!(
+                "{}: line {lineno} is a second tracer header: two traces joined into one file (as `cat a b` makes) are not one recording; give each trace alone, or a rotated recording's parts as files",
+                path.display()
+            );
         }
         if matches!(record, Record::Footer(_)) {
             status.has_footer = true;

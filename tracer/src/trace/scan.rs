@@ -333,59 +333,109 @@ pub(super) fn spell_launch(l: &Launch, out: &mut Vec<u8>, tails: &mut LaunchTail
     true
 }
 
-/// A launch line after its time.
+/// A launch line after its time. Every field is named: one added to `Launch` does not build until it is
+/// spelled here (or said to be written elsewhere).
 fn spell_launch_tail(l: &Launch, w: &mut Spell<'_>) {
-    w.who((l.pid, l.tid, l.lib, l.api));
+    let Launch {
+        // Written by the line's head; kernel parameters go through serde (`spell_launch`); not written.
+        ts: _,
+        params: _,
+        caller: _,
+        pid,
+        tid,
+        lib,
+        api,
+        kernel,
+        handle,
+        grid,
+        block,
+        grid_unit,
+        shmem,
+        stream,
+        ret,
+        dur,
+        captured,
+        entry_only,
+    } = l;
+    w.who((*pid, *tid, *lib, *api));
     w.raw(key!("kernel"));
-    match l.kernel {
-        Some(k) => w.num(k),
+    match kernel {
+        Some(k) => w.num(*k),
         None => w.raw(b"null"),
     }
-    w.keyed(key!("handle"), l.handle);
-    w.u32x3(key!("grid"), l.grid);
-    w.u32x3(key!("block"), l.block);
+    w.keyed(key!("handle"), *handle);
+    w.u32x3(key!("grid"), *grid);
+    w.u32x3(key!("block"), *block);
     w.raw(key!("grid_unit"));
-    w.str(l.grid_unit.as_str());
-    w.keyed(key!("shmem"), l.shmem);
-    w.keyed(key!("stream"), l.stream);
-    w.keyed(key!("ret"), l.ret);
-    w.keyed(key!("dur"), l.dur);
-    w.flag(b",\"captured\":true", l.captured);
-    w.flag(b",\"entry_only\":true", l.entry_only);
+    w.str(grid_unit.as_str());
+    w.keyed(key!("shmem"), *shmem);
+    w.keyed(key!("stream"), *stream);
+    w.keyed(key!("ret"), *ret);
+    w.keyed(key!("dur"), *dur);
+    w.flag(b",\"captured\":true", *captured);
+    w.flag(b",\"entry_only\":true", *entry_only);
     w.raw(b"}");
 }
 
 /// Appends a `call` record's line (without its newline) as serde spells it; false, with nothing written,
-/// for one with a file, a bundle or a copy direction this build does not know.
+/// for one with a file, a bundle or a copy direction this build does not know. Every field is named: one
+/// added to `Call` does not build until it is spelled here (or left to serde).
 pub(super) fn spell_call(c: &Call, out: &mut Vec<u8>) -> bool {
-    let kind = match c.kind {
+    let Call {
+        ts,
+        pid,
+        tid,
+        lib,
+        api,
+        ret,
+        dur,
+        size,
+        ptr,
+        dst,
+        src,
+        kind,
+        stream,
+        module,
+        function,
+        handle,
+        attribute,
+        value,
+        file,
+        file_offset,
+        bundle,
+        entry_only,
+        // Not written.
+        caller: _,
+    } = c;
+    let kind = match kind {
         Some(MemcpyKind::Unknown(_)) => return false,
         Some(k) => Some(k.name()),
         None => None,
     };
-    if c.file.is_some() || c.file_offset.is_some() || c.bundle.is_some() {
+    // Left to serde.
+    if file.is_some() || file_offset.is_some() || bundle.is_some() {
         return false;
     }
     let mut w = Spell(out);
-    w.head(b"{\"type\":\"call\"", c.ts);
-    w.who((c.pid, c.tid, c.lib, c.api));
-    w.keyed(key!("ret"), c.ret);
-    w.keyed(key!("dur"), c.dur);
-    w.optional(key!("size"), c.size);
-    w.optional(key!("ptr"), c.ptr);
-    w.optional(key!("dst"), c.dst);
-    w.optional(key!("src"), c.src);
+    w.head(b"{\"type\":\"call\"", *ts);
+    w.who((*pid, *tid, *lib, *api));
+    w.keyed(key!("ret"), *ret);
+    w.keyed(key!("dur"), *dur);
+    w.optional(key!("size"), *size);
+    w.optional(key!("ptr"), *ptr);
+    w.optional(key!("dst"), *dst);
+    w.optional(key!("src"), *src);
     if let Some(kind) = kind {
         w.raw(key!("kind"));
         w.str(&kind);
     }
-    w.optional(key!("stream"), c.stream);
-    w.optional(key!("module"), c.module);
-    w.optional(key!("function"), c.function);
-    w.optional(key!("handle"), c.handle);
-    w.optional(key!("attribute"), c.attribute);
-    w.optional(key!("value"), c.value);
-    w.flag(b",\"entry_only\":true", c.entry_only);
+    w.optional(key!("stream"), *stream);
+    w.optional(key!("module"), *module);
+    w.optional(key!("function"), *function);
+    w.optional(key!("handle"), *handle);
+    w.optional(key!("attribute"), *attribute);
+    w.optional(key!("value"), *value);
+    w.flag(b",\"entry_only\":true", *entry_only);
     w.raw(b"}");
     true
 }

@@ -52,6 +52,9 @@ pub struct Rotation {
     pub every: Option<Duration>,
     /// Replace parts that exist (`--force`).
     pub force: bool,
+    /// `--keep-size`: the parts in the output's directory hold at most this many bytes, the oldest removed
+    /// as new ones start.
+    pub keep: Option<u64>,
 }
 
 impl Rotation {
@@ -126,6 +129,8 @@ struct Parts {
     good: u64,
     /// Names found taken by a file or link already there, skipped.
     names_taken: u64,
+    /// Parts removed by `--keep-size`, and their bytes.
+    removed: super::retention::Removed,
     started: Instant,
     header: Option<Header>,
     restate: Restate,
@@ -252,6 +257,7 @@ impl Writer {
             name: 0,
             good: 0,
             names_taken: 0,
+            removed: super::retention::Removed::default(),
             started: Instant::now(),
             header: None,
             restate: Restate::default(),
@@ -341,7 +347,16 @@ impl Writer {
         }
         // A part's size counts its own records: what it restates could exceed any limit by itself.
         self.written = 0;
-        self.flush()
+        self.flush()?;
+        if let Some(parts) = self.parts.as_mut()
+            && let Some(keep) = parts.rotation.keep
+        {
+            let dir = parts.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or_else(|| Path::new("."));
+            let r = super::retention::prune(dir, keep, &parts.path);
+            parts.removed.parts += r.parts;
+            parts.removed.bytes = parts.removed.bytes.saturating_add(r.bytes);
+        }
+        Ok(())
     }
 
     /// Creates the file of part `index` under the next free name: a name taken by a file or link already
@@ -473,6 +488,10 @@ impl Writer {
     /// names found taken, if any.
     pub fn finish(mut self, mut footer: Footer) -> Result<()> {
         footer.records = self.footer_counts();
+        if let Some(parts) = self.parts.as_ref().filter(|p| p.removed.parts > 0) {
+            footer.counters.insert("parts_removed_by_keep_size".into(), parts.removed.parts);
+            footer.counters.insert("parts_removed_bytes".into(), parts.removed.bytes);
+        }
         if let Some(parts) = self.parts.as_ref().filter(|p| p.names_taken > 0) {
             footer.counters.insert("rotation_names_taken".into(), parts.names_taken);
         }

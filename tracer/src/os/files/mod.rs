@@ -31,6 +31,7 @@ use std::{
 };
 
 use elsa::FrozenMap;
+pub(crate) use reader::Reader;
 use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
 
 /// `statfs`'s `f_type` of a FUSE file system.
@@ -59,6 +60,8 @@ pub(crate) enum Why {
     Changed,
     /// On a FUSE file system: its daemon, which any user can run, could make every read wait.
     Fuse,
+    /// A directory the process it is listed for may not list itself: root lists nothing for it there.
+    NotPermitted,
     /// A read asked for bytes past the end of the file (a header that says more than the file holds).
     OutOfBounds {
         offset: u64,
@@ -82,6 +85,7 @@ impl fmt::Display for FileError {
             Why::NotRegular(kind) => write!(f, "{file} is {kind}, not a regular file: not read"),
             Why::Changed => write!(f, "{file} is not the file mapped any more: not read"),
             Why::Fuse => write!(f, "{file} is on a FUSE file system, whose daemon could stall every read: not read"),
+            Why::NotPermitted => write!(f, "{file} may not be listed by the process that loaded from it: not listed"),
             Why::OutOfBounds { offset, len, file_len } => write!(
                 f,
                 "{file}: {len} bytes at offset {offset} lie beyond its end ({file_len} bytes): a corrupt or hostile header"
@@ -104,6 +108,7 @@ impl FileError {
             Why::NotRegular(_) => "not_regular",
             Why::Changed => "changed",
             Why::Fuse => "fuse",
+            Why::NotPermitted => "not_permitted",
             Why::OutOfBounds { .. } => "out_of_bounds",
             Why::TooBig { .. } => "too_big",
             Why::Read(_) => "read_failed",
@@ -262,13 +267,14 @@ impl Root {
     /// The names in directory `dir` as the process sees it (resolved inside this root), at most
     /// [`MAX_DIR_ENTRIES`].
     pub(crate) fn list(&self, dir: &str) -> Result<Vec<String>> {
-        Ok(self.entries(dir)?.0.into_iter().map(|(name, _)| name).collect())
+        Ok(self.entries(dir, MAX_DIR_ENTRIES, None)?.0.into_iter().map(|(name, _)| name).collect())
     }
 
     /// The regular files in directory `dir` as the process sees it (an entry whose type the file system
-    /// does not give counts as one), of at most [`MAX_DIR_ENTRIES`] entries read, and whether it had more.
-    pub(crate) fn list_files(&self, dir: &str) -> Result<(Vec<String>, bool)> {
-        let (entries, cut) = self.entries(dir)?;
+    /// does not give counts as one), of at most `max` entries read ([`MAX_DIR_ENTRIES`] at most), and
+    /// whether it had more: only where `reader` may list it.
+    pub(crate) fn list_files(&self, dir: &str, max: usize, reader: &Reader) -> Result<(Vec<String>, bool)> {
+        let (entries, cut) = self.entries(dir, max.min(MAX_DIR_ENTRIES), Some(reader))?;
         let files = entries
             .into_iter()
             .filter(|(_, kind)| matches!(kind, FileType::RegularFile | FileType::Unknown))
@@ -277,9 +283,9 @@ impl Root {
         Ok((files, cut))
     }
 
-    /// The entries of directory `dir` (without `.` and `..`), at most [`MAX_DIR_ENTRIES`], and whether
-    /// there were more. Opened without blocking, never on FUSE.
-    fn entries(&self, dir: &str) -> Result<(Vec<(String, FileType)>, bool)> {
+    /// The entries of directory `dir` (without `.` and `..`), at most `max`, and whether there were more.
+    /// Opened without blocking, never on FUSE; with a `reader`, only a directory it may list.
+    fn entries(&self, dir: &str, max: usize, reader: Option<&Reader>) -> Result<(Vec<(String, FileType)>, bool)> {
         let fail = |e: rustix::io::Errno| FileError { file: self.shown(dir), why: Why::Open(e.into()) };
         let fd = rustix::fs::openat2(
             &self.dir,
@@ -292,9 +298,15 @@ impl Root {
         if rustix::fs::fstatfs(&fd).is_ok_and(|fs| fs.f_type as u64 == FUSE_SUPER_MAGIC) {
             return Err(FileError { file: self.shown(dir), why: Why::Fuse });
         }
+        if let Some(reader) = reader {
+            let st = rustix::fs::fstat(&fd).map_err(fail)?;
+            if !reader.may_list(st.st_uid, st.st_gid, st.st_mode) {
+                return Err(FileError { file: self.shown(dir), why: Why::NotPermitted });
+            }
+        }
         let mut entries = Vec::new();
         for (read, entry) in rustix::fs::Dir::new(fd).map_err(fail)?.enumerate() {
-            if read == MAX_DIR_ENTRIES {
+            if read == max {
                 return Ok((entries, true));
             }
             let entry = entry.map_err(fail)?;
@@ -579,5 +591,6 @@ impl<'a> object::ReadRef<'a> for &'a Bounded<'_> {
     }
 }
 
+mod reader;
 #[cfg(test)]
 mod tests;

@@ -30,7 +30,7 @@ use crate::{
     read::phase::{Execution, FamilyKey, Feeder, StepSpan, View},
     trace::event::GridUnit,
     trace::{
-        self, Kernel, Process, Record,
+        self, Kernel, Launch, Process, Record,
         model::{Index, Visitor},
     },
 };
@@ -175,18 +175,42 @@ struct Shape {
 impl Shape {
     fn of(r: &Record) -> Self {
         match r {
-            Record::Launch(l) => Self {
-                tid: l.tid,
-                grid: Some(l.grid),
-                block: Some(l.block),
-                grid_unit: Some(l.grid_unit),
-                shmem: Some(l.shmem),
-                stream: Some(l.stream),
-                api: Some(l.api.name()),
-                dur: (!l.entry_only).then_some(l.dur),
-                ret: (!l.entry_only).then_some(l.ret),
-                ..Self::default()
-            },
+            Record::Launch(l) => {
+                // Every field named: one added to `Launch` does not build until its column is decided here
+                // (time, process, kernel and its parameters come from the execution the row is of).
+                let Launch {
+                    ts: _,
+                    pid: _,
+                    tid,
+                    lib: _,
+                    api,
+                    kernel: _,
+                    handle: _,
+                    grid,
+                    block,
+                    grid_unit,
+                    shmem,
+                    stream,
+                    ret,
+                    dur,
+                    captured: _,
+                    entry_only,
+                    params: _,
+                    caller: _,
+                } = l;
+                Self {
+                    tid: *tid,
+                    grid: Some(*grid),
+                    block: Some(*block),
+                    grid_unit: Some(*grid_unit),
+                    shmem: Some(*shmem),
+                    stream: Some(*stream),
+                    api: Some(api.name()),
+                    dur: (!entry_only).then_some(*dur),
+                    ret: (!entry_only).then_some(*ret),
+                    queue: None,
+                }
+            }
             Record::Call(c) => Self { tid: c.tid, stream: c.stream, api: Some(c.api.name()), ..Self::default() },
             Record::Dispatch(d) => Self {
                 tid: d.tid,

@@ -111,6 +111,23 @@ fn steps_from_batches_count_prompt_and_decode_tokens() {
     assert_eq!((steps("prefill"), steps("mixed"), steps("decode")), (Some(1), Some(1), Some(1)), "{text}");
     let tokens = |kind: &str| sample(&text, &format!("tracer_batch_tokens_total{{{labels},kind=\"{kind}\"}}"));
     assert_eq!((tokens("prompt"), tokens("decode")), (Some(34), Some(3)), "{text}");
+    // A batch that claims two trillion tokens past the one read, with no kernel confirming any: the phase's
+    // tokens count what was read.
+    let before = sample(&text, &format!("tracer_phase_tokens_total{{{labels},phase=\"decode\"}}"));
+    let claim = |ts: u64| {
+        let mut r = batch(ts, &[(0, 14, 1)]);
+        if let Record::Batch(b) = &mut r {
+            b.n_tokens = i32::MAX;
+            b.unread = 2_000_000_000;
+        }
+        r
+    };
+    m.record(&claim(500));
+    m.record(&batch(600, &[(0, 15, 1)]));
+    let text = m.render(&Session::default());
+    let after = sample(&text, &format!("tracer_phase_tokens_total{{{labels},phase=\"decode\"}}"));
+    // Two more decode steps closed (the one before the claim, and the claim's own): one token each.
+    assert_eq!(after, before.map(|n| n + 2), "{text}");
 }
 
 /// Any user names their processes: past 64 distinct names, processes count under `comm="other"`, and the

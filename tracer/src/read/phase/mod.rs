@@ -234,6 +234,9 @@ struct PhaseAcc {
     prompt_tokens: u64,
     decode_tokens: u64,
     unread_tokens: u64,
+    /// Of the unread tokens (claimed by a batch past those read), those the step's kernels' exact widths
+    /// do not confirm: a process can claim any count.
+    unconfirmed_tokens: u64,
     compositions: BTreeMap<String, u64>,
     compositions_unlisted: u64,
     api: BTreeMap<ApiFunc, u64>,
@@ -290,6 +293,11 @@ impl Done {
                 acc.prompt_tokens += c.prompt_tokens();
                 acc.decode_tokens += u64::from(c.decodes);
                 acc.unread_tokens += u64::from(c.unread);
+                // Tokens past the read ones are the process's claim: confirmed only as far as the step's
+                // kernels ran exact widths beyond the read tokens.
+                let read = c.tokens().saturating_sub(u64::from(c.unread));
+                let confirmed = exact.map_or(0, |n| n.saturating_sub(read)).min(u64::from(c.unread));
+                acc.unconfirmed_tokens += u64::from(c.unread) - confirmed;
                 let label = c.label();
                 if acc.compositions.len() < MAX_SEQUENCES || acc.compositions.contains_key(&label) {
                     *acc.compositions.entry(label).or_default() += 1;
@@ -484,7 +492,7 @@ impl Phases {
             .map(|(&phase, acc)| PhaseTotals {
                 phase,
                 steps: acc.steps,
-                tokens: acc.tokens,
+                tokens: acc.tokens.saturating_sub(acc.unconfirmed_tokens),
                 prompt_tokens: acc.prompt_tokens,
                 decode_tokens: acc.decode_tokens,
                 kernels: acc.counts.iter().map(|(&k, &n)| (family_key(k), n)).collect(),

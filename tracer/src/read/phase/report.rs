@@ -109,6 +109,8 @@ pub struct PhaseReport {
 pub struct PhaseTotals {
     pub(crate) phase: Phase,
     pub(crate) steps: u64,
+    /// Tokens read, and those a batch claimed past them that the step's kernels' exact widths confirm (a
+    /// process's claim alone is not counted: the live metrics are any local user's to inflate otherwise).
     pub(crate) tokens: u64,
     pub(crate) prompt_tokens: u64,
     pub(crate) decode_tokens: u64,

@@ -15,7 +15,7 @@ use super::{
 };
 use crate::{
     read::phase::Feeder,
-    trace::event::{ApiFunc, GridUnit, MemcpyKind},
+    trace::event::{ApiFunc, GridUnit, MemcpyKind, PacketType},
     trace::model::{Index, Visitor},
     trace::{self, Call, Config, Dispatch, Footer, Ioctl, Job, Launch, StepBatch},
 };
@@ -58,7 +58,7 @@ impl ProcAcc {
         self.libs.insert(l.lib);
         *self.lib_calls.entry(l.lib).or_default() += 1;
         api_stat(&mut self.api, l.api, (!l.entry_only).then_some((i64::from(l.ret), l.dur)));
-        let id = l.kernel.unwrap_or(0);
+        let id = index.shown_kernel(l.pid, l.kernel).unwrap_or(0);
         let k = self.kernels.entry(id).or_insert_with(|| kernel_acc(id, index, l.handle));
         k.report.launches += 1;
         if l.ret != 0 {
@@ -158,17 +158,17 @@ impl ProcAcc {
     }
 
     /// A packet at a GPU queue: a kernel dispatch or a barrier.
-    fn dispatch(&mut self, d: &Dispatch) {
+    fn dispatch(&mut self, d: &Dispatch, index: &Index) {
         self.libs.insert(d.lib);
-        if d.kernel.is_none() {
-            self.barrier_packets += 1;
-        } else {
-            let e = self
-                .dispatches
-                .entry(d.kernel_object)
-                .or_insert_with(|| (d.kernel, 0, d.kernel_object, HashMap::new()));
+        if d.packet == PacketType::KernelDispatch {
+            // Kernel objects with no kernel shown (past the per-process limits) are one row.
+            let kernel = index.shown_kernel(d.pid, d.kernel);
+            let object = if kernel.is_some() { d.kernel_object } else { 0 };
+            let e = self.dispatches.entry(object).or_insert_with(|| (kernel, 0, object, HashMap::new()));
             e.1 += 1;
             *e.3.entry((d.workgroup, d.grid, d.group_segment)).or_default() += 1;
+        } else {
+            self.barrier_packets += 1;
         }
     }
 
@@ -302,8 +302,8 @@ impl Visitor for ReportBuilder {
         self.procs.entry(q.pid).or_default().queues.push(q.clone());
     }
 
-    fn dispatch(&mut self, _: &Index, d: &Dispatch) {
-        self.procs.entry(d.pid).or_default().dispatch(d);
+    fn dispatch(&mut self, index: &Index, d: &Dispatch) {
+        self.procs.entry(d.pid).or_default().dispatch(d, index);
     }
 
     fn ioctl(&mut self, _: &Index, i: &Ioctl) {
@@ -336,15 +336,8 @@ impl ReportBuilder {
     pub(crate) fn finish(self, mut feeder: Feeder, index: &Index) -> Report {
         let mut report = self.report;
         report.trace.duration_s = index.last_ts().saturating_sub(index.start()) as f64 / 1e9;
-        // Without a footer, the losses are the last checkpoint's: a floor, said to be one.
         if let (None, Some(c)) = (report.trace.stop, self.checkpoint) {
-            report.drops_total = c.total_drops();
-            let at = c.ts.saturating_sub(index.start()) as f64 / 1e9;
-            report.trace.notes.push(format!(
-                "losses: {} records dropped by the last checkpoint, {at:.1} s into the recording; those after it are unknown",
-                report.drops_total
-            ));
-            report.drops = c.drops;
+            checkpoint_losses(&mut report, c, index.start());
         }
         for (pid, acc) in self.procs {
             let mut steps = feeder.take(pid);
@@ -397,6 +390,7 @@ impl ReportBuilder {
                 phases,
                 dispatches,
                 barrier_packets: acc.barrier_packets,
+                kernels_not_kept: index.kernels_not_kept(pid),
                 graph_replays: steps.graphs.replays,
                 graph_replays_unresolved: steps.graphs.unknown_replays,
                 graph_execs_from_driver: steps.graphs.driver.clone(),
@@ -417,6 +411,17 @@ impl ReportBuilder {
         }
         report
     }
+}
+
+/// Without a footer, the losses are the last checkpoint's: a floor, said to be one.
+fn checkpoint_losses(report: &mut Report, c: trace::Checkpoint, start: u64) {
+    report.drops_total = c.total_drops();
+    let at = c.ts.saturating_sub(start) as f64 / 1e9;
+    report.trace.notes.push(format!(
+        "losses: {} records dropped by the last checkpoint, {at:.1} s into the recording; those after it are unknown",
+        report.drops_total
+    ));
+    report.drops = c.drops;
 }
 
 /// A process's kernel rows: classified by name and shape, executions counted (launches that neither failed

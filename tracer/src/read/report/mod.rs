@@ -113,6 +113,10 @@ pub struct ProcessReport {
     /// What reached the GPU queues, per kernel (AQL kernel dispatch packets), and barrier packets.
     pub(crate) dispatches: Vec<DispatchReport>,
     pub(crate) barrier_packets: u64,
+    /// Kernel records of a file past the per-process limits, not kept by the reader (0 for a file tracer
+    /// wrote: the recorder binds none past them).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) kernels_not_kept: u64,
     /// Graph replays (hipGraphLaunch, cuGraphLaunch), and those of an executable whose capture tracer
     /// did not see (its kernels' executions cannot be counted).
     pub(crate) graph_replays: u64,

@@ -8,8 +8,9 @@
 /// here keeps a reference to every open file (the probes' links among them) until this process has
 /// ended; this process's own closes are then cheap, and the child's exit performs the releases in the
 /// background. The child holds no terminal or pipe of ours (it closes standard input, output and error),
-/// runs no code of ours after the fork, and ends by itself once the releases are done.
-pub(crate) fn release_in_background() {
+/// runs no code of ours after the fork, and ends by itself once the releases are done. It closes `close`
+/// too (the metrics endpoint's listening socket, whose port must be free once this process ends).
+pub(crate) fn release_in_background(close: &[libc::c_int]) {
     let mut fds: [libc::c_int; 2] = [0; 2];
     // SAFETY: a valid two-element array for pipe(2).
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -19,7 +20,7 @@ pub(crate) fn release_in_background() {
     // SAFETY: the child calls only async-signal-safe functions and never returns into Rust code.
     match unsafe { libc::fork() } {
         0 => unsafe {
-            for fd in [0, 1, 2, write_end] {
+            for &fd in [0, 1, 2, write_end].iter().chain(close) {
                 libc::close(fd);
             }
             libc::setsid();

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::{
-    os::proc::Procs,
+    os::{files::Reader, proc::Procs},
     record::decode::Name,
     trace::event::Call,
     trace::{CODE_DIR_BYTES_MAX, CODE_DIR_NAMES_MAX, CodeDir},
@@ -17,6 +17,10 @@ use super::bump;
 /// Directories listed per process at most; a load from a further one is counted
 /// (`code_dirs_not_listed`).
 const DIRS_MAX: usize = 64;
+/// Directory entries a recording reads for code-directory listings, every process's together: 16
+/// processes listing 64 directories of 65 536 entries each cost tracer 38.5 s of CPU before; this bounds
+/// the work near a second. Past it, directories are counted (`code_dirs_not_listed_budget`).
+pub(super) const LISTING_BUDGET: usize = 1 << 21;
 
 /// One process's code-object files: the path each thread's load in progress named at its entry, and the
 /// directories listed so far.
@@ -82,15 +86,19 @@ impl CodeFiles {
         }
     }
 
-    /// The `code_dir` record of the directory holding `file`, the first time this process loads from it.
-    /// The process's root is opened now, or, for a process that has ended, taken from `held` (the early
-    /// look's, opened while it lived).
+    /// The `code_dir` record of the directory holding `file`, the first time this process loads from it,
+    /// listed only where the process itself may list it. The process's root is opened now, or, for a
+    /// process that has ended, taken from `held` (the early look's, opened while it lived: its credentials
+    /// gone, only a directory anyone may list is listed there). `budget`: the entries the recording may
+    /// still read for such listings (every process's together); none left, the directory is counted, not
+    /// listed.
     pub(super) fn list_dir(
         &mut self,
         file: &str,
         truncated: bool,
         (pid, ts): (u32, u64),
         (procs, held): (&dyn Procs, Option<&crate::os::files::Root>),
+        budget: &mut usize,
         counters: &mut BTreeMap<String, u64>,
     ) -> Option<CodeDir> {
         // A path cut by the probe names no directory for certain.
@@ -105,18 +113,21 @@ impl CodeFiles {
         if self.listed.contains(&dir) {
             return None;
         }
-        if self.listed.len() >= DIRS_MAX {
-            bump(counters, "code_dirs_not_listed");
+        if self.listed.len() >= DIRS_MAX || *budget == 0 {
+            bump(counters, if *budget == 0 { "code_dirs_not_listed_budget" } else { "code_dirs_not_listed" });
             return None;
         }
         self.listed.insert(dir.clone());
         let mut rec = CodeDir { ts, pid, path: dir, ..CodeDir::default() };
-        let listed = procs.list_files(pid, &rec.path).or_else(|why| match held {
-            Some(root) => root.list_files(&rec.path).map_err(|e| e.to_string()),
+        let max = *budget;
+        let listed = procs.list_files(pid, &rec.path, max).or_else(|why| match held {
+            Some(root) => root.list_files(&rec.path, max, &Reader::anyone()).map_err(|e| e.to_string()),
             None => Err(why),
         });
         match listed {
             Ok((mut files, cut)) => {
+                // The entries read (at most `max`), each against the recording's budget.
+                *budget = budget.saturating_sub(files.len().saturating_add(1));
                 files.sort_unstable();
                 rec.count = files.len() as u64;
                 rec.cut = cut;

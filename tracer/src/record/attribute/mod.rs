@@ -48,6 +48,8 @@ pub struct Attributor {
     live: crate::FastMap<u32, Process>,
     /// The process of the last event, known to be looked at (the hot path skips the table).
     last_scanned: u32,
+    /// Directory entries code-directory listings may still read ([`code_files::LISTING_BUDGET`]).
+    listing_budget: usize,
 }
 
 /// What attribution knows of one process, dropped whole when it exits and replaced when it execs.
@@ -94,6 +96,7 @@ impl Default for Attributor {
             procs: &LIVE,
             live: crate::FastMap::default(),
             last_scanned: 0,
+            listing_budget: code_files::LISTING_BUDGET,
         }
     }
 }
@@ -317,7 +320,7 @@ impl Attributor {
             }
             out.push(Record::Kernel(k));
         }
-        l.kernel = Some(kernel);
+        l.kernel = kernel;
         l.captured = p.graphs.is_capturing(l.stream);
         if l.captured && l.api.library() == Library::Cuda {
             p.graphs.captured_launch(l.stream, l.handle);
@@ -357,7 +360,7 @@ impl Attributor {
             if let Some(k) = new {
                 out.push(Record::Kernel(k));
             }
-            d.kernel = Some(id);
+            d.kernel = id;
             let plan = names.kernarg_plan(d.kernel_object);
             let key = (d.tid, d.ts, d.kernel_object);
             d.params =
@@ -455,7 +458,9 @@ impl Attributor {
                     }
                     let at = (c.pid, c.ts);
                     let how: (&dyn Procs, _) = (procs, held.as_deref());
-                    if let Some(dir) = p.code_files.list_dir(&file, truncated, at, how, &mut self.counters) {
+                    if let Some(dir) =
+                        p.code_files.list_dir(&file, truncated, at, how, &mut self.listing_budget, &mut self.counters)
+                    {
                         out.push(Record::CodeDir(dir));
                     }
                     c.file = Some(file);
@@ -465,7 +470,9 @@ impl Attributor {
                 if let Some(file) = code_files::CodeFiles::fd_file(&c, procs, &mut self.counters) {
                     let at = (c.pid, c.ts);
                     let how: (&dyn Procs, _) = (procs, held.as_deref());
-                    if let Some(dir) = p.code_files.list_dir(&file, false, at, how, &mut self.counters) {
+                    if let Some(dir) =
+                        p.code_files.list_dir(&file, false, at, how, &mut self.listing_budget, &mut self.counters)
+                    {
                         out.push(Record::CodeDir(dir));
                     }
                     c.file = Some(file);
@@ -578,8 +585,7 @@ impl Attributor {
             _ => Source::Register,
         };
         let source = if n.fault { Source::Unnamed } else { source };
-        let rec = names.bind(n.handle, n.module, &n.name, source, n.truncated, o.ts);
-        out.push(Record::Kernel(rec));
+        out.extend(names.bind(n.handle, n.module, &n.name, source, n.truncated, o.ts).map(Record::Kernel));
     }
 }
 

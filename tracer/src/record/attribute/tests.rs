@@ -202,7 +202,7 @@ impl Procs for Files {
     fn cwd(&self, _: u32) -> Option<String> {
         Some("/work".into())
     }
-    fn list_files(&self, _: u32, dir: &str) -> Result<(Vec<String>, bool), String> {
+    fn list_files(&self, _: u32, dir: &str, _: usize) -> Result<(Vec<String>, bool), String> {
         match dir {
             "/work/library" => Ok((vec!["b.co".into(), "a.co".into(), "TensileLibrary.dat".into()], false)),
             _ => Err(format!("cannot open {dir}: No such file or directory (os error 2)")),
@@ -314,12 +314,29 @@ fn a_code_directory_of_a_process_gone_is_listed_in_the_root_held_for_it() {
     let mut counters = BTreeMap::new();
     // The process table cannot list `/lib` (its process has ended): the root held while it lived can.
     let listed = code_files::CodeFiles::default()
-        .list_dir("/lib/x.co", false, (9, 1), (&FILES, Some(&held)), &mut counters)
+        .list_dir("/lib/x.co", false, (9, 1), (&FILES, Some(&held)), &mut 100, &mut counters)
         .unwrap();
     assert_eq!((listed.count, &listed.files, &listed.error), (2, &vec!["x.co".to_owned(), "y.co".to_owned()], &None));
     // Without one, the reason is kept.
-    let unlisted =
-        code_files::CodeFiles::default().list_dir("/lib/x.co", false, (9, 1), (&FILES, None), &mut counters).unwrap();
+    let unlisted = code_files::CodeFiles::default()
+        .list_dir("/lib/x.co", false, (9, 1), (&FILES, None), &mut 100, &mut counters)
+        .unwrap();
     assert!(unlisted.error.as_ref().is_some_and(|e| e.contains("/lib")), "{unlisted:?}");
+    // The recording's listing budget: a listing reads no more than is left, and none once it is spent.
+    let mut left = 1;
+    let cut = code_files::CodeFiles::default()
+        .list_dir("/lib/x.co", false, (9, 1), (&FILES, Some(&held)), &mut left, &mut counters)
+        .unwrap();
+    assert!(cut.cut && cut.count <= 1 && left == 0, "{cut:?}");
+    let none = code_files::CodeFiles::default().list_dir(
+        "/lib/x.co",
+        false,
+        (9, 1),
+        (&FILES, Some(&held)),
+        &mut left,
+        &mut counters,
+    );
+    assert!(none.is_none());
+    assert_eq!(counters.get("code_dirs_not_listed_budget"), Some(&1));
     drop(std::fs::remove_dir_all(dir));
 }

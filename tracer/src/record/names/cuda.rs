@@ -105,7 +105,7 @@ impl Of<'_> {
             a.1 += 1
         }
         self.names.count(if agrees { "driver_names_agreed" } else { "driver_names_disagreed" });
-        Some(self.bind(l.handle, 0, &name, Source::RuntimeLaunch, false, l.ts))
+        self.bind(l.handle, 0, &name, Source::RuntimeLaunch, false, l.ts)
     }
 
     /// A driver launch of a function with no name (loaded before the attach, by cuBLAS, cuDNN or a
@@ -116,12 +116,17 @@ impl Of<'_> {
         // The process's agreement first: zero for a process traced from its start, so those launches
         // skip the kernel table.
         let (agreed, disagreed) = self.proc.cuda.agreement;
-        if agreed == 0 || agreed < 10 * disagreed || !self.unnamed(l.handle) || !self.proc.cuda.tried.insert(l.handle) {
+        if agreed == 0
+            || agreed < 10 * disagreed
+            || !self.unnamed(l.handle)
+            || !super::room_in(&self.proc.cuda.tried, &l.handle)
+            || !self.proc.cuda.tried.insert(l.handle)
+        {
             return None;
         }
         if let Some(name) = driver_name(self.pid, l.handle) {
             self.names.count("driver_functions_named");
-            Some(self.bind(l.handle, 0, &name, Source::DriverFunction, false, l.ts))
+            self.bind(l.handle, 0, &name, Source::DriverFunction, false, l.ts)
         } else {
             self.names.count("driver_functions_unnamed");
             None
@@ -212,12 +217,13 @@ impl Of<'_> {
             }
             let (id, new) = if let Some(name) = driver_name(self.pid, f) {
                 let k = self.bind(f, 0, &name, Source::GraphExec, false, ts);
-                (k.id, Some(k))
+                (k.as_ref().map(|k| k.id), k)
             } else {
                 self.names.count("graph_exec_functions_unnamed");
                 self.resolve(f, ts)
             };
-            rec.kernels.push(id);
+            // A node past the process's limits has no kernel id (counted when it was refused).
+            rec.kernels.extend(id);
             out.extend(new.map(Record::Kernel));
         }
         if let Some(captured) = captured {

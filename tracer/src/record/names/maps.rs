@@ -183,6 +183,12 @@ impl Of<'_> {
             if self.proc.outside_files.contains(&addr) {
                 return None;
             }
+            // Nor past as many such addresses as unnamed handles are held: a process inventing addresses
+            // would make tracer read its maps once for each.
+            if self.proc.outside_files.len() >= super::MAX_UNNAMED_PER_PROCESS {
+                self.names.count("maps_reads_over_limit");
+                return None;
+            }
             // An ended process is looked at again only while nothing is held of it: the early look may
             // come later than the first look that found it ended (the library watch's, at its exec).
             if !self.proc.gone || self.proc.maps.is_none() {

@@ -54,6 +54,26 @@ type LoadedKernel = (Arc<str>, Option<Arc<str>>);
 /// The `NAME.kd` symbols of a code object: (NAME, `st_value`).
 type KernelSymbols = Vec<(String, u64)>;
 
+/// Kernel handles one process can make tracer hold (registered, looked up, named from its files, pipelines;
+/// named or not); a handle past it is counted (`kernel_handles_over_limit`) and its launches recorded
+/// without a kernel id. Far above any real program (Debian's rocSPARSE registers 12 425 kernels; a
+/// `llama-cli` start 16 444), far below what a process that invents handles could make tracer keep.
+pub(crate) const MAX_KERNELS_PER_PROCESS: usize = trace::MAX_KERNELS_PER_PROCESS;
+/// Of those, handles no source names (an invented function pointer, an unknown kernel object): each costs a
+/// kernel record and, outside every file mapping, a look at the process's maps.
+pub(crate) const MAX_UNNAMED_PER_PROCESS: usize = trace::MAX_UNNAMED_PER_PROCESS;
+
+/// Whether a per-process table has room for `key` (it holds it already, or is below
+/// [`MAX_KERNELS_PER_PROCESS`]).
+pub(crate) fn room<K: std::hash::Hash + Eq, V, S: std::hash::BuildHasher>(map: &HashMap<K, V, S>, key: &K) -> bool {
+    map.len() < MAX_KERNELS_PER_PROCESS || map.contains_key(key)
+}
+
+/// The same for a per-process set.
+pub(crate) fn room_in<K: std::hash::Hash + Eq, S: std::hash::BuildHasher>(set: &HashSet<K, S>, key: &K) -> bool {
+    set.len() < MAX_KERNELS_PER_PROCESS || set.contains(key)
+}
+
 /// One process's view of a kernel handle.
 #[derive(Clone, Debug)]
 struct Entry {
@@ -113,6 +133,8 @@ pub(crate) struct Names {
 #[derive(Default)]
 pub(crate) struct ProcessNames {
     by_handle: crate::FastMap<u64, Entry>,
+    /// How many of `by_handle` are bound as unnamed.
+    unnamed_held: usize,
     /// Its file mappings, as last read.
     maps: Option<Snapshot>,
     /// Its maps could not be read any more (it ended): the last snapshot stands.
@@ -182,7 +204,19 @@ pub(crate) struct Of<'a> {
 }
 
 impl Of<'_> {
-    /// Binds a name to a handle. Returns the kernel record to write.
+    /// Whether a new handle, named or not, may still be bound in this process; counted when not.
+    fn has_room(&mut self, handle: u64, unnamed: bool) -> bool {
+        let by_handle = &self.proc.by_handle;
+        let room = room(by_handle, &handle)
+            && (!unnamed || self.proc.unnamed_held < MAX_UNNAMED_PER_PROCESS || by_handle.contains_key(&handle));
+        if !room {
+            self.names.count("kernel_handles_over_limit");
+        }
+        room
+    }
+
+    /// Binds a name to a handle. Returns the kernel record to write; None, counted, for a new handle past
+    /// the process's limits ([`MAX_KERNELS_PER_PROCESS`], [`MAX_UNNAMED_PER_PROCESS`]).
     pub(crate) fn bind(
         &mut self,
         handle: u64,
@@ -191,7 +225,11 @@ impl Of<'_> {
         source: Source,
         truncated: bool,
         ts: u64,
-    ) -> trace::Kernel {
+    ) -> Option<trace::Kernel> {
+        let unnamed = source == Source::Unnamed;
+        if !self.has_room(handle, unnamed) {
+            return None;
+        }
         let id = self.names.next_id();
         let demangled = demangle(name);
         let (param_plan, kernarg_plan) = if name.is_empty() {
@@ -200,9 +238,11 @@ impl Of<'_> {
             let class = crate::read::classify::classify_demangled(name, &demangled);
             (class.param_plan(), class.kernarg_plan())
         };
-        self.proc
-            .by_handle
-            .insert(handle, Entry { id, source, name: name.into(), param_plan, kernarg_plan, plan_sent: false });
+        let entry = Entry { id, source, name: name.into(), param_plan, kernarg_plan, plan_sent: false };
+        if let Some(was) = self.proc.by_handle.insert(handle, entry) {
+            self.proc.unnamed_held -= usize::from(was.source == Source::Unnamed);
+        }
+        self.proc.unnamed_held += usize::from(unnamed);
         let (code_file, bundles) = match source {
             _ if name.is_empty() => (None, Vec::new()),
             // A registration names its module: the fat binary registered under it holds the code.
@@ -216,7 +256,7 @@ impl Of<'_> {
             Source::Module | Source::Library => (self.proc.modules.get(&module).map(|c| c.file.clone()), Vec::new()),
             _ => (None, Vec::new()),
         };
-        trace::Kernel {
+        Some(trace::Kernel {
             id,
             pid: self.pid,
             handle,
@@ -229,14 +269,18 @@ impl Of<'_> {
             code_file,
             bundles,
             caller: None,
-        }
+        })
     }
 
     /// The kernel id for a launch handle, naming it from the ELF file that maps it when no live name was
-    /// seen. Returns the id and, when the handle is new, the kernel record to write first.
-    pub(crate) fn resolve(&mut self, handle: u64, ts: u64) -> (u32, Option<trace::Kernel>) {
+    /// seen. Returns the id (None for a new handle past the process's limits) and, when the handle is new,
+    /// the kernel record to write first.
+    pub(crate) fn resolve(&mut self, handle: u64, ts: u64) -> (Option<u32>, Option<trace::Kernel>) {
         if let Some(e) = self.proc.by_handle.get(&handle) {
-            return (e.id, None);
+            return (Some(e.id), None);
+        }
+        if !self.has_room(handle, false) {
+            return (None, None);
         }
         let (name, source) = if let Some(named) = self.static_name(handle, ts) {
             named
@@ -245,7 +289,7 @@ impl Of<'_> {
             (String::new(), Source::Unnamed)
         };
         let rec = self.bind(handle, 0, &name, source, false, ts);
-        (rec.id, Some(rec))
+        (rec.as_ref().map(|k| k.id), rec)
     }
 
     /// The kernel parameters a launch of this handle needs read (0 for an unknown handle), and whether this
@@ -283,18 +327,26 @@ impl Of<'_> {
     /// A code-object symbol (`<kernel>.kd`) looked up: its kernel object is bound when asked for.
     pub(crate) fn hsa_symbol(&mut self, symbol: u64, name: &str) {
         let name = name.strip_suffix(".kd").unwrap_or(name);
-        self.proc.hsa_symbols.insert(symbol, name.to_owned());
+        if room(&self.proc.hsa_symbols, &symbol) {
+            self.proc.hsa_symbols.insert(symbol, name.to_owned());
+        } else {
+            self.names.count("kernel_handles_over_limit");
+        }
     }
 
     /// The `KERNEL_OBJECT` of a symbol named earlier: what every dispatch of it will carry.
     pub(crate) fn hsa_kernel_object(&mut self, symbol: u64, object: u64, ts: u64) -> Option<trace::Kernel> {
         let name = self.proc.hsa_symbols.get(&symbol)?.clone();
-        Some(self.bind(object, symbol, &name, Source::Hsa, false, ts))
+        self.bind(object, symbol, &name, Source::Hsa, false, ts)
     }
 
     /// A library kernel (`CUkernel`) looked up by name in `library`: kept for the functions made from it.
     pub(crate) fn library_kernel(&mut self, kernel: u64, library: u64, name: &str, truncated: bool) {
-        self.proc.library_kernels.insert(kernel, (name.to_owned(), truncated, library));
+        if room(&self.proc.library_kernels, &kernel) {
+            self.proc.library_kernels.insert(kernel, (name.to_owned(), truncated, library));
+        } else {
+            self.names.count("kernel_handles_over_limit");
+        }
     }
 
     /// The function a library kernel has in the current context (`cuKernelGetFunction`): named as the
@@ -304,27 +356,31 @@ impl Of<'_> {
             return None;
         }
         let (name, truncated, library) = self.proc.library_kernels.get(&kernel)?.clone();
-        let mut rec = self.bind(function, kernel, &name, Source::Library, truncated, ts);
+        let mut rec = self.bind(function, kernel, &name, Source::Library, truncated, ts)?;
         rec.code_file = self.proc.modules.get(&library).map(|c| c.file.clone());
         Some(rec)
     }
 
     /// A dispatch's kernel object: its id, bound first (the record to write) from `ROCr`'s code-object
     /// list when it was loaded before tracer attached, or as unnamed (one id per object) when no list
-    /// tracer can read holds it.
-    pub(crate) fn kernel_object(&mut self, object: u64, ts: u64) -> (u32, Option<trace::Kernel>) {
+    /// tracer can read holds it. None for a new object past the process's limits.
+    pub(crate) fn kernel_object(&mut self, object: u64, ts: u64) -> (Option<u32>, Option<trace::Kernel>) {
         if let Some(id) = self.lookup(object) {
-            return (id, None);
+            return (Some(id), None);
+        }
+        if !self.has_room(object, false) {
+            return (None, None);
         }
         let rec = if let Some((name, file)) = self.loaded_name(object) {
-            let mut rec = self.bind(object, 0, &name, Source::Loader, false, ts);
-            rec.code_file = file;
-            rec
+            self.bind(object, 0, &name, Source::Loader, false, ts).map(|mut rec| {
+                rec.code_file = file;
+                rec
+            })
         } else {
             self.names.count("dispatch_unnamed_objects");
             self.bind(object, 0, "", Source::Unnamed, false, ts)
         };
-        (rec.id, Some(rec))
+        (rec.as_ref().map(|k| k.id), rec)
     }
 }
 
@@ -351,6 +407,7 @@ mod tests {
         assert_eq!((rec.name.as_str(), rec.source), ("tracer_symbols_test_marker", Source::Elf));
         // Known now: same id, no second record.
         assert_eq!(names.of(pid, &mut proc).resolve(addr, 2), (id, None));
+        assert!(id.is_some());
         let (_, rec) = names.of(pid, &mut proc).resolve(8, 3);
         assert_eq!(rec.unwrap().source, Source::Unnamed);
         assert_eq!(names.unnamed, 1);

@@ -213,9 +213,9 @@ impl Of<'_> {
         let shader = self.proc.shader_modules.get(&module)?.clone();
         let Some((name, file)) = shader.name else {
             self.names.unnamed += 1;
-            return Some(self.bind(pipeline, module, "", Source::Unnamed, false, ts));
+            return self.bind(pipeline, module, "", Source::Unnamed, false, ts);
         };
-        let mut rec = self.bind(pipeline, module, &name, Source::Shader, false, ts);
+        let mut rec = self.bind(pipeline, module, &name, Source::Shader, false, ts)?;
         rec.code_file = Some(file);
         Some(rec)
     }

@@ -35,12 +35,13 @@ impl Session<'_> {
     }
 
     /// The footer: drops per CPU, every loss counter, the tracer's own cost.
-    /// `shed`: the metrics endpoint's connections closed to make room and refused (`--metrics`).
+    /// `shed`: the metrics endpoint's connections closed to make room and its waits for room before
+    /// accepting (`--metrics`).
     pub(super) fn footer(&self, stop: Stop, shed: Option<(u64, u64)>) -> trace::Footer {
         let mut footer = trace::Footer { end_mono_ns: monotonic_ns(), stop, ..Default::default() };
-        if let Some((evicted, refused)) = shed {
+        if let Some((evicted, waits)) = shed {
             footer.counters.insert("metrics_connections_evicted".into(), evicted);
-            footer.counters.insert("metrics_connections_refused".into(), refused);
+            footer.counters.insert("metrics_accept_waits".into(), waits);
         }
         let per_cpu = |c: Counter| -> Vec<u64> {
             self.counters.get(&(c as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default()

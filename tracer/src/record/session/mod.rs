@@ -9,14 +9,16 @@ use anyhow::Result;
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray};
 use tracer_common::{Counter, Footer, PlanKey, ThreadTally};
 
+pub(crate) mod args;
 mod footer;
 mod setup;
 
+use args::runtimes;
+pub(crate) use args::{RecordArgs, Setup, Targets};
+
 use super::{
-    RecordArgs,
     command::{self, Command},
     live::{LiveMetrics, LiveStatus},
-    runtimes,
     signals::{Signals, restore_default_signals},
     watch::LibraryWatch,
 };
@@ -510,6 +512,7 @@ impl Session<'_> {
     pub(super) fn finish(mut self, ended: Ended) -> Result<Option<u8>> {
         // The endpoint closes with the recording (the child that releases the probes must not keep its port);
         // the connections it closed to make room and those it refused go into the footer.
+        let listener = self.metrics.as_ref().map(|m| m.server.listener_fd());
         let shed = self.metrics.take().map(|m| m.server.shed());
         self.ring.stop();
         while let Some(batch) = self.ring.waiting() {
@@ -543,7 +546,7 @@ impl Session<'_> {
         // other; a child keeps them so that this process can end now (the probes stay in place, recording
         // nothing, until the kernel has released them).
         if !self.args.sync_teardown {
-            attach::release_in_background();
+            attach::release_in_background(listener.as_slice());
         }
         if !self.args.quiet {
             let n = |k: &str| counts.get(k).copied().unwrap_or(0);

@@ -8,11 +8,13 @@ use anyhow::{Result, anyhow, bail};
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
 use tracer_common::{PlanKey, ThreadTally};
 
-use super::Session;
+use super::{
+    Session,
+    args::{RecordArgs, Setup, Targets, header, raise_open_files_limit, runtimes},
+};
 use crate::{
     os::clock::monotonic_ns,
     os::proc::{LIVE, Procs as _},
-    record::{RecordArgs, Setup, Targets, command::Command, entries::Entries, header, runtimes, watch::LibraryWatch},
     record::{
         attach::{self, Settings},
         attribute::Attributor,
@@ -21,6 +23,7 @@ use crate::{
         ollama,
         ring::Ring,
     },
+    record::{command::Command, entries::Entries, watch::LibraryWatch},
     trace::{Record, Writer},
 };
 
@@ -83,7 +86,7 @@ impl<'a> Session<'a> {
         }
         let child = program.as_deref().map(|path| start_command(args, path)).transpose()?;
         // After the command is forked: it keeps the limit it was given.
-        crate::record::raise_open_files_limit();
+        raise_open_files_limit();
         let child_pid = child.as_ref().map(|c| c.pid);
         if let Some(pid) = child_pid {
             pids.insert(pid, 1, 0)?;
@@ -158,6 +161,7 @@ fn load(args: &RecordArgs, targets: &Targets, filter_by_pid: bool) -> Result<Loa
         .ok()
         .flatten();
     let job_tracepoints = jobs.as_ref().map(|j| j.names.map(str::to_owned).to_vec()).unwrap_or_default();
+    warn_of_ring_size(args.ring_bytes);
     let ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm, jobs })?;
     // Taken while aya holds every map: every program loaded for multi-point links shares them.
     let maps = attach::SharedMaps::of(&ebpf);
@@ -290,4 +294,37 @@ fn start_command(args: &RecordArgs, path: &std::path::Path) -> Result<Command> {
         eprintln!("tracer: the trace goes to standard output, so the command's standard output goes to standard error");
     }
     Command::start_stopped(path, &args.command, to_stdout)
+}
+
+/// Says so when the ring buffer would take more than half the memory available: the kernel's pages, and as
+/// much again mapped into tracer as the drain reads them (a 2 GiB ring took 4.2 GB).
+fn warn_of_ring_size(ring_bytes: u32) {
+    if let Some(warning) = crate::os::proc::mem_available().and_then(|a| ring_warning(ring_bytes, a)) {
+        #[expect(clippy::print_stderr, reason = "a ring too large for this machine is said before it is made")]
+        let () = eprintln!("tracer: warning: {warning}");
+    }
+}
+
+/// The sentence for a ring of `ring_bytes` with `available` bytes of memory available, when it takes more
+/// than half of them.
+fn ring_warning(ring_bytes: u32, available: u64) -> Option<String> {
+    let taken = 2 * u64::from(ring_bytes);
+    (taken > available / 2).then(|| {
+        format!(
+            "--ring-size {ring_bytes} takes about {} MiB (the ring, and tracer's mapping of it), more than half the {} MiB of memory available: give a smaller --ring-size",
+            taken >> 20,
+            available >> 20
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_ring_of_more_than_half_the_memory_available_is_said() {
+        let warning = super::ring_warning(1 << 31, 6 << 30).unwrap();
+        assert!(warning.starts_with("--ring-size 2147483648 takes about 4096 MiB"), "{warning}");
+        assert_eq!(super::ring_warning(4 << 20, 6 << 30), None);
+        assert_eq!(super::ring_warning(1 << 31, 9 << 30), None);
+    }
 }

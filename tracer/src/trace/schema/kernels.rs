@@ -3,6 +3,15 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Kernel records one process can make a recording hold, and a reader keep.
+///
+/// The recorder binds no handle past it (counted as `kernel_handles_over_limit`, the launches recorded
+/// without a kernel id), and a reader keeps none past it of a file that has more (counted, their launches
+/// shown together).
+pub const MAX_KERNELS_PER_PROCESS: usize = 1 << 18;
+/// Of those, kernels without a name (`source` unnamed).
+pub const MAX_UNNAMED_PER_PROCESS: usize = 1 << 14;
+
 /// Where a kernel's name came from, in order of trust.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

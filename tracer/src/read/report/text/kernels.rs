@@ -37,7 +37,9 @@ fn kernel_rows<'a>(kernels: &'a [KernelReport], full_names: bool) -> Vec<KernelR
     let mut at: HashMap<(String, String), usize> = HashMap::new();
     for k in kernels {
         let unnamed = k.demangled.is_empty();
-        let name = if unnamed {
+        let name = if unnamed && k.id == 0 {
+            "no kernel id: handles past the per-process kernel limit (kernel_handles_over_limit)".to_owned()
+        } else if unnamed {
             match k.caller.as_deref().and_then(|c| c.rsplit('/').next()) {
                 Some(file) => format!("unnamed handle {:#x} (launched from {file})", k.handle),
                 None => format!("unnamed handle {:#x}", k.handle),

@@ -206,6 +206,13 @@ fn write_process(s: &mut String, p: &ProcessReport, lean: bool, opts: &TextOptio
         }
     }
     write_kernels(s, &p.kernels, opts)?;
+    if p.kernels_not_kept > 0 {
+        writeln!(
+            s,
+            "  {} kernel records past the per-process limits were not kept: their launches are shown as without a kernel id",
+            p.kernels_not_kept
+        )?;
+    }
     if p.configs.count > 0 {
         writeln!(s, "\n  kernel<<<>>> configurations pushed: {} ({} failed)", p.configs.count, p.configs.failed)?;
         for sh in &p.configs.shapes {
