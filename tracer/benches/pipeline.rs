@@ -12,7 +12,7 @@
 use std::{fs::File, time::Instant};
 
 use tracer::{
-    record::{attribute::Attributor, decode::decode},
+    record::{attribute::Attributor, intake::decode::decode},
     trace,
 };
 use tracer_common::{ARG_SLOTS, ApiFunc, CALL_ENTRY_ONLY, CallRecord, NAME_MAX, NameRecord, RecordHeader, RecordKind};

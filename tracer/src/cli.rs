@@ -307,9 +307,9 @@ impl TryFrom<RecordCli> for crate::record::RecordArgs {
     type Error = anyhow::Error;
 
     fn try_from(r: RecordCli) -> anyhow::Result<Self> {
-        use crate::record::attach::ProbeMode;
+        use crate::record::probes::attach::ProbeMode;
         let ollama_user = match r.ollama_user.as_deref() {
-            Some(user) => Some(crate::record::ollama::uid_of(user).ok_or_else(|| {
+            Some(user) => Some(crate::record::probes::ollama::uid_of(user).ok_or_else(|| {
                 anyhow::anyhow!("no user {user} on this machine: give --ollama-user a user name or a uid")
             })?),
             None => None,

@@ -29,7 +29,7 @@ pub struct Inspection {
 pub(crate) struct KernelInfo {
     pub(crate) name: String,
     pub(crate) demangled: String,
-    pub(crate) family: crate::read::classify::Family,
+    pub(crate) family: crate::trace::classify::Family,
     pub(crate) quant: Option<String>,
     /// From the code object's AMDGPU metadata note, where present.
     pub(crate) resources: Option<Resources>,
@@ -42,7 +42,7 @@ pub(crate) struct KernelInfo {
 /// A bundle's kernels classified, as `inspect` shows them.
 pub(crate) fn classified(b: Bundle) -> Bundle<KernelInfo> {
     b.map_kernels(|k| {
-        let class = crate::read::classify::classify(&k.name);
+        let class = crate::trace::classify::classify(&k.name);
         KernelInfo {
             demangled: crate::os::demangle::demangle(&k.name),
             family: class.family,

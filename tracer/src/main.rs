@@ -17,7 +17,7 @@ use clap::Parser as _;
 use tracer::{
     cli::{Cli, Cmd, ExportCli, ExportFormat, Generated},
     os::output::{self, Dest, Staged},
-    read::report::Report,
+    read::{self, report::Report},
     record::{self, RecordArgs},
 };
 
@@ -37,7 +37,9 @@ fn main() -> ExitCode {
 /// One subcommand, to its exit status.
 fn run(command: Cmd) -> anyhow::Result<ExitCode> {
     match command {
-        Cmd::Record(r) => Ok(record::run(RecordArgs::try_from(r)?)?.map_or(ExitCode::SUCCESS, ExitCode::from)),
+        Cmd::Record(r) => {
+            Ok(record::run(RecordArgs::try_from(r)?, read::metrics::serve)?.map_or(ExitCode::SUCCESS, ExitCode::from))
+        }
         Cmd::Inspect(i) => {
             let ins = tracer::inspect::inspect(&i.file, i.target.as_deref())?;
             print(&if i.json { format!("{}\n", serde_json::to_string_pretty(&ins)?) } else { ins.to_text() })
@@ -54,7 +56,7 @@ fn run(command: Cmd) -> anyhow::Result<ExitCode> {
                 print(&format!("{}\n", serde_json::to_string_pretty(&rep)?))
             } else {
                 warn(&rep.trace.warnings());
-                print(&rep.to_text(&tracer::read::report::TextOptions { full_names: r.full_names, top: r.top }))
+                print(&rep.to_text(&read::report::TextOptions { full_names: r.full_names, top: r.top }))
             }
         }
     }
@@ -79,10 +81,10 @@ fn print(text: &str) -> anyhow::Result<ExitCode> {
 fn export(e: &ExportCli) -> anyhow::Result<ExitCode> {
     let input = tracer::trace::Input::new(&e.files)?;
     let run = |out: &mut (dyn std::io::Write + Send)| match e.format {
-        ExportFormat::Perfetto => tracer::read::export::perfetto(&input, out),
-        ExportFormat::Csv => tracer::read::export::csv(&input, out),
-        ExportFormat::Dot => tracer::read::export::dot(&input, out),
-        ExportFormat::Parquet => tracer::read::export::parquet(&input, out),
+        ExportFormat::Perfetto => read::export::perfetto(&input, out),
+        ExportFormat::Csv => read::export::csv(&input, out),
+        ExportFormat::Dot => read::export::dot(&input, out),
+        ExportFormat::Parquet => read::export::parquet(&input, out),
     };
     let warnings = match e.output.as_deref().map_or(Dest::Stdout, Dest::parse) {
         Dest::Stdout => {

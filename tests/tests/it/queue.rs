@@ -291,7 +291,7 @@ fn late_attach_names_dispatches_from_the_loaded_code_object_list() {
     let mut mmq = 0;
     for d in &ds {
         let k = named[&d.kernel.unwrap()];
-        let Some(at) = tracer::read::classify::classify(&k.name).ne11_kernarg else { continue };
+        let Some(at) = trace::classify::classify(&k.name).ne11_kernarg else { continue };
         let word = d.params.get(&((at / 8) as u8)).copied().unwrap_or_else(|| panic!("{} read nothing", k.name));
         assert_eq!((word >> (8 * (at % 8))) as u32, 0x10000 + at, "{}", k.name);
         mmq += 1;

@@ -5,7 +5,6 @@
 //! [`phase`] (steps, sequences and phases; its step feeder is the one report, export and metrics share).
 //! It reads [`crate::trace`] and [`crate::os`]; nothing here imports from `record`.
 
-pub mod classify;
 pub mod export;
 pub mod metrics;
 pub mod phase;

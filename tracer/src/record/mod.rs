@@ -1,28 +1,17 @@
-//! The write wing: everything between the probes and the trace file.
+//! The write wing: everything between the probes and the trace file, laid out as its data path.
 //!
-//! `tracer record` finds the libraries,
-//! creates the output, and runs one `session`, which drives the data path end to end: [`attach`] (probe plan,
-//! load, attach) → `ring` (a thread drains the ring buffer) → [`decode`] (bytes to the trace's events) →
-//! [`attribute`] (process, library copy, kernel name: it asks [`names`] for kernel names, `process` and
-//! [`ollama`] for the rest) → [`crate::trace::Writer`]. `libs` and `ldso` find the copies to probe.
+//! `tracer record` finds the libraries, creates the output, and runs one `session`, which drives the data
+//! path end to end: [`probes`] (which copies to probe — `libs`, `ldso`, `ollama`, the library `watch`,
+//! counted `entries` — and `attach`: probe plan, load, attach) → [`intake`] (`ring`: a thread drains the
+//! ring buffer; `decode`: bytes to the trace's events) → [`attribute`] (process, library copy, kernel name:
+//! it asks [`names`] for kernel names) → [`crate::trace::Writer`]. `session` holds the recording's control:
+//! its arguments, the command it starts, signals, readiness, live metrics.
 
-pub(crate) mod attach;
 pub mod attribute;
-pub mod decode;
-mod ldso;
-mod libs;
+pub mod intake;
 pub mod names;
-pub mod ollama;
-mod process;
-mod ring;
-
-mod command;
-mod entries;
-mod live;
-mod ready;
+pub mod probes;
 mod session;
-mod signals;
-mod watch;
 
 use std::{
     fs::File,
@@ -32,17 +21,17 @@ use std::{
 
 use anyhow::{Result, bail};
 
+use probes::{attach, ldso, libs, libs::LibCopy, ollama};
 pub use session::args::RecordArgs;
-use session::{Setup, Targets, args::runtimes};
+use session::{Setup, Targets, args::runtimes, command, live, ready, signals};
 
 use crate::{
     os::{
         output,
         proc::{LIVE, Procs as _},
     },
-    record::libs::LibCopy,
     trace::{
-        GpuLibrary, Rotation, Writer,
+        self, GpuLibrary, Rotation, Writer,
         runtimes::{CUDA_DRIVER, HIP_RUNTIME, VULKAN_LOADER},
     },
 };
@@ -131,9 +120,11 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32], later: bo
     Ok(all)
 }
 
-/// Records until a stop condition; returns the exit status (the shell's convention): the started
-/// command's, or 128 + N when signal N stopped the recording.
-pub fn run(args: RecordArgs) -> Result<Option<u8>> {
+/// Records until a stop condition; returns the exit status (the shell's convention).
+///
+/// The status is the started command's, or 128 + N when signal N stopped the recording. `serve` starts the metrics endpoint when `--metrics` asks for one (the read wing's server, handed in by
+/// `main`: the recording does not reach into the read wing).
+pub fn run(args: RecordArgs, serve: trace::Serve) -> Result<Option<u8>> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         // Signals first: one that comes during the set-up (probes take seconds to attach) must not kill
@@ -154,7 +145,7 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
             Some(r) => Writer::rotating(file, compress, r, &args.output)?,
             None => Writer::new(file, compress)?,
         };
-        let metrics = args.metrics.and_then(|addr| serve_metrics(addr, &args, &mut writer));
+        let metrics = args.metrics.and_then(|addr| serve_metrics(serve, addr, &args, &mut writer));
         let (mut session, child) = session::Session::set_up(&args, setup, writer)?;
         session.metrics = metrics;
         if let Some(sig) = signals.pending() {
@@ -180,16 +171,20 @@ pub fn run(args: RecordArgs) -> Result<Option<u8>> {
 /// The metrics endpoint (`--metrics`), fed by the writer's tap. A port taken by someone else is no reason
 /// to lose the recording (a service would restart in a loop): tracer says so and records without metrics.
 #[expect(clippy::print_stderr, reason = "a recording without its metrics, or with them exposed, says so")]
-fn serve_metrics(addr: std::net::SocketAddr, args: &RecordArgs, writer: &mut Writer) -> Option<live::LiveMetrics> {
-    let live = std::sync::Arc::new(std::sync::Mutex::new(crate::read::metrics::Metrics::new(!args.metrics_no_comm)));
-    match crate::read::metrics::Server::start(addr, std::sync::Arc::clone(&live)) {
-        Ok(server) => {
+fn serve_metrics(
+    serve: trace::Serve,
+    addr: std::net::SocketAddr,
+    args: &RecordArgs,
+    writer: &mut Writer,
+) -> Option<live::LiveMetrics> {
+    match serve(addr, !args.metrics_no_comm) {
+        Ok((server, tap)) => {
             if !addr.ip().is_loopback() {
                 eprintln!(
                     "tracer: warning: metrics are served on {addr}, which other machines may reach, and they name the traced processes and models; serve them on 127.0.0.1 unless that is meant"
                 );
             }
-            writer.set_tap(Box::new(crate::read::metrics::Tap(live)));
+            writer.set_tap(tap);
             Some(live::LiveMetrics { server })
         }
         Err(e) => {

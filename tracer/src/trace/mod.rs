@@ -1,6 +1,7 @@
 //! The trace file: `schema` (what each line holds), `writer`, `reader` (with `scan`, its fast
 //! path for the writer's own launch and call lines), and `model`, what every reader of it shares.
 
+pub mod classify;
 pub mod event;
 pub mod model;
 mod parts;
@@ -14,7 +15,7 @@ mod writer;
 pub use parts::{Input, MAX_PARTS};
 pub use reader::{MAX_BLANK_LINES, MAX_LINE, ReadStatus, for_each_record, read_file, read_from, read_records};
 pub use schema::*;
-pub use writer::{Rotation, Tap, Writer};
+pub use writer::{Endpoint, Rotation, Serve, Tap, Writer};
 
 #[cfg(test)]
 mod tests {

@@ -183,6 +183,23 @@ pub trait Tap: Send {
     fn record(&mut self, record: &Record);
 }
 
+/// A live endpoint a [`Tap`] feeds (the metrics server, `read::metrics`), as a recording drives it: the
+/// recording hands it its losses and processes, and at its end takes what it shed.
+pub trait Endpoint: Send + Sync {
+    /// Where it answers.
+    fn addr(&self) -> std::net::SocketAddr;
+    /// The recording's losses so far (by kind) and the processes it traces, for the next answers.
+    fn set_session(&self, dropped: BTreeMap<String, u64>, processes_traced: u64);
+    /// Its listening socket, which the child that releases the probes closes.
+    fn listener_fd(&self) -> std::os::fd::RawFd;
+    /// (connections closed to make room, waits for room before accepting).
+    fn shed(&self) -> (u64, u64);
+}
+
+/// Starts a live endpoint on the recording's runtime: at an address, with process names as labels or not;
+/// the endpoint, and the tap that feeds it.
+pub type Serve = fn(std::net::SocketAddr, bool) -> Result<(Box<dyn Endpoint>, Box<dyn Tap>)>;
+
 /// Compressed output is a sequence of zstd frames, one per flush and per MiB of lines between: a reader
 /// decodes every complete frame of a file whose writer was killed, and a frame is written whole.
 enum Sink {

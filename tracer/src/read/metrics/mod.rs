@@ -22,6 +22,17 @@ mod jobs;
 mod serve;
 pub(crate) use serve::Server;
 
+/// Starts the metrics endpoint at `addr` on the current runtime (`record --metrics`): the server, and the
+/// writer's tap that feeds it ([`crate::trace::Serve`]).
+pub fn serve(
+    addr: std::net::SocketAddr,
+    comm_label: bool,
+) -> anyhow::Result<(Box<dyn crate::trace::Endpoint>, Box<dyn crate::trace::Tap>)> {
+    let live = Arc::new(Mutex::new(Metrics::new(comm_label)));
+    let server = Server::start(addr, Arc::clone(&live))?;
+    Ok((Box::new(server), Box::new(Tap(live))))
+}
+
 use std::{
     collections::{BTreeMap, HashMap},
     sync::{Arc, Mutex, PoisonError},

@@ -147,6 +147,24 @@ impl Server {
     }
 }
 
+impl crate::trace::Endpoint for Server {
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn set_session(&self, dropped: std::collections::BTreeMap<String, u64>, processes_traced: u64) {
+        Self::set_session(self, Session { dropped, processes_traced });
+    }
+
+    fn listener_fd(&self) -> std::os::fd::RawFd {
+        Self::listener_fd(self)
+    }
+
+    fn shed(&self) -> (u64, u64) {
+        Self::shed(self)
+    }
+}
+
 impl Drop for Server {
     /// The endpoint closes with the recording.
     fn drop(&mut self) {

@@ -16,7 +16,7 @@ use tracer_common::api::Op;
 
 use super::Phases;
 use crate::{
-    read::classify::{Batch, Class, Family, classify},
+    trace::classify::{Batch, Class, Family, classify},
     trace::event::{Call, Dispatch, GridUnit, Launch},
     trace::model::{Index, Visitor},
     trace::{Exit, GraphExec, Kernel, StepBatch, StepCalls},

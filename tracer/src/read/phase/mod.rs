@@ -32,7 +32,7 @@ pub use report::{MAX_PASSES, MAX_SEQUENCES, PassReport, PassSequence, Phase, Pha
 use tracer_common::{ApiFunc, api::Op};
 
 use crate::{
-    read::classify::{Batch, Class, Family},
+    trace::classify::{Batch, Class, Family},
     trace::event::MemcpyKind,
 };
 

@@ -1,7 +1,7 @@
 //! Steps, phases and passes, from calls and kernels in order.
 
 use super::*;
-use crate::read::classify::classify;
+use crate::trace::classify::classify;
 
 const MMVQ1: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj";
 const MMVQ4: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi4ELb0EEvPKvS2_PKiPfjjj";

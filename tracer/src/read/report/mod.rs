@@ -352,7 +352,7 @@ pub(crate) struct IoctlReport {
 /// What a kernel's name says it does (see `classify`).
 #[derive(Debug, Default, Serialize)]
 pub(crate) struct KernelClass {
-    pub(crate) family: crate::read::classify::Family,
+    pub(crate) family: trace::classify::Family,
     pub(crate) quant: Option<String>,
     /// "1" (exact columns, MMVQ) or "<=128" (MMQ tile width, from the name alone).
     pub(crate) batch: Option<String>,
@@ -362,19 +362,19 @@ pub(crate) struct KernelClass {
 
 impl KernelClass {
     fn of(name: &str) -> Self {
-        Self::from(crate::read::classify::classify(name))
+        Self::from(trace::classify::classify(name))
     }
 
     fn of_shape(name: &str, sh: &Shape) -> Self {
         let work_items = sh.grid_unit == GridUnit::WorkItems;
-        Self::from(crate::read::classify::classify(name).with_shape(sh.grid, sh.block, work_items))
+        Self::from(trace::classify::classify(name).with_shape(sh.grid, sh.block, work_items))
     }
 
-    fn from(c: crate::read::classify::Class) -> Self {
+    fn from(c: trace::classify::Class) -> Self {
         Self {
             family: c.family,
             quant: c.quant.map(str::to_owned),
-            batch: c.batch.map(crate::read::classify::Batch::label),
+            batch: c.batch.map(trace::classify::Batch::label),
             library: c.library.map(str::to_owned),
         }
     }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::{
     os::{files::Reader, proc::Procs},
-    record::decode::Name,
+    record::intake::decode::Name,
     trace::event::Call,
     trace::{CODE_DIR_BYTES_MAX, CODE_DIR_NAMES_MAX, CodeDir},
 };

@@ -18,7 +18,7 @@ pub(crate) struct Effects {
     /// also tells the eBPF launch path that its process is traced.
     pub(crate) plans_gone: Vec<(u32, u64)>,
     /// Runtime libraries traced processes opened: copies that may have to be probed now.
-    pub(crate) opened: Vec<crate::record::decode::Opened>,
+    pub(crate) opened: Vec<crate::record::intake::decode::Opened>,
     /// Probed libraries whose last initializer ran in a traced process: (pid, library id, time), the id as
     /// `ProcEvent::Init` carries it. Their probes were in place before the library's first call there.
     pub(crate) initialized: Vec<(u32, u32, u64)>,

@@ -13,9 +13,8 @@ use tracer_common::{
 use crate::{
     os::proc::{LIVE, Procs},
     record::{
-        decode::{CodeTail, Event, Name, Params, Proc},
+        intake::decode::{CodeTail, Event, Name, Params, Proc},
         names::{HeldMappings, Names, ProcessNames, Source},
-        process::ProcessTable,
     },
     trace::event::{Call, Dispatch, Launch, PacketType},
     trace::{self, Cause, Record},
@@ -25,6 +24,9 @@ mod code_files;
 mod effects;
 mod graphs;
 mod params;
+pub(crate) mod process;
+
+use process::ProcessTable;
 mod sites;
 
 pub(crate) use effects::Effects;

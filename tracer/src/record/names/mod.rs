@@ -82,10 +82,10 @@ struct Entry {
     /// The mangled name ("" when unnamed): graph executables read from the driver are checked against the
     /// names of the launches a capture made.
     name: Arc<str>,
-    /// The kernel parameters its launches need read ([`crate::read::classify::Class::param_plan`]).
+    /// The kernel parameters its launches need read ([`trace::classify::Class::param_plan`]).
     param_plan: u32,
     /// For a kernel object: the words of a dispatch's argument segment it needs read
-    /// ([`crate::read::classify::Class::kernarg_plan`]).
+    /// ([`trace::classify::Class::kernarg_plan`]).
     kernarg_plan: u32,
     /// Whether the plan was handed to the eBPF side since the handle was bound.
     plan_sent: bool,
@@ -235,7 +235,7 @@ impl Of<'_> {
         let (param_plan, kernarg_plan) = if name.is_empty() {
             (0, 0)
         } else {
-            let class = crate::read::classify::classify_demangled(name, &demangled);
+            let class = trace::classify::classify_demangled(name, &demangled);
             (class.param_plan(), class.kernarg_plan())
         };
         let entry = Entry { id, source, name: name.into(), param_plan, kernarg_plan, plan_sent: false };

@@ -6,7 +6,7 @@ use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
 use crate::{
     os::clock::realtime_ns,
-    record::{
+    record::probes::{
         attach::{self, ProbeMode},
         libs::LibCopy,
     },

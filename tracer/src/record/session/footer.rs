@@ -8,7 +8,7 @@ use tracer_common::{ApiFunc, Counter, Footer};
 use super::Session;
 use crate::{
     os::clock::monotonic_ns,
-    record::attach,
+    record::probes::{attach, entries::Entries},
     trace::{self, Record, Stop},
 };
 
@@ -123,7 +123,7 @@ impl Session<'_> {
             }
         }
         missed += self.watch.links.as_ref().map_or(0, attach::RuntimeLinks::misses);
-        missed += self.watch.entries.as_ref().map_or(0, super::super::entries::Entries::misses);
+        missed += self.watch.entries.as_ref().map_or(0, Entries::misses);
         for (key, n) in [("program_runs_missed", missed), ("job_stages_missed", jobs_missed)] {
             if n > 0 {
                 footer.counters.insert(key.to_owned(), n);

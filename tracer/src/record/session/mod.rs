@@ -10,26 +10,29 @@ use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray};
 use tracer_common::{Counter, Footer, PlanKey, ThreadTally};
 
 pub(crate) mod args;
+pub(crate) mod command;
 mod footer;
+pub(crate) mod live;
+pub(crate) mod ready;
 mod setup;
+pub(crate) mod signals;
 
 use args::runtimes;
 pub(crate) use args::{RecordArgs, Setup, Targets};
 
-use super::{
-    command::{self, Command},
-    live::{LiveMetrics, LiveStatus},
-    signals::{Signals, restore_default_signals},
-    watch::LibraryWatch,
-};
+use command::Command;
+use live::{LiveMetrics, LiveStatus};
+use signals::{Signals, restore_default_signals};
+
 use crate::{
     os::clock::monotonic_ns,
     record::{
-        attach,
         attribute::Attributor,
-        decode::decode,
-        ollama,
-        ring::{self, Ring},
+        intake::{
+            decode::decode,
+            ring::{self, Ring},
+        },
+        probes::{attach, ollama, watch::LibraryWatch},
     },
     trace::{self, Record, Stop, Writer},
 };
@@ -86,10 +89,10 @@ impl Session<'_> {
         let mut facts =
             vec![("pid", std::process::id().to_string()), ("trace", self.args.output.display().to_string())];
         if let Some(m) = &self.metrics {
-            facts.push(("metrics", m.server.addr.to_string()));
+            facts.push(("metrics", m.server.addr().to_string()));
         }
         let status = format!("recording to {}", self.args.output.display());
-        let _ready = super::ready::Ready::announce(self.args.ready_file.as_deref(), &facts, &status);
+        let _ready = ready::Ready::announce(self.args.ready_file.as_deref(), &facts, &status);
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         // Effects are applied after every batch too; this tick finds a command's end and the effects of a
         // quiet ring (each tick is a wake-up: see `ring::POLL`).
@@ -151,7 +154,7 @@ impl Session<'_> {
         }
         let n = self.watch.probed.len();
         if let Some(m) = &self.metrics {
-            eprintln!("tracer: metrics for Prometheus at http://{}/metrics", m.server.addr);
+            eprintln!("tracer: metrics for Prometheus at http://{}/metrics", m.server.addr());
         }
         eprintln!(
             "tracer: recording {}to {} ({n} library cop{}); stop with Ctrl-C",
@@ -226,8 +229,7 @@ impl Session<'_> {
     fn update_metrics_session(&self) {
         let Some(m) = &self.metrics else { return };
         let dropped = self.drops_so_far();
-        m.server
-            .set_session(crate::read::metrics::Session { dropped, processes_traced: self.processes_traced() as u64 });
+        m.server.set_session(dropped, self.processes_traced() as u64);
     }
 
     /// Records lost so far, by kind: the drain thread's own losses beside the ring's, as the footer lists
@@ -360,7 +362,7 @@ impl Session<'_> {
     /// probed as it opens them (a command's, before it starts).
     fn predict(&mut self, pid: u32, ts: u64) -> Result<()> {
         let Some(other) = self.watch.execd(pid, ts) else { return Ok(()) };
-        let Some((root, loaded)) = crate::record::ldso::of_process(pid) else { return Ok(()) };
+        let Some((root, loaded)) = crate::record::probes::ldso::of_process(pid) else { return Ok(()) };
         let runtimes = runtimes(self.args);
         // The runtimes first, the ones a backend's load calls into first of all (its registrations); the
         // libraries whose calls are counted last: the process is loading them meanwhile.
@@ -369,19 +371,19 @@ impl Session<'_> {
             Some(_) => 1,
             None => 2,
         };
-        let mut found: Vec<(u8, String, crate::record::libs::LibCopy)> = loaded
+        let mut found: Vec<(u8, String, crate::record::probes::libs::LibCopy)> = loaded
             .objects
             .iter()
             .skip(1)
             .filter_map(|p| {
                 let name = p.file_name()?.to_string_lossy().into_owned();
-                Some((rank(&name), name, crate::record::libs::in_root(&root, p)?))
+                Some((rank(&name), name, crate::record::probes::libs::in_root(&root, p)?))
             })
             .collect();
         // A root seen for the first time (a container's first program: its entry script, its server): the
         // runtime copies in its usual places too, after this program's own, for the programs it starts.
         if self.watch.new_root(&other) {
-            let usual = runtimes.iter().flat_map(|r| crate::record::libs::usual_places_in(&root, r));
+            let usual = runtimes.iter().flat_map(|r| crate::record::probes::libs::usual_places_in(&root, r));
             found.extend(usual.filter_map(|c| {
                 let name = c.path.rsplit('/').next()?.to_owned();
                 Some((rank(&name).max(1), name, c))
@@ -392,7 +394,7 @@ impl Session<'_> {
             let records = if rank < 2 {
                 self.watch.attach_found(&mut self.ebpf, pid, &copy, self.args.probe_mode)
             } else {
-                let gpu = crate::record::libs::gpu_library(&name, Some(&copy.file));
+                let gpu = crate::record::probes::libs::gpu_library(&name, Some(&copy.file));
                 self.watch.count_entries(gpu, &copy.path, &copy.file).map(Record::EntryLibrary).into_iter().collect()
             };
             for r in records {

@@ -16,14 +16,18 @@ use crate::{
     os::clock::monotonic_ns,
     os::proc::{LIVE, Procs as _},
     record::{
-        attach::{self, Settings},
         attribute::Attributor,
-        libs::LibCopy,
+        intake::ring::Ring,
         names::early::EarlyLooks,
-        ollama,
-        ring::Ring,
+        probes::{
+            attach::{self, Settings},
+            entries::Entries,
+            libs::LibCopy,
+            ollama,
+            watch::LibraryWatch,
+        },
+        session::command::Command,
     },
-    record::{command::Command, entries::Entries, watch::LibraryWatch},
     trace::{Record, Writer},
 };
 

@@ -14,12 +14,12 @@ use tracer_common::{EntryKey, StepTally};
 
 use crate::{
     os::files::CodeFile,
-    record::attach::MultiProgram,
+    record::probes::attach::MultiProgram,
     trace::{self, Record},
 };
 
 /// Counted entry points of the recording's GPU libraries.
-pub(super) struct Entries {
+pub(in crate::record) struct Entries {
     /// The counting program; `None` where the kernel could not load it (said once at the start).
     program: Option<MultiProgram>,
     /// The initializer's witness ([`tracer_common::ProcEvent::Init`]), linked at each library's last
@@ -38,7 +38,7 @@ pub(super) struct Entries {
 }
 
 impl Entries {
-    pub(super) fn new(
+    pub(in crate::record) fn new(
         (program, witness): (Option<MultiProgram>, Option<MultiProgram>),
         counts: BpfHashMap<MapData, EntryKey, u64>,
         steps: BpfHashMap<MapData, u32, StepTally>,
@@ -47,28 +47,28 @@ impl Entries {
     }
 
     /// The library (dev, inode) counted under `id`.
-    pub(super) fn file_of(&self, id: u32) -> Option<(u64, u64)> {
+    pub(in crate::record) fn file_of(&self, id: u32) -> Option<(u64, u64)> {
         self.libs.iter().find_map(|(&file, &(lib, _))| (lib == id).then_some(file))
     }
 
     /// The counting program's (name, runs, nanoseconds) as the kernel counted them (`--program-stats`).
-    pub(super) fn stats(&self, name: &'static str) -> Option<(&'static str, u64, u64)> {
+    pub(in crate::record) fn stats(&self, name: &'static str) -> Option<(&'static str, u64, u64)> {
         self.program.as_ref()?.stats().map(|(runs, ns)| (name, runs, ns))
     }
 
     /// Runs of the counting program the kernel skipped (another tracer program was running on that CPU).
-    pub(super) fn misses(&self) -> u64 {
+    pub(in crate::record) fn misses(&self) -> u64 {
         self.program.as_ref().map_or(0, MultiProgram::misses)
     }
 
     /// Whether the library (dev, inode) has its entry points counted.
-    pub(super) fn counted(&self, id: (u64, u64)) -> bool {
+    pub(in crate::record) fn counted(&self, id: (u64, u64)) -> bool {
         self.libs.get(&id).is_some_and(|&(_, linked)| linked)
     }
 
     /// Probes the exported functions of `file` (seen as `path`), unless done before: the record to write,
     /// once per file (with the reason when it could not be probed).
-    pub(super) fn attach(&mut self, path: &str, file: &CodeFile) -> Option<trace::EntryLibrary> {
+    pub(in crate::record) fn attach(&mut self, path: &str, file: &CodeFile) -> Option<trace::EntryLibrary> {
         let program = self.program.as_ref()?;
         let (dev, inode) = file.id();
         if self.libs.contains_key(&(dev, inode)) {
@@ -90,7 +90,7 @@ impl Entries {
         // Each where one exception does (past a leading `test` before a jump: see `one_trap_point`); the
         // counting program reads nothing but its cookie.
         let offsets: Vec<u64> =
-            found.functions.iter().map(|(_, off)| crate::record::attach::one_trap_point(file, *off)).collect();
+            found.functions.iter().map(|(_, off)| crate::record::probes::attach::one_trap_point(file, *off)).collect();
         // The point in the low half; the upper half is the library's step slot (its calls per step).
         let slot = tracer_common::step_slot(id) << 32;
         let cookies: Vec<u64> = (first..).take(offsets.len()).map(|p| p | slot).collect();
@@ -118,7 +118,7 @@ impl Entries {
 
     /// Reads and deletes the counts of process `pid` (every process: `None`), as records by library and
     /// function, and the calls of its last step (a process that ran `llama_decode`).
-    pub(super) fn take(&mut self, pid: Option<u32>) -> Vec<Record> {
+    pub(in crate::record) fn take(&mut self, pid: Option<u32>) -> Vec<Record> {
         let mut out = self.take_steps(pid);
         out.extend(self.take_calls(pid));
         out

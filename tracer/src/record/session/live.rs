@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 /// The live line on stderr while recording (a terminal only, and not with -q), redrawn each second.
-pub(super) struct LiveStatus {
+pub(in crate::record) struct LiveStatus {
     enabled: bool,
     started: std::time::Instant,
     last: std::time::Instant,
@@ -14,17 +14,17 @@ pub(super) struct LiveStatus {
 }
 
 impl LiveStatus {
-    pub(super) fn new(enabled: bool) -> Self {
+    pub(in crate::record) fn new(enabled: bool) -> Self {
         let now = std::time::Instant::now();
         Self { enabled, started: now, last: now, last_counts: (0, 0), shown: false }
     }
 
-    pub(super) fn due(&self) -> bool {
+    pub(in crate::record) fn due(&self) -> bool {
         self.enabled && self.last.elapsed() >= Duration::from_secs(1)
     }
 
     #[expect(clippy::float_arithmetic, clippy::cast_precision_loss, reason = "rates per second")]
-    pub(super) fn line(&mut self, processes: usize, launches: u64, dispatches: u64, dropped: u64) -> String {
+    pub(in crate::record) fn line(&mut self, processes: usize, launches: u64, dispatches: u64, dropped: u64) -> String {
         let secs = self.last.elapsed().as_secs_f64().max(1e-3);
         let rate = |now: u64, before: u64| (now.saturating_sub(before) as f64 / secs).round() as u64;
         let line = format!(
@@ -39,13 +39,13 @@ impl LiveStatus {
         line
     }
 
-    pub(super) fn show(&mut self, line: &str) {
+    pub(in crate::record) fn show(&mut self, line: &str) {
         eprint!("\r\x1b[K{line}");
         self.shown = true;
     }
 
     /// Takes the line away before the final summary.
-    pub(super) fn clear(&mut self) {
+    pub(in crate::record) fn clear(&mut self) {
         if self.shown {
             eprint!("\r\x1b[K");
             self.shown = false;
@@ -54,6 +54,6 @@ impl LiveStatus {
 }
 
 /// The live metrics of a recording and their endpoint (`--metrics`), which answers on tasks of its own.
-pub(super) struct LiveMetrics {
-    pub(crate) server: crate::read::metrics::Server,
+pub(in crate::record) struct LiveMetrics {
+    pub(crate) server: Box<dyn crate::trace::Endpoint>,
 }

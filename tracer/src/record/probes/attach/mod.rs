@@ -20,7 +20,7 @@ use aya::{
 };
 use tracer_common::{ApiFunc, api::ProbeShape, cookie};
 
-use crate::{record::libs::LibCopy, trace};
+use crate::{record::probes::libs::LibCopy, trace};
 
 mod links;
 mod multi;

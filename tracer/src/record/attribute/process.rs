@@ -5,7 +5,7 @@ use std::{collections::HashMap, path::PathBuf};
 
 use crate::{
     os::proc::{LIVE, Procs},
-    record::{names::early::EarlyLooks, ollama},
+    record::{names::early::EarlyLooks, probes::ollama},
     trace::{self, Cause},
 };
 

@@ -11,9 +11,9 @@ use crate::{
         files::{CodeFile, ProcessRoot},
         proc::{LIVE, MapsEntry, Procs as _},
     },
-    record::entries::Entries,
-    record::{
+    record::probes::{
         attach::{self, ProbeMode},
+        entries::Entries,
         libs::{self, LibCopy},
     },
     trace::{self, GpuLibrary, Record, runtimes},
@@ -24,7 +24,7 @@ const ROOTS_PROBED: usize = 64;
 
 /// What the recording knows of the libraries its processes map.
 #[derive(Default)]
-pub(super) struct LibraryWatch {
+pub(in crate::record) struct LibraryWatch {
     /// File-name prefixes of the runtimes to probe.
     runtimes: Vec<&'static str>,
     /// `--lib`: only the copies the user named are probed; another copy a process maps or opens is listed
@@ -33,9 +33,9 @@ pub(super) struct LibraryWatch {
     /// Copies left unprobed for `--lib`, said once each on stderr.
     left_unprobed: std::collections::HashSet<(u64, u64)>,
     /// The runtime programs for multi-point links (None: one uprobe per function).
-    pub(super) links: Option<attach::RuntimeLinks>,
+    pub(in crate::record) links: Option<attach::RuntimeLinks>,
     /// Probed copies: (dev, inode) -> library id.
-    pub(super) probed: std::collections::HashMap<(u64, u64), u32>,
+    pub(in crate::record) probed: std::collections::HashMap<(u64, u64), u32>,
     /// What the watch holds of each process, let go of whole at its exit ([`LibraryWatch::forget`]).
     processes: std::collections::HashMap<u32, Watched>,
     /// Whether each file (dev, inode) seen mapped is a GPU library, and why: read once per file.
@@ -43,30 +43,30 @@ pub(super) struct LibraryWatch {
     /// When each probed copy's probes were attached.
     attached_at: std::collections::HashMap<(u64, u64), u64>,
     /// When the recording started: copies attached before were probed before any target ran.
-    pub(super) started: u64,
+    pub(in crate::record) started: u64,
     /// Runtime copies that could not be probed.
     failed: std::collections::HashSet<(u64, u64)>,
     /// Mapped files that could not be opened to tell, by cause (footer counters).
-    pub(super) unreadable: std::collections::BTreeMap<&'static str, u64>,
+    pub(in crate::record) unreadable: std::collections::BTreeMap<&'static str, u64>,
     /// Files (dev, inode) that could not be opened at some look, counted once in `unreadable`.
     unread_files: std::collections::HashSet<(u64, u64)>,
     /// Processes a look found without maps (ended) (footer counter).
-    pub(super) maps_gone_count: u64,
+    pub(in crate::record) maps_gone_count: u64,
     /// Processes that joined and ended before their own links could be placed (footer counter).
-    pub(super) ended_unlinked_count: u64,
+    pub(in crate::record) ended_unlinked_count: u64,
     /// Processes a look found ended, listed from the mappings naming held of them (footer counter).
-    pub(super) maps_gone_listed_count: u64,
+    pub(in crate::record) maps_gone_listed_count: u64,
     /// Runtime copies opened by a process of another root that had ended before the open was read: the
     /// copy cannot be found through it any more, and its path from tracer's root is another file (footer
     /// counter).
-    pub(super) opened_unresolved_count: u64,
+    pub(in crate::record) opened_unresolved_count: u64,
     /// Other roots (containers, chroots) whose usual places were probed, by description.
     roots_probed: std::collections::HashSet<String>,
     /// Other roots seen past [`ROOTS_PROBED`]: their copies are probed as their processes load them
     /// (footer counter).
-    pub(super) roots_not_probed: u64,
+    pub(in crate::record) roots_not_probed: u64,
     /// Calls into the other GPU libraries, counted per exported function (set once the maps are loaded).
-    pub(super) entries: Option<Entries>,
+    pub(in crate::record) entries: Option<Entries>,
 }
 
 /// What the watch holds of one process.
@@ -119,13 +119,13 @@ impl Watched {
 
 impl LibraryWatch {
     /// A watch probing the copies of `runtimes` it finds, or (`only_named`: `--lib`) none but those.
-    pub(super) fn new(runtimes: Vec<&'static str>, only_named: bool) -> Self {
+    pub(in crate::record) fn new(runtimes: Vec<&'static str>, only_named: bool) -> Self {
         Self { runtimes, only_named, ..Default::default() }
     }
 
     /// Whether a runtime copy found mapped or opened by `pid` is to be probed now; with `--lib`, it is
     /// not (said once per copy).
-    pub(super) fn may_probe(&mut self, id: (u64, u64), path: &str, pid: u32) -> bool {
+    pub(in crate::record) fn may_probe(&mut self, id: (u64, u64), path: &str, pid: u32) -> bool {
         if self.only_named && self.left_unprobed.insert(id) {
             eprintln!(
                 "tracer: note: {path} (used by process {pid}) is not probed: --lib names the only copies to probe"
@@ -135,7 +135,12 @@ impl LibraryWatch {
     }
 
     /// Attaches to `copy` unless it is probed already; returns the records to write.
-    pub(super) fn attach(&mut self, ebpf: &mut aya::Ebpf, copy: &LibCopy, mode: ProbeMode) -> Result<Vec<Record>> {
+    pub(in crate::record) fn attach(
+        &mut self,
+        ebpf: &mut aya::Ebpf,
+        copy: &LibCopy,
+        mode: ProbeMode,
+    ) -> Result<Vec<Record>> {
         if self.probed.contains_key(&(copy.dev, copy.inode)) {
             return Ok(Vec::new());
         }
@@ -166,7 +171,7 @@ impl LibraryWatch {
     /// A process of the recording, its runtime probes placed in it alone (probes per process; nothing when
     /// they are not). One that joined after the start (`joined`: a child, a new Ollama server) and already
     /// maps a probed copy may have called it before its probes: that copy is marked late for it.
-    pub(super) fn scope(&mut self, pid: u32, joined: bool) {
+    pub(in crate::record) fn scope(&mut self, pid: u32, joined: bool) {
         let Some(links) = self.links.as_mut() else { return };
         let now = crate::os::clock::monotonic_ns();
         let linked = links.add_process(pid);
@@ -197,7 +202,7 @@ impl LibraryWatch {
     /// A process that exec'd at `ts`: its image began then (a copy probed later may have been loaded unseen,
     /// unless its initializer's witness says otherwise). Whether its root is another than tracer's (a
     /// container's, a chroot's): then the copies its program will load are to be found in that root now.
-    pub(super) fn execd(&mut self, pid: u32, ts: u64) -> Option<String> {
+    pub(in crate::record) fn execd(&mut self, pid: u32, ts: u64) -> Option<String> {
         let w = self.processes.entry(pid).or_default();
         w.first_seen = Some(w.first_seen.map_or(ts, |f| f.min(ts)));
         w.root = crate::os::files::root_description(pid).or_else(|| w.root.take());
@@ -206,7 +211,7 @@ impl LibraryWatch {
 
     /// Whether another root is seen for the first time (its usual places are then probed), at most
     /// [`ROOTS_PROBED`] of them; past it, counted.
-    pub(super) fn new_root(&mut self, root: &str) -> bool {
+    pub(in crate::record) fn new_root(&mut self, root: &str) -> bool {
         if self.roots_probed.contains(root) {
             return false;
         }
@@ -218,7 +223,7 @@ impl LibraryWatch {
     }
 
     /// Probes runtime `copy`, found for process `pid` before it loads it, unless probed already or refused.
-    pub(super) fn attach_found(
+    pub(in crate::record) fn attach_found(
         &mut self,
         ebpf: &mut aya::Ebpf,
         pid: u32,
@@ -239,7 +244,7 @@ impl LibraryWatch {
     /// A probed copy's initializer ran in process `pid` at `ts` (its witness probe): the copy's probes were in
     /// place before its first call there, so its mapping is written again, not probed late, at the next
     /// look. Where probes are placed per process, only once the process had its own links by then.
-    pub(super) fn initialized(&mut self, pid: u32, lib: u32, ts: u64) {
+    pub(in crate::record) fn initialized(&mut self, pid: u32, lib: u32, ts: u64) {
         let id = if lib & tracer_common::COUNTED_LIBRARY == 0 {
             self.probed.iter().find_map(|(&id, &l)| (l == lib).then_some(id))
         } else {
@@ -271,7 +276,7 @@ impl LibraryWatch {
     /// file at the path it opened, looked up from tracer's root. Probed: late where the process's calls of
     /// it may have gone unseen (its own links came late, or the copy was probed after the open); not probed:
     /// said so, and the report calls the process incomplete.
-    fn opened_gone(&mut self, o: &crate::record::decode::Opened) -> Vec<Record> {
+    fn opened_gone(&mut self, o: &crate::record::intake::decode::Opened) -> Vec<Record> {
         // In a container or chroot, the same path from tracer's root is another file (the host's): not
         // listed, and counted.
         if self.processes.get(&o.origin.pid).is_some_and(|w| matches!(w.root, Some(ProcessRoot::Other(_)))) {
@@ -287,7 +292,12 @@ impl LibraryWatch {
 
     /// The mapping of a runtime copy a process was seen opening, written now (once per process and copy):
     /// `late`, its calls before the probes were not seen, from `linked_at` where its own links came.
-    fn opened_mapping(&mut self, o: &crate::record::decode::Opened, copy: LibCopy, late: bool) -> Option<Record> {
+    fn opened_mapping(
+        &mut self,
+        o: &crate::record::intake::decode::Opened,
+        copy: LibCopy,
+        late: bool,
+    ) -> Option<Record> {
         let pid = o.origin.pid;
         let id = (copy.dev, copy.inode);
         let lib = self.probed.get(&id).copied();
@@ -314,14 +324,14 @@ impl LibraryWatch {
     }
 
     /// A process that ended: its own probes released (probes per process).
-    pub(super) fn unscope(&mut self, pid: u32) {
+    pub(in crate::record) fn unscope(&mut self, pid: u32) {
         if let Some(links) = self.links.as_mut() {
             links.remove_process(pid);
         }
     }
 
     /// Whether runtime probes are placed in the recorded processes only.
-    pub(super) fn scoped(&self) -> bool {
+    pub(in crate::record) fn scoped(&self) -> bool {
         self.links.as_ref().is_some_and(attach::RuntimeLinks::scoped)
     }
 
@@ -330,7 +340,7 @@ impl LibraryWatch {
     /// maps. Known files cost no stat: maps give their device and inode. A process that has ended is
     /// listed from the mappings naming holds of it (`held`: its last look taken while it lived, with the
     /// files opened then).
-    pub(super) fn scan(
+    pub(in crate::record) fn scan(
         &mut self,
         ebpf: &mut aya::Ebpf,
         pid: u32,
@@ -474,7 +484,7 @@ impl LibraryWatch {
 
     /// Counts the entry points of a library built on a runtime (not a runtime itself: those calls are the
     /// API table's), unless done before: the record to write.
-    pub(super) fn count_entries(
+    pub(in crate::record) fn count_entries(
         &mut self,
         gpu: Option<GpuLibrary>,
         path: &str,
@@ -497,13 +507,13 @@ impl LibraryWatch {
 
     /// Processes the watch still holds state for although they have ended (footer
     /// `processes_held_after_exit`): each is let go at its exit, so any would be a leak.
-    pub(super) fn processes_held_after_exit(&self) -> u64 {
+    pub(in crate::record) fn processes_held_after_exit(&self) -> u64 {
         self.processes.keys().filter(|&&pid| !LIVE.is_running(pid)).count() as u64
     }
 
     /// A process that ended: what it leaves to write (its counted calls). One the watch never looked at
     /// (system-wide, any process's exit) costs nothing.
-    pub(super) fn forget(&mut self, pid: u32) -> Vec<Record> {
+    pub(in crate::record) fn forget(&mut self, pid: u32) -> Vec<Record> {
         if self.processes.remove(&pid).is_none() {
             return Vec::new();
         }
@@ -513,10 +523,10 @@ impl LibraryWatch {
     /// A runtime library a traced process is opening: probed now, if it is a copy not probed yet, before
     /// the process runs its code if tracer is quick enough (the trace says, per process, that calls before
     /// the probes were not seen).
-    pub(super) fn opened(
+    pub(in crate::record) fn opened(
         &mut self,
         ebpf: &mut aya::Ebpf,
-        o: &crate::record::decode::Opened,
+        o: &crate::record::intake::decode::Opened,
         mode: ProbeMode,
     ) -> Vec<Record> {
         let name = o.path.rsplit('/').next().unwrap_or(&o.path);
@@ -556,7 +566,7 @@ impl LibraryWatch {
     /// The file is looked up in the process's root; a process already gone or a zombie (a short program:
     /// the open record may be read after its exit) has its absolute path looked up in tracer's own, which
     /// names the same file outside containers. Nothing is probed in it either way.
-    fn unobserved_opened(&mut self, o: &crate::record::decode::Opened) -> Vec<Record> {
+    fn unobserved_opened(&mut self, o: &crate::record::intake::decode::Opened) -> Vec<Record> {
         let pid = o.origin.pid;
         let found = libs::opened_by(pid, &o.path).or_else(|| {
             // Gone, or a zombie not reaped yet: its root can no longer be opened.

@@ -144,9 +144,9 @@ pub(crate) fn bundle_dirs(procs: &dyn Procs, server: u32) -> Option<(Root, Vec<S
 }
 
 /// The copies of a runtime in a server's bundle directories, opened beneath its install tree.
-pub(crate) fn bundle_copies(server: u32, runtime: &str) -> Vec<crate::record::libs::LibCopy> {
+pub(crate) fn bundle_copies(server: u32, runtime: &str) -> Vec<crate::record::probes::libs::LibCopy> {
     let Some((tree, dirs)) = bundle_dirs(&crate::os::proc::LIVE, server) else { return Vec::new() };
-    dirs.iter().flat_map(|dir| crate::record::libs::in_dir(&tree, dir, runtime)).collect()
+    dirs.iter().flat_map(|dir| crate::record::probes::libs::in_dir(&tree, dir, runtime)).collect()
 }
 
 /// Whether a process's executable is owned by root or by `user` (a uid): what `--ollama` requires of an

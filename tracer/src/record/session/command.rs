@@ -8,14 +8,14 @@ use anyhow::{Result, anyhow, bail};
 
 /// How the started command ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Ended {
+pub(in crate::record) enum Ended {
     Exited(i32),
     Killed(i32),
 }
 
 impl Ended {
     /// The shell's convention: the exit code, or 128 + the signal's number.
-    pub(super) const fn status(self) -> u8 {
+    pub(in crate::record) const fn status(self) -> u8 {
         match self {
             Self::Exited(code) => code as u8,
             Self::Killed(sig) => 128u8.wrapping_add(sig as u8),
@@ -35,8 +35,8 @@ impl Ended {
 
 /// A started command, stopped until [`Command::resume`].
 #[derive(Debug)]
-pub(super) struct Command {
-    pub(super) pid: u32,
+pub(in crate::record) struct Command {
+    pub(in crate::record) pid: u32,
     ended: Option<Ended>,
     /// Where the child writes the errno of an `execv` that failed (closed by a successful exec).
     exec_error: Option<std::os::fd::OwnedFd>,
@@ -44,7 +44,7 @@ pub(super) struct Command {
 
 /// The program a command names, checked before anything is attached: a path as given, or the first
 /// executable of that name on PATH; a script's interpreter (`#!`) must exist and be executable too.
-pub(super) fn resolve(program: &str) -> Result<PathBuf> {
+pub(in crate::record) fn resolve(program: &str) -> Result<PathBuf> {
     let path = find(program)?;
     if let Some(interpreter) = interpreter(&path) {
         let shown = interpreter.display();
@@ -66,7 +66,7 @@ fn is_executable(p: &std::path::Path) -> bool {
 }
 
 /// The program `program` names under the search path `path` (a command an `env` wrapper runs).
-pub(super) fn resolve_on(program: &str, path: Option<&str>) -> Result<PathBuf> {
+pub(in crate::record) fn resolve_on(program: &str, path: Option<&str>) -> Result<PathBuf> {
     if program.contains('/') {
         return find(program);
     }
@@ -109,7 +109,11 @@ impl Command {
     /// Forks, stops the child before it execs `path` with argv `command`, and waits until it has
     /// stopped. With `stdout_to_stderr`, the command's standard output is its standard error (tracer's
     /// own standard output carries the trace).
-    pub(super) fn start_stopped(path: &std::path::Path, command: &[String], stdout_to_stderr: bool) -> Result<Self> {
+    pub(in crate::record) fn start_stopped(
+        path: &std::path::Path,
+        command: &[String],
+        stdout_to_stderr: bool,
+    ) -> Result<Self> {
         let program = command.first().ok_or_else(|| anyhow!("no command given after --"))?;
         let path = CString::new(path.as_os_str().as_bytes())?;
         let argv: Vec<CString> = command.iter().map(|a| CString::new(a.as_bytes())).collect::<Result<_, _>>()?;
@@ -153,7 +157,7 @@ impl Command {
     }
 
     /// Why the command's exec failed, once it has ended without running (None: it ran).
-    pub(super) fn exec_failure(&mut self) -> Option<std::io::Error> {
+    pub(in crate::record) fn exec_failure(&mut self) -> Option<std::io::Error> {
         let fd = self.exec_error.take()?;
         let mut errno = [0u8; size_of::<libc::c_int>()];
         match rustix::io::read(&fd, &mut errno) {
@@ -162,11 +166,11 @@ impl Command {
         }
     }
 
-    pub(super) fn resume(&self) {
+    pub(in crate::record) fn resume(&self) {
         self.signal(libc::SIGCONT);
     }
 
-    pub(super) fn signal(&self, sig: libc::c_int) {
+    pub(in crate::record) fn signal(&self, sig: libc::c_int) {
         if self.ended.is_none() {
             // SAFETY: signalling our own child, which has not been reaped (its PID is still ours).
             unsafe {
@@ -176,7 +180,7 @@ impl Command {
     }
 
     /// How the command ended, if it has (without waiting).
-    pub(super) fn try_wait(&mut self) -> Option<Ended> {
+    pub(in crate::record) fn try_wait(&mut self) -> Option<Ended> {
         if self.ended.is_none() {
             let mut status = 0;
             // SAFETY: our own child, a valid status pointer, no blocking.

@@ -4,18 +4,18 @@ use anyhow::Result;
 use tokio::signal::unix::{SignalKind, signal};
 
 /// SIGINT and SIGTERM, caught from before the set-up to the end of the recording.
-pub(super) struct Signals {
+pub(in crate::record) struct Signals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
 }
 
 impl Signals {
-    pub(super) fn install() -> Result<Self> {
+    pub(in crate::record) fn install() -> Result<Self> {
         Ok(Self { int: signal(SignalKind::interrupt())?, term: signal(SignalKind::terminate())? })
     }
 
     /// The next signal.
-    pub(super) async fn recv(&mut self) -> libc::c_int {
+    pub(in crate::record) async fn recv(&mut self) -> libc::c_int {
         tokio::select! {
             _ = self.int.recv() => libc::SIGINT,
             _ = self.term.recv() => libc::SIGTERM,
@@ -23,7 +23,7 @@ impl Signals {
     }
 
     /// A signal that came already (during the set-up), without waiting.
-    pub(super) fn pending(&mut self) -> Option<libc::c_int> {
+    pub(in crate::record) fn pending(&mut self) -> Option<libc::c_int> {
         let waker = std::task::Waker::noop();
         let mut cx = std::task::Context::from_waker(waker);
         if self.int.poll_recv(&mut cx).is_ready() {
@@ -34,7 +34,7 @@ impl Signals {
 }
 
 /// "SIGINT", "SIGTERM".
-pub(super) const fn signal_name(sig: libc::c_int) -> &'static str {
+pub(in crate::record) const fn signal_name(sig: libc::c_int) -> &'static str {
     match sig {
         libc::SIGINT => "SIGINT",
         libc::SIGTERM => "SIGTERM",
@@ -43,7 +43,7 @@ pub(super) const fn signal_name(sig: libc::c_int) -> &'static str {
 }
 
 /// A second SIGINT or SIGTERM ends the process at once.
-pub(super) fn restore_default_signals() {
+pub(in crate::record) fn restore_default_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: resetting a signal's disposition to its default has no preconditions.
         unsafe {

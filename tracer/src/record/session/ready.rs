@@ -21,7 +21,7 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 
 /// Checked before anything is attached: the file's directory exists and the path is no directory.
-pub(super) fn check(path: &Path) -> Result<()> {
+pub(in crate::record) fn check(path: &Path) -> Result<()> {
     if !crate::os::output::dir_of(path).is_dir() {
         bail!("the directory of --ready-file {} does not exist: create it or choose another path", path.display());
     }
@@ -32,7 +32,7 @@ pub(super) fn check(path: &Path) -> Result<()> {
 }
 
 /// The live recording's readiness, withdrawn when dropped.
-pub(super) struct Ready {
+pub(in crate::record) struct Ready {
     file: Option<PathBuf>,
 }
 
@@ -41,7 +41,7 @@ impl Ready {
     ///
     /// A file that cannot be written (another user planted a directory at its path) is said on stderr, and
     /// the recording goes on: the probes are live, and a recording is never given up for its announcement.
-    pub(super) fn announce(file: Option<&Path>, facts: &[(&str, String)], status: &str) -> Self {
+    pub(in crate::record) fn announce(file: Option<&Path>, facts: &[(&str, String)], status: &str) -> Self {
         let written = file.filter(|path| {
             let text = facts.iter().fold(String::new(), |mut t, (k, v)| {
                 t.push_str(k);

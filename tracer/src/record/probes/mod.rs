@@ -1,0 +1,12 @@
+//! What is probed, and the probes themselves.
+//!
+//! The runtime copies a process loads (`libs`, `ldso`, Ollama's bundles in `ollama`), the library `watch`
+//! that follows new processes and copies, the counted libraries' `entries`, and [`attach`], which plans,
+//! loads and attaches the eBPF programs.
+
+pub(crate) mod attach;
+pub(crate) mod entries;
+pub(crate) mod ldso;
+pub(crate) mod libs;
+pub mod ollama;
+pub(crate) mod watch;
