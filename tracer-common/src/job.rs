@@ -8,9 +8,12 @@
 
 use crate::RecordHeader;
 
-/// The stages of a job tracer records, as [`RecordHeader::func`] of a [`JobRecord`].
+/// The stages of a job tracer records: [`RecordHeader::func`] of a [`JobRecord`] on the ring, and a `job`
+/// record's `stage` in the trace (its name, kebab-case).
 #[repr(u16)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "user", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "user", serde(rename_all = "kebab-case"))]
 pub enum JobStage {
     /// Pushed to its entity by the submitting process (`drm_sched_job_queue`; before 6.17 `drm_sched_job`).
     Queue = 1,

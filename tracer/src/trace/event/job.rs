@@ -2,17 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A stage of a GPU scheduler job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum JobStage {
-    /// The submitting process pushed it to the scheduler (in its ioctl).
-    Queue,
-    /// The scheduler handed it to the hardware ring.
-    Run,
-    /// Its fence signalled: the GPU finished it.
-    Done,
-}
+/// A stage of a GPU scheduler job: one type from the ring to the trace file.
+pub use tracer_common::JobStage;
 
 /// A GPU scheduler job of a traced process at one stage (the kernel's `gpu_scheduler` tracepoints).
 ///

@@ -151,11 +151,8 @@ const fn origin(h: &RecordHeader) -> Origin {
 }
 
 fn decode_job(r: &JobRecord) -> Result<Event, DecodeError> {
-    let stage = match tracer_common::JobStage::from_u16(r.header.func) {
-        Some(tracer_common::JobStage::Queue) => JobStage::Queue,
-        Some(tracer_common::JobStage::Run) => JobStage::Run,
-        Some(tracer_common::JobStage::Done) => JobStage::Done,
-        None => return Err(DecodeError::UnknownJobStage(r.header.func)),
+    let Some(stage) = JobStage::from_u16(r.header.func) else {
+        return Err(DecodeError::UnknownJobStage(r.header.func));
     };
     let ring = c_string(&r.ring);
     let o = origin(&r.header);
