@@ -35,6 +35,28 @@ pub fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+/// A tmpfs of `size` (mount's `size=`) mounted over `dir` for one test, unmounted when dropped, however the
+/// test ends: a small disk that fills.
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    pub fn mount(dir: &Path, size: &str) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tracer-test", dir.to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mount a tmpfs over {}", dir.display());
+        Self(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        drop(Command::new("umount").arg(&self.0).status());
+    }
+}
+
 /// The path of a trace named `t.jsonl` in a new scratch directory for `test`.
 pub fn scratch_trace(test: &str) -> PathBuf {
     scratch(test).join("t.jsonl")

@@ -200,15 +200,6 @@ fn start_unit(unit: &str, state: &Path, port: u16, stop_after: Option<Duration>)
     (o.status, String::from_utf8_lossy(&o.stderr).into_owned())
 }
 
-/// Unmounts a test's tmpfs when the test ends, however it ends.
-struct Tmpfs(PathBuf);
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        drop(Command::new("umount").arg(&self.0).status());
-    }
-}
-
 /// The unit keeps recordings: a recording, then two starts in a row that fail on a full disk (which hourly
 /// parts reach), leave every part of the earlier recording in place, byte for byte, and it reads. Before,
 /// each start ran `rm -rf previous` and moved the parts into `previous/`: the two failed starts removed the
@@ -216,13 +207,7 @@ impl Drop for Tmpfs {
 #[test]
 fn two_failed_starts_of_the_unit_in_a_row_leave_every_earlier_part_in_place() {
     let state = scratch("unit-keeps").join("state");
-    std::fs::create_dir_all(&state).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=8m", "tracer-unit-test", state.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(mounted.success());
-    let _mount = Tmpfs(state.clone());
+    let _mount = Tmpfs::mount(&state, "8m");
     let unit = shipped_unit();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let (status, said) = start_unit(&unit, &state, port, Some(Duration::from_secs(8)));

@@ -75,24 +75,10 @@ fn ring_overflow_is_counted_per_cpu_and_adds_up() {
     assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("losses: {all} records dropped")));
 }
 
-struct Tmpfs(PathBuf);
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        drop(Command::new("umount").arg(&self.0).status());
-    }
-}
-
 #[test]
 fn full_disk_ends_with_a_clear_error_and_a_readable_file() {
     let dir = scratch("full-disk").join("small");
-    std::fs::create_dir_all(&dir).unwrap();
-    let ok = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "tracer-test", dir.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let _mount = Tmpfs(dir.clone());
+    let _mount = Tmpfs::mount(&dir, "64k");
     let out = dir.join("t.jsonl");
     let runner = fixture("mini_runner");
     let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", runner.to_str().unwrap(), "loop", "3000"]);
@@ -156,13 +142,7 @@ fn full_disk_while_rotating_ends_naming_the_part_and_every_complete_part_reads()
     // the disk fills in the middle of a later part.
     for size in ["68k", "256k"] {
         let dir = scratch(&format!("full-disk-rotating-{size}")).join("small");
-        std::fs::create_dir_all(&dir).unwrap();
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tracer-test", dir.to_str().unwrap()])
-            .status()
-            .unwrap();
-        assert!(ok.success());
-        let _mount = Tmpfs(dir.clone());
+        let _mount = Tmpfs::mount(&dir, size);
         let out = dir.join("run.jsonl");
         let o = record_rotating_launch_loop(&out);
         let stderr = String::from_utf8_lossy(&o.stderr);

@@ -129,39 +129,28 @@ impl Server {
         let accepting = tokio::spawn(accept_loop(listener, Arc::clone(&inner)));
         Ok(Self { addr, listener_fd, inner, accepting })
     }
-
-    /// The session's figures for the next renders (drops, processes traced).
-    pub(crate) fn set_session(&self, session: Session) {
-        *self.inner.session.lock().unwrap_or_else(PoisonError::into_inner) = session;
-    }
-
-    /// The listening socket's descriptor: the child that releases the probes closes it, so that the port is
-    /// free as soon as this process ends (a restarted service binds it again at once).
-    pub(crate) const fn listener_fd(&self) -> std::os::fd::RawFd {
-        self.listener_fd
-    }
-
-    /// (connections closed to make room, waits of 5 ms for room before accepting).
-    pub(crate) fn shed(&self) -> (u64, u64) {
-        (self.inner.evicted.load(Ordering::Relaxed), self.inner.waited.load(Ordering::Relaxed))
-    }
 }
 
+/// The recording drives the endpoint through [`crate::trace::Endpoint`].
 impl crate::trace::Endpoint for Server {
     fn addr(&self) -> SocketAddr {
         self.addr
     }
 
+    /// The session's figures for the next renders (drops, processes traced).
     fn set_session(&self, dropped: std::collections::BTreeMap<String, u64>, processes_traced: u64) {
-        Self::set_session(self, Session { dropped, processes_traced });
+        *self.inner.session.lock().unwrap_or_else(PoisonError::into_inner) = Session { dropped, processes_traced };
     }
 
+    /// The listening socket's descriptor: the child that releases the probes closes it, so that the port is
+    /// free as soon as this process ends (a restarted service binds it again at once).
     fn listener_fd(&self) -> std::os::fd::RawFd {
-        Self::listener_fd(self)
+        self.listener_fd
     }
 
+    /// (connections closed to make room, waits of 5 ms for room before accepting).
     fn shed(&self) -> (u64, u64) {
-        Self::shed(self)
+        (self.inner.evicted.load(Ordering::Relaxed), self.inner.waited.load(Ordering::Relaxed))
     }
 }
 

@@ -136,8 +136,8 @@ pub struct Launch {
     pub tid: u32,
     pub lib: u32,
     pub api: ApiFunc,
-    /// Kernel table id (see `kernel` records); set by attribution, null only when the handle could not
-    /// be named at all.
+    /// Kernel table id (see `kernel` records); set by attribution, null for a handle its process presented
+    /// past the per-process kernel limits (counted as `kernel_handles_over_limit`).
     pub kernel: Option<u32>,
     /// The host function (hipLaunchKernel & co.), `hipFunction_t` or `CUfunction` (module launches).
     pub handle: u64,
@@ -346,7 +346,8 @@ pub struct Dispatch {
     pub kernarg: u64,
     pub completion_signal: u64,
     /// Kernel table id (a `kernel` record with source "hsa", or "unnamed" for an object loaded before the
-    /// tracer started); set by attribution, null for packets that are not kernel dispatches.
+    /// tracer started); set by attribution, null for packets that are not kernel dispatches and for a
+    /// kernel object past the per-process kernel limits (counted as `kernel_handles_over_limit`).
     pub kernel: Option<u32>,
     /// Words of the argument segment read at the doorbell, by index (word i: bytes 8i..8i+8), as far as
     /// the kernel needs them (ggml's MMQ: the word holding its column count).
