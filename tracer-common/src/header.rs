@@ -1,58 +1,61 @@
 //! The header every record begins with, and the kinds of record.
 
-/// Declares [`RecordKind`] once: each kind's number, and the name its losses are counted under.
+/// Declares [`RecordKind`] once: each kind's number, the record type it heads, and the name its losses
+/// are counted under. Each record type gets its [`Record`] impl from its row.
 macro_rules! record_kinds {
-    ($($(#[$doc:meta])* $kind:ident = $number:literal, drops as $drops:literal;)*) => {
-        /// What kind of record follows the header.
-        #[repr(u16)]
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum RecordKind {
-            $($(#[$doc])* $kind = $number,)*
+    ($($(#[$doc:meta])* $kind:ident = $number:literal, $ty:ident, drops as $drops:literal;)*) => {
+        crate::wire::wire_enum! {
+            /// What kind of record follows the header.
+            pub enum RecordKind {
+                $($(#[$doc])* $kind = $number,)*
+            }
         }
 
         impl RecordKind {
-            /// Every kind, in number order.
-            pub const ALL: &[Self] = &[$(Self::$kind),*];
-
-            pub const fn from_u16(v: u16) -> Option<Self> {
-                match v {
-                    $($number => Some(Self::$kind),)*
-                    _ => None,
-                }
-            }
-
-            /// The name the kind's records lost are counted under (the eBPF side's drop counters and the
-            /// drain's queue share them: a queue's creation counts with the dispatches read from it).
+            /// The name the kind's records lost are counted under in the footer's `drops` (a queue's
+            /// creation counts with the dispatches read from it).
             pub const fn drop_name(self) -> &'static str {
                 match self {
                     $(Self::$kind => $drops,)*
                 }
             }
         }
+
+        $(impl Record for crate::$ty {
+            const KIND: RecordKind = RecordKind::$kind;
+        })*
     };
+}
+
+/// A record that crosses the ring.
+///
+/// A `#[repr(C)]` struct that begins with a [`RecordHeader`] of its [`KIND`](Self::KIND). The eBPF side
+/// reserves records by this type and counts a full ring under its kind.
+pub trait Record: Sized + 'static {
+    const KIND: RecordKind;
 }
 
 record_kinds! {
     /// A completed API call: entry arguments, return value, duration ([`CallRecord`](crate::CallRecord)).
-    Call = 1, drops as "call";
+    Call = 1, CallRecord, drops as "call";
     /// A name bound to a handle: kernel registration or module function lookup ([`NameRecord`](crate::NameRecord)).
-    Name = 2, drops as "name";
+    Name = 2, NameRecord, drops as "name";
     /// A process event: fork, exec, exit ([`ProcRecord`](crate::ProcRecord)).
-    Proc = 3, drops as "proc";
+    Proc = 3, ProcRecord, drops as "proc";
     /// An ioctl on a GPU driver: KFD ('K') or DRM amdgpu ('d', nr >= 0x40) ([`IoctlRecord`](crate::IoctlRecord)).
-    Ioctl = 4, drops as "ioctl";
+    Ioctl = 4, IoctlRecord, drops as "ioctl";
     /// An HSA queue created ([`QueueRecord`](crate::QueueRecord)).
-    Queue = 5, drops as "dispatch";
+    Queue = 5, QueueRecord, drops as "dispatch";
     /// An AQL packet read at a doorbell ([`DispatchRecord`](crate::DispatchRecord)).
-    Dispatch = 6, drops as "dispatch";
+    Dispatch = 6, DispatchRecord, drops as "dispatch";
     /// A launch's kernel parameters, read at its entry ([`ParamsRecord`](crate::ParamsRecord)).
-    Params = 7, drops as "params";
+    Params = 7, ParamsRecord, drops as "params";
     /// A traced process opening a GPU runtime library ([`OpenRecord`](crate::OpenRecord)).
-    Open = 8, drops as "open";
+    Open = 8, OpenRecord, drops as "open";
     /// A model's step began: the batch `llama_decode` was given ([`BatchRecord`](crate::BatchRecord)).
-    Batch = 9, drops as "batch";
+    Batch = 9, BatchRecord, drops as "batch";
     /// A job of the kernel's GPU scheduler at one stage ([`JobRecord`](crate::JobRecord)).
-    Job = 10, drops as "job";
+    Job = 10, JobRecord, drops as "job";
 }
 
 impl RecordKind {

@@ -8,31 +8,18 @@
 
 use crate::RecordHeader;
 
-/// The stages of a job tracer records: [`RecordHeader::func`] of a [`JobRecord`] on the ring, and a `job`
-/// record's `stage` in the trace (its name, kebab-case).
-#[repr(u16)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-#[cfg_attr(feature = "user", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "user", serde(rename_all = "kebab-case"))]
-pub enum JobStage {
-    /// Pushed to its entity by the submitting process (`drm_sched_job_queue`; before 6.17 `drm_sched_job`).
-    Queue = 1,
-    /// Handed to the hardware ring by the scheduler (`drm_sched_job_run`; before 6.17 `drm_run_job`).
-    Run = 2,
-    /// Its fence signalled: the GPU finished it (`drm_sched_job_done`; before 6.17 `drm_sched_process_job`).
-    Done = 3,
-}
-
-impl JobStage {
-    pub const ALL: [Self; 3] = [Self::Queue, Self::Run, Self::Done];
-
-    pub const fn from_u16(v: u16) -> Option<Self> {
-        match v {
-            1 => Some(Self::Queue),
-            2 => Some(Self::Run),
-            3 => Some(Self::Done),
-            _ => None,
-        }
+crate::wire::wire_enum! {
+    /// The stages of a job tracer records: [`RecordHeader::func`] of a [`JobRecord`] on the ring, and a
+    /// `job` record's `stage` in the trace (its name, kebab-case).
+    #[cfg_attr(feature = "user", derive(serde::Serialize, serde::Deserialize))]
+    #[cfg_attr(feature = "user", serde(rename_all = "kebab-case"))]
+    pub enum JobStage {
+        /// Pushed to its entity by the submitting process (`drm_sched_job_queue`; before 6.17 `drm_sched_job`).
+        Queue = 1,
+        /// Handed to the hardware ring by the scheduler (`drm_sched_job_run`; before 6.17 `drm_run_job`).
+        Run = 2,
+        /// Its fence signalled: the GPU finished it (`drm_sched_job_done`; before 6.17 `drm_sched_process_job`).
+        Done = 3,
     }
 }
 

@@ -2,37 +2,25 @@
 
 use crate::RecordHeader;
 
-/// Process events observed through the scheduler tracepoints.
-#[repr(u16)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProcEvent {
-    /// A traced process created a new process (not a thread); the child joined the filter.
-    Fork = 1,
-    /// A traced process called exec.
-    Exec = 2,
-    /// A traced process ended (its last thread exited).
-    Exit = 3,
-    /// A probed library's last initializer ran in a traced process: its probes were in place before any
-    /// other library could call it there (the header's `lib` names the runtime copy, or, with
-    /// [`COUNTED_LIBRARY`], the library whose calls are counted).
-    Init = 4,
+crate::wire::wire_enum! {
+    /// Process events observed through the scheduler tracepoints.
+    pub enum ProcEvent {
+        /// A traced process created a new process (not a thread); the child joined the filter.
+        Fork = 1,
+        /// A traced process called exec.
+        Exec = 2,
+        /// A traced process ended (its last thread exited).
+        Exit = 3,
+        /// A probed library's last initializer ran in a traced process: its probes were in place before any
+        /// other library could call it there (the header's `lib` names the runtime copy, or, with
+        /// [`COUNTED_LIBRARY`], the library whose calls are counted).
+        Init = 4,
+    }
 }
 
 /// In an [`ProcEvent::Init`]'s library id: a library whose calls are counted (rocBLAS, hipBLAS, ggml's
 /// backends), numbered apart from the runtime copies.
 pub const COUNTED_LIBRARY: u32 = 0x8000;
-
-impl ProcEvent {
-    pub const fn from_u16(v: u16) -> Option<Self> {
-        match v {
-            1 => Some(Self::Fork),
-            2 => Some(Self::Exec),
-            3 => Some(Self::Exit),
-            4 => Some(Self::Init),
-            _ => None,
-        }
-    }
-}
 
 #[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]

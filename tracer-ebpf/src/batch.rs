@@ -21,11 +21,11 @@ use aya_ebpf::{
 };
 use tracer_common::{
     BATCH_CHUNK, BATCH_EMBD, BATCH_ENCODE, BATCH_EXT, BATCH_FAULT, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS, BATCH_SEQ,
-    BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, Counter, EXT_NODE_VALUE, EXT_OUTPUT, EXT_POS,
+    BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, EXT_NODE_VALUE, EXT_OUTPUT, EXT_POS,
     EXT_SEQ_COUNT, EXT_SEQ_NODE, EXT_TOKEN_BYTES, EXT_TOKENS, RecordHeader, RecordKind, STEP_SLOTS, StepTally, cookie,
 };
 
-use crate::maps::{EVENTS, STEP_TALLY, count, submit_flags, traced};
+use crate::maps::{STEP_TALLY, output_bytes, submit_flags, traced};
 
 /// Where a batch record is built before it is written with its used length (its own map, beside the one
 /// program that uses it: `maps` names no type of this module).
@@ -80,9 +80,7 @@ pub(crate) fn llama_batch(ctx: ProbeContext) -> u32 {
     let size = size_of::<BatchRecord>() + laid * BATCH_TOKEN_BYTES;
     // SAFETY: the record and its arrays lie at the start of the scratch value, `size` bytes of it.
     let bytes = unsafe { core::slice::from_raw_parts(s.cast::<u8>(), size) };
-    if EVENTS.output::<[u8]>(bytes, submit_flags()).is_err() {
-        count(Counter::DropBatch);
-    }
+    output_bytes::<BatchRecord>(bytes, submit_flags());
     0
 }
 

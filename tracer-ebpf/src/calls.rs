@@ -23,7 +23,7 @@ use tracer_common::{
 
 use crate::{
     emit::{emit_code_tail, emit_name, emit_params, emit_queue, plan_of},
-    maps::{EVENTS, STASH, Stash, StashKey, THREADS, count, submit_flags, traced},
+    maps::{EVENTS, STASH, Stash, StashKey, THREADS, count, reserve, submit_flags, traced},
 };
 
 #[uprobe]
@@ -206,12 +206,9 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     if c & cookie::PARAMS != 0 {
         emit_params(header, c, &args, plan);
     }
-    match EVENTS.reserve::<CallRecord>(0) {
-        Some(mut entry) => {
-            entry.write(CallRecord { header, duration_ns: 0, ret: 0, out: 0, flags, caller, args });
-            entry.submit(submit_flags());
-        }
-        None => count(Counter::DropCall),
+    if let Some(mut entry) = reserve::<CallRecord>() {
+        entry.write(CallRecord { header, duration_ns: 0, ret: 0, out: 0, flags, caller, args });
+        entry.submit(submit_flags());
     }
     0
 }
@@ -261,20 +258,17 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
     } else {
         submit_flags()
     };
-    match EVENTS.reserve::<CallRecord>(0) {
-        Some(mut entry) => {
-            entry.write(CallRecord {
-                header,
-                duration_ns: now.saturating_sub(stash.ts_ns),
-                ret,
-                out,
-                flags,
-                caller: stash.caller,
-                args: stash.args,
-            });
-            entry.submit(wake);
-        }
-        None => count(Counter::DropCall),
+    if let Some(mut entry) = reserve::<CallRecord>() {
+        entry.write(CallRecord {
+            header,
+            duration_ns: now.saturating_sub(stash.ts_ns),
+            ret,
+            out,
+            flags,
+            caller: stash.caller,
+            args: stash.args,
+        });
+        entry.submit(wake);
     }
     if c & cookie::NAME != 0 && flags & CALL_OUT_VALID != 0 {
         // A lookup by name: the runtime has just read the name, so its page is resident.

@@ -10,12 +10,11 @@ use aya_ebpf::{
     maps::ring_buf::RingBufEntry,
 };
 use tracer_common::{
-    AQL_PACKET_BYTES, ARG_SLOTS, CODE_CHUNKS, Counter, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL,
-    PARAMS_MAX, ParamsRecord, PlanKey, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind, code_chunk_flags,
-    cookie,
+    AQL_PACKET_BYTES, ARG_SLOTS, CODE_CHUNKS, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX,
+    ParamsRecord, PlanKey, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind, code_chunk_flags, cookie,
 };
 
-use crate::maps::{EVENTS, FROM_START, LAST_INDEX, PARAM_PLANS, QueueKey, count, submit_flags};
+use crate::maps::{FROM_START, LAST_INDEX, PARAM_PLANS, QueueKey, reserve, submit_flags};
 
 /// The plan user space has set for `handle` in process `tgid` (see [`PARAM_PLANS`]), if it has.
 #[inline(always)]
@@ -77,10 +76,7 @@ fn reserve_params(header: RecordHeader, handle: u64, plan: Option<u32>) -> Optio
     if wanted == 0 {
         return None;
     }
-    let Some(mut entry) = EVENTS.reserve::<ParamsRecord>(0) else {
-        count(Counter::DropParams);
-        return None;
-    };
+    let mut entry = reserve::<ParamsRecord>()?;
     let rec = entry.as_mut_ptr();
     // SAFETY: `rec` points at reserved ring memory of the right size; these plain fields are written
     // before the caller fills the rest and submits.
@@ -104,12 +100,9 @@ pub(crate) fn emit_queue(header: RecordHeader, out_param: u64) {
         reason = "an LRU map makes room itself; a failed insert only means the first doorbell reads from the ring state"
     )]
     let _: Result<(), _> = LAST_INDEX.insert(key, FROM_START, 0);
-    match EVENTS.reserve::<QueueRecord>(0) {
-        Some(mut entry) => {
-            entry.write(QueueRecord { header, queue, raw });
-            entry.submit(submit_flags());
-        }
-        None => count(Counter::DropDispatch),
+    if let Some(mut entry) = reserve::<QueueRecord>() {
+        entry.write(QueueRecord { header, queue, raw });
+        entry.submit(submit_flags());
     }
 }
 
@@ -117,10 +110,7 @@ pub(crate) fn emit_queue(header: RecordHeader, out_param: u64) {
 /// written; the caller fills the name, length and flags and submits. None when the ring is full (counted).
 #[inline(always)]
 fn reserve_name(header: RecordHeader, handle: u64, module: u64) -> Option<RingBufEntry<NameRecord>> {
-    let Some(mut entry) = EVENTS.reserve::<NameRecord>(0) else {
-        count(Counter::DropName);
-        return None;
-    };
+    let mut entry = reserve::<NameRecord>()?;
     let rec = entry.as_mut_ptr();
     // SAFETY: `rec` points at reserved ring memory of the right size; these plain fields are written before
     // the caller fills the rest and submits.
@@ -243,8 +233,7 @@ pub(crate) fn emit_proc(event: ProcEvent, pid: u32, parent: u32) {
 
 /// A process event about library `lib` (0: none).
 pub(crate) fn emit_proc_of(event: ProcEvent, pid: u32, parent: u32, lib: u32) {
-    let Some(mut entry) = EVENTS.reserve::<ProcRecord>(0) else {
-        count(Counter::DropProc);
+    let Some(mut entry) = reserve::<ProcRecord>() else {
         return;
     };
     entry.write(ProcRecord {

@@ -18,7 +18,7 @@ use tracer_common::{AQL_PACKET_BYTES, Counter, DispatchRecord, MAX_PACKETS_PER_D
 
 use crate::{
     emit::emit_kernarg,
-    maps::{EVENTS, FROM_START, LAST_INDEX, QueueKey, count, count_n, submit_flags, traced},
+    maps::{FROM_START, LAST_INDEX, QueueKey, count, count_n, reserve, submit_flags, traced},
 };
 
 const SIGNAL_KIND_DOORBELL: i64 = -1;
@@ -94,12 +94,9 @@ pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
         if packet[0] == PACKET_KERNEL_DISPATCH || extended {
             emit_kernarg(header, &packet);
         }
-        match EVENTS.reserve::<DispatchRecord>(0) {
-            Some(mut entry) => {
-                entry.write(DispatchRecord { header, queue, index, packet });
-                entry.submit(submit_flags());
-            }
-            None => count(Counter::DropDispatch),
+        if let Some(mut entry) = reserve::<DispatchRecord>() {
+            entry.write(DispatchRecord { header, queue, index, packet });
+            entry.submit(submit_flags());
         }
     }
     0

@@ -10,7 +10,7 @@ use aya_ebpf::{
 };
 use tracer_common::{Counter, IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord, RecordHeader, RecordKind, ioctl::is_gpu};
 
-use crate::maps::{EVENTS, IOCTLS, IoctlEntry, count, setting, submit_flags, traced};
+use crate::maps::{IOCTLS, IoctlEntry, count, reserve, setting, submit_flags, traced};
 
 /// `syscalls:sys_enter_ioctl` offsets of fd, cmd, arg; `sys_exit_ioctl` offset of ret.
 #[unsafe(no_mangle)]
@@ -59,8 +59,7 @@ pub(crate) fn sys_exit_ioctl(ctx: TracePointContext) -> u32 {
     let ret = unsafe { ctx.read_at::<i64>(setting(&IOCTL_RET_OFFSET) as usize) }.unwrap_or(0);
     // SAFETY: helper call without preconditions.
     let now = unsafe { bpf_ktime_get_ns() };
-    let Some(mut slot) = EVENTS.reserve::<IoctlRecord>(0) else {
-        count(Counter::DropIoctl);
+    let Some(mut slot) = reserve::<IoctlRecord>() else {
         return 0;
     };
     let rec = slot.as_mut_ptr();

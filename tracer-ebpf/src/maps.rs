@@ -1,11 +1,14 @@
 //! Maps, load-time settings and the helpers every program shares: the PID filter, the entry stash and
 //! the loss counters.
 
+use aya_ebpf::maps::ring_buf::RingBufEntry;
 use aya_ebpf::{
     macros::map,
     maps::{HashMap, LruHashMap, PerCpuArray, RingBuf},
 };
-use tracer_common::{ARG_SLOTS, Counter, EntryKey, OpenRecord, PlanKey, StepTally, ThreadTally};
+use tracer_common::{
+    ARG_SLOTS, Counter, DROP_SLOTS, EntryKey, OpenRecord, PlanKey, Record, RecordKind, StepTally, ThreadTally,
+};
 
 /// Every record goes through this ring. Its size is set by user space at load (`--ring-size`).
 #[map]
@@ -74,6 +77,10 @@ pub(crate) static STEP_TALLY: HashMap<u32, StepTally> = HashMap::with_max_entrie
 /// Loss and error counters, one slot per [`Counter`], per CPU.
 #[map]
 pub(crate) static COUNTERS: PerCpuArray<u64> = PerCpuArray::with_max_entries(tracer_common::COUNTERS, 0);
+
+/// Records the ring could not take, per CPU, indexed by [`RecordKind`].
+#[map]
+pub(crate) static DROPS: PerCpuArray<u64> = PerCpuArray::with_max_entries(DROP_SLOTS, 0);
 
 // Load-time settings, written by user space through `EbpfLoader::override_global`.
 
@@ -155,8 +162,13 @@ pub(crate) fn traced(tgid: u32) -> bool {
 /// a load and a store, so a plain increment could lose a count.
 #[inline(always)]
 pub(crate) fn count_n(counter: Counter, n: u64) {
+    add(&COUNTERS, counter as u32, n);
+}
+
+#[inline(always)]
+fn add(map: &PerCpuArray<u64>, index: u32, n: u64) {
     use core::intrinsics::{AtomicOrdering, atomic_xadd};
-    if let Some(slot) = COUNTERS.get_ptr_mut(counter as u32) {
+    if let Some(slot) = map.get_ptr_mut(index) {
         // SAFETY: the map value is a valid, aligned u64 for the program's lifetime. The BPF target has no
         // atomic types in core, but LLVM lowers this intrinsic to the BPF atomic add.
         unsafe {
@@ -168,6 +180,38 @@ pub(crate) fn count_n(counter: Counter, n: u64) {
 #[inline(always)]
 pub(crate) fn count(counter: Counter) {
     count_n(counter, 1);
+}
+
+/// A record of `T`'s kind the ring could not take.
+#[inline(always)]
+pub(crate) fn count_drop(kind: RecordKind) {
+    add(&DROPS, kind as u32, 1);
+}
+
+/// Room for a `T` in the ring, or none (the ring full: counted under `T`'s kind, never waited for).
+#[inline(always)]
+pub(crate) fn reserve<T: Record>() -> Option<RingBufEntry<T>> {
+    let entry = EVENTS.reserve::<T>(0);
+    if entry.is_none() {
+        count_drop(T::KIND);
+    }
+    entry
+}
+
+/// Copies `rec` into the ring, or counts it lost under its kind.
+#[inline(always)]
+pub(crate) fn output<T: Record>(rec: &T, flags: u64) {
+    if EVENTS.output::<T>(rec, flags).is_err() {
+        count_drop(T::KIND);
+    }
+}
+
+/// Copies `bytes`, a record of `T`'s kind with its variable tail, into the ring, or counts it lost.
+#[inline(always)]
+pub(crate) fn output_bytes<T: Record>(bytes: &[u8], flags: u64) {
+    if EVENTS.output::<[u8]>(bytes, flags).is_err() {
+        count_drop(T::KIND);
+    }
 }
 
 /// A queue in one process (queue addresses are per address space).

@@ -8,9 +8,9 @@ use aya_ebpf::{
     macros::tracepoint,
     programs::TracePointContext,
 };
-use tracer_common::{Counter, NAME_TRUNCATED, OPEN_PATH_MAX, OpenRecord, RUNTIME_PREFIXES, RecordHeader, RecordKind};
+use tracer_common::{NAME_TRUNCATED, OPEN_PATH_MAX, RUNTIME_PREFIXES, RecordHeader, RecordKind};
 
-use crate::maps::{EVENTS, OPEN_SCRATCH, count, setting, traced};
+use crate::maps::{OPEN_SCRATCH, output, setting, traced};
 
 /// `syscalls:sys_enter_openat` offset of `filename`.
 #[unsafe(no_mangle)]
@@ -46,9 +46,7 @@ pub(crate) fn sys_enter_openat(ctx: TracePointContext) -> u32 {
             ts_ns: bpf_ktime_get_ns(),
         };
         // Rare, and the process is about to load the library: wake the reader now.
-        if EVENTS.output::<OpenRecord>(&*rec, u64::from(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP)).is_err() {
-            count(Counter::DropOpen);
-        }
+        output(&*rec, u64::from(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP));
     }
     0
 }

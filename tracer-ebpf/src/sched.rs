@@ -10,11 +10,9 @@ use aya_ebpf::{
     macros::tracepoint,
     programs::TracePointContext,
 };
-use tracer_common::{
-    Counter, JOB_RING_BYTES, JobFields, JobFormat, JobKey, JobRecord, JobStage, RecordHeader, RecordKind,
-};
+use tracer_common::{JOB_RING_BYTES, JobFields, JobFormat, JobKey, JobRecord, JobStage, RecordHeader, RecordKind};
 
-use crate::maps::{EVENTS, JOBS, count, setting, submit_flags, traced};
+use crate::maps::{JOBS, reserve, setting, submit_flags, traced};
 
 /// Where each stage's tracepoint keeps the fields read, set at load.
 #[unsafe(no_mangle)]
@@ -77,8 +75,7 @@ fn job(ctx: &TracePointContext, stage: JobStage) {
             pid_tgid
         }
     };
-    let Some(mut slot) = EVENTS.reserve::<JobRecord>(0) else {
-        count(Counter::DropJob);
+    let Some(mut slot) = reserve::<JobRecord>() else {
         return;
     };
     let rec = slot.as_mut_ptr();

@@ -3,7 +3,8 @@
 
 use std::{collections::BTreeMap, os::fd::AsFd as _};
 
-use tracer_common::{ApiFunc, Counter, Footer};
+use aya::maps::{MapData, PerCpuArray};
+use tracer_common::{ApiFunc, Counter, RecordKind};
 
 use super::Session;
 use crate::{
@@ -11,6 +12,39 @@ use crate::{
     record::probes::{attach, entries::Entries},
     trace::{self, Record, Stop},
 };
+
+/// The programs' per-CPU counts, read at the end (and for the live status line).
+pub(super) struct KernelCounts {
+    /// One slot per [`Counter`].
+    pub(super) counters: PerCpuArray<MapData, u64>,
+    /// One slot per [`RecordKind`]: records the ring could not take.
+    pub(super) drops: PerCpuArray<MapData, u64>,
+}
+
+impl KernelCounts {
+    /// A counter, summed over the CPUs (0 if unreadable).
+    fn counter(&self, c: Counter) -> u64 {
+        self.counters.get(&(c as u32), 0).map_or(0, |v| v.iter().sum())
+    }
+
+    /// Records lost per CPU, under each kind's drop name (kinds that share a name, such as a queue and its
+    /// dispatches, summed). Every name appears, lost or not.
+    pub(super) fn drops_per_cpu(&self) -> BTreeMap<&'static str, Vec<u64>> {
+        let mut drops: BTreeMap<&'static str, Vec<u64>> = BTreeMap::new();
+        for &kind in RecordKind::ALL {
+            let per_cpu: Vec<u64> =
+                self.drops.get(&(kind as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default();
+            let sum = drops.entry(kind.drop_name()).or_default();
+            if sum.len() < per_cpu.len() {
+                sum.resize(per_cpu.len(), 0);
+            }
+            for (s, n) in sum.iter_mut().zip(per_cpu) {
+                *s = s.saturating_add(n);
+            }
+        }
+        drops
+    }
+}
 
 impl Session<'_> {
     /// The calls the kernel counted instead of writing, summed over each process's threads, one record per
@@ -43,18 +77,11 @@ impl Session<'_> {
             footer.counters.insert("metrics_connections_evicted".into(), evicted);
             footer.counters.insert("metrics_accept_waits".into(), waits);
         }
-        let per_cpu = |c: Counter| -> Vec<u64> {
-            self.counters.get(&(c as u32), 0).map(|v| v.iter().copied().collect()).unwrap_or_default()
-        };
+        for (kind, per_cpu) in self.counts.drops_per_cpu() {
+            footer.drops.insert(kind.into(), per_cpu);
+        }
         for c in Counter::ALL {
-            match c.footer() {
-                Footer::Drop(kind) => {
-                    footer.drops.insert(kind.into(), per_cpu(c));
-                }
-                Footer::Count(name) => {
-                    footer.counters.insert(name.into(), per_cpu(c).iter().sum());
-                }
-            }
+            footer.counters.insert(c.name().into(), self.counts.counter(c));
         }
         footer.counters.insert("undecodable".into(), self.undecodable);
         // Records the drain thread could not keep (its queue full), by kind, beside the ring's own drops.

@@ -6,8 +6,8 @@
 use std::{collections::BTreeMap, io::IsTerminal as _, time::Duration};
 
 use anyhow::Result;
-use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray};
-use tracer_common::{Counter, Footer, PlanKey, ThreadTally};
+use aya::maps::{HashMap as BpfHashMap, MapData};
+use tracer_common::{PlanKey, ThreadTally};
 
 pub(crate) mod args;
 pub(crate) mod command;
@@ -49,7 +49,8 @@ pub(super) struct Session<'a> {
     param_plans: BpfHashMap<MapData, PlanKey, u32>,
     /// Calls the kernel counted instead of writing, per thread and tally slot.
     threads: BpfHashMap<MapData, u64, ThreadTally>,
-    counters: PerCpuArray<MapData, u64>,
+    /// What the programs counted instead of writing: losses per kind, errors.
+    counts: footer::KernelCounts,
     ring: Ring,
     attr: Attributor,
     writer: Writer,
@@ -210,14 +211,7 @@ impl Session<'_> {
 
     /// Records the ring could not take so far, by kind, summed over the CPUs.
     fn ring_drops(&self) -> BTreeMap<String, u64> {
-        let mut dropped = BTreeMap::new();
-        for c in Counter::ALL {
-            if let Footer::Drop(kind) = c.footer() {
-                let n: u64 = self.counters.get(&(c as u32), 0).map_or(0, |v| v.iter().sum());
-                *dropped.entry(kind.to_owned()).or_default() += n;
-            }
-        }
-        dropped
+        self.counts.drops_per_cpu().into_iter().map(|(kind, n)| (kind.to_owned(), n.iter().sum())).collect()
     }
 
     /// Processes in the kernel's filter, or seen (recording every process).

@@ -11,6 +11,7 @@ use tracer_common::{PlanKey, ThreadTally};
 use super::{
     Session,
     args::{RecordArgs, Setup, Targets, header, raise_open_files_limit, runtimes},
+    footer::KernelCounts,
 };
 use crate::{
     os::clock::monotonic_ns,
@@ -49,7 +50,7 @@ struct Attached {
     /// Library and probe records, written after the header.
     records: Vec<Record>,
     pids: BpfHashMap<MapData, u32, u32>,
-    counters: PerCpuArray<MapData, u64>,
+    counts: KernelCounts,
     param_plans: BpfHashMap<MapData, PlanKey, u32>,
     threads: BpfHashMap<MapData, u64, ThreadTally>,
     ring: Ring,
@@ -83,7 +84,7 @@ impl<'a> Session<'a> {
         mut writer: Writer,
         (filter_by_pid, job_tracepoints, program_stats): (bool, Vec<String>, Option<std::os::fd::OwnedFd>),
     ) -> Result<(Self, Option<Command>)> {
-        let Attached { mut ebpf, mut watch, records: setup, mut pids, counters, param_plans, threads, ring, early } =
+        let Attached { mut ebpf, mut watch, records: setup, mut pids, counts, param_plans, threads, ring, early } =
             attached;
         for &pid in &targets.pids {
             pids.insert(pid, 1, 0)?;
@@ -132,7 +133,7 @@ impl<'a> Session<'a> {
             pids,
             param_plans,
             threads,
-            counters,
+            counts,
             ring,
             attr,
             writer,
@@ -245,7 +246,10 @@ fn attach_all(
     }
     let mut take = |name: &str| ebpf.take_map(name).ok_or_else(|| anyhow!("eBPF object has no {name} map"));
     let pids: BpfHashMap<MapData, u32, u32> = BpfHashMap::try_from(take("PIDS")?)?;
-    let counters: PerCpuArray<MapData, u64> = PerCpuArray::try_from(take("COUNTERS")?)?;
+    let counts = KernelCounts {
+        counters: PerCpuArray::try_from(take("COUNTERS")?)?,
+        drops: PerCpuArray::try_from(take("DROPS")?)?,
+    };
     let param_plans: BpfHashMap<MapData, PlanKey, u32> = BpfHashMap::try_from(take("PARAM_PLANS")?)?;
     let threads: BpfHashMap<MapData, u64, ThreadTally> = BpfHashMap::try_from(take("THREADS")?)?;
     watch.entries = Some(Entries::new(
@@ -264,7 +268,7 @@ fn attach_all(
     let (poster, early, _looking) = crate::record::names::early::start()?;
     let ring = Ring::spawn(RingBuf::try_from(take("EVENTS")?)?, args.read_delay, poster)?;
 
-    Ok(Attached { ebpf, watch, records: setup, pids, counters, param_plans, threads, ring, early })
+    Ok(Attached { ebpf, watch, records: setup, pids, counts, param_plans, threads, ring, early })
 }
 
 /// Attribution's set-up: the early look, the command's child named by its argv until it execs, and where
