@@ -19,22 +19,16 @@ mod queue;
 mod wire;
 
 pub use api::ApiFunc;
-pub use batch::{
-    BATCH_CHUNK, BATCH_EMBD, BATCH_ENCODE, BATCH_EXT, BATCH_FAULT, BATCH_HEAD, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS,
-    BATCH_SEQ, BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, EXT_NODE_VALUE, EXT_OUTPUT,
-    EXT_POS, EXT_SEQ_COUNT, EXT_SEQ_NODE, EXT_TOKEN_BYTES, EXT_TOKENS, STEP_SLOTS, StepTally, batch_arrays, step_slot,
-};
-pub use calls::{
-    ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CODE_CHUNKS,
-    CONFIG_SLOTS, CallRecord, NAME_CODE, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX,
-    ParamsRecord, PlanKey, STACK_ARGS, code_chunk, code_chunk_flags,
-};
-pub use counters::{COUNTERS, Counter, DROP_SLOTS, EntryKey, TALLY_SLOTS, ThreadTally};
-pub use header::{Record, RecordHeader, RecordKind};
+// Each topic's records and constants, re-exported whole: a record added to its topic's file is public
+// without a list to keep.
+pub use batch::*;
+pub use calls::*;
+pub use counters::*;
+pub use header::*;
 pub use ioctl::{IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord};
-pub use job::{JOB_RING_BYTES, JobFields, JobFormat, JobKey, JobRecord, JobStage};
-pub use process::{COUNTED_LIBRARY, OPEN_PATH_MAX, OpenRecord, ProcEvent, ProcRecord, RUNTIME_PREFIXES};
-pub use queue::{AQL_PACKET_BYTES, DispatchRecord, MAX_PACKETS_PER_DOORBELL, QueueRecord};
+pub use job::*;
+pub use process::*;
+pub use queue::*;
 
 #[cfg(feature = "user")]
 mod user {
