@@ -26,14 +26,15 @@ mod graphs;
 mod params;
 pub(crate) mod process;
 
-use process::ProcessTable;
+use process::{ProcessRecords, Said};
 mod sites;
 
 pub(crate) use effects::Effects;
 use params::{give_plan, take_params};
 
 pub struct Attributor {
-    pub(crate) processes: ProcessTable,
+    /// How process records are written (what each says lives in its entry, [`Process::said`]).
+    pub(crate) processes: ProcessRecords,
     /// Kernel names: what every process shares (files, symbols, ids given).
     pub(crate) names: Names,
     /// Counted oddities for the footer.
@@ -57,6 +58,8 @@ pub struct Attributor {
 /// What attribution knows of one process, dropped whole when it exits and replaced when it execs.
 #[derive(Default)]
 struct Process {
+    /// What the trace has said of it (its record written, the command tracer started); carried over an exec.
+    said: Said,
     /// Its kernel names.
     names: ProcessNames,
     /// What each fd of its ioctls points to, read once.
@@ -89,7 +92,7 @@ const BIND_POINT_COMPUTE: u32 = 1;
 impl Default for Attributor {
     fn default() -> Self {
         Self {
-            processes: ProcessTable::default(),
+            processes: ProcessRecords::default(),
             names: Names::default(),
             counters: BTreeMap::new(),
             own_child: None,
@@ -159,6 +162,11 @@ impl Attributor {
         self.effects.urgent()
     }
 
+    /// Names the command tracer started (`-- COMMAND ARGS`), `pid`, until it execs.
+    pub(crate) fn name_command(&mut self, pid: u32, argv: Vec<String>) {
+        self.live.entry(pid).or_default().said.name_command(argv);
+    }
+
     /// Processes whose events reached the trace so far (and are still running).
     pub(crate) fn processes_seen(&self) -> usize {
         self.live.values().filter(|p| p.scanned).count()
@@ -205,7 +213,8 @@ impl Attributor {
         out: &mut Vec<Record>,
     ) {
         self.snapshot_from(pid, listing);
-        if let Some(p) = self.processes.observe(pid, Cause::Start, ts, 0, "") {
+        let said = &mut self.live.entry(pid).or_default().said;
+        if let Some(p) = self.processes.observe(said, pid, Cause::Start, ts, 0, "") {
             out.push(Record::Process(p));
         }
     }
@@ -217,15 +226,15 @@ impl Attributor {
             return; // the hot path: the same process as the last event
         }
         self.last_scanned = pid;
-        let (p, names) = self.process(pid);
+        let p = self.live.entry(pid).or_default();
         if std::mem::replace(&mut p.scanned, true) {
             return;
         }
-        names.of(pid, &mut p.names).snapshot();
+        self.names.of(pid, &mut p.names).snapshot();
         let image = p.names.image();
         self.effects.seen.push(pid);
-        if !self.processes.knows(pid)
-            && let Some(p) = self.processes.observe(pid, Cause::Seen, ts, image, "")
+        if !p.said.knows()
+            && let Some(p) = self.processes.observe(&mut p.said, pid, Cause::Seen, ts, image, "")
         {
             out.push(Record::Process(p));
         }
@@ -254,9 +263,10 @@ impl Attributor {
                 // recording lists the GPU libraries mapped so far at once (`apply_effects`): a short-lived
                 // program may be gone by its first API event.
                 let pid = o.origin.pid;
-                let image = self.live.get(&pid).map_or(0, |p| p.names.image());
-                if !self.processes.knows(pid)
-                    && let Some(p) = self.processes.observe(pid, Cause::Seen, o.origin.ts, image, "")
+                let p = self.live.entry(pid).or_default();
+                let image = p.names.image();
+                if !p.said.knows()
+                    && let Some(p) = self.processes.observe(&mut p.said, pid, Cause::Seen, o.origin.ts, image, "")
                 {
                     out.push(Record::Process(p));
                 }
@@ -499,7 +509,8 @@ impl Attributor {
                     self.let_go(p.pid, old, out);
                 }
                 self.snapshot(p.pid);
-                if let Some(rec) = self.processes.observe(p.pid, Cause::Fork, ts, 0, &p.comm) {
+                let said = &mut self.live.entry(p.pid).or_default().said;
+                if let Some(rec) = self.processes.observe(said, p.pid, Cause::Fork, ts, 0, &p.comm) {
                     out.push(Record::Process(trace::Process { ppid: p.parent, ..rec }));
                 }
             }
@@ -511,12 +522,15 @@ impl Attributor {
                 // read now may hold another file by the time an address in it is looked up. Its first API
                 // event reads them (its libraries are loaded by then).
                 let image = Process { names: ProcessNames::since(ts), ..Process::default() };
-                if let Some(old) = self.live.insert(p.pid, image) {
+                if let Some(mut old) = self.live.insert(p.pid, image) {
+                    let said = std::mem::take(&mut old.said);
+                    self.live.entry(p.pid).or_default().said = said;
                     self.let_go(p.pid, old, out);
                 }
                 self.effects.seen.push(p.pid);
                 self.last_scanned = 0;
-                if let Some(rec) = self.processes.observe(p.pid, Cause::Exec, ts, ts, &p.comm) {
+                let said = &mut self.live.entry(p.pid).or_default().said;
+                if let Some(rec) = self.processes.observe(said, p.pid, Cause::Exec, ts, ts, &p.comm) {
                     out.push(Record::Process(rec));
                 }
             }
@@ -526,7 +540,6 @@ impl Attributor {
                     self.let_go(p.pid, gone, out);
                 }
                 self.last_scanned = 0;
-                self.processes.forget(p.pid);
                 if self.own_child != Some(p.pid) {
                     out.push(Record::Exit(trace::Exit { ts, pid: p.pid, code: None, signal: None }));
                 }

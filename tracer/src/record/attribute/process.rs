@@ -1,7 +1,9 @@
-//! The process table: which processes the trace speaks of, read from /proc when first seen.
-//! A process is named by (pid, start time), so a reused PID is a new process.
+//! Process records: who a process is, read from /proc (or the early look) when the trace first speaks of it.
+//! A process is named by (pid, start time), so a reused PID is a new process. What the trace has said of
+//! each process ([`Said`]) lives in attribution's entry for it and goes with it at its exit; this holds
+//! only the recording's settings for writing them.
 
-use std::{collections::HashMap, path::PathBuf};
+use std::path::PathBuf;
 
 use crate::{
     os::proc::{LIVE, Procs},
@@ -9,10 +11,30 @@ use crate::{
     trace::{self, Cause},
 };
 
-pub(crate) struct ProcessTable {
-    known: HashMap<u32, u64>,
-    /// The command tracer started, by PID: its argv until its first exec has been recorded.
-    commands: HashMap<u32, Vec<String>>,
+/// What the trace has said of one process image, kept in attribution's entry for the process (carried
+/// over an exec).
+#[derive(Default)]
+pub(crate) struct Said {
+    /// The start time of the process its record was written for (None: none written yet).
+    start: Option<u64>,
+    /// The command tracer started: its argv until its first exec has been recorded.
+    command: Option<Vec<String>>,
+}
+
+impl Said {
+    /// Whether a record of this process has been written.
+    pub(crate) const fn knows(&self) -> bool {
+        self.start.is_some()
+    }
+
+    /// Names the command tracer started (`-- COMMAND ARGS`) before it has exec'd.
+    pub(crate) fn name_command(&mut self, argv: Vec<String>) {
+        self.command = Some(argv);
+    }
+}
+
+/// How process records are written: the recording's settings, the same for every process.
+pub(crate) struct ProcessRecords {
     /// Where Ollama keeps its models, to name a runner's model blob.
     pub(crate) models_dir: Option<PathBuf>,
     /// `--private-argv`: only the processes tracer was asked to follow (`targets`, and Ollama's server and
@@ -26,18 +48,16 @@ pub(crate) struct ProcessTable {
     pub(crate) early: Option<std::sync::Arc<EarlyLooks>>,
 }
 
-impl Default for ProcessTable {
+impl Default for ProcessRecords {
     fn default() -> Self {
         Self::with_procs(&LIVE)
     }
 }
 
-impl ProcessTable {
-    /// A table reading processes from `procs` (the live /proc, or a test's).
+impl ProcessRecords {
+    /// Records read from `procs` (the live /proc, or a test's).
     pub(crate) fn with_procs(procs: &'static (dyn Procs + Sync)) -> Self {
         Self {
-            known: HashMap::new(),
-            commands: HashMap::new(),
             models_dir: None,
             private_argv: false,
             targets: std::collections::HashSet::new(),
@@ -48,10 +68,11 @@ impl ProcessTable {
     }
 
     /// A process record when `pid` is new to the trace (or was reused, or `cause` is exec), else None.
-    /// `image`: the exec its program image began at (0: none seen), to tell the early look of this image
-    /// when the process has ended already.
+    /// `said`: what the trace has said of it so far (updated). `image`: the exec its program image began at
+    /// (0: none seen), to tell the early look of this image when the process has ended already.
     pub(crate) fn observe(
         &mut self,
+        said: &mut Said,
         pid: u32,
         cause: Cause,
         ts: u64,
@@ -69,16 +90,16 @@ impl ProcessTable {
             None => (stat, self.procs.argv(pid)),
         };
         let start = info.as_ref().map_or(0, |i| i.start_time);
-        if cause != Cause::Exec && self.known.get(&pid) == Some(&start) {
+        if cause != Cause::Exec && said.start == Some(start) {
             return None;
         }
-        self.known.insert(pid, start);
+        said.start = Some(start);
         let (ppid, start_time, comm) =
             info.map_or_else(|| (0, 0, comm_hint.to_owned()), |i| (i.ppid, i.start_time, i.comm));
         let mut comm = comm;
         // The command tracer started: a copy of tracer until it execs, and maybe gone before its exec is
         // seen. Its argv is the one given after `--`.
-        let known = if cause == Cause::Exec { self.commands.remove(&pid) } else { self.commands.get(&pid).cloned() };
+        let known = if cause == Cause::Exec { said.command.take() } else { said.command.clone() };
         if let Some(command) = known.filter(|_| cause != Cause::Exec || argv.is_empty()) {
             comm =
                 command.first().map(|p| p.rsplit('/').next().unwrap_or(p).chars().take(15).collect()).unwrap_or(comm);
@@ -96,19 +117,6 @@ impl ProcessTable {
             self.argv_cut += 1;
         }
         Some(trace::Process { pid, ppid, start_time, comm, argv, cause, ts, role, model, model_name })
-    }
-
-    /// Names the command tracer started (`-- COMMAND ARGS`) before it has exec'd.
-    pub(crate) fn name_command(&mut self, pid: u32, argv: Vec<String>) {
-        self.commands.insert(pid, argv);
-    }
-
-    pub(crate) fn knows(&self, pid: u32) -> bool {
-        self.known.contains_key(&pid)
-    }
-
-    pub(crate) fn forget(&mut self, pid: u32) {
-        self.known.remove(&pid);
     }
 }
 
@@ -152,35 +160,42 @@ mod tests {
 
     #[test]
     fn observes_self_once() {
-        let mut t = ProcessTable::default();
+        let mut t = ProcessRecords::default();
         let me = std::process::id();
-        let p = t.observe(me, Cause::Start, 1, 0, "").unwrap();
+        let mut said = Said::default();
+        let p = t.observe(&mut said, me, Cause::Start, 1, 0, "").unwrap();
         assert_eq!(p.pid, me);
         assert!(!p.argv.is_empty());
         assert!(p.start_time > 0);
-        assert!(t.observe(me, Cause::Seen, 2, 0, "").is_none());
-        assert!(t.observe(me, Cause::Exec, 3, 0, "").is_some());
+        assert!(said.knows());
+        assert!(t.observe(&mut said, me, Cause::Seen, 2, 0, "").is_none());
+        assert!(t.observe(&mut said, me, Cause::Exec, 3, 0, "").is_some());
+        // Another entry (the PID's next process): written again.
+        assert!(t.observe(&mut Said::default(), me, Cause::Seen, 4, 0, "").is_some());
     }
 
     #[test]
     fn private_argv_keeps_whole_command_lines_of_targets_and_ollama_only() {
-        let mut t = ProcessTable::with_procs(&FAKE);
+        let mut t = ProcessRecords::with_procs(&FAKE);
         t.private_argv = true;
         // A runner keeps its command line (its model), a process not asked for keeps argv[0].
-        assert_eq!(t.observe(500, Cause::Seen, 1, 0, "").unwrap().argv, ["ollama", "runner", "--model", "/m/blob"]);
-        assert_eq!(t.observe(502, Cause::Seen, 1, 0, "").unwrap().argv, ["python3"]);
+        assert_eq!(
+            t.observe(&mut Said::default(), 500, Cause::Seen, 1, 0, "").unwrap().argv,
+            ["ollama", "runner", "--model", "/m/blob"]
+        );
+        assert_eq!(t.observe(&mut Said::default(), 502, Cause::Seen, 1, 0, "").unwrap().argv, ["python3"]);
         // One it was asked to follow keeps its whole command line.
         t.targets.insert(502);
-        assert_eq!(t.observe(502, Cause::Exec, 2, 0, "").unwrap().argv.len(), 4);
+        assert_eq!(t.observe(&mut Said::default(), 502, Cause::Exec, 2, 0, "").unwrap().argv.len(), 4);
     }
 
     #[test]
     fn roles_from_a_made_up_table() {
-        let mut t = ProcessTable::with_procs(&FAKE);
-        let p = t.observe(500, Cause::Seen, 1, 0, "").unwrap();
+        let mut t = ProcessRecords::with_procs(&FAKE);
+        let p = t.observe(&mut Said::default(), 500, Cause::Seen, 1, 0, "").unwrap();
         assert_eq!((p.role, p.model.as_deref(), p.start_time), (Some(trace::Role::Runner), Some("/m/blob"), 77));
         // A process the table does not know: named by the event's comm, no role.
-        let gone = t.observe(501, Cause::Fork, 2, 0, "llama-server").unwrap();
+        let gone = t.observe(&mut Said::default(), 501, Cause::Fork, 2, 0, "llama-server").unwrap();
         assert_eq!((gone.comm.as_str(), gone.role), ("llama-server", Some(trace::Role::Runner)));
         assert_eq!(ollama::find_servers(&FAKE), Vec::<u32>::new());
     }
@@ -191,13 +206,13 @@ mod tests {
         let stat = Stat { ppid: 9, start_time: 1234, comm: "ollama".into() };
         let argv: Vec<String> = ["/usr/bin/ollama", "runner", "--model", "/m/blob"].map(String::from).to_vec();
         early.keep_who(503, 40, crate::record::names::early::Who { stat, argv: argv.clone() });
-        let mut t = ProcessTable::with_procs(&FAKE);
+        let mut t = ProcessRecords::with_procs(&FAKE);
         t.early = Some(early);
         // Its exec at 40 began the image looked at: its parent, start, command line and role.
-        let p = t.observe(503, Cause::Exec, 40, 40, "ollama").unwrap();
+        let p = t.observe(&mut Said::default(), 503, Cause::Exec, 40, 40, "ollama").unwrap();
         assert_eq!((p.ppid, p.start_time, &p.argv, p.role), (9, 1234, &argv, Some(trace::Role::Runner)));
         // Another image of the PID (an exec at 50) is not that look's.
-        let other = t.observe(503, Cause::Exec, 50, 50, "ollama").unwrap();
+        let other = t.observe(&mut Said::default(), 503, Cause::Exec, 50, 50, "ollama").unwrap();
         assert_eq!((other.ppid, other.start_time, other.argv.len()), (0, 0, 0));
     }
 }

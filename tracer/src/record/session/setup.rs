@@ -287,7 +287,7 @@ fn attributor(
     attr.runtime_view = args.cuda_runtime;
     if let Some(pid) = child_pid {
         // Until it execs, the stopped child is a copy of tracer: record it under the command's argv.
-        attr.processes.name_command(pid, args.command.clone());
+        attr.name_command(pid, args.command.clone());
     }
     attr.processes.models_dir = ollama::models_dir(args.models_dir.as_deref());
     attr.processes.private_argv = args.argv_private(filter_by_pid);
