@@ -251,7 +251,7 @@ impl Input {
 /// -> `run.jsonl.zst`.
 fn recording_name(first: &Path) -> String {
     let name = first.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let (stem, ext) = super::writer::split_trace_name(&name);
+    let (stem, ext) = split_trace_name(&name);
     let stem = match stem.rsplit_once('.') {
         Some((s, n)) if n.len() >= 4 && n.bytes().all(|b| b.is_ascii_digit()) => s,
         _ => stem,
@@ -269,6 +269,15 @@ fn parts_read(n: usize) -> String {
 
 fn paths_shown(paths: &[PathBuf]) -> String {
     paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// A trace's file name as (stem, extension from `.jsonl` on): `run.jsonl.zst` -> (`run`, `.jsonl.zst`); a
+/// name without `.jsonl` is all stem.
+pub(super) fn split_trace_name(name: &str) -> (&str, &str) {
+    match name.find(".jsonl") {
+        Some(at) => name.split_at(at),
+        None => (name, ""),
+    }
 }
 
 #[cfg(test)]

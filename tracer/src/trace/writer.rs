@@ -62,7 +62,7 @@ impl Rotation {
     /// extensions (`run.jsonl.zst` -> `run.0003.jsonl.zst`).
     pub fn part_path(output: &Path, index: u32) -> PathBuf {
         let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let (stem, ext) = split_trace_name(&name);
+        let (stem, ext) = super::parts::split_trace_name(&name);
         output.with_file_name(format!("{stem}.{index:04}{ext}"))
     }
 
@@ -93,15 +93,6 @@ impl Rotation {
             .collect();
         found.sort();
         found
-    }
-}
-
-/// A trace's file name as (stem, extension from `.jsonl` on): `run.jsonl.zst` -> (`run`, `.jsonl.zst`); a
-/// name without `.jsonl` is all stem.
-pub(super) fn split_trace_name(name: &str) -> (&str, &str) {
-    match name.find(".jsonl") {
-        Some(at) => name.split_at(at),
-        None => (name, ""),
     }
 }
 
