@@ -6,18 +6,18 @@
 use std::collections::{BTreeMap, HashMap};
 
 use tracer_common::{
-    ApiFunc, ProcEvent,
+    ApiFunc,
     api::{Layout, Library, Op},
 };
 
 use crate::{
     os::proc::{LIVE, Procs},
     record::{
-        intake::decode::{CodeTail, Event, Name, Params, Proc},
+        intake::decode::{CodeTail, Event, Name, Params},
         names::{HeldMappings, Names, ProcessNames, Source},
     },
     trace::event::{Call, Dispatch, Launch, PacketType},
-    trace::{self, Cause, Record},
+    trace::{Cause, Record},
 };
 
 mod code_files;
@@ -160,11 +160,6 @@ impl Attributor {
     /// Whether the session must apply the effects before the next record ([`Effects::urgent`]).
     pub(crate) const fn effects_urgent(&self) -> bool {
         self.effects.urgent()
-    }
-
-    /// Names the command tracer started (`-- COMMAND ARGS`), `pid`, until it execs.
-    pub(crate) fn name_command(&mut self, pid: u32, argv: Vec<String>) {
-        self.live.entry(pid).or_default().said.name_command(argv);
     }
 
     /// Processes whose events reached the trace so far (and are still running).
@@ -493,72 +488,6 @@ impl Attributor {
             _ => {}
         }
         out.push(Record::Call(c));
-    }
-
-    fn proc(&mut self, p: Proc, out: &mut Vec<Record>) {
-        let ts = p.origin.ts;
-        // An exec or an exit ends the image an early look of the PID was taken at.
-        if let (ProcEvent::Exec | ProcEvent::Exit, Some(e)) = (p.event, &self.names.early) {
-            e.forget_before(p.pid, ts);
-        }
-        match p.event {
-            ProcEvent::Fork => {
-                self.effects.joined.push(p.pid);
-                // A new process: nothing of another process that had its PID before.
-                if let Some(old) = self.live.insert(p.pid, Process::default()) {
-                    self.let_go(p.pid, old, out);
-                }
-                self.snapshot(p.pid);
-                let said = &mut self.live.entry(p.pid).or_default().said;
-                if let Some(rec) = self.processes.observe(said, p.pid, Cause::Fork, ts, 0, &p.comm) {
-                    out.push(Record::Process(trace::Process { ppid: p.parent, ..rec }));
-                }
-            }
-            ProcEvent::Exec => {
-                self.effects.joined.push(p.pid);
-                self.effects.execs.push((p.pid, ts));
-                // A new program: nothing of the old image means anything now. No maps read now: the
-                // dynamic loader is still mapping and unmapping (its cache, its libraries), and a mapping
-                // read now may hold another file by the time an address in it is looked up. Its first API
-                // event reads them (its libraries are loaded by then).
-                let image = Process { names: ProcessNames::since(ts), ..Process::default() };
-                if let Some(mut old) = self.live.insert(p.pid, image) {
-                    let said = std::mem::take(&mut old.said);
-                    self.live.entry(p.pid).or_default().said = said;
-                    self.let_go(p.pid, old, out);
-                }
-                self.effects.seen.push(p.pid);
-                self.last_scanned = 0;
-                let said = &mut self.live.entry(p.pid).or_default().said;
-                if let Some(rec) = self.processes.observe(said, p.pid, Cause::Exec, ts, ts, &p.comm) {
-                    out.push(Record::Process(rec));
-                }
-            }
-            ProcEvent::Exit => {
-                self.effects.left.push(p.pid);
-                if let Some(gone) = self.live.remove(&p.pid) {
-                    self.let_go(p.pid, gone, out);
-                }
-                self.last_scanned = 0;
-                if self.own_child != Some(p.pid) {
-                    out.push(Record::Exit(trace::Exit { ts, pid: p.pid, code: None, signal: None }));
-                }
-            }
-            ProcEvent::Init => self.effects.initialized.push((p.pid, p.origin.lib, ts)),
-        }
-    }
-
-    /// What is left of a process image that ended (exec, exit, or a fork reusing its PID unseen): where
-    /// its launches came from, written; its parameter plans, taken back from the eBPF map.
-    fn let_go(&mut self, pid: u32, image: Process, out: &mut Vec<Record>) {
-        out.extend(image.sites.records(pid));
-        self.effects.plans_gone.extend(image.planned.into_iter().map(|handle| (pid, handle)));
-    }
-
-    /// The parameter plans of a process leaving the filter alive, to take back from the eBPF map (it keeps
-    /// its other state: it may make no further call that reaches the recording).
-    pub(crate) fn take_plans(&mut self, pid: u32) -> Vec<u64> {
-        self.live.get_mut(&pid).map(|p| std::mem::take(&mut p.planned)).unwrap_or_default()
     }
 
     fn name(&mut self, n: Name, out: &mut Vec<Record>) {
