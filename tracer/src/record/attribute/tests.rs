@@ -1,7 +1,12 @@
 //! Attribution: launches named by registration, capture and replay, kernel parameters joined, a recycled PID.
 
+use tracer_common::ProcEvent;
+
 use super::*;
-use crate::trace::event::Origin;
+use crate::{
+    record::intake::decode::Proc,
+    trace::{self, event::Origin},
+};
 
 fn origin(ts: u64) -> Origin {
     // A PID that cannot exist, so /proc lookups find nothing and only the events speak.
