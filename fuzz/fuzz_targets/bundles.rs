@@ -4,14 +4,14 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracer::record::names::bundle::FatBinary;
+use tracer::testing::names::FatBinary;
 
 fuzz_target!(|data: &[u8]| {
     let fat = FatBinary::walk(data, 0x1000);
     for b in &fat.bundles {
         let _ = fat.bundle_at(b.offset);
     }
-    let _ = tracer::record::names::bundle::open_all(data, &fat, None);
-    let _ = tracer::record::names::bundle::open_all(data, &fat, Some("gfx1030"));
+    let _ = tracer::testing::names::open_all(data, &fat, None);
+    let _ = tracer::testing::names::open_all(data, &fat, Some("gfx1030"));
     let _ = fat.name_index(data).bundles_defining("_Z6kernelv");
 });

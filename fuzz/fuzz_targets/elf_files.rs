@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracer::{os::{elf, files::CodeFile}, record::names::bundle::FatBinary};
+use tracer::testing::{elf, names::FatBinary, os::CodeFile};
 
 fuzz_target!(|data: &[u8]| {
     let path = std::env::temp_dir().join(format!("tracer-fuzz-elf-{}", std::process::id()));
@@ -24,12 +24,12 @@ fuzz_target!(|data: &[u8]| {
             let _ = elf::segments(&parsed);
         }
     }
-    let _ = tracer::record::names::registration::decode(&file);
-    if let Some(index) = tracer::record::names::spirv::ShaderIndex::parse(&file) {
+    let _ = tracer::testing::names::registration::decode(&file);
+    if let Some(index) = tracer::testing::names::ShaderIndex::parse(&file) {
         let _ = index.find(data.len() as u64, data);
     }
-    let _ = tracer::record::names::spirv::preamble_end(data);
+    let _ = tracer::testing::names::preamble_end(data);
     if let Ok(Some(fat)) = FatBinary::of_file(&file) {
-        let _ = tracer::record::names::bundle::open_all(&fat.region(&file), &fat, None);
+        let _ = tracer::testing::names::open_all(&fat.region(&file), &fat, None);
     }
 });

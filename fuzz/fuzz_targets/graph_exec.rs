@@ -4,9 +4,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracer::record::names::{
+use tracer::testing::names::{
+    Image,
     graph_exec::{MAX_NODES, read, read_copies},
-    memory::Image,
 };
 
 fuzz_target!(|data: &[u8]| {

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracer::record::names::{memory::Image, rocr::{parse_uri, walk}};
+use tracer::testing::names::{Image, rocr::{parse_uri, walk}};
 
 fuzz_target!(|data: &[u8]| {
     let image = Image { base: 0x1000, bytes: data };

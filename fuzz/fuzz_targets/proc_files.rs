@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracer::os::proc::{parse_cmdline, parse_maps, parse_stat};
+use tracer::testing::os::{parse_cmdline, parse_maps, parse_stat};
 
 fuzz_target!(|data: &[u8]| {
     let _ = parse_maps(data);

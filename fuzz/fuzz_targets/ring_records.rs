@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracer::{record::intake::decode::{Event, decode}, read::phase::Sequences, trace::Record};
+use tracer::testing::{Sequences, decode::{Event, decode}, trace::Record};
 use tracer_common::BATCH_TOKENS_MAX;
 
 fuzz_target!(|data: &[u8]| {

@@ -7,11 +7,11 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let mut records = Vec::new();
-    let read = tracer::trace::read_from(std::io::Cursor::new(data), std::path::Path::new("fuzz-input"), |r| {
+    let read = tracer::testing::trace::read_from(std::io::Cursor::new(data), std::path::Path::new("fuzz-input"), |r| {
         records.push(r);
     });
     if read.is_ok() {
-        let report = tracer::read::report::Report::build(records);
-        let _ = report.to_text(&tracer::read::report::TextOptions::default());
+        let report = tracer::testing::Report::build(records);
+        let _ = report.to_text(&tracer::testing::TextOptions::default());
     }
 });

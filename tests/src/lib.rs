@@ -6,6 +6,7 @@
     unused_crate_dependencies,
     reason = "the integration tests share one dependency list; each file uses a part of it"
 )]
+#![expect(clippy::unwrap_used, reason = "a helper of the tests panics where a test would: that is how it speaks")]
 
 use std::{
     io::{BufRead as _, BufReader},
@@ -14,7 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-pub use tracer::trace::{self, Record};
+pub use tracer::testing::trace::{self, Record};
 
 pub fn tracer_bin() -> PathBuf {
     PathBuf::from(std::env::var_os("TRACER_BIN").expect("TRACER_BIN is set by `cargo xtask test`"))

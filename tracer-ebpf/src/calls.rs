@@ -133,8 +133,9 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let mut args = if c & (cookie::TALLY | cookie::GATED) != 0 {
         // The hot path (most syncs and host-to-device copies of a decode loop): a live entry in THREADS
         // was made by this thread while its process was traced, so one lookup answers both questions.
-        // SAFETY: the pointer is only tested and passed on.
         let t = match THREADS.get_ptr_mut(pid_tgid) {
+            // SAFETY: a map value pointer the lookup just returned: valid and aligned for this program run;
+            // the field is only read, and the pointer passed on.
             Some(t) if unsafe { (*t).ended } == 0 => t,
             _ => {
                 if !traced((pid_tgid >> 32) as u32) {

@@ -93,6 +93,7 @@ fn reserve_params(header: RecordHeader, handle: u64, plan: Option<u32>) -> Optio
 pub(crate) fn emit_queue(header: RecordHeader, out_param: u64) {
     // SAFETY: bpf_probe_read_user checks the addresses.
     let Ok(queue) = (unsafe { bpf_probe_read_user(out_param as *const u64) }) else { return };
+    // SAFETY: as above: the helper checks the address and never faults the process.
     let Ok(raw) = (unsafe { bpf_probe_read_user(queue as *const [u64; 5]) }) else { return };
     let key = QueueKey { tgid: header.pid_tgid >> 32, queue };
     #[expect(

@@ -48,8 +48,12 @@ pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
     if kind != SIGNAL_KIND_DOORBELL && kind != SIGNAL_KIND_LEGACY_DOORBELL {
         return 0; // a completion or user signal, not a queue's doorbell
     }
+    // SAFETY: the signal's queue pointer, read by the helper, which checks the address (a value the
+    // process wrote anywhere only fails the read).
     let Ok(queue) = (unsafe { bpf_probe_read_user((signal + SIGNAL_QUEUE_PTR) as *const u64) }) else { return 0 };
+    // SAFETY: the queue's ring base, read by the helper from a checked address.
     let Ok(base) = (unsafe { bpf_probe_read_user((queue + QUEUE_BASE_ADDRESS) as *const u64) }) else { return 0 };
+    // SAFETY: the queue's size in packets, read by the helper from a checked address.
     let Ok(size) = (unsafe { bpf_probe_read_user((queue + QUEUE_SIZE) as *const u32) }) else { return 0 };
     let size = u64::from(size);
     if size == 0 || size & (size - 1) != 0 {

@@ -11,10 +11,7 @@
 
 use std::{fs::File, time::Instant};
 
-use tracer::{
-    record::{attribute::Attributor, intake::decode::decode},
-    trace,
-};
+use tracer::testing::{Attributor, decode::decode, trace};
 use tracer_common::{ARG_SLOTS, ApiFunc, CALL_ENTRY_ONLY, CallRecord, NAME_MAX, NameRecord, RecordHeader, RecordKind};
 
 const PID: u64 = 0x3fff_ff00; // no such process: /proc lookups fail fast, as for a process that ended
@@ -92,8 +89,8 @@ fn run<E: AsRef<[u8]>>(
     let mut writer = trace::Writer::new(File::create(path).expect("bench output"), compress).expect("writer");
     if metrics {
         // `record --metrics`: every record written also feeds the live counts.
-        let live = std::sync::Arc::new(std::sync::Mutex::new(tracer::read::metrics::Metrics::new(true)));
-        writer.set_tap(Box::new(tracer::read::metrics::Tap(live)));
+        let live = std::sync::Arc::new(std::sync::Mutex::new(tracer::testing::Metrics::new(true)));
+        writer.set_tap(Box::new(tracer::testing::Tap(live)));
     }
     writer
         .write(&trace::Record::Header(Box::new(trace::Header {
@@ -101,7 +98,7 @@ fn run<E: AsRef<[u8]>>(
             schema: trace::SCHEMA,
             ..Default::default()
         })))
-        .unwrap();
+        .expect("the header is written");
     let mut attr = Attributor::default();
     let mut out = Vec::new();
     let t = Instant::now();
@@ -110,17 +107,17 @@ fn run<E: AsRef<[u8]>>(
         n += 1;
         attr.event(decode(e.as_ref()).expect("decodes"), &mut out);
         for r in out.drain(..) {
-            writer.write(&r).unwrap();
+            writer.write(&r).expect("a record is written");
         }
     }
-    writer.finish(trace::Footer { stop: trace::Stop::Signal, ..Default::default() }).unwrap();
+    writer.finish(trace::Footer { stop: trace::Stop::Signal, ..Default::default() }).expect("the footer is written");
     (n, t.elapsed().as_secs_f64())
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&dir).expect("the bench directory is made");
     let events: Vec<Vec<u8>> = stream(2_000_000).collect();
     // The first run, as a recording meets its events (row 3).
     let (n, secs) = run(&events, &dir.join("pipeline.jsonl"), false, false);

@@ -16,7 +16,7 @@ use crate::{
 };
 
 #[derive(Debug, Default, Serialize)]
-pub struct Inspection {
+pub(crate) struct Inspection {
     pub(crate) path: String,
     pub(crate) bundles: Vec<Bundle<KernelInfo>>,
     /// Why the bundles listed stop before the end of the fat binary, when they do.
@@ -59,7 +59,7 @@ pub(crate) fn classified(b: Bundle) -> Bundle<KernelInfo> {
 ///
 /// The file must be a regular file; its bundles are indexed by their headers and opened one at a time, so
 /// a 1 GB fat binary never means 1 GB of memory.
-pub fn inspect(path: &Path, target: Option<&str>) -> Result<Inspection> {
+pub(crate) fn inspect(path: &Path, target: Option<&str>) -> Result<Inspection> {
     let file = CodeFile::user(path).map_err(|e| anyhow!("{e}: give the path of a library or program"))?;
     let Some(fat) = FatBinary::of_file(&file)? else {
         if crate::os::elf::dependencies(&file).is_none() {
@@ -75,7 +75,7 @@ pub fn inspect(path: &Path, target: Option<&str>) -> Result<Inspection> {
 }
 
 impl Inspection {
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let mut s = String::new();
         self.write_text(&mut s).expect("writing to a String cannot fail");
         s

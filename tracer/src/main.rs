@@ -1,109 +1,13 @@
-//! The `tracer` command: parses the command line and runs one subcommand.
-//!
-//! Exit status: 0 on success; for `record -- COMMAND`, the command's own status (128 + N when a signal N
-//! ended it); 1 with one sentence on stderr when something failed; 2 for a usage error. A closed output
-//! pipe (`tracer report t.jsonl | head`) ends quietly with 0.
+//! The `tracer` command: parses the command line and runs one subcommand ([`tracer::run`] says the exit
+//! statuses).
 #![expect(
     unused_crate_dependencies,
-    clippy::print_stderr,
-    reason = "the binary is the library's thin front: the library uses the dependencies, and a CLI reports its errors"
+    reason = "the binary is the library's thin front: the library uses the dependencies"
 )]
-use std::{
-    io::{BufWriter, Write as _},
-    process::ExitCode,
-};
 
 use clap::Parser as _;
-use tracer::{
-    cli::{Cli, Cmd, ExportCli, ExportFormat, Generated},
-    os::output::{self, Dest, Staged},
-    read::{self, report::Report},
-    record::{self, RecordArgs},
-};
 
-fn main() -> ExitCode {
-    let cli = Cli::parse(); // exits with status 2 on a usage error
-    match run(cli.command) {
-        Ok(code) => code,
-        // The reader of our output went away (`| head`): it has what it wanted.
-        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("tracer: error: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// One subcommand, to its exit status.
-fn run(command: Cmd) -> anyhow::Result<ExitCode> {
-    match command {
-        Cmd::Record(r) => {
-            Ok(record::run(RecordArgs::try_from(r)?, read::metrics::serve)?.map_or(ExitCode::SUCCESS, ExitCode::from))
-        }
-        Cmd::Inspect(i) => {
-            let ins = tracer::inspect::inspect(&i.file, i.target.as_deref())?;
-            print(&if i.json { format!("{}\n", serde_json::to_string_pretty(&ins)?) } else { ins.to_text() })
-        }
-        Cmd::Export(e) => export(&e),
-        Cmd::Generate(g) => match g.what {
-            Generated::Man => tracer::cli::man_pages(&g.dir).map(|()| ExitCode::SUCCESS).map_err(|e| {
-                anyhow::anyhow!("cannot write the man pages into {} ({e}): give an existing directory", g.dir.display())
-            }),
-        },
-        Cmd::Report(r) => {
-            let rep = Report::from_input(&tracer::trace::Input::new(&r.files)?)?;
-            if r.json {
-                print(&format!("{}\n", serde_json::to_string_pretty(&rep)?))
-            } else {
-                warn(&rep.trace.warnings());
-                print(&rep.to_text(&read::report::TextOptions { full_names: r.full_names, top: r.top }))
-            }
-        }
-    }
-}
-
-/// What reading the input found wrong with it, on stderr (the output goes on).
-fn warn(warnings: &[String]) {
-    for w in warnings {
-        eprintln!("tracer: warning: {w}");
-    }
-}
-
-fn print(text: &str) -> anyhow::Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Exports to standard output, or to a file that appears only when the export is complete; what reading
-/// the input found wrong with it (a cut file, parts missing) is said on stderr, as `report` says it.
-fn export(e: &ExportCli) -> anyhow::Result<ExitCode> {
-    let input = tracer::trace::Input::new(&e.files)?;
-    let run = |out: &mut (dyn std::io::Write + Send)| match e.format {
-        ExportFormat::Perfetto => read::export::perfetto(&input, out),
-        ExportFormat::Csv => read::export::csv(&input, out),
-        ExportFormat::Dot => read::export::dot(&input, out),
-        ExportFormat::Parquet => read::export::parquet(&input, out),
-    };
-    let warnings = match e.output.as_deref().map_or(Dest::Stdout, Dest::parse) {
-        Dest::Stdout => {
-            let mut out = BufWriter::new(std::io::stdout());
-            let warnings = run(&mut out)?;
-            out.flush()?;
-            warnings
-        }
-        Dest::File(path) => {
-            let inputs: Vec<&std::path::Path> = input.paths().collect();
-            let mut staged = Staged::create(&path, e.force, &inputs)?;
-            let mut out = BufWriter::new(staged.file());
-            let warnings = run(&mut out)?;
-            out.flush()?;
-            drop(out);
-            staged.commit()?;
-            warnings
-        }
-    };
-    warn(&warnings);
-    Ok(ExitCode::SUCCESS)
+fn main() -> std::process::ExitCode {
+    let cli = tracer::cli::Cli::parse(); // exits with status 2 on a usage error
+    tracer::run(cli.command)
 }

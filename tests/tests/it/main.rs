@@ -3,6 +3,7 @@
 //! library cannot reach a path without a GPU). One test crate, a module per subject; `cargo xtask test`
 //! runs it as root, one test at a time.
 #![expect(clippy::tests_outside_test_module, reason = "an integration test crate is a test of its own")]
+#![expect(clippy::unwrap_used, reason = "a helper of the tests panics where a test would: that is how it speaks")]
 
 mod cli;
 mod code_objects;

@@ -393,7 +393,7 @@ fn an_impostor_ollama_serve_run_by_nobody_gets_no_open_and_no_probe() {
     std::fs::remove_file(install.bundle().join("libamdhip64.so.5")).unwrap();
     symlink("/etc/shadow", install.bundle().join("libamdhip64.so.5")).unwrap();
     symlink("/etc/shadow", install.root.join("lib/ollama/libhsa-runtime64.so.1")).unwrap();
-    let nobody = tracer::record::probes::ollama::uid_of("nobody").expect("a nobody user");
+    let nobody = tracer::testing::uid_of("nobody").expect("a nobody user");
     for entry in ["", "bin", "bin/ollama", "lib", "lib/ollama", "lib/ollama/rocm"] {
         chown(install.root.join(entry), Some(nobody), Some(nobody)).unwrap();
     }

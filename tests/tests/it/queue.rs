@@ -221,7 +221,7 @@ fn code_objects(path: &std::path::Path) -> Vec<(String, u64, u64, Vec<String>)> 
     let elf = object::File::parse(&*data).unwrap();
     let fatbin = elf.section_by_name(".hip_fatbin").expect("a HIP binary");
     let (at, _) = fatbin.file_range().unwrap();
-    tracer::record::names::bundle::open_bytes(fatbin.data().unwrap(), at, None)
+    tracer::testing::names::open_bytes(fatbin.data().unwrap(), at, None)
         .into_iter()
         .flat_map(|b| b.entries)
         .filter_map(|e| {

@@ -134,7 +134,7 @@ fn real_llama_cpp_prompts_on_both_sides_of_the_mmvq_threshold() {
 /// kernels and widths are the same as those the full recording gives.
 #[test]
 fn real_llama_cpp_phases_are_the_same_when_steps_end_at_the_logits_copy() {
-    use tracer::{read::report::Report, trace::Record};
+    use tracer::testing::{Report, trace::Record};
     let (records, _) = trace::read_file(&recorded("llama-bench-cuda-prompts.jsonl.zst")).unwrap();
     let mut lean = Vec::new();
     let mut left_out = 0;
@@ -152,12 +152,11 @@ fn real_llama_cpp_phases_are_the_same_when_steps_end_at_the_logits_copy() {
     assert_eq!(left_out, 334 + 152);
     let bench = |r: Report| r.processes.into_iter().find(|p| p.comm == "llama-bench").expect("llama-bench");
     let (full, lean) = (bench(Report::build(records)), bench(Report::build(lean)));
-    let steps =
-        |p: &tracer::read::report::ProcessReport| p.phases.iter().map(|ph| (ph.phase, ph.steps)).collect::<Vec<_>>();
-    use tracer::read::phase::Phase::{Decode, Prefill};
+    let steps = |p: &tracer::testing::ProcessReport| p.phases.iter().map(|ph| (ph.phase, ph.steps)).collect::<Vec<_>>();
+    use tracer::testing::Phase::{Decode, Prefill};
     assert_eq!(steps(&lean), [(Prefill, 10), (Decode, 9)]);
     // The same steps; only the per-phase API table differs, by the calls taken out.
-    let unprobed = |mut p: Vec<tracer::read::phase::PhaseReport>| {
+    let unprobed = |mut p: Vec<tracer::testing::PhaseReport>| {
         for ph in &mut p {
             ph.api_calls.retain(|f, _| trace::event::ApiFunc::from_name(f).is_none_or(|f| !f.tallied()));
             ph.traps = 0;

@@ -89,7 +89,7 @@ pub fn dependencies(file: &CodeFile) -> Option<Dependencies> {
 /// writes the addresses its relative relocations carry), else its `DT_INIT`. A library's exported functions
 /// are called from outside only once its initializers have run (the loader runs a library's before those of
 /// the libraries that need it). None when it has neither, or an address lies in no loaded segment.
-pub fn last_initializer_offset(file: &CodeFile) -> Option<u64> {
+pub(crate) fn last_initializer_offset(file: &CodeFile) -> Option<u64> {
     use object::read::elf::ProgramHeader as _;
     let view = file.elf();
     let header = FileHeader64::<object::Endianness>::parse(&view).ok()?;

@@ -7,8 +7,9 @@
 
 pub(crate) mod clock;
 pub(crate) mod demangle;
-pub mod elf;
-pub mod files;
+pub(crate) mod elf;
+pub(crate) mod files;
 pub(crate) mod ioctl;
-pub mod output;
-pub mod proc;
+pub(crate) mod messages;
+pub(crate) mod output;
+pub(crate) mod proc;

@@ -17,14 +17,14 @@ use anyhow::{Result, anyhow, bail};
 
 /// Where a command writes.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Dest {
+pub(crate) enum Dest {
     Stdout,
     File(PathBuf),
 }
 
 impl Dest {
     /// `-` is standard output.
-    pub fn parse(path: &Path) -> Self {
+    pub(crate) fn parse(path: &Path) -> Self {
         if path.as_os_str() == "-" { Self::Stdout } else { Self::File(path.to_path_buf()) }
     }
 }
@@ -131,7 +131,7 @@ pub(crate) fn staged_name(dest: &Path) -> Result<PathBuf> {
 
 /// A file written under a temporary name in the destination's directory, renamed over the destination
 /// by [`Staged::commit`]; dropped uncommitted, it is removed.
-pub struct Staged {
+pub(crate) struct Staged {
     file: Option<File>,
     tmp: PathBuf,
     dest: PathBuf,
@@ -139,19 +139,19 @@ pub struct Staged {
 
 impl Staged {
     /// Checks `dest` (see [`check`]) and creates the temporary file beside it.
-    pub fn create(dest: &Path, force: bool, inputs: &[&Path]) -> Result<Self> {
+    pub(crate) fn create(dest: &Path, force: bool, inputs: &[&Path]) -> Result<Self> {
         check(dest, force, inputs)?;
         let tmp = staged_name(dest)?;
         let file = create_new(&tmp)?;
         Ok(Self { file: Some(file), tmp, dest: dest.to_path_buf() })
     }
 
-    pub const fn file(&mut self) -> &mut File {
+    pub(crate) const fn file(&mut self) -> &mut File {
         self.file.as_mut().expect("the file stays open until commit")
     }
 
     /// Syncs the file and moves it to its destination (replacing a regular file there with --force).
-    pub fn commit(mut self) -> Result<()> {
+    pub(crate) fn commit(mut self) -> Result<()> {
         let file = self.file.take().expect("committed once");
         file.sync_all().map_err(|e| anyhow!("writing {} failed ({e})", self.dest.display()))?;
         drop(file);
@@ -172,7 +172,7 @@ impl Drop for Staged {
 }
 
 /// Whether an error is a closed pipe on the output (`| head`): the reader has what it wanted.
-pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+pub(crate) fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == ErrorKind::BrokenPipe)
             || c.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind)

@@ -5,7 +5,7 @@
 //! [`phase`] (steps, sequences and phases; its step feeder is the one report, export and metrics share).
 //! It reads [`crate::trace`] and [`crate::os`]; nothing here imports from `record`.
 
-pub mod export;
-pub mod metrics;
-pub mod phase;
-pub mod report;
+pub(crate) mod export;
+pub(crate) mod metrics;
+pub(crate) mod phase;
+pub(crate) mod report;

@@ -7,12 +7,13 @@
 //! it asks [`names`] for kernel names) → [`crate::trace::Writer`]. `session` holds the recording's control:
 //! its arguments, the command it starts, signals, readiness, live metrics.
 
-pub mod attribute;
-pub mod intake;
-pub mod names;
-pub mod probes;
+pub(crate) mod attribute;
+pub(crate) mod intake;
+pub(crate) mod names;
+pub(crate) mod probes;
 mod session;
 
+use crate::os::messages::{say, tell, warning};
 use std::{
     fs::File,
     os::fd::AsFd as _,
@@ -22,7 +23,7 @@ use std::{
 use anyhow::{Result, bail};
 
 use probes::{attach, ldso, libs, libs::LibCopy, ollama};
-pub use session::args::RecordArgs;
+pub(crate) use session::args::RecordArgs;
 use session::{Setup, Targets, args::runtimes, command, live, ready, signals};
 
 use crate::{
@@ -124,7 +125,8 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32], later: bo
 ///
 /// The status is the started command's, or 128 + N when signal N stopped the recording. `serve` starts the metrics endpoint when `--metrics` asks for one (the read wing's server, handed in by
 /// `main`: the recording does not reach into the read wing).
-pub fn run(args: RecordArgs, serve: trace::Serve) -> Result<Option<u8>> {
+pub(crate) fn run(args: RecordArgs, serve: trace::Serve) -> Result<Option<u8>> {
+    crate::os::messages::set_quiet(args.quiet);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
         // Signals first: one that comes during the set-up (probes take seconds to attach) must not kill
@@ -153,9 +155,8 @@ pub fn run(args: RecordArgs, serve: trace::Serve) -> Result<Option<u8>> {
             if let Some(c) = &child {
                 c.signal(libc::SIGKILL);
             }
-            #[expect(clippy::print_stderr, reason = "the one sentence of an interrupted set-up")]
-            let () = eprintln!(
-                "tracer: interrupted while setting up ({}): nothing was recorded{}",
+            tell!(
+                "interrupted while setting up ({}): nothing was recorded{}",
                 signals::signal_name(sig),
                 if to_stdout { String::new() } else { format!(", {} not written", args.output.display()) }
             );
@@ -170,7 +171,6 @@ pub fn run(args: RecordArgs, serve: trace::Serve) -> Result<Option<u8>> {
 
 /// The metrics endpoint (`--metrics`), fed by the writer's tap. A port taken by someone else is no reason
 /// to lose the recording (a service would restart in a loop): tracer says so and records without metrics.
-#[expect(clippy::print_stderr, reason = "a recording without its metrics, or with them exposed, says so")]
 fn serve_metrics(
     serve: trace::Serve,
     addr: std::net::SocketAddr,
@@ -180,15 +180,15 @@ fn serve_metrics(
     match serve(addr, !args.metrics_no_comm) {
         Ok((server, tap)) => {
             if !addr.ip().is_loopback() {
-                eprintln!(
-                    "tracer: warning: metrics are served on {addr}, which other machines may reach, and they name the traced processes and models; serve them on 127.0.0.1 unless that is meant"
+                warning!(
+                    "metrics are served on {addr}, which other machines may reach, and they name the traced processes and models; serve them on 127.0.0.1 unless that is meant"
                 );
             }
             writer.set_tap(tap);
             Some(live::LiveMetrics { server })
         }
         Err(e) => {
-            eprintln!("tracer: warning: {e:#}: recording without metrics (choose another port with --metrics)");
+            warning!("{e:#}: recording without metrics (choose another port with --metrics)");
             None
         }
     }
@@ -198,10 +198,9 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
     check_rotation(args)?;
     attach::preflight()?;
     let releasing = attach::releases_in_progress();
-    if releasing > 0 && !args.quiet {
-        #[expect(clippy::print_stderr, reason = "a start that may wait says why")]
-        let () = eprintln!(
-            "tracer: note: {releasing} earlier recording{} still releasing {} probes (the kernel frees them after grace periods): attaching may wait for them",
+    if releasing > 0 {
+        say!(
+            "note: {releasing} earlier recording{} still releasing {} probes (the kernel frees them after grace periods): attaching may wait for them",
             if releasing == 1 { " is" } else { "s are" },
             if releasing == 1 { "its" } else { "their" }
         );
@@ -241,11 +240,9 @@ fn prepare(args: &RecordArgs) -> Result<Setup> {
         use tracer_common::api::Library;
         // No runtime on this machine yet: the command's process life is recorded, and a runtime it opens
         // later (a bundled copy, a Python package's) is probed then, its calls before that unseen.
-        if !copies.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda | Library::Vulkan)) && !args.quiet
-        {
-            #[expect(clippy::print_stderr, reason = "a recording that starts without a runtime says so")]
-            let () = eprintln!(
-                "tracer: note: none of {HIP_RUNTIME}, {CUDA_DRIVER} or {VULKAN_LOADER} found (not among what the command loads, nor in /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): recording the command's processes; a runtime it opens is probed then (give its path with --lib PATH to probe it from the start)"
+        if !copies.iter().any(|c| matches!(c.runtime(), Library::Hip | Library::Cuda | Library::Vulkan)) {
+            say!(
+                "note: none of {HIP_RUNTIME}, {CUDA_DRIVER} or {VULKAN_LOADER} found (not among what the command loads, nor in /opt/rocm*/lib, the NVIDIA driver's directories or the system library path): recording the command's processes; a runtime it opens is probed then (give its path with --lib PATH to probe it from the start)"
             );
         }
     }
@@ -266,9 +263,8 @@ fn ollama_servers(args: &RecordArgs) -> Vec<u32> {
         found.retain(|&pid| match ollama::trusted_server(pid, args.ollama_user) {
             Ok(()) => true,
             Err(why) => {
-                #[expect(clippy::print_stderr, reason = "a server not followed is said, with why")]
-                let () = eprintln!(
-                    "tracer: warning: not following `ollama serve` pid {pid}: {why} (give --ollama-user to trust that user's Ollama)"
+                warning!(
+                    "not following `ollama serve` pid {pid}: {why} (give --ollama-user to trust that user's Ollama)"
                 );
                 false
             }

@@ -1,9 +1,9 @@
 //! The trace file: `schema` (what each line holds), `writer`, `reader` (with `scan`, its fast
 //! path for the writer's own launch and call lines), and `model`, what every reader of it shares.
 
-pub mod classify;
-pub mod event;
-pub mod model;
+pub(crate) mod classify;
+pub(crate) mod event;
+pub(crate) mod model;
 mod parts;
 mod reader;
 mod retention;
@@ -12,16 +12,20 @@ mod scan;
 mod schema;
 mod writer;
 
-pub use parts::{Input, MAX_PARTS};
-pub use reader::{MAX_BLANK_LINES, MAX_LINE, ReadStatus, for_each_record, read_file, read_from, read_records};
+pub use parts::Input;
+pub use reader::{ReadStatus, read_file, read_from};
 pub use schema::*;
-pub use writer::{Endpoint, Rotation, Serve, Tap, Writer};
+pub(crate) use writer::{Endpoint, Serve};
+pub use writer::{Rotation, Tap, Writer};
 
 #[cfg(test)]
 mod tests {
     use std::io::{Read as _, Write as _};
 
-    use super::*;
+    use super::{
+        reader::{MAX_BLANK_LINES, MAX_LINE},
+        *,
+    };
     use std::{fs::File, path::Path};
 
     fn header() -> Record {

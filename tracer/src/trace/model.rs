@@ -23,7 +23,7 @@ use super::{
 
 /// What the records read so far name, for every visitor to look up.
 #[derive(Debug, Default)]
-pub struct Index {
+pub(crate) struct Index {
     /// Every kernel named, by id (the ids are the recording's own, unique across processes).
     kernels: HashMap<u32, Kernel>,
     /// Each process's kernel ids, in the order they were named.
@@ -50,29 +50,29 @@ impl Index {
     /// An index that drops a process and its kernels after its exit, so memory stays flat over a recording
     /// of any length, and keeps of each kernel only its id, process, handle, source and mangled name (the live
     /// metrics classify by it; a kernel is then shown by its mangled name).
-    pub fn forgetting_exited() -> Self {
+    pub(crate) fn forgetting_exited() -> Self {
         Self { forget_exited: true, ..Self::default() }
     }
 
     /// The kernel named `id`.
-    pub fn kernel(&self, id: u32) -> Option<&Kernel> {
+    pub(crate) fn kernel(&self, id: u32) -> Option<&Kernel> {
         self.kernels.get(&id)
     }
 
     /// Kernel records of process `pid` not kept, past the per-process limits (0 for a file tracer wrote).
-    pub fn kernels_not_kept(&self, pid: u32) -> u64 {
+    pub(crate) fn kernels_not_kept(&self, pid: u32) -> u64 {
         self.held_of.get(&pid).map_or(0, |h| h.1)
     }
 
     /// The id a launch's kernel is shown by: its own, or None for a kernel whose record was not kept (past
     /// the per-process limits; its launches are shown with those that have no kernel id).
-    pub fn shown_kernel(&self, pid: u32, id: Option<u32>) -> Option<u32> {
+    pub(crate) fn shown_kernel(&self, pid: u32, id: Option<u32>) -> Option<u32> {
         id.filter(|id| self.kernels.contains_key(id) || self.kernels_not_kept(pid) == 0)
     }
 
     /// The name a kernel is shown by: demangled where it could be, else as the runtime saw it; "" for an id
     /// with no name, or none.
-    pub fn kernel_name(&self, id: Option<u32>) -> &str {
+    pub(crate) fn kernel_name(&self, id: Option<u32>) -> &str {
         match id.and_then(|id| self.kernels.get(&id)) {
             Some(k) if !k.demangled.is_empty() => &k.demangled,
             Some(k) => &k.name,
@@ -82,7 +82,7 @@ impl Index {
 
     /// The label a kernel is shown by where a name is needed: [`Index::kernel_name`], else `unnamed` and
     /// its handle; None for an id with no kernel record, or none.
-    pub fn kernel_label(&self, id: Option<u32>) -> Option<Cow<'_, str>> {
+    pub(crate) fn kernel_label(&self, id: Option<u32>) -> Option<Cow<'_, str>> {
         let k = self.kernels.get(&id?)?;
         Some(match self.kernel_name(id) {
             "" => Cow::Owned(format!("unnamed {:#x}", k.handle)),
@@ -91,38 +91,39 @@ impl Index {
     }
 
     /// The kernels named in process `pid`, in the order they were named.
-    pub fn kernels_of(&self, pid: u32) -> impl Iterator<Item = &Kernel> {
+    pub(crate) fn kernels_of(&self, pid: u32) -> impl Iterator<Item = &Kernel> {
         self.kernels_of.get(&pid).into_iter().flatten().filter_map(|id| self.kernels.get(id))
     }
 
     /// What the latest process record of `pid` said.
-    pub fn process(&self, pid: u32) -> Option<&Process> {
+    pub(crate) fn process(&self, pid: u32) -> Option<&Process> {
         self.processes.get(&pid)
     }
 
     /// The recording's start on the monotonic clock of every `ts` (0 before its header).
-    pub const fn start(&self) -> u64 {
+    pub(crate) const fn start(&self) -> u64 {
         self.start
     }
 
     /// The recording's last moment seen: its footer's end, else its latest timed record.
-    pub const fn last_ts(&self) -> u64 {
+    pub(crate) const fn last_ts(&self) -> u64 {
         self.last_ts
     }
 
     /// Whether the recording left synchronizations unprobed (`--lean`).
-    pub const fn lean(&self) -> bool {
+    pub(crate) const fn lean(&self) -> bool {
         self.lean
     }
 
     /// Processes and kernels held (what [`Index::forgetting_exited`] keeps flat).
-    pub fn held(&self) -> (usize, usize) {
+    #[cfg(test)]
+    pub(crate) fn held(&self) -> (usize, usize) {
         (self.processes.len(), self.kernels.len())
     }
 
     /// Takes in what `r` names, then hands it to `v`; an exit is forgotten after `v` saw it, where the index
     /// forgets.
-    pub fn feed(&mut self, r: &Record, v: &mut (impl Visitor + ?Sized)) {
+    pub(crate) fn feed(&mut self, r: &Record, v: &mut (impl Visitor + ?Sized)) {
         self.learn(r);
         dispatch(self, r, v);
         if let Record::Exit(e) = r
@@ -197,7 +198,7 @@ impl Index {
 
 /// Reads the recording at `input` through `v`, in order; returns the index as the last record left it, and
 /// how the input ended.
-pub fn read(input: &Input, v: &mut (impl Visitor + ?Sized)) -> Result<(Index, ReadStatus)> {
+pub(crate) fn read(input: &Input, v: &mut (impl Visitor + ?Sized)) -> Result<(Index, ReadStatus)> {
     let mut index = Index::default();
     let status = input.for_each_record(|r| index.feed(&r, v))?;
     Ok((index, status))
@@ -208,7 +209,7 @@ macro_rules! visitor {
     ($($variant:ident($ty:ident $(in $wrap:ident)?) = $tag:literal => $method:ident,)*) => {
         /// What a reader of a trace does with each record kind, in trace order: one method per kind, each
         /// ignoring its record unless implemented. `index` has taken the record in already.
-        pub trait Visitor {
+        pub(crate) trait Visitor {
             $(
                 #[doc = concat!("A `", $tag, "` record.")]
                 fn $method(&mut self, _index: &Index, _record: &crate::trace::$ty) {}

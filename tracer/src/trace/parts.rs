@@ -27,7 +27,7 @@ use super::{
 };
 
 /// The most files one input may name (a directory's parts included).
-pub const MAX_PARTS: usize = 100_000;
+pub(crate) const MAX_PARTS: usize = 100_000;
 
 /// One trace, or the parts of one rotated recording in order.
 #[derive(Clone, Debug)]
@@ -196,7 +196,7 @@ impl Input {
     /// header, no restatement, the last footer only. The status is the last part's ending, with every
     /// part's skipped records added up; its notes say what else was found: files skipped, a part before
     /// the last that was cut, parts missing after the last (it ends `rotated`).
-    pub fn for_each_record(&self, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
+    pub(crate) fn for_each_record(&self, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
         let mut total = ReadStatus { notes: self.notes.clone(), ..ReadStatus::default() };
         let last = self.files.len().saturating_sub(1);
         for (i, (path, restated)) in self.files.iter().enumerate() {

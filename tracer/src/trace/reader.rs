@@ -14,14 +14,14 @@ use anyhow::{Context as _, Result, bail};
 use super::schema::{FORMAT, Header, KNOWN_TYPES, Record, SCHEMA};
 
 /// A line longer than this is not a record: the reader stops there instead of buffering without bound.
-pub const MAX_LINE: usize = 1 << 20;
+pub(crate) const MAX_LINE: usize = 1 << 20;
 
 /// More blank lines than this in a row are not a trace.
 ///
 /// Blank: empty or whitespace-only; more than [`MAX_LINE`] bytes of them in a row are refused too. The
 /// reader stops there instead of reading a file of newlines (a few KiB compressed, gigabytes
 /// decompressed) to its end.
-pub const MAX_BLANK_LINES: u64 = 1024;
+pub(crate) const MAX_BLANK_LINES: u64 = 1024;
 
 pub(super) const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
@@ -76,7 +76,7 @@ impl ReadStatus {
     }
 
     /// Every sentence the user should read about the input: [`Self::warning`], then the notes.
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         self.warning().into_iter().chain(self.notes.iter().cloned()).collect()
     }
 }
@@ -89,7 +89,7 @@ pub fn read_file(path: &Path) -> Result<(Vec<Record>, ReadStatus)> {
 }
 
 /// Streams a trace file (plain or zstd, detected by its magic bytes) through `each`.
-pub fn for_each_record(path: &Path, each: impl FnMut(Record)) -> Result<ReadStatus> {
+pub(crate) fn for_each_record(path: &Path, each: impl FnMut(Record)) -> Result<ReadStatus> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     read_from(file, path, each)
 }
@@ -138,7 +138,7 @@ pub(super) fn header_of(path: &Path) -> Result<Header> {
 }
 
 /// Reads records from a line stream, calling `each` for every one, in order, after validating the header.
-pub fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
+pub(crate) fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
     // Three stages on their own threads: cut the (decompressed) bytes into chunks of whole lines, parse
     // them (two workers), then, here, check and hand over the records in file order. A chunk is one
     // buffer: no allocation or copy per line, and a blank line costs no parsed entry.

@@ -16,6 +16,7 @@
 //! header's index, not its name, says where it goes. A part that cannot be written (the disk full) is cut
 //! back to its last flush, or removed when that leaves nothing, and the recording ends naming it.
 
+use crate::os::messages::warning;
 use std::{
     collections::BTreeMap,
     fs::File,
@@ -60,7 +61,7 @@ pub struct Rotation {
 impl Rotation {
     /// The path of part `index` of a recording whose `-o` is `output`: the number goes before the
     /// extensions (`run.jsonl.zst` -> `run.0003.jsonl.zst`).
-    pub fn part_path(output: &Path, index: u32) -> PathBuf {
+    pub(crate) fn part_path(output: &Path, index: u32) -> PathBuf {
         let name = output.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let (stem, ext) = super::parts::split_trace_name(&name);
         output.with_file_name(format!("{stem}.{index:04}{ext}"))
@@ -70,7 +71,7 @@ impl Rotation {
     /// regular files, part 0 aside (the output's own check refuses it). A new recording would skip past
     /// their names and leave two recordings' parts mixed. (A link there is no earlier part: its name is
     /// skipped when its turn comes.)
-    pub fn earlier_parts(output: &Path) -> Vec<PathBuf> {
+    pub(crate) fn earlier_parts(output: &Path) -> Vec<PathBuf> {
         let dir = crate::os::output::dir_of(output);
         let first = Self::part_path(output, 0);
         let Some(first) = first.file_name().map(|n| n.to_string_lossy().into_owned()) else { return Vec::new() };
@@ -176,7 +177,7 @@ pub trait Tap: Send {
 
 /// A live endpoint a [`Tap`] feeds (the metrics server, `read::metrics`), as a recording drives it: the
 /// recording hands it its losses and processes, and at its end takes what it shed.
-pub trait Endpoint: Send + Sync {
+pub(crate) trait Endpoint: Send + Sync {
     /// Where it answers.
     fn addr(&self) -> std::net::SocketAddr;
     /// The recording's losses so far (by kind) and the processes it traces, for the next answers.
@@ -189,7 +190,7 @@ pub trait Endpoint: Send + Sync {
 
 /// Starts a live endpoint on the recording's runtime: at an address, with process names as labels or not;
 /// the endpoint, and the tap that feeds it.
-pub type Serve = fn(std::net::SocketAddr, bool) -> Result<(Box<dyn Endpoint>, Box<dyn Tap>)>;
+pub(crate) type Serve = fn(std::net::SocketAddr, bool) -> Result<(Box<dyn Endpoint>, Box<dyn Tap>)>;
 
 /// Compressed output is a sequence of zstd frames, one per flush and per MiB of lines between: a reader
 /// decodes every complete frame of a file whose writer was killed, and a frame is written whole.
@@ -387,8 +388,7 @@ impl Writer {
                                 first.display()
                             ),
                         };
-                        #[expect(clippy::print_stderr, reason = "a part name found taken is said when it is")]
-                        let () = eprintln!("tracer: warning: {what}: part {index} is written to {}", path.display());
+                        warning!("{what}: part {index} is written to {}", path.display());
                     }
                     return Ok((path, file));
                 }
@@ -467,13 +467,13 @@ impl Writer {
 
     /// Makes everything written so far readable, and starts the next part of a rotated recording when
     /// this one has reached its size or age.
-    pub fn flush_and_rotate(&mut self) -> Result<()> {
+    pub(crate) fn flush_and_rotate(&mut self) -> Result<()> {
         self.flush()?;
         if self.due() { self.rotate() } else { Ok(()) }
     }
 
     /// Makes everything written so far readable from the file, even if the tracer dies next.
-    pub fn flush(&mut self) -> Result<()> {
+    pub(crate) fn flush(&mut self) -> Result<()> {
         self.flush_io().map_err(|e| self.fail(e))?;
         // Where a part is cut back to if a later write fails.
         let mut file = self.out.file();

@@ -49,7 +49,7 @@ struct Rows<W: Write> {
     failure: Option<::csv::Error>,
 }
 
-pub fn csv(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>> {
+pub(crate) fn csv(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>> {
     let mut w = ::csv::Writer::from_writer(out);
     w.write_record(CSV_COLUMNS)?;
     let mut rows = Rows { w, queues: BTreeMap::new(), dispatch_id: 0, failure: None };

@@ -53,7 +53,7 @@ fn label(m: &MappedReport) -> String {
 }
 
 /// Writes the graph of the trace at `input`.
-pub fn dot(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>> {
+pub(crate) fn dot(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>> {
     let report = Report::from_input(input)?;
     writeln!(out, "digraph gpu_libraries {{")?;
     writeln!(out, "  rankdir=LR;")?;

@@ -13,10 +13,10 @@ mod csv;
 mod dot;
 mod parquet;
 mod perfetto;
-pub use self::csv::csv;
-pub use self::parquet::parquet;
-pub use dot::dot;
-pub use perfetto::perfetto;
+pub(crate) use self::csv::csv;
+pub(crate) use self::parquet::parquet;
+pub(crate) use dot::dot;
+pub(crate) use perfetto::perfetto;
 
 #[cfg(test)]
 mod tests {

@@ -396,7 +396,7 @@ impl<W: Write + Send> Table<W> {
 
 /// Writes the kernel executions of the trace at `input` as a Parquet file to `out`; returns what reading
 /// it found wrong (a cut file, parts missing), also kept in the file's metadata (`tracer.warning`).
-pub fn parquet(input: &trace::Input, out: &mut (dyn Write + Send)) -> Result<Vec<String>> {
+pub(crate) fn parquet(input: &trace::Input, out: &mut (dyn Write + Send)) -> Result<Vec<String>> {
     // First reading: each process's steps.
     let mut feeder = Feeder::default();
     trace::model::read(input, &mut feeder)?;

@@ -79,7 +79,7 @@ struct Perfetto<'a> {
 
 /// Streams a trace as Chrome trace-event JSON: memory stays bounded by the number of kernels, queues,
 /// processes and inference steps, not by the number of events.
-pub fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>> {
+pub(crate) fn perfetto(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<String>> {
     out.write_all(b"{\"traceEvents\":[")?;
     let events = EventStream { out, first: true, failure: None };
     let perfetto = Perfetto {

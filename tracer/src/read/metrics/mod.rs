@@ -24,7 +24,7 @@ pub(crate) use serve::Server;
 
 /// Starts the metrics endpoint at `addr` on the current runtime (`record --metrics`): the server, and the
 /// writer's tap that feeds it ([`crate::trace::Serve`]).
-pub fn serve(
+pub(crate) fn serve(
     addr: std::net::SocketAddr,
     comm_label: bool,
 ) -> anyhow::Result<(Box<dyn crate::trace::Endpoint>, Box<dyn crate::trace::Tap>)> {

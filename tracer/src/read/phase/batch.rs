@@ -18,7 +18,7 @@ use crate::trace::event::StepBatch;
 
 /// Most sequences whose last position is kept per process; a batch's sequences beyond it are judged as
 /// new ones (counted).
-pub const MAX_SEQUENCE_STATES: usize = 4096;
+pub(crate) const MAX_SEQUENCE_STATES: usize = 4096;
 
 /// What one step's batch carried.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -25,9 +25,10 @@ use std::collections::{BTreeMap, BTreeSet};
 mod batch;
 mod feed;
 mod report;
-pub use batch::{Composition, MAX_SEQUENCE_STATES, Sequences};
+pub use batch::{Composition, Sequences};
 pub(crate) use feed::{DriverReads, Execution, FamilyKey, Feeder, ProcessSteps, View};
-pub use report::{MAX_PASSES, MAX_SEQUENCES, PassReport, PassSequence, Phase, PhaseReport, PhaseTotals};
+pub(crate) use report::{MAX_PASSES, MAX_SEQUENCES, PassReport, PassSequence, PhaseTotals};
+pub use report::{Phase, PhaseReport};
 
 use tracer_common::{ApiFunc, api::Op};
 

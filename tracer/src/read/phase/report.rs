@@ -106,7 +106,7 @@ pub struct PhaseReport {
 
 /// One phase's closed steps so far, while recording (live metrics): steps, tokens, kernels by family.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PhaseTotals {
+pub(crate) struct PhaseTotals {
     pub(crate) phase: Phase,
     pub(crate) steps: u64,
     /// Tokens read, and those a batch claimed past them that the step's kernels' exact widths confirm (a
@@ -123,13 +123,13 @@ const fn is_zero(n: &u64) -> bool {
 }
 
 /// The most passes kept per step; a copy that would start one more adds to the last (counted).
-pub const MAX_PASSES: usize = 64;
+pub(crate) const MAX_PASSES: usize = 64;
 /// The most distinct pass sequences listed per phase; steps of further ones are counted.
-pub const MAX_SEQUENCES: usize = 64;
+pub(crate) const MAX_SEQUENCES: usize = 64;
 
 /// Steps that ran the same passes, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct PassSequence {
+pub(crate) struct PassSequence {
     /// "513 = 512 + 1" (a sum only when every width is exact).
     pub(crate) label: String,
     pub(crate) steps: u64,
@@ -138,7 +138,7 @@ pub struct PassSequence {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct PassReport {
+pub(crate) struct PassReport {
     pub(crate) width: String,
     pub(crate) kernels: BTreeMap<String, u64>,
 }

@@ -80,7 +80,7 @@ pub struct TraceInfo {
 
 impl TraceInfo {
     /// Every sentence the user should read about the input: the warning, then the notes.
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         self.warning.iter().chain(&self.notes).cloned().collect()
     }
 }
@@ -503,7 +503,7 @@ pub(crate) struct MemcpyReport {
 
 impl Report {
     /// Reads a trace, or the parts of a rotated recording as one, and summarizes it, streaming.
-    pub fn from_input(input: &trace::Input) -> Result<Self> {
+    pub(crate) fn from_input(input: &trace::Input) -> Result<Self> {
         let mut pair = (Feeder::default(), ReportBuilder::default());
         let (index, status) = trace::model::read(input, &mut pair)?;
         let mut r = pair.1.finish(pair.0, &index);

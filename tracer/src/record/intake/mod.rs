@@ -1,5 +1,5 @@
 //! What comes off the ring buffer: [`ring`] drains it on a thread of its own, [`decode`] turns its bytes into
 //! the trace's events.
 
-pub mod decode;
+pub(crate) mod decode;
 pub(crate) mod ring;

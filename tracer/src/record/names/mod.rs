@@ -25,7 +25,7 @@ pub(crate) mod early;
 mod elf_symbols;
 pub mod graph_exec;
 mod maps;
-pub mod memory;
+pub(crate) mod memory;
 pub mod registration;
 pub mod rocr;
 pub mod spirv;

@@ -8,5 +8,5 @@ pub(crate) mod attach;
 pub(crate) mod entries;
 pub(crate) mod ldso;
 pub(crate) mod libs;
-pub mod ollama;
+pub(crate) mod ollama;
 pub(crate) mod watch;

@@ -1,7 +1,7 @@
 //! What the recording knows of the libraries its processes map: runtime copies to probe as they appear
 //! (a dlopen after the start, a copy inside a container), and the GPU libraries each process maps.
-#![expect(clippy::print_stderr, reason = "a recording tells its user on stderr that it started, warned or stopped")]
 
+use crate::os::messages::{say, warning};
 use std::sync::Arc;
 
 use anyhow::Result;
@@ -127,9 +127,7 @@ impl LibraryWatch {
     /// not (said once per copy).
     pub(in crate::record) fn may_probe(&mut self, id: (u64, u64), path: &str, pid: u32) -> bool {
         if self.only_named && self.left_unprobed.insert(id) {
-            eprintln!(
-                "tracer: note: {path} (used by process {pid}) is not probed: --lib names the only copies to probe"
-            );
+            say!("note: {path} (used by process {pid}) is not probed: --lib names the only copies to probe");
         }
         !self.only_named
     }
@@ -147,8 +145,8 @@ impl LibraryWatch {
         let id = self.probed.len() as u32 + 1;
         let probes = attach::attach_runtime(ebpf, self.links.as_mut(), id, copy, mode)?;
         for why in self.links.as_mut().map(attach::RuntimeLinks::take_refused).unwrap_or_default() {
-            eprintln!(
-                "tracer: warning: the kernel refused a multi-point link for {why}: its functions are probed one uprobe each (released more slowly)"
+            warning!(
+                "the kernel refused a multi-point link for {why}: its functions are probed one uprobe each (released more slowly)"
             );
         }
         let attached_ts = crate::os::clock::monotonic_ns();
@@ -195,7 +193,7 @@ impl LibraryWatch {
                 None => self.ended_unlinked(pid, now),
             },
             Ok(_) => {}
-            Err(e) => eprintln!("\rtracer: warning: the runtime probes could not be placed in process {pid}: {e:#}"),
+            Err(e) => warning!("the runtime probes could not be placed in process {pid}: {e:#}"),
         }
     }
 
@@ -236,7 +234,7 @@ impl LibraryWatch {
         }
         self.attach(ebpf, copy, mode).unwrap_or_else(|err| {
             self.failed.insert(id);
-            eprintln!("\rtracer: warning: cannot probe {} for process {pid}: {err:#}", copy.path);
+            warning!("cannot probe {} for process {pid}: {err:#}", copy.path);
             Vec::new()
         })
     }
@@ -427,11 +425,11 @@ impl LibraryWatch {
                 }
                 Some(Err((copy, err))) => {
                     self.failed.insert(id);
-                    eprintln!("tracer: warning: cannot probe {} mapped by {pid}: {err:#}", copy.path);
+                    warning!("cannot probe {} mapped by {pid}: {err:#}", copy.path);
                 }
                 None => {
                     self.failed.insert(id);
-                    eprintln!("tracer: warning: cannot probe {} mapped by {pid}: it could not be opened", e.path);
+                    warning!("cannot probe {} mapped by {pid}: it could not be opened", e.path);
                 }
             }
         }
@@ -555,7 +553,7 @@ impl LibraryWatch {
             }
             Err(err) => {
                 self.failed.insert((copy.dev, copy.inode));
-                eprintln!("tracer: warning: cannot probe {} opened by {pid}: {err:#}", copy.path);
+                warning!("cannot probe {} opened by {pid}: {err:#}", copy.path);
                 Vec::new()
             }
         }

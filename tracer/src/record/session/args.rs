@@ -2,6 +2,7 @@
 //! lowered from the command line by `cli`), the set-up checked before any file or probe is made ([`Setup`]),
 //! the runtimes it probes, the trace's header, and the process limits it raises for itself.
 
+use crate::os::messages::warning;
 use std::{collections::BTreeMap, path::PathBuf, time::Duration};
 
 use crate::{
@@ -13,7 +14,7 @@ use crate::{
     trace::{self, GpuLibrary, runtimes},
 };
 
-pub struct RecordArgs {
+pub(crate) struct RecordArgs {
     pub(crate) output: PathBuf,
     /// Follow Ollama: its server (found, or these PIDs) and every runner it starts.
     pub(crate) ollama: bool,
@@ -161,7 +162,6 @@ fn units() -> BTreeMap<String, String> {
 /// a shell under systemd starts tracer with 1024 of 524 288. The command tracer starts is forked before,
 /// with the limit it was given. A limit that cannot be raised stays (a warning): files past it are counted
 /// unopened.
-#[expect(clippy::print_stderr, reason = "a recording warns its user on stderr")]
 pub(crate) fn raise_open_files_limit() {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
     let Rlimit { current, maximum } = getrlimit(Resource::Nofile);
@@ -170,6 +170,6 @@ pub(crate) fn raise_open_files_limit() {
         && let Err(e) = setrlimit(Resource::Nofile, Rlimit { current: maximum, maximum })
     {
         let c = current.unwrap_or(0);
-        eprintln!("tracer: warning: the open-files limit stays {c} ({e}): files past it are counted unopened");
+        warning!("the open-files limit stays {c} ({e}): files past it are counted unopened");
     }
 }

@@ -1,6 +1,5 @@
 //! What a recording shows while it runs: the live line on stderr (processes, launches and dispatches per
 //! second, drops), and the metrics endpoint (`--metrics`).
-#![expect(clippy::print_stderr, reason = "the live line is drawn on stderr")]
 
 use std::time::Duration;
 
@@ -40,14 +39,14 @@ impl LiveStatus {
     }
 
     pub(in crate::record) fn show(&mut self, line: &str) {
-        eprint!("\r\x1b[K{line}");
+        crate::os::messages::status(line);
         self.shown = true;
     }
 
     /// Takes the line away before the final summary.
     pub(in crate::record) fn clear(&mut self) {
         if self.shown {
-            eprint!("\r\x1b[K");
+            crate::os::messages::clear_status();
             self.shown = false;
         }
     }

@@ -1,8 +1,8 @@
 //! One recording, in three steps: [`Session::set_up`] (load, attach, fill the filter, write the header),
 //! [`Session::record`] (the loop: ring, periodic looks at the traced processes, stop conditions) and
 //! [`Session::finish`] (last drain, exit status, footer with every loss counted).
-#![expect(clippy::print_stderr, reason = "a recording tells its user on stderr that it started, warned or stopped")]
 
+use crate::os::messages::{say, tell, warning};
 use std::{collections::BTreeMap, io::IsTerminal as _, time::Duration};
 
 use anyhow::Result;
@@ -105,7 +105,7 @@ impl Session<'_> {
         );
         tokio::pin!(sleep);
         let mut signal_seen = None;
-        let mut status = LiveStatus::new(!self.args.quiet && std::io::stderr().is_terminal());
+        let mut status = LiveStatus::new(!crate::os::messages::quiet() && std::io::stderr().is_terminal());
         let stop = loop {
             tokio::select! {
                 Some(batch) = self.ring.next() => self.take_batch(&batch)?,
@@ -150,25 +150,22 @@ impl Session<'_> {
 
     /// What the user reads as the recording starts: where it goes, what it follows.
     fn say_started(&self) {
-        if self.args.quiet {
-            return;
-        }
         let n = self.watch.probed.len();
         if let Some(m) = &self.metrics {
-            eprintln!("tracer: metrics for Prometheus at http://{}/metrics", m.server.addr());
+            say!("metrics for Prometheus at http://{}/metrics", m.server.addr());
         }
-        eprintln!(
-            "tracer: recording {}to {} ({n} library cop{}); stop with Ctrl-C",
+        say!(
+            "recording {}to {} ({n} library cop{}); stop with Ctrl-C",
             if self.filter_by_pid { "" } else { "every process that calls a probed runtime " },
             self.args.output.display(),
             if n == 1 { "y" } else { "ies" }
         );
         for pid in &self.servers {
-            eprintln!("tracer: following `ollama serve` (pid {pid}) and its runners");
+            say!("following `ollama serve` (pid {pid}) and its runners");
         }
         if self.watch_ollama && self.servers.is_empty() {
-            eprintln!(
-                "tracer: no `ollama serve` is running yet: waiting for one to start (it and its runners are traced from their first instruction)"
+            say!(
+                "no `ollama serve` is running yet: waiting for one to start (it and its runners are traced from their first instruction)"
             );
         }
     }
@@ -186,11 +183,11 @@ impl Session<'_> {
             if command.is_some()
                 && let Some(e) = c.exec_failure()
             {
-                eprintln!("tracer: cannot run {}: {e}", self.args.command.join(" "));
+                tell!("cannot run {}: {e}", self.args.command.join(" "));
             }
-            if command.is_none() && signal.is_none() && !self.args.quiet {
-                eprintln!(
-                    "tracer: the command (pid {}) was still running when the recording stopped ({}); it goes on, untraced",
+            if command.is_none() && signal.is_none() {
+                say!(
+                    "the command (pid {}) was still running when the recording stopped ({}); it goes on, untraced",
                     c.pid,
                     stop.as_str()
                 );
@@ -316,9 +313,7 @@ impl Session<'_> {
             self.list_libraries(pid, monotonic_ns())?;
         }
         for w in std::mem::take(&mut self.attr.names.warnings) {
-            if !self.args.quiet {
-                eprintln!("\rtracer: warning: {w} (not read further)");
-            }
+            warning!("{w} (not read further)");
         }
         for (pid, handle, plan) in effects.plans {
             // An LRU map makes room itself; a plan that cannot be written leaves the launches reading
@@ -431,8 +426,8 @@ impl Session<'_> {
         match ollama::role(&argv) {
             ollama::Role::Server => {
                 if let Err(why) = ollama::trusted_server(pid, self.args.ollama_user) {
-                    eprintln!(
-                        "\rtracer: warning: not following `ollama serve` pid {pid}: {why} (give --ollama-user to trust that user's Ollama)"
+                    warning!(
+                        "not following `ollama serve` pid {pid}: {why} (give --ollama-user to trust that user's Ollama)"
                     );
                     self.leave_filter(pid)?;
                     return Ok(());
@@ -449,13 +444,11 @@ impl Session<'_> {
                                     self.writer.write(&r)?;
                                 }
                             }
-                            Err(e) => eprintln!("\rtracer: warning: {} skipped: {e:#}", copy.path),
+                            Err(e) => warning!("{} skipped: {e:#}", copy.path),
                         }
                     }
                 }
-                if !self.args.quiet {
-                    eprintln!("\rtracer: following `ollama serve` (pid {pid}) and its runners");
-                }
+                say!("following `ollama serve` (pid {pid}) and its runners");
             }
             ollama::Role::Runner { .. } => {}
             ollama::Role::Other => {
@@ -544,19 +537,17 @@ impl Session<'_> {
         if !self.args.sync_teardown {
             attach::release_in_background(listener.as_slice());
         }
-        if !self.args.quiet {
-            let n = |k: &str| counts.get(k).copied().unwrap_or(0);
-            eprintln!(
-                "tracer: stopped ({}); wrote {} launches, {} configs, {} calls, {} kernels to {}; {} records dropped",
-                ended.stop.as_str(),
-                n("launch"),
-                n("config"),
-                n("call"),
-                n("kernel"),
-                self.args.output.display(),
-                drops
-            );
-        }
+        let n = |k: &str| counts.get(k).copied().unwrap_or(0);
+        say!(
+            "stopped ({}); wrote {} launches, {} configs, {} calls, {} kernels to {}; {} records dropped",
+            ended.stop.as_str(),
+            n("launch"),
+            n("config"),
+            n("call"),
+            n("kernel"),
+            self.args.output.display(),
+            drops
+        );
         // The command's status; a recording stopped by a signal before the command ended answers as a
         // process that signal ended, whatever it recorded (a command, PIDs, every process).
         Ok(match (ended.command, ended.signal) {

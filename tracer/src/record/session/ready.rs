@@ -7,11 +7,8 @@
 //!   and, when served, `metrics=` lines; removed when the recording stops;
 //! - systemd's notify protocol (`Type=notify`): `READY=1` with a `STATUS=` line, and `STOPPING=1` at the stop.
 //!   Nothing is sent where `NOTIFY_SOCKET` is unset.
-#![expect(
-    clippy::print_stderr,
-    reason = "a readiness file that cannot be written is said on stderr, and the recording goes on"
-)]
 
+use crate::os::messages::warning;
 use std::{
     io::Write as _,
     path::{Path, PathBuf},
@@ -52,7 +49,7 @@ impl Ready {
             });
             write_whole(path, text.as_bytes())
                 .with_context(|| format!("cannot write the --ready-file {}", path.display()))
-                .map_err(|e| eprintln!("\rtracer: warning: {e:#}; the recording goes on"))
+                .map_err(|e| warning!("{e:#}; the recording goes on"))
                 .is_ok()
         });
         notify(Some(status.to_owned()));
@@ -84,9 +81,7 @@ fn notify(status: Option<String>) {
         let _late = sent.send(());
     });
     if spawned.is_ok() && done.recv_timeout(NOTIFY_TIME).is_err() {
-        #[expect(clippy::print_stderr, reason = "a service manager that does not read is said once per notification")]
-        let () =
-            eprintln!("tracer: warning: the service manager's notify socket did not take a notification within 1 s");
+        warning!("the service manager's notify socket did not take a notification within 1 s");
     }
 }
 

@@ -2,6 +2,7 @@
 //! points, the maps user space holds), then start (the command stopped, the header, the processes known at
 //! the start).
 
+use crate::os::messages::{say, warning};
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow, bail};
@@ -161,10 +162,8 @@ fn load(args: &RecordArgs, targets: &Targets, filter_by_pid: bool) -> Result<Loa
         None
     };
     let watch_comm = targets.watch_ollama.then_some("ollama");
-    let jobs = attach::JobTracepoints::find()
-        .map_err(|e| eprintln!("tracer: warning: GPU job times are not recorded: {e:#}"))
-        .ok()
-        .flatten();
+    let jobs =
+        attach::JobTracepoints::find().map_err(|e| warning!("GPU job times are not recorded: {e:#}")).ok().flatten();
     let job_tracepoints = jobs.as_ref().map(|j| j.names.map(str::to_owned).to_vec()).unwrap_or_default();
     warn_of_ring_size(args.ring_bytes);
     let ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm, jobs })?;
@@ -175,8 +174,8 @@ fn load(args: &RecordArgs, targets: &Targets, filter_by_pid: bool) -> Result<Loa
         .map_err(|e| anyhow!("{e:#}"))
         .and_then(|maps| attach::MultiProgram::load(attach::OBJECT, maps, args.probe_mode.library_program()))
             .map_err(|e| {
-                eprintln!(
-                    "tracer: warning: calls into GPU libraries other than the runtimes are not counted (the kernel refused multi-point uprobes, Linux 6.6 or later): {e:#}"
+                warning!(
+                    "calls into GPU libraries other than the runtimes are not counted (the kernel refused multi-point uprobes, Linux 6.6 or later): {e:#}"
                 );
             })
             .ok();
@@ -199,8 +198,8 @@ fn attach_all(
     watch.links = maps
         .and_then(|maps| attach::RuntimeLinks::load(maps, args.probe_mode))
             .map_err(|e| {
-                eprintln!(
-                    "tracer: warning: runtime functions are probed one uprobe each (the kernel refused multi-point uprobes, Linux 6.6 or later), so releasing them after the recording takes about 0.1 s a probe: {e:#}"
+                warning!(
+                    "runtime functions are probed one uprobe each (the kernel refused multi-point uprobes, Linux 6.6 or later), so releasing them after the recording takes about 0.1 s a probe: {e:#}"
                 );
             })
             .ok();
@@ -230,7 +229,7 @@ fn attach_all(
             // A copy that vanished since it was found (an upgrade, a removed install) is skipped; the
             // check below still wants one probed runtime.
             Err(e) if copies.len() > 1 || targets.watch_ollama => {
-                eprintln!("tracer: warning: {} skipped: {e:#}", copy.path);
+                warning!("{} skipped: {e:#}", copy.path);
             }
             Err(e) => return Err(e),
         }
@@ -298,8 +297,8 @@ fn attributor(
 /// The command, started stopped: it runs its first instruction once the recording is live.
 fn start_command(args: &RecordArgs, path: &std::path::Path) -> Result<Command> {
     let to_stdout = crate::os::output::Dest::parse(&args.output) == crate::os::output::Dest::Stdout;
-    if to_stdout && !args.quiet {
-        eprintln!("tracer: the trace goes to standard output, so the command's standard output goes to standard error");
+    if to_stdout {
+        say!("the trace goes to standard output, so the command's standard output goes to standard error");
     }
     Command::start_stopped(path, &args.command, to_stdout)
 }
@@ -308,8 +307,7 @@ fn start_command(args: &RecordArgs, path: &std::path::Path) -> Result<Command> {
 /// much again mapped into tracer as the drain reads them (a 2 GiB ring took 4.2 GB).
 fn warn_of_ring_size(ring_bytes: u32) {
     if let Some(warning) = crate::os::proc::mem_available().and_then(|a| ring_warning(ring_bytes, a)) {
-        #[expect(clippy::print_stderr, reason = "a ring too large for this machine is said before it is made")]
-        let () = eprintln!("tracer: warning: {warning}");
+        warning!("{warning}");
     }
 }
 

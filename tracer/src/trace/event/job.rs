@@ -30,7 +30,7 @@ pub struct Job {
 ///
 /// From when the ring could start it (its run stage, or the ring's previous job done, if that is later) to
 /// its done stage. `ring_free` (that previous done) moves on to this one's.
-pub fn gpu_time(run: u64, done: u64, ring_free: &mut u64) -> u64 {
+pub(crate) fn gpu_time(run: u64, done: u64, ring_free: &mut u64) -> u64 {
     let busy = done.saturating_sub(run.max(*ring_free));
     *ring_free = (*ring_free).max(done);
     busy

@@ -16,7 +16,8 @@ pub use tracer_common::ApiFunc;
 #[cfg(test)]
 mod for_test;
 mod job;
-pub use job::{Job, JobStage, gpu_time};
+pub(crate) use job::gpu_time;
+pub use job::{Job, JobStage};
 
 /// Whether a launch's grid counts work-groups or work-items.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -168,7 +169,7 @@ pub struct Launch {
 impl Launch {
     /// The launch became a graph node: made while its stream was capturing, and it succeeded (one that
     /// failed was captured into nothing, and is counted as failed).
-    pub const fn captured_into_graph(&self) -> bool {
+    pub(crate) const fn captured_into_graph(&self) -> bool {
         self.captured && self.ret == 0
     }
 }
@@ -367,7 +368,7 @@ pub struct Origin {
 impl Dispatch {
     /// Decodes a 64-byte AQL packet (`hsa_kernel_dispatch_packet_t` for kernel dispatches; AMD's extended
     /// kernel dispatch, `hsa_amd_ext_kernel_dispatch_packet_t`, as one).
-    pub fn from_packet(o: Origin, queue: u64, index: u64, p: &[u8; 64]) -> Self {
+    pub(crate) fn from_packet(o: Origin, queue: u64, index: u64, p: &[u8; 64]) -> Self {
         let Origin { ts, pid, tid, lib } = o;
         let u16_at = |o: usize| u16::from_le_bytes([p[o], p[o + 1]]);
         let u32_at = |o: usize| u32::from_le_bytes([p[o], p[o + 1], p[o + 2], p[o + 3]]);
@@ -514,22 +515,22 @@ impl Default for StepBatch {
 
 /// Counts by id, written as `[[id, count], ...]`: a JSON object's keys are strings, which serde's
 /// tagged-enum path (a trace line whose `type` is not first) cannot read back as numbers.
-pub mod id_pairs {
+pub(crate) mod id_pairs {
     use std::collections::BTreeMap;
 
     use serde::{Deserialize as _, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(map: &BTreeMap<u32, u64>, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(map: &BTreeMap<u32, u64>, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(map.iter())
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u32, u64>, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<u32, u64>, D::Error> {
         Ok(Vec::<(u32, u64)>::deserialize(d)?.into_iter().collect())
     }
 }
 
 /// The entry library id from which step counts are merged into one (see [`StepBatch::previous_calls`]).
-pub const STEP_LIBRARIES_MERGED: u32 = (tracer_common::STEP_SLOTS - 1) as u32;
+pub(crate) const STEP_LIBRARIES_MERGED: u32 = (tracer_common::STEP_SLOTS - 1) as u32;
 
 /// Tokens of one sequence at consecutive positions in a batch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

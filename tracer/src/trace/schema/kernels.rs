@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// The recorder binds no handle past it (counted as `kernel_handles_over_limit`, the launches recorded
 /// without a kernel id), and a reader keeps none past it of a file that has more (counted, their launches
 /// shown together).
-pub const MAX_KERNELS_PER_PROCESS: usize = 1 << 18;
+pub(crate) const MAX_KERNELS_PER_PROCESS: usize = 1 << 18;
 /// Of those, kernels without a name (`source` unnamed).
 pub const MAX_UNNAMED_PER_PROCESS: usize = 1 << 14;
 

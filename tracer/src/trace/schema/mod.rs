@@ -350,7 +350,7 @@ pub struct Library {
 }
 
 /// A probe's `error` for a function the default recording leaves out (`record --all-calls` probes it).
-pub const LEAN_UNPROBED: &str = "left unprobed: counted only with --all-calls";
+pub(crate) const LEAN_UNPROBED: &str = "left unprobed: counted only with --all-calls";
 
 /// Whether a probe's `error` says the recording left its function out on purpose (this spelling, or the
 /// `--lean` option's of earlier traces).
@@ -528,9 +528,9 @@ pub struct CodeDir {
 }
 
 /// Names one [`CodeDir`] record keeps at most.
-pub const CODE_DIR_NAMES_MAX: usize = 4096;
+pub(crate) const CODE_DIR_NAMES_MAX: usize = 4096;
 /// Bytes of names one [`CodeDir`] record keeps at most (a trace line stays far under the reader's 1 MiB).
-pub const CODE_DIR_BYTES_MAX: usize = 256 << 10;
+pub(crate) const CODE_DIR_BYTES_MAX: usize = 256 << 10;
 
 /// Serde's test for leaving a zero count out.
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]

@@ -19,6 +19,8 @@ pub(crate) fn release_in_background(close: &[libc::c_int]) {
     let [read_end, write_end] = fds;
     // SAFETY: the child calls only async-signal-safe functions and never returns into Rust code.
     match unsafe { libc::fork() } {
+        // SAFETY: in the child after fork: only async-signal-safe calls (close, setsid, prctl, read, _exit) on
+        // descriptors this process owns, and `_exit` ends it without running Rust code again.
         0 => unsafe {
             for &fd in [0, 1, 2, write_end].iter().chain(close) {
                 libc::close(fd);
