@@ -5,11 +5,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracer::testing::{Sequences, decode::{Event, decode}, trace::Record};
+use tracer::testing::{Sequences, decode::{Event, decode}, trace::Line};
 use tracer_common::BATCH_TOKENS_MAX;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(Event::Plain { record: Record::Batch(b), .. }) = decode(data) {
+    if let Ok(Event::Plain { record: Line::Batch(b), .. }) = decode(data) {
         let tokens: u64 = b.runs.iter().map(|r| u64::from(r.tokens)).sum();
         assert!(tokens <= BATCH_TOKENS_MAX as u64);
         assert!(b.runs.iter().all(|r| r.outputs <= r.tokens && r.shared <= r.tokens && r.tokens > 0));

@@ -15,7 +15,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-pub use tracer::testing::trace::{self, Record};
+pub use tracer::testing::trace::{self, Line};
 
 pub fn tracer_bin() -> PathBuf {
     PathBuf::from(std::env::var_os("TRACER_BIN").expect("TRACER_BIN is set by `cargo xtask test`"))
@@ -69,7 +69,7 @@ pub fn tracer(args: &[&str]) -> Output {
 }
 
 /// `tracer record -q -o OUT ARGS`, asserted to end with status 0; the complete trace it wrote.
-pub fn record_ok(out: &Path, args: &[&str]) -> Vec<Record> {
+pub fn record_ok(out: &Path, args: &[&str]) -> Vec<Line> {
     let mut all = vec!["record", "-q", "-o", out.to_str().expect("UTF-8 path")];
     all.extend_from_slice(args);
     let o = tracer(&all);
@@ -108,7 +108,7 @@ pub fn recording_a_hanging_runner(test: &str) -> (PathBuf, Recording) {
 }
 
 /// Reads a trace, asserting it is complete.
-pub fn read_trace(path: &Path) -> Vec<Record> {
+pub fn read_trace(path: &Path) -> Vec<Line> {
     let (records, status) = trace::read_file(path).expect("trace reads");
     assert!(status.has_footer, "trace {} has no footer", path.display());
     assert_eq!(status.cut_bytes, 0);
@@ -232,7 +232,7 @@ impl Waiting {
 
     /// Attaches tracer to it by PID (recording to `out`), lets it run, and returns what tracer wrote
     /// once it stopped by itself (its target exited).
-    pub fn traced_late(self, out: &Path) -> Vec<Record> {
+    pub fn traced_late(self, out: &Path) -> Vec<Line> {
         let rec = Recording::start(out, &["--pid", &self.pid().to_string()]);
         assert!(self.go().success());
         let (status, stderr) = rec.wait();
@@ -250,39 +250,39 @@ impl Waiting {
     }
 }
 
-pub fn launches(records: &[Record]) -> Vec<&trace::Launch> {
-    records.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect()
+pub fn launches(records: &[Line]) -> Vec<&trace::Launch> {
+    records.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l) } else { None }).collect()
 }
 
-pub fn kernels(records: &[Record]) -> Vec<&trace::Kernel> {
-    records.iter().filter_map(|r| if let Record::Kernel(k) = r { Some(k) } else { None }).collect()
+pub fn kernels(records: &[Line]) -> Vec<&trace::Kernel> {
+    records.iter().filter_map(|r| if let Line::Kernel(k) = r { Some(k) } else { None }).collect()
 }
 
-pub fn calls(records: &[Record]) -> Vec<&trace::Call> {
-    records.iter().filter_map(|r| if let Record::Call(c) = r { Some(&**c) } else { None }).collect()
+pub fn calls(records: &[Line]) -> Vec<&trace::Call> {
+    records.iter().filter_map(|r| if let Line::Call(c) = r { Some(&**c) } else { None }).collect()
 }
 
-pub fn configs(records: &[Record]) -> Vec<&trace::Config> {
-    records.iter().filter_map(|r| if let Record::Config(c) = r { Some(c) } else { None }).collect()
+pub fn configs(records: &[Line]) -> Vec<&trace::Config> {
+    records.iter().filter_map(|r| if let Line::Config(c) = r { Some(c) } else { None }).collect()
 }
 
-pub fn footer(records: &[Record]) -> &trace::Footer {
+pub fn footer(records: &[Line]) -> &trace::Footer {
     records
         .last()
-        .and_then(|r| if let Record::Footer(f) = r { Some(f) } else { None })
+        .and_then(|r| if let Line::Footer(f) = r { Some(f) } else { None })
         .expect("the last record is the footer")
 }
 
 /// The `process` record of the exec that made a process `comm` (the first such exec recorded).
-pub fn exec_of<'a>(records: &'a [Record], comm: &str) -> Option<&'a trace::Process> {
+pub fn exec_of<'a>(records: &'a [Line], comm: &str) -> Option<&'a trace::Process> {
     records.iter().find_map(|r| match r {
-        Record::Process(p) if p.cause.as_str() == "exec" && p.comm == comm => Some(p),
+        Line::Process(p) if p.cause.as_str() == "exec" && p.comm == comm => Some(p),
         _ => None,
     })
 }
 
 /// The name of the kernel a launch was attributed to.
-pub fn kernel_name<'a>(records: &'a [Record], launch: &trace::Launch) -> &'a str {
+pub fn kernel_name<'a>(records: &'a [Line], launch: &trace::Launch) -> &'a str {
     let id = launch.kernel.expect("every launch has a kernel id");
     kernels(records).into_iter().find(|k| k.id == id).map(|k| k.name.as_str()).expect("kernel record precedes launch")
 }

@@ -93,7 +93,7 @@ fn run<E: AsRef<[u8]>>(
         writer.set_tap(Box::new(tracer::testing::Tap(live)));
     }
     writer
-        .write(&trace::Record::Header(Box::new(trace::Header {
+        .write(&trace::Line::Header(Box::new(trace::Header {
             format: trace::FORMAT.into(),
             schema: trace::SCHEMA,
             ..Default::default()

@@ -37,8 +37,8 @@ pub mod testing {
         pub use crate::trace::{
             ApiFunc, Call, Cause, Checkpoint, CodeDir, Config, Dispatch, EntryCalls, EntryLibrary, ExecOutcome,
             ExecRoute, Exit, FORMAT, Filter, Footer, GpuLibrary, GraphExec, Header, Input, Ioctl, Job, JobStage,
-            Kernel, Launch, LaunchSites, LibOrigin, Library, MAX_UNNAMED_PER_PROCESS, Mapping, Options, Part, Probe,
-            ProbeKind, Process, ProgramStat, Queue, ReadStatus, Record, Role, Rotation, SCHEMA, SeqRun, Source,
+            Kernel, Launch, LaunchSites, LibOrigin, Library, Line, MAX_UNNAMED_PER_PROCESS, Mapping, Options, Part,
+            Probe, ProbeKind, Process, ProgramStat, Queue, ReadStatus, Role, Rotation, SCHEMA, SeqRun, Source,
             StepBatch, StepCalls, Stop, Tally, Tap, Writer, left_unprobed, read_file, read_from,
         };
         /// The events' own types.

@@ -110,12 +110,12 @@ fn the_exit_status_is_the_commands_and_the_command_is_recorded_as_itself() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr_of(&o));
     let records = read_trace(&out);
     let procs: Vec<&trace::Process> =
-        records.iter().filter_map(|r| if let Record::Process(p) = r { Some(p) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::Process(p) = r { Some(p) } else { None }).collect();
     assert!(!procs.is_empty());
     for p in &procs {
         assert_eq!(p.argv, ["sh", "-c", "exit 3"], "{p:?}");
     }
-    let exit = records.iter().find_map(|r| if let Record::Exit(e) = r { Some(e) } else { None }).unwrap();
+    let exit = records.iter().find_map(|r| if let Line::Exit(e) = r { Some(e) } else { None }).unwrap();
     assert_eq!((exit.code, exit.signal), (Some(3), None));
 
     let o = tracer(&["record", "-q", "--force", "-o", out.to_str().unwrap(), "--", "sh", "-c", "kill -SEGV $$"]);

@@ -41,7 +41,7 @@ fn code_object_files_loaded_by_path_are_listed_with_their_directory_and_results(
 
     // The directory, listed once as the process saw it: its regular files.
     let dirs: Vec<&trace::CodeDir> =
-        records.iter().filter_map(|r| if let Record::CodeDir(d) = r { Some(d) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::CodeDir(d) = r { Some(d) } else { None }).collect();
     assert_eq!(dirs.len(), 1, "{dirs:#?}");
     assert_eq!((dirs[0].path.as_str(), dirs[0].count, dirs[0].cut, &dirs[0].error), (lib, 5, false, &None));
     assert_eq!(dirs[0].files, ["Kernels_0.co", "Kernels_1.co", "Kernels_2.co", "Kernels_3.co", "TensileLibrary.dat"]);
@@ -161,9 +161,9 @@ fn a_directory_the_loading_process_may_not_list_is_not_listed_for_it() {
         lib,
     ]);
     let records = read_trace(&out);
-    assert!(records.iter().any(|r| matches!(r, Record::Footer(_))), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(records.iter().any(|r| matches!(r, Line::Footer(_))), "{}", String::from_utf8_lossy(&o.stderr));
     let dirs: Vec<&trace::CodeDir> =
-        records.iter().filter_map(|r| if let Record::CodeDir(d) = r { Some(d) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::CodeDir(d) = r { Some(d) } else { None }).collect();
     assert_eq!(dirs.len(), 1, "{dirs:#?}");
     assert!(dirs[0].files.is_empty() && dirs[0].count == 0, "{dirs:#?}");
     let why = dirs[0].error.as_deref().unwrap_or_default();
@@ -171,6 +171,6 @@ fn a_directory_the_loading_process_may_not_list_is_not_listed_for_it() {
     // Root's own process loading from it gets its listing, as before.
     let out = dir.join("root.jsonl");
     let records = record_ok(&out, &["--", bin.to_str().unwrap(), lib]);
-    let listed = records.iter().find_map(|r| if let Record::CodeDir(d) = r { Some(d) } else { None }).unwrap();
+    let listed = records.iter().find_map(|r| if let Line::CodeDir(d) = r { Some(d) } else { None }).unwrap();
     assert_eq!(listed.count, 5, "{listed:#?}");
 }

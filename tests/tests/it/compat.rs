@@ -38,7 +38,7 @@ fn from(build: &str, commit: &str) -> bool {
 }
 
 /// Reads a kept trace: complete, nothing skipped; its report as JSON.
-fn read(name: &str) -> (Vec<Record>, serde_json::Value) {
+fn read(name: &str) -> (Vec<Line>, serde_json::Value) {
     let path = compat(name);
     let read = trace::read_file(&path);
     assert!(read.is_ok(), "{name} does not read: {:#}", read.as_ref().err().unwrap());
@@ -93,7 +93,7 @@ fn the_demo_recorded_by_every_kept_build_reads_the_same() {
         }
         // The probe for the symbol Debian's runtime lacks: written as "kind":"" before the redesign.
         let missing = records.iter().find_map(|r| match r {
-            Record::Probe(p) if p.api == "hipExtModuleLaunchKernel" => Some(p),
+            Line::Probe(p) if p.api == "hipExtModuleLaunchKernel" => Some(p),
             _ => None,
         });
         let missing = missing.unwrap_or_else(|| panic!("{build}: no probe record for hipExtModuleLaunchKernel"));
@@ -113,7 +113,7 @@ fn the_queue_and_cuda_recordings_of_every_kept_build_read_the_same() {
             p["dispatches"].as_array().unwrap().iter().map(|d| d["dispatches"].as_u64().unwrap()).sum();
         // 29 kernel dispatches and a barrier packet.
         assert_eq!((dispatched, p["barrier_packets"].as_u64()), (29, Some(1)), "{build}");
-        assert_eq!(records.iter().filter(|r| matches!(r, Record::Dispatch(_))).count(), 30, "{build}");
+        assert_eq!(records.iter().filter(|r| matches!(r, Line::Dispatch(_))).count(), 30, "{build}");
         let (records, report) = read(&format!("{build}-cuda.jsonl"));
         let p = process(&report, "cuda_driver");
         // From 17a875f, CUDA kernels carry the file their module's image lay in.
@@ -124,7 +124,7 @@ fn the_queue_and_cuda_recordings_of_every_kept_build_read_the_same() {
         assert_eq!(api_calls(p, "cuGraphLaunch"), 5, "{build}");
         // From 8a5f83e, the first replay's executable is read from the driver to check the layout: it agrees.
         let checks: Vec<&trace::GraphExec> =
-            records.iter().filter_map(|r| if let Record::GraphExec(g) = r { Some(g) } else { None }).collect();
+            records.iter().filter_map(|r| if let Line::GraphExec(g) = r { Some(g) } else { None }).collect();
         let agrees: Vec<Option<bool>> = checks.iter().map(|g| g.agrees).collect();
         let want: &[Option<bool>] = if from(build, "8a5f83e") { &[Some(true)] } else { &[] };
         assert_eq!(agrees, want, "{build}");

@@ -104,7 +104,7 @@ fn start_in_container(
 /// it registered named (as many as bpftrace counted), HIP 6.4 and `ROCr` 6.4 probed from their first call as
 /// the root's own files, every GPU library listed the root's file (never the host's at the same path), and
 /// the report saying which root.
-fn check_own_rocm(records: &[Record], out: &Path, root: &Path, comm: &str, registered: u64) {
+fn check_own_rocm(records: &[Line], out: &Path, root: &Path, comm: &str, registered: u64) {
     assert_eq!(footer(records).total_drops(), 0);
     let pid = exec_of(records, comm).expect("the runner's exec").pid;
     let named = kernels(records)
@@ -114,7 +114,7 @@ fn check_own_rocm(records: &[Record], out: &Path, root: &Path, comm: &str, regis
     assert_eq!(named, registered, "kernels named by registration vs bpftrace's count");
     let mappings: Vec<&trace::Mapping> = records
         .iter()
-        .filter_map(|r| if let Record::Mapping(m) = r { (m.pid == pid).then_some(m) } else { None })
+        .filter_map(|r| if let Line::Mapping(m) = r { (m.pid == pid).then_some(m) } else { None })
         .collect();
     for name in ["libamdhip64.so.6", "libhsa-runtime64.so.1"] {
         let id = file_in_root(root, &format!("/{LIBDIR}/{name}")).expect("the root has the runtime");
@@ -124,14 +124,14 @@ fn check_own_rocm(records: &[Record], out: &Path, root: &Path, comm: &str, regis
         assert!(!m.probed_late, "{name} probed late: {m:?}");
         let lib = records
             .iter()
-            .find_map(|r| if let Record::Library(l) = r { (Some(l.id) == m.lib).then_some(l) } else { None })
+            .find_map(|r| if let Line::Library(l) = r { (Some(l.id) == m.lib).then_some(l) } else { None })
             .expect("the probed copy's library record");
         assert_eq!((lib.dev, lib.inode), id, "{lib:?}");
         assert!(lib.root.is_some(), "the library record names its root: {lib:?}");
         // Every probe point of tracer's table is in this runtime (HIP 6's exports are versioned: found by name).
         let lacking: Vec<&str> = records
             .iter()
-            .filter_map(|r| if let Record::Probe(p) = r { (p.lib == lib.id).then_some(p) } else { None })
+            .filter_map(|r| if let Line::Probe(p) = r { (p.lib == lib.id).then_some(p) } else { None })
             .filter(|p| p.offset.is_none())
             .map(|p| p.api.as_str())
             .collect();
@@ -171,7 +171,7 @@ fn a_chroot_with_its_own_rocm_is_probed_from_its_first_call_and_every_kernel_nam
     // The counted libraries the backend brings were found before it started.
     let rocblas = records
         .iter()
-        .find_map(|r| if let Record::Mapping(m) = r { m.path.contains("librocblas.so").then_some(m) } else { None })
+        .find_map(|r| if let Line::Mapping(m) = r { m.path.contains("librocblas.so").then_some(m) } else { None })
         .expect("rocBLAS is mapped");
     assert!(!rocblas.probed_late, "{rocblas:?}");
 }
@@ -247,7 +247,7 @@ fn an_ollama_runner_in_a_container_is_followed_from_the_host_with_its_own_rocm()
     assert_eq!(status.code(), Some(130), "{said}");
     let records = read_trace(&out);
     let runner_role = records.iter().any(|r| {
-        matches!(r, Record::Process(p) if p.comm == "llama-server" && p.role.map(trace::Role::as_str) == Some("runner"))
+        matches!(r, Line::Process(p) if p.comm == "llama-server" && p.role.map(trace::Role::as_str) == Some("runner"))
     });
     assert!(runner_role, "the runner is followed as Ollama's");
     check_own_rocm(&records, &out, &root, "llama-server", registered);
@@ -304,7 +304,7 @@ fn a_container_process_started_before_tracer_has_every_launched_handle_named() {
     // Its GPU libraries are the container's files, never the host's at the same path.
     let mapped: Vec<&trace::Mapping> = records
         .iter()
-        .filter_map(|r| if let Record::Mapping(m) = r { (m.pid == pid && m.gpu.is_some()).then_some(m) } else { None })
+        .filter_map(|r| if let Line::Mapping(m) = r { (m.pid == pid && m.gpu.is_some()).then_some(m) } else { None })
         .collect();
     assert!(mapped.iter().any(|m| m.path.contains("libamdhip64.so.6")), "{mapped:#?}");
     for m in &mapped {

@@ -6,7 +6,7 @@ use integration_tests::*;
 
 /// Records the CUDA driver fixture on the libcuda double; `all_calls`: the synchronizations and async copies
 /// toward the device probed too (`--all-calls`; the default leaves them unprobed).
-fn record_driver(dir: &std::path::Path, runtime_view: bool, all_calls: bool) -> Vec<Record> {
+fn record_driver(dir: &std::path::Path, runtime_view: bool, all_calls: bool) -> Vec<Line> {
     let out = dir.join("t.jsonl");
     let double = fixture("cuda-double");
     let driver = fixture("cuda_driver");
@@ -97,7 +97,7 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     assert_eq!(h2d, [Some(32), Some(16)]);
     let tallies: Vec<(&str, u64, u64)> = records
         .iter()
-        .filter_map(|r| if let Record::Tally(t) = r { Some((t.api.name(), t.calls, t.bytes)) } else { None })
+        .filter_map(|r| if let Line::Tally(t) = r { Some((t.api.name(), t.calls, t.bytes)) } else { None })
         .collect();
     assert_eq!(tallies, [("cuStreamSynchronize", 2, 0), ("cuMemcpyHtoDAsync_v2", 1, 16)]);
     // The synchronization after the copy to the host is written (it ends a step).
@@ -108,7 +108,7 @@ fn driver_launches_decoded_named_and_graph_replays_counted() {
     // Its first replay read the executable from the driver's objects (the TEST DOUBLE lays them out as the
     // real driver does) to check the layout against the capture: the two launches agree.
     let reads: Vec<_> =
-        records.iter().filter_map(|r| if let Record::GraphExec(g) = r { Some(g) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::GraphExec(g) = r { Some(g) } else { None }).collect();
     assert_eq!(reads.len(), 1, "{reads:#?}");
     assert_eq!(
         (reads[0].exec, reads[0].outcome.as_str(), reads[0].nodes, reads[0].agrees),
@@ -172,7 +172,7 @@ fn runtime_api_view_is_opt_in() {
     let names: Vec<&str> = calls(&records).iter().map(|c| c.api.name()).collect();
     assert!(!names.iter().any(|n| *n == "cuStreamSynchronize" || *n == "cuMemcpyHtoDAsync_v2"), "{names:?}");
     assert!(names.contains(&"cuMemcpyDtoH_v2"), "{names:?}");
-    assert!(!records.iter().any(|r| matches!(r, Record::Tally(_))));
+    assert!(!records.iter().any(|r| matches!(r, Line::Tally(_))));
     drop(std::fs::remove_dir_all(dir));
 }
 
@@ -249,7 +249,7 @@ fn late_attach_reads_graph_executables_made_before_it() {
     let out = dir.join("t.jsonl");
     let records = Waiting::start(&fixture("cuda_driver"), "graphs").traced_late(&out);
     let reads: Vec<_> =
-        records.iter().filter_map(|r| if let Record::GraphExec(g) = r { Some(g) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::GraphExec(g) = r { Some(g) } else { None }).collect();
     let got: Vec<(&str, u32, usize, Option<bool>)> =
         reads.iter().map(|g| (g.outcome.as_str(), g.nodes, g.kernels.len(), g.agrees)).collect();
     // The graph captured after the attach (checked: agrees), the one captured after it whose source graph

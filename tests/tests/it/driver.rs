@@ -4,8 +4,8 @@ use std::process::Command;
 
 use integration_tests::*;
 
-fn ioctls(records: &[Record]) -> Vec<&trace::Ioctl> {
-    records.iter().filter_map(|r| if let Record::Ioctl(i) = r { Some(i) } else { None }).collect()
+fn ioctls(records: &[Line]) -> Vec<&trace::Ioctl> {
+    records.iter().filter_map(|r| if let Line::Ioctl(i) = r { Some(i) } else { None }).collect()
 }
 
 #[test]
@@ -74,22 +74,22 @@ fn rocminfo_as_a_real_kfd_client() {
     assert_eq!(o.status.code(), Some(8), "{}", String::from_utf8_lossy(&o.stderr));
     let records = read_trace(&out);
     // The command's own exit (the shell's helpers, mount and touch, are traced children too).
-    let exit = records.iter().find_map(|r| if let Record::Exit(e) = r { e.code.map(|_| e) } else { None }).unwrap();
+    let exit = records.iter().find_map(|r| if let Line::Exit(e) = r { e.code.map(|_| e) } else { None }).unwrap();
     assert_eq!(exit.code, Some(8), "rocminfo should fail with HSA_STATUS_ERROR_OUT_OF_RESOURCES");
     let v = ioctls(&records).into_iter().find(|i| i.name == "AMDKFD_IOC_GET_VERSION").expect("GET_VERSION recorded");
     assert_eq!((v.cmd, v.ret), (0x80084b01, i64::from(-libc::ENOTTY)));
     let procs: Vec<&trace::Process> =
-        records.iter().filter_map(|r| if let Record::Process(p) = r { Some(p) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::Process(p) = r { Some(p) } else { None }).collect();
     assert!(procs.iter().any(|p| p.pid == v.pid && p.comm == "rocminfo"), "{procs:?}");
 
     // The real libhsa-runtime64: its entry points are attached by name on the real file, and rocminfo's
     // hsa_init fires (and fails, HSA_STATUS_ERROR_OUT_OF_RESOURCES = 0x1008).
     let libs: Vec<&trace::Library> =
-        records.iter().filter_map(|r| if let Record::Library(l) = r { Some(l) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::Library(l) = r { Some(l) } else { None }).collect();
     let hsa = libs.iter().find(|l| l.path.contains("libhsa-runtime64.so")).expect("real libhsa-runtime64 probed");
     let probes: Vec<&trace::Probe> = records
         .iter()
-        .filter_map(|r| if let Record::Probe(p) = r { (p.lib == hsa.id).then_some(p) } else { None })
+        .filter_map(|r| if let Line::Probe(p) = r { (p.lib == hsa.id).then_some(p) } else { None })
         .collect();
     for api in [
         "hsa_init",

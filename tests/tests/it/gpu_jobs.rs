@@ -37,14 +37,14 @@ fn section<'a>(out: &'a str, name: &str) -> &'a str {
 }
 
 /// A trace printed by the guest, read back here.
-fn records(out: &str, name: &str) -> Vec<Record> {
+fn records(out: &str, name: &str) -> Vec<Line> {
     let path = scratch(&format!("gpu-jobs-{name}")).join("t.jsonl");
     std::fs::write(&path, section(out, name)).expect("scratch file");
     read_trace(&path)
 }
 
-fn jobs(records: &[Record]) -> Vec<&trace::Job> {
-    records.iter().filter_map(|r| if let Record::Job(j) = r { Some(j) } else { None }).collect()
+fn jobs(records: &[Line]) -> Vec<&trace::Job> {
+    records.iter().filter_map(|r| if let Line::Job(j) = r { Some(j) } else { None }).collect()
 }
 
 /// A command's jobs are recorded at each stage with the submitting process, joined by fence, and timed by
@@ -64,12 +64,12 @@ fn a_process_s_gpu_scheduler_jobs_are_recorded_and_timed_on_a_real_kernel() {
          echo '@@BEGIN report'; tracer report --json /tmp/a.jsonl; echo '@@END report'",
     );
     let a = records(&out, "a");
-    let header = a.iter().find_map(|r| if let Record::Header(h) = r { Some(h) } else { None }).expect("header");
+    let header = a.iter().find_map(|r| if let Line::Header(h) = r { Some(h) } else { None }).expect("header");
     assert_eq!(header.options.job_tracepoints, ["drm_sched_job", "drm_run_job", "drm_sched_process_job"]);
     assert!(header.kernel_release.starts_with("6.1."), "Debian 12's kernel: {}", header.kernel_release);
     let submitter = a
         .iter()
-        .find_map(|r| if let Record::Process(p) = r { (p.comm == "submit_jobs").then_some(p.pid) } else { None })
+        .find_map(|r| if let Line::Process(p) = r { (p.comm == "submit_jobs").then_some(p.pid) } else { None })
         .expect("submit_jobs was recorded");
     // The queue and run stages fire in process context, every one recorded. A done stage fires in an
     // interrupt: one that comes while another tracer program runs on its CPU is skipped by the kernel

@@ -49,7 +49,7 @@ fn inspect_ends_each_hostile_bundle_in_one_clear_error() {
 }
 
 /// Records `hostile_register MODE FILE` from its start; returns the trace and tracer's stderr.
-fn record_registration(dir: &Path, mode: &str, file: &Path) -> (Vec<Record>, String) {
+fn record_registration(dir: &Path, mode: &str, file: &Path) -> (Vec<Line>, String) {
     let out = dir.join(format!("{mode}-{}.jsonl", file.file_name().unwrap().to_string_lossy()));
     let (status, _, said) = run_measured(
         Command::new(tracer_bin())
@@ -117,7 +117,7 @@ fn a_fifo_over_a_mapped_files_path_and_dev_zero_never_stall_a_recording() {
 
 /// A trace file of `header`, then 2 GiB of newlines: 32 zstd frames of 64 MiB each, a few KiB in all.
 fn newline_bomb(path: &Path, header: &trace::Header) {
-    let mut line = serde_json::to_vec(&Record::Header(Box::new(header.clone()))).unwrap();
+    let mut line = serde_json::to_vec(&Line::Header(Box::new(header.clone()))).unwrap();
     line.push(b'\n');
     let mut bytes = zstd::encode_all(line.as_slice(), 3).unwrap();
     let frame = zstd::encode_all(std::io::repeat(b'\n').take(64 << 20), 3).unwrap();
@@ -145,7 +145,7 @@ fn a_newline_bomb_is_refused_in_one_sentence_by_report_and_export_alone_or_as_a_
     let part = |index| trace::Header { part: Some(trace::Part { index, restated: 0 }), ..header.clone() };
     let first = parts.join("run.0000.jsonl.zst");
     let mut w = trace::Writer::new(std::fs::File::create(&first).unwrap(), true).unwrap();
-    w.write(&Record::Header(Box::new(part(0)))).unwrap();
+    w.write(&Line::Header(Box::new(part(0)))).unwrap();
     w.finish(trace::Footer { stop: trace::Stop::Rotated, ..trace::Footer::default() }).unwrap();
     let bomb_part = parts.join("run.0001.jsonl.zst");
     newline_bomb(&bomb_part, &part(1));
@@ -205,8 +205,8 @@ fn a_million_invented_kernel_handles_cost_tracer_and_report_bounded_memory() {
     let without_id = count(r#"^{"type":"launch".*"kernel":null"#);
     let unnamed = count(r#"^{"type":"kernel".*"source":"unnamed""#) as usize;
     let o = Command::new("tail").args(["-n", "1"]).arg(&out).output().unwrap();
-    let f = match serde_json::from_slice::<Record>(&o.stdout) {
-        Ok(Record::Footer(f)) => Some(f),
+    let f = match serde_json::from_slice::<Line>(&o.stdout) {
+        Ok(Line::Footer(f)) => Some(f),
         _ => None,
     };
     let f = f.expect("a footer");

@@ -49,7 +49,7 @@ fn a_real_rocsparse_stack_registers_at_the_default_ring_with_nothing_lost_and_ev
     // Every registration bpftrace counted, each named, with the file and bundle its fat binary points at.
     let pid = records
         .iter()
-        .find_map(|r| if let Record::Process(p) = r { (p.comm == "sparse_rand").then_some(p.pid) } else { None })
+        .find_map(|r| if let Line::Process(p) = r { (p.comm == "sparse_rand").then_some(p.pid) } else { None })
         .expect("the command's process record");
     let ks: Vec<&trace::Kernel> = kernels(&records).into_iter().filter(|k| k.pid == pid).collect();
     let registered: Vec<&&trace::Kernel> = ks.iter().filter(|k| k.source == trace::Source::Register).collect();
@@ -73,7 +73,7 @@ fn a_real_rocsparse_stack_registers_at_the_default_ring_with_nothing_lost_and_ev
     // Every GPU library the process maps is listed, each for what it is.
     let mapped: BTreeMap<String, Option<trace::GpuLibrary>> = records
         .iter()
-        .filter_map(|r| if let Record::Mapping(m) = r { (m.pid == pid).then_some(m) } else { None })
+        .filter_map(|r| if let Line::Mapping(m) = r { (m.pid == pid).then_some(m) } else { None })
         .map(|m| (m.path.rsplit('/').next().unwrap().to_owned(), m.gpu))
         .collect();
     let kind = |prefix: &str| *mapped.iter().find(|(n, _)| n.starts_with(prefix))?.1;
@@ -142,7 +142,7 @@ fn the_ledger_says_which_mapped_libraries_were_called_and_how_often() {
     let records = record_ok(&out, &["--", fixture("sparse_rand").to_str().unwrap(), "direct"]);
     // Each library's entry points were counted from before the command started: none was late.
     let counted: Vec<&trace::EntryLibrary> =
-        records.iter().filter_map(|r| if let Record::EntryLibrary(l) = r { Some(l) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::EntryLibrary(l) = r { Some(l) } else { None }).collect();
     for name in ["libhipsparse", "librocsparse", "librocrand"] {
         let l = counted.iter().find(|l| l.path.contains(name)).unwrap_or_else(|| panic!("{name}: {counted:#?}"));
         assert!(l.attached_ts.is_some() && l.functions > 0, "{l:?}");

@@ -274,7 +274,7 @@ fn a_thousand_short_gpu_processes_leave_a_system_wide_recording_flat() {
     let f = footer(&records);
     let runners = records
         .iter()
-        .filter(|r| matches!(r, Record::Process(p) if p.comm == "mini_runner" && p.cause.as_str() != "exit"))
+        .filter(|r| matches!(r, Line::Process(p) if p.comm == "mini_runner" && p.cause.as_str() != "exit"))
         .count();
     eprintln!(
         "1 000 short GPU processes: tracer's RSS {} KiB after 100, {} KiB after 1 000, peak {} KiB",
@@ -296,7 +296,7 @@ fn a_megabyte_command_line_costs_at_most_the_cap_on_disk() {
         "a=$(head -c 100000 /dev/zero | tr '\\0' x); exec /bin/sh -c 'sleep 0.5' $a $a $a $a $a $a $a $a $a $a";
     let records = record_ok(&out, &["--", "/bin/sh", "-c", script]);
     let sleeper = records.iter().find_map(|r| match r {
-        Record::Process(p) if p.argv.iter().any(|a| a == "sleep 0.5") => Some(p),
+        Line::Process(p) if p.argv.iter().any(|a| a == "sleep 0.5") => Some(p),
         _ => None,
     });
     let p = sleeper.expect("the exec of the long command line is recorded");
@@ -326,12 +326,12 @@ fn recording_every_process_keeps_argv0_alone_by_default() {
     let (status, stderr) = rec.wait();
     assert!(status.success(), "{stderr}");
     let records = read_trace(&out);
-    let Some(Record::Header(h)) = records.first() else { panic!("no header") };
+    let Some(Line::Header(h)) = records.first() else { panic!("no header") };
     assert!(h.options.private_argv);
     let seen: Vec<&trace::Process> = records
         .iter()
         .filter_map(|r| match r {
-            Record::Process(p) if p.comm == "argv-probe" => Some(p),
+            Line::Process(p) if p.comm == "argv-probe" => Some(p),
             _ => None,
         })
         .collect();
@@ -383,7 +383,7 @@ fn an_untraced_process_on_the_same_runtime_runs_none_of_tracers_programs() {
     let (status, stderr) = rec.wait();
     assert!(status.success(), "{stderr}");
     let records = read_trace(&out);
-    let options = records.iter().find_map(|r| if let Record::Header(h) = r { Some(h.options.clone()) } else { None });
+    let options = records.iter().find_map(|r| if let Line::Header(h) = r { Some(h.options.clone()) } else { None });
     assert!(options.expect("a header").probes_per_process);
     // Each call that recurs the target made after the attach ran its program once (the entry program for a
     // call probed at entry and return, the one-trap program for a launch); nothing else ran them: the
@@ -399,7 +399,7 @@ fn an_untraced_process_on_the_same_runtime_runs_none_of_tracers_programs() {
 /// The runs the recorded calls that recur (`Op::recurs`) took of the entry program (calls
 /// probed at entry and return, configuration pushes) and of the one-trap program (calls probed at entry
 /// only).
-fn recurring_runs(records: &[Record]) -> (u64, u64) {
+fn recurring_runs(records: &[Line]) -> (u64, u64) {
     let recurring: Vec<_> = calls(records).into_iter().filter(|c| c.api.op().recurs()).collect();
     let entry = launches(records).iter().filter(|l| !l.entry_only).count()
         + recurring.iter().filter(|c| !c.entry_only).count()
@@ -419,7 +419,7 @@ fn a_child_started_at_once_by_a_process_recorded_by_pid_keeps_every_name() {
     let dir = scratch("pid-child-at-once");
     let runner = fixture("mini_runner");
     // What the runner registers, recorded from its first instruction.
-    let registered = |records: &[Record], pid: Option<u32>| -> std::collections::BTreeSet<String> {
+    let registered = |records: &[Line], pid: Option<u32>| -> std::collections::BTreeSet<String> {
         kernels(records)
             .into_iter()
             .filter(|k| k.source.as_str() == "register" && pid.is_none_or(|p| k.pid == p))
@@ -444,7 +444,7 @@ fn a_child_started_at_once_by_a_process_recorded_by_pid_keeps_every_name() {
     assert_eq!(registered(&records, Some(child)), reference);
     let late = records
         .iter()
-        .any(|r| matches!(r, Record::Mapping(m) if m.pid == child && m.probed_late && m.probed_at.is_some()));
+        .any(|r| matches!(r, Line::Mapping(m) if m.pid == child && m.probed_late && m.probed_at.is_some()));
     let n = launches(&records).len();
     eprintln!("{n} of the child's 7 launches recorded; its copy marked late: {late}");
     assert!(
@@ -496,7 +496,7 @@ fn children_that_outrun_their_probes_are_said_to_be_late_or_unseen() {
     let f = footer(&records);
     let late = records
         .iter()
-        .any(|r| matches!(r, Record::Mapping(m) if m.pid == child && m.probed_late && m.probed_at.is_some()));
+        .any(|r| matches!(r, Line::Mapping(m) if m.pid == child && m.probed_late && m.probed_at.is_some()));
     let n = launches(&records).iter().filter(|l| l.pid == child).count();
     let gone = f.counters["processes_ended_before_probes"];
     eprintln!(

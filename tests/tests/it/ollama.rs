@@ -118,7 +118,7 @@ impl Drop for Server {
     }
 }
 
-fn stop(rec: Recording) -> Vec<Record> {
+fn stop(rec: Recording) -> Vec<Line> {
     // Let the last events reach the file, then stop as a user would.
     std::thread::sleep(Duration::from_millis(300));
     rec.signal(libc::SIGINT);
@@ -129,12 +129,12 @@ fn stop(rec: Recording) -> Vec<Record> {
     read_trace(&out)
 }
 
-fn processes(records: &[Record]) -> Vec<&trace::Process> {
-    records.iter().filter_map(|r| if let Record::Process(p) = r { Some(p) } else { None }).collect()
+fn processes(records: &[Line]) -> Vec<&trace::Process> {
+    records.iter().filter_map(|r| if let Line::Process(p) = r { Some(p) } else { None }).collect()
 }
 
-fn library(records: &[Record], id: u32) -> &trace::Library {
-    records.iter().find_map(|r| if let Record::Library(l) = r { (l.id == id).then_some(l) } else { None }).unwrap()
+fn library(records: &[Line], id: u32) -> &trace::Library {
+    records.iter().find_map(|r| if let Line::Library(l) = r { (l.id == id).then_some(l) } else { None }).unwrap()
 }
 
 #[test]
@@ -162,7 +162,7 @@ fn ollama_runners_are_found_labelled_and_traced_from_their_first_call() {
     assert!(unrelated.wait().unwrap().success());
     let records = stop(rec);
 
-    let Record::Header(h) = &records[0] else { panic!() };
+    let Line::Header(h) = &records[0] else { panic!() };
     assert_eq!(h.options.ollama_servers, vec![server_pid]);
     let procs = processes(&records);
     let server_rec = procs.iter().find(|p| p.pid == server_pid).unwrap();
@@ -366,7 +366,7 @@ fn ollama_started_after_tracer_and_restarted_is_followed_from_its_exec() {
     assert_eq!(seen, 1, "{procs:#?}");
     // The client and the killed servers left the filter; only a server found running at the start (a
     // process another test left behind, if any) may still be in it.
-    let Record::Header(h) = &records[0] else { panic!() };
+    let Line::Header(h) = &records[0] else { panic!() };
     let f = footer(&records);
     assert!(f.counters["filter_entries_end"] <= h.options.ollama_servers.len() as u64, "{:?}", f.counters);
 }
@@ -419,8 +419,8 @@ fn an_impostor_ollama_serve_run_by_nobody_gets_no_open_and_no_probe() {
     assert!(!opens.contains("shadow"), "tracer opened the root-only file:\n{opens}");
     let records = read_trace(&out);
     let mine = install.root.to_str().unwrap();
-    assert!(!records.iter().any(|r| matches!(r, Record::Library(l) if l.path.starts_with(mine))));
-    assert!(records.iter().any(|r| matches!(r, Record::Library(l) if l.path.starts_with("/usr/lib"))));
+    assert!(!records.iter().any(|r| matches!(r, Line::Library(l) if l.path.starts_with(mine))));
+    assert!(records.iter().any(|r| matches!(r, Line::Library(l) if l.path.starts_with("/usr/lib"))));
     // Trusted by name: followed, but its links out of its install tree are not: still no open of the
     // root-only file, and the system's copies stay probed beside any of the bundle's.
     std::fs::remove_file(&out).unwrap();
@@ -430,8 +430,8 @@ fn an_impostor_ollama_serve_run_by_nobody_gets_no_open_and_no_probe() {
     assert!(stderr.contains("following `ollama serve`") && !stderr.contains("not following"), "{stderr}");
     assert!(!opens.contains("shadow"), "tracer opened the root-only file:\n{opens}");
     let records = read_trace(&out);
-    assert!(!records.iter().any(|r| matches!(r, Record::Library(l) if l.path.starts_with(mine))));
-    assert!(records.iter().any(|r| matches!(r, Record::Library(l) if l.path.starts_with("/usr/lib"))));
+    assert!(!records.iter().any(|r| matches!(r, Line::Library(l) if l.path.starts_with(mine))));
+    assert!(records.iter().any(|r| matches!(r, Line::Library(l) if l.path.starts_with("/usr/lib"))));
     drop(server.kill());
     drop(server.wait());
 }

@@ -81,9 +81,8 @@ fn the_deb_installs_and_records_on_a_debian_system_without_rocm_or_cuda() {
     assert!(stdout.starts_with(&format!("tracer {}\n", env!("CARGO_PKG_VERSION"))), "{stdout}");
     assert!(stdout.contains("true (pid"), "the report lists /bin/true: {stdout}");
     let records = read_trace(&root.join("tmp/t.jsonl"));
-    let exec = records
-        .iter()
-        .any(|r| matches!(r, Record::Process(p) if p.cause.as_str() == "exec" && p.argv == ["/bin/true"]));
+    let exec =
+        records.iter().any(|r| matches!(r, Line::Process(p) if p.cause.as_str() == "exec" && p.argv == ["/bin/true"]));
     assert!(exec, "the recording has /bin/true's exec");
     // The package's files: the binary, a man page per command, the unit.
     let listed = Command::new("dpkg-deb").arg("-c").arg(&deb).output().unwrap();

@@ -119,11 +119,11 @@ fn the_default_recording_leaves_synchronizations_unprobed_and_cuts_the_same_step
     assert_eq!(launches(&full), 22);
     assert_eq!(traps(&full) - traps(&lean), 5 + 22);
     let records = read_trace(&out);
-    assert!(records.iter().any(|r| matches!(r, Record::Header(h) if h.options.lean)));
+    assert!(records.iter().any(|r| matches!(r, Line::Header(h) if h.options.lean)));
     let unprobed: Vec<&str> = records
         .iter()
         .filter_map(|r| match r {
-            Record::Probe(p) if trace::left_unprobed(p.error.as_deref()) => Some(p.api.as_str()),
+            Line::Probe(p) if trace::left_unprobed(p.error.as_deref()) => Some(p.api.as_str()),
             _ => None,
         })
         .collect();

@@ -16,7 +16,7 @@ fn private_copy(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 /// Records `command` with the record options `flags`: the trace and tracer's stderr.
-fn record(out: &std::path::Path, flags: &[&str], command: &[&str]) -> (Vec<Record>, String) {
+fn record(out: &std::path::Path, flags: &[&str], command: &[&str]) -> (Vec<Line>, String) {
     let o = tracer(&[&["record"], flags, &["-o", out.to_str().unwrap(), "--"], command].concat());
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{stderr}");
@@ -24,10 +24,10 @@ fn record(out: &std::path::Path, flags: &[&str], command: &[&str]) -> (Vec<Recor
 }
 
 /// The library record of the copy at `path` (probed, or the test fails).
-fn library_of<'a>(records: &'a [Record], path: &std::path::Path) -> &'a trace::Library {
+fn library_of<'a>(records: &'a [Line], path: &std::path::Path) -> &'a trace::Library {
     let found = records
         .iter()
-        .find_map(|r| if let Record::Library(l) = r { (l.path == path.to_str().unwrap()).then_some(l) } else { None });
+        .find_map(|r| if let Line::Library(l) = r { (l.path == path.to_str().unwrap()).then_some(l) } else { None });
     assert!(found.is_some(), "{} was not probed: {records:#?}", path.display());
     found.expect("checked")
 }
@@ -48,7 +48,7 @@ fn a_private_copy_on_ld_library_path_is_probed_before_the_command_starts() {
     assert_eq!(ls.len(), DEMO_LAUNCHES, "launches recorded");
     assert!(ls.iter().all(|l| l.lib == lib.id), "every launch through the private copy");
     // Probed before the command ran: no mapping says late.
-    assert!(!records.iter().any(|r| matches!(r, Record::Mapping(m) if m.probed_late)));
+    assert!(!records.iter().any(|r| matches!(r, Line::Mapping(m) if m.probed_late)));
     drop(std::fs::remove_dir_all(dir));
 }
 
@@ -64,7 +64,7 @@ fn a_copy_dlopened_from_beside_the_program_is_probed_before_it_starts() {
     let ls = launches(&records);
     assert_eq!(ls.len(), DEMO_LAUNCHES);
     assert!(ls.iter().all(|l| l.lib == lib.id));
-    assert!(!records.iter().any(|r| matches!(r, Record::Mapping(m) if m.probed_late)));
+    assert!(!records.iter().any(|r| matches!(r, Line::Mapping(m) if m.probed_late)));
     drop(std::fs::remove_dir_all(dir));
 }
 
@@ -75,13 +75,13 @@ fn a_copy_only_known_when_it_is_opened_is_probed_then_and_late_unless_its_initia
     let out = dir.join("t.jsonl");
     let (records, _) = record(&out, &[], &[fixture("dlopen_demo").to_str().unwrap(), copy.to_str().unwrap()]);
     let lib = library_of(&records, &copy);
-    let Record::Header(h) = &records[0] else { panic!("no header") };
+    let Line::Header(h) = &records[0] else { panic!("no header") };
     assert!(lib.attached_ts.is_some_and(|t| t > h.start_mono_ns), "probed during the recording: {lib:?}");
     // Written late at the open; written again, not late, where the copy's last initializer then ran under its
     // probes (the later record decides).
     let mappings: Vec<&trace::Mapping> = records
         .iter()
-        .filter_map(|r| if let Record::Mapping(m) = r { (m.lib == Some(lib.id)).then_some(m) } else { None })
+        .filter_map(|r| if let Line::Mapping(m) = r { (m.lib == Some(lib.id)).then_some(m) } else { None })
         .collect();
     assert!(mappings.first().expect("a mapping record for the process and the copy").probed_late, "{mappings:?}");
     let late = mappings.last().is_some_and(|m| m.probed_late);
@@ -112,7 +112,7 @@ fn a_copy_opened_by_a_program_gone_before_its_open_was_read_is_still_listed() {
     let (records, stderr) = record(&out, &["--debug-read-delay-ms", "2500"], &command);
     let m = records
         .iter()
-        .find_map(|r| if let Record::Mapping(m) = r { (m.path == copy.to_str().unwrap()).then_some(m) } else { None })
+        .find_map(|r| if let Line::Mapping(m) = r { (m.path == copy.to_str().unwrap()).then_some(m) } else { None })
         .unwrap_or_else(|| panic!("no mapping of the copy; stderr: {stderr}"));
     assert!((m.lib.is_some() && m.probed_late) || (m.lib.is_none() && m.not_probed), "{m:?}");
     let report = tracer(&["report", out.to_str().unwrap()]);

@@ -5,13 +5,13 @@
 
 use integration_tests::*;
 
-fn dispatches(records: &[Record]) -> Vec<&trace::Dispatch> {
-    records.iter().filter_map(|r| if let Record::Dispatch(d) = r { Some(d) } else { None }).collect()
+fn dispatches(records: &[Line]) -> Vec<&trace::Dispatch> {
+    records.iter().filter_map(|r| if let Line::Dispatch(d) = r { Some(d) } else { None }).collect()
 }
 
 /// Records `hsa_driver ARGS` on the HSA test double into a fresh scratch folder `name`: the folder, the
 /// trace's path and its records.
-fn record_hsa_driver(name: &str, args: &[&str]) -> (std::path::PathBuf, std::path::PathBuf, Vec<Record>) {
+fn record_hsa_driver(name: &str, args: &[&str]) -> (std::path::PathBuf, std::path::PathBuf, Vec<Line>) {
     let dir = scratch(name);
     let out = dir.join("t.jsonl");
     let double = fixture("hsa-double/libhsa-runtime64.so.1");
@@ -23,12 +23,12 @@ fn record_hsa_driver(name: &str, args: &[&str]) -> (std::path::PathBuf, std::pat
 }
 
 /// Kernel objects named at load (from the symbol lookups), by kernel object.
-fn hsa_names(records: &[Record]) -> std::collections::BTreeMap<u64, &str> {
+fn hsa_names(records: &[Line]) -> std::collections::BTreeMap<u64, &str> {
     kernels(records).iter().filter(|k| k.source.as_str() == "hsa").map(|k| (k.handle, k.name.as_str())).collect()
 }
 
-fn queues(records: &[Record]) -> Vec<&trace::Queue> {
-    records.iter().filter_map(|r| if let Record::Queue(q) = r { Some(q) } else { None }).collect()
+fn queues(records: &[Line]) -> Vec<&trace::Queue> {
+    records.iter().filter_map(|r| if let Line::Queue(q) = r { Some(q) } else { None }).collect()
 }
 
 const MATMUL: &str = "_Z9matmul_q4PKvPfi";
@@ -42,7 +42,7 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
 
     // The alias hsa_signal_store_release is not in the probe plan; screlease is probed once.
     let probes: Vec<&trace::Probe> =
-        records.iter().filter_map(|r| if let Record::Probe(p) = r { Some(p) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::Probe(p) = r { Some(p) } else { None }).collect();
     assert!(probes.iter().any(|p| p.api == "hsa_signal_store_screlease" && p.error.is_none()));
     assert!(probes.iter().any(|p| p.api == "hsa_signal_store_relaxed" && p.error.is_none()));
 

@@ -26,7 +26,7 @@ const LAUNCHES: [Expected; 7] = [
     ("hipExtModuleLaunchKernel", None, [1024, 16, 1], [256, 4, 1], "work-items", 2048),
 ];
 
-fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
+fn assert_known_launches(records: &[Line], pid: u32, named_by: &str) {
     let ls = launches(records);
     assert_eq!(ls.len(), LAUNCHES.len(), "launches: {ls:#?}");
     for (l, &(api, kernel, grid, block, unit, shmem)) in ls.iter().zip(LAUNCHES.iter()) {
@@ -69,7 +69,7 @@ fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
     assert_ne!(find("hipModuleLoadData").ret, 0);
     assert_ne!(find("hipModuleGetFunction").ret, 0);
     // Synchronizations are probed only in a recording of all calls (`--all-calls`).
-    if records.iter().any(|r| matches!(r, Record::Header(h) if h.options.lean)) {
+    if records.iter().any(|r| matches!(r, Line::Header(h) if h.options.lean)) {
         assert!(cs.iter().all(|c| c.api.name() != "hipDeviceSynchronize"), "{cs:#?}");
     } else {
         find("hipDeviceSynchronize");
@@ -78,7 +78,7 @@ fn assert_known_launches(records: &[Record], pid: u32, named_by: &str) {
 }
 
 /// Records `mini_runner launches` from its start into `FILE` of a fresh scratch folder.
-fn record_mini_runner_launches(scratch_name: &str, file: &str) -> (std::path::PathBuf, Vec<Record>) {
+fn record_mini_runner_launches(scratch_name: &str, file: &str) -> (std::path::PathBuf, Vec<Line>) {
     record_mini_runner(scratch_name, file, &[], &["launches"])
 }
 
@@ -88,7 +88,7 @@ fn record_mini_runner(
     file: &str,
     flags: &[&str],
     runner_args: &[&str],
-) -> (std::path::PathBuf, Vec<Record>) {
+) -> (std::path::PathBuf, Vec<Line>) {
     let out = scratch(scratch_name).join(file);
     let runner = fixture("mini_runner");
     let mut args = vec!["record", "-q", "-o", out.to_str().unwrap()];
@@ -102,11 +102,11 @@ fn record_mini_runner(
 }
 
 /// The program a process exec'd, as its exec record names it.
-fn runner_path(records: &[Record], pid: u32) -> &str {
+fn runner_path(records: &[Line], pid: u32) -> &str {
     records
         .iter()
         .find_map(|r| match r {
-            Record::Process(p) if p.pid == pid && p.cause.as_str() == "exec" => Some(p.argv[0].as_str()),
+            Line::Process(p) if p.pid == pid && p.cause.as_str() == "exec" => Some(p.argv[0].as_str()),
             _ => None,
         })
         .expect("an exec record")
@@ -116,15 +116,15 @@ fn runner_path(records: &[Record], pid: u32) -> &str {
 fn command_is_recorded_from_its_first_instruction() {
     let (_, records) = record_mini_runner_launches("command", "t.jsonl");
 
-    let Record::Header(h) = &records[0] else { panic!("first record is not the header") };
+    let Line::Header(h) = &records[0] else { panic!("first record is not the header") };
     assert_eq!((h.format.as_str(), h.schema, h.options.filter.as_str()), ("tracer-trace", 1, "pid"));
     let libs: Vec<&trace::Library> =
-        records.iter().filter_map(|r| if let Record::Library(l) = r { Some(l) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::Library(l) = r { Some(l) } else { None }).collect();
     assert!(libs.iter().any(|l| l.path.contains("libamdhip64.so") && l.origin.as_str() == "system"), "{libs:?}");
 
     // The process: started through the shell, then exec'd into the runner.
     let procs: Vec<&trace::Process> =
-        records.iter().filter_map(|r| if let Record::Process(p) = r { Some(p) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::Process(p) = r { Some(p) } else { None }).collect();
     let exec = procs.iter().find(|p| p.cause.as_str() == "exec").expect("exec record");
     assert!(exec.argv[0].ends_with("mini_runner") && exec.argv[1] == "launches", "{exec:?}");
     let pid = exec.pid;
@@ -145,13 +145,13 @@ fn command_is_recorded_from_its_first_instruction() {
     let sites: Vec<(&str, u64)> = records
         .iter()
         .filter_map(|r| match r {
-            Record::LaunchSites(s) if s.pid == pid => Some((s.path.as_str(), s.launches)),
+            Line::LaunchSites(s) if s.pid == pid => Some((s.path.as_str(), s.launches)),
             _ => None,
         })
         .collect();
     assert_eq!(sites, [(runner_path(&records, pid), LAUNCHES.len() as u64)]);
 
-    let exit = records.iter().find_map(|r| if let Record::Exit(e) = r { Some(e) } else { None }).expect("exit");
+    let exit = records.iter().find_map(|r| if let Line::Exit(e) = r { Some(e) } else { None }).expect("exit");
     assert_eq!((exit.pid, exit.code), (pid, Some(0)));
     let f = footer(&records);
     assert_eq!(f.stop.as_str(), "command-exited");
@@ -184,7 +184,7 @@ fn a_process_that_ended_before_it_was_named_keeps_its_launch_sites_code_files_an
     let runner = exec.pid;
     // Its parent, start time and command line as the early look read them while it lived.
     let script_pid = records.iter().find_map(|r| match r {
-        Record::Process(p) if p.argv.iter().any(|a| a.ends_with("behind_rocsparse.sh")) => Some(p.pid),
+        Line::Process(p) if p.argv.iter().any(|a| a.ends_with("behind_rocsparse.sh")) => Some(p.pid),
         _ => None,
     });
     assert_eq!(exec.argv, [fixture("mini_runner").to_str().unwrap(), "launches"], "{exec:?}");
@@ -193,7 +193,7 @@ fn a_process_that_ended_before_it_was_named_keeps_its_launch_sites_code_files_an
     let sites: Vec<(&str, u64)> = records
         .iter()
         .filter_map(|r| match r {
-            Record::LaunchSites(s) if s.pid == runner => Some((s.path.as_str(), s.launches)),
+            Line::LaunchSites(s) if s.pid == runner => Some((s.path.as_str(), s.launches)),
             _ => None,
         })
         .collect();
@@ -216,7 +216,7 @@ fn a_process_that_ended_before_it_was_named_keeps_its_launch_sites_code_files_an
     let mapped: Vec<(&str, Option<trace::GpuLibrary>)> = records
         .iter()
         .filter_map(|r| match r {
-            Record::Mapping(m) if m.pid == runner => Some((m.path.rsplit('/').next().unwrap(), m.gpu)),
+            Line::Mapping(m) if m.pid == runner => Some((m.path.rsplit('/').next().unwrap(), m.gpu)),
             _ => None,
         })
         .collect();
@@ -252,10 +252,10 @@ fn late_attach_names_launches_from_elf_and_ignores_other_processes() {
     assert_known_launches(&records, target_pid, "elf");
     for r in &records {
         let pid = match r {
-            Record::Launch(l) => l.pid,
-            Record::Call(c) => c.pid,
-            Record::Config(c) => c.pid,
-            Record::Kernel(k) => k.pid,
+            Line::Launch(l) => l.pid,
+            Line::Call(c) => c.pid,
+            Line::Config(c) => c.pid,
+            Line::Kernel(k) => k.pid,
             _ => continue,
         };
         assert_ne!(pid, other_pid, "unrelated process recorded: {r:?}");
@@ -289,18 +289,18 @@ fn children_of_the_command_are_followed() {
     let records = record_ok(&out, &["--", "/bin/sh", "-c", &script]);
     let forks: Vec<&trace::Process> = records
         .iter()
-        .filter_map(|r| if let Record::Process(p) = r { (p.cause.as_str() == "fork").then_some(p) } else { None })
+        .filter_map(|r| if let Line::Process(p) = r { (p.cause.as_str() == "fork").then_some(p) } else { None })
         .collect();
     assert_eq!(forks.len(), 2, "{forks:?}");
     for child in &forks {
-        let mine: Vec<Record> = records
+        let mine: Vec<Line> = records
             .iter()
             .filter(|r| match r {
-                Record::Launch(l) => l.pid == child.pid,
-                Record::Config(c) => c.pid == child.pid,
-                Record::Call(c) => c.pid == child.pid,
-                Record::Kernel(k) => k.pid == child.pid,
-                Record::Header(_) => true,
+                Line::Launch(l) => l.pid == child.pid,
+                Line::Config(c) => c.pid == child.pid,
+                Line::Call(c) => c.pid == child.pid,
+                Line::Kernel(k) => k.pid == child.pid,
+                Line::Header(_) => true,
                 _ => false,
             })
             .cloned()
@@ -396,17 +396,17 @@ fn a_child_of_a_process_recorded_by_pid_gets_probes_of_its_own() {
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let parent = Waiting::start_with(&script, &[]);
     let records = parent.traced_late(&dir.join("t.jsonl"));
-    let options = records.iter().find_map(|r| if let Record::Header(h) = r { Some(h.options.clone()) } else { None });
+    let options = records.iter().find_map(|r| if let Line::Header(h) = r { Some(h.options.clone()) } else { None });
     assert!(options.expect("a header").probes_per_process);
     let child = exec_of(&records, "mini_runner").expect("the child's exec record").pid;
-    let mine: Vec<Record> = records
+    let mine: Vec<Line> = records
         .iter()
         .filter(|r| match r {
-            Record::Launch(l) => l.pid == child,
-            Record::Config(c) => c.pid == child,
-            Record::Call(c) => c.pid == child,
-            Record::Kernel(k) => k.pid == child,
-            Record::Header(_) => true,
+            Line::Launch(l) => l.pid == child,
+            Line::Config(c) => c.pid == child,
+            Line::Call(c) => c.pid == child,
+            Line::Kernel(k) => k.pid == child,
+            Line::Header(_) => true,
             _ => false,
         })
         .cloned()
@@ -414,7 +414,7 @@ fn a_child_of_a_process_recorded_by_pid_gets_probes_of_its_own() {
     assert_known_launches(&mine, child, "register");
     let late: Vec<&trace::Mapping> = records
         .iter()
-        .filter_map(|r| if let Record::Mapping(m) = r { (m.pid == child && m.probed_late).then_some(m) } else { None })
+        .filter_map(|r| if let Line::Mapping(m) = r { (m.pid == child && m.probed_late).then_some(m) } else { None })
         .collect();
     assert!(late.is_empty(), "{late:?}");
 }

@@ -20,7 +20,7 @@ fn target_killed_mid_trace_keeps_its_records_and_its_death() {
     let records = read_trace(&out);
     assert_eq!(launches(&records).len(), 7);
     assert_eq!(kernels(&records).iter().filter(|k| k.source.as_str() == "register").count(), 6);
-    let exit = records.iter().find_map(|r| if let Record::Exit(e) = r { Some(e) } else { None }).expect("exit");
+    let exit = records.iter().find_map(|r| if let Line::Exit(e) = r { Some(e) } else { None }).expect("exit");
     assert_eq!((exit.pid, exit.code, exit.signal), (pid, None, Some(libc::SIGKILL)));
     assert_eq!(footer(&records).stop.as_str(), "command-exited");
 }
@@ -51,12 +51,10 @@ fn ring_overflow_is_counted_per_cpu_and_adds_up() {
     // --lib names the only copy probed: libhsa-runtime64, mapped by the runner too, is listed unprobed
     // if the watch looked at the runner while it lived, never probed.
     let probed: Vec<&str> =
-        records.iter().filter_map(|r| if let Record::Library(l) = r { Some(l.path.as_str()) } else { None }).collect();
+        records.iter().filter_map(|r| if let Line::Library(l) = r { Some(l.path.as_str()) } else { None }).collect();
     assert_eq!(probed, ["/usr/lib/x86_64-linux-gnu/libamdhip64.so.5.2.21153"]);
     assert!(
-        records
-            .iter()
-            .all(|r| !matches!(r, Record::Mapping(m) if m.path.contains("libhsa-runtime64") && !m.not_probed)),
+        records.iter().all(|r| !matches!(r, Line::Mapping(m) if m.path.contains("libhsa-runtime64") && !m.not_probed)),
         "{records:?}"
     );
     let f = footer(&records);
@@ -88,12 +86,12 @@ fn full_disk_ends_with_a_clear_error_and_a_readable_file() {
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     let (records, status) = trace::read_file(&out).expect("the file reads");
     assert!(!status.has_footer);
-    assert!(matches!(records[0], Record::Header(_)));
+    assert!(matches!(records[0], Line::Header(_)));
     assert!(launches(&records).len() > 10, "only {} launches kept", launches(&records).len());
 }
 
 /// The files of a rotated recording's directory, by name: (path, records, how it ended).
-fn parts_in(dir: &std::path::Path) -> Vec<(PathBuf, Vec<Record>, trace::ReadStatus)> {
+fn parts_in(dir: &std::path::Path) -> Vec<(PathBuf, Vec<Line>, trace::ReadStatus)> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
@@ -129,9 +127,9 @@ fn record_rotating_launch_loop(out: &std::path::Path) -> std::process::Output {
     ])
 }
 
-fn part_index(records: &[Record]) -> Option<u32> {
+fn part_index(records: &[Line]) -> Option<u32> {
     match records.first() {
-        Some(Record::Header(h)) => h.part.map(|p| p.index),
+        Some(Line::Header(h)) => h.part.map(|p| p.index),
         _ => None,
     }
 }
@@ -158,7 +156,7 @@ fn full_disk_while_rotating_ends_naming_the_part_and_every_complete_part_reads()
             assert_eq!(part_index(records), Some(i as u32), "{}", path.display());
             assert_eq!(status.cut_bytes, 0, "{}", path.display());
             if i + 1 < parts.len() {
-                assert!(matches!(records.last(), Some(Record::Footer(f)) if f.stop.as_str() == "rotated"));
+                assert!(matches!(records.last(), Some(Line::Footer(f)) if f.stop.as_str() == "rotated"));
             }
         }
         // The error names the part it ended in, or the one it removed.

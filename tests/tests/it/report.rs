@@ -134,17 +134,17 @@ fn real_llama_cpp_prompts_on_both_sides_of_the_mmvq_threshold() {
 /// kernels and widths are the same as those the full recording gives.
 #[test]
 fn real_llama_cpp_phases_are_the_same_when_steps_end_at_the_logits_copy() {
-    use tracer::testing::{Report, trace::Record};
+    use tracer::testing::{Report, trace::Line};
     let (records, _) = trace::read_file(&recorded("llama-bench-cuda-prompts.jsonl.zst")).unwrap();
     let mut lean = Vec::new();
     let mut left_out = 0;
     for r in records.iter().cloned() {
         match r {
-            Record::Header(mut h) => {
+            Line::Header(mut h) => {
                 h.options.lean = true;
-                lean.push(Record::Header(h));
+                lean.push(Line::Header(h));
             }
-            Record::Call(c) if c.api.tallied() => left_out += 1,
+            Line::Call(c) if c.api.tallied() => left_out += 1,
             r => lean.push(r),
         }
     }

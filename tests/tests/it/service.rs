@@ -271,7 +271,7 @@ fn peak_rss_over(n: u32, dir: &Path) -> u64 {
     let o = tracer(&["record", "-q", "--metrics", "127.0.0.1:0", "-o", out.to_str().unwrap(), "--", "sh", "-c", &cmd]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let records = read_trace(&out);
-    let exits = records.iter().filter(|r| matches!(r, Record::Exit(_))).count() as u32;
+    let exits = records.iter().filter(|r| matches!(r, Line::Exit(_))).count() as u32;
     assert!(exits >= n, "{exits} exits for {n} processes");
     footer(&records).counters["tracer_max_rss_kib"]
 }

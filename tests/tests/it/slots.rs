@@ -110,7 +110,7 @@ fn a_libllama_found_during_the_recording_gets_its_batch_program_linked() {
     let records = read_trace(&out);
     let probe = records
         .iter()
-        .find_map(|r| if let Record::Probe(p) = r { (p.api == "llama_decode").then_some(p) } else { None })
+        .find_map(|r| if let Line::Probe(p) = r { (p.api == "llama_decode").then_some(p) } else { None })
         .expect("a probe record for llama_decode");
     assert_eq!(probe.error, None, "{probe:?}");
 }

@@ -52,7 +52,7 @@ fn sigkill_leaves_every_complete_record_readable() {
     let (out, rec) = recording_a_hanging_runner("sigkill");
     // Its losses so far are written every second: killed after the first checkpoint reached the file.
     let has_checkpoint = |path: &std::path::Path| {
-        trace::read_file(path).is_ok_and(|(r, _)| r.iter().any(|r| matches!(r, Record::Checkpoint(_))))
+        trace::read_file(path).is_ok_and(|(r, _)| r.iter().any(|r| matches!(r, Line::Checkpoint(_))))
     };
     let waited = std::time::Instant::now();
     while !has_checkpoint(&out) && waited.elapsed() < std::time::Duration::from_secs(10) {
@@ -70,13 +70,13 @@ fn sigkill_leaves_every_complete_record_readable() {
     assert!(!status.has_footer);
     assert!(status.warning().is_some());
     assert_eq!(launches(&records).len(), 7);
-    assert!(matches!(records[0], Record::Header(_)));
+    assert!(matches!(records[0], Line::Header(_)));
     // The report works on it and says it was not closed normally.
     let o = tracer(&["report", out.to_str().unwrap()]);
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not closed normally"));
     // ... and gives the losses its last checkpoint counted, as such.
-    let checkpoints = records.iter().filter(|r| matches!(r, Record::Checkpoint(_))).count();
+    let checkpoints = records.iter().filter(|r| matches!(r, Line::Checkpoint(_))).count();
     assert!(checkpoints >= 1, "no checkpoint in {} records", records.len());
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("records dropped by the last checkpoint"), "{text}");

@@ -28,12 +28,12 @@ mod tests {
     };
     use std::{fs::File, path::Path};
 
-    fn header() -> Record {
-        Record::Header(Box::new(Header { format: FORMAT.into(), schema: SCHEMA, ..Default::default() }))
+    fn header() -> Line {
+        Line::Header(Box::new(Header { format: FORMAT.into(), schema: SCHEMA, ..Default::default() }))
     }
 
-    fn launch(i: u32) -> Record {
-        Record::Launch(Launch {
+    fn launch(i: u32) -> Line {
+        Line::Launch(Launch {
             tid: 43,
             lib: 1,
             handle: 0x5555_0000 + u64::from(i),
@@ -47,7 +47,7 @@ mod tests {
         })
     }
 
-    fn write_trace(path: &Path, compress: bool, n: u32, footer: bool) -> Vec<Record> {
+    fn write_trace(path: &Path, compress: bool, n: u32, footer: bool) -> Vec<Line> {
         let file = File::create(path).unwrap();
         let mut w = Writer::new(file, compress).unwrap();
         let mut all = vec![header()];
@@ -93,7 +93,7 @@ mod tests {
             let written = write_trace(&path, compress, 100, true);
             let (read, status) = read_file(&path).unwrap();
             assert_eq!(&read[..written.len()], &*written);
-            let Some(Record::Footer(f)) = read.last() else { panic!("no footer") };
+            let Some(Line::Footer(f)) = read.last() else { panic!("no footer") };
             assert_eq!(f.records["launch"], 100);
             assert_eq!(f.records["header"], 1);
             let lines = written.len() as u64 + 1;
@@ -119,7 +119,7 @@ mod tests {
             file: Some("/opt/rocm/lib/rocblas/library/Kernels_0.co".into()),
             ..Call::new(o, ApiFunc::HipModuleLoad, 101, 9)
         };
-        let records = vec![header(), Record::CodeDir(dir), Record::Call(Box::new(load))];
+        let records = vec![header(), Line::CodeDir(dir), Line::Call(Box::new(load))];
         let mut w = Writer::new(File::create(&path).unwrap(), false).unwrap();
         for r in &records {
             w.write(r).unwrap();
@@ -129,7 +129,7 @@ mod tests {
         assert_eq!(&read[..3], &*records);
         // An unlisted directory says why, and a listing of older fields still reads.
         let line = r#"{"type":"code_dir","ts":1,"pid":2,"path":"/x","count":0,"files":[],"error":"cannot open /x"}"#;
-        let Record::CodeDir(d) = serde_json::from_str(line).unwrap() else { panic!() };
+        let Line::CodeDir(d) = serde_json::from_str(line).unwrap() else { panic!() };
         assert_eq!((d.error.as_deref(), d.cut), (Some("cannot open /x"), false));
     }
 
@@ -215,13 +215,13 @@ mod tests {
     fn rejects_newer_schema_and_corrupt_lines() {
         let p = tmp("newer.jsonl");
         let mut h = Header { format: FORMAT.into(), schema: SCHEMA + 1, ..Default::default() };
-        std::fs::write(&p, format!("{}\n", serde_json::to_string(&Record::Header(Box::new(h.clone()))).unwrap()))
+        std::fs::write(&p, format!("{}\n", serde_json::to_string(&Line::Header(Box::new(h.clone()))).unwrap()))
             .unwrap();
         let err = read_file(&p).unwrap_err().to_string();
         assert!(err.contains("use a newer tracer"), "{err}");
 
         h.schema = SCHEMA;
-        let mut text = format!("{}\n", serde_json::to_string(&Record::Header(Box::new(h))).unwrap());
+        let mut text = format!("{}\n", serde_json::to_string(&Line::Header(Box::new(h))).unwrap());
         text += "{\"type\":\"launch\",\"garbage\n";
         text.push_str(&serde_json::to_string(&launch(1)).unwrap());
         text.push('\n');
@@ -261,9 +261,9 @@ mod tests {
         let (records, status) = read_file(&p).unwrap();
         assert_eq!(records.len(), 4, "{records:?}");
         assert_eq!(status.unknown_records, 0, "{status:?}");
-        assert!(matches!(&records[1], Record::Probe(p) if p.kind == ProbeKind::Unknown));
-        assert!(matches!(&records[2], Record::Launch(l) if l.grid_unit == event::GridUnit::Unknown));
-        assert!(matches!(&records[3], Record::Kernel(k) if k.source == Source::Unknown && k.name == "k"));
+        assert!(matches!(&records[1], Line::Probe(p) if p.kind == ProbeKind::Unknown));
+        assert!(matches!(&records[2], Line::Launch(l) if l.grid_unit == event::GridUnit::Unknown));
+        assert!(matches!(&records[3], Line::Kernel(k) if k.source == Source::Unknown && k.name == "k"));
         assert_eq!(status.unreadable_records, 2);
         assert!(status.first_unreadable.as_deref().is_some_and(|e| e.starts_with("line 7:")), "{status:?}");
     }
@@ -365,7 +365,7 @@ mod tests {
 
     #[test]
     fn batches_step_calls_and_jobs_round_trip_in_either_key_order() {
-        let batch = Record::Batch(StepBatch {
+        let batch = Line::Batch(StepBatch {
             ts: 5,
             pid: 42,
             n_tokens: 24,
@@ -378,8 +378,8 @@ mod tests {
             previous_calls: [(1, 4), (15, 2)].into_iter().collect(),
             ..StepBatch::default()
         });
-        let calls = Record::StepCalls(StepCalls { pid: 42, step: 9, calls: std::iter::once((2, 7)).collect() });
-        let job = Record::Job(Job {
+        let calls = Line::StepCalls(StepCalls { pid: 42, step: 9, calls: std::iter::once((2, 7)).collect() });
+        let job = Line::Job(Job {
             ts: 7,
             pid: 42,
             tid: 43,

@@ -3,7 +3,7 @@
 //!
 //! The report, the exports and the live metrics are visitors: each implements the methods of the kinds it
 //! treats, looks names up in the index, and keeps only what it derives. The visitor is generated from the
-//! one table of record kinds (`schema::trace_records`): a new kind is a new method with a default that
+//! one table of record kinds (`schema::trace_lines`): a new kind is a new method with a default that
 //! ignores it.
 
 use std::{
@@ -16,8 +16,8 @@ use anyhow::Result;
 use super::{
     Input, ReadStatus,
     schema::{
-        Config, Dispatch, Footer, Ioctl, Job, Kernel, Launch, MAX_KERNELS_PER_PROCESS, MAX_UNNAMED_PER_PROCESS,
-        Process, Record, Source, StepBatch, trace_records,
+        Config, Dispatch, Footer, Ioctl, Job, Kernel, Launch, Line, MAX_KERNELS_PER_PROCESS, MAX_UNNAMED_PER_PROCESS,
+        Process, Source, StepBatch, trace_lines,
     },
 };
 
@@ -123,10 +123,10 @@ impl Index {
 
     /// Takes in what `r` names, then hands it to `v`; an exit is forgotten after `v` saw it, where the index
     /// forgets.
-    pub(crate) fn feed(&mut self, r: &Record, v: &mut (impl Visitor + ?Sized)) {
+    pub(crate) fn feed(&mut self, r: &Line, v: &mut (impl Visitor + ?Sized)) {
         self.learn(r);
         dispatch(self, r, v);
-        if let Record::Exit(e) = r
+        if let Line::Exit(e) = r
             && self.forget_exited
         {
             self.processes.remove(&e.pid);
@@ -137,17 +137,17 @@ impl Index {
         }
     }
 
-    fn learn(&mut self, r: &Record) {
+    fn learn(&mut self, r: &Line) {
         let ts = match r {
-            Record::Header(h) => {
+            Line::Header(h) => {
                 (self.start, self.lean) = (h.start_mono_ns, h.options.lean);
                 0
             }
-            Record::Process(p) => {
+            Line::Process(p) => {
                 self.processes.insert(p.pid, p.clone());
                 0
             }
-            Record::Kernel(k) => {
+            Line::Kernel(k) => {
                 let kept = if self.forget_exited {
                     // What a live reader classifies by; the rest (demangled name, code file, bundles, caller)
                     // would weigh as much again for every kernel of a library stack (12 425 for rocSPARSE).
@@ -182,14 +182,14 @@ impl Index {
                 }
                 0
             }
-            Record::Call(c) => c.ts,
-            Record::Launch(Launch { ts, .. })
-            | Record::Config(Config { ts, .. })
-            | Record::Dispatch(Dispatch { ts, .. })
-            | Record::Ioctl(Ioctl { ts, .. })
-            | Record::Job(Job { ts, .. })
-            | Record::Batch(StepBatch { ts, .. })
-            | Record::Footer(Footer { end_mono_ns: ts, .. }) => *ts,
+            Line::Call(c) => c.ts,
+            Line::Launch(Launch { ts, .. })
+            | Line::Config(Config { ts, .. })
+            | Line::Dispatch(Dispatch { ts, .. })
+            | Line::Ioctl(Ioctl { ts, .. })
+            | Line::Job(Job { ts, .. })
+            | Line::Batch(StepBatch { ts, .. })
+            | Line::Footer(Footer { end_mono_ns: ts, .. }) => *ts,
             _ => 0,
         };
         self.last_ts = self.last_ts.max(ts);
@@ -236,15 +236,15 @@ macro_rules! visitor {
         }
 
         /// Hands `r` to its method of `v`.
-        fn dispatch(index: &Index, r: &Record, v: &mut (impl Visitor + ?Sized)) {
+        fn dispatch(index: &Index, r: &Line, v: &mut (impl Visitor + ?Sized)) {
             match r {
-                $(Record::$variant(record) => v.$method(index, record),)*
+                $(Line::$variant(record) => v.$method(index, record),)*
             }
         }
     };
 }
 
-trace_records!(visitor);
+trace_lines!(visitor);
 
 #[cfg(test)]
 mod tests {
@@ -268,19 +268,19 @@ mod tests {
         }
     }
 
-    fn kernel(id: u32, pid: u32, name: &str, demangled: &str) -> Record {
-        Record::Kernel(Kernel { id, pid, name: name.into(), demangled: demangled.into(), ..Kernel::default() })
+    fn kernel(id: u32, pid: u32, name: &str, demangled: &str) -> Line {
+        Line::Kernel(Kernel { id, pid, name: name.into(), demangled: demangled.into(), ..Kernel::default() })
     }
 
-    fn records() -> Vec<Record> {
+    fn records() -> Vec<Line> {
         vec![
-            Record::Process(Process { pid: 7, comm: "runner".into(), ts: 3, ..Process::default() }),
+            Line::Process(Process { pid: 7, comm: "runner".into(), ts: 3, ..Process::default() }),
             kernel(1, 7, "_Z3addv", "add()"),
             kernel(2, 7, "plain", ""),
-            Record::Launch(Launch::for_test(7, Some(1), 10)),
-            Record::Launch(Launch::for_test(7, Some(2), 20)),
-            Record::Launch(Launch::for_test(7, Some(9), 30)),
-            Record::Exit(Exit { pid: 7, ts: 40, ..Exit::default() }),
+            Line::Launch(Launch::for_test(7, Some(1), 10)),
+            Line::Launch(Launch::for_test(7, Some(2), 20)),
+            Line::Launch(Launch::for_test(7, Some(9), 30)),
+            Line::Exit(Exit { pid: 7, ts: 40, ..Exit::default() }),
         ]
     }
 
@@ -304,7 +304,7 @@ mod tests {
     fn an_index_keeps_no_kernel_past_the_per_process_limits_of_a_file_that_has_more() {
         let mut index = Index::default();
         let unnamed = |id: u32, pid: u32| {
-            Record::Kernel(Kernel { id, pid, handle: u64::from(id), source: Source::Unnamed, ..Kernel::default() })
+            Line::Kernel(Kernel { id, pid, handle: u64::from(id), source: Source::Unnamed, ..Kernel::default() })
         };
         let over = MAX_UNNAMED_PER_PROCESS as u32;
         for id in 1..=over + 5 {
@@ -313,7 +313,7 @@ mod tests {
         // A named kernel still has room; another process has its own limits.
         let named =
             Kernel { id: over + 6, pid: 7, name: "_Z3addv".into(), source: Source::Register, ..Kernel::default() };
-        index.feed(&Record::Kernel(named), &mut Seen::default());
+        index.feed(&Line::Kernel(named), &mut Seen::default());
         index.feed(&unnamed(over + 7, 8), &mut Seen::default());
         assert_eq!(index.kernels_not_kept(7), 5);
         assert_eq!(index.kernels_not_kept(8), 0);
@@ -343,7 +343,7 @@ mod tests {
     fn a_kernel_is_shown_demangled_else_mangled_else_unnamed_by_its_handle() {
         let mut index = Index::default();
         for r in
-            records().into_iter().chain([Record::Kernel(Kernel { id: 3, pid: 7, handle: 0xbeef, ..Kernel::default() })])
+            records().into_iter().chain([Line::Kernel(Kernel { id: 3, pid: 7, handle: 0xbeef, ..Kernel::default() })])
         {
             index.feed(&r, &mut Seen::default());
         }

@@ -23,7 +23,7 @@ use anyhow::{Context as _, Result, bail};
 
 use super::{
     reader::{ReadStatus, for_each_record, header_of},
-    schema::{Record, Stop},
+    schema::{Line, Stop},
 };
 
 /// The most files one input may name (a directory's parts included).
@@ -196,7 +196,7 @@ impl Input {
     /// header, no restatement, the last footer only. The status is the last part's ending, with every
     /// part's skipped records added up; its notes say what else was found: files skipped, a part before
     /// the last that was cut, parts missing after the last (it ends `rotated`).
-    pub(crate) fn for_each_record(&self, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
+    pub(crate) fn for_each_record(&self, mut each: impl FnMut(Line)) -> Result<ReadStatus> {
         let mut total = ReadStatus { notes: self.notes.clone(), ..ReadStatus::default() };
         let last = self.files.len().saturating_sub(1);
         for (i, (path, restated)) in self.files.iter().enumerate() {
@@ -205,15 +205,15 @@ impl Input {
             let (mut index, mut stop) = (None, None);
             let mut status = for_each_record(path, |r| {
                 match &r {
-                    Record::Header(h) => index = h.part.map(|p| p.index),
-                    Record::Footer(f) => stop = Some(f.stop),
+                    Line::Header(h) => index = h.part.map(|p| p.index),
+                    Line::Footer(f) => stop = Some(f.stop),
                     _ => {}
                 }
                 if skip > 0 {
                     skip -= 1;
                     return;
                 }
-                if i != last && matches!(r, Record::Footer(_)) {
+                if i != last && matches!(r, Line::Footer(_)) {
                     return;
                 }
                 each(r);
@@ -295,28 +295,28 @@ mod tests {
     }
 
     /// The recording both ways: (records of the unrotated file, the parts' paths).
-    fn recorded(d: &Path, compress: bool) -> (Vec<Record>, Vec<PathBuf>) {
+    fn recorded(d: &Path, compress: bool) -> (Vec<Line>, Vec<PathBuf>) {
         recorded_beside(d, compress, &[])
     }
 
     /// The same, with a symbolic link planted at each of the part names numbered `planted` before.
-    fn recorded_beside(d: &Path, compress: bool, planted: &[u32]) -> (Vec<Record>, Vec<PathBuf>) {
+    fn recorded_beside(d: &Path, compress: bool, planted: &[u32]) -> (Vec<Line>, Vec<PathBuf>) {
         let ext = if compress { "jsonl.zst" } else { "jsonl" };
-        let events: Vec<Record> = vec![
-            Record::Header(Box::new(Header {
+        let events: Vec<Line> = vec![
+            Line::Header(Box::new(Header {
                 format: FORMAT.into(),
                 schema: SCHEMA,
                 host: "h".into(),
                 start_unix_ns: 7,
                 ..Header::default()
             })),
-            Record::Library(Library { id: 1, path: "/lib/libamdhip64.so".into(), ..Library::default() }),
-            Record::Process(Process { pid: 5, comm: "runner".into(), ..Process::default() }),
-            Record::Process(Process { pid: 6, comm: "short".into(), ..Process::default() }),
-            Record::Kernel(Kernel { id: 1, pid: 5, name: "_Z1kv".into(), ..Kernel::default() }),
-            Record::Kernel(Kernel { id: 2, pid: 6, name: "_Z1jv".into(), ..Kernel::default() }),
-            Record::Exit(Exit { ts: 10, pid: 6, code: None, signal: None }),
-            Record::Kernel(Kernel { id: 3, pid: 5, name: "_Z1lv".into(), ..Kernel::default() }),
+            Line::Library(Library { id: 1, path: "/lib/libamdhip64.so".into(), ..Library::default() }),
+            Line::Process(Process { pid: 5, comm: "runner".into(), ..Process::default() }),
+            Line::Process(Process { pid: 6, comm: "short".into(), ..Process::default() }),
+            Line::Kernel(Kernel { id: 1, pid: 5, name: "_Z1kv".into(), ..Kernel::default() }),
+            Line::Kernel(Kernel { id: 2, pid: 6, name: "_Z1jv".into(), ..Kernel::default() }),
+            Line::Exit(Exit { ts: 10, pid: 6, code: None, signal: None }),
+            Line::Kernel(Kernel { id: 3, pid: 5, name: "_Z1lv".into(), ..Kernel::default() }),
         ];
         // Unrotated.
         let whole = d.join(format!("whole.{ext}"));
@@ -356,9 +356,9 @@ mod tests {
     }
 
     /// A header without its part number (the rest must be equal).
-    fn plain(r: Record) -> Record {
+    fn plain(r: Line) -> Line {
         match r {
-            Record::Header(h) => Record::Header(Box::new(Header { part: None, ..*h })),
+            Line::Header(h) => Line::Header(Box::new(Header { part: None, ..*h })),
             r => r,
         }
     }
@@ -385,12 +385,12 @@ mod tests {
                 alone
                     .iter()
                     .map(|r| match r {
-                        Record::Header(h) => format!("header {:?}", h.part.map(|p| (p.index, p.restated))),
-                        Record::Library(_) => "library".into(),
-                        Record::Process(p) => format!("process {}", p.pid),
-                        Record::Kernel(k) => format!("kernel {}", k.id),
-                        Record::Exit(e) => format!("exit {}", e.pid),
-                        Record::Footer(f) => format!("footer {}", f.stop),
+                        Line::Header(h) => format!("header {:?}", h.part.map(|p| (p.index, p.restated))),
+                        Line::Library(_) => "library".into(),
+                        Line::Process(p) => format!("process {}", p.pid),
+                        Line::Kernel(k) => format!("kernel {}", k.id),
+                        Line::Exit(e) => format!("exit {}", e.pid),
+                        Line::Footer(f) => format!("footer {}", f.stop),
                         _ => "other".into(),
                     })
                     .collect()
@@ -427,7 +427,7 @@ mod tests {
         assert!(err.contains("is a whole recording"), "{err}");
         // The oldest parts removed (--keep-size): the rest reads from the oldest kept, and says so.
         let (read, status) = read_input(&parts[2..]);
-        assert!(matches!(read.first(), Some(Record::Header(_))));
+        assert!(matches!(read.first(), Some(Line::Header(_))));
         assert!(
             status.notes.iter().any(|n| n.starts_with("parts 0000-0001 of the recording are not here")),
             "{status:?}"
@@ -437,7 +437,7 @@ mod tests {
     }
 
     /// Reads `paths` as one input: the records (headers without their part number), the status.
-    fn read_input(paths: &[PathBuf]) -> (Vec<Record>, ReadStatus) {
+    fn read_input(paths: &[PathBuf]) -> (Vec<Line>, ReadStatus) {
         let mut read = Vec::new();
         let status = Input::new(paths).unwrap().for_each_record(|r| read.push(plain(r))).unwrap();
         (read, status)
@@ -454,17 +454,17 @@ mod tests {
         for (i, part) in parts.iter().enumerate() {
             let (records, status) = crate::trace::read_file(part).unwrap();
             assert!(status.has_footer, "{}", part.display());
-            assert!(matches!(&records[0], Record::Header(h) if h.part.map(|p| p.index) == Some(i as u32)));
+            assert!(matches!(&records[0], Line::Header(h) if h.part.map(|p| p.index) == Some(i as u32)));
         }
         let (last, _) = crate::trace::read_file(&parts[4]).unwrap();
-        let Some(Record::Footer(f)) = last.last() else { panic!("no footer") };
+        let Some(Line::Footer(f)) = last.last() else { panic!("no footer") };
         assert_eq!(f.counters.get("rotation_names_taken"), Some(&2));
         // The directory reads as the unrotated file, the links skipped and said.
         std::fs::remove_file(d.join("whole.jsonl.zst")).unwrap();
         std::fs::remove_file(d.join("elsewhere")).unwrap();
         let (read, status) = read_input(std::slice::from_ref(&d));
         let mut want = whole;
-        if let Some(Record::Footer(f)) = want.last_mut() {
+        if let Some(Line::Footer(f)) = want.last_mut() {
             f.counters.insert("rotation_names_taken".into(), 2);
         }
         assert_eq!(read, want);
@@ -490,7 +490,7 @@ mod tests {
         let input = Input::new(std::slice::from_ref(&d)).unwrap();
         assert_eq!(input.display(), format!("parts 0000-0003 of {name}"));
         let (read, status) = read_input(std::slice::from_ref(&d));
-        assert!(matches!(read.last(), Some(Record::Footer(f)) if f.stop == Stop::Rotated), "{read:?}");
+        assert!(matches!(read.last(), Some(Line::Footer(f)) if f.stop == Stop::Rotated), "{read:?}");
         assert_eq!(
             status.notes,
             [
@@ -557,7 +557,7 @@ mod tests {
         let stray = d.join("notes.jsonl");
         std::fs::write(&stray, "hello\n").unwrap();
         let (read, status) = read_input(std::slice::from_ref(&d));
-        assert!(matches!(read.last(), Some(Record::Footer(f)) if f.stop == Stop::CommandExited));
+        assert!(matches!(read.last(), Some(Line::Footer(f)) if f.stop == Stop::CommandExited));
         assert_eq!(
             status.notes,
             [format!("{} is not a tracer trace (its first line is not a tracer header): skipped", stray.display())]

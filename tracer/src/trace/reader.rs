@@ -11,7 +11,7 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
-use super::schema::{FORMAT, Header, KNOWN_TYPES, Record, SCHEMA};
+use super::schema::{FORMAT, Header, KNOWN_TYPES, Line, SCHEMA};
 
 /// A line longer than this is not a record: the reader stops there instead of buffering without bound.
 pub(crate) const MAX_LINE: usize = 1 << 20;
@@ -82,21 +82,21 @@ impl ReadStatus {
 }
 
 /// Reads a whole trace file: every complete record, and how the file ended.
-pub fn read_file(path: &Path) -> Result<(Vec<Record>, ReadStatus)> {
+pub fn read_file(path: &Path) -> Result<(Vec<Line>, ReadStatus)> {
     let mut records = Vec::new();
     let status = for_each_record(path, |r| records.push(r))?;
     Ok((records, status))
 }
 
 /// Streams a trace file (plain or zstd, detected by its magic bytes) through `each`.
-pub(crate) fn for_each_record(path: &Path, each: impl FnMut(Record)) -> Result<ReadStatus> {
+pub(crate) fn for_each_record(path: &Path, each: impl FnMut(Line)) -> Result<ReadStatus> {
     let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     read_from(file, path, each)
 }
 
 /// Streams trace bytes from any reader (plain or zstd, detected by the magic bytes) through `each`;
 /// `path` names the source in errors.
-pub fn read_from(mut input: impl Read + Send, path: &Path, each: impl FnMut(Record)) -> Result<ReadStatus> {
+pub fn read_from(mut input: impl Read + Send, path: &Path, each: impl FnMut(Line)) -> Result<ReadStatus> {
     let mut magic = [0u8; 4];
     let n = read_up_to(&mut input, &mut magic)?;
     let head = io::Cursor::new(magic[..n].to_vec());
@@ -128,8 +128,8 @@ pub(super) fn header_of(path: &Path) -> Result<Header> {
     let input: Box<dyn Read> = if magic == ZSTD_MAGIC { Box::new(zstd::Decoder::new(head)?) } else { Box::new(head) };
     let mut line = Vec::new();
     BufReader::new(input.take(MAX_LINE as u64)).read_until(b'\n', &mut line)?;
-    match serde_json::from_slice::<Record>(&line) {
-        Ok(Record::Header(h)) => Ok(*h),
+    match serde_json::from_slice::<Line>(&line) {
+        Ok(Line::Header(h)) => Ok(*h),
         _ => bail!(
             "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
             path.display()
@@ -138,7 +138,7 @@ pub(super) fn header_of(path: &Path) -> Result<Header> {
 }
 
 /// Reads records from a line stream, calling `each` for every one, in order, after validating the header.
-pub(crate) fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(Record)) -> Result<ReadStatus> {
+pub(crate) fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(Line)) -> Result<ReadStatus> {
     // Three stages on their own threads: cut the (decompressed) bytes into chunks of whole lines, parse
     // them (two workers), then, here, check and hand over the records in file order. A chunk is one
     // buffer: no allocation or copy per line, and a blank line costs no parsed entry.
@@ -193,11 +193,11 @@ pub(crate) fn read_records(input: impl Read + Send, path: &Path, mut each: impl 
 
 /// A parsed chunk's records handed over in order: the first line must be a header; unknown and unreadable
 /// records are counted, a corrupted one ends the reading.
-fn hand_over(batch: Batch, path: &Path, status: &mut ReadStatus, each: &mut impl FnMut(Record)) -> Result<()> {
+fn hand_over(batch: Batch, path: &Path, status: &mut ReadStatus, each: &mut impl FnMut(Line)) -> Result<()> {
     status.lines = batch.last_line;
     for (lineno, parsed) in batch.parsed {
         let record = match parsed {
-            Parsed::Record(r) => r,
+            Parsed::Line(r) => r,
             Parsed::Unknown | Parsed::Bad(_) | Parsed::Blank | Parsed::Unreadable(_) if lineno == 1 => {
                 bail!(
                     "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
@@ -222,13 +222,13 @@ fn hand_over(batch: Batch, path: &Path, status: &mut ReadStatus, each: &mut impl
         };
         if lineno == 1 {
             check_header(&record, path)?;
-        } else if matches!(record, Record::Header(_)) {
+        } else if matches!(record, Line::Header(_)) {
             bail!(
                 "{}: line {lineno} is a second tracer header: two traces joined into one file (as `cat a b` makes) are not one recording; give each trace alone, or a rotated recording's parts as files",
                 path.display()
             );
         }
-        if matches!(record, Record::Footer(_)) {
+        if matches!(record, Line::Footer(_)) {
             status.has_footer = true;
         }
         each(record);
@@ -276,7 +276,7 @@ struct Chunk {
 }
 
 enum Parsed {
-    Record(Record),
+    Line(Line),
     /// A record type this reader does not know.
     Unknown,
     /// A record of a known type this reader cannot take: skipped and counted.
@@ -292,7 +292,7 @@ fn parse_line(line: &[u8]) -> Parsed {
         return Parsed::Blank;
     }
     match parse_record(line) {
-        Ok(r) => Parsed::Record(r),
+        Ok(r) => Parsed::Line(r),
         Err(e) => {
             // A record type from a newer tracer, or a record naming an API function this build does not
             // know, is skipped and counted as unknown; a record of a known type this build cannot take (a
@@ -315,9 +315,9 @@ fn parse_line(line: &[u8]) -> Parsed {
     }
 }
 
-fn check_header(record: &Record, path: &Path) -> Result<()> {
+fn check_header(record: &Line, path: &Path) -> Result<()> {
     match record {
-        Record::Header(h) if h.format == FORMAT => {
+        Line::Header(h) if h.format == FORMAT => {
             if h.schema > SCHEMA {
                 bail!(
                     "{} was written with trace schema {} but this tracer reads up to {SCHEMA}; use a newer tracer",
@@ -421,11 +421,11 @@ fn split_chunks(mut input: impl Read, path: &Path, tx: mpsc::SyncSender<Chunk>) 
 /// into its struct (the `type` key is ignored there); serde's tagged-enum path, which first buffers the
 /// whole object, is kept for other spellings of the same JSON.
 #[cfg(test)]
-pub(super) fn parse_line_for_tests(line: &[u8]) -> serde_json::Result<Record> {
+pub(super) fn parse_line_for_tests(line: &[u8]) -> serde_json::Result<Line> {
     parse_record(line)
 }
 
-fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
+fn parse_record(line: &[u8]) -> serde_json::Result<Line> {
     const PREFIX: &[u8] = b"{\"type\":\"";
     if let Some(rest) = line.strip_prefix(PREFIX)
         && let Some(end) = rest.iter().position(|&b| b == b'"')
@@ -434,14 +434,14 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Record> {
         // The two records most of a trace is made of, scanned without serde where their line has the shape
         // this build writes.
         let scanned = match tag {
-            b"launch" => super::scan::launch(line).map(Record::Launch),
-            b"call" => super::scan::call(line).map(|c| Record::Call(Box::new(c))),
+            b"launch" => super::scan::launch(line).map(Line::Launch),
+            b"call" => super::scan::call(line).map(|c| Line::Call(Box::new(c))),
             _ => None,
         };
         if let Some(record) = scanned {
             return Ok(record);
         }
-        if let Some(parsed) = Record::parse_as(tag, line) {
+        if let Some(parsed) = Line::parse_as(tag, line) {
             return parsed;
         }
     }

@@ -445,9 +445,9 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    use crate::trace::Record;
+    use crate::trace::Line;
 
-    fn line(r: &Record) -> Vec<u8> {
+    fn line(r: &Line) -> Vec<u8> {
         serde_json::to_vec(r).unwrap()
     }
 
@@ -513,12 +513,12 @@ mod tests {
     #[test]
     fn the_writers_lines_read_the_same_as_with_serde() {
         for l in launches() {
-            let text = line(&Record::Launch(l.clone()));
+            let text = line(&Line::Launch(l.clone()));
             assert_eq!(launch(&text), Some(l.clone()), "{}", String::from_utf8_lossy(&text));
             assert_eq!(serde_json::from_slice::<Launch>(&text).unwrap(), l);
         }
         for c in calls() {
-            let text = line(&Record::Call(Box::new(c.clone())));
+            let text = line(&Line::Call(Box::new(c.clone())));
             assert_eq!(call(&text), Some(c.clone()), "{}", String::from_utf8_lossy(&text));
             assert_eq!(serde_json::from_slice::<Call>(&text).unwrap(), c);
         }
@@ -534,7 +534,7 @@ mod tests {
             let l = Launch { handle, ..first.clone() };
             let mut out = Vec::new();
             assert!(spell_launch(&l, &mut out, &mut tails));
-            assert_eq!(out, line(&Record::Launch(l)));
+            assert_eq!(out, line(&Line::Launch(l)));
             assert!(tails.0.len() <= TAILS_MAX);
         }
         assert_eq!(tails.0.len(), 10);
@@ -550,14 +550,14 @@ mod tests {
                 let l = Launch { ts, ..l.clone() };
                 let mut out = Vec::new();
                 assert!(spell_launch(&l, &mut out, &mut tails));
-                assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(line(&Record::Launch(l))).unwrap());
+                assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(line(&Line::Launch(l))).unwrap());
             }
         }
         assert_eq!(tails.0.len(), launches().len());
         for c in calls() {
             let mut out = Vec::new();
             assert!(spell_call(&c, &mut out));
-            assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(line(&Record::Call(Box::new(c)))).unwrap());
+            assert_eq!(String::from_utf8(out).unwrap(), String::from_utf8(line(&Line::Call(Box::new(c)))).unwrap());
         }
         let mut out = Vec::new();
         let with_params = Launch { params: BTreeMap::from([(2, 7)]), ..launches().remove(0) };
@@ -579,7 +579,7 @@ mod tests {
     #[test]
     fn other_spellings_fall_back() {
         let l = launches().remove(0);
-        let text = String::from_utf8(line(&Record::Launch(l))).unwrap();
+        let text = String::from_utf8(line(&Line::Launch(l))).unwrap();
         for other in [
             text.replace(",\"pid\"", ", \"pid\""),
             text.replace("\"ts\":1000000,\"pid\":7", "\"pid\":7,\"ts\":1000000"),
@@ -595,6 +595,6 @@ mod tests {
             assert_eq!(launch(other.as_bytes()), None, "{other}");
         }
         let c = Call { file: Some("/lib/x.so".into()), ..calls().remove(0) };
-        assert_eq!(call(&line(&Record::Call(Box::new(c)))), None);
+        assert_eq!(call(&line(&Line::Call(Box::new(c)))), None);
     }
 }

@@ -1,4 +1,4 @@
-//! The trace writer: JSON Lines, one [`Record`] per line, optionally zstd-compressed.
+//! The trace writer: JSON Lines, one [`Line`] per line, optionally zstd-compressed.
 //!
 //! A header comes first, then events in the order they were seen, then a footer with counts and losses.
 //! The writer flushes often (and closes the zstd block each time), so a tracer killed mid-recording
@@ -28,7 +28,7 @@ use std::{
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-use super::schema::{Footer, Header, Part, Record, Stop};
+use super::schema::{Footer, Header, Line, Part, Stop};
 
 /// Writes records to a file, batching lines and counting them by type.
 pub struct Writer {
@@ -132,47 +132,47 @@ struct Parts {
 #[derive(Default)]
 struct Restate {
     /// Library, probe and counted-library records, for the whole recording.
-    global: Vec<Record>,
+    global: Vec<Line>,
     /// Per process: its latest process record, its kernels, mappings and queues; gone at its exit.
-    processes: BTreeMap<u32, Vec<Record>>,
+    processes: BTreeMap<u32, Vec<Line>>,
 }
 
 impl Restate {
-    fn see(&mut self, r: &Record) {
+    fn see(&mut self, r: &Line) {
         match r {
-            Record::Library(_) | Record::Probe(_) | Record::EntryLibrary(_) => self.global.push(r.clone()),
-            Record::Process(p) => {
+            Line::Library(_) | Line::Probe(_) | Line::EntryLibrary(_) => self.global.push(r.clone()),
+            Line::Process(p) => {
                 let kept = self.processes.entry(p.pid).or_default();
                 // An exec replaces the image: its kernels and mappings are the old program's.
                 if p.cause == super::schema::Cause::Exec {
                     kept.clear();
                 }
-                kept.retain(|k| !matches!(k, Record::Process(_)));
+                kept.retain(|k| !matches!(k, Line::Process(_)));
                 kept.insert(0, r.clone());
             }
-            Record::Kernel(k) => self.processes.entry(k.pid).or_default().push(r.clone()),
-            Record::Mapping(m) => self.processes.entry(m.pid).or_default().push(r.clone()),
-            Record::Queue(q) => self.processes.entry(q.pid).or_default().push(r.clone()),
-            Record::CodeDir(d) => self.processes.entry(d.pid).or_default().push(r.clone()),
+            Line::Kernel(k) => self.processes.entry(k.pid).or_default().push(r.clone()),
+            Line::Mapping(m) => self.processes.entry(m.pid).or_default().push(r.clone()),
+            Line::Queue(q) => self.processes.entry(q.pid).or_default().push(r.clone()),
+            Line::CodeDir(d) => self.processes.entry(d.pid).or_default().push(r.clone()),
             // An executable's kernels, read from the driver: its replays in later parts need them.
-            Record::GraphExec(g) if g.outcome == super::schema::ExecOutcome::Named && !g.check => {
+            Line::GraphExec(g) if g.outcome == super::schema::ExecOutcome::Named && !g.check => {
                 self.processes.entry(g.pid).or_default().push(r.clone());
             }
-            Record::Exit(e) => {
+            Line::Exit(e) => {
                 self.processes.remove(&e.pid);
             }
             _ => {}
         }
     }
 
-    fn records(&self) -> impl Iterator<Item = &Record> {
+    fn records(&self) -> impl Iterator<Item = &Line> {
         self.global.iter().chain(self.processes.values().flatten())
     }
 }
 
 /// Sees every record written, in order (a recording's live metrics).
 pub trait Tap: Send {
-    fn record(&mut self, record: &Record);
+    fn record(&mut self, record: &Line);
 }
 
 /// A live endpoint a [`Tap`] feeds (the metrics server, `read::metrics`), as a recording drives it: the
@@ -279,18 +279,18 @@ impl Writer {
         self.tap = Some(tap);
     }
 
-    pub fn write(&mut self, record: &Record) -> Result<()> {
+    pub fn write(&mut self, record: &Line) -> Result<()> {
         *self.counts.entry(record.type_name()).or_default() += 1;
         if let Some(tap) = &mut self.tap {
             tap.record(record);
         }
         if let Some(parts) = &mut self.parts {
             match record {
-                Record::Header(h) if parts.header.is_none() => {
+                Line::Header(h) if parts.header.is_none() => {
                     let mut first = (**h).clone();
                     first.part = Some(Part { index: 0, restated: 0 });
                     parts.header = Some(first.clone());
-                    return self.line(&Record::Header(Box::new(first)));
+                    return self.line(&Line::Header(Box::new(first)));
                 }
                 r => parts.restate.see(r),
             }
@@ -303,11 +303,11 @@ impl Writer {
     }
 
     /// One line into the buffer.
-    fn line(&mut self, record: &Record) -> Result<()> {
+    fn line(&mut self, record: &Line) -> Result<()> {
         let before = self.buf.len();
         let spelled = match record {
-            Record::Launch(l) => super::scan::spell_launch(l, &mut self.buf, &mut self.tails),
-            Record::Call(c) => super::scan::spell_call(c, &mut self.buf),
+            Line::Launch(l) => super::scan::spell_launch(l, &mut self.buf, &mut self.tails),
+            Line::Call(c) => super::scan::spell_call(c, &mut self.buf),
             _ => false,
         };
         if !spelled {
@@ -337,7 +337,7 @@ impl Writer {
         let index = parts.index.checked_add(1).context("too many parts")?;
         // The part ends: its footer (counts so far; losses are in the last part's).
         let footer = Footer { records: self.footer_counts(), stop: Stop::Rotated, ..Footer::default() };
-        self.line(&Record::Footer(footer))?;
+        self.line(&Line::Footer(footer))?;
         self.flush()?;
         self.sync()?;
         let (path, file) = self.next_part(index)?;
@@ -346,11 +346,11 @@ impl Writer {
         parts.previous = Some(std::mem::replace(&mut parts.path, path));
         parts.good = 0;
         parts.started = Instant::now();
-        let restated: Vec<Record> = parts.restate.records().cloned().collect();
+        let restated: Vec<Line> = parts.restate.records().cloned().collect();
         self.out = Sink::new(file, parts.compress)?;
         self.written = 0;
         let header = Header { part: Some(Part { index, restated: restated.len() as u64 }), ..header };
-        self.line(&Record::Header(Box::new(header)))?;
+        self.line(&Line::Header(Box::new(header)))?;
         for r in &restated {
             self.line(r)?;
         }
@@ -503,7 +503,7 @@ impl Writer {
         if let Some(parts) = self.parts.as_ref().filter(|p| p.names_taken > 0) {
             footer.counters.insert("rotation_names_taken".into(), parts.names_taken);
         }
-        self.line(&Record::Footer(footer))?;
+        self.line(&Line::Footer(footer))?;
         self.flush()?;
         self.sync()
     }

@@ -25,7 +25,7 @@ mod tests {
     use super::{csv::CSV_COLUMNS, *};
     use crate::{
         trace::event::PacketType,
-        trace::{self, Record},
+        trace::{self, Line},
         trace::{Dispatch, Header, Kernel, Launch, Source, Writer},
     };
 
@@ -38,7 +38,7 @@ mod tests {
         let path = dir.join("t.jsonl");
         let mut w = Writer::new(std::fs::File::create(&path).unwrap(), false).unwrap();
         let k = |id, source: Source| {
-            Record::Kernel(Kernel {
+            Line::Kernel(Kernel {
                 id,
                 pid: 7,
                 name: "_Z1kv".into(),
@@ -48,7 +48,7 @@ mod tests {
             })
         };
         let launch = |ts, ret| {
-            Record::Launch(Launch {
+            Line::Launch(Launch {
                 tid: 8,
                 grid: [0; 3],
                 block: [0; 3],
@@ -58,7 +58,7 @@ mod tests {
             })
         };
         for r in [
-            Record::Header(Box::new(Header {
+            Line::Header(Box::new(Header {
                 format: trace::FORMAT.into(),
                 schema: trace::SCHEMA,
                 start_mono_ns: 1_000,
@@ -68,8 +68,8 @@ mod tests {
             k(2, Source::Hsa),
             launch(10_000, 101),
             launch(20_000, 0),
-            Record::Checkpoint(trace::Checkpoint { ts: 21_000, drops: [("call".to_owned(), 4)].into() }),
-            Record::Dispatch(Dispatch {
+            Line::Checkpoint(trace::Checkpoint { ts: 21_000, drops: [("call".to_owned(), 4)].into() }),
+            Line::Dispatch(Dispatch {
                 ts: 25_000,
                 pid: 7,
                 tid: 8,

@@ -30,7 +30,7 @@ use crate::{
     read::phase::{Execution, FamilyKey, Feeder, StepSpan, View},
     trace::event::GridUnit,
     trace::{
-        self, Kernel, Launch, Process, Record,
+        self, Kernel, Launch, Line, Process,
         model::{Index, Visitor},
     },
 };
@@ -173,9 +173,9 @@ struct Shape {
 }
 
 impl Shape {
-    fn of(r: &Record) -> Self {
+    fn of(r: &Line) -> Self {
         match r {
-            Record::Launch(l) => {
+            Line::Launch(l) => {
                 // Every field named: one added to `Launch` does not build until its column is decided here
                 // (time, process, kernel and its parameters come from the execution the row is of).
                 let Launch {
@@ -211,8 +211,8 @@ impl Shape {
                     queue: None,
                 }
             }
-            Record::Call(c) => Self { tid: c.tid, stream: c.stream, api: Some(c.api.name()), ..Self::default() },
-            Record::Dispatch(d) => Self {
+            Line::Call(c) => Self { tid: c.tid, stream: c.stream, api: Some(c.api.name()), ..Self::default() },
+            Line::Dispatch(d) => Self {
                 tid: d.tid,
                 grid: Some(d.grid),
                 block: Some(d.workgroup.map(u32::from)),

@@ -18,7 +18,7 @@
 //! escaping, `# TYPE`/`# HELP`/`# UNIT` lines and the `_total` suffix as the `OpenMetrics` text format
 //! wants them.
 
-mod jobs;
+mod live_jobs;
 mod serve;
 pub(crate) use serve::Server;
 
@@ -47,7 +47,7 @@ use prometheus_client::{
 use crate::{
     read::phase::{FamilyKey, Feeder, family_key},
     trace::{
-        Call, Job, Launch, Probe, Process, Record, Role, StepBatch,
+        Call, Job, Launch, Line, Probe, Process, Role, StepBatch,
         model::{Index, Visitor},
     },
 };
@@ -141,7 +141,7 @@ struct Counting {
     retired: BTreeMap<Labels, Counts>,
     probes_attached: u64,
     probes_missing: u64,
-    jobs: jobs::LiveJobs,
+    jobs: live_jobs::LiveJobs,
 }
 
 impl Counting {
@@ -219,7 +219,7 @@ impl Metrics {
     }
 
     /// One record, as written.
-    pub(crate) fn record(&mut self, r: &Record) {
+    pub(crate) fn record(&mut self, r: &Line) {
         self.records += 1;
         self.index.feed(r, &mut (&mut self.feeder, &mut self.count));
         if let Some(list) = self.feeder.executions.as_mut() {
@@ -228,10 +228,10 @@ impl Metrics {
             }
         }
         match r {
-            Record::Exit(e) => self.retire(e.pid),
+            Line::Exit(e) => self.retire(e.pid),
             // Totals are kept; the spans of the steps a call or a batch closed are not (memory stays flat).
-            Record::Call(c) => self.forget_spans(c.pid),
-            Record::Batch(StepBatch { pid, .. }) => self.forget_spans(*pid),
+            Line::Call(c) => self.forget_spans(c.pid),
+            Line::Batch(StepBatch { pid, .. }) => self.forget_spans(*pid),
             _ => {}
         }
     }
@@ -423,7 +423,7 @@ impl Metrics {
         );
         let records = Counter::<u64>::default();
         records.inc_by(self.records);
-        reg.register("trace_records", "Records written to the trace file", records);
+        reg.register("trace_lines", "Records written to the trace file", records);
         let untimed = Counter::<u64>::default();
         untimed.inc_by(self.count.jobs.untimed);
         reg.register(
@@ -447,7 +447,7 @@ pub(crate) fn with<T>(shared: &Shared, f: impl FnOnce(&mut Metrics) -> T) -> T {
 pub struct Tap(pub Shared);
 
 impl crate::trace::Tap for Tap {
-    fn record(&mut self, record: &Record) {
+    fn record(&mut self, record: &Line) {
         with(&self.0, |m| m.record(record));
     }
 }

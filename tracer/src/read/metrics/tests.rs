@@ -11,13 +11,13 @@ use crate::{
 const MMVQ1: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj";
 const ROPE: &str = "_Z9rope_normILb1EEvPKfPfiiiii";
 
-fn launch(pid: u32, kernel: u32, ts: u64) -> Record {
-    Record::Launch(Launch::for_test(pid, Some(kernel), ts))
+fn launch(pid: u32, kernel: u32, ts: u64) -> Line {
+    Line::Launch(Launch::for_test(pid, Some(kernel), ts))
 }
 
-fn call(pid: u32, api: ApiFunc, kind: Option<MemcpyKind>, ts: u64) -> Record {
+fn call(pid: u32, api: ApiFunc, kind: Option<MemcpyKind>, ts: u64) -> Line {
     let v = serde_json::json!({"ts": ts, "pid": pid, "tid": pid, "lib": 0, "api": api.name(), "ret": 0, "dur": 0, "kind": kind});
-    Record::Call(Box::new(serde_json::from_value::<Call>(v).unwrap()))
+    Line::Call(Box::new(serde_json::from_value::<Call>(v).unwrap()))
 }
 
 /// The value of the sample line that starts with `series` (its name and labels).
@@ -29,7 +29,7 @@ fn sample(text: &str, series: &str) -> Option<u64> {
 fn counts_by_process_family_and_phase_and_keeps_them_after_exit() {
     let mut m = Metrics::new(true);
     let runner = |pid| {
-        Record::Process(Process {
+        Line::Process(Process {
             pid,
             comm: "ollama".into(),
             role: Some(Role::Runner),
@@ -39,8 +39,8 @@ fn counts_by_process_family_and_phase_and_keeps_them_after_exit() {
     };
     for r in [
         runner(10),
-        Record::Kernel(Kernel { id: 1, pid: 10, name: MMVQ1.into(), ..Kernel::default() }),
-        Record::Kernel(Kernel { id: 2, pid: 10, name: ROPE.into(), ..Kernel::default() }),
+        Line::Kernel(Kernel { id: 1, pid: 10, name: MMVQ1.into(), ..Kernel::default() }),
+        Line::Kernel(Kernel { id: 2, pid: 10, name: ROPE.into(), ..Kernel::default() }),
     ] {
         m.record(&r);
     }
@@ -64,10 +64,10 @@ fn counts_by_process_family_and_phase_and_keeps_them_after_exit() {
 
     // The runner exits and another with the same model starts: counts add up under the same labels, and
     // the first one's state is gone.
-    m.record(&Record::Exit(Exit { ts: 1000, pid: 10, code: Some(0), signal: None }));
+    m.record(&Line::Exit(Exit { ts: 1000, pid: 10, code: Some(0), signal: None }));
     assert_eq!(m.processes_held(), 0);
     m.record(&runner(11));
-    m.record(&Record::Kernel(Kernel { id: 3, pid: 11, name: ROPE.into(), ..Kernel::default() }));
+    m.record(&Line::Kernel(Kernel { id: 3, pid: 11, name: ROPE.into(), ..Kernel::default() }));
     m.record(&launch(11, 3, 2000));
     let text = m.render(&Session::default());
     assert_eq!(sample(&text, &format!("tracer_kernel_launches_total{{{labels}}}")), Some(5), "{text}");
@@ -79,9 +79,9 @@ fn counts_by_process_family_and_phase_and_keeps_them_after_exit() {
 #[test]
 fn steps_from_batches_count_prompt_and_decode_tokens() {
     let mut m = Metrics::new(true);
-    m.record(&Record::Process(Process { pid: 20, comm: "llama-server".into(), ..Process::default() }));
+    m.record(&Line::Process(Process { pid: 20, comm: "llama-server".into(), ..Process::default() }));
     let batch = |ts: u64, runs: &[(i32, i32, u32)]| {
-        Record::Batch(StepBatch {
+        Line::Batch(StepBatch {
             ts,
             pid: 20,
             tid: 20,
@@ -116,7 +116,7 @@ fn steps_from_batches_count_prompt_and_decode_tokens() {
     let before = sample(&text, &format!("tracer_phase_tokens_total{{{labels},phase=\"decode\"}}"));
     let claim = |ts: u64| {
         let mut r = batch(ts, &[(0, 14, 1)]);
-        if let Record::Batch(b) = &mut r {
+        if let Line::Batch(b) = &mut r {
             b.n_tokens = i32::MAX;
             b.unread = 2_000_000_000;
         }
@@ -137,11 +137,11 @@ fn steps_from_batches_count_prompt_and_decode_tokens() {
 fn process_names_chosen_by_users_are_bounded_label_values() {
     let mut m = Metrics::new(true);
     for pid in 0..2000u32 {
-        m.record(&Record::Process(Process { pid, comm: format!("name{pid}"), ..Process::default() }));
+        m.record(&Line::Process(Process { pid, comm: format!("name{pid}"), ..Process::default() }));
         m.record(&launch(pid, 1, u64::from(pid)));
-        m.record(&Record::Exit(Exit { ts: u64::from(pid) + 1, pid, code: Some(0), signal: None }));
+        m.record(&Line::Exit(Exit { ts: u64::from(pid) + 1, pid, code: Some(0), signal: None }));
     }
-    m.record(&Record::Process(Process {
+    m.record(&Line::Process(Process {
         pid: 9000,
         comm: "ollama".into(),
         role: Some(Role::Runner),
@@ -158,7 +158,7 @@ fn process_names_chosen_by_users_are_bounded_label_values() {
     assert!(text.len() < 100_000, "{} bytes", text.len());
 
     let mut m = Metrics::new(false);
-    m.record(&Record::Process(Process { pid: 1, comm: "anything".into(), ..Process::default() }));
+    m.record(&Line::Process(Process { pid: 1, comm: "anything".into(), ..Process::default() }));
     m.record(&launch(1, 1, 1));
     let text = m.render(&Session::default());
     assert_eq!(sample(&text, r#"tracer_kernel_launches_total{role="",model=""}"#), Some(1), "{text}");
@@ -168,9 +168,9 @@ fn process_names_chosen_by_users_are_bounded_label_values() {
 fn gpu_jobs_count_per_ring_with_their_ring_ordered_time_also_after_exit() {
     use JobStage::{Done, Queue, Run};
     let mut m = Metrics::new(true);
-    m.record(&Record::Process(Process { pid: 5, comm: "vk".into(), ..Process::default() }));
+    m.record(&Line::Process(Process { pid: 5, comm: "vk".into(), ..Process::default() }));
     let job = |stage, ts, seqno| {
-        Record::Job(Job {
+        Line::Job(Job {
             ts,
             pid: 5,
             tid: 5,
@@ -187,7 +187,7 @@ fn gpu_jobs_count_per_ring_with_their_ring_ordered_time_also_after_exit() {
         m.record(&r);
     }
     // The process exits before its last job is done: the job still counts under its labels.
-    m.record(&Record::Exit(Exit { ts: 600_000_000, pid: 5, code: Some(0), signal: None }));
+    m.record(&Line::Exit(Exit { ts: 600_000_000, pid: 5, code: Some(0), signal: None }));
     m.record(&job(Done, 1_500_001_000, 2));
     let text = m.render(&Session::default());
     let series = r#"{comm="vk",role="",model="",ring="gfx_0.0.0"}"#;

@@ -46,7 +46,7 @@ struct ProcAcc {
     sites: BTreeMap<String, (u64, u64)>,
     /// Code-object files loaded by path, and their directories' listings.
     code: super::code_dirs::CodeAcc,
-    jobs: super::jobs::JobsAcc,
+    jobs: super::job_times::JobsAcc,
 }
 
 /// (grid, block, grid unit, shmem).
@@ -474,7 +474,7 @@ fn api_rows(api: BTreeMap<ApiFunc, ApiReport>) -> (Vec<ApiReport>, HashMap<Libra
 /// What the header says that the report shows.
 fn header(t: &mut super::TraceInfo, h: &trace::Header) {
     t.lean = h.options.lean;
-    t.gpu_jobs = super::jobs::Coverage::of(&h.options);
+    t.gpu_jobs = super::job_times::Coverage::of(&h.options);
     (t.schema, t.tracer_version) = (h.schema, h.tracer_version.clone());
     (t.host, t.kernel_release) = (h.host.clone(), h.kernel_release.clone());
 }

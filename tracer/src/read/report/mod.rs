@@ -10,7 +10,7 @@
 mod aggregate;
 mod code_dirs;
 mod crosscheck;
-mod jobs;
+mod job_times;
 mod ledger;
 mod merge;
 mod text;
@@ -19,14 +19,14 @@ use std::collections::BTreeMap;
 
 pub(crate) use aggregate::ReportBuilder;
 use anyhow::Result;
-pub(crate) use jobs::{Coverage, JobsReport};
+pub(crate) use job_times::{Coverage, JobsReport};
 use serde::Serialize;
 pub use text::TextOptions;
 
 use crate::{
     read::phase::Feeder,
     trace::event::{ApiFunc, GridUnit},
-    trace::{self, Record},
+    trace::{self, Line},
 };
 
 #[derive(Debug, Default, Serialize)]
@@ -517,7 +517,7 @@ impl Report {
         Ok(r)
     }
 
-    pub fn build(records: Vec<Record>) -> Self {
+    pub fn build(records: Vec<Line>) -> Self {
         let mut pair = (Feeder::default(), ReportBuilder::default());
         let mut index = trace::model::Index::default();
         for r in records {

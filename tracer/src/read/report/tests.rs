@@ -4,8 +4,8 @@ use crate::{
     trace::{Footer, Header, Kernel, Launch, Process, Source, Stop},
 };
 
-fn launch(kernel: u32, grid: [u32; 3], ret: i32) -> Record {
-    Record::Launch(Launch {
+fn launch(kernel: u32, grid: [u32; 3], ret: i32) -> Line {
+    Line::Launch(Launch {
         lib: 1,
         handle: 0x100 * u64::from(kernel),
         grid,
@@ -20,14 +20,14 @@ fn launch(kernel: u32, grid: [u32; 3], ret: i32) -> Record {
 fn aggregates_per_process() {
     let o = Origin { ts: 0, pid: 7, tid: 0, lib: 1 };
     let records = vec![
-        Record::Header(Box::new(Header {
+        Line::Header(Box::new(Header {
             format: trace::FORMAT.into(),
             schema: 1,
             start_mono_ns: 1_000_000_000,
             ..Default::default()
         })),
-        Record::Process(Process { pid: 7, comm: "runner".into(), argv: vec!["runner".into()], ..Default::default() }),
-        Record::Kernel(Kernel {
+        Line::Process(Process { pid: 7, comm: "runner".into(), argv: vec!["runner".into()], ..Default::default() }),
+        Line::Kernel(Kernel {
             id: 1,
             pid: 7,
             handle: 0x100,
@@ -39,7 +39,7 @@ fn aggregates_per_process() {
         launch(1, [4, 1, 1], 101),
         launch(1, [4, 1, 1], 101),
         launch(1, [8, 1, 1], 0),
-        Record::Config(Config {
+        Line::Config(Config {
             ts: 0,
             pid: 7,
             tid: 0,
@@ -52,14 +52,14 @@ fn aggregates_per_process() {
             ret: 101,
             dur: 500,
         }),
-        Record::Call(Box::new(Call { size: Some(4096), ..Call::new(o, ApiFunc::HipMalloc, 0, 100) })),
-        Record::Call(Box::new(Call { size: Some(1 << 30), ..Call::new(o, ApiFunc::HipMalloc, 2, 100) })),
-        Record::Call(Box::new(Call {
+        Line::Call(Box::new(Call { size: Some(4096), ..Call::new(o, ApiFunc::HipMalloc, 0, 100) })),
+        Line::Call(Box::new(Call { size: Some(1 << 30), ..Call::new(o, ApiFunc::HipMalloc, 2, 100) })),
+        Line::Call(Box::new(Call {
             size: Some(64),
             kind: Some(MemcpyKind::DeviceToHost),
             ..Call::new(o, ApiFunc::HipMemcpy, 0, 300)
         })),
-        Record::Footer(Footer {
+        Line::Footer(Footer {
             end_mono_ns: 3_000_000_000,
             drops: [("call".to_owned(), vec![1, 2])].into(),
             stop: Stop::Signal,
@@ -96,13 +96,13 @@ fn graph_replays_follow_in_place_updates_of_the_executable() {
     let o = Origin { ts: 0, pid: 7, tid: 0, lib: 1 };
     let captured = |kernel: u32| {
         let mut r = launch(kernel, [1, 1, 1], 0);
-        if let Record::Launch(l) = &mut r {
+        if let Line::Launch(l) = &mut r {
             (l.captured, l.stream) = (true, 0x5);
         }
         r
     };
     let call = |api: ApiFunc, handle: u64, value: Option<u64>| {
-        Record::Call(Box::new(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) }))
+        Line::Call(Box::new(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) }))
     };
     let replay = || call(ApiFunc::CuGraphLaunch, 0xE, None);
     let records = vec![
@@ -133,13 +133,13 @@ fn a_launch_that_failed_during_a_capture_is_not_replayed() {
     let o = Origin { ts: 0, pid: 7, tid: 0, lib: 1 };
     let captured = |kernel: u32, ret: i32| {
         let mut r = launch(kernel, [1, 1, 1], ret);
-        if let Record::Launch(l) = &mut r {
+        if let Line::Launch(l) = &mut r {
             (l.captured, l.stream) = (true, 0x5);
         }
         r
     };
     let call = |api: ApiFunc, handle: u64, value: Option<u64>| {
-        Record::Call(Box::new(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) }))
+        Line::Call(Box::new(Call { handle: Some(handle), value, stream: Some(0x5), ..Call::new(o, api, 0, 10) }))
     };
     let records = vec![
         captured(1, 0),
@@ -160,7 +160,7 @@ fn a_launch_that_failed_during_a_capture_is_not_replayed() {
 
 #[test]
 fn processes_with_no_gpu_activity_fold_into_one_line() {
-    let process = |pid: u32, comm: &str| Record::Process(Process { pid, comm: comm.into(), ..Default::default() });
+    let process = |pid: u32, comm: &str| Line::Process(Process { pid, comm: comm.into(), ..Default::default() });
     let records = vec![process(7, "runner"), launch(1, [1, 1, 1], 0), process(8, "gcc"), process(9, "ld")];
     let r = Report::build(records);
     let active: Vec<u32> = r.processes.iter().filter(|p| p.gpu_activity).map(|p| p.pid).collect();
@@ -178,10 +178,10 @@ fn mmq_dispatches_take_their_width_from_the_src1_quantization_on_their_queue() {
     const QUANTIZE: &str = "_Z17quantize_mmq_q8_1IL18mmq_q8_1_ds_layout1EEvPKfPKiPvlllllii";
     const MMQ16: &str = "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_iii";
     let kernel = |pid: u32, id: u32, name: &str| {
-        Record::Kernel(Kernel { id, pid, handle: u64::from(id), name: name.into(), ..Default::default() })
+        Line::Kernel(Kernel { id, pid, handle: u64::from(id), name: name.into(), ..Default::default() })
     };
     let dispatch = |pid: u32, kernel: u32, queue: u64, grid: [u32; 3], workgroup: [u16; 3]| {
-        Record::Dispatch(trace::Dispatch {
+        Line::Dispatch(trace::Dispatch {
             pid,
             queue,
             packet: trace::event::PacketType::KernelDispatch,
@@ -197,7 +197,7 @@ fn mmq_dispatches_take_their_width_from_the_src1_quantization_on_their_queue() {
     // A parameter list tracer knows: its column count read from the argument segment wins.
     const MMQ_KNOWN: &str = "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EEvPKcPKiS4_S4_PfS5_5uint3iiiiiS6_S6_iiiS6_S6_iiiS6_";
     let mut read = mmq(9, 6, 0xA);
-    if let Record::Dispatch(d) = &mut read {
+    if let Line::Dispatch(d) = &mut read {
         d.params = BTreeMap::from([(9, 0x0000_0001_0000_0122)]); // byte 72: 290
     }
     let records = vec![
@@ -231,7 +231,7 @@ fn mmq_dispatches_take_their_width_from_the_src1_quantization_on_their_queue() {
 #[test]
 fn dispatches_name_the_bundle_of_the_registered_kernel() {
     let kernel = |id: u32, source: Source, bundles: Vec<String>| {
-        Record::Kernel(Kernel {
+        Line::Kernel(Kernel {
             id,
             pid: 7,
             handle: 0x100 * u64::from(id),
@@ -244,7 +244,7 @@ fn dispatches_name_the_bundle_of_the_registered_kernel() {
             ..Default::default()
         })
     };
-    let dispatch = Record::Dispatch(trace::Dispatch {
+    let dispatch = Line::Dispatch(trace::Dispatch {
         pid: 7,
         packet: trace::event::PacketType::KernelDispatch,
         workgroup: [64, 1, 1],
@@ -254,7 +254,7 @@ fn dispatches_name_the_bundle_of_the_registered_kernel() {
         ..Default::default()
     });
     let records = vec![
-        Record::Process(Process { pid: 7, comm: "runner".into(), ..Default::default() }),
+        Line::Process(Process { pid: 7, comm: "runner".into(), ..Default::default() }),
         kernel(1, Source::Register, vec!["0042".into()]),
         kernel(2, Source::Hsa, Vec::new()),
         dispatch,
@@ -268,9 +268,9 @@ fn dispatches_name_the_bundle_of_the_registered_kernel() {
 }
 
 /// The records of the ledger test: one process, each kind of mapped library.
-fn ledger_records() -> Vec<Record> {
+fn ledger_records() -> Vec<Line> {
     let mapping = |path: &str, inode: u64, lib: Option<u32>| {
-        Record::Mapping(trace::Mapping {
+        Line::Mapping(trace::Mapping {
             ts: 1_000_000_000,
             pid: 7,
             path: path.into(),
@@ -282,7 +282,7 @@ fn ledger_records() -> Vec<Record> {
         })
     };
     let counted = |id: u32, path: &str, inode: u64| {
-        Record::EntryLibrary(trace::EntryLibrary {
+        Line::EntryLibrary(trace::EntryLibrary {
             id,
             path: path.into(),
             dev: 1,
@@ -293,16 +293,16 @@ fn ledger_records() -> Vec<Record> {
         })
     };
     let entry = |lib: u32, function: &str, calls: u64| {
-        Record::EntryCalls(trace::EntryCalls { pid: 7, lib, function: function.into(), calls })
+        Line::EntryCalls(trace::EntryCalls { pid: 7, lib, function: function.into(), calls })
     };
     vec![
-        Record::Header(Box::new(Header {
+        Line::Header(Box::new(Header {
             format: trace::FORMAT.into(),
             schema: 1,
             start_mono_ns: 0,
             ..Default::default()
         })),
-        Record::Library(trace::Library {
+        Line::Library(trace::Library {
             id: 1,
             path: "/lib/libamdhip64.so.5".into(),
             dev: 1,
@@ -312,12 +312,12 @@ fn ledger_records() -> Vec<Record> {
         }),
         counted(1, "/lib/libhipblas.so.2", 11),
         counted(2, "/lib/librocsolver.so.0", 12),
-        Record::Process(Process { pid: 7, comm: "runner".into(), ..Default::default() }),
+        Line::Process(Process { pid: 7, comm: "runner".into(), ..Default::default() }),
         mapping("/lib/libamdhip64.so.5", 10, Some(1)),
         mapping("/lib/libhipblas.so.2", 11, None),
         mapping("/lib/librocsolver.so.0", 12, None),
         mapping("/lib/libggml-hip.so", 13, None),
-        Record::Kernel(Kernel {
+        Line::Kernel(Kernel {
             id: 1,
             pid: 7,
             handle: 0x100,
@@ -330,10 +330,10 @@ fn ledger_records() -> Vec<Record> {
         launch(1, [4, 1, 1], 0),
         entry(1, "hipblasCreate", 1),
         entry(1, "hipblasSgemm", 3),
-        Record::LaunchSites(trace::LaunchSites { pid: 7, path: "/lib/libggml-hip.so".into(), launches: 2, failed: 0 }),
+        Line::LaunchSites(trace::LaunchSites { pid: 7, path: "/lib/libggml-hip.so".into(), launches: 2, failed: 0 }),
         // A program whose own kernels' launches all failed (no usable GPU): nothing of it ran.
         mapping("/bin/runner", 14, None),
-        Record::Kernel(Kernel {
+        Line::Kernel(Kernel {
             id: 2,
             pid: 7,
             handle: 0x200,
@@ -345,7 +345,7 @@ fn ledger_records() -> Vec<Record> {
         launch(2, [4, 1, 1], 100),
         launch(2, [4, 1, 1], 100),
         launch(2, [4, 1, 1], 100),
-        Record::LaunchSites(trace::LaunchSites { pid: 7, path: "/bin/runner".into(), launches: 3, failed: 3 }),
+        Line::LaunchSites(trace::LaunchSites { pid: 7, path: "/bin/runner".into(), launches: 3, failed: 3 }),
     ]
 }
 
@@ -381,14 +381,14 @@ fn the_ledger_sums_calls_kernels_and_launches_per_mapped_library() {
 /// footer, the footer's.
 #[test]
 fn without_a_footer_the_losses_are_the_last_checkpoints() {
-    let header = Record::Header(Box::new(Header {
+    let header = Line::Header(Box::new(Header {
         format: trace::FORMAT.into(),
         schema: 1,
         start_mono_ns: 1_000_000_000,
         ..Default::default()
     }));
     let checkpoint =
-        |ts: u64, n: u64| Record::Checkpoint(trace::Checkpoint { ts, drops: [("call".to_owned(), n)].into() });
+        |ts: u64, n: u64| Line::Checkpoint(trace::Checkpoint { ts, drops: [("call".to_owned(), n)].into() });
     let killed = vec![header, checkpoint(2_000_000_000, 5), launch(1, [1, 1, 1], 0), checkpoint(3_500_000_000, 9)];
     let r = Report::build(killed.clone());
     assert_eq!((r.drops_total, r.drops.get("call").copied()), (9, Some(9)));
@@ -397,7 +397,7 @@ fn without_a_footer_the_losses_are_the_last_checkpoints() {
         ["losses: 9 records dropped by the last checkpoint, 2.5 s into the recording; those after it are unknown"]
     );
     let mut closed = killed;
-    closed.push(Record::Footer(Footer {
+    closed.push(Line::Footer(Footer {
         end_mono_ns: 4_000_000_000,
         drops: [("call".to_owned(), vec![6, 6])].into(),
         stop: Stop::Signal,

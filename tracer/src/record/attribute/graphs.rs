@@ -7,7 +7,7 @@ use std::collections::{HashMap, VecDeque};
 
 use crate::{
     record::names::{Of, graph_exec::MAX_NODES},
-    trace::{ExecOutcome, Record},
+    trace::{ExecOutcome, Line},
 };
 
 /// Executables checked against their capture, per process.
@@ -99,7 +99,7 @@ impl Graphs {
     /// A CUDA replay of `exec`: an executable tracer did not see made has its kernels read from the driver's
     /// objects (the record written before the replay's, which then runs them), one made from a capture is
     /// checked against it. Returns whether the executable went unfollowed (over the caps).
-    pub(super) fn replayed(&mut self, exec: u64, ts: u64, names: &mut Of<'_>, out: &mut Vec<Record>) -> bool {
+    pub(super) fn replayed(&mut self, exec: u64, ts: u64, names: &mut Of<'_>, out: &mut Vec<Line>) -> bool {
         let agreements = names.graph_agreements();
         match self.replay(exec, agreements) {
             AtReplay::Nothing => false,
@@ -109,7 +109,7 @@ impl Graphs {
                 if rec.outcome == ExecOutcome::Refused {
                     self.refused(exec, agreements);
                 }
-                out.push(Record::GraphExec(rec));
+                out.push(Line::GraphExec(rec));
                 false
             }
         }

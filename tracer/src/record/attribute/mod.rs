@@ -17,7 +17,7 @@ use crate::{
         names::{HeldMappings, Names, ProcessNames, Source},
     },
     trace::event::{Call, Dispatch, Launch, PacketType},
-    trace::{Cause, Record},
+    trace::{Cause, Line},
 };
 
 mod code_files;
@@ -115,14 +115,14 @@ fn vulkan_call(
     names: &mut crate::record::names::Of<'_>,
     bound: &mut HashMap<u64, u64>,
     counters: &mut BTreeMap<String, u64>,
-    out: &mut Vec<Record>,
+    out: &mut Vec<Line>,
 ) {
     match c.api.op() {
         Op::PipelineCreate if c.ret == 0 => {
             if let (Some(pipeline), Some(module)) = (c.function, c.module)
                 && let Some(k) = names.pipeline(pipeline, module, c.ts)
             {
-                out.push(Record::Kernel(k));
+                out.push(Line::Kernel(k));
             }
             if let Some(more) = c.size.and_then(|n| n.checked_sub(1)).filter(|&n| n > 0) {
                 // Only the first pipeline of a call is read: the others' dispatches stay unnamed.
@@ -173,7 +173,7 @@ impl Attributor {
     }
 
     /// The launch sites of every process still running (the end of the recording).
-    pub(crate) fn launch_sites(&self) -> Vec<Record> {
+    pub(crate) fn launch_sites(&self) -> Vec<Line> {
         let mut pids: Vec<&u32> = self.live.keys().collect();
         pids.sort_unstable();
         pids.into_iter().flat_map(|pid| self.live[pid].sites.records(*pid)).collect()
@@ -205,18 +205,18 @@ impl Attributor {
         pid: u32,
         ts: u64,
         listing: Option<Vec<crate::os::proc::MapsEntry>>,
-        out: &mut Vec<Record>,
+        out: &mut Vec<Line>,
     ) {
         self.snapshot_from(pid, listing);
         let said = &mut self.live.entry(pid).or_default().said;
         if let Some(p) = self.processes.observe(said, pid, Cause::Start, ts, 0, "") {
-            out.push(Record::Process(p));
+            out.push(Line::Process(p));
         }
     }
 
     /// Called for every event: the first event of a process (or the first after its exec) has its maps
     /// looked at — its libraries are loaded by then — and writes its process record if it is new.
-    fn see(&mut self, pid: u32, ts: u64, out: &mut Vec<Record>) {
+    fn see(&mut self, pid: u32, ts: u64, out: &mut Vec<Line>) {
         if pid == self.last_scanned {
             return; // the hot path: the same process as the last event
         }
@@ -231,11 +231,11 @@ impl Attributor {
         if !p.said.knows()
             && let Some(p) = self.processes.observe(&mut p.said, pid, Cause::Seen, ts, image, "")
         {
-            out.push(Record::Process(p));
+            out.push(Line::Process(p));
         }
     }
 
-    pub fn event(&mut self, ev: Event, out: &mut Vec<Record>) {
+    pub fn event(&mut self, ev: Event, out: &mut Vec<Line>) {
         match ev {
             Event::Launch(l) => self.launch(l, out),
             Event::Call(c) => self.call(c, out),
@@ -249,7 +249,7 @@ impl Attributor {
                 if !crate::os::ioctl::is_known(i.cmd) {
                     bump(&mut self.counters, "ioctl_unknown");
                 }
-                out.push(Record::Ioctl(i));
+                out.push(Line::Ioctl(i));
             }
             Event::Proc(p) => self.proc(p, out),
             Event::Open(o) => {
@@ -263,7 +263,7 @@ impl Attributor {
                 if !p.said.knows()
                     && let Some(p) = self.processes.observe(&mut p.said, pid, Cause::Seen, o.origin.ts, image, "")
                 {
-                    out.push(Record::Process(p));
+                    out.push(Line::Process(p));
                 }
                 self.effects.opened.push(o);
             }
@@ -281,7 +281,7 @@ impl Attributor {
         }
     }
 
-    fn launch(&mut self, mut l: Launch, out: &mut Vec<Record>) {
+    fn launch(&mut self, mut l: Launch, out: &mut Vec<Line>) {
         self.see(l.pid, l.ts, out);
         let runtime_view = self.runtime_view;
         let p = self.live.entry(l.pid).or_default();
@@ -314,7 +314,7 @@ impl Attributor {
             }
             Library::Cuda => {
                 if let Some(k) = names.driver_launch(&l) {
-                    out.push(Record::Kernel(k));
+                    out.push(Line::Kernel(k));
                 }
             }
             _ => {}
@@ -325,7 +325,7 @@ impl Attributor {
                 // Looked up when the launch was counted by its site.
                 k.caller = p.sites.file(l.caller);
             }
-            out.push(Record::Kernel(k));
+            out.push(Line::Kernel(k));
         }
         l.kernel = kernel;
         l.captured = p.graphs.is_capturing(l.stream);
@@ -335,12 +335,12 @@ impl Attributor {
         let plan = names.param_plan(l.handle);
         let key = (l.tid, l.ts, l.handle);
         l.params = take_params(p, &mut self.counters, &mut self.effects.plans, l.pid, key, plan).unwrap_or_default();
-        out.push(Record::Launch(l));
+        out.push(Line::Launch(l));
     }
 
     /// A chunk of a shader module's code, counted from its end: the module is named at its last chunk
     /// (chunk 0) from the chunks its thread sent before it, farthest first.
-    fn code(&mut self, code: CodeTail, out: &mut Vec<Record>) {
+    fn code(&mut self, code: CodeTail, out: &mut Vec<Line>) {
         let o = code.origin;
         self.see(o.pid, o.ts, out);
         let (p, names) = self.process(o.pid);
@@ -358,14 +358,14 @@ impl Attributor {
         }
     }
 
-    fn dispatch(&mut self, mut d: Dispatch, out: &mut Vec<Record>) {
+    fn dispatch(&mut self, mut d: Dispatch, out: &mut Vec<Line>) {
         self.see(d.pid, d.ts, out);
         if d.packet == PacketType::KernelDispatch {
             let p = self.live.entry(d.pid).or_default();
             let mut names = self.names.of(d.pid, &mut p.names);
             let (id, new) = names.kernel_object(d.kernel_object, d.ts);
             if let Some(k) = new {
-                out.push(Record::Kernel(k));
+                out.push(Line::Kernel(k));
             }
             d.kernel = id;
             let plan = names.kernarg_plan(d.kernel_object);
@@ -373,11 +373,11 @@ impl Attributor {
             d.params =
                 take_params(p, &mut self.counters, &mut self.effects.plans, d.pid, key, plan).unwrap_or_default();
         }
-        out.push(Record::Dispatch(d));
+        out.push(Line::Dispatch(d));
     }
 
     /// An API call: capture state, names bound by the call, the file a code object comes from.
-    fn call(&mut self, mut c: Box<Call>, out: &mut Vec<Record>) {
+    fn call(&mut self, mut c: Box<Call>, out: &mut Vec<Line>) {
         self.see(c.pid, c.ts, out);
         if matches!(c.api.layout(), Layout::ModulePath | Layout::CodeObjectFromFile) {
             self.file_call(c, out);
@@ -407,7 +407,7 @@ impl Attributor {
                 if let (Some(kernel), Some(function)) = (c.handle, c.function)
                     && let Some(k) = names.kernel_function(kernel, function, c.ts)
                 {
-                    out.push(Record::Kernel(k));
+                    out.push(Line::Kernel(k));
                 }
             }
             // KERNEL_OBJECT of a symbol named earlier: what every dispatch of it will carry.
@@ -415,7 +415,7 @@ impl Attributor {
                 if let (Some(symbol), Some(object)) = (c.handle, c.kernel_object())
                     && let Some(k) = names.hsa_kernel_object(symbol, object, c.ts)
                 {
-                    out.push(Record::Kernel(k));
+                    out.push(Line::Kernel(k));
                 }
             }
             // A fat binary registered: where its offload bundle lies, for the registrations under its module.
@@ -445,12 +445,12 @@ impl Attributor {
             }
             _ => {}
         }
-        out.push(Record::Call(c));
+        out.push(Line::Call(c));
     }
 
     /// A code-object file loaded by path or descriptor: the call and, when it succeeded, its module's
     /// functions carry the file; its directory is listed once.
-    fn file_call(&mut self, mut c: Box<Call>, out: &mut Vec<Record>) {
+    fn file_call(&mut self, mut c: Box<Call>, out: &mut Vec<Line>) {
         let ok = c.ret == 0;
         let procs = self.procs;
         let p = self.live.entry(c.pid).or_default();
@@ -468,7 +468,7 @@ impl Attributor {
                     if let Some(dir) =
                         p.code_files.list_dir(&file, truncated, at, how, &mut self.listing_budget, &mut self.counters)
                     {
-                        out.push(Record::CodeDir(dir));
+                        out.push(Line::CodeDir(dir));
                     }
                     c.file = Some(file);
                 }
@@ -480,17 +480,17 @@ impl Attributor {
                     if let Some(dir) =
                         p.code_files.list_dir(&file, false, at, how, &mut self.listing_budget, &mut self.counters)
                     {
-                        out.push(Record::CodeDir(dir));
+                        out.push(Line::CodeDir(dir));
                     }
                     c.file = Some(file);
                 }
             }
             _ => {}
         }
-        out.push(Record::Call(c));
+        out.push(Line::Call(c));
     }
 
-    fn name(&mut self, n: Name, out: &mut Vec<Record>) {
+    fn name(&mut self, n: Name, out: &mut Vec<Line>) {
         let o = n.origin;
         self.see(o.pid, o.ts, out);
         if n.truncated {
@@ -529,7 +529,7 @@ impl Attributor {
             _ => Source::Register,
         };
         let source = if n.fault { Source::Unnamed } else { source };
-        out.extend(names.bind(n.handle, n.module, &n.name, source, n.truncated, o.ts).map(Record::Kernel));
+        out.extend(names.bind(n.handle, n.module, &n.name, source, n.truncated, o.ts).map(Line::Kernel));
     }
 }
 

@@ -15,7 +15,7 @@ use crate::{
         names::{ProcessNames, early::EarlyLooks},
         probes::ollama,
     },
-    trace::{self, Cause, Record},
+    trace::{self, Cause, Line},
 };
 
 /// What the trace has said of one process image, kept in attribution's entry for the process (carried
@@ -135,7 +135,7 @@ impl super::Attributor {
         self.live.entry(pid).or_default().said.name_command(argv);
     }
 
-    pub(super) fn proc(&mut self, p: Proc, out: &mut Vec<Record>) {
+    pub(super) fn proc(&mut self, p: Proc, out: &mut Vec<Line>) {
         let ts = p.origin.ts;
         // An exec or an exit ends the image an early look of the PID was taken at.
         if let (ProcEvent::Exec | ProcEvent::Exit, Some(e)) = (p.event, &self.names.early) {
@@ -151,7 +151,7 @@ impl super::Attributor {
                 self.snapshot(p.pid);
                 let said = &mut self.live.entry(p.pid).or_default().said;
                 if let Some(rec) = self.processes.observe(said, p.pid, Cause::Fork, ts, 0, &p.comm) {
-                    out.push(Record::Process(trace::Process { ppid: p.parent, ..rec }));
+                    out.push(Line::Process(trace::Process { ppid: p.parent, ..rec }));
                 }
             }
             ProcEvent::Exec => {
@@ -171,7 +171,7 @@ impl super::Attributor {
                 self.last_scanned = 0;
                 let said = &mut self.live.entry(p.pid).or_default().said;
                 if let Some(rec) = self.processes.observe(said, p.pid, Cause::Exec, ts, ts, &p.comm) {
-                    out.push(Record::Process(rec));
+                    out.push(Line::Process(rec));
                 }
             }
             ProcEvent::Exit => {
@@ -181,7 +181,7 @@ impl super::Attributor {
                 }
                 self.last_scanned = 0;
                 if self.own_child != Some(p.pid) {
-                    out.push(Record::Exit(trace::Exit { ts, pid: p.pid, code: None, signal: None }));
+                    out.push(Line::Exit(trace::Exit { ts, pid: p.pid, code: None, signal: None }));
                 }
             }
             ProcEvent::Init => self.effects.initialized.push((p.pid, p.origin.lib, ts)),
@@ -190,7 +190,7 @@ impl super::Attributor {
 
     /// What is left of a process image that ended (exec, exit, or a fork reusing its PID unseen): where
     /// its launches came from, written; its parameter plans, taken back from the eBPF map.
-    pub(super) fn let_go(&mut self, pid: u32, image: Process, out: &mut Vec<Record>) {
+    pub(super) fn let_go(&mut self, pid: u32, image: Process, out: &mut Vec<Line>) {
         out.extend(image.sites.records(pid));
         self.effects.plans_gone.extend(image.planned.into_iter().map(|handle| (pid, handle)));
     }

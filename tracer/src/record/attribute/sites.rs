@@ -8,7 +8,7 @@ use tracer_common::api::Library;
 use crate::{
     record::names::Of,
     trace::event::Launch,
-    trace::{self, Record},
+    trace::{self, Line},
 };
 
 /// One process's launches by return address.
@@ -53,7 +53,7 @@ impl Sites {
     }
 
     /// The process's launches by the file that made them.
-    pub(super) fn records(&self, pid: u32) -> Vec<Record> {
+    pub(super) fn records(&self, pid: u32) -> Vec<Line> {
         let mut by_file: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
         for site in self.0.values().filter(|s| s.launches > 0) {
             let e = by_file.entry(site.file.as_deref().unwrap_or("")).or_default();
@@ -63,7 +63,7 @@ impl Sites {
         by_file
             .into_iter()
             .map(|(path, (launches, failed))| {
-                Record::LaunchSites(trace::LaunchSites { pid, path: path.to_owned(), launches, failed })
+                Line::LaunchSites(trace::LaunchSites { pid, path: path.to_owned(), launches, failed })
             })
             .collect()
     }

@@ -61,7 +61,7 @@ fn launches_on_a_capturing_stream_are_graph_nodes() {
     a.event(capture(ApiFunc::HipStreamBeginCapture, 101), &mut out);
     a.event(launch(0x1000, 0), &mut out);
     let captured: Vec<bool> =
-        out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l.captured) } else { None }).collect();
+        out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l.captured) } else { None }).collect();
     assert_eq!(captured, [true, false, false]);
 }
 
@@ -88,7 +88,7 @@ fn kernel_parameters_join_their_launch_and_plans_follow_the_name() {
     a.event(params(0x1000, 9), &mut out);
     a.event(launch(0x1000, 0), &mut out);
     let launches: Vec<&Launch> =
-        out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
+        out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l) } else { None }).collect();
     assert_eq!(launches[0].params, BTreeMap::from([(11, 290)]));
     assert!(launches[1].params.is_empty() && launches[2].params.is_empty());
     assert_eq!(a.counters.get("params_without_launch"), Some(&1));
@@ -134,9 +134,9 @@ fn a_recycled_pid_starts_clean() {
         a.event(launch(0x1000, 0), &mut out);
         a.event(launch(0x3000, 0), &mut out);
         let launches: Vec<&Launch> =
-            out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
+            out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l) } else { None }).collect();
         let kernels: Vec<&trace::Kernel> =
-            out.iter().filter_map(|r| if let Record::Kernel(k) = r { Some(k) } else { None }).collect();
+            out.iter().filter_map(|r| if let Line::Kernel(k) = r { Some(k) } else { None }).collect();
         // No capture, no parameters read in the other life, no name of the other life.
         assert!(launches.iter().all(|l| !l.captured), "{end:?}");
         assert!(launches[0].params.is_empty(), "{end:?}");
@@ -163,9 +163,9 @@ fn registered_names_attribute_launches() {
     a.event(launch(0x1000, 101), &mut out);
     a.event(launch(0x2000, 0), &mut out);
     let kernels: Vec<&trace::Kernel> =
-        out.iter().filter_map(|r| if let Record::Kernel(k) = r { Some(k) } else { None }).collect();
+        out.iter().filter_map(|r| if let Line::Kernel(k) = r { Some(k) } else { None }).collect();
     let launches: Vec<&Launch> =
-        out.iter().filter_map(|r| if let Record::Launch(l) = r { Some(l) } else { None }).collect();
+        out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l) } else { None }).collect();
     assert_eq!(kernels.len(), 2);
     assert_eq!((kernels[0].demangled.as_str(), kernels[0].source), ("axpy(float*, float*, float)", Source::Register));
     assert_eq!(kernels[1].source, Source::Unnamed);
@@ -258,16 +258,16 @@ fn a_load_by_path_binds_its_file_to_the_call_the_module_and_the_directory() {
         &mut out,
     );
     let dirs: Vec<&trace::CodeDir> =
-        out.iter().filter_map(|r| if let Record::CodeDir(d) = r { Some(d) } else { None }).collect();
+        out.iter().filter_map(|r| if let Line::CodeDir(d) = r { Some(d) } else { None }).collect();
     assert_eq!(dirs.len(), 1);
     assert_eq!((dirs[0].path.as_str(), dirs[0].count, dirs[0].ts), ("/work/library", 3, 5));
     assert_eq!(dirs[0].files, ["TensileLibrary.dat", "a.co", "b.co"]);
     let files: Vec<(Option<&str>, i64)> = out
         .iter()
-        .filter_map(|r| if let Record::Call(c) = r { Some((c.file.as_deref(), c.ret)) } else { None })
+        .filter_map(|r| if let Line::Call(c) = r { Some((c.file.as_deref(), c.ret)) } else { None })
         .collect();
     assert_eq!(files, [(Some("/work/library/a.co"), 0), (Some("/work/library/gone.co"), 301)]);
-    let Some(Record::Kernel(k)) = out.last() else { panic!("{out:#?}") };
+    let Some(Line::Kernel(k)) = out.last() else { panic!("{out:#?}") };
     assert_eq!((k.name.as_str(), k.code_file.as_deref()), ("Cijk_Ailk", Some("/work/library/a.co")));
     assert!(a.counters.is_empty(), "{:?}", a.counters);
 }
@@ -291,11 +291,11 @@ fn loads_without_their_path_and_unreadable_descriptors_are_counted() {
     a.event(reader(7, 11), &mut out);
     a.event(reader(8, 12), &mut out);
     let files: Vec<Option<&str>> =
-        out.iter().filter_map(|r| if let Record::Call(c) = r { Some(c.file.as_deref()) } else { None }).collect();
+        out.iter().filter_map(|r| if let Line::Call(c) = r { Some(c.file.as_deref()) } else { None }).collect();
     assert_eq!(files, [None, None, Some("/x/b.cubin"), Some("/opt/hsa/kernels.co"), None]);
     let dirs: Vec<(&str, Option<&str>)> = out
         .iter()
-        .filter_map(|r| if let Record::CodeDir(d) = r { Some((d.path.as_str(), d.error.as_deref())) } else { None })
+        .filter_map(|r| if let Line::CodeDir(d) = r { Some((d.path.as_str(), d.error.as_deref())) } else { None })
         .collect();
     assert_eq!(
         dirs,

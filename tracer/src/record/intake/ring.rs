@@ -40,7 +40,7 @@ const BATCH: usize = 256 << 10;
 /// stand-in at 60 000 launches/s fell from a median 9.6 % to 8.1 % of a core (5 interleaved runs; docs/figures.md).
 const POLL: Duration = Duration::from_millis(20);
 
-/// Record kinds a drop is counted under (indexed by [`RecordKind`]; 0: a kind not known).
+/// Line kinds a drop is counted under (indexed by [`RecordKind`]; 0: a kind not known).
 const KINDS: usize = RecordKind::LIMIT;
 
 fn kind_name(i: usize) -> &'static str {

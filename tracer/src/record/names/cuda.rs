@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     trace::event::Launch,
-    trace::{self, ExecOutcome, ExecRoute, GraphExec, Record},
+    trace::{self, ExecOutcome, ExecRoute, GraphExec, Line},
 };
 
 /// Driver versions the graph-executable layout was measured on (`bench/gpu/graphexec_layout.md`): in a
@@ -156,7 +156,7 @@ impl Of<'_> {
         exec: u64,
         ts: u64,
         captured: Option<&[u64]>,
-        out: &mut Vec<Record>,
+        out: &mut Vec<Line>,
     ) -> GraphExec {
         let driver = self.driver_version();
         let mut rec = GraphExec { ts, pid: self.pid, exec, check: captured.is_some(), driver, ..GraphExec::default() };
@@ -224,7 +224,7 @@ impl Of<'_> {
             };
             // A node past the process's limits has no kernel id (counted when it was refused).
             rec.kernels.extend(id);
-            out.extend(new.map(Record::Kernel));
+            out.extend(new.map(Line::Kernel));
         }
         if let Some(captured) = captured {
             rec.agrees = self.check_capture(captured, &functions, route);

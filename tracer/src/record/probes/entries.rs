@@ -15,7 +15,7 @@ use tracer_common::{EntryKey, StepTally};
 use crate::{
     os::files::CodeFile,
     record::probes::attach::MultiProgram,
-    trace::{self, Record},
+    trace::{self, Line},
 };
 
 /// Counted entry points of the recording's GPU libraries.
@@ -118,14 +118,14 @@ impl Entries {
 
     /// Reads and deletes the counts of process `pid` (every process: `None`), as records by library and
     /// function, and the calls of its last step (a process that ran `llama_decode`).
-    pub(in crate::record) fn take(&mut self, pid: Option<u32>) -> Vec<Record> {
+    pub(in crate::record) fn take(&mut self, pid: Option<u32>) -> Vec<Line> {
         let mut out = self.take_steps(pid);
         out.extend(self.take_calls(pid));
         out
     }
 
     /// The step tallies of `pid` (every process: `None`): the calls of each one's last step.
-    fn take_steps(&mut self, pid: Option<u32>) -> Vec<Record> {
+    fn take_steps(&mut self, pid: Option<u32>) -> Vec<Line> {
         let keys: Vec<u32> = self.steps.keys().filter_map(Result::ok).filter(|&k| pid.is_none_or(|p| k == p)).collect();
         let mut out = Vec::new();
         for key in keys {
@@ -134,13 +134,13 @@ impl Entries {
             let calls: BTreeMap<u32, u64> =
                 tally.calls.iter().enumerate().filter(|&(_, &n)| n > 0).map(|(slot, &n)| (slot as u32, n)).collect();
             if !calls.is_empty() {
-                out.push(Record::StepCalls(trace::StepCalls { pid: key, step: tally.step, calls }));
+                out.push(Line::StepCalls(trace::StepCalls { pid: key, step: tally.step, calls }));
             }
         }
         out
     }
 
-    fn take_calls(&mut self, pid: Option<u32>) -> Vec<Record> {
+    fn take_calls(&mut self, pid: Option<u32>) -> Vec<Line> {
         if self.points.is_empty() {
             return Vec::new();
         }
@@ -157,7 +157,7 @@ impl Entries {
         }
         sums.into_iter()
             .map(|((pid, lib, function), calls)| {
-                Record::EntryCalls(trace::EntryCalls { pid, lib, function: function.to_owned(), calls })
+                Line::EntryCalls(trace::EntryCalls { pid, lib, function: function.to_owned(), calls })
             })
             .collect()
     }

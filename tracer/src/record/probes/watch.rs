@@ -16,7 +16,7 @@ use crate::{
         entries::Entries,
         libs::{self, LibCopy},
     },
-    trace::{self, GpuLibrary, Record, runtimes},
+    trace::{self, GpuLibrary, Line, runtimes},
 };
 
 /// Other roots whose usual places are probed when first seen, at most.
@@ -138,7 +138,7 @@ impl LibraryWatch {
         ebpf: &mut aya::Ebpf,
         copy: &LibCopy,
         mode: ProbeMode,
-    ) -> Result<Vec<Record>> {
+    ) -> Result<Vec<Line>> {
         if self.probed.contains_key(&(copy.dev, copy.inode)) {
             return Ok(Vec::new());
         }
@@ -152,7 +152,7 @@ impl LibraryWatch {
         let attached_ts = crate::os::clock::monotonic_ns();
         self.probed.insert((copy.dev, copy.inode), id);
         self.attached_at.insert((copy.dev, copy.inode), attached_ts);
-        let mut out = vec![Record::Library(trace::Library {
+        let mut out = vec![Line::Library(trace::Library {
             id,
             path: copy.path.clone(),
             dev: copy.dev,
@@ -162,7 +162,7 @@ impl LibraryWatch {
             attached_ts: Some(attached_ts),
             root: copy.root.clone(),
         })];
-        out.extend(probes.into_iter().map(Record::Probe));
+        out.extend(probes.into_iter().map(Line::Probe));
         Ok(out)
     }
 
@@ -227,7 +227,7 @@ impl LibraryWatch {
         pid: u32,
         copy: &LibCopy,
         mode: ProbeMode,
-    ) -> Vec<Record> {
+    ) -> Vec<Line> {
         let id = (copy.dev, copy.inode);
         if self.probed.contains_key(&id) || self.failed.contains(&id) || !self.may_probe(id, &copy.path, pid) {
             return Vec::new();
@@ -274,7 +274,7 @@ impl LibraryWatch {
     /// file at the path it opened, looked up from tracer's root. Probed: late where the process's calls of
     /// it may have gone unseen (its own links came late, or the copy was probed after the open); not probed:
     /// said so, and the report calls the process incomplete.
-    fn opened_gone(&mut self, o: &crate::record::intake::decode::Opened) -> Vec<Record> {
+    fn opened_gone(&mut self, o: &crate::record::intake::decode::Opened) -> Vec<Line> {
         // In a container or chroot, the same path from tracer's root is another file (the host's): not
         // listed, and counted.
         if self.processes.get(&o.origin.pid).is_some_and(|w| matches!(w.root, Some(ProcessRoot::Other(_)))) {
@@ -290,12 +290,7 @@ impl LibraryWatch {
 
     /// The mapping of a runtime copy a process was seen opening, written now (once per process and copy):
     /// `late`, its calls before the probes were not seen, from `linked_at` where its own links came.
-    fn opened_mapping(
-        &mut self,
-        o: &crate::record::intake::decode::Opened,
-        copy: LibCopy,
-        late: bool,
-    ) -> Option<Record> {
+    fn opened_mapping(&mut self, o: &crate::record::intake::decode::Opened, copy: LibCopy, late: bool) -> Option<Line> {
         let pid = o.origin.pid;
         let id = (copy.dev, copy.inode);
         let lib = self.probed.get(&id).copied();
@@ -306,7 +301,7 @@ impl LibraryWatch {
         }
         w.mark_written(id, lib.is_none());
         let late = late && !w.from_load.contains(&id);
-        Some(Record::Mapping(trace::Mapping {
+        Some(Line::Mapping(trace::Mapping {
             ts: o.origin.ts,
             pid,
             lib,
@@ -346,7 +341,7 @@ impl LibraryWatch {
         mode: ProbeMode,
         listing: Option<Vec<MapsEntry>>,
         held: impl FnOnce() -> crate::record::names::HeldMappings,
-    ) -> Vec<Record> {
+    ) -> Vec<Line> {
         let mut out = Vec::new();
         let (entries, held_files) = if let Some(entries) = listing.filter(|e| !e.is_empty()) {
             (entries, None)
@@ -394,7 +389,7 @@ impl LibraryWatch {
                 // Probed after the recording started, and this process was there before: its calls
                 // before the probes may have gone unseen.
                 let after_start = self.attached_at.get(&id).is_some_and(|&at| at > self.started && first_seen < at);
-                out.push(Record::Mapping(trace::Mapping {
+                out.push(Line::Mapping(trace::Mapping {
                     ts,
                     pid,
                     path: e.path.clone(),
@@ -414,7 +409,7 @@ impl LibraryWatch {
 
     /// A runtime copy a living process maps, not probed yet: probed now (late for this process), or said
     /// why not, once per copy.
-    fn probe_mapped(&mut self, ebpf: &mut aya::Ebpf, pid: u32, e: &MapsEntry, mode: ProbeMode, out: &mut Vec<Record>) {
+    fn probe_mapped(&mut self, ebpf: &mut aya::Ebpf, pid: u32, e: &MapsEntry, mode: ProbeMode, out: &mut Vec<Line>) {
         let id = (e.dev, e.inode);
         if !self.probed.contains_key(&id) && !self.failed.contains(&id) && self.may_probe(id, &e.path, pid) {
             // Mapped already, not probed: probed now, late for this process.
@@ -443,7 +438,7 @@ impl LibraryWatch {
         pid: u32,
         e: &MapsEntry,
         held: Option<(&[Option<Arc<CodeFile>>], usize)>,
-        out: &mut Vec<Record>,
+        out: &mut Vec<Line>,
     ) -> Option<GpuLibrary> {
         if let Some(known) = self.gpu.get(&(e.dev, e.inode)) {
             return *known;
@@ -463,7 +458,7 @@ impl LibraryWatch {
                     if lib.attached_ts.is_some() {
                         self.processes.entry(pid).or_default().late.insert((e.dev, e.inode));
                     }
-                    out.push(Record::EntryLibrary(lib));
+                    out.push(Line::EntryLibrary(lib));
                 }
                 gpu
             }
@@ -511,7 +506,7 @@ impl LibraryWatch {
 
     /// A process that ended: what it leaves to write (its counted calls). One the watch never looked at
     /// (system-wide, any process's exit) costs nothing.
-    pub(in crate::record) fn forget(&mut self, pid: u32) -> Vec<Record> {
+    pub(in crate::record) fn forget(&mut self, pid: u32) -> Vec<Line> {
         if self.processes.remove(&pid).is_none() {
             return Vec::new();
         }
@@ -526,7 +521,7 @@ impl LibraryWatch {
         ebpf: &mut aya::Ebpf,
         o: &crate::record::intake::decode::Opened,
         mode: ProbeMode,
-    ) -> Vec<Record> {
+    ) -> Vec<Line> {
         let name = o.path.rsplit('/').next().unwrap_or(&o.path);
         // A process that opens a GPU API or ggml backend tracer does not probe (the OpenCL loader, ggml's SYCL
         // backend, ...) is listed as mapping it at once: it may call no probed runtime, and so never be looked
@@ -564,7 +559,7 @@ impl LibraryWatch {
     /// The file is looked up in the process's root; a process already gone or a zombie (a short program:
     /// the open record may be read after its exit) has its absolute path looked up in tracer's own, which
     /// names the same file outside containers. Nothing is probed in it either way.
-    fn unobserved_opened(&mut self, o: &crate::record::intake::decode::Opened) -> Vec<Record> {
+    fn unobserved_opened(&mut self, o: &crate::record::intake::decode::Opened) -> Vec<Line> {
         let pid = o.origin.pid;
         let found = libs::opened_by(pid, &o.path).or_else(|| {
             // Gone, or a zombie not reaped yet: its root can no longer be opened.

@@ -10,7 +10,7 @@ use super::Session;
 use crate::{
     os::clock::monotonic_ns,
     record::probes::{attach, entries::Entries},
-    trace::{self, Record, Stop},
+    trace::{self, Line, Stop},
 };
 
 /// The programs' per-CPU counts, read at the end (and for the live status line).
@@ -49,7 +49,7 @@ impl KernelCounts {
 impl Session<'_> {
     /// The calls the kernel counted instead of writing, summed over each process's threads, one record per
     /// process and function, in a stable order.
-    pub(super) fn tallies(&self) -> Vec<Record> {
+    pub(super) fn tallies(&self) -> Vec<Line> {
         let mut tallies: BTreeMap<(u32, ApiFunc), (u64, u64)> = BTreeMap::new();
         // Slot -> function, looked up once (each lookup walks the API table).
         let slots: [Option<ApiFunc>; tracer_common::TALLY_SLOTS] = std::array::from_fn(ApiFunc::from_tally_slot);
@@ -64,7 +64,7 @@ impl Session<'_> {
         }
         tallies
             .into_iter()
-            .map(|((pid, api), (calls, bytes))| Record::Tally(trace::Tally { pid, api, calls, bytes }))
+            .map(|((pid, api), (calls, bytes))| Line::Tally(trace::Tally { pid, api, calls, bytes }))
             .collect()
     }
 

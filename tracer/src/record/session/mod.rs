@@ -34,7 +34,7 @@ use crate::{
         },
         probes::{attach, ollama, watch::LibraryWatch},
     },
-    trace::{self, Record, Stop, Writer},
+    trace::{self, Line, Stop, Writer},
 };
 
 /// How often the losses so far are written ([`trace::Checkpoint`]).
@@ -238,7 +238,7 @@ impl Session<'_> {
         let mut drops = self.drops_so_far();
         drops.retain(|_, n| *n > 0);
         let c = trace::Checkpoint { ts: monotonic_ns(), drops };
-        self.writer.write(&Record::Checkpoint(c))
+        self.writer.write(&Line::Checkpoint(c))
     }
 
     /// New runners, late dlopens, containers: looks at what each traced process maps now. False when
@@ -384,7 +384,7 @@ impl Session<'_> {
                 self.watch.attach_found(&mut self.ebpf, pid, &copy, self.args.probe_mode)
             } else {
                 let gpu = crate::record::probes::libs::gpu_library(&name, Some(&copy.file));
-                self.watch.count_entries(gpu, &copy.path, &copy.file).map(Record::EntryLibrary).into_iter().collect()
+                self.watch.count_entries(gpu, &copy.path, &copy.file).map(Line::EntryLibrary).into_iter().collect()
             };
             for r in records {
                 self.writer.write(&r)?;
@@ -515,7 +515,7 @@ impl Session<'_> {
                 command::Ended::Exited(c) => (Some(c), None),
                 command::Ended::Killed(s) => (None, Some(s)),
             };
-            self.writer.write(&Record::Exit(trace::Exit { ts: monotonic_ns(), pid, code, signal }))?;
+            self.writer.write(&Line::Exit(trace::Exit { ts: monotonic_ns(), pid, code, signal }))?;
         }
         // Where the running processes' launches came from, and their calls into GPU libraries.
         for r in self.attr.launch_sites() {

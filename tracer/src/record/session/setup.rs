@@ -30,7 +30,7 @@ use crate::{
         },
         session::command::Command,
     },
-    trace::{Record, Writer},
+    trace::{Line, Writer},
 };
 
 /// The programs loaded, before anything is attached.
@@ -49,7 +49,7 @@ struct Attached {
     ebpf: aya::Ebpf,
     watch: LibraryWatch,
     /// Library and probe records, written after the header.
-    records: Vec<Record>,
+    records: Vec<Line>,
     pids: BpfHashMap<MapData, u32, u32>,
     counts: KernelCounts,
     param_plans: BpfHashMap<MapData, PlanKey, u32>,
@@ -103,7 +103,7 @@ impl<'a> Session<'a> {
 
         let start_mono = monotonic_ns();
         watch.started = start_mono;
-        writer.write(&Record::Header(Box::new(header(
+        writer.write(&Line::Header(Box::new(header(
             args,
             &targets,
             filter_by_pid,
@@ -238,7 +238,7 @@ fn attach_all(
     // Watching for Ollama or recording a command, a runtime opened later is probed then.
     if !targets.watch_ollama
         && args.command.is_empty()
-        && !setup.iter().any(|r| matches!(r, Record::Probe(p) if p.error.is_none()))
+        && !setup.iter().any(|r| matches!(r, Line::Probe(p) if p.error.is_none()))
     {
         let paths: Vec<&str> = copies.iter().map(|c| c.path.as_str()).collect();
         bail!("no runtime function could be probed in {}: is this libamdhip64 or libcuda?", paths.join(", "));
@@ -258,7 +258,7 @@ fn attach_all(
     ));
     // The GPU libraries the command will load: counted before its first instruction.
     for (gpu, copy) in counted {
-        setup.extend(watch.count_entries(Some(*gpu), &copy.path, &copy.file).map(Record::EntryLibrary));
+        setup.extend(watch.count_entries(Some(*gpu), &copy.path, &copy.file).map(Line::EntryLibrary));
     }
     if let Some(links) = watch.links.as_mut() {
         links.finish_preloading();

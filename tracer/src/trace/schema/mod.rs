@@ -1,4 +1,4 @@
-//! What a trace file holds: the [`Record`] of each line. Events come from [`crate::trace::event`] as they are;
+//! What a trace file holds: each line, a [`Line`]. Events come from [`crate::trace::event`] as they are;
 //! the other records describe the recording (header, libraries, probes, footer) and what attribution
 //! learnt (processes, kernels, mappings, exits). Documented for users in `docs/trace-format.md`;
 //! [`SCHEMA`] changes whenever a field changes meaning.
@@ -21,8 +21,8 @@ pub const SCHEMA: u32 = 1;
 
 /// The record kinds, declared once: each variant, the type it holds, the `type` its lines carry and the
 /// name of its method in the read model's `Visitor`. Hands the table to the macro `$then`, which
-/// generates what every kind needs: here [`Record`] and its tag table, in `model` the visitor.
-macro_rules! trace_records {
+/// generates what every kind needs: here [`Line`] and its tag table, in `model` the visitor.
+macro_rules! trace_lines {
     ($then:ident) => {
         $then! {
             Header(Header in Box) = "header" => header,
@@ -52,29 +52,29 @@ macro_rules! trace_records {
         }
     };
 }
-pub(crate) use trace_records;
+pub(crate) use trace_lines;
 
-/// The type a [`Record`] variant holds: the kind's own, or, where the table says `in Box`, boxed (the
+/// The type a [`Line`] variant holds: the kind's own, or, where the table says `in Box`, boxed (the
 /// largest kinds, so that a record moved along the data path costs the size of a launch, not of a call).
 macro_rules! held {
     ($ty:ident) => { $ty };
     ($ty:ident, $wrap:ident) => { $wrap<$ty> };
 }
 
-/// [`Record`], its `type` tags and its fast parse, from the table of kinds.
+/// [`Line`], its `type` tags and its fast parse, from the table of kinds.
 macro_rules! records {
     ($($variant:ident($ty:ident $(in $wrap:ident)?) = $tag:literal => $method:ident,)*) => {
         /// One line of a trace file.
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "type")]
-        pub enum Record {
+        pub enum Line {
             $(#[serde(rename = $tag)] $variant(held!($ty $(, $wrap)?)),)*
         }
 
         /// The `type` of every record kind this build reads.
         pub(crate) const KNOWN_TYPES: &[&str] = &[$($tag,)*];
 
-        impl Record {
+        impl Line {
             pub const fn type_name(&self) -> &'static str {
                 match self {
                     $(Self::$variant(_) => $tag,)*
@@ -94,7 +94,7 @@ macro_rules! records {
     };
 }
 
-trace_records!(records);
+trace_lines!(records);
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Header {

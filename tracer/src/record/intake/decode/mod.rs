@@ -13,7 +13,7 @@ use tracer_common::{
     batch_arrays, code_chunk,
 };
 
-use crate::trace::Record;
+use crate::trace::Line;
 pub(crate) use crate::trace::event::Origin;
 use crate::trace::event::{
     Call, Config, Dispatch, GridUnit, Ioctl, Job, JobStage, Launch, MemcpyKind, Queue, StepBatch,
@@ -42,7 +42,7 @@ pub enum Event {
     Plain {
         pid: u32,
         ts: u64,
-        record: Record,
+        record: Line,
     },
 }
 
@@ -53,7 +53,7 @@ impl Event {
     }
 
     /// A record attribution passes on as it is, by the process and time of `o`.
-    pub(crate) const fn plain(o: Origin, record: Record) -> Self {
+    pub(crate) const fn plain(o: Origin, record: Line) -> Self {
         Self::Plain { pid: o.pid, ts: o.ts, record }
     }
 }
@@ -158,7 +158,7 @@ fn decode_job(r: &JobRecord) -> Result<Event, DecodeError> {
     let o = origin(&r.header);
     Ok(Event::plain(
         o,
-        Record::Job(Job {
+        Line::Job(Job {
             ts: o.ts,
             pid: o.pid,
             tid: o.tid,
@@ -190,7 +190,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             let o = origin(&r.header);
             Ok(Event::plain(
                 o,
-                Record::Queue(Queue {
+                Line::Queue(Queue {
                     ts: o.ts,
                     pid: o.pid,
                     tid: o.tid,
@@ -279,7 +279,7 @@ fn decode_batch(bytes: &[u8]) -> Result<Event, DecodeError> {
     let uncounted = r.flags & BATCH_NO_TALLY != 0;
     Ok(Event::plain(
         o,
-        Record::Batch(StepBatch {
+        Line::Batch(StepBatch {
             ts: o.ts,
             pid: o.pid,
             tid: o.tid,
@@ -450,7 +450,7 @@ fn launch_event(r: &CallRecord, api: ApiFunc) -> Event {
         }
         Layout::PushConfig => Event::plain(
             o,
-            Record::Config(Config {
+            Line::Config(Config {
                 ts: o.ts,
                 pid: o.pid,
                 tid: o.tid,

@@ -104,7 +104,7 @@ fn a_new_table_row_is_decoded_and_counted_by_its_category() {
         (c.dst, c.src, c.size, c.kind, c.stream),
         (Some(0xd000), Some(0x7f00), Some(4096), Some(MemcpyKind::HostToDevice), Some(0x77))
     );
-    let report = crate::read::report::Report::build(vec![Record::Call(c)]);
+    let report = crate::read::report::Report::build(vec![Line::Call(c)]);
     let copies = &report.processes[0].memory.memcpy["HostToDevice"];
     assert_eq!((copies.calls, copies.bytes), (1, 4096));
 }
@@ -112,7 +112,7 @@ fn a_new_table_row_is_decoded_and_counted_by_its_category() {
 #[test]
 fn push_call_configuration_is_shifted_one_register() {
     let r = call(ApiFunc::HipPushCallConfiguration, [0x1_0000_0004, 1, 0x1_0000_0080, 1, 32, 0, 0, 0, 0, 0], 101);
-    let Event::Plain { record: Record::Config(c), .. } = decode(&bytes_of(&r)).unwrap() else { panic!() };
+    let Event::Plain { record: Line::Config(c), .. } = decode(&bytes_of(&r)).unwrap() else { panic!() };
     assert_eq!((c.grid, c.block, c.shmem, c.stream, c.ret), ([4, 1, 1], [128, 1, 1], 32, 0, 101));
 }
 
@@ -261,7 +261,7 @@ fn a_batch_record_groups_its_tokens_into_sequence_runs() {
         bytes.extend_from_slice(&v.to_ne_bytes());
     }
     bytes.extend_from_slice(&[1, 0, 0, 1]);
-    let Ok(Event::Plain { record: Record::Batch(b), .. }) = decode(&bytes) else { panic!("not a batch") };
+    let Ok(Event::Plain { record: Line::Batch(b), .. }) = decode(&bytes) else { panic!("not a batch") };
     assert_eq!((b.pid, b.tid, b.ctx, b.step, b.n_tokens, b.unread), (42, 43, 0x77, 5, 4, 0));
     assert_eq!(
         b.runs,
@@ -276,12 +276,12 @@ fn a_batch_record_groups_its_tokens_into_sequence_runs() {
     // No positions, sequences or outputs given (`llama_batch_get_one`): sequence 0, the last token's
     // output; tokens beyond the read ones are unread.
     let bare = BatchRecord { n_tokens: 3000, laid: 0, read: 0, flags: 0, ..head };
-    let Ok(Event::Plain { record: Record::Batch(b), .. }) = decode(&bytes_of(&bare)) else { panic!("not a batch") };
+    let Ok(Event::Plain { record: Line::Batch(b), .. }) = decode(&bytes_of(&bare)) else { panic!("not a batch") };
     assert_eq!((b.runs.len(), b.unread, b.positions, b.seq_ids), (0, 3000, false, false));
     let one = BatchRecord { n_tokens: 2, laid: 2, read: 2, flags: 0, ..head };
     let mut bytes = bytes_of(&one);
     bytes.extend_from_slice(&[0; 26]);
-    let Ok(Event::Plain { record: Record::Batch(b), .. }) = decode(&bytes) else { panic!("not a batch") };
+    let Ok(Event::Plain { record: Line::Batch(b), .. }) = decode(&bytes) else { panic!("not a batch") };
     assert_eq!(
         b.runs,
         [crate::trace::event::SeqRun { seq: 0, pos: None, tokens: 2, outputs: 1, last_output: true, shared: 0 }]
@@ -299,7 +299,7 @@ fn gpu_scheduler_jobs_carry_their_stage_fence_and_ring() {
         client: 3,
         ring,
     };
-    let Ok(Event::Plain { record: Record::Job(j), .. }) = decode(&bytes_of(&queued)) else { panic!("not a job") };
+    let Ok(Event::Plain { record: Line::Job(j), .. }) = decode(&bytes_of(&queued)) else { panic!("not a job") };
     assert_eq!(
         j,
         Job {
@@ -315,7 +315,7 @@ fn gpu_scheduler_jobs_carry_their_stage_fence_and_ring() {
     );
     // The run and done stages carry no ring and no client (the kernel reads them at the queue stage only).
     let done = JobRecord { header: RecordHeader { func: 3, ..queued.header }, client: 0, ring: [0; 32], ..queued };
-    let Ok(Event::Plain { record: Record::Job(j), .. }) = decode(&bytes_of(&done)) else { panic!("not a job") };
+    let Ok(Event::Plain { record: Line::Job(j), .. }) = decode(&bytes_of(&done)) else { panic!("not a job") };
     assert_eq!((j.stage, j.client, j.ring), (JobStage::Done, None, None));
     let odd = JobRecord { header: RecordHeader { func: 4, ..queued.header }, ..queued };
     assert_eq!(decode(&bytes_of(&odd)), Err(DecodeError::UnknownJobStage(4)));
