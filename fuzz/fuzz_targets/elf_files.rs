@@ -29,6 +29,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = index.find(data.len() as u64, data);
     }
     let _ = tracer::testing::names::preamble_end(data);
+    if let Some(entries) = tracer::testing::names::entry_points(data) {
+        assert!(!entries.is_empty() && entries.len() <= 4);
+    }
     if let Ok(Some(fat)) = FatBinary::of_file(&file) {
         let _ = tracer::testing::names::open_all(&fat.region(&file), &fat, None);
     }

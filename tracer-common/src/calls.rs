@@ -76,10 +76,14 @@ pub const NAME_FAULT: u32 = 1 << 1;
 ///
 /// They are chunk [`code_chunk`] counted from the code's end (chunk 0 is its last [`NAME_MAX`] bytes,
 /// chunk 1 the ones before, ...), and `module` is the code's size in bytes. A module's chunks come
-/// farthest first, chunk 0 last; chunks before the code's start are not written.
+/// farthest first, chunk 0 last; chunks before the code's start are not written. Its head ([`CODE_HEAD`])
+/// comes before them.
 pub const NAME_CODE: u32 = 1 << 2;
 /// Chunks of a shader module's code read from its end, at most.
 pub const CODE_CHUNKS: u32 = 4;
+/// The chunk number of a module's head: its first [`NAME_MAX`] bytes (its header, capabilities and entry
+/// points), written before the chunks of its end.
+pub const CODE_HEAD: u32 = 0xff;
 const CODE_CHUNK_SHIFT: u32 = 8;
 
 /// The flags of a code chunk numbered `chunk` from the end.

@@ -22,7 +22,7 @@ use tracer_common::{
 };
 
 use crate::{
-    emit::{emit_code_tail, emit_name, emit_params, emit_queue, plan_of},
+    emit::{emit_code, emit_name, emit_params, emit_queue, plan_of},
     maps::{EVENTS, STASH, Stash, StashKey, THREADS, count, reserve, submit_flags, traced},
 };
 
@@ -279,8 +279,8 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
         emit_name(header, out, module, name as *const u8, false);
     }
     if flags & (CALL_OUT_VALID | CALL_CONFIG_FAULT) == CALL_OUT_VALID && extra_reads(cookie::func(c)).1 {
-        // A shader module made: the last bytes of its code (the caller still holds them) name it.
-        emit_code_tail(RecordHeader { kind: RecordKind::Name as u16, ..header }, out, stash.args[6], stash.args[7]);
+        // A shader module made: the head and last bytes of its code (the caller still holds them) name it.
+        emit_code(RecordHeader { kind: RecordKind::Name as u16, ..header }, out, stash.args[6], stash.args[7]);
     }
     if c & cookie::QUEUE != 0 && ret as u32 == 0 {
         emit_queue(RecordHeader { kind: RecordKind::Queue as u16, ..header }, stash.args[7]);

@@ -10,8 +10,9 @@ use aya_ebpf::{
     maps::ring_buf::RingBufEntry,
 };
 use tracer_common::{
-    AQL_PACKET_BYTES, ARG_SLOTS, CODE_CHUNKS, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL, PARAMS_MAX,
-    ParamsRecord, PlanKey, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind, code_chunk_flags, cookie,
+    AQL_PACKET_BYTES, ARG_SLOTS, CODE_CHUNKS, CODE_HEAD, NAME_FAULT, NAME_MAX, NAME_TRUNCATED, NameRecord, PARAMS_ALL,
+    PARAMS_MAX, ParamsRecord, PlanKey, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind, code_chunk_flags,
+    cookie,
 };
 
 use crate::maps::{FROM_START, LAST_INDEX, PARAM_PLANS, QueueKey, reserve, submit_flags};
@@ -160,12 +161,31 @@ pub(crate) fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *c
     entry.submit(submit_flags());
 }
 
-/// The end of the `size` bytes of code at `code`, bound to `handle`: up to [`CODE_CHUNKS`] [`NameRecord`]s
-/// of [`NAME_MAX`] bytes counted from the end, farthest first (chunk 0, the last bytes, always last). A
-/// shader module's SPIR-V: everything after its head is the same in the copy a runtime patched (ggml
-/// inserts float-control modes there), and names it.
+/// The head and end of the `size` bytes of code at `code`, bound to `handle`: its first [`NAME_MAX`] bytes
+/// ([`CODE_HEAD`]: a shader module's entry points), then up to [`CODE_CHUNKS`] [`NameRecord`]s of
+/// [`NAME_MAX`] bytes counted from the end, farthest first (chunk 0, the last bytes, always last). A shader
+/// module's SPIR-V: everything after its head is the same in the copy a runtime patched (ggml inserts
+/// float-control modes there), and names it; a module of no ggml file is named by its own entry points.
 #[inline(always)]
-pub(crate) fn emit_code_tail(header: RecordHeader, handle: u64, size: u64, code: u64) {
+pub(crate) fn emit_code(header: RecordHeader, handle: u64, size: u64, code: u64) {
+    if size >= NAME_MAX as u64 {
+        let Some(mut entry) = reserve_name(header, handle, size) else { return };
+        let rec = entry.as_mut_ptr();
+        // SAFETY: `rec` points at reserved ring memory whose header, handle and module are written; the
+        // rest is written below, before submit. bpf_probe_read_user_buf checks the address.
+        unsafe {
+            let buf = &mut (*rec).name;
+            if bpf_probe_read_user_buf(code as *const u8, buf).is_ok() {
+                (*rec).len = NAME_MAX as u32;
+                (*rec).flags = code_chunk_flags(CODE_HEAD);
+            } else {
+                (*rec).len = 0;
+                (*rec).flags = code_chunk_flags(CODE_HEAD) | NAME_FAULT;
+                *buf = [0; NAME_MAX];
+            }
+        }
+        entry.submit(submit_flags());
+    }
     let mut k = 0u32;
     while k < CODE_CHUNKS {
         let chunk = CODE_CHUNKS - 1 - k;

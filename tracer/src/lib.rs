@@ -76,7 +76,7 @@ pub mod testing {
             memory::{Image, Memory},
             registration::{self, Registrations},
             rocr::{self, List, LoadedObject, Uri},
-            spirv::{self, Shader, ShaderIndex, preamble_end},
+            spirv::{self, Shader, ShaderIndex, entry_points, preamble_end},
         };
     }
     pub use crate::{

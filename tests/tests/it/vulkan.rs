@@ -44,10 +44,14 @@ fn record(test: &str, args: &[&str]) -> (Truth, serde_json::Value, String) {
 /// Every dispatch is counted under the ggml shader its pipeline was made from, named from the SPIR-V
 /// arrays of the `libggml-vulkan.so` the process maps, whether the module got the array's own words or a
 /// copy with words inserted in its head (as ggml patches its shaders for float controls); the
-/// application's own shader, in no ggml file, stays unnamed and is counted so; submissions are counted.
+/// application's own shader, in no ggml file, is named by what its SPIR-V declares (glslc's entry point
+/// `main`) and a hash of the module, the same in another recording of the same module; submissions are
+/// counted.
 #[test]
 fn a_vulkan_runner_s_dispatches_are_counted_per_ggml_shader_patched_or_not() {
-    for (test, args) in [("vulkan-plain", &["3"][..]), ("vulkan-patched", &["4", "patched"][..])] {
+    let mut own_names = Vec::new();
+    let runs = [("vulkan-plain", &["3"][..]), ("vulkan-patched", &["4", "patched"][..]), ("vulkan-again", &["3"][..])];
+    for (test, args) in runs {
         let (truth, report, text) = record(test, args);
         assert_eq!(truth.patched, if args.len() > 1 { 4 } else { 0 });
         let p = report["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "vk_runner").expect("process");
@@ -64,10 +68,17 @@ fn a_vulkan_runner_s_dispatches_are_counted_per_ggml_shader_patched_or_not() {
             assert_eq!(k["source"], "shader", "{k}");
             assert!(k["code_file"].as_str().unwrap().ends_with("/libggml-vulkan.so"), "{k}");
         }
-        let unnamed: Vec<&serde_json::Value> = kernels.iter().filter(|k| k["source"] == "unnamed").collect();
-        assert_eq!(unnamed.len(), 1, "{test}: {kernels:?}");
-        assert_eq!(unnamed[0]["launches"].as_u64(), Some(truth.dispatches["own_kernel"]));
+        assert!(kernels.iter().all(|k| k["source"] != "unnamed"), "{test}: {kernels:?}");
+        let own: Vec<&serde_json::Value> = kernels.iter().filter(|k| k["source"] == "spirv").collect();
+        assert_eq!(own.len(), 1, "{test}: {kernels:?}");
+        assert_eq!(own[0]["launches"].as_u64(), Some(truth.dispatches["own_kernel"]));
+        let name = own[0]["name"].as_str().unwrap();
+        let hash = name.strip_prefix("main@").unwrap_or_else(|| panic!("{test}: {name}"));
+        assert!(hash.len() == 8 && hash.bytes().all(|b| b.is_ascii_hexdigit()), "{name}");
+        assert!(own[0]["code_file"].is_null(), "{}", own[0]);
+        own_names.push(name.to_owned());
         assert_eq!(report["counters"]["shader_modules_unmatched"], 1, "{test}");
+        assert_eq!(report["counters"]["shader_modules_self_named"], 1, "{test}");
         assert!(report["counters"].get("shader_modules_ambiguous").is_none(), "{test}");
         // ggml's families and weight types, from the shader names.
         let class = |name: &str| {
@@ -89,6 +100,10 @@ fn a_vulkan_runner_s_dispatches_are_counted_per_ggml_shader_patched_or_not() {
         assert!(text.contains("matmul_q4_k_f32") && text.contains("MMQ Q4_K"), "{text}");
         assert!(!text.contains("not observed: "), "{text}");
     }
+    // The same module, in another process and recording, has the same name; its patched copy (other bytes)
+    // another.
+    assert_eq!(own_names[0], own_names[2]);
+    assert_ne!(own_names[0], own_names[1]);
 }
 
 /// A program that takes `vkCmdDispatch` with `vkGetDeviceProcAddr` calls the driver past the loader, where

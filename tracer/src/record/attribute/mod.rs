@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use tracer_common::{
-    ApiFunc,
+    ApiFunc, CODE_HEAD,
     api::{Layout, Library, Op},
 };
 
@@ -76,11 +76,20 @@ struct Process {
     code_files: code_files::CodeFiles,
     /// Per Vulkan command buffer: the compute pipeline last bound on it, which its dispatches run.
     bound: HashMap<u64, u64>,
-    /// Per thread: the shader module whose code's end is arriving (its handle, the chunks so far, in
-    /// order; None once a chunk could not be read).
-    code: HashMap<u32, (u64, Option<Vec<u8>>)>,
+    /// Per thread: the shader module whose code is arriving.
+    code: HashMap<u32, ModuleCode>,
     /// The functions and kernel objects given a plan in the eBPF plan map: taken back when it goes.
     planned: Vec<u64>,
+}
+
+/// A shader module's code as its chunks arrive on one thread: its head first, then its end, farthest first.
+#[derive(Default)]
+struct ModuleCode {
+    handle: u64,
+    /// Its first bytes (None: not read).
+    head: Option<Vec<u8>>,
+    /// Its end so far, in order (None once a chunk could not be read).
+    tail: Option<Vec<u8>>,
 }
 
 /// Command buffers whose bound pipeline a process keeps at most (more are counted, their dispatches
@@ -344,17 +353,23 @@ impl Attributor {
         let o = code.origin;
         self.see(o.pid, o.ts, out);
         let (p, names) = self.process(o.pid);
-        let entry = p.code.entry(o.tid).or_insert((code.handle, Some(Vec::new())));
-        if entry.0 != code.handle {
-            *entry = (code.handle, Some(Vec::new()));
+        let fresh = || ModuleCode { handle: code.handle, head: None, tail: Some(Vec::new()) };
+        let entry = p.code.entry(o.tid).or_insert_with(fresh);
+        if entry.handle != code.handle {
+            *entry = fresh();
         }
-        match (&mut entry.1, code.bytes.is_empty()) {
+        if code.chunk == CODE_HEAD {
+            entry.head = (!code.bytes.is_empty()).then_some(code.bytes);
+            return;
+        }
+        match (&mut entry.tail, code.bytes.is_empty()) {
             (Some(bytes), false) => bytes.extend_from_slice(&code.bytes),
             (slot, _) => *slot = None,
         }
         if code.chunk == 0 {
-            let bytes = p.code.remove(&o.tid).and_then(|(_, bytes)| bytes).unwrap_or_default();
-            names.of(o.pid, &mut p.names).shader_module(code.handle, code.size, &bytes, o.ts);
+            let m = p.code.remove(&o.tid).unwrap_or_default();
+            let tail = m.tail.unwrap_or_default();
+            names.of(o.pid, &mut p.names).shader_module(code.handle, code.size, (m.head.as_deref(), &tail), o.ts);
         }
     }
 

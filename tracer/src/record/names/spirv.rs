@@ -144,19 +144,71 @@ impl ShaderIndex {
     }
 }
 
-/// What a process's shader module was named: the shader and the file holding it, or unnamed.
+/// What a process's shader module was named: the shader and the file holding it (a ggml array), the
+/// module's own entry points (no file), or unnamed.
 #[derive(Clone, Debug)]
 pub(super) struct ModuleShader {
-    name: Option<(String, String)>,
+    name: Option<(String, Option<String>)>,
+}
+
+/// `OpEntryPoint`'s opcode.
+const OP_ENTRY_POINT: u32 = 15;
+/// Entry points a module's name lists at most.
+const MAX_ENTRY_POINTS: usize = 4;
+
+/// The entry points a SPIR-V module's first bytes declare, in order (each `OpEntryPoint`'s name), as far
+/// as `head` holds them. None when `head` is not SPIR-V or declares none in full.
+pub fn entry_points(head: &[u8]) -> Option<Vec<String>> {
+    let word = |i: usize| head.get(4 * i..4 * i + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
+    if word(0)? != SPIRV_MAGIC {
+        return None;
+    }
+    let (mut at, mut names) = (5usize, Vec::new());
+    while let Some(first) = word(at) {
+        let (count, opcode) = ((first >> 16) as usize, first & 0xffff);
+        if count == 0 || at.checked_add(count).is_none_or(|end| end > head.len() / 4) {
+            break; // cut by the head's end, or not an instruction
+        }
+        if opcode == OP_ENTRY_POINT && count > 3 {
+            // Execution model, function id, then the name: a NUL-terminated string padded to words.
+            let bytes = head.get(4 * (at + 3)..4 * (at + count))?;
+            let name = bytes.split(|&b| b == 0).next().unwrap_or_default();
+            if names.len() < MAX_ENTRY_POINTS && !name.is_empty() {
+                names.push(String::from_utf8_lossy(name).into_owned());
+            }
+        }
+        at += count;
+    }
+    (!names.is_empty()).then_some(names)
+}
+
+/// A module's own name: its entry points and a short hash of its size and the bytes read of it
+/// (`main@1c2f9a07`), the same for the same module in any process or recording.
+#[expect(clippy::little_endian_bytes, reason = "the name is the same whichever host recorded it")]
+fn self_name(entries: &[String], size: u64, head: &[u8], end: &[u8]) -> String {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&size.to_le_bytes());
+    h.update(head);
+    h.update(end);
+    format!("{}@{:08x}", entries.join("+"), h.finalize())
 }
 
 impl Of<'_> {
-    /// A shader module made from `size` bytes of code ending with `end`: named from the ggml files the
-    /// process maps (counted when it cannot be).
-    pub(crate) fn shader_module(&mut self, module: u64, size: u64, end: &[u8], ts: u64) {
-        let name = if end.len() >= NAME_MAX { self.shader_named(size, end, ts) } else { None };
+    /// A shader module made from `size` bytes of code beginning with `head` and ending with `end`: named
+    /// from the ggml files the process maps, else by its own entry points (counted when it cannot be).
+    pub(crate) fn shader_module(&mut self, module: u64, size: u64, (head, end): (Option<&[u8]>, &[u8]), ts: u64) {
+        let mut name =
+            if end.len() >= NAME_MAX { self.shader_named(size, end, ts).map(|(n, f)| (n, Some(f))) } else { None };
         if end.len() < NAME_MAX {
             self.names.count("shader_modules_unread");
+        }
+        if name.is_none()
+            && end.len() >= NAME_MAX
+            && let Some(head) = head
+            && let Some(entries) = entry_points(head)
+        {
+            name = Some((self_name(&entries, size, head, end), None));
+            self.names.count("shader_modules_self_named");
         }
         if self.proc.shader_modules.len() >= MAX_MODULES && !self.proc.shader_modules.contains_key(&module) {
             self.names.count("shader_modules_over_limit");
@@ -215,8 +267,9 @@ impl Of<'_> {
             self.names.unnamed += 1;
             return self.bind(pipeline, module, "", Source::Unnamed, false, ts);
         };
-        let mut rec = self.bind(pipeline, module, &name, Source::Shader, false, ts)?;
-        rec.code_file = Some(file);
+        let source = if file.is_some() { Source::Shader } else { Source::Spirv };
+        let mut rec = self.bind(pipeline, module, &name, source, false, ts)?;
+        rec.code_file = file;
         Some(rec)
     }
 }
@@ -242,6 +295,45 @@ mod tests {
             index.by_tail.entry(tail).or_default().push(Shader { name: name.into(), size, body_end });
         }
         index
+    }
+
+    /// A compute module's first words: header, `OpCapability Shader`, `OpMemoryModel`, then `OpEntryPoint
+    /// GLCompute %4 "NAME"` for each name.
+    #[expect(clippy::little_endian_bytes, reason = "SPIR-V's words are little-endian in memory here")]
+    fn head_of(names: &[&str]) -> Vec<u8> {
+        let mut words: Vec<u32> = vec![SPIRV_MAGIC, 0x0001_0300, 0, 20, 0, (2 << 16) | 0x11, 1, (3 << 16) | 0xe, 0, 1];
+        for name in names {
+            let mut bytes = name.as_bytes().to_vec();
+            bytes.resize((bytes.len() / 4 + 1) * 4, 0);
+            let count = 3 + bytes.len() / 4;
+            words.extend([((count as u32) << 16) | OP_ENTRY_POINT, 5, 4]);
+            words.extend(bytes.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())));
+        }
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+
+    #[test]
+    #[expect(clippy::little_endian_bytes, reason = "SPIR-V's words are little-endian in memory here")]
+    fn a_module_of_no_ggml_file_is_named_by_its_entry_points_and_a_stable_hash() {
+        let head = head_of(&["main"]);
+        assert_eq!(entry_points(&head), Some(vec!["main".to_owned()]));
+        let two = head_of(&["reduce", "scan_pass"]);
+        assert_eq!(entry_points(&two).unwrap(), ["reduce", "scan_pass"]);
+        // Cut inside the second entry point: the first is declared in full, the second is not read.
+        assert_eq!(entry_points(&two[..two.len() - 4]).unwrap(), ["reduce"]);
+        // Not SPIR-V, no entry point, an instruction claiming more words than there are.
+        assert_eq!(entry_points(b"\x7fELF and more bytes"), None);
+        assert_eq!(entry_points(&head_of(&[])), None);
+        let mut huge = head.clone();
+        huge[40..44].copy_from_slice(&((0xffffu32 << 16) | OP_ENTRY_POINT).to_le_bytes());
+        assert_eq!(entry_points(&huge), None);
+        // The same module gives the same name; another size or other bytes another.
+        let end = vec![7u8; NAME_MAX];
+        let a = self_name(&["main".into()], 1224, &head, &end);
+        assert_eq!(a, self_name(&["main".into()], 1224, &head, &end));
+        assert!(a.starts_with("main@") && a.len() == "main@".len() + 8, "{a}");
+        assert_ne!(a, self_name(&["main".into()], 1228, &head, &end));
+        assert_ne!(a, self_name(&["main".into()], 1224, &head, &[8u8; NAME_MAX]));
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub enum Source {
     /// ggml file the process maps (`libggml-vulkan.so`'s `NAME_data`) whose last bytes and size the
     /// module's code matches (the recording's `names::spirv`).
     Shader,
+    /// A Vulkan compute pipeline whose module is in no ggml file, named by what its SPIR-V declares: its
+    /// entry points and a short hash of the module (`main@1c2f9a07`), so its dispatches group by shader.
+    Spirv,
     /// No name anywhere: the raw handle is kept.
     #[default]
     Unnamed,
@@ -71,6 +74,7 @@ impl Source {
             Self::GraphExec => "graph-exec",
             Self::Loader => "loader",
             Self::Shader => "shader",
+            Self::Spirv => "spirv",
             Self::Unnamed => "unnamed",
             Self::Unknown => "unknown",
         }
