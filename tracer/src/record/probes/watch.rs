@@ -498,10 +498,16 @@ impl LibraryWatch {
         Some(lib)
     }
 
-    /// Processes the watch still holds state for although they have ended (footer
-    /// `processes_held_after_exit`): each is let go at its exit, so any would be a leak.
-    pub(in crate::record) fn processes_held_after_exit(&self) -> u64 {
-        self.processes.keys().filter(|&&pid| !LIVE.is_running(pid)).count() as u64
+    /// The processes the watch holds state for that have ended (their exit is in the ring by now).
+    pub(in crate::record) fn ended_processes(&self) -> Vec<u32> {
+        self.processes.keys().copied().filter(|&pid| !LIVE.is_running(pid)).collect()
+    }
+
+    /// Of `ended` (processes that had ended before the last records were read), those the watch still holds
+    /// state for (footer `processes_held_after_exit`): each is let go at its exit, so any would be a leak. A
+    /// process that ends after the ring's last read is not among them: its exit was never read.
+    pub(in crate::record) fn processes_held_after_exit(&self, ended: &[u32]) -> u64 {
+        ended.iter().filter(|pid| self.processes.contains_key(pid)).count() as u64
     }
 
     /// A process that ended: what it leaves to write (its counted calls). One the watch never looked at

@@ -71,7 +71,8 @@ impl Session<'_> {
     /// The footer: drops per CPU, every loss counter, the tracer's own cost.
     /// `shed`: the metrics endpoint's connections closed to make room and its waits for room before
     /// accepting (`--metrics`).
-    pub(super) fn footer(&self, stop: Stop, shed: Option<(u64, u64)>) -> trace::Footer {
+    /// `ended`: the processes that had ended before the ring's last read.
+    pub(super) fn footer(&self, stop: Stop, shed: Option<(u64, u64)>, ended: &[u32]) -> trace::Footer {
         let mut footer = trace::Footer { end_mono_ns: monotonic_ns(), stop, ..Default::default() };
         if let Some((evicted, waits)) = shed {
             footer.counters.insert("metrics_connections_evicted".into(), evicted);
@@ -101,7 +102,7 @@ impl Session<'_> {
         if self.watch.links.as_ref().is_some_and(attach::RuntimeLinks::scoped) {
             footer.counters.insert("processes_ended_before_probes".into(), self.watch.ended_unlinked_count);
         }
-        footer.counters.insert("processes_held_after_exit".into(), self.watch.processes_held_after_exit());
+        footer.counters.insert("processes_held_after_exit".into(), self.watch.processes_held_after_exit(ended));
         footer.counters.insert("maps_gone_listed_from_naming".into(), self.watch.maps_gone_listed_count);
         footer.counters.insert("opened_in_other_root_unresolved".into(), self.watch.opened_unresolved_count);
         if self.watch.roots_not_probed > 0 {

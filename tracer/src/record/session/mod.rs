@@ -503,6 +503,8 @@ impl Session<'_> {
         // the connections it closed to make room and those it refused go into the footer.
         let listener = self.metrics.as_ref().map(|m| m.server.listener_fd());
         let shed = self.metrics.take().map(|m| m.server.shed());
+        // Processes ended by now have their exit in the ring: the last read below lets each go.
+        let ended_before_stop = self.watch.ended_processes();
         self.ring.stop();
         while let Some(batch) = self.ring.waiting() {
             self.take_batch(&batch)?;
@@ -527,7 +529,7 @@ impl Session<'_> {
         for r in self.tallies() {
             self.writer.write(&r)?;
         }
-        let footer = self.footer(ended.stop, shed);
+        let footer = self.footer(ended.stop, shed, &ended_before_stop);
         let drops = footer.total_drops();
         let counts: BTreeMap<&'static str, u64> = self.writer.counts().clone();
         self.writer.finish(footer)?;
