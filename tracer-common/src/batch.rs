@@ -113,6 +113,20 @@ pub struct StepTally {
     pub calls: [u64; STEP_SLOTS],
 }
 
+/// The library calls a process made since its previous pass, cut at its next.
+///
+/// Written where a process without batches (no `llama_decode`: ggml linked into a program, Ollama's
+/// engines) hands a graph to ggml's scheduler: its step tally's counts, moved out, so that each call lands
+/// in the pass (and the step) it was made in.
+#[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepCutRecord {
+    pub header: RecordHeader,
+    /// Calls per step slot (an entry library's id, see [`step_slot`]).
+    pub calls: [u64; STEP_SLOTS],
+}
+
 /// The step slot an entry library's calls are counted in (see [`STEP_SLOTS`]).
 pub const fn step_slot(library: u32) -> u64 {
     if library as usize >= STEP_SLOTS { (STEP_SLOTS - 1) as u64 } else { library as u64 }

@@ -56,6 +56,9 @@ record_kinds! {
     Batch = 9, BatchRecord, drops as "batch";
     /// A job of the kernel's GPU scheduler at one stage ([`JobRecord`](crate::JobRecord)).
     Job = 10, JobRecord, drops as "job";
+    /// The library calls of a process's last pass, cut at its next pass where it has no batches
+    /// ([`StepCutRecord`](crate::StepCutRecord)).
+    StepCut = 11, StepCutRecord, drops as "step_cut";
 }
 
 impl RecordKind {

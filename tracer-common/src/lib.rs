@@ -67,6 +67,7 @@ mod tests {
         assert_eq!(size_of::<OpenRecord>(), 24 + 8 + OPEN_PATH_MAX);
         assert_eq!(size_of::<JobRecord>(), 24 + 8 * 3 + JOB_RING_BYTES);
         assert_eq!(size_of::<JobFormat>(), 3 * 16);
+        assert_eq!(size_of::<StepCutRecord>(), 24 + 8 * STEP_SLOTS);
         assert_eq!(BATCH_HEAD, 24 + 16 + 8 * STEP_SLOTS + 24);
         assert_eq!(batch_arrays(10), ([0, 40, 80, 120], 130));
         const {
@@ -129,7 +130,7 @@ mod tests {
             assert!((k as usize) < RecordKind::LIMIT);
             assert!((k as u32) < DROP_SLOTS);
         }
-        assert_eq!(RecordKind::LIMIT, 11);
+        assert_eq!(RecordKind::LIMIT, 12);
         assert_eq!(RecordKind::from_u16(0), None);
         assert_eq!(CallRecord::KIND, RecordKind::Call);
         assert_eq!(JobRecord::KIND, RecordKind::Job);

@@ -22,10 +22,11 @@ use aya_ebpf::{
 use tracer_common::{
     BATCH_CHUNK, BATCH_EMBD, BATCH_ENCODE, BATCH_EXT, BATCH_FAULT, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS, BATCH_SEQ,
     BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, EXT_NODE_VALUE, EXT_OUTPUT, EXT_POS,
-    EXT_SEQ_COUNT, EXT_SEQ_NODE, EXT_TOKEN_BYTES, EXT_TOKENS, RecordHeader, RecordKind, STEP_SLOTS, StepTally, cookie,
+    EXT_SEQ_COUNT, EXT_SEQ_NODE, EXT_TOKEN_BYTES, EXT_TOKENS, RecordHeader, RecordKind, STEP_SLOTS, StepCutRecord,
+    StepTally, cookie,
 };
 
-use crate::maps::{STEP_TALLY, output_bytes, submit_flags, traced};
+use crate::maps::{STEP_TALLY, output_bytes, reserve, submit_flags, traced};
 
 /// Where a batch record is built before it is written with its used length (its own map, beside the one
 /// program that uses it: `maps` names no type of this module).
@@ -274,4 +275,48 @@ unsafe fn raw_read(to: *mut u8, from: u64, len: usize) -> i64 {
 unsafe fn read_user(to: *mut u8, from: u64, len: usize) -> bool {
     // SAFETY: the caller gives a destination with room for `len` bytes.
     len == 0 || unsafe { raw_read(to, from, len) } == 0
+}
+
+/// A graph handed to ggml's scheduler in process `tgid`: where the process has no batches (its step number
+/// is 0: no `llama_decode` seen), the library calls its tally counted since its previous pass are moved into
+/// a [`StepCutRecord`], written before the pass's own record. The first pass makes the tally: calls before
+/// it belong to no step.
+#[inline(always)]
+pub(crate) fn cut_at_pass(header: RecordHeader) {
+    use core::intrinsics::{AtomicOrdering, atomic_xadd};
+    let tgid = (header.pid_tgid >> 32) as u32;
+    let Some(t) = STEP_TALLY.get_ptr_mut(tgid) else {
+        let zero = StepTally { step: 0, calls: [0; STEP_SLOTS] };
+        #[expect(clippy::let_underscore_must_use, reason = "a full map only leaves this process's passes uncut")]
+        let _: Result<(), _> = STEP_TALLY.insert(tgid, zero, u64::from(BPF_NOEXIST));
+        return;
+    };
+    // SAFETY: `t` points into the live map value; the fields are read, and the calls moved out with atomic
+    // subtractions (library entries add to them on any CPU).
+    unsafe {
+        if core::ptr::read_volatile(&raw const (*t).step) != 0 {
+            return; // batches cut this process's steps
+        }
+        let mut calls = [0u64; STEP_SLOTS];
+        let mut any = 0u64;
+        let mut i = 0;
+        while i < STEP_SLOTS {
+            calls[i] = core::ptr::read_volatile(&raw const (*t).calls[i]);
+            any |= calls[i];
+            i += 1;
+        }
+        if any == 0 {
+            return;
+        }
+        let Some(mut entry) = reserve::<StepCutRecord>() else { return };
+        let mut i = 0;
+        while i < STEP_SLOTS {
+            if calls[i] != 0 {
+                atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(&raw mut (*t).calls[i], calls[i].wrapping_neg());
+            }
+            i += 1;
+        }
+        entry.write(StepCutRecord { header: RecordHeader { kind: RecordKind::StepCut as u16, ..header }, calls });
+        entry.submit(submit_flags());
+    }
 }

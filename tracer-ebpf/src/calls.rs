@@ -15,8 +15,8 @@ use aya_ebpf::{
     programs::{ProbeContext, RetProbeContext},
 };
 use tracer_common::{
-    ARG_SLOTS, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT, CONFIG_SLOTS,
-    CallRecord, Counter, PARAMS_ALL, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS, ThreadTally,
+    ARG_SLOTS, ApiFunc, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT,
+    CONFIG_SLOTS, CallRecord, Counter, PARAMS_ALL, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS, ThreadTally,
     api::{extra_reads, memcpy_kind},
     cookie,
 };
@@ -206,6 +206,9 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let header = RecordHeader::of_probe(RecordKind::Call, c, pid_tgid, ts_ns);
     if c & cookie::PARAMS != 0 {
         emit_params(header, c, &args, plan);
+    }
+    if cookie::func(c) == ApiFunc::GgmlSchedGraphCompute as u16 {
+        crate::batch::cut_at_pass(header);
     }
     if let Some(mut entry) = reserve::<CallRecord>() {
         entry.write(CallRecord { header, duration_ns: 0, ret: 0, out: 0, flags, caller, args });

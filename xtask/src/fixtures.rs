@@ -16,12 +16,16 @@ use crate::{root, run, step};
 const C_FIXTURE_FLAGS: &[(&str, &[&str])] = &[("register_relaunch", &["-rdynamic"])];
 
 /// Libraries a HIP fixture links besides the HIP runtime.
-pub(crate) const FIXTURE_LIBS: &[(&str, &[&str])] =
-    &[("sparse_rand", &["-lhipsparse", "-lrocsparse", "-lrocrand"]), ("server_slots", &["-lhipsparse"])];
+pub(crate) const FIXTURE_LIBS: &[(&str, &[&str])] = &[
+    ("sparse_rand", &["-lhipsparse", "-lrocsparse", "-lrocrand"]),
+    ("server_slots", &["-lhipsparse"]),
+    ("ggml_pass_calls", &["-lhipsparse"]),
+];
 /// HIP fixtures built as shared libraries, under these names, before the programs: the libllama test double.
 const FIXTURE_SHARED: &[(&str, &str)] = &[("llama_double", "libllama.so"), ("ggml_base_double", "libggml-base.so")];
 /// HIP fixture programs linked to a shared-library fixture, found beside them (rpath `$ORIGIN`).
-const FIXTURE_LINKS_SHARED: &[(&str, &str)] = &[("server_slots", "libllama.so"), ("ggml_steps", "libggml-base.so")];
+const FIXTURE_LINKS_SHARED: &[(&str, &str)] =
+    &[("server_slots", "libllama.so"), ("ggml_steps", "libggml-base.so"), ("ggml_pass_calls", "libggml-base.so")];
 pub(crate) fn fixtures_dir() -> PathBuf {
     root().join("target/fixtures")
 }

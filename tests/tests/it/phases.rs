@@ -185,3 +185,41 @@ fn a_prompt_longer_than_one_micro_batch_is_one_step_of_two_passes() {
     let mmq_line = text.lines().find(|l| l.contains("mul_mat_q")).unwrap();
     assert!(mmq_line.contains("MMQ Q4_K ") && !mmq_line.contains("b<="), "{mmq_line}");
 }
+
+/// A ggml-shaped program without libllama (as Ollama's runners map none) calls Debian's real hipSPARSE in its
+/// steps (`fixtures/hip/ggml_pass_calls.hip`): the kernel cuts its library-call tally at each pass, so each
+/// phase gets the calls made in its steps, as the program counted them; the call made before any step is in
+/// none.
+#[test]
+fn library_calls_land_in_their_phase_without_libllama() {
+    let out = scratch("pass-calls").join("t.jsonl");
+    let prog = fixture("ggml_pass_calls");
+    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", prog.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let said = |key: &str| -> u64 {
+        let at = stdout.find(key).unwrap_or_else(|| panic!("{key} in {stdout}")) + key.len();
+        stdout[at..].split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+    };
+    let (prefill, decode) = (said("prefill="), said("decode="));
+    assert_eq!((prefill, decode), (1, 6), "{stdout}");
+    let v = tracer_json(&["report", "--json", out.to_str().unwrap()]);
+    let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "ggml_pass_calls").expect("the process");
+    let (id, _) = p["step_libraries"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, path)| path.as_str().is_some_and(|p| p.contains("libhipsparse")))
+        .unwrap_or_else(|| panic!("hipSPARSE among the step libraries: {}", p["step_libraries"]));
+    let phases = p["phases"].as_array().unwrap();
+    let calls = |name: &str| -> u64 {
+        let ph = phases.iter().find(|ph| ph["phase"] == name).unwrap_or_else(|| panic!("no {name}: {phases:?}"));
+        ph["library_calls"][id.as_str()].as_u64().unwrap_or(0)
+    };
+    assert_eq!((calls("prefill"), calls("decode")), (prefill, decode), "{phases:?}");
+    // The cuts: one at each pass after the first (the first makes the tally), one at the end.
+    let records = read_trace(&out);
+    let cuts = records.iter().filter(|r| matches!(r, Line::StepCalls(c) if c.at_pass.is_some())).count();
+    assert_eq!(cuts, 3);
+    assert_eq!(footer(&records).total_drops(), 0);
+}

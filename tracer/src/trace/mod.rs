@@ -378,7 +378,8 @@ mod tests {
             previous_calls: [(1, 4), (15, 2)].into_iter().collect(),
             ..StepBatch::default()
         });
-        let calls = Line::StepCalls(StepCalls { pid: 42, step: 9, calls: std::iter::once((2, 7)).collect() });
+        let calls =
+            Line::StepCalls(StepCalls { pid: 42, step: 9, calls: std::iter::once((2, 7)).collect(), at_pass: None });
         let job = Line::Job(Job {
             ts: 7,
             pid: 42,

@@ -243,7 +243,13 @@ impl Visitor for Feeder {
     }
 
     fn step_calls(&mut self, _: &Index, c: &StepCalls) {
-        self.procs.entry(c.pid).or_default().phases.last_step_calls(c.step, &c.calls);
+        let phases = &mut self.procs.entry(c.pid).or_default().phases;
+        // Step 0: a process without batches, its calls cut at passes.
+        if c.at_pass.is_some() || c.step == 0 {
+            phases.pass_calls(&c.calls);
+        } else {
+            phases.last_step_calls(c.step, &c.calls);
+        }
     }
 }
 

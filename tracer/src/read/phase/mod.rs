@@ -255,11 +255,23 @@ struct Done {
     unknown: bool,
     /// Steps had batches.
     batched: bool,
+    /// The phase of the step closed last.
+    last: Option<Phase>,
 }
 
 impl Done {
+    /// Library calls that belong to the step closed last (none closed yet: dropped, `false`).
+    fn late_lib_calls(&mut self, calls: &BTreeMap<u32, u64>) -> bool {
+        let Some(acc) = self.last.and_then(|phase| self.steps.get_mut(&phase)) else { return false };
+        for (lib, n) in calls {
+            *acc.lib_calls.entry(*lib).or_default() += n;
+        }
+        true
+    }
+
     fn add(&mut self, step: Step) {
         let phase = step.label();
+        self.last = Some(phase);
         let (start, end, kernels, ggml) = (step.start, step.end, step.kernels, step.ggml);
         let acc = self.steps.entry(phase).or_default();
         acc.steps += 1;
@@ -411,6 +423,20 @@ impl Phases {
             }
         } else {
             self.library_calls(calls);
+        }
+    }
+
+    /// Library calls a process without batches made since its previous pass (cut at its next pass, or read
+    /// at its end): they belong to the step that pass is in, the step being built, or, when its end (the
+    /// logits copied and synchronized) has closed it since, the step closed last.
+    pub(crate) fn pass_calls(&mut self, calls: &BTreeMap<u32, u64>) {
+        for (step, done) in [(&mut self.api, &mut self.api_done), (&mut self.queue, &mut self.queue_done)] {
+            if step.is_empty() && done.late_lib_calls(calls) {
+                continue;
+            }
+            for (lib, n) in calls {
+                *step.lib_calls.entry(*lib).or_default() += n;
+            }
         }
     }
 

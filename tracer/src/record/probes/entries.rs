@@ -134,7 +134,7 @@ impl Entries {
             let calls: BTreeMap<u32, u64> =
                 tally.calls.iter().enumerate().filter(|&(_, &n)| n > 0).map(|(slot, &n)| (slot as u32, n)).collect();
             if !calls.is_empty() {
-                out.push(Line::StepCalls(trace::StepCalls { pid: key, step: tally.step, calls }));
+                out.push(Line::StepCalls(trace::StepCalls { pid: key, step: tally.step, calls, at_pass: None }));
             }
         }
         out

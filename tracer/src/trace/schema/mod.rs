@@ -586,10 +586,12 @@ impl Footer {
     }
 }
 
-/// Calls into GPU libraries' entry points a process made during its last step.
+/// Calls into GPU libraries' entry points a process made during its last step, or its last pass.
 ///
 /// That is, since its last `llama_decode`: read from the kernel when it ended or the recording did, by
-/// entry library id, as a batch's `previous_calls`.
+/// entry library id, as a batch's `previous_calls`. In a process without batches (`step` 0), since its last
+/// pass (a graph handed to ggml's scheduler): cut by the kernel at its next pass (`at_pass`), or read at its
+/// end.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepCalls {
     pub pid: u32,
@@ -597,4 +599,7 @@ pub struct StepCalls {
     pub step: u64,
     #[serde(with = "crate::trace::event::id_pairs")]
     pub calls: BTreeMap<u32, u64>,
+    /// Cut at the process's next pass, when it began (the line comes before that pass's `call`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_pass: Option<u64>,
 }

@@ -8,16 +8,16 @@ use tracer_common::{
     BATCH_SEQ, BATCH_STACK_FAULT, BATCH_TOKENS_MAX, BatchRecord, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID,
     CONFIG_SLOTS, CallRecord, DispatchRecord, IOCTL_ARG_READ, IoctlRecord, JobRecord, NAME_CODE, NAME_FAULT,
     NAME_TRUNCATED, NameRecord, OpenRecord, PARAMS_MAX, ParamsRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader,
-    RecordKind,
+    RecordKind, StepCutRecord,
     api::{CopyDirection, Layout},
     batch_arrays, code_chunk,
 };
 
-use crate::trace::Line;
 pub(crate) use crate::trace::event::Origin;
 use crate::trace::event::{
     Call, Config, Dispatch, GridUnit, Ioctl, Job, JobStage, Launch, MemcpyKind, Queue, StepBatch,
 };
+use crate::trace::{Line, StepCalls};
 
 /// A decoded ring-buffer record.
 ///
@@ -245,6 +245,13 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             }))
         }
         Some(RecordKind::Batch) => decode_batch(bytes),
+        Some(RecordKind::StepCut) => {
+            let r = read::<StepCutRecord>(bytes)?;
+            let o = origin(&r.header);
+            let calls =
+                r.calls.iter().enumerate().filter(|&(_, &n)| n > 0).map(|(slot, &n)| (slot as u32, n)).collect();
+            Ok(Event::plain(o, Line::StepCalls(StepCalls { pid: o.pid, step: 0, calls, at_pass: Some(o.ts) })))
+        }
         None => Err(DecodeError::UnknownKind(header.kind)),
     }
 }

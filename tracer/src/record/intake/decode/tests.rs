@@ -320,3 +320,20 @@ fn gpu_scheduler_jobs_carry_their_stage_fence_and_ring() {
     let odd = JobRecord { header: RecordHeader { func: 4, ..queued.header }, ..queued };
     assert_eq!(decode(&bytes_of(&odd)), Err(DecodeError::UnknownJobStage(4)));
 }
+
+#[test]
+fn a_step_cut_is_the_library_calls_of_the_last_pass() {
+    let mut calls = [0u64; tracer_common::STEP_SLOTS];
+    (calls[3], calls[15]) = (2, 1);
+    let h = header(RecordKind::StepCut, ApiFunc::GgmlSchedGraphCompute, 0, (77u64 << 32) | 0x4e, 9_000);
+    let Event::Plain { pid, record: Line::StepCalls(c), .. } =
+        decode(&bytes_of(&StepCutRecord { header: h, calls })).unwrap()
+    else {
+        panic!("a step_calls line")
+    };
+    assert_eq!((pid, c.pid, c.step, c.at_pass), (77, 77, 0, Some(9_000)));
+    assert_eq!(c.calls, [(3, 2), (15, 1)].into_iter().collect());
+    // A record cut short is refused, not read past its end.
+    let short = bytes_of(&StepCutRecord { header: h, calls });
+    decode(&short[..short.len() - 8]).unwrap_err();
+}
