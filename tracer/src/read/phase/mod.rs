@@ -426,9 +426,8 @@ impl Phases {
         }
     }
 
-    /// Library calls a process without batches made since its previous pass (cut at its next pass, or read
-    /// at its end): they belong to the step that pass is in, the step being built, or, when its end (the
-    /// logits copied and synchronized) has closed it since, the step closed last.
+    /// Library calls a process without batches made since its previous pass (cut at the next, or at its end):
+    /// they belong to that pass's step, the one being built or, once its logits copy closed it, the last.
     pub(crate) fn pass_calls(&mut self, calls: &BTreeMap<u32, u64>) {
         for (step, done) in [(&mut self.api, &mut self.api_done), (&mut self.queue, &mut self.queue_done)] {
             if step.is_empty() && done.late_lib_calls(calls) {
