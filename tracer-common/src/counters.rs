@@ -27,10 +27,13 @@ pub enum Counter {
     /// A call into a library's entry point found no room for its (process, entry point) in the entry-call
     /// map: it was not counted.
     EntryCallLost = 6,
+    /// A process without batches reached a pass and found no room for its step tally: its library calls land
+    /// in no phase.
+    StepTallyFull = 7,
 }
 
 /// Number of [`Counter`] slots.
-pub const COUNTERS: u32 = 7;
+pub const COUNTERS: u32 = 8;
 
 /// Number of drop slots: one per [`RecordKind`] number (0: none), each counting the records of that kind
 /// the ring could not take.
@@ -45,6 +48,7 @@ impl Counter {
         Self::PacketFault,
         Self::TallyLost,
         Self::EntryCallLost,
+        Self::StepTallyFull,
     ];
 
     /// The counter's name in the trace footer's `counters` (summed over the CPUs).
@@ -57,6 +61,7 @@ impl Counter {
             Self::PacketFault => "packet_fault",
             Self::TallyLost => "tally_lost",
             Self::EntryCallLost => "entry_calls_lost",
+            Self::StepTallyFull => "step_tally_full",
         }
     }
 }

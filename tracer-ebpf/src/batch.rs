@@ -21,12 +21,12 @@ use aya_ebpf::{
 };
 use tracer_common::{
     BATCH_CHUNK, BATCH_EMBD, BATCH_ENCODE, BATCH_EXT, BATCH_FAULT, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS, BATCH_SEQ,
-    BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, EXT_NODE_VALUE, EXT_OUTPUT, EXT_POS,
+    BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, Counter, EXT_NODE_VALUE, EXT_OUTPUT, EXT_POS,
     EXT_SEQ_COUNT, EXT_SEQ_NODE, EXT_TOKEN_BYTES, EXT_TOKENS, RecordHeader, RecordKind, STEP_SLOTS, StepCutRecord,
     StepTally, cookie,
 };
 
-use crate::maps::{STEP_TALLY, output_bytes, reserve, submit_flags, traced};
+use crate::maps::{STEP_TALLY, count, output_bytes, reserve, submit_flags, traced};
 
 /// Where a batch record is built before it is written with its used length (its own map, beside the one
 /// program that uses it: `maps` names no type of this module).
@@ -287,8 +287,10 @@ pub(crate) fn cut_at_pass(header: RecordHeader) {
     let tgid = (header.pid_tgid >> 32) as u32;
     let Some(t) = STEP_TALLY.get_ptr_mut(tgid) else {
         let zero = StepTally { step: 0, calls: [0; STEP_SLOTS] };
-        #[expect(clippy::let_underscore_must_use, reason = "a full map only leaves this process's passes uncut")]
-        let _: Result<(), _> = STEP_TALLY.insert(tgid, zero, u64::from(BPF_NOEXIST));
+        // Another CPU may have made it first (refused as existing, not full): only a missing entry counts.
+        if STEP_TALLY.insert(tgid, zero, u64::from(BPF_NOEXIST)).is_err() && STEP_TALLY.get_ptr(tgid).is_none() {
+            count(Counter::StepTallyFull);
+        }
         return;
     };
     // SAFETY: `t` points into the live map value; the fields are read, and the calls moved out with atomic

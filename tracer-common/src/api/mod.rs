@@ -338,7 +338,9 @@ impl Layout {
             // The batch program reads the structure on the stack, or (without the flag) behind argument 2.
             Self::LlamaBatch => cookie::STACK,
             Self::FatBinary => cookie::WRAPPER,
-            Self::ShaderModuleOut => cookie::out(3),
+            // Wakes the reader at once, and takes an early look at the process's maps: the ggml file whose
+            // arrays name the module is mapped now, and a short-lived program may be gone by naming's look.
+            Self::ShaderModuleOut => cookie::out(3) | cookie::WAKE,
             Self::PipelinesOut => cookie::out(5),
             Self::Nothing
             | Self::PushConfig

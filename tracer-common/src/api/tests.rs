@@ -97,7 +97,7 @@ fn results_are_named_in_each_runtime_s_own_type() {
 fn vulkan_creation_calls_read_their_structures_and_the_code_at_return() {
     // vkCreateShaderModule: codeSize and pCode at bytes 24..40 of its info; the module at *arg3.
     assert_eq!(extra_reads(ApiFunc::VkCreateShaderModule as u16), (Some((1, 24)), true));
-    assert_eq!(ApiFunc::VkCreateShaderModule.cookie_flags(), cookie::out(3));
+    assert_eq!(ApiFunc::VkCreateShaderModule.cookie_flags(), cookie::out(3) | cookie::WAKE);
     // vkCreateComputePipelines: the first info's stage module and entry name at bytes 48..64; *arg5.
     assert_eq!(extra_reads(ApiFunc::VkCreateComputePipelines as u16), (Some((3, 48)), false));
     assert_eq!(ApiFunc::VkCreateComputePipelines.cookie_flags(), cookie::out(5));
