@@ -3,68 +3,63 @@
 
 use crate::RecordKind;
 
-/// Losses and errors the eBPF side counts per CPU, one slot each.
-///
-/// A `PerCpuArray<u64>` indexed by these, read by user space at the end of a recording and written into
-/// the trace footer's `counters` under [`Counter::name`]. Records the ring could not take are counted
-/// apart, per [`RecordKind`] ([`DROP_SLOTS`]). Nothing is dropped without a count.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Counter {
+/// Declares [`Counter`] once: each counter's slot and the name the footer gives it; `ALL`, `name` and
+/// [`COUNTERS`] come from the rows.
+macro_rules! counters {
+    ($($(#[$doc:meta])* $counter:ident = $slot:literal, $name:literal;)*) => {
+        /// Losses and errors the eBPF side counts per CPU, one slot each.
+        ///
+        /// A `PerCpuArray<u64>` indexed by these, read by user space at the end of a recording and written
+        /// into the trace footer's `counters` under [`Counter::name`]. Records the ring could not take are
+        /// counted apart, per [`RecordKind`] ([`DROP_SLOTS`]). Nothing is dropped without a count.
+        #[repr(u32)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Counter {
+            $($(#[$doc])* $counter = $slot,)*
+        }
+
+        impl Counter {
+            /// Every counter, in slot order.
+            pub const ALL: &[Self] = &[$(Self::$counter),*];
+
+            /// The counter's name in the trace footer's `counters` (summed over the CPUs).
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Self::$counter => $name,)*
+                }
+            }
+        }
+    };
+}
+
+counters! {
     /// A call's entry could not be stashed (stash map full): that call produces no record.
-    StashFull = 0,
+    StashFull = 0, "stash_full";
     /// A return probe fired without a stashed entry (the tracer attached while the call was running).
-    ReturnWithoutEntry = 1,
+    ReturnWithoutEntry = 1, "return_without_entry";
     /// A process could not be added to the PID filter (map full): its calls are not recorded.
-    FilterFull = 2,
+    FilterFull = 2, "filter_full";
     /// Packets between the last index seen and the doorbell value beyond [`MAX_PACKETS_PER_DOORBELL`](crate::MAX_PACKETS_PER_DOORBELL).
-    PacketsCut = 3,
+    PacketsCut = 3, "packets_cut";
     /// Packets whose ring slot could not be read.
-    PacketFault = 4,
+    PacketFault = 4, "packet_fault";
     /// A call to tally in the kernel found no room for its thread in the tally map: it was neither tallied
     /// nor written.
-    TallyLost = 5,
+    TallyLost = 5, "tally_lost";
     /// A call into a library's entry point found no room for its (process, entry point) in the entry-call
     /// map: it was not counted.
-    EntryCallLost = 6,
+    EntryCallLost = 6, "entry_calls_lost";
     /// A process without batches reached a pass and found no room for its step tally: its library calls land
     /// in no phase.
-    StepTallyFull = 7,
+    StepTallyFull = 7, "step_tally_full";
 }
 
 /// Number of [`Counter`] slots.
-pub const COUNTERS: u32 = 8;
+pub const COUNTERS: u32 = Counter::ALL.len() as u32;
 
 /// Number of drop slots: one per [`RecordKind`] number (0: none), each counting the records of that kind
 /// the ring could not take.
 pub const DROP_SLOTS: u32 = RecordKind::LIMIT as u32;
-
-impl Counter {
-    pub const ALL: [Self; COUNTERS as usize] = [
-        Self::StashFull,
-        Self::ReturnWithoutEntry,
-        Self::FilterFull,
-        Self::PacketsCut,
-        Self::PacketFault,
-        Self::TallyLost,
-        Self::EntryCallLost,
-        Self::StepTallyFull,
-    ];
-
-    /// The counter's name in the trace footer's `counters` (summed over the CPUs).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::StashFull => "stash_full",
-            Self::ReturnWithoutEntry => "return_without_entry",
-            Self::FilterFull => "filter_full",
-            Self::PacketsCut => "packets_cut",
-            Self::PacketFault => "packet_fault",
-            Self::TallyLost => "tally_lost",
-            Self::EntryCallLost => "entry_calls_lost",
-            Self::StepTallyFull => "step_tally_full",
-        }
-    }
-}
 
 /// Functions that can be tallied in the kernel: the rows of the API table with a tally slot
 /// ([`crate::api::ApiFunc::tally_slot`]).

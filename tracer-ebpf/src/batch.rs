@@ -89,7 +89,6 @@ pub(crate) fn llama_batch(ctx: ProbeContext) -> u32 {
 /// step. Atomic subtraction, so that a call counted meanwhile on another thread stays for the next step.
 #[inline(always)]
 fn take_step_calls(tgid: u32, rec: &mut BatchRecord) {
-    use core::intrinsics::{AtomicOrdering, atomic_xadd};
     let t = STEP_TALLY.get_ptr_mut(tgid).or_else(|| {
         let zero = StepTally { step: 0, calls: [0; STEP_SLOTS] };
         #[expect(clippy::let_underscore_must_use, reason = "the lookup below tells whether an entry exists")]
@@ -102,20 +101,33 @@ fn take_step_calls(tgid: u32, rec: &mut BatchRecord) {
         rec.step_calls = [0; STEP_SLOTS];
         return;
     };
-    // SAFETY: `t` points into the live map value; the calls are moved with atomic subtractions (library
-    // entries add to them on any CPU); the step number is this process's decode thread's to change.
+    // SAFETY: `t` points into the live map value; the step number is this process's decode thread's to
+    // change.
     unsafe {
         (*t).step += 1;
         rec.step = (*t).step;
-        let mut i = 0;
-        while i < STEP_SLOTS {
-            let n = core::ptr::read_volatile(&raw const (*t).calls[i]);
-            rec.step_calls[i] = n;
-            if n != 0 {
+    }
+    move_calls(t, &mut rec.step_calls);
+}
+
+/// Moves the calls the tally at `t` counted into `calls`, with atomic subtractions: a call counted meanwhile
+/// on another CPU stays for the next step.
+#[inline(always)]
+fn move_calls(t: *mut StepTally, calls: &mut [u64; STEP_SLOTS]) {
+    use core::intrinsics::{AtomicOrdering, atomic_xadd};
+    let mut i = 0;
+    while i < STEP_SLOTS {
+        // SAFETY: `t` points into a live map value (the caller's lookup); library entries add to these
+        // counters on any CPU, so they are read volatile and taken out atomically.
+        let n = unsafe { core::ptr::read_volatile(&raw const (*t).calls[i]) };
+        calls[i] = n;
+        if n != 0 {
+            // SAFETY: as above.
+            unsafe {
                 atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(&raw mut (*t).calls[i], n.wrapping_neg());
             }
-            i += 1;
         }
+        i += 1;
     }
 }
 
@@ -283,7 +295,6 @@ unsafe fn read_user(to: *mut u8, from: u64, len: usize) -> bool {
 /// it belong to no step.
 #[inline(always)]
 pub(crate) fn cut_at_pass(header: RecordHeader) {
-    use core::intrinsics::{AtomicOrdering, atomic_xadd};
     let tgid = (header.pid_tgid >> 32) as u32;
     let Some(t) = STEP_TALLY.get_ptr_mut(tgid) else {
         let zero = StepTally { step: 0, calls: [0; STEP_SLOTS] };
@@ -293,32 +304,23 @@ pub(crate) fn cut_at_pass(header: RecordHeader) {
         }
         return;
     };
-    // SAFETY: `t` points into the live map value; the fields are read, and the calls moved out with atomic
-    // subtractions (library entries add to them on any CPU).
-    unsafe {
-        if core::ptr::read_volatile(&raw const (*t).step) != 0 {
-            return; // batches cut this process's steps
-        }
-        let mut calls = [0u64; STEP_SLOTS];
+    // SAFETY: `t` points into the live map value; the step number and the counters are only read here.
+    let (step, any) = unsafe {
         let mut any = 0u64;
         let mut i = 0;
         while i < STEP_SLOTS {
-            calls[i] = core::ptr::read_volatile(&raw const (*t).calls[i]);
-            any |= calls[i];
+            any |= core::ptr::read_volatile(&raw const (*t).calls[i]);
             i += 1;
         }
-        if any == 0 {
-            return;
-        }
-        let Some(mut entry) = reserve::<StepCutRecord>() else { return };
-        let mut i = 0;
-        while i < STEP_SLOTS {
-            if calls[i] != 0 {
-                atomic_xadd::<u64, u64, { AtomicOrdering::Relaxed }>(&raw mut (*t).calls[i], calls[i].wrapping_neg());
-            }
-            i += 1;
-        }
-        entry.write(StepCutRecord { header: RecordHeader { kind: RecordKind::StepCut as u16, ..header }, calls });
-        entry.submit(submit_flags());
+        (core::ptr::read_volatile(&raw const (*t).step), any)
+    };
+    if step != 0 || any == 0 {
+        return; // batches cut this process's steps, or no call since the last pass
     }
+    // Reserved before the calls are moved: a full ring (counted) leaves them in the tally, for the next pass.
+    let Some(mut entry) = reserve::<StepCutRecord>() else { return };
+    let mut calls = [0u64; STEP_SLOTS];
+    move_calls(t, &mut calls);
+    entry.write(StepCutRecord { header: RecordHeader { kind: RecordKind::StepCut as u16, ..header }, calls });
+    entry.submit(submit_flags());
 }

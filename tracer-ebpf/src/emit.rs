@@ -168,23 +168,8 @@ pub(crate) fn emit_name(header: RecordHeader, handle: u64, module: u64, name: *c
 /// float-control modes there), and names it; a module of no ggml file is named by its own entry points.
 #[inline(always)]
 pub(crate) fn emit_code(header: RecordHeader, handle: u64, size: u64, code: u64) {
-    if size >= NAME_MAX as u64 {
-        let Some(mut entry) = reserve_name(header, handle, size) else { return };
-        let rec = entry.as_mut_ptr();
-        // SAFETY: `rec` points at reserved ring memory whose header, handle and module are written; the
-        // rest is written below, before submit. bpf_probe_read_user_buf checks the address.
-        unsafe {
-            let buf = &mut (*rec).name;
-            if bpf_probe_read_user_buf(code as *const u8, buf).is_ok() {
-                (*rec).len = NAME_MAX as u32;
-                (*rec).flags = code_chunk_flags(CODE_HEAD);
-            } else {
-                (*rec).len = 0;
-                (*rec).flags = code_chunk_flags(CODE_HEAD) | NAME_FAULT;
-                *buf = [0; NAME_MAX];
-            }
-        }
-        entry.submit(submit_flags());
+    if size >= NAME_MAX as u64 && !emit_code_chunk(header, handle, size, Some(code), CODE_HEAD) {
+        return;
     }
     let mut k = 0u32;
     while k < CODE_CHUNKS {
@@ -194,25 +179,37 @@ pub(crate) fn emit_code(header: RecordHeader, handle: u64, size: u64, code: u64)
         if size < back && chunk > 0 {
             continue; // before the code's start
         }
-        let Some(mut entry) = reserve_name(header, handle, size) else { return };
-        let rec = entry.as_mut_ptr();
-        // SAFETY: `rec` points at reserved ring memory whose header, handle and module are written; the
-        // rest is written below, before submit. bpf_probe_read_user_buf checks the address and never faults
-        // the process.
-        unsafe {
-            let buf = &mut (*rec).name;
-            // Code shorter than one chunk is not read (no variable-length read): user space counts it.
-            if size >= back && bpf_probe_read_user_buf((code + size - back) as *const u8, buf).is_ok() {
-                (*rec).len = NAME_MAX as u32;
-                (*rec).flags = code_chunk_flags(chunk);
-            } else {
-                (*rec).len = 0;
-                (*rec).flags = code_chunk_flags(chunk) | NAME_FAULT;
-                *buf = [0; NAME_MAX];
-            }
+        // Code shorter than one chunk is not read (no variable-length read): user space counts it.
+        let at = (size >= back).then(|| code + size - back);
+        if !emit_code_chunk(header, handle, size, at, chunk) {
+            return;
         }
-        entry.submit(submit_flags());
     }
+}
+
+/// One code chunk: the [`NAME_MAX`] bytes at `at` (None: not read), flagged as chunk `chunk`. False when the
+/// ring is full (counted).
+#[inline(always)]
+fn emit_code_chunk(header: RecordHeader, handle: u64, size: u64, at: Option<u64>, chunk: u32) -> bool {
+    let Some(mut entry) = reserve_name(header, handle, size) else { return false };
+    let rec = entry.as_mut_ptr();
+    // SAFETY: `rec` points at reserved ring memory whose header, handle and module are written; the rest is
+    // written below, before submit. bpf_probe_read_user_buf checks the address and never faults the process.
+    unsafe {
+        let buf = &mut (*rec).name;
+        if let Some(at) = at
+            && bpf_probe_read_user_buf(at as *const u8, buf).is_ok()
+        {
+            (*rec).len = NAME_MAX as u32;
+            (*rec).flags = code_chunk_flags(chunk);
+        } else {
+            (*rec).len = 0;
+            (*rec).flags = code_chunk_flags(chunk) | NAME_FAULT;
+            *buf = [0; NAME_MAX];
+        }
+    }
+    entry.submit(submit_flags());
+    true
 }
 
 /// A kernel dispatch's argument segment, as far as the plan for its kernel object asks (user space sets

@@ -68,8 +68,8 @@ struct Pass {
     matrix: bool,
 }
 
-/// Adds one set of family counts into another.
-fn add_counts(into: &mut FamilyCounts, from: &FamilyCounts) {
+/// Adds one set of counts into another (kernel families, API calls, library calls).
+fn add_counts<K: Ord + Copy>(into: &mut BTreeMap<K, u64>, from: &BTreeMap<K, u64>) {
     for (k, n) in from {
         *into.entry(*k).or_default() += n;
     }
@@ -263,9 +263,7 @@ impl Done {
     /// Library calls that belong to the step closed last (none closed yet: dropped, `false`).
     fn late_lib_calls(&mut self, calls: &BTreeMap<u32, u64>) -> bool {
         let Some(acc) = self.last.and_then(|phase| self.steps.get_mut(&phase)) else { return false };
-        for (lib, n) in calls {
-            *acc.lib_calls.entry(*lib).or_default() += n;
-        }
+        add_counts(&mut acc.lib_calls, calls);
         true
     }
 
@@ -275,13 +273,9 @@ impl Done {
         let (start, end, kernels, ggml) = (step.start, step.end, step.kernels, step.ggml);
         let acc = self.steps.entry(phase).or_default();
         acc.steps += 1;
-        for (api, n) in &step.api {
-            *acc.api.entry(*api).or_default() += n;
-        }
+        add_counts(&mut acc.api, &step.api);
         acc.traps += step.traps;
-        for (lib, n) in &step.lib_calls {
-            *acc.lib_calls.entry(*lib).or_default() += n;
-        }
+        add_counts(&mut acc.lib_calls, &step.lib_calls);
         let batch = step.batch.clone();
         self.batched |= batch.is_some();
         acc.unknown += step.unknown;
@@ -430,11 +424,8 @@ impl Phases {
     /// they belong to that pass's step, the one being built or, once its logits copy closed it, the last.
     pub(crate) fn pass_calls(&mut self, calls: &BTreeMap<u32, u64>) {
         for (step, done) in [(&mut self.api, &mut self.api_done), (&mut self.queue, &mut self.queue_done)] {
-            if step.is_empty() && done.late_lib_calls(calls) {
-                continue;
-            }
-            for (lib, n) in calls {
-                *step.lib_calls.entry(*lib).or_default() += n;
+            if !(step.is_empty() && done.late_lib_calls(calls)) {
+                add_counts(&mut step.lib_calls, calls);
             }
         }
     }
@@ -442,9 +433,7 @@ impl Phases {
     /// Calls into GPU libraries' entry points, by entry library id, made in the step being built.
     pub(crate) fn library_calls(&mut self, calls: &BTreeMap<u32, u64>) {
         for step in [&mut self.api, &mut self.queue] {
-            for (lib, n) in calls {
-                *step.lib_calls.entry(*lib).or_default() += n;
-            }
+            add_counts(&mut step.lib_calls, calls);
         }
     }
 

@@ -161,18 +161,18 @@ impl super::Attributor {
                 // dynamic loader is still mapping and unmapping (its cache, its libraries), and a mapping
                 // read now may hold another file by the time an address in it is looked up. Its first API
                 // event reads them (its libraries are loaded by then).
-                let image = Process { names: ProcessNames::since(ts), ..Process::default() };
-                if let Some(mut old) = self.live.insert(p.pid, image) {
-                    let said = std::mem::take(&mut old.said);
-                    self.live.entry(p.pid).or_default().said = said;
+                // What the trace said of the process goes over to its new image.
+                let mut image = Process { names: ProcessNames::since(ts), ..Process::default() };
+                if let Some(mut old) = self.live.remove(&p.pid) {
+                    image.said = std::mem::take(&mut old.said);
                     self.let_go(p.pid, old, out);
                 }
                 self.effects.seen.push(p.pid);
                 self.last_scanned = 0;
-                let said = &mut self.live.entry(p.pid).or_default().said;
-                if let Some(rec) = self.processes.observe(said, p.pid, Cause::Exec, ts, ts, &p.comm) {
+                if let Some(rec) = self.processes.observe(&mut image.said, p.pid, Cause::Exec, ts, ts, &p.comm) {
                     out.push(Line::Process(rec));
                 }
+                self.live.insert(p.pid, image);
             }
             ProcEvent::Exit => {
                 self.effects.left.push(p.pid);

@@ -51,15 +51,18 @@ pub struct ShaderIndex {
     pub(super) left_out: u64,
 }
 
+/// Word `i` of a SPIR-V module's `bytes` (None past their end), when they begin with SPIR-V's magic.
+fn spirv_words(bytes: &[u8]) -> Option<impl Fn(usize) -> Option<u32>> {
+    let word = |i: usize| bytes.get(4 * i..4 * i + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
+    (word(0)? == SPIRV_MAGIC).then_some(word)
+}
+
 /// Where a SPIR-V module's preamble ends (bytes).
 ///
 /// Past its header and its leading capabilities, extensions, instruction-set imports, memory model, entry
 /// points and execution modes. None when the words are not SPIR-V.
 pub fn preamble_end(words: &[u8]) -> Option<usize> {
-    let word = |i: usize| words.get(4 * i..4 * i + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
-    if word(0)? != SPIRV_MAGIC {
-        return None;
-    }
+    let word = spirv_words(words)?;
     let mut at = 5usize;
     while let Some(w) = word(at) {
         let (len, opcode) = ((w >> 16) as usize, w & 0xffff);
@@ -159,10 +162,7 @@ const MAX_ENTRY_POINTS: usize = 4;
 /// The entry points a SPIR-V module's first bytes declare, in order (each `OpEntryPoint`'s name), as far
 /// as `head` holds them. None when `head` is not SPIR-V or declares none in full.
 pub fn entry_points(head: &[u8]) -> Option<Vec<String>> {
-    let word = |i: usize| head.get(4 * i..4 * i + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
-    if word(0)? != SPIRV_MAGIC {
-        return None;
-    }
+    let word = spirv_words(head)?;
     let (mut at, mut names) = (5usize, Vec::new());
     while let Some(first) = word(at) {
         let (count, opcode) = ((first >> 16) as usize, first & 0xffff);

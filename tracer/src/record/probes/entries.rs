@@ -131,8 +131,7 @@ impl Entries {
         for key in keys {
             let Ok(tally) = self.steps.get(&key, 0) else { continue };
             drop(self.steps.remove(&key));
-            let calls: BTreeMap<u32, u64> =
-                tally.calls.iter().enumerate().filter(|&(_, &n)| n > 0).map(|(slot, &n)| (slot as u32, n)).collect();
+            let calls = trace::StepCalls::by_library(&tally.calls);
             if !calls.is_empty() {
                 out.push(Line::StepCalls(trace::StepCalls { pid: key, step: tally.step, calls, at_pass: None }));
             }

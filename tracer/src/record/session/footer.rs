@@ -81,7 +81,7 @@ impl Session<'_> {
         for (kind, per_cpu) in self.counts.drops_per_cpu() {
             footer.drops.insert(kind.into(), per_cpu);
         }
-        for c in Counter::ALL {
+        for &c in Counter::ALL {
             footer.counters.insert(c.name().into(), self.counts.counter(c));
         }
         footer.counters.insert("undecodable".into(), self.undecodable);

@@ -557,3 +557,11 @@ pub struct StepCalls {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_pass: Option<u64>,
 }
+
+impl StepCalls {
+    /// A step tally's counters (one slot per entry library id) as calls by library, the slots with none left
+    /// out.
+    pub(crate) fn by_library(slots: &[u64]) -> BTreeMap<u32, u64> {
+        slots.iter().enumerate().filter(|&(_, &n)| n > 0).map(|(slot, &n)| (slot as u32, n)).collect()
+    }
+}

@@ -248,8 +248,7 @@ pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         Some(RecordKind::StepCut) => {
             let r = read::<StepCutRecord>(bytes)?;
             let o = origin(&r.header);
-            let calls =
-                r.calls.iter().enumerate().filter(|&(_, &n)| n > 0).map(|(slot, &n)| (slot as u32, n)).collect();
+            let calls = StepCalls::by_library(&r.calls);
             Ok(Event::plain(o, Line::StepCalls(StepCalls { pid: o.pid, step: 0, calls, at_pass: Some(o.ts) })))
         }
         None => Err(DecodeError::UnknownKind(header.kind)),
@@ -302,13 +301,7 @@ fn decode_batch(bytes: &[u8]) -> Result<Event, DecodeError> {
             seq_ids,
             embd: r.flags & BATCH_EMBD != 0,
             fault: r.flags & (BATCH_FAULT | BATCH_STACK_FAULT) != 0,
-            previous_calls: r
-                .step_calls
-                .iter()
-                .enumerate()
-                .filter(|&(_, &n)| n > 0)
-                .map(|(slot, &n)| (slot as u32, n))
-                .collect(),
+            previous_calls: StepCalls::by_library(&r.step_calls),
             calls_uncounted: uncounted,
         }),
     ))
