@@ -9,7 +9,10 @@
 //! recordings, whose header may then carry `part` and whose footer may stop `rotated`; `8a5f83e`: the first
 //! that reads CUDA graph executables from the driver, writing `graph_exec` records; `522a71f`: the first
 //! whose `graph_exec` records carry their `route` and, for a check, the kernels read; `482366b`: the first
-//! whose `launch_sites` say how many launches `failed`, and whose runtime probes are multi-point links.)
+//! whose `launch_sites` say how many launches `failed`, and whose runtime probes are multi-point links;
+//! `2894f98`: the first whose footer counts drops per record kind (`step_cut` among them) and
+//! `step_tally_full`, and that can write `step_calls` cut at a pass and `spirv` kernels; its demo recorded
+//! with `--all-calls`, as `cargo xtask demo` records it since launches are probed at entry only.)
 
 use std::path::{Path, PathBuf};
 
@@ -20,7 +23,7 @@ fn compat(name: &str) -> PathBuf {
 }
 
 /// The builds whose traces are kept, oldest first.
-const BUILDS: [&str; 9] = [
+const BUILDS: [&str; 10] = [
     "2026-11-22-cf368ce",
     "2026-11-23-1f05bb8",
     "2026-11-23-ef4bb2b",
@@ -30,6 +33,7 @@ const BUILDS: [&str; 9] = [
     "2026-11-24-8a5f83e",
     "2026-11-24-522a71f",
     "2026-11-25-482366b",
+    "2026-11-28-2894f98",
 ];
 
 /// Whether a kept build is `commit` or later (17a875f: HIP launch sites, CUDA kernels' code files).
