@@ -9,9 +9,9 @@
     reason = "a benchmark prints rates computed from timings"
 )]
 
-use std::{fs::File, time::Instant};
+use std::time::Instant;
 
-use tracer::testing::{Attributor, decode::decode, trace};
+use tracer::testing::bench::Pipeline;
 use tracer_common::{ARG_SLOTS, ApiFunc, CALL_ENTRY_ONLY, CallRecord, NAME_MAX, NameRecord, RecordHeader, RecordKind};
 
 const PID: u64 = 0x3fff_ff00; // no such process: /proc lookups fail fast, as for a process that ended
@@ -79,38 +79,20 @@ fn call(i: u64) -> Vec<u8> {
     })
 }
 
-#[expect(clippy::iter_with_drain, reason = "one buffer serves every record")]
 fn run<E: AsRef<[u8]>>(
     events: impl IntoIterator<Item = E>,
     path: &std::path::Path,
     compress: bool,
     metrics: bool,
 ) -> (usize, f64) {
-    let mut writer = trace::Writer::new(File::create(path).expect("bench output"), compress).expect("writer");
-    if metrics {
-        // `record --metrics`: every record written also feeds the live counts.
-        let live = std::sync::Arc::new(std::sync::Mutex::new(tracer::testing::Metrics::new(true)));
-        writer.set_tap(Box::new(tracer::testing::Tap(live)));
-    }
-    writer
-        .write(&trace::Line::Header(Box::new(trace::Header {
-            format: trace::FORMAT.into(),
-            schema: trace::SCHEMA,
-            ..Default::default()
-        })))
-        .expect("the header is written");
-    let mut attr = Attributor::default();
-    let mut out = Vec::new();
+    let mut pipe = Pipeline::new(path, compress, metrics).expect("the bench trace is opened");
     let t = Instant::now();
     let mut n = 0;
     for e in events {
         n += 1;
-        attr.event(decode(e.as_ref()).expect("decodes"), &mut out);
-        for r in out.drain(..) {
-            writer.write(&r).expect("a record is written");
-        }
+        pipe.feed(e.as_ref()).expect("a record decodes and is written");
     }
-    writer.finish(trace::Footer { stop: trace::Stop::Signal, ..Default::default() }).expect("the footer is written");
+    pipe.finish().expect("the footer is written");
     (n, t.elapsed().as_secs_f64())
 }
 

@@ -15,14 +15,14 @@ use clap::{Args, Parser, Subcommand};
                   queues, graph replays, memory and synchronization calls, per process and per library copy. \
                   No LD_PRELOAD, no ptrace, no restart. Recording needs root."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub command: Cmd,
 }
 
 #[derive(Debug, Subcommand)]
 #[expect(clippy::large_enum_variant, reason = "parsed once per run; boxing would only add an indirection")]
-pub enum Cmd {
+pub(crate) enum Cmd {
     /// Record a trace: of a command (`-- COMMAND ARGS`), of running processes (--pid), or of every process
     /// that calls the probed libraries.
     Record(RecordCli),
@@ -38,20 +38,20 @@ pub enum Cmd {
 }
 
 #[derive(Debug, Args)]
-pub struct GenerateCli {
+pub(crate) struct GenerateCli {
     pub what: Generated,
     /// The directory to write into.
     pub dir: PathBuf,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum Generated {
+pub(crate) enum Generated {
     /// The man pages, tracer(1) and one per subcommand, in roff.
     Man,
 }
 
 #[derive(Debug, Args)]
-pub struct InspectCli {
+pub(crate) struct InspectCli {
     /// The library or program (e.g. libggml-hip.so).
     pub file: PathBuf,
     /// Only entries for this gfx target (e.g. gfx1201).
@@ -63,7 +63,7 @@ pub struct InspectCli {
 }
 
 #[derive(Debug, Args)]
-pub struct ExportCli {
+pub(crate) struct ExportCli {
     /// The trace file; or the parts of a rotated recording (several files, or their directory).
     #[arg(required = true, num_args = 1.., value_name = "TRACE")]
     pub files: Vec<PathBuf>,
@@ -79,7 +79,7 @@ pub struct ExportCli {
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
-pub enum ExportFormat {
+pub(crate) enum ExportFormat {
     Perfetto,
     Csv,
     /// Graphviz: the mapped GPU libraries and their dependencies, coloured by mapped / called / dispatched.
@@ -90,7 +90,7 @@ pub enum ExportFormat {
 }
 
 #[derive(Debug, Args)]
-pub struct RecordCli {
+pub(crate) struct RecordCli {
     /// Trace file to write: JSON Lines, zstd-compressed when the name ends in .zst (the default), plain
     /// when it does not (`-o run.jsonl`); `-` for standard output, plain.
     #[arg(short, long, default_value = "trace.jsonl.zst")]
@@ -210,7 +210,7 @@ pub(crate) enum ProbeModeArg {
 }
 
 #[derive(Debug, Args)]
-pub struct ReportCli {
+pub(crate) struct ReportCli {
     /// The trace file; or the parts of a rotated recording (several files, or their directory).
     #[arg(required = true, num_args = 1.., value_name = "TRACE")]
     pub files: Vec<PathBuf>,
@@ -241,7 +241,7 @@ fn parse_metrics_addr(s: &str) -> Result<std::net::SocketAddr, String> {
 
 /// Writes the man pages, tracer(1) and one per subcommand (tracer-record(1), ...), in roff, into `dir`:
 /// made from this definition by the clap project's generator.
-pub fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
+pub(crate) fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
     clap_mangen::generate_to(<Cli as clap::CommandFactory>::command(), dir)
 }
 

@@ -1,5 +1,5 @@
 //! The commands' fronts: one subcommand of a parsed command line run to its exit status, and its error said
-//! in one sentence. `main.rs` only parses.
+//! in one sentence. `main` only parses.
 //!
 //! Exit status: 0 on success; for `record -- COMMAND`, the command's own status (128 + N when a signal N
 //! ended it); 1 with one sentence on stderr when something failed; 2 for a usage error (clap's, before
@@ -21,7 +21,7 @@ use crate::{
 };
 
 /// Runs one subcommand to its exit status; an error is said on stderr as one sentence.
-pub fn run(cmd: Cmd) -> ExitCode {
+pub(crate) fn run(cmd: Cmd) -> ExitCode {
     match command(cmd) {
         Ok(code) => code,
         // The reader of our output went away (`| head`): it has what it wanted.

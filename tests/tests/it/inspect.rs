@@ -221,10 +221,8 @@ fn decode_stripped_copy(
     assert!(st.success(), "strip failed");
     let data = std::fs::read(&stripped).unwrap();
     assert!(object::File::parse(&*data).unwrap().symbol_table().is_none(), "strip left a symbol table");
-    let file = tracer::testing::os::CodeFile::user(&stripped).unwrap();
-    let reg = tracer::testing::names::registration::decode(&file)
-        .expect("the stripped library imports a registration function");
-    let recovered: BTreeMap<u64, String> = reg.by_handle.into_iter().collect();
+    let reg = tracer::testing::registrations(&stripped).expect("the stripped library imports a registration function");
+    let recovered: BTreeMap<u64, String> = reg.by_handle;
     println!(
         "{}: {kernels} kernel names in its device code, {} with a host handle symbol; stripped copy: {} registration calls, {} handles named, {} calls unresolved",
         lib.display(),
@@ -252,12 +250,8 @@ fn registration_calls_of_a_stripped_libggml_hip_name_every_kernel_as_its_symbol_
     let full = std::fs::read(&lib).unwrap();
     let elf = object::File::parse(&*full).unwrap();
     let fatbin = elf.section_by_name(".hip_fatbin").unwrap().data().unwrap();
-    let kernel_names: BTreeSet<String> = tracer::testing::names::open_bytes(fatbin, 0, None)
-        .into_iter()
-        .flat_map(|b| b.entries)
-        .flat_map(|e| e.kernels)
-        .map(|k| k.name)
-        .collect();
+    let kernel_names: BTreeSet<String> =
+        tracer::testing::code_objects(fatbin, 0).into_iter().flat_map(|(.., kernels)| kernels).collect();
     // A kernel of internal linkage built into several translation units has a handle in each.
     let truth: BTreeMap<u64, String> = elf
         .symbols()

@@ -221,13 +221,9 @@ fn code_objects(path: &std::path::Path) -> Vec<(String, u64, u64, Vec<String>)> 
     let elf = object::File::parse(&*data).unwrap();
     let fatbin = elf.section_by_name(".hip_fatbin").expect("a HIP binary");
     let (at, _) = fatbin.file_range().unwrap();
-    tracer::testing::names::open_bytes(fatbin.data().unwrap(), at, None)
+    tracer::testing::code_objects(fatbin.data().unwrap(), at)
         .into_iter()
-        .flat_map(|b| b.entries)
-        .filter_map(|e| {
-            let kernels = e.kernels.into_iter().map(|k| k.name).collect();
-            Some((e.target?, e.offset?, e.size, kernels))
-        })
+        .filter_map(|(target, offset, size, kernels)| Some((target?, offset?, size, kernels)))
         .collect()
 }
 

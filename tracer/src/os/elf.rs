@@ -18,7 +18,7 @@ use crate::os::files::{Bounded, CodeFile};
 pub(crate) type Segments = Vec<(u64, u64, u64)>;
 
 /// The file range of the section `name` (one with contents in the file).
-pub fn section_range(file: &CodeFile, name: &str) -> Option<(u64, u64)> {
+pub(crate) fn section_range(file: &CodeFile, name: &str) -> Option<(u64, u64)> {
     let view = file.elf();
     let header = FileHeader64::<object::Endianness>::parse(&view).ok()?;
     let endian = header.endian().ok()?;
@@ -30,7 +30,7 @@ pub fn section_range(file: &CodeFile, name: &str) -> Option<(u64, u64)> {
 /// What marks a file as GPU code or a user of a GPU runtime: the fat-binary sections it holds and the
 /// libraries it needs (`DT_NEEDED`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Dependencies {
+pub(crate) struct Dependencies {
     /// Names of the GPU code sections present (`.hip_fatbin`, `.nv_fatbin`, ...).
     pub(crate) code_sections: Vec<&'static str>,
     pub(crate) needed: Vec<String>,
@@ -45,7 +45,7 @@ pub struct Dependencies {
 pub(crate) const CODE_SECTIONS: [&str; 4] = [".hip_fatbin", ".nv_fatbin", "__nv_relfatbin", ".nvFatBinSegment"];
 
 /// The GPU code sections and `DT_NEEDED` entries of an ELF file; None for a file that is not ELF.
-pub fn dependencies(file: &CodeFile) -> Option<Dependencies> {
+pub(crate) fn dependencies(file: &CodeFile) -> Option<Dependencies> {
     let view = file.elf();
     let header = FileHeader64::<object::Endianness>::parse(&view).ok()?;
     let endian = header.endian().ok()?;
@@ -129,7 +129,7 @@ pub(crate) fn last_initializer_offset(file: &CodeFile) -> Option<u64> {
 }
 
 /// The GNU build-id, as hex.
-pub fn build_id(file: &CodeFile) -> Option<String> {
+pub(crate) fn build_id(file: &CodeFile) -> Option<String> {
     let view = file.elf();
     let elf = object::read::elf::ElfFile64::<object::Endianness, _>::parse(&view).ok()?;
     let id = elf.build_id().ok()??;
@@ -138,12 +138,12 @@ pub fn build_id(file: &CodeFile) -> Option<String> {
 }
 
 /// An ELF file parsed through a bounded view (symbol tables read, sections on demand).
-pub fn parse<'v, 'f>(view: &'v Bounded<'f>) -> Option<object::File<'v, &'v Bounded<'f>>> {
+pub(crate) fn parse<'v, 'f>(view: &'v Bounded<'f>) -> Option<object::File<'v, &'v Bounded<'f>>> {
     object::File::parse(view).ok()
 }
 
 /// An ELF file's `PT_LOAD` segments.
-pub fn segments<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>) -> Segments {
+pub(crate) fn segments<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>) -> Segments {
     file.segments()
         .map(|s| {
             let (off, size) = s.file_range();
@@ -154,7 +154,7 @@ pub fn segments<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>) -> Segme
 
 /// Symbols of an ELF file by virtual address (the first name at each address), symbol table and dynamic
 /// symbols both.
-pub fn symbols_by_address<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>) -> BTreeMap<u64, String> {
+pub(crate) fn symbols_by_address<'d, R: object::ReadRef<'d>>(file: &object::File<'d, R>) -> BTreeMap<u64, String> {
     let mut by_addr = BTreeMap::new();
     for sym in file.symbols().chain(file.dynamic_symbols()) {
         if sym.address() == 0 || sym.is_undefined() {
@@ -185,7 +185,7 @@ pub(crate) fn data_symbols<'d, R: object::ReadRef<'d>>(
 }
 
 /// The address of the exported (dynamic) symbol `name` and the file's segments.
-pub fn dynamic_symbol(file: &CodeFile, name: &str) -> Option<(u64, Segments)> {
+pub(crate) fn dynamic_symbol(file: &CodeFile, name: &str) -> Option<(u64, Segments)> {
     let view = file.elf();
     let elf = parse(&view)?;
     let addr = elf.dynamic_symbols().find(|s| s.name().is_ok_and(|n| n == name))?.address();
@@ -193,7 +193,7 @@ pub fn dynamic_symbol(file: &CodeFile, name: &str) -> Option<(u64, Segments)> {
 }
 
 /// Function symbols of a library: name -> file offset of the first instruction (where a uprobe goes).
-pub fn function_offsets(file: &CodeFile) -> Option<BTreeMap<String, u64>> {
+pub(crate) fn function_offsets(file: &CodeFile) -> Option<BTreeMap<String, u64>> {
     let view = file.elf();
     let elf = parse(&view)?;
     let mut out = BTreeMap::new();

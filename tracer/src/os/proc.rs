@@ -10,7 +10,7 @@ use rustix::fs::{Mode, OFlags};
 
 /// The fields of `/proc/PID/stat` tracer uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stat {
+pub(crate) struct Stat {
     pub(crate) ppid: u32,
     /// Clock ticks since boot: with the pid, names one process across pid reuse.
     pub(crate) start_time: u64,
@@ -19,7 +19,7 @@ pub struct Stat {
 
 /// One file mapping of `/proc/PID/maps` (anonymous, pseudo and deleted mappings are left out).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MapsEntry {
+pub(crate) struct MapsEntry {
     pub(crate) start: u64,
     pub(crate) end: u64,
     pub(crate) offset: u64,
@@ -276,7 +276,7 @@ fn stat_line(text: &[u8]) -> Option<StatLine> {
 
 /// `/proc/PID/stat` as tracer reads it; None for a process that has ended (a zombie included) or text
 /// that is not a stat line.
-pub fn parse_stat(text: &[u8]) -> Option<Stat> {
+pub(crate) fn parse_stat(text: &[u8]) -> Option<Stat> {
     let s = stat_line(text)?;
     // A zombie (or a task being torn down) has ended: nothing of it can be traced or read any more.
     if matches!(s.state, 'Z' | 'X' | 'x') {
@@ -289,12 +289,12 @@ pub fn parse_stat(text: &[u8]) -> Option<Stat> {
 ///
 /// tracer's own parser: procfs's panics on some paths a user can create (a file named `/SYSV` in a
 /// container's root; found by fuzzing). The kernel escapes a newline in a path, so each line is one mapping.
-pub fn parse_maps(text: &[u8]) -> Vec<MapsEntry> {
+pub(crate) fn parse_maps(text: &[u8]) -> Vec<MapsEntry> {
     String::from_utf8_lossy(text).lines().filter_map(maps_line).collect()
 }
 
 /// `/proc/PID/cmdline`: its NUL-separated arguments.
-pub fn parse_cmdline(bytes: &[u8]) -> Vec<String> {
+pub(crate) fn parse_cmdline(bytes: &[u8]) -> Vec<String> {
     let bytes = bytes.strip_suffix(b"\0").unwrap_or(bytes);
     if bytes.is_empty() {
         return Vec::new();

@@ -12,11 +12,12 @@ mod scan;
 mod schema;
 mod writer;
 
-pub use parts::Input;
+pub(crate) use parts::Input;
 pub use reader::{ReadStatus, read_file, read_from};
 pub use schema::*;
+pub use writer::Writer;
 pub(crate) use writer::{Endpoint, Serve};
-pub use writer::{Rotation, Tap, Writer};
+pub(crate) use writer::{Rotation, Tap};
 
 #[cfg(test)]
 mod tests {

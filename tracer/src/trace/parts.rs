@@ -31,7 +31,7 @@ pub(crate) const MAX_PARTS: usize = 100_000;
 
 /// One trace, or the parts of one rotated recording in order.
 #[derive(Clone, Debug)]
-pub struct Input {
+pub(crate) struct Input {
     /// (path, records its header says it restates).
     files: Vec<(PathBuf, u64)>,
     /// Several parts: the recording's name (the `-o` it was recorded with, in the first part's directory).
@@ -42,13 +42,13 @@ pub struct Input {
 
 impl Input {
     /// One file, as it is.
-    pub fn file(path: &Path) -> Self {
+    pub(crate) fn file(path: &Path) -> Self {
         Self { files: vec![(path.to_path_buf(), 0)], recording: None, notes: Vec::new() }
     }
 
     /// Files and directories given by the user: a single file reads as it is; several files, or a
     /// directory, must be the parts of one rotated recording.
-    pub fn new(paths: &[PathBuf]) -> Result<Self> {
+    pub(crate) fn new(paths: &[PathBuf]) -> Result<Self> {
         // (path, found in a directory)
         let mut files: Vec<(PathBuf, bool)> = Vec::new();
         let mut notes = Vec::new();
@@ -178,13 +178,13 @@ impl Input {
         Ok(Self { files: parts.into_iter().map(|(_, _, f, restated, _)| (f, restated)).collect(), recording, notes })
     }
 
-    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+    pub(crate) fn paths(&self) -> impl Iterator<Item = &Path> {
         self.files.iter().map(|(p, _)| p.as_path())
     }
 
     /// The input as the user would name it: the file, or which parts of which recording (`parts 0000-0003
     /// of DIR/run.jsonl.zst`).
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         match (self.files.as_slice(), &self.recording) {
             (files, Some(name)) => format!("{} of {name}", parts_read(files.len())),
             ([(one, _), ..], None) => one.display().to_string(),

@@ -46,7 +46,7 @@ pub struct Writer {
 
 /// When a recording starts a new file, and where.
 #[derive(Clone, Debug)]
-pub struct Rotation {
+pub(crate) struct Rotation {
     /// The first part's path (`NAME.0000.jsonl.zst`); the others differ in the number.
     pub first: PathBuf,
     pub max_bytes: Option<u64>,
@@ -171,7 +171,7 @@ impl Restate {
 }
 
 /// Sees every record written, in order (a recording's live metrics).
-pub trait Tap: Send {
+pub(crate) trait Tap: Send {
     fn record(&mut self, record: &Line);
 }
 
@@ -254,7 +254,7 @@ impl Writer {
 
     /// A rotated recording: `file` is its first part (at `rotation.first`), `output` the `-o` name the
     /// parts are named after.
-    pub fn rotating(file: File, compress: bool, rotation: Rotation, output: &Path) -> Result<Self> {
+    pub(crate) fn rotating(file: File, compress: bool, rotation: Rotation, output: &Path) -> Result<Self> {
         let mut w = Self::new(file, compress)?;
         w.parts = Some(Parts {
             path: rotation.first.clone(),
@@ -275,7 +275,7 @@ impl Writer {
     }
 
     /// Shows every record written from now on to `tap` too.
-    pub fn set_tap(&mut self, tap: Box<dyn Tap>) {
+    pub(crate) fn set_tap(&mut self, tap: Box<dyn Tap>) {
         self.tap = Some(tap);
     }
 
@@ -435,7 +435,7 @@ impl Writer {
         anyhow!("{why}: the recording ends in {shown}, which keeps every record written before; {remedy}")
     }
 
-    pub const fn counts(&self) -> &BTreeMap<&'static str, u64> {
+    pub(crate) const fn counts(&self) -> &BTreeMap<&'static str, u64> {
         &self.counts
     }
 

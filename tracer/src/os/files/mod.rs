@@ -45,7 +45,7 @@ pub(crate) const ELF_BUDGET: u64 = 256 << 20;
 
 /// Why a file was not read, or not read whole. Says which file.
 #[derive(Debug)]
-pub struct FileError {
+pub(crate) struct FileError {
     pub(crate) file: String,
     pub(crate) why: Why,
 }
@@ -338,7 +338,7 @@ impl Root {
 /// A regular file opened for reading by offset, with its identity and length as they were when it was
 /// opened.
 #[derive(Debug)]
-pub struct CodeFile {
+pub(crate) struct CodeFile {
     file: File,
     len: u64,
     dev: u64,
@@ -357,7 +357,7 @@ impl CodeFile {
     }
 
     /// A path the user of tracer gave on its command line.
-    pub fn user(path: &Path) -> Result<Self> {
+    pub(crate) fn user(path: &Path) -> Result<Self> {
         let label = path.display().to_string();
         let fd = rustix::fs::open(path, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
             .map_err(|e| FileError { file: label.clone(), why: Why::Open(e.into()) })?;
@@ -453,7 +453,7 @@ impl CodeFile {
     }
 
     /// An ELF view of the whole file for `object`, reading at most [`ELF_BUDGET`] bytes.
-    pub fn elf(&self) -> Bounded<'_> {
+    pub(crate) fn elf(&self) -> Bounded<'_> {
         Bounded::new(self, 0, self.len, ELF_BUDGET)
     }
 }
@@ -500,7 +500,7 @@ const STRING_MAX: u64 = 4096;
 /// Each range it asks for is read once (`pread`) and kept while the view lives; strings are read in
 /// chunks. Every read is checked against the window and charged to a budget, so a header claiming a
 /// gigabyte table is an error, not a gigabyte.
-pub struct Bounded<'f> {
+pub(crate) struct Bounded<'f> {
     file: &'f CodeFile,
     base: u64,
     len: u64,

@@ -118,7 +118,7 @@ pub(crate) struct Session {
 
 /// The live counts of a recording.
 #[derive(Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     /// The processes and kernels of the records so far, each dropped after its process exits.
     index: Index,
     feeder: Feeder,
@@ -209,7 +209,7 @@ impl Visitor for Counting {
 
 impl Metrics {
     /// Counts labelled by process name too when `comm_label`.
-    pub fn new(comm_label: bool) -> Self {
+    pub(crate) fn new(comm_label: bool) -> Self {
         Self {
             index: Index::forgetting_exited(),
             feeder: Feeder::listing_executions(),
@@ -444,7 +444,7 @@ pub(crate) fn with<T>(shared: &Shared, f: impl FnOnce(&mut Metrics) -> T) -> T {
 }
 
 /// The writer's tap feeding the metrics.
-pub struct Tap(pub Shared);
+pub(crate) struct Tap(pub(crate) Shared);
 
 impl crate::trace::Tap for Tap {
     fn record(&mut self, record: &Line) {

@@ -22,7 +22,7 @@ pub(crate) const MAX_SEQUENCE_STATES: usize = 4096;
 
 /// What one step's batch carried.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Composition {
+pub(crate) struct Composition {
     /// Tokens of each sequence that evaluated prompt tokens, in batch order.
     pub(crate) prompts: Vec<u32>,
     /// Sequences that decoded one token.
@@ -36,7 +36,7 @@ impl Composition {
         self.prompts.iter().map(|&n| u64::from(n)).sum()
     }
 
-    pub fn tokens(&self) -> u64 {
+    pub(crate) fn tokens(&self) -> u64 {
         self.prompt_tokens() + u64::from(self.decodes) + u64::from(self.unread)
     }
 
@@ -84,7 +84,7 @@ struct SeqState {
 
 /// The sequences of one process, by (context, sequence id).
 #[derive(Default)]
-pub struct Sequences {
+pub(crate) struct Sequences {
     states: HashMap<(u64, i32), SeqState>,
     /// Sequences judged without their state: more than [`MAX_SEQUENCE_STATES`] were kept.
     pub(crate) untracked: u64,
@@ -93,7 +93,7 @@ pub struct Sequences {
 impl Sequences {
     /// The composition of `b`, judged against each sequence's previous batch; then each sequence's state
     /// moves past this batch.
-    pub fn judge(&mut self, b: &StepBatch) -> Composition {
+    pub(crate) fn judge(&mut self, b: &StepBatch) -> Composition {
         // A sequence's runs in this batch, in order of first appearance: tokens, first position, and the
         // state after its last run.
         let mut seqs: Vec<(i32, u32, Option<i32>, SeqState)> = Vec::new();

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 mod batch;
 mod feed;
 mod report;
-pub use batch::{Composition, Sequences};
+pub(crate) use batch::{Composition, Sequences};
 pub(crate) use feed::{DriverReads, Execution, FamilyKey, Feeder, ProcessSteps, View};
 pub(crate) use report::{MAX_PASSES, MAX_SEQUENCES, PassReport, PassSequence, PhaseTotals};
 pub use report::{Phase, PhaseReport};

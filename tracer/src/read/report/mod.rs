@@ -21,7 +21,7 @@ pub(crate) use aggregate::ReportBuilder;
 use anyhow::Result;
 pub(crate) use job_times::{Coverage, JobsReport};
 use serde::Serialize;
-pub use text::TextOptions;
+pub(crate) use text::TextOptions;
 
 use crate::{
     read::phase::Feeder,

@@ -32,7 +32,7 @@ mod sites;
 pub(crate) use effects::Effects;
 use params::{give_plan, take_params};
 
-pub struct Attributor {
+pub(crate) struct Attributor {
     /// How process records are written (what each says lives in its entry, [`Process::said`]).
     pub(crate) processes: ProcessRecords,
     /// Kernel names: what every process shares (files, symbols, ids given).
@@ -244,7 +244,7 @@ impl Attributor {
         }
     }
 
-    pub fn event(&mut self, ev: Event, out: &mut Vec<Line>) {
+    pub(crate) fn event(&mut self, ev: Event, out: &mut Vec<Line>) {
         match ev {
             Event::Launch(l) => self.launch(l, out),
             Event::Call(c) => self.call(c, out),

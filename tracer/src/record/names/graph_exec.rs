@@ -34,13 +34,13 @@ const KERNEL: u32 = 0;
 const MAX_NODE_TYPE: u32 = 13;
 
 /// Most nodes read from one executable: a count above it is no count.
-pub const MAX_NODES: u32 = 100_000;
+pub(crate) const MAX_NODES: u32 = 100_000;
 /// Records read per piece.
 const RECORDS_PER_READ: usize = 1024;
 
 /// One node of an executable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Node {
+pub(crate) struct Node {
     /// Its `CUgraphNodeType`.
     pub(crate) kind: u32,
     /// A kernel node's `CUfunction` (0 for other nodes).
@@ -48,14 +48,14 @@ pub struct Node {
 }
 
 impl Node {
-    pub const fn is_kernel(&self) -> bool {
+    pub(crate) const fn is_kernel(&self) -> bool {
         self.kind == KERNEL
     }
 }
 
 /// Why an executable's nodes were not read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unread {
+pub(crate) enum Unread {
     /// The node count reads 0: the graph it was instantiated from is gone (destroyed after instantiation,
     /// as `PyTorch` does by default), or it has no node.
     Empty,
@@ -65,7 +65,7 @@ pub enum Unread {
 }
 
 /// The nodes of executable `exec`, in the driver's order.
-pub fn read(mem: &impl Memory, exec: u64) -> Result<Vec<Node>, Unread> {
+pub(crate) fn read(mem: &impl Memory, exec: u64) -> Result<Vec<Node>, Unread> {
     let list = read_u64(mem, exec.checked_add(EXEC_NODE_LIST).ok_or(Unread::Layout)?).ok_or(Unread::Layout)?;
     if list == 0 {
         return Err(Unread::Layout);
@@ -132,7 +132,7 @@ const COPIES_PER_READ: usize = 1024;
 
 /// What the second route read: the records listed, and the kernel node copies among them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Copies {
+pub(crate) struct Copies {
     /// Records listed: as many as the graph's nodes, or one more (every linear capture of 3 nodes or more
     /// measured), whose first is then no node of the graph.
     pub entries: u32,
@@ -150,7 +150,7 @@ pub struct Copies {
 /// Every listed record is read, and kept when it points at a kernel node that the executable owns (byte
 /// 0x18 of the node) with a function. A record pointing at anything else is passed over; a record that
 /// cannot be read, or no kernel node at all, refuses the whole.
-pub fn read_copies(mem: &impl Memory, exec: u64) -> Result<Copies, Unread> {
+pub(crate) fn read_copies(mem: &impl Memory, exec: u64) -> Result<Copies, Unread> {
     let mut at = exec;
     for hop in [EXEC_COPIES, COPIES_HOP, COPIES_HOP] {
         at = read_u64(mem, at.checked_add(hop).ok_or(Unread::Layout)?).ok_or(Unread::Layout)?;

@@ -10,7 +10,7 @@ use std::{fs, os::unix::fs::FileExt as _};
 const MAX_STRING: usize = 4096;
 
 /// Memory of a process, read without stopping it.
-pub trait Memory {
+pub(crate) trait Memory {
     /// Fills `buf` from `addr`; false when that memory cannot be read.
     fn read(&self, addr: u64, buf: &mut [u8]) -> bool;
 }
@@ -31,7 +31,7 @@ impl Memory for ProcMem {
 }
 
 /// Bytes standing for a process's memory from address `base` (a saved image; the fuzzer's input).
-pub struct Image<'a> {
+pub(crate) struct Image<'a> {
     pub base: u64,
     pub bytes: &'a [u8],
 }

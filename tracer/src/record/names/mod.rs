@@ -18,17 +18,17 @@ use std::{
     sync::Arc,
 };
 
-pub mod bundle;
+pub(crate) mod bundle;
 mod code;
 mod cuda;
 pub(crate) mod early;
 mod elf_symbols;
-pub mod graph_exec;
+pub(crate) mod graph_exec;
 mod maps;
 pub(crate) mod memory;
-pub mod registration;
-pub mod rocr;
-pub mod spirv;
+pub(crate) mod registration;
+pub(crate) mod rocr;
+pub(crate) mod spirv;
 
 pub(crate) use crate::trace::Source;
 use crate::{

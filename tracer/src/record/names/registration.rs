@@ -29,7 +29,7 @@ fn is_registration_symbol(name: &str) -> bool {
 
 /// What the registration calls of one file say.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Registrations {
+pub(crate) struct Registrations {
     /// Launch handle (virtual address in the file) -> mangled kernel name.
     pub by_handle: HashMap<u64, String>,
     /// Calls to a registration function found in the code.
@@ -49,7 +49,7 @@ const MAX_INSN: usize = 15;
 ///
 /// The file is read in bounded pieces: its dynamic tables through [`crate::os::files::Bounded`], its code one
 /// window at a time.
-pub fn decode(file: &CodeFile) -> Option<Registrations> {
+pub(crate) fn decode(file: &CodeFile) -> Option<Registrations> {
     let view = file.elf();
     let elf = crate::os::elf::parse(&view)?;
     if elf.architecture() != object::Architecture::X86_64 {

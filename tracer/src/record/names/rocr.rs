@@ -30,7 +30,7 @@ pub(crate) const MAX_ENTRIES: usize = 65_536;
 
 /// One loaded code object.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LoadedObject {
+pub(crate) struct LoadedObject {
     /// `l_addr`: what the loader added to the code object's virtual addresses.
     pub(crate) load_delta: u64,
     /// `l_name`.
@@ -39,7 +39,7 @@ pub struct LoadedObject {
 
 /// What one walk of the list gave.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct List {
+pub(crate) struct List {
     pub objects: Vec<LoadedObject>,
     /// Entries whose URI could not be read.
     pub(crate) unreadable: usize,
@@ -48,7 +48,7 @@ pub struct List {
 }
 
 /// Walks the list headed by the `r_debug` at `r_debug`; None when the head cannot be read.
-pub fn walk(mem: &impl Memory, r_debug: u64) -> Option<List> {
+pub(crate) fn walk(mem: &impl Memory, r_debug: u64) -> Option<List> {
     let mut next = read_u64(mem, r_debug.checked_add(8)?)?;
     let mut list = List::default();
     let mut seen = HashSet::new();
@@ -76,7 +76,7 @@ pub fn walk(mem: &impl Memory, r_debug: u64) -> Option<List> {
 
 /// Where a code object's bytes are, from its URI.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Uri {
+pub(crate) enum Uri {
     /// A file as the process sees it (decoded), and the code object's range in it; `size` None: the
     /// whole file (or all of it from `offset`).
     File { path: String, offset: u64, size: Option<u64> },
@@ -120,7 +120,7 @@ fn percent_decode(s: &str) -> Option<String> {
 }
 
 /// Parses a code object URI; None for anything outside the grammar.
-pub fn parse_uri(uri: &str) -> Option<Uri> {
+pub(crate) fn parse_uri(uri: &str) -> Option<Uri> {
     if let Some(rest) = uri.strip_prefix("file://") {
         let (path, range_part) = match rest.find(['#', '?']) {
             Some(at) => (&rest[..at], Some(&rest[at + 1..])),

@@ -37,7 +37,7 @@ const WINDOW: usize = CODE_CHUNKS as usize * NAME_MAX;
 /// One embedded shader: its array's name without `_data`, its size in bytes, and its end after its
 /// preamble (at most [`WINDOW`] bytes).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Shader {
+pub(crate) struct Shader {
     pub(super) name: String,
     pub(super) size: u64,
     pub(super) body_end: Box<[u8]>,
@@ -45,7 +45,7 @@ pub struct Shader {
 
 /// A file's SPIR-V arrays by their last [`NAME_MAX`] bytes.
 #[derive(Debug, Default)]
-pub struct ShaderIndex {
+pub(crate) struct ShaderIndex {
     pub(super) by_tail: HashMap<Box<[u8]>, Vec<Shader>>,
     /// Arrays left out: past [`MAX_SHADERS`], or whose bytes could not be read.
     pub(super) left_out: u64,
@@ -61,7 +61,7 @@ fn spirv_words(bytes: &[u8]) -> Option<impl Fn(usize) -> Option<u32>> {
 ///
 /// Past its header and its leading capabilities, extensions, instruction-set imports, memory model, entry
 /// points and execution modes. None when the words are not SPIR-V.
-pub fn preamble_end(words: &[u8]) -> Option<usize> {
+pub(crate) fn preamble_end(words: &[u8]) -> Option<usize> {
     let word = spirv_words(words)?;
     let mut at = 5usize;
     while let Some(w) = word(at) {
@@ -78,7 +78,7 @@ pub fn preamble_end(words: &[u8]) -> Option<usize> {
 
 impl ShaderIndex {
     /// The arrays of an ELF file: data symbols named `*_data` whose bytes are SPIR-V.
-    pub fn parse(file: &CodeFile) -> Option<Self> {
+    pub(crate) fn parse(file: &CodeFile) -> Option<Self> {
         let (symbols, segments) = {
             let view = file.elf();
             let elf = crate::os::elf::parse(&view)?;
@@ -122,7 +122,7 @@ impl ShaderIndex {
 
     /// The shader a module of `size` bytes whose code ends with `end` (at least [`NAME_MAX`] bytes) was
     /// made from; Err with how many arrays matched otherwise (0: none).
-    pub fn find(&self, size: u64, end: &[u8]) -> Result<&Shader, usize> {
+    pub(crate) fn find(&self, size: u64, end: &[u8]) -> Result<&Shader, usize> {
         let Some(tail) = end.len().checked_sub(NAME_MAX).map(|at| &end[at..]) else { return Err(0) };
         let same_end = |s: &Shader| {
             let n = s.body_end.len().min(end.len());
@@ -161,7 +161,7 @@ const MAX_ENTRY_POINTS: usize = 4;
 
 /// The entry points a SPIR-V module's first bytes declare, in order (each `OpEntryPoint`'s name), as far
 /// as `head` holds them. None when `head` is not SPIR-V or declares none in full.
-pub fn entry_points(head: &[u8]) -> Option<Vec<String>> {
+pub(crate) fn entry_points(head: &[u8]) -> Option<Vec<String>> {
     let word = spirv_words(head)?;
     let (mut at, mut names) = (5usize, Vec::new());
     while let Some(first) = word(at) {

@@ -55,7 +55,7 @@ macro_rules! raw_named_enum {
         }
 
         impl $name {
-            pub const fn from_raw(v: $raw) -> Self {
+            pub(crate) const fn from_raw(v: $raw) -> Self {
                 match v {
                     $($value => Self::$variant,)*
                     v => Self::Unknown(v),
@@ -69,7 +69,7 @@ macro_rules! raw_named_enum {
                 }
             }
 
-            pub fn from_name(s: &str) -> Option<Self> {
+            pub(crate) fn from_name(s: &str) -> Option<Self> {
                 Some(match s {
                     $($text => Self::$variant,)*
                     s => Self::Unknown(s.strip_prefix("unknown(")?.strip_suffix(')')?.parse().ok()?),
@@ -259,7 +259,7 @@ pub struct Call {
 
 impl Call {
     /// A call with only its origin, function, result and duration set.
-    pub const fn new(o: Origin, api: ApiFunc, ret: i64, dur: u64) -> Self {
+    pub(crate) const fn new(o: Origin, api: ApiFunc, ret: i64, dur: u64) -> Self {
         let Origin { ts, pid, tid, lib } = o;
         Self {
             ts,
@@ -289,7 +289,7 @@ impl Call {
     }
 
     /// The kernel object `hsa_executable_symbol_get_info` returned, when that is what it was asked for.
-    pub fn kernel_object(&self) -> Option<u64> {
+    pub(crate) fn kernel_object(&self) -> Option<u64> {
         (self.attribute == Some(tracer_common::api::HSA_SYMBOL_INFO_KERNEL_OBJECT)).then_some(self.value).flatten()
     }
 }
@@ -558,7 +558,7 @@ const fn is_zero_u32(n: &u32) -> bool {
 impl StepBatch {
     /// Groups a batch's tokens into runs: `seq[i]`, `pos[i]` (when given), `n_seq[i]` and `output[i]` of
     /// each token read, in order.
-    pub fn group(tokens: impl Iterator<Item = (i32, Option<i32>, i32, bool)>) -> Vec<SeqRun> {
+    pub(crate) fn group(tokens: impl Iterator<Item = (i32, Option<i32>, i32, bool)>) -> Vec<SeqRun> {
         let mut runs: Vec<SeqRun> = Vec::new();
         for (seq, pos, n_seq, output) in tokens {
             let follows = runs.last().is_some_and(|r| {

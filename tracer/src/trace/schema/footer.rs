@@ -36,7 +36,7 @@ pub struct Checkpoint {
 
 impl Checkpoint {
     /// Every record lost by then, in all (saturating, as [`Footer::total_drops`]).
-    pub fn total_drops(&self) -> u64 {
+    pub(crate) fn total_drops(&self) -> u64 {
         self.drops.values().fold(0u64, |sum, &n| sum.saturating_add(n))
     }
 }

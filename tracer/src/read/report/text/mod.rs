@@ -21,7 +21,7 @@ use crate::{trace, trace::event::ApiFunc};
 
 /// How the text report shows kernels.
 #[derive(Clone, Copy, Debug)]
-pub struct TextOptions {
+pub(crate) struct TextOptions {
     /// Whole demangled names, one row per name; else short names, variants of one function folded.
     pub full_names: bool,
     /// Kernel rows per process, most executions first; 0 for all.
@@ -35,7 +35,7 @@ impl Default for TextOptions {
 }
 
 impl Report {
-    pub fn to_text(&self, opts: &TextOptions) -> String {
+    pub(crate) fn to_text(&self, opts: &TextOptions) -> String {
         let mut s = String::new();
         self.write_text(&mut s, opts).expect("writing to a String cannot fail");
         s

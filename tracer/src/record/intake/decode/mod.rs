@@ -25,7 +25,7 @@ use crate::trace::{Line, StepCalls};
 /// kinds it passes on as they are come as their trace records ([`Event::Plain`]); names and process events
 /// become kernel and process records through attribution.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Event {
+pub(crate) enum Event {
     Launch(Launch),
     /// Boxed, the largest kind: an event moved along the data path costs a launch's size.
     Call(Box<Call>),
@@ -63,7 +63,7 @@ impl Event {
 /// Read at the call's return: attribution joins a module's chunks (farthest first, chunk 0 last) and
 /// names it by them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CodeTail {
+pub(crate) struct CodeTail {
     pub(crate) origin: Origin,
     pub(crate) api: ApiFunc,
     pub(crate) handle: u64,
@@ -78,7 +78,7 @@ pub struct CodeTail {
 /// A traced process opening a GPU runtime library by this path (as it gave it: absolute, or relative to
 /// its working directory).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Opened {
+pub(crate) struct Opened {
     pub(crate) origin: Origin,
     pub(crate) path: String,
     pub(crate) truncated: bool,
@@ -86,12 +86,13 @@ pub struct Opened {
 
 /// A name bound to a handle: a registration, a function or symbol lookup.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Name {
+#[expect(clippy::struct_field_names, reason = "a name record's text is the name")]
+pub(crate) struct Name {
     pub(crate) origin: Origin,
     pub(crate) api: ApiFunc,
     pub(crate) handle: u64,
     pub(crate) module: u64,
-    pub name: String,
+    pub(crate) name: String,
     pub(crate) truncated: bool,
     pub(crate) fault: bool,
 }
@@ -100,7 +101,7 @@ pub struct Name {
 ///
 /// Attribution joins them to the launch or dispatch that follows on the same thread with the same time.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Params {
+pub(crate) struct Params {
     pub(crate) origin: Origin,
     pub(crate) handle: u64,
     /// Bit i: parameter (or word) i was asked for.
@@ -111,7 +112,7 @@ pub struct Params {
 
 /// A process event: fork, exec, exit.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Proc {
+pub(crate) struct Proc {
     pub(crate) origin: Origin,
     pub(crate) event: ProcEvent,
     pub(crate) pid: u32,
@@ -121,7 +122,7 @@ pub struct Proc {
 
 /// Why a buffer could not be decoded. Counted by the caller, never silently dropped.
 #[derive(Debug, PartialEq, Eq)]
-pub enum DecodeError {
+pub(crate) enum DecodeError {
     Short { len: usize },
     UnknownKind(u16),
     UnknownFunc(u16),
@@ -179,7 +180,7 @@ pub(crate) const fn dim3(xy: u64, z: u64) -> [u32; 3] {
     [xy as u32, (xy >> 32) as u32, z as u32]
 }
 
-pub fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
     let header: RecordHeader = read(bytes)?;
     match RecordKind::from_u16(header.kind) {
         Some(RecordKind::Call) => decode_call(&read::<CallRecord>(bytes)?),

@@ -37,7 +37,7 @@ pub(crate) const MAX_CODE_OBJECT: u64 = 256 << 20;
 const MAX_ZSTD_BLOCKS: u64 = 1 << 20;
 
 /// Random access to the bytes a walk reads: a file's region, or a buffer (a decompressed bundle).
-pub trait Bytes {
+pub(crate) trait Bytes {
     fn size(&self) -> u64;
     /// Fills `buf` from `offset`; false when those bytes are not all there.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> bool;
@@ -86,7 +86,7 @@ impl Bytes for [u8] {
 }
 
 /// `len` bytes of a file from `base`.
-pub struct Region<'f> {
+pub(crate) struct Region<'f> {
     pub(crate) file: &'f CodeFile,
     pub(crate) base: u64,
     pub(crate) len: u64,
@@ -167,7 +167,7 @@ pub(crate) enum Body {
 
 /// One bundle, indexed by its header.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Header {
+pub(crate) struct Header {
     pub(crate) number: u32,
     /// In the file (or buffer) the walk read.
     pub offset: u64,
@@ -187,7 +187,7 @@ impl Header {
 
 /// The bundles of one fat binary, by their headers.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FatBinary {
+pub(crate) struct FatBinary {
     /// Where the walk read: the section's offset in its file and its length.
     pub(crate) base: u64,
     pub(crate) len: u64,
@@ -199,19 +199,19 @@ pub struct FatBinary {
 impl FatBinary {
     /// The fat binary of a file: its `.hip_fatbin` section, or the whole file when it is an offload
     /// bundle of its own (`hipcc --genco`, an extracted `.hipfb`). None when it carries neither.
-    pub fn of_file(file: &CodeFile) -> crate::os::files::Result<Option<Self>> {
+    pub(crate) fn of_file(file: &CodeFile) -> crate::os::files::Result<Option<Self>> {
         let Some((base, len)) = fat_binary_range(file)? else { return Ok(None) };
         Ok(Some(Self::walk(&Region { file, base, len }, base)))
     }
 
     /// The bytes the walk read, in `file` (the file it was made from).
-    pub const fn region<'f>(&self, file: &'f CodeFile) -> Region<'f> {
+    pub(crate) const fn region<'f>(&self, file: &'f CodeFile) -> Region<'f> {
         Region { file, base: self.base, len: self.len }
     }
 
     /// Indexes the bundles in `src`, whose byte 0 is at `base` in its file. Total: whatever the bytes,
     /// it ends (every step moves forward) and reads headers only.
-    pub fn walk(src: &(impl Bytes + ?Sized), base: u64) -> Self {
+    pub(crate) fn walk(src: &(impl Bytes + ?Sized), base: u64) -> Self {
         let end = src.size();
         let mut out = Self { base, len: end, ..Self::default() };
         let mut at = 0u64;
@@ -248,7 +248,7 @@ impl FatBinary {
     }
 
     /// The bundle that holds byte `offset` of the file (a registered fat binary points at its start).
-    pub fn bundle_at(&self, offset: u64) -> Option<&Header> {
+    pub(crate) fn bundle_at(&self, offset: u64) -> Option<&Header> {
         let i = self.bundles.partition_point(|b| b.offset <= offset);
         let b = self.bundles.get(i.checked_sub(1)?)?;
         (offset - b.offset < b.len.max(1)).then_some(b)
@@ -451,7 +451,7 @@ fn zstd_frame_len(src: &(impl Bytes + ?Sized), at: u64) -> Option<u64> {
 mod open;
 
 use open::kernels_of;
-pub use open::{Bundle, CodeKernel, Entry, NameIndex, Resources, kernel_symbols, open_all, open_bytes};
+pub(crate) use open::{Bundle, CodeKernel, NameIndex, Resources, kernel_symbols, open_all, open_bytes};
 
 #[cfg(test)]
 mod tests;

@@ -66,7 +66,7 @@ impl FatBinary {
 
     /// Which bundles define each kernel name, for kernels named from a file's symbols rather than by
     /// their registration (a late attach): every bundle opened once, one at a time.
-    pub fn name_index(&self, src: &(impl Bytes + ?Sized)) -> NameIndex {
+    pub(crate) fn name_index(&self, src: &(impl Bytes + ?Sized)) -> NameIndex {
         let mut index = NameIndex::default();
         for b in &self.bundles {
             match self.kernels(src, b, None, false) {
@@ -104,7 +104,7 @@ fn decompress(method: Method, stream: Box<dyn io::Read + '_>, declared: u64) -> 
 
 /// One offload bundle as `inspect` shows it; `K` is what a kernel is described by.
 #[derive(Debug, Default, Serialize)]
-pub struct Bundle<K = CodeKernel> {
+pub(crate) struct Bundle<K = CodeKernel> {
     /// "0000", "0001", …
     pub(crate) number: String,
     /// Offset of the bundle in the file.
@@ -118,7 +118,7 @@ pub struct Bundle<K = CodeKernel> {
 }
 
 #[derive(Debug, Default, Serialize)]
-pub struct Entry<K = CodeKernel> {
+pub(crate) struct Entry<K = CodeKernel> {
     pub(crate) triple: String,
     /// The gfx target of an AMDGPU entry (`gfx1030`, `gfx90a:xnack-`).
     pub target: Option<String>,
@@ -159,7 +159,7 @@ impl<K> Bundle<K> {
 }
 
 /// Every bundle of a fat binary opened in turn, for `inspect`: one bundle's code in memory at a time.
-pub fn open_all(src: &(impl Bytes + ?Sized), fat: &FatBinary, target: Option<&str>) -> Vec<Bundle> {
+pub(crate) fn open_all(src: &(impl Bytes + ?Sized), fat: &FatBinary, target: Option<&str>) -> Vec<Bundle> {
     fat.bundles
         .iter()
         .map(|h| {
@@ -179,13 +179,13 @@ pub fn open_all(src: &(impl Bytes + ?Sized), fat: &FatBinary, target: Option<&st
 
 /// The bundles in a buffer (a `.hip_fatbin` section's bytes, at `base` in its file), every one opened:
 /// what `inspect` shows of them, for bytes already in memory.
-pub fn open_bytes(data: &[u8], base: u64, target: Option<&str>) -> Vec<Bundle> {
+pub(crate) fn open_bytes(data: &[u8], base: u64, target: Option<&str>) -> Vec<Bundle> {
     open_all(data, &FatBinary::walk(data, base), target)
 }
 
 /// Which offload bundles of a file define each kernel name.
 #[derive(Debug, Default)]
-pub struct NameIndex {
+pub(crate) struct NameIndex {
     by_name: HashMap<Box<str>, Vec<u32>>,
     /// Bundles that could not be opened (corrupt, over a cap): their kernels are in no list.
     pub(crate) unreadable: u32,
@@ -193,14 +193,14 @@ pub struct NameIndex {
 
 impl NameIndex {
     /// The bundle numbers ("0042") that define `name`, in order.
-    pub fn bundles_defining(&self, name: &str) -> Vec<String> {
+    pub(crate) fn bundles_defining(&self, name: &str) -> Vec<String> {
         self.by_name.get(name).into_iter().flatten().map(|n| format!("{n:04}")).collect()
     }
 }
 
 /// A kernel of a code object.
 #[derive(Debug, Default, Serialize)]
-pub struct CodeKernel {
+pub(crate) struct CodeKernel {
     pub name: String,
     /// From the code object's AMDGPU metadata note, where present (and asked for).
     pub(crate) resources: Option<Resources>,
@@ -208,7 +208,7 @@ pub struct CodeKernel {
 
 /// A kernel's resource use as the compiler recorded it (`amdhsa.kernels` in the `NT_AMDGPU_METADATA` note).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Resources {
+pub(crate) struct Resources {
     pub(crate) sgprs: Option<u64>,
     pub(crate) vgprs: Option<u64>,
     /// Accumulation registers (CDNA's MFMA), 0 elsewhere.
@@ -227,7 +227,7 @@ pub struct Resources {
 
 /// The kernels of an AMDGPU code object: its `NAME.kd` symbols (kernel descriptors), as (NAME, address
 /// of the descriptor in the code object), sorted.
-pub fn kernel_symbols<'d, R: ReadRef<'d>>(elf: &object::File<'d, R>) -> Vec<(String, u64)> {
+pub(crate) fn kernel_symbols<'d, R: ReadRef<'d>>(elf: &object::File<'d, R>) -> Vec<(String, u64)> {
     let mut kernels: Vec<(String, u64)> = elf
         .symbols()
         .chain(elf.dynamic_symbols())
