@@ -471,3 +471,37 @@ pub fn run_measured(cmd: &mut Command, limit: Duration) -> (std::process::ExitSt
     let out: String = readers.into_iter().flatten().map(|r| r.join().unwrap_or_default()).collect();
     (std::process::ExitStatus::from_raw(status), usage.ru_maxrss as u64, out)
 }
+
+/// Runs `script` as root in a qemu guest of Debian 12's kernel, with tracer at `/guest/bin/tracer`.
+///
+/// `fixtures/kmod/guest.sh` boots it, with `envs` for its knobs; what the guest printed is returned, asserted to
+/// have ended with status 0.
+pub fn guest(script: &str, envs: &[(&str, &str)]) -> String {
+    let script_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/kmod/guest.sh");
+    let o = Command::new(&script_path)
+        .env("GUEST_ELFS", tracer_bin())
+        .env("GUEST_CMD", script)
+        .envs(envs.iter().copied())
+        .output()
+        .expect("guest.sh runs");
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "guest.sh failed: {out}\n{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+/// The text a guest printed between `@@BEGIN name` and `@@END name`.
+pub fn section<'a>(out: &'a str, name: &str) -> &'a str {
+    let begin = format!("@@BEGIN {name}\n");
+    let start = out.find(&begin).map(|i| i + begin.len());
+    assert!(start.is_some(), "no section {name} in: {out}");
+    let start = start.expect("checked");
+    let len = out[start..].find(&format!("@@END {name}")).expect("section ends");
+    &out[start..start + len]
+}
+
+/// A trace a guest printed as section `name`, read back here.
+pub fn guest_trace(out: &str, name: &str) -> Vec<Line> {
+    let path = scratch(&format!("guest-{name}")).join("t.jsonl");
+    std::fs::write(&path, section(out, name)).expect("scratch file");
+    read_trace(&path)
+}

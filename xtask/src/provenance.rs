@@ -58,10 +58,12 @@ pub(crate) fn check() -> Result<()> {
     Ok(())
 }
 
-/// What `fixtures/kmod/guest.sh` runs on the host to boot the GPU scheduler tests' kernel: qemu, the guest's
-/// busybox, the kernel's own compiler for the driver test double, and the tools that unpack Debian's kernel.
-const GUEST_PROGRAMS: [&str; 8] =
-    ["qemu-system-x86_64", "busybox", "gcc-12", "make", "xz", "depmod", "dpkg-deb", "apt-get"];
+/// What `fixtures/kmod/guest.sh` runs on the host to boot the GPU scheduler and null GPU tests' kernel: qemu, the
+/// guest's busybox, the kernel's own compiler for the driver test doubles, the tools that unpack Debian's kernel;
+/// and what `fixtures/kmod/null_gpu_root.sh` runs to copy the null GPU's user space (chroot, for the root's own
+/// ldd) and build its `hip_device_count` (gcc).
+const GUEST_PROGRAMS: [&str; 10] =
+    ["qemu-system-x86_64", "busybox", "gcc-12", "make", "xz", "depmod", "dpkg-deb", "apt-get", "chroot", "gcc"];
 
 /// Headers and libraries of every fixture, and the programs the tests and xtask run.
 fn used_files() -> Result<Vec<Used>> {

@@ -5,7 +5,7 @@
 //! `gpu_scheduler` tracepoints. `cargo xtask build` prepares the kernel and the module
 //! (`fixtures/kmod/guest.sh --prepare`).
 
-use std::{collections::BTreeMap, path::Path, process::Command};
+use std::collections::BTreeMap;
 
 use integration_tests::*;
 
@@ -14,33 +14,7 @@ const GPU_US: u64 = 300;
 
 /// Runs `script` in the guest as root, with tracer at `/guest/bin/tracer`; what it printed.
 fn in_guest(script: &str) -> String {
-    let guest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/kmod/guest.sh");
-    let o = Command::new(&guest)
-        .env("GUEST_ELFS", tracer_bin())
-        .env("GUEST_CMD", script)
-        .env("GUEST_GPU_US", GPU_US.to_string())
-        .output()
-        .expect("guest.sh runs");
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(o.status.success(), "guest.sh failed: {out}\n{}", String::from_utf8_lossy(&o.stderr));
-    out
-}
-
-/// The text the guest printed between `@@BEGIN name` and `@@END name`.
-fn section<'a>(out: &'a str, name: &str) -> &'a str {
-    let begin = format!("@@BEGIN {name}\n");
-    let start = out.find(&begin).map(|i| i + begin.len());
-    assert!(start.is_some(), "no section {name} in: {out}");
-    let start = start.expect("checked");
-    let len = out[start..].find(&format!("@@END {name}")).expect("section ends");
-    &out[start..start + len]
-}
-
-/// A trace printed by the guest, read back here.
-fn records(out: &str, name: &str) -> Vec<Line> {
-    let path = scratch(&format!("gpu-jobs-{name}")).join("t.jsonl");
-    std::fs::write(&path, section(out, name)).expect("scratch file");
-    read_trace(&path)
+    guest(script, &[("GUEST_GPU_US", &GPU_US.to_string())])
 }
 
 fn jobs(records: &[Line]) -> Vec<&trace::Job> {
@@ -63,7 +37,7 @@ fn a_process_s_gpu_scheduler_jobs_are_recorded_and_timed_on_a_real_kernel() {
          echo '@@BEGIN metrics'; cat /tmp/metrics.txt; echo '@@END metrics'
          echo '@@BEGIN report'; tracer report --json /tmp/a.jsonl; echo '@@END report'",
     );
-    let a = records(&out, "a");
+    let a = guest_trace(&out, "a");
     let header = a.iter().find_map(|r| if let Line::Header(h) = r { Some(h) } else { None }).expect("header");
     assert_eq!(header.options.job_tracepoints, ["drm_sched_job", "drm_run_job", "drm_sched_process_job"]);
     assert!(header.kernel_release.starts_with("6.1."), "Debian 12's kernel: {}", header.kernel_release);
@@ -103,7 +77,7 @@ fn a_process_s_gpu_scheduler_jobs_are_recorded_and_timed_on_a_real_kernel() {
     // On kernels that count a skipped program run (6.7 on), each missing done stage is counted.
     assert!(missed == 0 || done + missed == 8, "{done} done, {missed} counted missed");
     // Another recording, of a command that submits nothing, beside jobs of a process it does not trace.
-    let b = records(&out, "b");
+    let b = guest_trace(&out, "b");
     assert!(jobs(&b).is_empty(), "jobs of an untraced process were recorded: {:#?}", jobs(&b));
 
     let report: serde_json::Value = serde_json::from_str(section(&out, "report")).expect("report JSON");
@@ -125,7 +99,7 @@ fn a_process_s_gpu_scheduler_jobs_are_recorded_and_timed_on_a_real_kernel() {
     assert!(g["busy_ns"].as_u64().unwrap() >= done * GPU_US * 1000, "{g}");
 
     // The live metrics count the same jobs done as the recording's own trace holds.
-    let metered = records(&out, "m");
+    let metered = guest_trace(&out, "m");
     let done_m = jobs(&metered).iter().filter(|j| j.stage == trace::JobStage::Done).count() as u64;
     let metrics = section(&out, "metrics");
     let series = r#"tracer_gpu_jobs_total{comm="submit_jobs",role="",model="",ring="double_ring"} "#;

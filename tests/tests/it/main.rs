@@ -17,6 +17,7 @@ mod hostile;
 mod inspect;
 mod library_stack;
 mod neighbours;
+mod null_gpu;
 mod ollama;
 mod package;
 mod phases;
