@@ -269,21 +269,27 @@ fn debian_mirror() -> Result<String> {
 /// `DuckDB`'s Python package, which reads back `tracer export --format parquet` in a test: installed with
 /// Debian's Python and pip into `target/pylib` (the tests put it on `PYTHONPATH`), not into the system's
 /// Python.
-const DUCKDB: &str = "duckdb==1.5.6";
+/// The tests' Python packages, pinned: `DuckDB` reads the Parquet exports; numpy and gguf write the null GPU test's
+/// tiny model (`fixtures/kmod/tiny_llama.py`).
+const PY_PACKAGES: [&str; 3] = ["duckdb==1.5.6", "numpy==2.4.6", "gguf==0.19.0"];
 
 fn python_packages() -> Result<()> {
     let dir = pylib();
     let have = Command::new("/usr/bin/python3")
-        .args(["-c", "import duckdb, sys; sys.exit(0 if duckdb.__version__ == sys.argv[1] else 1)"])
-        .arg(DUCKDB.trim_start_matches("duckdb=="))
+        .args([
+            "-c",
+            "import sys, importlib.metadata as m; sys.exit(0 if all(m.version(n) == v for n, v in (p.split('==') for p in sys.argv[1:])) else 1)",
+        ])
+        .args(PY_PACKAGES)
         .env("PYTHONPATH", &dir)
         .output()
         .is_ok_and(|o| o.status.success());
+    let list = PY_PACKAGES.join(" ");
     if have {
-        step(&format!("Python {DUCKDB} in {}: present", dir.display()));
+        step(&format!("Python {list} in {}: present", dir.display()));
         return Ok(());
     }
-    step(&format!("installing Python {DUCKDB} into {} with pip", dir.display()));
+    step(&format!("installing Python {list} into {} with pip", dir.display()));
     run(Command::new("/usr/bin/python3")
         .args([
             "-m",
@@ -297,7 +303,7 @@ fn python_packages() -> Result<()> {
             "--target",
         ])
         .arg(&dir)
-        .arg(DUCKDB))
+        .args(PY_PACKAGES))
 }
 
 /// Where the tests' Python packages live.

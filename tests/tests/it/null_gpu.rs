@@ -126,11 +126,19 @@ fn number(text: &str) -> u64 {
     text.strip_prefix("0x").map_or_else(|| text.parse(), |hex| u64::from_str_radix(hex, 16)).expect("a number")
 }
 
-/// The double's packet log for process `pid`: each queue's ring address and the packets consumed from it, in order
-/// (each line ends with ` #N`, its place among both logs' lines).
-fn consumed(log: &str, pid: u32) -> BTreeMap<u64, Vec<Packet>> {
+/// What the double consumed for process `pid`, by queue ring address.
+#[derive(Default)]
+struct Consumed {
+    /// Each ring's packets, in order.
+    packets: BTreeMap<u64, Vec<Packet>>,
+    /// Each ring's size in bytes, from its `CREATE_QUEUE`.
+    sizes: BTreeMap<u64, u64>,
+}
+
+/// The double's packet log for process `pid` (each line ends with ` #N`, its place among both logs' lines).
+fn consumed(log: &str, pid: u32) -> Consumed {
     let mut rings: BTreeMap<u64, u64> = BTreeMap::new(); // queue id -> ring
-    let mut by_ring: BTreeMap<u64, Vec<Packet>> = BTreeMap::new();
+    let mut c = Consumed::default();
     for line in log.lines() {
         let t: Vec<&str> = line.split_whitespace().collect();
         if t.first().map(|p| number(p)) != Some(u64::from(pid)) {
@@ -139,7 +147,9 @@ fn consumed(log: &str, pid: u32) -> BTreeMap<u64, Vec<Packet>> {
         let field = |key: &str| t.iter().position(|w| *w == key).map(|i| t[i + 1]);
         match t.get(1) {
             Some(&"create") => {
-                rings.insert(number(t[3]), number(field("ring").expect("a ring")));
+                let ring = number(field("ring").expect("a ring"));
+                rings.insert(number(t[3]), ring);
+                c.sizes.insert(ring, number(field("size").expect("a size")));
                 continue;
             }
             Some(&"queue") => {}
@@ -154,7 +164,7 @@ fn consumed(log: &str, pid: u32) -> BTreeMap<u64, Vec<Packet>> {
             other => other, // no other type is written by HIP; an unknown one fails the comparison
         };
         let dispatch = kind == "kernel-dispatch";
-        by_ring.entry(ring).or_default().push(Packet {
+        c.packets.entry(ring).or_default().push(Packet {
             index: number(field("index").expect("an index")),
             kind: kind.to_owned(),
             dims: if dispatch { number(field("dims").expect("dims")) } else { 0 },
@@ -165,7 +175,45 @@ fn consumed(log: &str, pid: u32) -> BTreeMap<u64, Vec<Packet>> {
             signal: number(field("signal").expect("a signal")),
         });
     }
-    by_ring
+    c
+}
+
+/// What tracer read at the doorbells, by the ring of the queue it saw created (`hsa_queue_create`).
+fn read_by_tracer(records: &[Line]) -> BTreeMap<u64, Vec<Packet>> {
+    let queues: Vec<&trace::Queue> =
+        records.iter().filter_map(|r| if let Line::Queue(q) = r { Some(q) } else { None }).collect();
+    let mut seen: BTreeMap<u64, Vec<Packet>> = queues.iter().map(|q| (q.base_address, Vec::new())).collect();
+    for r in records {
+        let Line::Dispatch(d) = r else { continue };
+        let q = queues.iter().find(|q| q.queue == d.queue).expect("a dispatch on a queue tracer saw created");
+        let [g0, g1, g2] = d.grid;
+        let [w0, w1, w2] = d.workgroup;
+        seen.entry(q.base_address).or_default().push(Packet {
+            index: d.index,
+            kind: d.packet.name().into_owned(),
+            dims: u64::from(d.dimensions),
+            kernel_object: d.kernel_object,
+            grid: format!("{g0},{g1},{g2}"),
+            workgroup: format!("{w0},{w1},{w2}"),
+            kernarg: d.kernarg,
+            signal: d.completion_signal,
+        });
+    }
+    seen
+}
+
+/// The name of the kernel a dispatch ran, as tracer named it.
+fn dispatched_names(records: &[Line]) -> Vec<Option<String>> {
+    let names: BTreeMap<u32, &str> = kernels(records).into_iter().map(|k| (k.id, k.name.as_str())).collect();
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Line::Dispatch(d) if d.packet.name() == "kernel-dispatch" => {
+                Some(d.kernel.and_then(|k| names.get(&k)).map(|n| (*n).to_owned()))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// HIP's own fill kernel, launched three times and synchronized, reaches the null GPU as real AQL packets on a real
@@ -201,35 +249,21 @@ fn hip_s_fill_kernel_reaches_the_null_gpu_as_aql_packets_and_tracer_reads_each_a
     let pid = exec_of(&records, "hip_fill").expect("hip_fill ran").pid;
     let log = section(&out, "packets");
     let truth = consumed(log, pid);
-    let queues: Vec<&trace::Queue> =
-        records.iter().filter_map(|r| if let Line::Queue(q) = r { Some(q) } else { None }).collect();
-    assert_eq!(queues.len(), 1, "{queues:?}");
-    let mut seen: BTreeMap<u64, Vec<Packet>> = BTreeMap::new();
-    for r in &records {
-        let Line::Dispatch(d) = r else { continue };
-        let q = queues.iter().find(|q| q.queue == d.queue).expect("a dispatch on a queue tracer saw created");
-        let [g0, g1, g2] = d.grid;
-        let [w0, w1, w2] = d.workgroup;
-        seen.entry(q.base_address).or_default().push(Packet {
-            index: d.index,
-            kind: d.packet.name().into_owned(),
-            dims: u64::from(d.dimensions),
-            kernel_object: d.kernel_object,
-            grid: format!("{g0},{g1},{g2}"),
-            workgroup: format!("{w0},{w1},{w2}"),
-            kernarg: d.kernarg,
-            signal: d.completion_signal,
-        });
-    }
-    let ring = queues[0].base_address;
-    assert_eq!(seen.get(&ring), truth.get(&ring), "tracer's packets, then the double's, on ring {ring:#x}:\n{log}");
-    let fills = &truth[&ring];
+    let seen = read_by_tracer(&records);
+    assert_eq!(seen.len(), 1, "one queue made by hsa_queue_create: {:?}", seen.keys());
+    let (&ring, packets) = seen.iter().next().expect("one queue");
     assert_eq!(
-        fills.iter().map(|p| p.kind.as_str()).collect::<Vec<_>>(),
+        Some(packets),
+        truth.packets.get(&ring),
+        "tracer's packets, then the double's, on ring {ring:#x}:\n{log}"
+    );
+    assert_eq!(
+        packets.iter().map(|p| p.kind.as_str()).collect::<Vec<_>>(),
         ["kernel-dispatch", "kernel-dispatch", "kernel-dispatch", "barrier-and"]
     );
     // Every kernel dispatch the double consumed is on the queue tracer saw.
     let elsewhere: Vec<&Packet> = truth
+        .packets
         .iter()
         .filter(|(r, _)| **r != ring)
         .flat_map(|(_, p)| p)
@@ -237,7 +271,88 @@ fn hip_s_fill_kernel_reaches_the_null_gpu_as_aql_packets_and_tracer_reads_each_a
         .collect();
     assert!(elsewhere.is_empty(), "kernel dispatches on queues tracer did not see: {elsewhere:?}");
     // The dispatches are named: CLR's fill kernel.
-    let d = records.iter().find_map(|r| if let Line::Dispatch(d) = r { d.kernel } else { None }).expect("named");
-    let name = kernels(&records).into_iter().find(|k| k.id == d).map(|k| k.name.clone()).expect("its kernel");
+    let names = dispatched_names(&records);
+    let name = names[0].clone().expect("named");
+    assert!(names.iter().all(|n| n.as_deref() == Some(name.as_str())), "{names:?}");
     assert!(name.starts_with("__amd_rocclr_fillBuffer"), "{name}");
+}
+
+/// llama.cpp as Debian unstable ships it (llama-bench, ggml 0.27's HIP backend with its 1.2 GB libggml-hip,
+/// HIP 6.4.3, `ROCr` 6.4.3, shared read-only into the guest whole over 9p, no file changed) runs a prompt of 8 tokens
+/// and 4 generated ones with every layer offloaded (`-ngl 99`) on the null GPU, on a tiny random `Q4_K_M` model. ggml
+/// finds "AMD Radeon RX 7900 XTX, gfx1100" and its kernels reach the double as real AQL packets, HIP graph replays
+/// included. tracer, recording from the start, reads at the doorbells every packet of every queue made by
+/// `hsa_queue_create`, exactly as the double consumed them, names every kernel dispatched (ggml's `Q4_K` mat-vec and
+/// flash attention among them), and loses nothing. What it does not see is said: `ROCr`'s internal 4 KiB queues
+/// (code-object and copy blits, rung without `hsa_signal_store_screlease`).
+#[test]
+fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every_packet_of_its_queues() {
+    let sid = std::env::var("TRACER_SID_ROOT").expect("TRACER_SID_ROOT is set by `cargo xtask test`");
+    let files = scratch("null-gpu-model");
+    let model = Command::new("/usr/bin/python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/kmod/tiny_llama.py"))
+        .arg(files.join("f16.gguf"))
+        .env("PYTHONPATH", std::env::var("TRACER_PYLIB").expect("TRACER_PYLIB (set by cargo xtask test)"))
+        .output()
+        .expect("python3 runs");
+    assert!(model.status.success(), "{}", String::from_utf8_lossy(&model.stderr));
+    let out = guest(
+        "S=/guest/9p
+         for d in proc sys dev tmp; do mount --bind /$d $S/$d; done
+         cp /guest/f16.gguf /tmp/
+         chroot $S llama-quantize /tmp/f16.gguf /tmp/q4.gguf Q4_K_M > /tmp/q.out 2>&1 || { cat /tmp/q.out; exit 1; }
+         timeout 900 tracer record -q -o /tmp/lb.jsonl -- \
+           chroot $S llama-bench -m /tmp/q4.gguf -p 8 -n 4 -ngl 99 -r 1 > /tmp/lb.out 2>&1; rc=$?
+         echo '@@BEGIN bench'; cat /tmp/lb.out; echo '@@END bench'
+         [ $rc = 0 ] || exit 1
+         echo '@@BEGIN lb'; cat /tmp/lb.jsonl; echo '@@END lb'
+         echo '@@BEGIN packets'; cat /sys/kernel/debug/null_gpu/packets; echo '@@END packets'",
+        &[
+            ("GUEST_NULL_GPU", "1"),
+            ("GUEST_9P", &sid),
+            ("GUEST_MEM", "6144"),
+            ("GUEST_TIMEOUT", "1500"),
+            ("GUEST_FILES", files.to_str().expect("UTF-8 path")),
+        ],
+    );
+    drop(std::fs::remove_dir_all(&files));
+    let bench = section(&out, "bench");
+    assert!(
+        bench.contains("AMD Radeon RX 7900 XTX, gfx1100") && bench.contains(" pp8 |") && bench.contains(" tg4 |"),
+        "{bench}"
+    );
+
+    let records = guest_trace(&out, "lb");
+    assert_eq!(footer(&records).total_drops(), 0);
+    let pid = exec_of(&records, "llama-bench").expect("llama-bench ran").pid;
+    let truth = consumed(section(&out, "packets"), pid);
+    let seen = read_by_tracer(&records);
+    for (ring, packets) in &seen {
+        assert!(truth.sizes.contains_key(ring), "the double made each queue tracer saw made: {ring:#x}");
+        let consumed = truth.packets.get(ring).map_or(&[][..], Vec::as_slice);
+        assert_eq!(packets.as_slice(), consumed, "tracer's packets, then the double's, on ring {ring:#x}");
+    }
+    let compared: usize = seen.values().map(|p| p.iter().filter(|p| p.kind == "kernel-dispatch").count()).sum();
+    let unseen: Vec<(u64, u64, usize)> = truth
+        .packets
+        .iter()
+        .filter(|(ring, _)| !seen.contains_key(ring))
+        .map(|(ring, p)| (*ring, truth.sizes[ring], p.iter().filter(|p| p.kind == "kernel-dispatch").count()))
+        .collect();
+    let unseen_said: Vec<String> =
+        unseen.iter().map(|(ring, size, n)| format!("ring {ring:#x} ({size} bytes): {n} kernel dispatches")).collect();
+    println!(
+        "kernel dispatches read by tracer, equal to the double's: {compared}; on ROCr's own queues: {unseen_said:?}"
+    );
+    assert!(compared > 300, "{compared}");
+    assert!(
+        unseen.iter().all(|&(_, size, _)| size == 4096),
+        "only ROCr's internal 4 KiB queues go unseen: {unseen_said:?}"
+    );
+
+    let names = dispatched_names(&records);
+    assert!(names.iter().all(Option::is_some), "every dispatch named");
+    let named = |part: &str| names.iter().flatten().filter(|n| n.contains(part)).count();
+    assert!(named("mul_mat_vec_qIL9ggml_type12") > 0, "ggml's Q4_K mat-vec (MMVQ): {names:?}");
+    assert!(named("flash_attn") > 0, "ggml's flash attention: {names:?}");
 }
