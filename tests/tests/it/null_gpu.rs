@@ -277,14 +277,52 @@ fn hip_s_fill_kernel_reaches_the_null_gpu_as_aql_packets_and_tracer_reads_each_a
     assert!(name.starts_with("__amd_rocclr_fillBuffer"), "{name}");
 }
 
-/// llama.cpp as Debian unstable ships it (llama-bench, ggml 0.27's HIP backend with its 1.2 GB libggml-hip,
-/// HIP 6.4.3, `ROCr` 6.4.3, shared read-only into the guest whole over 9p, no file changed) runs a prompt of 8 tokens
-/// and 4 generated ones with every layer offloaded (`-ngl 99`) on the null GPU, on a tiny random `Q4_K_M` model. ggml
-/// finds "AMD Radeon RX 7900 XTX, gfx1100" and its kernels reach the double as real AQL packets, HIP graph replays
-/// included. tracer, recording from the start, reads at the doorbells every packet of every queue made by
-/// `hsa_queue_create`, exactly as the double consumed them, names every kernel dispatched (ggml's `Q4_K` mat-vec and
-/// flash attention among them), and loses nothing. What it does not see is said: `ROCr`'s internal 4 KiB queues
-/// (code-object and copy blits, rung without `hsa_signal_store_screlease`).
+/// One llama-bench run's trace (section `trace` of the guest's output) checked against the double's packet log: every
+/// packet of every queue tracer saw made equal to the double's, every kernel dispatched named, nothing dropped, and
+/// only `ROCr`'s own 4 KiB queues unseen. The names of the kernels dispatched, and what was compared, in words.
+fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
+    let records = guest_trace(out, trace);
+    assert_eq!(footer(&records).total_drops(), 0, "{trace}");
+    let pid = exec_of(&records, "llama-bench").expect("llama-bench ran").pid;
+    let truth = consumed(section(out, "packets"), pid);
+    let seen = read_by_tracer(&records);
+    for (ring, packets) in &seen {
+        assert!(truth.sizes.contains_key(ring), "{trace}: the double made each queue tracer saw made: {ring:#x}");
+        let consumed = truth.packets.get(ring).map_or(&[][..], Vec::as_slice);
+        assert_eq!(packets.as_slice(), consumed, "{trace}: tracer's packets, then the double's, on ring {ring:#x}");
+    }
+    let compared: usize = seen.values().map(|p| p.iter().filter(|p| p.kind == "kernel-dispatch").count()).sum();
+    let unseen: Vec<(u64, u64, usize)> = truth
+        .packets
+        .iter()
+        .filter(|(ring, _)| !seen.contains_key(ring))
+        .map(|(ring, p)| (*ring, truth.sizes[ring], p.iter().filter(|p| p.kind == "kernel-dispatch").count()))
+        .collect();
+    let unseen_said: Vec<String> =
+        unseen.iter().map(|(ring, size, n)| format!("ring {ring:#x} ({size} bytes): {n} kernel dispatches")).collect();
+    assert!(compared > 300, "{trace}: {compared}");
+    assert!(
+        unseen.iter().all(|&(_, size, _)| size == 4096),
+        "{trace}: only ROCr's 4 KiB queues go unseen: {unseen_said:?}"
+    );
+    let names = dispatched_names(&records);
+    assert!(names.iter().all(Option::is_some), "{trace}: every dispatch named");
+    let said = format!(
+        "{trace}: kernel dispatches read by tracer, equal to the double's: {compared}; on ROCr's own queues: {}",
+        unseen_said.join(", ")
+    );
+    (names.into_iter().flatten().collect(), said)
+}
+
+/// llama.cpp as Debian unstable ships it (llama-bench, ggml 0.27's HIP backend with its 1.2 GB libggml-hip, rocBLAS
+/// 6.4 with its Tensile files, HIP 6.4.3, `ROCr` 6.4.3, shared read-only into the guest whole over 9p, no file
+/// changed) runs on the null GPU with every layer offloaded (`-ngl 99`), on a tiny random model: `Q4_K_M` with a prompt
+/// of 8 tokens and 4 generated, then F16 with a prompt of 290 and 8 generated. ggml finds "AMD Radeon RX 7900 XTX,
+/// gfx1100" and its kernels reach the double as real AQL packets, HIP graph replays included. tracer, recording
+/// each from the start, reads at the doorbells every packet of every queue made by `hsa_queue_create`, exactly as
+/// the double consumed them, names every kernel dispatched (ggml's `Q4_K` mat-vec and flash attention; for the F16
+/// prompt, rocBLAS's Tensile GEMMs), and loses nothing. What it does not see is said: `ROCr`'s internal 4 KiB queues
+/// (its own blits, rung without `hsa_signal_store_screlease`).
 #[test]
 fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every_packet_of_its_queues() {
     let sid = std::env::var("TRACER_SID_ROOT").expect("TRACER_SID_ROOT is set by `cargo xtask test`");
@@ -301,58 +339,36 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
          for d in proc sys dev tmp; do mount --bind /$d $S/$d; done
          cp /guest/f16.gguf /tmp/
          chroot $S llama-quantize /tmp/f16.gguf /tmp/q4.gguf Q4_K_M > /tmp/q.out 2>&1 || { cat /tmp/q.out; exit 1; }
-         timeout 900 tracer record -q -o /tmp/lb.jsonl -- \
-           chroot $S llama-bench -m /tmp/q4.gguf -p 8 -n 4 -ngl 99 -r 1 > /tmp/lb.out 2>&1; rc=$?
-         echo '@@BEGIN bench'; cat /tmp/lb.out; echo '@@END bench'
-         [ $rc = 0 ] || exit 1
-         echo '@@BEGIN lb'; cat /tmp/lb.jsonl; echo '@@END lb'
+         bench() {
+           timeout 900 tracer record -q -o /tmp/$1.jsonl -- chroot $S llama-bench -m /tmp/$2 $3 -ngl 99 -r 1 \
+             > /tmp/$1.out 2>&1; rc=$?
+           echo \"@@BEGIN $1-bench\"; cat /tmp/$1.out; echo \"@@END $1-bench\"
+           [ $rc = 0 ] || exit 1
+           echo \"@@BEGIN $1\"; cat /tmp/$1.jsonl; echo \"@@END $1\"; rm /tmp/$1.jsonl
+         }
+         bench q4 q4.gguf '-p 8 -n 4'
+         bench f16 f16.gguf '-p 290 -n 8'
          echo '@@BEGIN packets'; cat /sys/kernel/debug/null_gpu/packets; echo '@@END packets'",
         &[
             ("GUEST_NULL_GPU", "1"),
             ("GUEST_9P", &sid),
             ("GUEST_MEM", "6144"),
-            ("GUEST_TIMEOUT", "1500"),
+            ("GUEST_TIMEOUT", "2400"),
             ("GUEST_FILES", files.to_str().expect("UTF-8 path")),
         ],
     );
     drop(std::fs::remove_dir_all(&files));
-    let bench = section(&out, "bench");
-    assert!(
-        bench.contains("AMD Radeon RX 7900 XTX, gfx1100") && bench.contains(" pp8 |") && bench.contains(" tg4 |"),
-        "{bench}"
-    );
-
-    let records = guest_trace(&out, "lb");
-    assert_eq!(footer(&records).total_drops(), 0);
-    let pid = exec_of(&records, "llama-bench").expect("llama-bench ran").pid;
-    let truth = consumed(section(&out, "packets"), pid);
-    let seen = read_by_tracer(&records);
-    for (ring, packets) in &seen {
-        assert!(truth.sizes.contains_key(ring), "the double made each queue tracer saw made: {ring:#x}");
-        let consumed = truth.packets.get(ring).map_or(&[][..], Vec::as_slice);
-        assert_eq!(packets.as_slice(), consumed, "tracer's packets, then the double's, on ring {ring:#x}");
+    for (run, test) in [("q4", " tg4 |"), ("f16", " pp290 |")] {
+        let bench = section(&out, &format!("{run}-bench"));
+        assert!(bench.contains("AMD Radeon RX 7900 XTX, gfx1100") && bench.contains(test), "{bench}");
     }
-    let compared: usize = seen.values().map(|p| p.iter().filter(|p| p.kind == "kernel-dispatch").count()).sum();
-    let unseen: Vec<(u64, u64, usize)> = truth
-        .packets
-        .iter()
-        .filter(|(ring, _)| !seen.contains_key(ring))
-        .map(|(ring, p)| (*ring, truth.sizes[ring], p.iter().filter(|p| p.kind == "kernel-dispatch").count()))
-        .collect();
-    let unseen_said: Vec<String> =
-        unseen.iter().map(|(ring, size, n)| format!("ring {ring:#x} ({size} bytes): {n} kernel dispatches")).collect();
-    println!(
-        "kernel dispatches read by tracer, equal to the double's: {compared}; on ROCr's own queues: {unseen_said:?}"
-    );
-    assert!(compared > 300, "{compared}");
-    assert!(
-        unseen.iter().all(|&(_, size, _)| size == 4096),
-        "only ROCr's internal 4 KiB queues go unseen: {unseen_said:?}"
-    );
 
-    let names = dispatched_names(&records);
-    assert!(names.iter().all(Option::is_some), "every dispatch named");
-    let named = |part: &str| names.iter().flatten().filter(|n| n.contains(part)).count();
-    assert!(named("mul_mat_vec_qIL9ggml_type12") > 0, "ggml's Q4_K mat-vec (MMVQ): {names:?}");
-    assert!(named("flash_attn") > 0, "ggml's flash attention: {names:?}");
+    let (q4, said) = checked_against_the_double(&out, "q4");
+    println!("{said}");
+    let named = |names: &[String], part: &str| names.iter().filter(|n| n.contains(part)).count();
+    assert!(named(&q4, "mul_mat_vec_qIL9ggml_type12") > 0, "ggml's Q4_K mat-vec (MMVQ): {q4:?}");
+    assert!(named(&q4, "flash_attn") > 0, "ggml's flash attention: {q4:?}");
+    let (f16, said) = checked_against_the_double(&out, "f16");
+    println!("{said}");
+    assert!(named(&f16, "Cijk_") > 0, "rocBLAS's Tensile GEMMs for the F16 prompt: {f16:?}");
 }
