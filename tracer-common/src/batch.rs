@@ -11,12 +11,13 @@
 //! read whole (one read each); only the sequence ids need one read per token (`seq_id[i]` points to the
 //! token's own array).
 //!
-//! `llama_batch_ext` is a C++ object (`src/llama-batch.h`): its `std::vector<token> tokens` lies at byte
-//! [`EXT_TOKENS`]; each 96-byte token holds its output flag at byte 16, its `std::unordered_set<seq_id>`
-//! at byte 24 (libstdc++'s hash table: the first node at byte 40 of the token, the element count at 48;
-//! a node is `{next, int value}`, the value at byte 8) and its positions at byte 80. Two reads per token:
-//! the token, then its first sequence node. Measured against g++ 12's libstdc++ (the layout its ABI has
-//! kept since GCC 5).
+//! `llama_batch_ext` is a C++ object (`src/llama-batch.h`) whose layout changes between llama.cpp releases
+//! (the pinned release's 96-byte token, Debian's 0.7.0 112-byte one with its fields 16 bytes further): its
+//! `std::vector<token> tokens` and, in each token, the output flag, the `std::unordered_set<seq_id>` and
+//! the positions lie where [`ExtLayout`] says, read from the library's own code by user space and handed
+//! to the probe in its attach cookie. libstdc++'s hash table keeps its first node 16 bytes into the set
+//! and its element count at 24 (its ABI since GCC 5); a node is `{next, int value}`, the value at byte 8.
+//! Two reads per token: the token, then its first sequence node.
 
 use crate::RecordHeader;
 
@@ -47,20 +48,92 @@ pub const BATCH_EXT: u32 = 1 << 7;
 /// `llama_process` was asked to encode (an encoder pass), not to decode.
 pub const BATCH_ENCODE: u32 = 1 << 8;
 
-/// Byte offset of `std::vector<token> tokens` in `llama_batch_ext`.
+/// Where one build of libllama lays out `llama_batch_ext` (byte offsets).
 ///
-/// It follows `n_tokens_max`, `n_embd_inp`, `n_embd_inp_enc` (`size_t`), `n_seq_max` (`int32`, padded),
-/// `mem`, `n_vocab` (padded), `n_pos_per_embd` and `n_embd`.
-pub const EXT_TOKENS: u64 = 64;
-/// Bytes of one `llama_batch_ext::token`.
-pub const EXT_TOKEN_BYTES: u64 = 96;
-/// In a token: its output flag, its sequence set's first node and element count, its first position.
-pub const EXT_OUTPUT: usize = 16;
-pub const EXT_SEQ_NODE: usize = 40;
-pub const EXT_SEQ_COUNT: usize = 48;
-pub const EXT_POS: usize = 80;
+/// Read from its code, carried in the attach cookie of its `llama_process` probe (bits 17..48, which no
+/// other flag of that probe uses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtLayout {
+    /// `std::vector<token> tokens` in the batch (a multiple of 8, at most 504).
+    pub tokens: u64,
+    /// Bytes of one token (a multiple of 8, at most 504).
+    pub token_bytes: u64,
+    /// In a token: its output flag (one byte, below 128).
+    pub output: u64,
+    /// In a token: its `std::unordered_set<llama_seq_id>` (a multiple of 8, at most 224: its
+    /// first node and count lie in a token's first 256 bytes).
+    pub seq_set: u64,
+    /// In a token: its first position (`i32`, a multiple of 4, at most 252).
+    pub pos: u64,
+}
+
+/// The cookie bit that says an [`ExtLayout`] is packed beside it.
+const EXT_KNOWN: u64 = 1 << 17;
+
+impl ExtLayout {
+    /// In a token: the sequence set's first node (libstdc++'s `_M_before_begin._M_nxt`).
+    pub const fn seq_node(self) -> u64 {
+        self.seq_set + 16
+    }
+
+    /// In a token: the sequence set's element count.
+    pub const fn seq_count(self) -> u64 {
+        self.seq_set + 24
+    }
+
+    /// Whether the fields fit the cookie's bits and lie inside a token.
+    pub const fn fits(self) -> bool {
+        self.tokens.is_multiple_of(8)
+            && self.tokens <= 504
+            && self.token_bytes.is_multiple_of(8)
+            && self.token_bytes >= 8
+            && self.token_bytes <= 504
+            && self.output < 128
+            && self.output < self.token_bytes
+            && self.seq_set.is_multiple_of(8)
+            && self.seq_set <= 224
+            && self.seq_set + 32 <= self.token_bytes
+            && self.pos.is_multiple_of(4)
+            && self.pos <= 252
+            && self.pos + 4 <= self.token_bytes
+    }
+
+    /// The cookie bits of this layout, or None when it does not [fit](Self::fits).
+    pub const fn cookie_bits(self) -> Option<u64> {
+        if !self.fits() {
+            return None;
+        }
+        Some(
+            EXT_KNOWN
+                | ((self.tokens / 8) << 18)
+                | ((self.token_bytes / 8) << 24)
+                | (self.output << 30)
+                | ((self.seq_set / 8) << 37)
+                | ((self.pos / 4) << 42),
+        )
+    }
+
+    /// The layout an attach cookie carries, if any. Every field is masked to its bits, so the eBPF verifier
+    /// knows each one's bound.
+    pub const fn of_cookie(c: u64) -> Option<Self> {
+        if c & EXT_KNOWN == 0 {
+            return None;
+        }
+        let l = Self {
+            tokens: ((c >> 18) & 63) * 8,
+            token_bytes: ((c >> 24) & 63) * 8,
+            output: (c >> 30) & 127,
+            seq_set: ((c >> 37) & 31) * 8,
+            pos: ((c >> 42) & 63) * 4,
+        };
+        if l.fits() { Some(l) } else { None }
+    }
+}
+
 /// In a node of the sequence set: the sequence id.
 pub const EXT_NODE_VALUE: u64 = 8;
+/// Bytes of the probe's buffer for one token: [`ExtLayout::token_bytes`] is at most this.
+pub const EXT_TOKEN_MAX: usize = 512;
 
 /// A `llama_decode` call, at entry: the start of one inference step.
 ///

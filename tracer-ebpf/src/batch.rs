@@ -21,9 +21,8 @@ use aya_ebpf::{
 };
 use tracer_common::{
     BATCH_CHUNK, BATCH_EMBD, BATCH_ENCODE, BATCH_EXT, BATCH_FAULT, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS, BATCH_SEQ,
-    BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, Counter, EXT_NODE_VALUE, EXT_OUTPUT, EXT_POS,
-    EXT_SEQ_COUNT, EXT_SEQ_NODE, EXT_TOKEN_BYTES, EXT_TOKENS, RecordHeader, RecordKind, STEP_SLOTS, StepCutRecord,
-    StepTally, cookie,
+    BATCH_STACK_FAULT, BATCH_TOKEN_BYTES, BATCH_TOKENS_MAX, BatchRecord, Counter, EXT_NODE_VALUE, EXT_TOKEN_MAX,
+    ExtLayout, RecordHeader, RecordKind, STEP_SLOTS, StepCutRecord, StepTally, cookie,
 };
 
 use crate::maps::{STEP_TALLY, count, output_bytes, reserve, submit_flags, traced};
@@ -40,6 +39,9 @@ pub(crate) struct BatchScratch {
     data: [u8; BATCH_TOKEN_BYTES * BATCH_TOKENS_MAX],
     ptrs: [u64; BATCH_CHUNK],
 }
+
+// One extended token is read into the pointer chunk.
+const _: () = assert!(size_of::<[u64; BATCH_CHUNK]>() >= EXT_TOKEN_MAX);
 
 #[uprobe]
 pub(crate) fn llama_batch(ctx: ProbeContext) -> u32 {
@@ -75,7 +77,7 @@ pub(crate) fn llama_batch(ctx: ProbeContext) -> u32 {
         if ctx.arg::<u64>(1).unwrap_or(0) as u32 == 0 {
             rec.flags |= BATCH_ENCODE;
         }
-        read_ext(s, ctx.arg::<u64>(2).unwrap_or(0));
+        read_ext(s, ctx.arg::<u64>(2).unwrap_or(0), ExtLayout::of_cookie(c));
     }
     let Some(laid) = bounded(&raw const rec.laid) else { return 0 };
     let size = size_of::<BatchRecord>() + laid * BATCH_TOKEN_BYTES;
@@ -214,30 +216,45 @@ fn read_seq_ids(s: *mut BatchScratch, seq_id: u64, laid: usize) -> bool {
     fault == 0
 }
 
-/// An extended batch's tokens: the vector's bounds, then per token the token and its first sequence node.
+/// An extended batch's tokens, laid out as `layout` says: the vector's bounds, then per token the token and
+/// its first sequence node. Without a layout (the attach never gives one: user space leaves such a library
+/// unprobed) nothing is read.
 #[inline(always)]
-fn read_ext(s: *mut BatchScratch, batch: u64) {
+fn read_ext(s: *mut BatchScratch, batch: u64, layout: Option<ExtLayout>) {
     // SAFETY: `s` is this CPU's scratch value (see the caller); the helper checks every user address, and
-    // every write lands in the value at offsets bounded by `laid` and `i` (both at most BATCH_TOKENS_MAX).
+    // every write lands in the value at offsets bounded by `laid` and `i` (both at most BATCH_TOKENS_MAX)
+    // or by the layout's masked fields (a token's bytes at most EXT_TOKEN_MAX).
     unsafe {
         let rec = &mut (*s).rec;
         rec.flags |= BATCH_EXT | BATCH_POS | BATCH_SEQ | BATCH_LOGITS;
-        let Ok([begin, end]) = bpf_probe_read_user((batch + EXT_TOKENS) as *const [u64; 2]) else {
+        let Some(lay) = layout else {
+            rec.flags |= BATCH_STACK_FAULT;
+            return;
+        };
+        let Ok([begin, end]) = bpf_probe_read_user((batch + lay.tokens) as *const [u64; 2]) else {
             rec.flags |= BATCH_STACK_FAULT;
             return;
         };
         let bytes = end.wrapping_sub(begin);
-        if end < begin || bytes % EXT_TOKEN_BYTES != 0 || bytes / EXT_TOKEN_BYTES > i32::MAX as u64 {
+        if end < begin || bytes % lay.token_bytes != 0 || bytes / lay.token_bytes > i32::MAX as u64 {
             rec.flags |= BATCH_STACK_FAULT;
             return;
         }
-        let n = (bytes / EXT_TOKEN_BYTES) as usize;
+        let n = (bytes / lay.token_bytes) as usize;
         let laid = n.min(BATCH_TOKENS_MAX);
         rec.n_tokens = n as i32;
         rec.laid = laid as u32;
         let Some(laid) = bounded(&raw const rec.laid) else { return };
         let data = (&raw mut (*s).data).cast::<u8>();
         let token = (&raw mut (*s).ptrs).cast::<u8>();
+        // Bounds the verifier can see (the layout's fields are masked, this says it again).
+        let size = (lay.token_bytes as usize) & (EXT_TOKEN_MAX - 8);
+        let (node, count, pos, output) = (
+            lay.seq_node() as usize & 255,
+            lay.seq_count() as usize & 255,
+            lay.pos as usize & 255,
+            lay.output as usize & 127,
+        );
         let mut fault = 0i64;
         let mut i = 0;
         while i < BATCH_TOKENS_MAX {
@@ -245,14 +262,14 @@ fn read_ext(s: *mut BatchScratch, batch: u64) {
                 break;
             }
             // As in `read_seq_ids`: no branch on a read's result.
-            fault |= raw_read(token, begin + i as u64 * EXT_TOKEN_BYTES, EXT_TOKEN_BYTES as usize);
+            fault |= raw_read(token, begin + i as u64 * lay.token_bytes, size);
             let word = |at: usize| core::ptr::read_unaligned(token.add(at).cast::<u64>());
             let k = i & (BATCH_TOKENS_MAX - 1);
-            fault |= raw_read(data.add(4 * k), word(EXT_SEQ_NODE) + EXT_NODE_VALUE, 4);
-            let pos = core::ptr::read_unaligned(token.add(EXT_POS).cast::<i32>());
-            core::ptr::write_unaligned(data.add(4 * laid + 4 * k).cast::<i32>(), pos);
-            core::ptr::write_unaligned(data.add(8 * laid + 4 * k).cast::<i32>(), word(EXT_SEQ_COUNT) as i32);
-            *data.add(12 * laid + k) = *token.add(EXT_OUTPUT);
+            fault |= raw_read(data.add(4 * k), word(node) + EXT_NODE_VALUE, 4);
+            let first = core::ptr::read_unaligned(token.add(pos).cast::<i32>());
+            core::ptr::write_unaligned(data.add(4 * laid + 4 * k).cast::<i32>(), first);
+            core::ptr::write_unaligned(data.add(8 * laid + 4 * k).cast::<i32>(), word(count) as i32);
+            *data.add(12 * laid + k) = *token.add(output);
             i += 1;
         }
         let i = if fault == 0 { i } else { 0 };

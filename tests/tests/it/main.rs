@@ -11,6 +11,7 @@ mod command_line;
 mod compat;
 mod container;
 mod cuda;
+mod debian_llama;
 mod driver;
 mod gpu_jobs;
 mod hostile;

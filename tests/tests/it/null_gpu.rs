@@ -363,6 +363,18 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
         assert!(bench.contains("AMD Radeon RX 7900 XTX, gfx1100") && bench.contains(test), "{bench}");
     }
 
+    // Each run's steps as llama-bench makes them (a warm-up and a measured run of each test): two prompts, the
+    // generation warm-up's token, then the generated tokens, read from Debian's libllama 0.7.0 batch layout.
+    for (run, prompt, generated) in [("q4", 8, 4), ("f16", 290, 8)] {
+        let records = guest_trace(&out, run);
+        let steps: Vec<(i32, bool)> = records
+            .iter()
+            .filter_map(|r| if let Line::Batch(b) = r { Some((b.n_tokens, b.fault)) } else { None })
+            .collect();
+        let mut want = vec![(prompt, false), (prompt, false)];
+        want.extend(std::iter::repeat_n((1, false), 1 + generated));
+        assert_eq!(steps, want, "{run}: each step's tokens");
+    }
     let (q4, said) = checked_against_the_double(&out, "q4");
     println!("{said}");
     let named = |names: &[String], part: &str| names.iter().filter(|n| n.contains(part)).count();

@@ -18,6 +18,7 @@ use crate::{
             rocr::{parse_uri, walk},
             spirv::{ShaderIndex, entry_points, preamble_end},
         },
+        probes::batch_layout,
     },
     trace::{Line, read_from},
 };
@@ -39,7 +40,7 @@ pub fn bundles(data: &[u8]) {
 /// Hostile ELF files, read as tracer reads a file a traced process maps.
 ///
 /// Its GPU code sections and dependencies, its symbols and segments, its build-id, the registration calls in its
-/// code, its fat binary, its SPIR-V arrays (a Vulkan shader's name). Through a file (the bounded reader), never a
+/// code, its `llama_batch_ext` layout, its fat binary, its SPIR-V arrays (a Vulkan shader's name). Through a file (the bounded reader), never a
 /// panic, never more than the read budget.
 pub fn elf_files(data: &[u8]) {
     let path = std::env::temp_dir().join(format!("tracer-fuzz-elf-{}", std::process::id()));
@@ -60,6 +61,9 @@ pub fn elf_files(data: &[u8]) {
         }
     }
     ran(registration::decode(&file));
+    ran(batch_layout::read(&file));
+    // The same bytes as the code of each of the three methods a batch layout is read from.
+    ran(batch_layout::from_code((0x1000, data), (0x1000, data), (0x1000, data)));
     if let Some(index) = ShaderIndex::parse(&file) {
         ran(index.find(data.len() as u64, data));
     }

@@ -29,6 +29,8 @@ pub(crate) struct Composition {
     pub(crate) decodes: u32,
     /// Tokens whose sequence was not read (see [`StepBatch::unread`]).
     pub unread: u32,
+    /// The batch itself could not be read (its structure, before any count): not known to be empty.
+    pub(crate) unreadable: bool,
 }
 
 impl Composition {
@@ -64,6 +66,7 @@ impl Composition {
             Some(Phase::Decode) => format!("decode {} seq x 1", self.decodes),
             Some(Phase::Prefill) => format!("prefill: {prompts}"),
             Some(_) => format!("mixed: {prompts} + {} decode", self.decodes),
+            None if self.unreadable => "not read".to_owned(),
             None => "empty".to_owned(),
         };
         if self.unread > 0 {
@@ -107,7 +110,8 @@ impl Sequences {
                 None => seqs.push((r.seq, r.tokens, r.pos, after)),
             }
         }
-        let mut c = Composition { unread: b.unread, ..Composition::default() };
+        let unreadable = b.fault && b.n_tokens == 0 && b.runs.is_empty();
+        let mut c = Composition { unread: b.unread, unreadable, ..Composition::default() };
         for (seq, tokens, first, after) in seqs {
             let key = (b.ctx, seq);
             let before = self.states.get(&key).copied();
@@ -169,6 +173,14 @@ mod tests {
         let again = s.judge(&batch(&[(1, Some(24), 1, true), (0, Some(0), 600, true)]));
         assert_eq!(again.label(), "mixed: 1 prompt of 600 + 1 decode");
         assert_eq!(again.prompt_tokens(), 600);
+    }
+
+    #[test]
+    fn a_batch_whose_structure_could_not_be_read_is_not_called_empty() {
+        let mut s = Sequences::default();
+        assert_eq!(s.judge(&batch(&[])).label(), "empty");
+        let unread = s.judge(&StepBatch { fault: true, ..batch(&[]) });
+        assert_eq!((unread.phase(), unread.label()), (None, "not read".into()));
     }
 
     #[test]

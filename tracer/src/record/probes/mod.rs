@@ -5,6 +5,7 @@
 //! loads and attaches the eBPF programs.
 
 pub(crate) mod attach;
+pub(crate) mod batch_layout;
 pub(crate) mod entries;
 pub(crate) mod ldso;
 pub(crate) mod libs;

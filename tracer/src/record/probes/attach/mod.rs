@@ -18,7 +18,11 @@ use aya::{
         uprobe::{UProbeAttachLocation, UProbeAttachPoint, UProbeScope},
     },
 };
-use tracer_common::{ApiFunc, api::ProbeShape, cookie};
+use tracer_common::{
+    ApiFunc,
+    api::{Layout, ProbeShape},
+    cookie,
+};
 
 use crate::{record::probes::libs::LibCopy, trace};
 
@@ -379,6 +383,10 @@ pub(crate) fn one_trap_point(file: &crate::os::files::CodeFile, off: u64) -> u64
     if test_reg_reg && jcc { off + 3 } else { off }
 }
 
+/// Why a libllama's `llama_process` is left unprobed: its batch would be read at guessed offsets.
+pub(crate) const EXT_LAYOUT_UNREAD: &str = "its llama_batch_ext layout could not be read from the library's code \
+     (llama_batch_ext::set_output, set_token_pos and add_seq): steps are cut at ggml's passes instead";
+
 /// The program at a runtime copy's initializer ([`ProcEvent::Init`](tracer_common::ProcEvent::Init)).
 pub(crate) const INIT_WITNESS: &str = "library_init";
 
@@ -426,8 +434,19 @@ pub(crate) fn attach_runtime(
             out.push(rec);
             continue;
         }
+        // `llama_process`'s batch is read where this build's own code says its fields lie, or not at all.
+        let mut flags = func.cookie_flags();
+        if func.layout() == Layout::LlamaBatchExt {
+            let Some(bits) = super::batch_layout::read(&copy.file).and_then(tracer_common::ExtLayout::cookie_bits)
+            else {
+                rec.error = Some(EXT_LAYOUT_UNREAD.into());
+                out.push(rec);
+                continue;
+            };
+            flags |= bits;
+        }
         probed_at.insert(off, func);
-        let c = cookie::make(lib_id, func as u16, func.cookie_flags());
+        let c = cookie::make(lib_id, func as u16, flags);
         let progs: &[&'static str] = match func.shape() {
             ProbeShape::Call if !mode.probes_tallied() && func.entry_only_by_default() => &[one_trap],
             ProbeShape::Call => &[entry, ret],
