@@ -27,11 +27,14 @@ use tracer_common::{
 use crate::{record::probes::libs::LibCopy, trace};
 
 mod links;
+mod mode;
 mod multi;
 mod release;
 mod sched;
 use links::Link;
 pub(crate) use links::{Linked, RuntimeLinks};
+pub(crate) use mode::ProbeMode;
+use mode::Programs;
 pub(crate) use multi::{MultiProgram, SharedMaps, misses as program_misses};
 pub(crate) use release::{release_in_background, releases_in_progress};
 pub(crate) use sched::JobTracepoints;
@@ -164,72 +167,6 @@ pub(crate) struct Settings {
     pub(crate) watch_comm: Option<&'static str>,
     /// The GPU scheduler's tracepoints to attach, where this kernel has them.
     pub(crate) jobs: Option<JobTracepoints>,
-}
-
-/// Which programs the runtime probes run, and on which functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ProbeMode {
-    /// The default: the real programs on the cheapest set of functions that still cuts steps and passes
-    /// exactly. The calls tracer would only count in the kernel (synchronizations, async copies to the
-    /// device: most of a decode loop's calls) are left unprobed and cost no trap; ggml's scheduler call
-    /// begins each pass, a copy toward the host (or a model's batch) each step.
-    Lean,
-    /// The real programs on every function (`record --all-calls`): synchronizations and async copies to
-    /// the device counted too, at a trap each.
-    AllCalls,
-    /// Empty programs at [`ProbeMode::Lean`]'s attach points: what its traps alone cost (benchmarks).
-    Empty,
-    /// Empty programs at [`ProbeMode::AllCalls`]' attach points.
-    EmptyAllCalls,
-}
-
-impl ProbeMode {
-    /// The program counting calls into other GPU libraries' entry points (loaded for multi-point links).
-    pub(crate) const fn library_program(self) -> &'static str {
-        self.programs().library
-    }
-
-    /// Whether the calls tallied in the kernel (synchronizations, async copies to the device) are probed.
-    pub(crate) const fn probes_tallied(self) -> bool {
-        matches!(self, Self::AllCalls | Self::EmptyAllCalls)
-    }
-
-    /// Programs for (entry, return, registration, doorbell, one-trap calls, library entry points).
-    const fn programs(self) -> Programs {
-        match self {
-            Self::Lean | Self::AllCalls => Programs {
-                entry: "call_entry",
-                ret: "call_return",
-                register: "register_function",
-                doorbell: "doorbell",
-                one_trap: "one_trap_entry",
-                batch: "llama_batch",
-                library: "library_entry",
-            },
-            Self::Empty | Self::EmptyAllCalls => Programs {
-                entry: "empty_entry",
-                ret: "empty_return",
-                register: "empty_entry",
-                doorbell: "empty_entry",
-                one_trap: "empty_one_trap",
-                batch: "empty_entry",
-                library: "empty_entry",
-            },
-        }
-    }
-}
-
-/// The program names one probe mode attaches, by probe shape.
-struct Programs {
-    entry: &'static str,
-    ret: &'static str,
-    register: &'static str,
-    doorbell: &'static str,
-    one_trap: &'static str,
-    /// llama.cpp's `llama_decode`: a step's batch.
-    batch: &'static str,
-    /// The program of the multi-point links on other GPU libraries' entry points.
-    library: &'static str,
 }
 
 /// Offset of `field` in a tracepoint's format description, if the kernel has that field.
