@@ -52,6 +52,10 @@ counters! {
     /// A process without batches reached a pass and found no room for its step tally: its library calls land
     /// in no phase.
     StepTallyFull = 7, "step_tally_full";
+    /// An `hsa_executable_symbol_get_info` call for an attribute other than `KERNEL_OBJECT` (the only one
+    /// that names a dispatch's kernel): counted here, every process together, never written (HIP asks each
+    /// symbol of each code object it loads for its variable segment: 99 % of a llama-bench start-up's calls).
+    SymbolInfoOther = 8, "symbol_info_other_attributes";
 }
 
 /// Number of [`Counter`] slots.

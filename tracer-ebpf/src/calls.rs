@@ -17,7 +17,7 @@ use aya_ebpf::{
 use tracer_common::{
     ARG_SLOTS, ApiFunc, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT,
     CONFIG_SLOTS, CallRecord, Counter, PARAMS_ALL, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS, ThreadTally,
-    api::{extra_reads, memcpy_kind},
+    api::{HSA_SYMBOL_INFO_KERNEL_OBJECT, extra_reads, memcpy_kind},
     cookie,
 };
 
@@ -236,6 +236,13 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
         reason = "an entry already gone (evicted, or taken by a racing return) needs nothing done"
     )]
     let _: Result<(), _> = STASH.remove(key);
+    if cookie::func(c) == ApiFunc::HsaExecutableSymbolGetInfo as u16
+        && stash.args[1] as u32 != HSA_SYMBOL_INFO_KERNEL_OBJECT
+    {
+        // Only the kernel object names anything: the other queries are counted.
+        count(Counter::SymbolInfoOther);
+        return 0;
+    }
     // SAFETY: helper call without preconditions.
     let now = unsafe { bpf_ktime_get_ns() };
     let ret: u64 = ctx.ret();

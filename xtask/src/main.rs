@@ -437,13 +437,18 @@ fn tracer_bin() -> PathBuf {
 /// The GPU recording the demo reports: made on an NVIDIA H100 by `bench/gpu/ggml/ledger.sh`.
 const DEMO_GPU_TRACE: &str = "fixtures/traces/h100-llama-bench-q4_k_m-p513.jsonl.zst";
 
-/// Two parts: a recording made here (the eBPF side works on this machine: a GPU-less run of the demo
-/// workload, every launch failing), then the report of a real GPU recording shipped in the repository.
+/// The AMD recording the demo reports: made here, in the qemu guest of the null GPU (issue 58), by
+/// `fixtures/kmod/null_gpu_bench.sh`.
+const DEMO_AMD_TRACE: &str = "fixtures/traces/null-gpu-llama-bench-q4_k_m.jsonl.zst";
+
+/// Three parts: a recording made here (the eBPF side works on this machine: a GPU-less run of the demo
+/// workload, every launch failing), then the reports of two recordings shipped in the repository: a real GPU's
+/// (NVIDIA), and Debian's unmodified AMD stack on the null GPU.
 fn demo() -> Result<()> {
     let trace = root().join("target/demo.trace.jsonl");
     let runner = fixtures::fixtures_dir().join("mini_runner");
     step(
-        "part 1 of 2: a recording made on this machine (no GPU here: the runtime is real, every launch fails; \
+        "part 1 of 3: a recording made on this machine (no GPU here: the runtime is real, every launch fails; \
          --all-calls reads each launch's result, which the default, one trap a launch, leaves unread)",
     );
     step(&format!("tracer record --all-calls -o {} -- {} demo", trace.display(), runner.display()));
@@ -459,13 +464,22 @@ fn demo() -> Result<()> {
     step(&format!("tracer report {}", trace.display()));
     run(Command::new(tracer_bin()).arg("report").arg(&trace))?;
     step(
-        "part 2 of 2: a real GPU recording shipped with tracer, made on an NVIDIA H100 (driver 580.159.04) by \
+        "part 2 of 3: a real GPU recording shipped with tracer, made on an NVIDIA H100 (driver 580.159.04) by \
          bench/gpu/ggml/ledger.sh: llama.cpp's llama-bench (CUDA backend, a random-weight Q4_K_M model) with a \
          513-token prompt (two passes at n_ubatch 512) and 4 generated tokens, traced from its start; its 796 \
          kernel executions equal CUPTI's there, kernel by kernel",
     );
     step(&format!("tracer report {DEMO_GPU_TRACE}"));
-    run(Command::new(tracer_bin()).arg("report").arg(root().join(DEMO_GPU_TRACE)))
+    run(Command::new(tracer_bin()).arg("report").arg(root().join(DEMO_GPU_TRACE)))?;
+    step(
+        "part 3 of 3: AMD's dispatch path, Debian unstable's unmodified ROCm 6.4 and llama.cpp (llama-bench, ggml's \
+         HIP backend, a random-weight Q4_K_M model, -p 8 -n 4) on the null GPU: a test double of the amdgpu kernel \
+         driver in a qemu guest that presents a gfx1100 and consumes every AQL packet without computing. It shows \
+         the queues, packets, kernels and steps exactly as the runtime made them; it cannot show GPU time, and no \
+         result is computed",
+    );
+    step(&format!("tracer report {DEMO_AMD_TRACE}"));
+    run(Command::new(tracer_bin()).arg("report").arg(root().join(DEMO_AMD_TRACE)))
 }
 
 /// The fuzz targets (`fuzz/fuzz_targets/NAME.rs`), each with its corpus under `fuzz/corpus/NAME`.

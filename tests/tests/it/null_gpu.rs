@@ -278,8 +278,8 @@ fn hip_s_fill_kernel_reaches_the_null_gpu_as_aql_packets_and_tracer_reads_each_a
 }
 
 /// One llama-bench run's trace (section `trace` of the guest's output) checked against the double's packet log: every
-/// packet of every queue tracer saw made equal to the double's, every kernel dispatched named, nothing dropped, and
-/// only `ROCr`'s own 4 KiB queues unseen. The names of the kernels dispatched, and what was compared, in words.
+/// packet of every queue tracer saw made equal to the double's, the report's dispatches per kernel equal to the
+/// log's, every kernel dispatched named, nothing dropped, and only `ROCr`'s own 4 KiB queues unseen. The names of the kernels dispatched, and what was compared, in words.
 fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
     let records = guest_trace(out, trace);
     assert_eq!(footer(&records).total_drops(), 0, "{trace}");
@@ -307,8 +307,38 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
     );
     let names = dispatched_names(&records);
     assert!(names.iter().all(Option::is_some), "{trace}: every dispatch named");
+    // HIP asks each symbol of each code object it loads for its variable segment: those queries are counted
+    // in the kernel; only the kernel-object queries, which name the dispatches, are written.
+    let asked: Vec<Option<u32>> = calls(&records)
+        .iter()
+        .filter(|c| c.api.name() == "hsa_executable_symbol_get_info")
+        .map(|c| c.attribute)
+        .collect();
+    assert!(!asked.is_empty() && asked.iter().all(|a| *a == Some(22)), "{trace}: {asked:?}");
+    let other = footer(&records).counters.get("symbol_info_other_attributes").copied().unwrap_or(0);
+    assert!(other > 10 * asked.len() as u64, "{trace}: {other} other queries counted, {} written", asked.len());
+    // The report's dispatches per kernel (by kernel object, as the packets carry it) equal the double's, kernel
+    // by kernel, on every queue tracer saw.
+    let path = scratch(&format!("report-{trace}")).join("t.jsonl");
+    std::fs::write(&path, section(out, trace)).expect("scratch file");
+    let v = tracer_json(&["report", "--json", path.to_str().expect("UTF-8 path")]);
+    let p = v["processes"].as_array().expect("processes").iter().find(|p| p["pid"] == pid).expect("llama-bench");
+    let mut reported: BTreeMap<u64, u64> = BTreeMap::new();
+    for row in p["dispatches"].as_array().expect("dispatches per kernel") {
+        let object = row["kernel_object"].as_u64().expect("a kernel object");
+        *reported.entry(object).or_default() += row["dispatches"].as_u64().expect("a count");
+    }
+    let mut logged: BTreeMap<u64, u64> = BTreeMap::new();
+    for packet in seen.keys().filter_map(|ring| truth.packets.get(ring)).flatten() {
+        if packet.kind == "kernel-dispatch" {
+            *logged.entry(packet.kernel_object).or_default() += 1;
+        }
+    }
+    assert_eq!(reported, logged, "{trace}: the report's dispatches per kernel object, then the double's");
     let said = format!(
-        "{trace}: kernel dispatches read by tracer, equal to the double's: {compared}; on ROCr's own queues: {}",
+        "{trace}: kernel dispatches read by tracer, equal to the double's: {compared} ({} kernels, the report's \
+         count of each equal to the log's); on ROCr's own queues: {}",
+        logged.len(),
         unseen_said.join(", ")
     );
     (names.into_iter().flatten().collect(), said)

@@ -227,6 +227,31 @@ fn the_demos_gpu_recording_has_passes_column_counts_and_a_ledger() {
     assert_eq!(status("libcublasLt").as_deref(), Some("mapped-only"));
 }
 
+/// `fixtures/traces/null-gpu-llama-bench-q4_k_m.jsonl.zst`, the AMD recording `cargo xtask demo` reports:
+/// `fixtures/kmod/null_gpu_bench.sh`, Debian unstable's unmodified llama-bench (ggml 0.27's HIP backend, HIP 6.4.3,
+/// `ROCr` 6.4.3) on the null GPU, `-p 8 -n 4 -r 1`, traced from its start (the null GPU test checks such runs against
+/// the double's packet log). Its report: 395 kernel dispatches read at the doorbells, every one named, ggml's families
+/// with their quantization; llama-bench's own steps read from Debian's libllama 0.7.0 batch layout; the symbol
+/// queries that name nothing counted, and said.
+#[test]
+fn the_demos_amd_recording_has_every_dispatch_named_and_llama_bench_s_own_steps() {
+    let trace = recorded("null-gpu-llama-bench-q4_k_m.jsonl.zst");
+    let p = llama_bench_report("null-gpu-llama-bench-q4_k_m.jsonl.zst");
+    let rows = p["dispatches"].as_array().unwrap();
+    let total: u64 = rows.iter().map(|k| k["dispatches"].as_u64().unwrap()).sum();
+    assert_eq!((total, p["barrier_packets"].as_u64()), (395, Some(105)));
+    assert!(rows.iter().all(|k| k["name"].as_str().is_some_and(|n| !n.is_empty())), "{rows:?}");
+    let mmvq: u64 =
+        rows.iter().filter(|k| k["class"]["family"] == "MMVQ").map(|k| k["dispatches"].as_u64().unwrap()).sum();
+    assert_eq!(mmvq, 93);
+    assert!(rows.iter().any(|k| k["class"]["family"] == "MMVQ" && k["class"]["quant"] == "Q4_K"), "{rows:?}");
+    let (prefill, decode) = (phase(&p, "prefill"), phase(&p, "decode"));
+    assert_eq!(prefill["compositions"], serde_json::json!({"prefill: 1 prompt of 8": 2, "prefill: 1 prompt of 1": 2}));
+    assert_eq!(decode["compositions"], serde_json::json!({"decode 1 seq x 1": 3}));
+    let text = String::from_utf8(tracer(&["report", trace.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("(216868 hsa_executable_symbol_get_info calls asked for other attributes"), "{text}");
+}
+
 /// `fixtures/traces/h100-llama-bench-f16-p513.jsonl.zst`: the same run in F16 (621 executions = CUPTI's),
 /// where ggml hands large products to cuBLAS: libcublas and libcublasLt are called, cuBLASLt's kernels are
 /// attributed to its file.

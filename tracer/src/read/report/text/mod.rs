@@ -17,6 +17,8 @@ use kernels::{all_exact, code_text, columns_text, display_name, shape_text, writ
 use phases::write_phases;
 
 use super::{DispatchShape, MemoryReport, ProcessReport, Report};
+use tracer_common::Counter;
+
 use crate::{trace, trace::event::ApiFunc};
 
 /// How the text report shows kernels.
@@ -159,6 +161,13 @@ impl Report {
             self.counters.iter().filter(|(_, v)| **v > 0).map(|(k, v)| format!("{k} {v}")).collect();
         if !nonzero.is_empty() {
             writeln!(s, "counted: {}", nonzero.join(", "))?;
+        }
+        if let Some(n) = self.counters.get(Counter::SymbolInfoOther.name()).filter(|n| **n > 0) {
+            writeln!(
+                s,
+                "  ({n} hsa_executable_symbol_get_info calls asked for other attributes than KERNEL_OBJECT: counted in \
+                 the kernel, every process together, and left out of the API calls above)"
+            )?;
         }
         if !self.programs.is_empty() {
             let mut by_runs: Vec<_> = self.programs.iter().collect();
