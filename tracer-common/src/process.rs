@@ -54,8 +54,16 @@ pub const RUNTIME_PREFIXES: [&[u8]; 8] = [
     b"libOpenCL.so",
 ];
 
-/// A traced process opening a file whose name is a GPU runtime's (`openat` at entry): a runtime copy it is
-/// about to load, to probe before its code runs (a private copy tracer could not foresee).
+/// File-name suffixes of the AMD code-object files whose opening is reported too ([`OpenRecord`]).
+///
+/// rocBLAS's Tensile reads each into memory and loads it from there, so its open is what ties the image to its
+/// file.
+pub const CODE_OBJECT_SUFFIXES: [&[u8]; 2] = [b".co", b".hsaco"];
+
+/// A traced process opening a GPU runtime's file or an AMD code-object file (`openat` at entry).
+///
+/// A runtime copy it is about to load, to probe before its code runs (a private copy tracer could not
+/// foresee); or a code-object file ([`CODE_OBJECT_SUFFIXES`]) it is about to read.
 #[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

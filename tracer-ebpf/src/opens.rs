@@ -1,14 +1,16 @@
 //! A traced process opening a GPU runtime library (`openat`, at entry): what lets user space probe a
 //! runtime copy nobody could foresee (a wheel's, a venv's, one dlopened by a path from a config) before
 //! the process runs its code, instead of finding it in /proc later. Only paths whose last component starts
-//! with a runtime's file name ([`RUNTIME_PREFIXES`]) are written; everything else is discarded here.
+//! with a runtime's file name ([`RUNTIME_PREFIXES`]), or that end like an AMD code-object file
+//! ([`CODE_OBJECT_SUFFIXES`]: rocBLAS's Tensile files, read into memory before they are loaded), are written;
+//! everything else is discarded here.
 
 use aya_ebpf::{
     helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user_str_bytes},
     macros::tracepoint,
     programs::TracePointContext,
 };
-use tracer_common::{NAME_TRUNCATED, OPEN_PATH_MAX, RUNTIME_PREFIXES, RecordHeader, RecordKind};
+use tracer_common::{CODE_OBJECT_SUFFIXES, NAME_TRUNCATED, OPEN_PATH_MAX, RUNTIME_PREFIXES, RecordHeader, RecordKind};
 
 use crate::maps::{OPEN_SCRATCH, output, setting, traced};
 
@@ -32,7 +34,7 @@ pub(crate) fn sys_enter_openat(ctx: TracePointContext) -> u32 {
     unsafe {
         let buf = &mut (*rec).path;
         let Ok(len) = bpf_probe_read_user_str_bytes(filename as *const u8, buf).map(<[u8]>::len) else { return 0 };
-        if !runtime_file(buf, len) {
+        if !runtime_file(buf, len) && !code_object_file(buf, len) {
             return 0;
         }
         (*rec).len = len as u32;
@@ -75,6 +77,26 @@ fn runtime_file(buf: &[u8; OPEN_PATH_MAX], len: usize) -> bool {
     let at = |k: usize| u64::from(buf[(base + k) & (OPEN_PATH_MAX - 1)]) << (8 * k);
     let head = at(0) | at(1) | at(2) | at(3) | at(4) | at(5) | at(6) | at(7);
     PREFIX_HEADS.contains(&head)
+}
+
+/// Whether the path in `buf[..len]` ends with one of [`CODE_OBJECT_SUFFIXES`].
+#[inline(always)]
+fn code_object_file(buf: &[u8; OPEN_PATH_MAX], len: usize) -> bool {
+    let ends = |suffix: &[u8]| {
+        let n = suffix.len();
+        if len < n {
+            return false;
+        }
+        let mut k = 0;
+        while k < n {
+            if buf[(len - n + k) & (OPEN_PATH_MAX - 1)] != suffix[k] {
+                return false;
+            }
+            k += 1;
+        }
+        true
+    };
+    ends(CODE_OBJECT_SUFFIXES[0]) || ends(CODE_OBJECT_SUFFIXES[1])
 }
 
 /// The first 8 bytes of each runtime prefix, as little-endian words.

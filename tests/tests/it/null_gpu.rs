@@ -413,4 +413,46 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
     let (f16, said) = checked_against_the_double(&out, "f16");
     println!("{said}");
     assert!(named(&f16, "Cijk_") > 0, "rocBLAS's Tensile GEMMs for the F16 prompt: {f16:?}");
+    let said = tensile_files(&guest_trace(&out, "f16"), Path::new(&sid));
+    println!("{said}");
+}
+
+/// rocBLAS's Tensile reads each code-object file into memory before it loads it: every launched `Cijk_` kernel
+/// carries the file it came from, a `.co` or `.hsaco` of the root's rocBLAS library directory whose own symbol
+/// table (read here with the `object` crate, apart from tracer) defines that kernel (its name as recorded, cut
+/// where the record says so); and the directory's listing counts the files the root really has there. What was
+/// found, in words.
+fn tensile_files(records: &[Line], sid: &Path) -> String {
+    let on_host = |path: &str| sid.join(path.trim_start_matches("/guest/9p").trim_start_matches('/'));
+    let launched: std::collections::BTreeSet<u32> = launches(records).iter().filter_map(|l| l.kernel).collect();
+    let tensile: Vec<&trace::Kernel> =
+        kernels(records).into_iter().filter(|k| launched.contains(&k.id) && k.name.starts_with("Cijk_")).collect();
+    assert!(!tensile.is_empty());
+    let mut files = std::collections::BTreeSet::new();
+    for k in &tensile {
+        let file = k.code_file.as_deref().unwrap_or_default();
+        let extension = Path::new(file).extension().and_then(|e| e.to_str());
+        assert!(file.contains("/rocblas/") && matches!(extension, Some("co" | "hsaco")), "{k:?}");
+        let bytes = std::fs::read(on_host(file)).expect("the root's Tensile file");
+        let elf = object::File::parse(&*bytes).expect("an ELF code object");
+        let defines = object::Object::symbols(&elf).any(|s| {
+            object::ObjectSymbol::name(&s)
+                .is_ok_and(|n| n == k.name || n == format!("{}.kd", k.name) || (k.truncated && n.starts_with(&k.name)))
+        });
+        assert!(defines, "{file} does not define {}", k.name);
+        files.insert(file.to_owned());
+    }
+    let dirs: Vec<&trace::CodeDir> =
+        records.iter().filter_map(|r| if let Line::CodeDir(d) = r { Some(d) } else { None }).collect();
+    for file in &files {
+        let dir = Path::new(file).parent().expect("a directory").to_str().expect("UTF-8");
+        let listed = dirs.iter().find(|d| d.path == dir);
+        assert!(listed.is_some(), "no code_dir {dir}: {dirs:?}");
+        let listed = listed.expect("checked");
+        let present =
+            std::fs::read_dir(on_host(dir)).expect("the directory").flatten().filter(|e| e.path().is_file()).count();
+        assert_eq!((listed.count, listed.cut, listed.error.as_deref()), (present as u64, false, None), "{dir}");
+    }
+    let names: Vec<&str> = files.iter().map(String::as_str).collect();
+    format!("f16: {} Tensile kernels dispatched, from {} files: {}", tensile.len(), files.len(), names.join(", "))
 }

@@ -66,6 +66,12 @@ pub(crate) trait Procs {
         Err(format!("{dir}: not listed"))
     }
 
+    /// The size of the regular file at `path` as the process sees it (inside its root); None when it is not
+    /// one or cannot be opened.
+    fn file_size(&self, _pid: u32, _path: &str) -> Option<u64> {
+        None
+    }
+
     fn is_running(&self, pid: u32) -> bool {
         self.stat(pid).is_some()
     }
@@ -343,6 +349,11 @@ impl Procs for Live {
         let reader = crate::os::files::Reader { uid: status.euid, gids };
         let root = crate::os::files::Root::of(pid).map_err(|e| e.to_string())?;
         root.list_files(dir, max, &reader).map_err(|e| e.to_string())
+    }
+
+    fn file_size(&self, pid: u32, path: &str) -> Option<u64> {
+        let root = crate::os::files::Root::of(pid).ok()?;
+        root.open(path).ok().map(|f| f.len())
     }
 
     fn is_kernel_thread(&self, pid: u32) -> bool {

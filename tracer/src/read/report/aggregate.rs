@@ -112,6 +112,11 @@ impl ProcAcc {
         api_stat(&mut self.api, c.api, (!c.entry_only).then_some((c.ret, c.dur)));
         if let (Layout::ModulePath | Layout::CodeObjectFromFile, Some(file)) = (c.api.layout(), &c.file) {
             self.code.load(c, file);
+        } else if let (Layout::ModuleOut, Some(file)) = (c.api.layout(), &c.file)
+            && super::code_dirs::is_code_object_file(file)
+        {
+            // A module loaded from an image read out of a code-object file (rocBLAS's Tensile).
+            self.code.load(c, file);
         }
         let m = &mut self.memory;
         match c.api.op() {

@@ -2,6 +2,12 @@
 //! (`hsa_code_object_reader_create_from_file`): the call gets its file, the module its code file (so the
 //! functions looked up in it carry it), and the file's directory is listed once, as the process sees it,
 //! into a `code_dir` record (what was present there is known only at record time).
+//!
+//! And those it reads into memory first (rocBLAS's Tensile: `.co`/`.hsaco` files read whole, then
+//! `hipModuleLoadData`): the thread's open of the file (the openat program passes code-object names) is bound
+//! to the image `ROCr`'s reader is then given on the same thread when the reader's size equals the file's;
+//! the module loaded from that image carries the file. An open not followed so is forgotten at the thread's next
+//! open; a size that differs binds nothing (counted).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -29,6 +35,18 @@ pub(super) struct CodeFiles {
     /// Per thread: the path read at the entry of its load in progress (the call record follows).
     pending: HashMap<u32, Name>,
     listed: HashSet<String>,
+    /// Per thread: the code-object file it opened last (absolute path) and when.
+    opened: HashMap<u32, (String, u64)>,
+    /// Images bound to the file they were read from (image address -> file), until their module is loaded.
+    images: HashMap<u64, String>,
+}
+
+/// Images bound and not yet taken by a module load, per process at most: past it, the oldest are let go.
+const IMAGES_MAX: usize = 256;
+
+/// Whether a path names an AMD code-object file ([`tracer_common::CODE_OBJECT_SUFFIXES`]).
+pub(super) fn is_code_object(path: &str) -> bool {
+    tracer_common::CODE_OBJECT_SUFFIXES.iter().any(|s| path.as_bytes().ends_with(s))
 }
 
 impl CodeFiles {
@@ -71,6 +89,66 @@ impl CodeFiles {
             bump(counters, "module_paths_relative");
             Some((n.name, n.truncated))
         }
+    }
+
+    /// A code-object file thread `tid` opened (the path as it gave it, made absolute against the process's
+    /// working directory).
+    pub(super) fn code_object_opened(
+        &mut self,
+        (pid, tid, ts): (u32, u32, u64),
+        path: &str,
+        truncated: bool,
+        procs: &dyn Procs,
+        counters: &mut BTreeMap<String, u64>,
+    ) {
+        let path = if path.starts_with('/') {
+            path.to_owned()
+        } else if let Some(cwd) = procs.cwd(pid) {
+            format!("{}/{}", cwd.trim_end_matches('/'), path.trim_start_matches("./"))
+        } else {
+            bump(counters, "code_object_opens_relative");
+            return;
+        };
+        if truncated {
+            bump(counters, "code_object_opens_truncated");
+            return;
+        }
+        self.opened.insert(tid, (path, ts));
+    }
+
+    /// An image `ROCr`'s reader was given (`hsa_code_object_reader_create_from_memory(ptr, size)`) outside every
+    /// mapped file: the file this thread opened last, when its size is the image's; the image is bound to it
+    /// for the module load that follows, and the file's directory listed the first time (as for a load by path).
+    pub(super) fn image_read(
+        &mut self,
+        c: &Call,
+        procs: &dyn Procs,
+        budget: &mut usize,
+        counters: &mut BTreeMap<String, u64>,
+    ) -> Option<(String, Option<CodeDir>)> {
+        let file = self.bind_image(c, procs, counters)?;
+        let dir = self.list_dir(&file, false, (c.pid, c.ts), (procs, None), budget, counters);
+        Some((file, dir))
+    }
+
+    fn bind_image(&mut self, c: &Call, procs: &dyn Procs, counters: &mut BTreeMap<String, u64>) -> Option<String> {
+        let (ptr, size) = (c.ptr?, c.size?);
+        let (path, opened_ts) = self.opened.remove(&c.tid)?;
+        if opened_ts > c.ts || procs.file_size(c.pid, &path) != Some(size) {
+            bump(counters, "code_object_images_unmatched");
+            return None;
+        }
+        if self.images.len() >= IMAGES_MAX {
+            self.images.clear();
+            bump(counters, "code_object_images_let_go");
+        }
+        self.images.insert(ptr, path.clone());
+        Some(path)
+    }
+
+    /// The file an image was read from, once ([`Self::image_read`]).
+    pub(super) fn image_file(&mut self, image: u64) -> Option<String> {
+        self.images.remove(&image)
     }
 
     /// The file behind a descriptor a load was given, read now (the process may close it soon after):

@@ -274,7 +274,13 @@ impl Attributor {
                 {
                     out.push(Line::Process(p));
                 }
-                self.effects.opened.push(o);
+                if code_files::is_code_object(&o.path) {
+                    // A code-object file about to be read into memory (rocBLAS's Tensile files).
+                    let at = (pid, o.origin.tid, o.origin.ts);
+                    p.code_files.code_object_opened(at, &o.path, o.truncated, self.procs, &mut self.counters);
+                } else {
+                    self.effects.opened.push(o);
+                }
             }
             Event::Plain { pid, ts, record } => {
                 self.see(pid, ts, out);
@@ -441,6 +447,13 @@ impl Attributor {
                     c.file = Some(code.file);
                     c.file_offset = Some(code.offset);
                     c.bundle = code.bundle;
+                } else if let (true, Some(module), Some(file)) =
+                    (ok, c.module, c.ptr.and_then(|image| p.code_files.image_file(image)))
+                {
+                    // An image read from a code-object file (see `code_files`): its functions carry that file.
+                    names.module_file(module, &file);
+                    c.file = Some(file);
+                    c.file_offset = Some(0);
                 } else if let (true, Some(module), Some(image)) = (ok, c.module, c.ptr)
                     && let Some((file, offset)) = names.module_image(module, image, c.caller, c.ts)
                 {
@@ -456,6 +469,14 @@ impl Attributor {
                 if let Some((file, offset)) = c.ptr.and_then(|ptr| names.file_of(ptr, c.ts)) {
                     c.file = Some(file);
                     c.file_offset = Some(offset);
+                } else if c.api.op() == Op::CodeObjectRead
+                    && ok
+                    && let Some((file, dir)) =
+                        p.code_files.image_read(&c, self.procs, &mut self.listing_budget, &mut self.counters)
+                {
+                    // Read into memory from a code-object file (rocBLAS's Tensile).
+                    out.extend(dir.map(Line::CodeDir));
+                    (c.file, c.file_offset) = (Some(file), Some(0));
                 }
             }
             _ => {}

@@ -207,6 +207,9 @@ impl Procs for Files {
     fn cwd(&self, _: u32) -> Option<String> {
         Some("/work".into())
     }
+    fn file_size(&self, _: u32, path: &str) -> Option<u64> {
+        (path == "/work/library/a.co").then_some(4096)
+    }
     fn list_files(&self, _: u32, dir: &str, _: usize) -> Result<(Vec<String>, bool), String> {
         match dir {
             "/work/library" => Ok((vec!["b.co".into(), "a.co".into(), "TensileLibrary.dat".into()], false)),
@@ -270,6 +273,59 @@ fn a_load_by_path_binds_its_file_to_the_call_the_module_and_the_directory() {
     let Some(Line::Kernel(k)) = out.last() else { panic!("{out:#?}") };
     assert_eq!((k.name.as_str(), k.code_file.as_deref()), ("Cijk_Ailk", Some("/work/library/a.co")));
     assert!(a.counters.is_empty(), "{:?}", a.counters);
+}
+
+/// rocBLAS's Tensile: a code-object file opened, read into memory, given to `ROCr`'s reader, loaded from memory.
+#[test]
+fn an_image_read_from_a_code_object_file_carries_that_file_when_the_sizes_agree() {
+    let mut a = Attributor { procs: &FILES, ..Attributor::default() };
+    let mut out = Vec::new();
+    let opened = |path: &str, ts| {
+        Event::Open(crate::record::intake::decode::Opened { origin: origin(ts), path: path.into(), truncated: false })
+    };
+    let reader = |ptr, size, ts| {
+        Event::call(Call {
+            ptr: Some(ptr),
+            size: Some(size),
+            ..Call::new(origin(ts), ApiFunc::HsaCodeObjectReaderCreateFromMemory, 0, 1)
+        })
+    };
+    let from_memory = |ptr, module, ts| {
+        Event::call(Call {
+            ptr: Some(ptr),
+            module: Some(module),
+            ..Call::new(origin(ts), ApiFunc::HipModuleLoadData, 0, 1)
+        })
+    };
+    // Relative to the working directory; the reader's size is the file's: bound, and the module carries it.
+    a.event(opened("library/a.co", 1), &mut out);
+    a.event(reader(0x1000, 4096, 3), &mut out);
+    a.event(from_memory(0x1000, 0x40, 2), &mut out);
+    // Another size: nothing bound (counted), the module placed as before (here: nowhere).
+    a.event(opened("/work/library/a.co", 4), &mut out);
+    a.event(reader(0x2000, 100, 6), &mut out);
+    a.event(from_memory(0x2000, 0x41, 5), &mut out);
+    let files: Vec<(ApiFunc, Option<&str>)> = out
+        .iter()
+        .filter_map(|r| if let Line::Call(c) = r { Some((c.api, c.file.as_deref())) } else { None })
+        .collect();
+    assert_eq!(
+        files,
+        [
+            (ApiFunc::HsaCodeObjectReaderCreateFromMemory, Some("/work/library/a.co")),
+            (ApiFunc::HipModuleLoadData, Some("/work/library/a.co")),
+            (ApiFunc::HsaCodeObjectReaderCreateFromMemory, None),
+            (ApiFunc::HipModuleLoadData, None),
+        ]
+    );
+    assert!(out.iter().any(|r| matches!(r, Line::CodeDir(d) if d.path == "/work/library" && d.count == 3)), "{out:#?}");
+    assert_eq!(a.counters.get("code_object_images_unmatched"), Some(&1));
+    // The open of a code object is no runtime copy to probe.
+    assert!(a.effects.opened.is_empty());
+    assert!(
+        code_files::is_code_object("/x/TensileLibrary_gfx1100.hsaco")
+            && !code_files::is_code_object("/x/libamdhip64.so")
+    );
 }
 
 #[test]

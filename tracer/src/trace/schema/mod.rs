@@ -506,9 +506,10 @@ pub struct LaunchSites {
 
 /// A directory a process loaded code-object files from by path, and its regular files.
 ///
-/// Written for `hipModuleLoad`, `cuModuleLoad` and an HSA reader of a file, when the first load from the
-/// directory was attributed: listed inside the process's root, once per process and directory. The
-/// analysis is offline: what was present is known only from this record.
+/// Written for `hipModuleLoad`, `cuModuleLoad`, an HSA reader of a file and an image read from a code-object
+/// file into memory (rocBLAS's Tensile), when the first load from the directory was attributed: listed inside
+/// the process's root, once per process and directory. The analysis is offline: what was present is known
+/// only from this record.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CodeDir {
     pub ts: u64,
