@@ -335,6 +335,20 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
         }
     }
     assert_eq!(reported, logged, "{trace}: the report's dispatches per kernel object, then the double's");
+    // The queues tracer did not see made are said, from the driver's ioctls: the double's queues of this process
+    // that no hsa_queue_create made, by ring size.
+    let mut unread: Vec<u64> = p["queues_unread"]["aql_ring_bytes"]
+        .as_array()
+        .map(|a| a.iter().filter_map(serde_json::Value::as_u64).collect())
+        .unwrap_or_default();
+    let mut made_elsewhere: Vec<u64> =
+        truth.sizes.iter().filter(|(ring, _)| !seen.contains_key(ring)).map(|(_, size)| *size).collect();
+    unread.sort_unstable();
+    made_elsewhere.sort_unstable();
+    assert_eq!(
+        unread, made_elsewhere,
+        "{trace}: the report's unread queues, then the double's queues tracer did not see"
+    );
     let said = format!(
         "{trace}: kernel dispatches read by tracer, equal to the double's: {compared} ({} kernels, the report's \
          count of each equal to the log's); on ROCr's own queues: {}",

@@ -33,6 +33,8 @@ struct ProcAcc {
     mapped: Vec<trace::Mapping>,
     ioctls: BTreeMap<String, IoctlReport>,
     queues: Vec<trace::Queue>,
+    /// Queues KFD made (`AMDKFD_IOC_CREATE_QUEUE` that succeeded): (type, ring base address, ring size).
+    kfd_queues: Vec<(u64, u64, u64)>,
     /// Per kernel object: kernel id, count, object, shapes.
     dispatches: crosscheck::DispatchAcc,
     barrier_packets: u64,
@@ -47,6 +49,22 @@ struct ProcAcc {
     /// Code-object files loaded by path, and their directories' listings.
     code: super::code_dirs::CodeAcc,
     jobs: super::job_times::JobsAcc,
+}
+
+/// The queues KFD made that no `hsa_queue_create` made (an AQL queue's ring base is the HSA queue's).
+fn queues_unread(kfd: &[(u64, u64, u64)], hsa: &[trace::Queue]) -> super::QueuesUnread {
+    let mut out = super::QueuesUnread::default();
+    for &(kind, ring, size) in kfd {
+        match kind {
+            // KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
+            2 if hsa.iter().any(|q| q.base_address == ring) => {}
+            2 => out.aql_ring_bytes.push(size),
+            // KFD_IOC_QUEUE_TYPE_SDMA, _SDMA_XGMI
+            1 | 3 => out.sdma += 1,
+            _ => out.other += 1,
+        }
+    }
+    out
 }
 
 /// (grid, block, grid unit, shmem).
@@ -186,6 +204,10 @@ impl ProcAcc {
         });
         e.calls += 1;
         e.total_ns += i.dur;
+        if i.name == "AMDKFD_IOC_CREATE_QUEUE" && i.ret == 0 {
+            let field = |k: &str| i.fields.get(k).copied().unwrap_or(0);
+            self.kfd_queues.push((field("queue_type"), field("ring_base_address"), field("ring_size")));
+        }
         if i.ret < 0 {
             e.errors += 1;
             let errno = crate::os::ioctl::errno_name(i.ret).map_or_else(|| format!("errno {}", -i.ret), str::to_owned);
@@ -387,6 +409,7 @@ impl ReportBuilder {
                 mapped,
                 code_dirs,
                 ioctls,
+                queues_unread: queues_unread(&acc.kfd_queues, &acc.queues),
                 queues: acc.queues,
                 gpu_jobs,
                 mmq_widths,

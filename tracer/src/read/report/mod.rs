@@ -107,6 +107,10 @@ pub struct ProcessReport {
     pub(crate) ioctls: Vec<IoctlReport>,
     /// HSA queues the process created.
     pub(crate) queues: Vec<trace::Queue>,
+    /// Queues it had KFD make that no `hsa_queue_create` made (`ROCr`'s own AQL queues, SDMA engines' queues):
+    /// tracer reads none of their packets.
+    #[serde(skip_serializing_if = "QueuesUnread::is_empty")]
+    pub(crate) queues_unread: QueuesUnread,
     /// Its GPU scheduler jobs (work submitted through the kernel driver), where recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gpu_jobs: Option<JobsReport>,
@@ -205,6 +209,23 @@ pub(crate) struct MappedReport {
     pub(crate) launches_from: u64,
     /// Of those, the launches that returned an error (none of them ran).
     pub(crate) launches_failed: u64,
+}
+
+/// Queues made through KFD (`AMDKFD_IOC_CREATE_QUEUE` that succeeded) that no `hsa_queue_create` made, by type.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct QueuesUnread {
+    /// AQL queues (`KFD_IOC_QUEUE_TYPE_COMPUTE_AQL`): the ring size of each, in creation order.
+    pub(crate) aql_ring_bytes: Vec<u64>,
+    /// SDMA queues (plain or XGMI): copy engines, which run no kernel.
+    pub(crate) sdma: u64,
+    /// Queues of any other type.
+    pub(crate) other: u64,
+}
+
+impl QueuesUnread {
+    pub(crate) const fn is_empty(&self) -> bool {
+        self.aql_ring_bytes.is_empty() && self.sdma == 0 && self.other == 0
+    }
 }
 
 /// A directory a process loaded code-object files from by path (rocBLAS's Tensile `library/`).

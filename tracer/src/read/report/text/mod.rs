@@ -414,6 +414,20 @@ fn write_queues(s: &mut String, p: &ProcessReport, opts: &TextOptions) -> std::f
             p.barrier_packets,
             plural(p.barrier_packets)
         )?;
+        let u = &p.queues_unread;
+        if !u.is_empty() {
+            let rings: Vec<String> = u.aql_ring_bytes.iter().map(u64::to_string).collect();
+            writeln!(
+                s,
+                "  ({} more queues made through KFD without hsa_queue_create, none of whose packets tracer reads: {} AQL \
+                 (ROCr's own; rings of {} bytes), {} SDMA, {} other)",
+                u.aql_ring_bytes.len() as u64 + u.sdma + u.other,
+                u.aql_ring_bytes.len(),
+                rings.join(", "),
+                u.sdma,
+                u.other
+            )?;
+        }
         writeln!(s, "  {:>10}  {:<38} {:<22} kernel", "dispatches", "workgroup / grid work-items (LDS)", "family")?;
         for d in &p.dispatches {
             let name = if d.demangled.is_empty() {
