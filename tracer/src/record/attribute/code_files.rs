@@ -41,8 +41,10 @@ pub(super) struct CodeFiles {
     images: HashMap<u64, String>,
 }
 
-/// Images bound and not yet taken by a module load, per process at most: past it, the oldest are let go.
+/// Images bound and not yet taken by a module load, per process at most: past it, all are let go (counted).
 const IMAGES_MAX: usize = 256;
+/// Threads whose last code-object open is kept, per process at most: past it, all are let go (counted).
+const OPENED_MAX: usize = 4096;
 
 /// Whether a path names an AMD code-object file ([`tracer_common::CODE_OBJECT_SUFFIXES`]).
 pub(super) fn is_code_object(path: &str) -> bool {
@@ -112,6 +114,10 @@ impl CodeFiles {
         if truncated {
             bump(counters, "code_object_opens_truncated");
             return;
+        }
+        if self.opened.len() >= OPENED_MAX && !self.opened.contains_key(&tid) {
+            self.opened.clear();
+            bump(counters, "code_object_opens_let_go");
         }
         self.opened.insert(tid, (path, ts));
     }

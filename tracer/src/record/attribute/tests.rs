@@ -328,6 +328,19 @@ fn an_image_read_from_a_code_object_file_carries_that_file_when_the_sizes_agree(
     );
 }
 
+/// A process opening code objects from more threads than are kept: the opens are let go, counted, never grown.
+#[test]
+fn code_object_opens_are_kept_for_a_bounded_number_of_threads() {
+    let mut files = code_files::CodeFiles::default();
+    let mut counters = BTreeMap::new();
+    for tid in 0..=4096 {
+        files.code_object_opened((9, tid, 1), "/x/a.co", false, &FILES, &mut counters);
+    }
+    files.code_object_opened((9, 1, 2), "/x/b.co", true, &FILES, &mut counters);
+    assert_eq!(counters.get("code_object_opens_let_go"), Some(&1));
+    assert_eq!(counters.get("code_object_opens_truncated"), Some(&1));
+}
+
 #[test]
 fn loads_without_their_path_and_unreadable_descriptors_are_counted() {
     let mut a = Attributor { procs: &FILES, ..Attributor::default() };
