@@ -60,6 +60,11 @@ pub const RUNTIME_PREFIXES: [&[u8]; 8] = [
 /// file.
 pub const CODE_OBJECT_SUFFIXES: [&[u8]; 2] = [b".co", b".hsaco"];
 
+/// Whether a path names an AMD code-object file (it ends with one of [`CODE_OBJECT_SUFFIXES`]).
+pub fn is_code_object(path: &[u8]) -> bool {
+    CODE_OBJECT_SUFFIXES.iter().any(|s| path.ends_with(s))
+}
+
 /// A traced process opening a GPU runtime's file or an AMD code-object file (`openat` at entry).
 ///
 /// A runtime copy it is about to load, to probe before its code runs (a private copy tracer could not

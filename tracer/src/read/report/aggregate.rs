@@ -131,9 +131,10 @@ impl ProcAcc {
         if let (Layout::ModulePath | Layout::CodeObjectFromFile, Some(file)) = (c.api.layout(), &c.file) {
             self.code.load(c, file);
         } else if let (Layout::ModuleOut, Some(file)) = (c.api.layout(), &c.file)
-            && super::code_dirs::is_code_object_file(file)
+            && tracer_common::is_code_object(file.as_bytes())
         {
-            // A module loaded from an image read out of a code-object file (rocBLAS's Tensile).
+            // A module loaded from an image read out of a code-object file (rocBLAS's Tensile), not a library
+            // whose embedded image was loaded.
             self.code.load(c, file);
         }
         let m = &mut self.memory;

@@ -15,12 +15,6 @@ pub(super) struct CodeAcc {
     dirs: Vec<trace::CodeDir>,
 }
 
-/// Whether a module's file is a code-object file ([`tracer_common::CODE_OBJECT_SUFFIXES`]), not a library whose
-/// embedded image was loaded.
-pub(super) fn is_code_object_file(path: &str) -> bool {
-    tracer_common::CODE_OBJECT_SUFFIXES.iter().any(|s| path.as_bytes().ends_with(s))
-}
-
 /// The directory part of an absolute path ("/" for a file at the root; "" for a relative one).
 fn dir_of(path: &str) -> &str {
     match path.rsplit_once('/') {

@@ -46,11 +46,6 @@ const IMAGES_MAX: usize = 256;
 /// Threads whose last code-object open is kept, per process at most: past it, all are let go (counted).
 const OPENED_MAX: usize = 4096;
 
-/// Whether a path names an AMD code-object file ([`tracer_common::CODE_OBJECT_SUFFIXES`]).
-pub(super) fn is_code_object(path: &str) -> bool {
-    tracer_common::CODE_OBJECT_SUFFIXES.iter().any(|s| path.as_bytes().ends_with(s))
-}
-
 impl CodeFiles {
     /// The path a load named at its entry (a name record with the call's header).
     pub(super) fn path_named(&mut self, n: Name, counters: &mut BTreeMap<String, u64>) {

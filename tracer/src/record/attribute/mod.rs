@@ -274,7 +274,7 @@ impl Attributor {
                 {
                     out.push(Line::Process(p));
                 }
-                if code_files::is_code_object(&o.path) {
+                if tracer_common::is_code_object(o.path.as_bytes()) {
                     // A code-object file about to be read into memory (rocBLAS's Tensile files).
                     let at = (pid, o.origin.tid, o.origin.ts);
                     p.code_files.code_object_opened(at, &o.path, o.truncated, self.procs, &mut self.counters);

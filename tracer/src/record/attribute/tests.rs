@@ -323,8 +323,8 @@ fn an_image_read_from_a_code_object_file_carries_that_file_when_the_sizes_agree(
     // The open of a code object is no runtime copy to probe.
     assert!(a.effects.opened.is_empty());
     assert!(
-        code_files::is_code_object("/x/TensileLibrary_gfx1100.hsaco")
-            && !code_files::is_code_object("/x/libamdhip64.so")
+        tracer_common::is_code_object(b"/x/TensileLibrary_gfx1100.hsaco")
+            && !tracer_common::is_code_object(b"/x/libamdhip64.so")
     );
 }
 

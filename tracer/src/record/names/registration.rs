@@ -202,6 +202,19 @@ fn track(
         },
         _ => None,
     };
+    forget_written(insn, info, known);
+    if let (Some(d), Some(v)) = (dst, value) {
+        known.insert(d, v);
+    }
+}
+
+/// Forgets what `known` held for every register `insn` writes (its full 64-bit register), as the decoders of
+/// this crate that follow register values through straight-line code need before they store the new one.
+pub(crate) fn forget_written<V>(
+    insn: &Instruction,
+    info: &mut InstructionInfoFactory,
+    known: &mut HashMap<Register, V>,
+) {
     for used in info.info(insn).used_registers() {
         if matches!(
             used.access(),
@@ -209,9 +222,6 @@ fn track(
         ) {
             known.remove(&used.register().full_register());
         }
-    }
-    if let (Some(d), Some(v)) = (dst, value) {
-        known.insert(d, v);
     }
 }
 

@@ -13,9 +13,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use iced_x86::{
-    Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpAccess, OpKind, Register,
-};
+use iced_x86::{Decoder, DecoderOptions, FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpKind, Register};
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 use tracer_common::ExtLayout;
 
@@ -266,14 +264,7 @@ fn step(insn: &Instruction, info: &mut InstructionInfoFactory, regs: &mut HashMa
             _ => None,
         }
     });
-    for used in info.info(insn).used_registers() {
-        if matches!(
-            used.access(),
-            OpAccess::Write | OpAccess::CondWrite | OpAccess::ReadWrite | OpAccess::ReadCondWrite
-        ) {
-            regs.remove(&used.register().full_register());
-        }
-    }
+    crate::record::names::registration::forget_written(insn, info, regs);
     if let (Some(d), Some(v)) = (dst, value) {
         regs.insert(d.full_register(), v);
     }

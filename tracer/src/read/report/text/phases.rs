@@ -116,11 +116,14 @@ pub(super) fn write_phases(s: &mut String, p: &ProcessReport, lean: bool) -> std
     if p.phases.iter().any(|ph| ph.phase != crate::read::phase::Phase::Other) {
         let batched: u64 = p.phases.iter().map(|ph| ph.steps_from_batches).sum();
         let cut = match (batched, lean) {
-            (1.., _) => "it begins at llama_decode or llama_process, whose batch gives its sequences",
+            (1.., _) => "it begins there, and its batch gives its sequences",
             (0, true) => "it ends at the logits copy",
             (0, false) => "it ends at the sync after the logits copy",
         };
-        writeln!(s, "\n  phases (a step is one llama_decode or llama_process: {cut}; graph replays count in it):")?;
+        writeln!(
+            s,
+            "\n  phases (a step is one llama_decode or llama_process call: {cut}; graph replays count in it):"
+        )?;
         writeln!(s, "  {:<8} {:>6}  {:<16} kernels", "phase", "steps", "batch widths")?;
         for ph in &p.phases {
             let widths: Vec<&str> = ph.batch_widths.iter().map(String::as_str).collect();
