@@ -1,6 +1,7 @@
 //! The command line as a new user meets it: durations past any sense, a misspelled or unrunnable command,
 //! `--force` over a trace a failed recording must not destroy, `-o -` with a command that prints, a signal
-//! during the set-up, a command still running at `--duration`, exit statuses in every mode.
+//! during the set-up, a command still running at `--duration`, exit statuses in every mode, the command's
+//! open-files limit.
 
 use std::{
     process::{Command, Stdio},
@@ -73,6 +74,27 @@ fn with_the_trace_on_standard_output_the_commands_output_goes_to_standard_error(
     // Standard output is a trace and nothing else.
     let status = trace::read_from(std::io::Cursor::new(o.stdout), std::path::Path::new("stdout"), |_| {}).unwrap();
     assert!(status.has_footer && status.unreadable_records == 0 && status.unknown_records == 0, "{status:?}");
+}
+
+/// tracer raises its own open-files limit to the hard one before it places a probe (on a kernel without
+/// multi-point links every exported function of a counted library takes a descriptor), and the command it starts
+/// gets the limit tracer was given back: it sees 512, while its parent, tracer, holds soft = hard.
+#[test]
+fn the_command_keeps_the_open_files_limit_tracer_was_given() {
+    let script = format!(
+        "ulimit -Sn 512; exec {} record -o - -- /bin/sh -c 'echo limit $(ulimit -n); grep \"open files\" /proc/$PPID/limits'",
+        tracer_bin().display()
+    );
+    let o = Command::new("/bin/sh").args(["-c", &script]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.lines().any(|l| l == "limit 512"), "the command's own limit: {stderr}");
+    let tracer_line = stderr.lines().find(|l| l.starts_with("Max open files")).expect("tracer's limits");
+    let numbers: Vec<&str> = tracer_line.split_whitespace().skip(3).take(2).collect();
+    assert!(
+        numbers.len() == 2 && numbers[0] == numbers[1] && numbers[0] != "512",
+        "tracer's soft and hard: {tracer_line}"
+    );
 }
 
 /// Whether process `pid` catches `sig` (its handler is installed): `SigCgt` of /proc/PID/status.

@@ -139,12 +139,13 @@ fn debian_s_llama_server_with_two_slots_has_the_server_s_own_tokens_from_its_sta
     check_server(&read_trace(&out), &out, &timings, 0);
 }
 
-/// Two completions sent at once; each one's `(prompt_n, predicted_n)` from the server's timings.
-fn ask_two(port: u16) -> Vec<(u64, u64)> {
-    const ASK: &str = r#"
+/// Two completions sent at once to the server on port `argv[1]` (waiting for its `/health` first): prompts of 11
+/// and 23 token ids, 8 and 12 tokens generated; prints each one's `[prompt_n, predicted_n]` from the server's
+/// timings as JSON. Run by the host's Python here, by the root's own in the null GPU's guest.
+pub(crate) const ASK_TWO: &str = r#"
 import json, sys, threading, time, urllib.request
 port = int(sys.argv[1])
-for _ in range(600):
+for _ in range(6000):
     try:
         urllib.request.urlopen(f"http://127.0.0.1:{port}/health"); break
     except Exception:
@@ -156,21 +157,29 @@ def one(i, n, predict):
             "cache_prompt": False}
     req = urllib.request.Request(f"http://127.0.0.1:{port}/completion", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
-    t = json.load(urllib.request.urlopen(req, timeout=120))["timings"]
+    t = json.load(urllib.request.urlopen(req, timeout=600))["timings"]
     done[i] = [t["prompt_n"], t["predicted_n"]]
 threads = [threading.Thread(target=one, args=(i, n, p)) for i, (n, p) in enumerate(asks)]
 for t in threads: t.start()
 for t in threads: t.join()
 print(json.dumps(done))
 "#;
-    let o = Command::new("/usr/bin/python3").args(["-c", ASK, &port.to_string()]).output().expect("python3 runs");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).expect("the timings");
+
+/// [`ASK_TWO`]'s output: each answer's `(prompt_n, predicted_n)`.
+pub(crate) fn timings_of(printed: &[u8]) -> Vec<(u64, u64)> {
+    let v: Value = serde_json::from_slice(printed).expect("the timings");
     v.as_array()
         .expect("two answers")
         .iter()
         .map(|t| (t[0].as_u64().expect("prompt_n"), t[1].as_u64().expect("predicted_n")))
         .collect()
+}
+
+/// Two completions sent at once ([`ASK_TWO`]); each one's `(prompt_n, predicted_n)` from the server's timings.
+fn ask_two(port: u16) -> Vec<(u64, u64)> {
+    let o = Command::new("/usr/bin/python3").args(["-c", ASK_TWO, &port.to_string()]).output().expect("python3 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    timings_of(&o.stdout)
 }
 
 fn wait_healthy(port: u16, child: &mut Child) {
@@ -190,8 +199,9 @@ fn stop(pid: u32) {
     }
 }
 
-/// The server's phases against its own timings, and both slots in one step.
-fn check_server(records: &[Line], out: &Path, timings: &[(u64, u64)], startup_prompt: u64) {
+/// The server's phases against its own timings (plus `startup_prompt` tokens of its start-up decodes), and both
+/// slots in one step.
+pub(crate) fn check_server(records: &[Line], out: &Path, timings: &[(u64, u64)], startup_prompt: u64) {
     assert_eq!(footer(records).total_drops(), 0);
     assert_batch_probed(records);
     let both = batches(records, "llama-server")

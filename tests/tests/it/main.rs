@@ -19,6 +19,7 @@ mod inspect;
 mod library_stack;
 mod neighbours;
 mod null_gpu;
+mod null_gpu_server;
 mod ollama;
 mod package;
 mod phases;

@@ -203,7 +203,7 @@ fn read_by_tracer(records: &[Line]) -> BTreeMap<u64, Vec<Packet>> {
 }
 
 /// The name of the kernel a dispatch ran, as tracer named it.
-fn dispatched_names(records: &[Line]) -> Vec<Option<String>> {
+pub(crate) fn dispatched_names(records: &[Line]) -> Vec<Option<String>> {
     let names: BTreeMap<u32, &str> = kernels(records).into_iter().map(|k| (k.id, k.name.as_str())).collect();
     records
         .iter()
@@ -429,6 +429,64 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
     assert!(named(&f16, "Cijk_") > 0, "rocBLAS's Tensile GEMMs for the F16 prompt: {f16:?}");
     let said = tensile_files(&guest_trace(&out, "f16"), Path::new(&sid));
     println!("{said}");
+    println!("{}", rocblas_calls_by_phase(&out, "q4", 0));
+    let tensile = f16.iter().filter(|n| n.starts_with("Cijk_")).count() as u64;
+    println!("{}", rocblas_calls_by_phase(&out, "f16", tensile));
+}
+
+/// rocBLAS's calls, counted at its 1 217 exported C functions (on this 6.1 guest kernel, which makes no multi-point
+/// links, one uprobe each), against what reached the null GPU: `rocblas_gemm_ex` is called once for each Tensile
+/// kernel dispatched (`gemms`, from the double's log), and the report puts rocBLAS's calls per phase in the prompt
+/// steps alone, none in the decode steps (ggml's own mat-vec kernels serve one token). hipBLAS and hipBLASLt are
+/// not mapped at all (Debian's ggml HIP backend links rocBLAS). What was found, in words.
+fn rocblas_calls_by_phase(out: &str, trace: &str, gemms: u64) -> String {
+    let records = guest_trace(out, trace);
+    let rocblas: Vec<&trace::EntryLibrary> = records
+        .iter()
+        .filter_map(|r| if let Line::EntryLibrary(l) = r { l.path.contains("librocblas").then_some(l) } else { None })
+        .collect();
+    assert!(
+        matches!(rocblas[..], [l] if l.error.is_none() && l.functions > 1000 && l.attached_ts.is_some()),
+        "{trace}: rocBLAS's entry points probed: {rocblas:?}"
+    );
+    let id = rocblas[0].id;
+    let gemm_ex: u64 = records
+        .iter()
+        .filter_map(|r| match r {
+            Line::EntryCalls(c) if c.lib == id && c.function == "rocblas_gemm_ex" => Some(c.calls),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(gemm_ex, gemms, "{trace}: rocblas_gemm_ex calls, then the Tensile kernels dispatched");
+    let mapped = |name: &str| {
+        records
+            .iter()
+            .any(|r| matches!(r, Line::Mapping(m) if m.path.rsplit('/').next().is_some_and(|f| f.starts_with(name))))
+    };
+    assert!(!mapped("libhipblas"), "{trace}: hipBLAS and hipBLASLt are not mapped");
+    let path = scratch(&format!("rocblas-{trace}")).join("t.jsonl");
+    std::fs::write(&path, section(out, trace)).expect("scratch file");
+    let v = tracer_json(&["report", "--json", path.to_str().expect("UTF-8 path")]);
+    let p =
+        v["processes"].as_array().expect("processes").iter().find(|p| p["comm"] == "llama-bench").expect("llama-bench");
+    let in_phase = |phase: &str| {
+        p["phases"]
+            .as_array()
+            .expect("phases")
+            .iter()
+            .filter(|ph| ph["phase"] == phase)
+            .map(|ph| ph["library_calls"][id.to_string()].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let (prefill, decode) = (in_phase("prefill"), in_phase("decode"));
+    assert!(
+        prefill >= gemms && decode == 0,
+        "{trace}: rocBLAS's calls by phase: prefill {prefill}, decode {decode}: {p}"
+    );
+    format!(
+        "{trace}: rocBLAS called {prefill} times in the prompt steps, 0 in the decode steps; rocblas_gemm_ex {gemm_ex}, \
+         one per Tensile kernel dispatched; hipBLAS and hipBLASLt not mapped"
+    )
 }
 
 /// rocBLAS's Tensile reads each code-object file into memory before it loads it: every launched `Cijk_` kernel

@@ -1,7 +1,7 @@
 //! The "called" side of mapped vs called vs dispatched: every exported C function of each GPU library the
 //! traced processes map (hipBLAS, rocSPARSE, cuBLAS, ggml's backends, ...; not the runtimes, whose calls
-//! the API table's probes see one by one) gets one uprobe of one multi-point link per library, and the
-//! kernel counts calls per process and function (`entries` on the eBPF side). Read and deleted when a
+//! the API table's probes see one by one) gets one uprobe of one multi-point link per library (before
+//! Linux 6.6, one link per function), and the kernel counts calls per process and function (`entries` on the eBPF side). Read and deleted when a
 //! process ends, and at the end of the recording.
 
 use std::{
@@ -33,7 +33,8 @@ pub(in crate::record) struct Entries {
     libs: HashMap<(u64, u64), (u32, bool)>,
     /// Point (the cookie) -> (library id, function).
     points: Vec<(u32, String)>,
-    /// One link per library: closing it detaches (see `attach::release_in_background`).
+    /// One link per library (or per function, [`Points::Each`](crate::record::probes::attach::Points)):
+    /// closing it detaches (see `attach::release_in_background`).
     links: Vec<OwnedFd>,
 }
 
@@ -94,17 +95,17 @@ impl Entries {
         // The point in the low half; the upper half is the library's step slot (its calls per step).
         let slot = tracer_common::step_slot(id) << 32;
         let cookies: Vec<u64> = (first..).take(offsets.len()).map(|p| p | slot).collect();
-        match program.attach(&file.proc_path(), &offsets, &cookies, None, false) {
-            Ok(link) => {
-                self.links.push(link);
-                // Its initializer's witness, after the counting link: a hit says that link was in place.
+        match program.attach_everywhere(&file.proc_path(), &offsets, &cookies) {
+            Ok(links) => {
+                self.links.extend(links);
+                // Its initializer's witness, after the counting links: a hit says they were in place.
                 let cookie = tracer_common::cookie::make(id | tracer_common::COUNTED_LIBRARY, 0, 0);
                 if id < tracer_common::COUNTED_LIBRARY
                     && let Some(w) = self.witness.as_ref()
                     && let Some(at) = crate::os::elf::last_initializer_offset(file)
-                    && let Ok(link) = w.attach(&file.proc_path(), &[at], &[cookie], None, false)
+                    && let Ok(links) = w.attach_everywhere(&file.proc_path(), &[at], &[cookie])
                 {
-                    self.links.push(link);
+                    self.links.extend(links);
                 }
                 self.libs.insert((dev, inode), (id, true));
                 rec.attached_ts = Some(crate::os::clock::monotonic_ns());

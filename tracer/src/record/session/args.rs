@@ -157,19 +157,35 @@ fn units() -> BTreeMap<String, String> {
     .collect()
 }
 
-/// Raises the soft limit of open files to the hard one. A recording holds a descriptor per probed copy,
-/// per file its processes map (up to 4096, opened for naming or by the early look) and per probe;
-/// a shell under systemd starts tracer with 1024 of 524 288. The command tracer starts is forked before,
-/// with the limit it was given. A limit that cannot be raised stays (a warning): files past it are counted
-/// unopened.
+/// Raises the soft limit of open files to the hard one, before any probe is placed. A recording holds a
+/// descriptor per probed copy, per file its processes map (up to 4096, opened for naming or by the early look)
+/// and per probe (on a kernel without multi-point links, one per exported function of each counted library:
+/// rocBLAS alone has 1 217); a shell under systemd starts tracer with 1024 of 524 288. The command tracer
+/// starts gets the limit tracer was given back before its exec ([`open_files_limit_given`]). A limit that
+/// cannot be raised stays (a warning): files past it are counted unopened.
 pub(crate) fn raise_open_files_limit() {
     use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
-    let Rlimit { current, maximum } = getrlimit(Resource::Nofile);
+    let given = getrlimit(Resource::Nofile);
+    let Rlimit { current, maximum } = given;
     // None: no limit.
-    if current.is_some_and(|c| maximum.is_none_or(|m| c < m))
-        && let Err(e) = setrlimit(Resource::Nofile, Rlimit { current: maximum, maximum })
-    {
-        let c = current.unwrap_or(0);
-        warning!("the open-files limit stays {c} ({e}): files past it are counted unopened");
+    if current.is_some_and(|c| maximum.is_none_or(|m| c < m)) {
+        match setrlimit(Resource::Nofile, Rlimit { current: maximum, maximum }) {
+            Ok(()) => drop(GIVEN_OPEN_FILES.set(given)),
+            Err(e) => {
+                let c = current.unwrap_or(0);
+                warning!("the open-files limit stays {c} ({e}): files past it are counted unopened");
+            }
+        }
     }
+}
+
+/// The open-files limit tracer was started with, where it raised it ([`raise_open_files_limit`]).
+static GIVEN_OPEN_FILES: std::sync::OnceLock<rustix::process::Rlimit> = std::sync::OnceLock::new();
+
+/// The open-files limit tracer was given, for the command it starts, as `setrlimit(2)` takes it; None where
+/// tracer kept it as it was.
+pub(crate) fn open_files_limit_given() -> Option<libc::rlimit> {
+    let given = GIVEN_OPEN_FILES.get()?;
+    let raw = |l: Option<u64>| l.unwrap_or(libc::RLIM_INFINITY);
+    Some(libc::rlimit { rlim_cur: raw(given.current), rlim_max: raw(given.maximum) })
 }

@@ -122,12 +122,14 @@ impl Command {
         // A failed exec writes its errno here; a successful one closes the child's end (close-on-exec).
         let (read_end, write_end) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)
             .map_err(|e| anyhow!("cannot start {program} ({e})"))?;
+        // The open-files limit tracer was given, which the command gets back (tracer raised its own).
+        let given = super::args::open_files_limit_given();
         let raw_write = {
             use std::os::fd::AsRawFd as _;
             write_end.as_raw_fd()
         };
         // SAFETY: fork in a process whose only threads wait on locks the child never takes; the child
-        // calls only async-signal-safe functions (dup2, raise, execv, write, _exit) on memory prepared
+        // calls only async-signal-safe functions (dup2, setrlimit, raise, execv, write, _exit) on memory prepared
         // before.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
@@ -138,6 +140,9 @@ impl Command {
             unsafe {
                 if stdout_to_stderr {
                     libc::dup2(2, 1);
+                }
+                if let Some(limit) = given.as_ref() {
+                    libc::setrlimit(libc::RLIMIT_NOFILE, limit);
                 }
                 libc::raise(libc::SIGSTOP);
                 libc::execv(path.as_ptr(), argv_ptrs.as_ptr());

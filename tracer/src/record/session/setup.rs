@@ -68,6 +68,8 @@ impl<'a> Session<'a> {
     ) -> Result<(Self, Option<Command>)> {
         let Setup { targets, copies, counted, program } = setup;
         let filter_by_pid = !targets.pids.is_empty() || !args.command.is_empty() || args.ollama;
+        // Before any probe is placed (a kernel without multi-point links takes a descriptor per point).
+        raise_open_files_limit();
         let loaded = load(args, &targets, filter_by_pid)?;
         let job_tracepoints = loaded.job_tracepoints.clone();
         let program_stats = loaded.program_stats;
@@ -91,8 +93,6 @@ impl<'a> Session<'a> {
             pids.insert(pid, 1, 0)?;
         }
         let child = program.as_deref().map(|path| start_command(args, path)).transpose()?;
-        // After the command is forked: it keeps the limit it was given.
-        raise_open_files_limit();
         let child_pid = child.as_ref().map(|c| c.pid);
         if let Some(pid) = child_pid {
             pids.insert(pid, 1, 0)?;
@@ -169,17 +169,28 @@ fn load(args: &RecordArgs, targets: &Targets, filter_by_pid: bool) -> Result<Loa
     let ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm, jobs })?;
     // Taken while aya holds every map: every program loaded for multi-point links shares them.
     let maps = attach::SharedMaps::of(&ebpf);
-    let multi = maps
-        .as_ref()
-        .map_err(|e| anyhow!("{e:#}"))
-        .and_then(|maps| attach::MultiProgram::load(attach::OBJECT, maps, args.probe_mode.library_program()))
-            .map_err(|e| {
-                warning!(
-                    "calls into GPU libraries other than the runtimes are not counted (the kernel refused multi-point uprobes, Linux 6.6 or later): {e:#}"
-                );
-            })
-            .ok();
+    let multi = maps.as_ref().map_err(|e| anyhow!("{e:#}")).and_then(|maps| library_program(maps, args)).map_err(|e| {
+        warning!("calls into GPU libraries other than the runtimes are not counted: {e:#}");
+    });
+    let multi = multi.ok();
     Ok(Loaded { ebpf, multi, maps, job_tracepoints, program_stats })
+}
+
+/// The program counting calls into other GPU libraries' entry points: for multi-point links, or, on a kernel
+/// without them (before Linux 6.6), for one uprobe per function, said once.
+fn library_program(maps: &attach::SharedMaps, args: &RecordArgs) -> Result<attach::MultiProgram> {
+    let name = args.probe_mode.library_program();
+    let multi = attach::MultiProgram::load(attach::OBJECT, maps, name).and_then(|p| {
+        if p.links_work() { Ok(p) } else { Err(anyhow!("the kernel makes no multi-point uprobe links")) }
+    });
+    multi.or_else(|multi| {
+        let each = attach::MultiProgram::load_for(attach::OBJECT, maps, name, attach::Points::Each)
+            .map_err(|e| anyhow!("{e:#} (and for multi-point links: {multi:#})"))?;
+        warning!(
+            "the kernel refused multi-point uprobes (Linux 6.6 or later): calls into GPU libraries other than the runtimes are counted with one uprobe per exported function (a descriptor each)"
+        );
+        Ok(each)
+    })
 }
 
 /// Attaches the runtime probes to every copy, takes the maps user space holds, counts the entry points of the
@@ -193,8 +204,9 @@ fn attach_all(
 ) -> Result<Attached> {
     let mut watch = LibraryWatch::new(runtimes(args), !args.libs.is_empty());
     // The initializer's witness for the libraries whose calls are counted (the runtime links load their own).
-    let witness =
-        maps.as_ref().ok().and_then(|m| attach::MultiProgram::load(attach::OBJECT, m, attach::INIT_WITNESS).ok());
+    let witness = maps.as_ref().ok().zip(multi.as_ref()).and_then(|(m, counting)| {
+        attach::MultiProgram::load_for(attach::OBJECT, m, attach::INIT_WITNESS, counting.points()).ok()
+    });
     watch.links = maps
         .and_then(|maps| attach::RuntimeLinks::load(maps, args.probe_mode))
             .map_err(|e| {

@@ -150,6 +150,9 @@ impl RuntimeLinks {
         for name in [entry, ret, one_trap] {
             loaded(&mut programs, &maps, name)?;
         }
+        if !programs.get(entry).is_some_and(MultiProgram::links_work) {
+            anyhow::bail!("the kernel makes no multi-point uprobe links");
+        }
         let preloading = Preloading::start(&[super::INIT_WITNESS, register, doorbell, batch], &programs, &maps);
         Ok(Self {
             preloading,

@@ -29,13 +29,14 @@ use crate::{record::probes::libs::LibCopy, trace};
 mod links;
 mod mode;
 mod multi;
+mod points;
 mod release;
 mod sched;
 use links::Link;
 pub(crate) use links::{Linked, RuntimeLinks};
 pub(crate) use mode::ProbeMode;
 use mode::Programs;
-pub(crate) use multi::{MultiProgram, SharedMaps, misses as program_misses};
+pub(crate) use multi::{MultiProgram, Points, SharedMaps, misses as program_misses};
 pub(crate) use release::{release_in_background, releases_in_progress};
 pub(crate) use sched::JobTracepoints;
 

@@ -45,12 +45,12 @@ pub(crate) fn misses(fd: BorrowedFd<'_>) -> u64 {
     prog_info(fd).map_or(0, |info| info.recursion_misses)
 }
 
-/// `BPF_PROG_LOAD` of a uprobe-multi program, with the verifier's log in `log` when given.
+/// `BPF_PROG_LOAD` of a uprobe program for `points`, with the verifier's log in `log` when given.
 fn load_program(
     name: &str,
     insns: &[bpf_insn],
     license: &CString,
-    sleepable: bool,
+    (sleepable, points): (bool, Points),
     log: Option<&mut Vec<u8>>,
 ) -> std::io::Result<RawFd> {
     // SAFETY: all-zero is a valid `bpf_attr` (a union of plain integers).
@@ -58,7 +58,9 @@ fn load_program(
     // SAFETY: the `BPF_PROG_LOAD` member of the union, written field by field.
     let load = unsafe { &mut attr.__bindgen_anon_3 };
     load.prog_type = bpf_prog_type::BPF_PROG_TYPE_KPROBE as u32;
-    load.expected_attach_type = bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
+    if points == Points::Multi {
+        load.expected_attach_type = bpf_attach_type::BPF_TRACE_UPROBE_MULTI as u32;
+    }
     load.insns = insns.as_ptr() as u64;
     load.insn_cnt = u32::try_from(insns.len()).map_err(std::io::Error::other)?;
     load.license = license.as_ptr() as u64;
@@ -76,9 +78,19 @@ fn load_program(
     bpf(bpf_cmd::BPF_PROG_LOAD, &mut attr)
 }
 
-/// A loaded program for multi-point uprobe links.
+/// How a program loaded here is attached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Points {
+    /// Every point of a library in one multi-point link (Linux 6.6 on).
+    Multi,
+    /// One uprobe link per point ([`super::points`]): a kernel without multi-point links.
+    Each,
+}
+
+/// A loaded program for multi-point uprobe links, or, on an older kernel, for one link per point.
 pub(crate) struct MultiProgram {
     fd: OwnedFd,
+    points: Points,
 }
 
 /// The map behind each kind of map tracer's object declares.
@@ -96,7 +108,7 @@ const fn map_data(map: &Map) -> Option<&MapData> {
 }
 
 /// One `bpf(2)` call.
-fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> std::io::Result<RawFd> {
+pub(super) fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> std::io::Result<RawFd> {
     // SAFETY: `attr` is a valid, fully initialised `bpf_attr` for `cmd`; the kernel reads at most its size.
     let ret =
         unsafe { libc::syscall(libc::SYS_bpf, cmd as libc::c_long, std::ptr::from_mut(attr), size_of::<bpf_attr>()) };
@@ -138,6 +150,11 @@ impl MultiProgram {
     /// aya-obj's relocation falls back to whichever map of the same section it met last, so a map missing
     /// here would silently become another.
     pub(crate) fn load(object: &[u8], maps: &SharedMaps, name: &str) -> Result<Self> {
+        Self::load_for(object, maps, name, Points::Multi)
+    }
+
+    /// As [`MultiProgram::load`], for links of the kind `points`.
+    pub(crate) fn load_for(object: &[u8], maps: &SharedMaps, name: &str, points: Points) -> Result<Self> {
         let mut obj = aya_obj::Object::parse(object).context("parsing tracer's eBPF object")?;
         let program = obj.programs.get(name).ok_or_else(|| anyhow!("the eBPF object has no program {name}"))?;
         let key = program.function_key();
@@ -169,18 +186,18 @@ impl MultiProgram {
         // refused program is loaded again, with the log, for the reason.
         // A signal that reaches tracer while the verifier runs (a command's SIGCHLD) ends the load with
         // EAGAIN: loaded again, a few times, rather than taken for a refusal.
-        let mut quick = load_program(name, insns, &license, sleepable, None);
+        let mut quick = load_program(name, insns, &license, (sleepable, points), None);
         for _ in 0..8 {
             match &quick {
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                    quick = load_program(name, insns, &license, sleepable, None);
+                    quick = load_program(name, insns, &license, (sleepable, points), None);
                 }
                 _ => break,
             }
         }
         let fd = quick.or_else(|_| {
             let mut log = vec![0u8; 1 << 20];
-            load_program(name, insns, &license, sleepable, Some(&mut log)).map_err(|err| {
+            load_program(name, insns, &license, (sleepable, points), Some(&mut log)).map_err(|err| {
                 let text = String::from_utf8_lossy(log.split(|&b| b == 0).next().unwrap_or_default()).into_owned();
                 let tail: String =
                     text.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
@@ -188,7 +205,35 @@ impl MultiProgram {
             })
         })?;
         // SAFETY: a descriptor the kernel just returned, owned by nothing else.
-        Ok(Self { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+        Ok(Self { fd: unsafe { OwnedFd::from_raw_fd(fd) }, points })
+    }
+
+    /// Whether this kernel makes multi-point uprobe links (Linux 6.6 on): one on `/`, not a regular file,
+    /// fails with `EBADF` where it does and `EINVAL` where the attach type is unknown (libbpf's own probe).
+    /// Before 6.6 a program loads for them all the same; only its links are refused.
+    pub(crate) fn links_work(&self) -> bool {
+        match self.attach(Path::new("/"), &[0], &[0], None, false) {
+            Ok(_) => true,
+            Err(e) => {
+                e.root_cause().downcast_ref::<std::io::Error>().and_then(std::io::Error::raw_os_error)
+                    == Some(libc::EBADF)
+            }
+        }
+    }
+
+    /// How this program is attached.
+    pub(crate) const fn points(&self) -> Points {
+        self.points
+    }
+
+    /// Attaches the program at the entries of `offsets` (file offsets of `target`, one cookie each) in every
+    /// process: one multi-point link, or one link per point ([`Points::Each`]). Closing the descriptors
+    /// detaches the points.
+    pub(crate) fn attach_everywhere(&self, target: &Path, offsets: &[u64], cookies: &[u64]) -> Result<Vec<OwnedFd>> {
+        match self.points {
+            Points::Multi => Ok(vec![self.attach(target, offsets, cookies, None, false)?]),
+            Points::Each => super::points::attach_each(self.fd.as_fd(), target, offsets, cookies),
+        }
     }
 
     /// (runs, nanoseconds) the kernel counted for this program (`BPF_ENABLE_STATS`, `record
@@ -215,6 +260,9 @@ impl MultiProgram {
     ) -> Result<OwnedFd> {
         if offsets.is_empty() || offsets.len() != cookies.len() {
             bail!("{} offsets with {} cookies", offsets.len(), cookies.len());
+        }
+        if self.points == Points::Each {
+            bail!("the program was loaded for one link per point");
         }
         let path = CString::new(target.as_os_str().as_encoded_bytes())
             .with_context(|| format!("{} contains a NUL byte", target.display()))?;
