@@ -360,8 +360,8 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
 
 /// llama.cpp as Debian unstable ships it (llama-bench, ggml 0.27's HIP backend with its 1.2 GB libggml-hip, rocBLAS
 /// 6.4 with its Tensile files, HIP 6.4.3, `ROCr` 6.4.3, shared read-only into the guest whole over 9p, no file
-/// changed) runs on the null GPU with every layer offloaded (`-ngl 99`), on a tiny random model: `Q4_K_M` with a prompt
-/// of 8 tokens and 4 generated, then F16 with a prompt of 290 and 8 generated. ggml finds "AMD Radeon RX 7900 XTX,
+/// changed) runs on the null GPU with every layer offloaded (`-ngl 99`), on a tiny random model, `Q4_K_M` then F16,
+/// each with a prompt of 290 tokens and 8 generated. ggml finds "AMD Radeon RX 7900 XTX,
 /// gfx1100" and its kernels reach the double as real AQL packets, HIP graph replays included. tracer, recording
 /// each from the start, reads at the doorbells every packet of every queue made by `hsa_queue_create`, exactly as
 /// the double consumed them, names every kernel dispatched (ggml's `Q4_K` mat-vec and flash attention; for the F16
@@ -390,7 +390,7 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
            [ $rc = 0 ] || exit 1
            echo \"@@BEGIN $1\"; cat /tmp/$1.jsonl; echo \"@@END $1\"; rm /tmp/$1.jsonl
          }
-         bench q4 q4.gguf '-p 8 -n 4'
+         bench q4 q4.gguf '-p 290 -n 8'
          bench f16 f16.gguf '-p 290 -n 8'
          echo '@@BEGIN packets'; cat /sys/kernel/debug/null_gpu/packets; echo '@@END packets'",
         &[
@@ -402,14 +402,14 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
         ],
     );
     drop(std::fs::remove_dir_all(&files));
-    for (run, test) in [("q4", " tg4 |"), ("f16", " pp290 |")] {
+    for (run, test) in [("q4", " pp290 |"), ("f16", " pp290 |")] {
         let bench = section(&out, &format!("{run}-bench"));
         assert!(bench.contains("AMD Radeon RX 7900 XTX, gfx1100") && bench.contains(test), "{bench}");
     }
 
     // Each run's steps as llama-bench makes them (a warm-up and a measured run of each test): two prompts, the
     // generation warm-up's token, then the generated tokens, read from Debian's libllama 0.7.0 batch layout.
-    for (run, prompt, generated) in [("q4", 8, 4), ("f16", 290, 8)] {
+    for (run, prompt, generated) in [("q4", 290, 8), ("f16", 290, 8)] {
         let records = guest_trace(&out, run);
         let steps: Vec<(i32, bool)> = records
             .iter()
@@ -424,20 +424,49 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
     let named = |names: &[String], part: &str| names.iter().filter(|n| n.contains(part)).count();
     assert!(named(&q4, "mul_mat_vec_qIL9ggml_type12") > 0, "ggml's Q4_K mat-vec (MMVQ): {q4:?}");
     assert!(named(&q4, "flash_attn") > 0, "ggml's flash attention: {q4:?}");
+    println!("{}", mmq_columns(&out, "q4", 290));
     let (f16, said) = checked_against_the_double(&out, "f16");
     println!("{said}");
     assert!(named(&f16, "Cijk_") > 0, "rocBLAS's Tensile GEMMs for the F16 prompt: {f16:?}");
     let said = tensile_files(&guest_trace(&out, "f16"), Path::new(&sid));
     println!("{said}");
-    println!("{}", rocblas_calls_by_phase(&out, "q4", 0));
-    let tensile = f16.iter().filter(|n| n.starts_with("Cijk_")).count() as u64;
-    println!("{}", rocblas_calls_by_phase(&out, "f16", tensile));
+    let tensile = |names: &[String]| names.iter().filter(|n| n.starts_with("Cijk_")).count() as u64;
+    println!("{}", rocblas_calls_by_phase(&out, "q4", tensile(&q4)));
+    println!("{}", rocblas_calls_by_phase(&out, "f16", tensile(&f16)));
+}
+
+/// ggml's MMQ kernels (the 290-token prompt's quantized matrix products): every dispatch read at the doorbell has
+/// its exact column count (ne11), the prompt's `prompt` tokens, taken from the src1 quantization dispatched before
+/// it on the same queue (a dispatch carries no launch parameters); none is left at its tile bound. In words.
+fn mmq_columns(out: &str, trace: &str, prompt: u64) -> String {
+    let path = scratch(&format!("mmq-{trace}")).join("t.jsonl");
+    std::fs::write(&path, section(out, trace)).expect("scratch file");
+    let v = tracer_json(&["report", "--json", path.to_str().expect("UTF-8 path")]);
+    let p =
+        v["processes"].as_array().expect("processes").iter().find(|p| p["comm"] == "llama-bench").expect("llama-bench");
+    let mmq: Vec<&serde_json::Value> =
+        p["dispatches"].as_array().expect("dispatches").iter().filter(|r| r["class"]["family"] == "MMQ").collect();
+    assert!(!mmq.is_empty(), "{trace}: MMQ dispatches for the prompt: {p}");
+    let mut total = 0;
+    for row in &mmq {
+        let n = row["dispatches"].as_u64().expect("a count");
+        let ne11 = row["ne11"].as_object().expect("ne11 by column count");
+        assert!(
+            ne11.len() == 1 && ne11.get(&prompt.to_string()).and_then(serde_json::Value::as_u64) == Some(n),
+            "{trace}: every dispatch of {} has ne11 {prompt}: {ne11:?} of {n}",
+            row["name"]
+        );
+        total += n;
+    }
+    let widths = p["mmq_widths"].as_object().expect("mmq_widths");
+    assert!(widths.get("tile bound only").is_none() && !widths.is_empty(), "{trace}: {widths:?}");
+    format!("{trace}: {total} MMQ dispatches of {} kernels, each with ne11 = {prompt} ({widths:?})", mmq.len())
 }
 
 /// rocBLAS's calls, counted at its 1 217 exported C functions (on this 6.1 guest kernel, which makes no multi-point
 /// links, one uprobe each), against what reached the null GPU: `rocblas_gemm_ex` is called once for each Tensile
-/// kernel dispatched (`gemms`, from the double's log), and the report puts rocBLAS's calls per phase in the prompt
-/// steps alone, none in the decode steps (ggml's own mat-vec kernels serve one token). hipBLAS and hipBLASLt are
+/// kernel dispatched (`gemms`, from the double's log: 22 in the F16 run, 2 in the `Q4_K_M` one), and the report puts rocBLAS's calls per phase in the prompt steps alone, none in the
+/// decode steps (ggml's own mat-vec kernels serve one token). hipBLAS and hipBLASLt are
 /// not mapped at all (Debian's ggml HIP backend links rocBLAS). What was found, in words.
 fn rocblas_calls_by_phase(out: &str, trace: &str, gemms: u64) -> String {
     let records = guest_trace(out, trace);

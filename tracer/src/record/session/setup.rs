@@ -187,7 +187,7 @@ fn library_program(maps: &attach::SharedMaps, args: &RecordArgs) -> Result<attac
         let each = attach::MultiProgram::load_for(attach::OBJECT, maps, name, attach::Points::Each)
             .map_err(|e| anyhow!("{e:#} (and for multi-point links: {multi:#})"))?;
         warning!(
-            "the kernel refused multi-point uprobes (Linux 6.6 or later): calls into GPU libraries other than the runtimes are counted with one uprobe per exported function (a descriptor each)"
+            "the kernel refused multi-point uprobes (Linux 6.6 or later): calls into GPU libraries other than the runtimes are counted with one uprobe per exported function (a descriptor each; released in the background after the recording, about 0.1 s each)"
         );
         Ok(each)
     })
