@@ -232,7 +232,7 @@ fn the_demos_gpu_recording_has_passes_column_counts_and_a_ledger() {
 /// `ROCr` 6.4.3) on the null GPU, `-p 8 -n 4 -r 1`, traced from its start (the null GPU test checks such runs against
 /// the double's packet log). Its report: 395 kernel dispatches read at the doorbells, every one named, ggml's families
 /// with their quantization; llama-bench's own steps read from Debian's libllama 0.7.0 batch layout; the symbol
-/// queries that name nothing counted, and said.
+/// queries that name nothing counted, and said; rocBLAS called at start-up only.
 #[test]
 fn the_demos_amd_recording_has_every_dispatch_named_and_llama_bench_s_own_steps() {
     let trace = recorded("null-gpu-llama-bench-q4_k_m.jsonl.zst");
@@ -250,6 +250,17 @@ fn the_demos_amd_recording_has_every_dispatch_named_and_llama_bench_s_own_steps(
     assert_eq!(decode["compositions"], serde_json::json!({"decode 1 seq x 1": 3}));
     let text = String::from_utf8(tracer(&["report", trace.to_str().unwrap()]).stdout).unwrap();
     assert!(text.contains("(216868 hsa_executable_symbol_get_info calls asked for other attributes"), "{text}");
+    // rocBLAS's entry points, counted one uprobe each on the guest's 6.1 kernel: called twice, for its version at
+    // start-up, in no step.
+    let rocblas =
+        p["mapped"].as_array().unwrap().iter().find(|m| m["path"].as_str().unwrap().contains("librocblas")).unwrap();
+    assert_eq!((rocblas["status"].as_str(), rocblas["calls"].as_u64()), (Some("called"), Some(2)), "{rocblas}");
+    let rocblas_in_a_step = p["phases"].as_array().unwrap().iter().any(|ph| {
+        ph["library_calls"].as_object().is_some_and(|calls| {
+            calls.keys().any(|id| p["step_libraries"][id].as_str().is_some_and(|l| l.contains("librocblas")))
+        })
+    });
+    assert!(!rocblas_in_a_step, "{p}");
 }
 
 /// `fixtures/traces/h100-llama-bench-f16-p513.jsonl.zst`: the same run in F16 (621 executions = CUPTI's),
