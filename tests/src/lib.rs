@@ -499,9 +499,36 @@ pub fn section<'a>(out: &'a str, name: &str) -> &'a str {
     &out[start..start + len]
 }
 
-/// A trace a guest printed as section `name`, read back here.
-pub fn guest_trace(out: &str, name: &str) -> Vec<Line> {
+/// A trace a guest printed as section `name`, written to a scratch file here: its path.
+pub fn guest_trace_file(out: &str, name: &str) -> PathBuf {
     let path = scratch(&format!("guest-{name}")).join("t.jsonl");
     std::fs::write(&path, section(out, name)).expect("scratch file");
-    read_trace(&path)
+    path
+}
+
+/// A trace a guest printed as section `name`, read back here.
+pub fn guest_trace(out: &str, name: &str) -> Vec<Line> {
+    read_trace(&guest_trace_file(out, name))
+}
+
+/// `tracer report --json` of the trace a guest printed as section `name`: the process named `comm`.
+pub fn guest_report(out: &str, name: &str, comm: &str) -> serde_json::Value {
+    let path = guest_trace_file(out, name);
+    let mut v = tracer_json(&["report", "--json", path.to_str().expect("UTF-8 path")]);
+    let processes = v["processes"].as_array_mut().expect("processes");
+    let i = processes.iter().position(|p| p["comm"] == comm);
+    assert!(i.is_some(), "no process {comm} in {name}");
+    processes.swap_remove(i.expect("checked"))
+}
+
+/// A tiny random F16 llama model written to `path` by `fixtures/kmod/tiny_llama.py` (numpy and gguf from
+/// `TRACER_PYLIB`, which `cargo xtask test` sets).
+pub fn tiny_llama(path: &Path) {
+    let o = Command::new("/usr/bin/python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/kmod/tiny_llama.py"))
+        .arg(path)
+        .env("PYTHONPATH", std::env::var("TRACER_PYLIB").expect("TRACER_PYLIB (set by cargo xtask test)"))
+        .output()
+        .expect("python3 runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }

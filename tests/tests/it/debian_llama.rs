@@ -28,13 +28,7 @@ impl Model {
     fn new(root: &Path, name: &str) -> Self {
         let inside = format!("/tmp/tracer-it-{}-{name}.gguf", std::process::id());
         let host = root.join(inside.trim_start_matches('/'));
-        let o = Command::new("/usr/bin/python3")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/kmod/tiny_llama.py"))
-            .arg(&host)
-            .env("PYTHONPATH", std::env::var("TRACER_PYLIB").expect("TRACER_PYLIB (set by cargo xtask test)"))
-            .output()
-            .expect("python3 runs");
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        tiny_llama(&host);
         Self { host, inside }
     }
 }

@@ -319,10 +319,8 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
     assert!(other > 10 * asked.len() as u64, "{trace}: {other} other queries counted, {} written", asked.len());
     // The report's dispatches per kernel (by kernel object, as the packets carry it) equal the double's, kernel
     // by kernel, on every queue tracer saw.
-    let path = scratch(&format!("report-{trace}")).join("t.jsonl");
-    std::fs::write(&path, section(out, trace)).expect("scratch file");
-    let v = tracer_json(&["report", "--json", path.to_str().expect("UTF-8 path")]);
-    let p = v["processes"].as_array().expect("processes").iter().find(|p| p["pid"] == pid).expect("llama-bench");
+    let p = &guest_report(out, trace, "llama-bench");
+    assert_eq!(p["pid"], pid, "{trace}: the one llama-bench");
     let mut reported: BTreeMap<u64, u64> = BTreeMap::new();
     for row in p["dispatches"].as_array().expect("dispatches per kernel") {
         let object = row["kernel_object"].as_u64().expect("a kernel object");
@@ -371,13 +369,7 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
 fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every_packet_of_its_queues() {
     let sid = std::env::var("TRACER_SID_ROOT").expect("TRACER_SID_ROOT is set by `cargo xtask test`");
     let files = scratch("null-gpu-model");
-    let model = Command::new("/usr/bin/python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/kmod/tiny_llama.py"))
-        .arg(files.join("f16.gguf"))
-        .env("PYTHONPATH", std::env::var("TRACER_PYLIB").expect("TRACER_PYLIB (set by cargo xtask test)"))
-        .output()
-        .expect("python3 runs");
-    assert!(model.status.success(), "{}", String::from_utf8_lossy(&model.stderr));
+    tiny_llama(&files.join("f16.gguf"));
     let out = guest(
         "S=/guest/9p
          for d in proc sys dev tmp; do mount --bind /$d $S/$d; done
@@ -439,11 +431,7 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
 /// its exact column count (ne11), the prompt's `prompt` tokens, taken from the src1 quantization dispatched before
 /// it on the same queue (a dispatch carries no launch parameters); none is left at its tile bound. In words.
 fn mmq_columns(out: &str, trace: &str, prompt: u64) -> String {
-    let path = scratch(&format!("mmq-{trace}")).join("t.jsonl");
-    std::fs::write(&path, section(out, trace)).expect("scratch file");
-    let v = tracer_json(&["report", "--json", path.to_str().expect("UTF-8 path")]);
-    let p =
-        v["processes"].as_array().expect("processes").iter().find(|p| p["comm"] == "llama-bench").expect("llama-bench");
+    let p = &guest_report(out, trace, "llama-bench");
     let mmq: Vec<&serde_json::Value> =
         p["dispatches"].as_array().expect("dispatches").iter().filter(|r| r["class"]["family"] == "MMQ").collect();
     assert!(!mmq.is_empty(), "{trace}: MMQ dispatches for the prompt: {p}");
@@ -493,11 +481,7 @@ fn rocblas_calls_by_phase(out: &str, trace: &str, gemms: u64) -> String {
             .any(|r| matches!(r, Line::Mapping(m) if m.path.rsplit('/').next().is_some_and(|f| f.starts_with(name))))
     };
     assert!(!mapped("libhipblas"), "{trace}: hipBLAS and hipBLASLt are not mapped");
-    let path = scratch(&format!("rocblas-{trace}")).join("t.jsonl");
-    std::fs::write(&path, section(out, trace)).expect("scratch file");
-    let v = tracer_json(&["report", "--json", path.to_str().expect("UTF-8 path")]);
-    let p =
-        v["processes"].as_array().expect("processes").iter().find(|p| p["comm"] == "llama-bench").expect("llama-bench");
+    let p = &guest_report(out, trace, "llama-bench");
     let in_phase = |phase: &str| {
         p["phases"]
             .as_array()

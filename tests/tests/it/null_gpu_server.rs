@@ -3,8 +3,6 @@
 //! of AMD's GPU kernel driver (`fixtures/kmod/null_gpu.c`; see `null_gpu.rs`). The root is Debian's, shared
 //! read-only over 9p, no file changed, no environment variable set; the requests come from the root's own Python.
 
-use std::path::Path;
-
 use integration_tests::*;
 
 use crate::{
@@ -22,13 +20,7 @@ use crate::{
 fn llama_server_with_two_slots_on_the_null_gpu_has_the_server_s_own_tokens_from_its_start_and_attached_late() {
     let sid = std::env::var("TRACER_SID_ROOT").expect("TRACER_SID_ROOT is set by `cargo xtask test`");
     let files = scratch("null-gpu-server");
-    let model = std::process::Command::new("/usr/bin/python3")
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/kmod/tiny_llama.py"))
-        .arg(files.join("f16.gguf"))
-        .env("PYTHONPATH", std::env::var("TRACER_PYLIB").expect("TRACER_PYLIB (set by cargo xtask test)"))
-        .output()
-        .expect("python3 runs");
-    assert!(model.status.success(), "{}", String::from_utf8_lossy(&model.stderr));
+    tiny_llama(&files.join("f16.gguf"));
     std::fs::write(files.join("ask.py"), ASK_TWO).expect("scratch file");
     // The guest's loopback is down until brought up (the server and its clients use it).
     let out = guest(
@@ -71,8 +63,7 @@ fn llama_server_with_two_slots_on_the_null_gpu_has_the_server_s_own_tokens_from_
     drop(std::fs::remove_dir_all(&files));
     for (run, startup_prompt) in [("start", 4), ("late", 0)] {
         let timings = timings_of(section(&out, &format!("{run}-ask")).as_bytes());
-        let path = scratch(&format!("null-gpu-server-{run}")).join("t.jsonl");
-        std::fs::write(&path, section(&out, run)).expect("scratch file");
+        let path = guest_trace_file(&out, run);
         let records = read_trace(&path);
         check_server(&records, &path, &timings, startup_prompt);
         let names = dispatched_names(&records);

@@ -1,8 +1,8 @@
 //! The "called" side of mapped vs called vs dispatched: every exported C function of each GPU library the
 //! traced processes map (hipBLAS, rocSPARSE, cuBLAS, ggml's backends, ...; not the runtimes, whose calls
 //! the API table's probes see one by one) gets one uprobe of one multi-point link per library (before
-//! Linux 6.6, one link per function), and the kernel counts calls per process and function (`entries` on the eBPF side). Read and deleted when a
-//! process ends, and at the end of the recording.
+//! Linux 6.6, one link per function), and the kernel counts calls per process and function (`entries` on
+//! the eBPF side). Read and deleted when a process ends, and at the end of the recording.
 
 use std::{
     collections::{BTreeMap, HashMap},

@@ -107,6 +107,16 @@ const fn map_data(map: &Map) -> Option<&MapData> {
     }
 }
 
+/// The points of a link (or of one link per point): one cookie per offset, at least one; `target` as the
+/// kernel takes a path.
+pub(super) fn checked_points(target: &Path, offsets: &[u64], cookies: &[u64]) -> Result<CString> {
+    if offsets.is_empty() || offsets.len() != cookies.len() {
+        bail!("{} offsets with {} cookies", offsets.len(), cookies.len());
+    }
+    CString::new(target.as_os_str().as_encoded_bytes())
+        .with_context(|| format!("{} contains a NUL byte", target.display()))
+}
+
 /// One `bpf(2)` call.
 pub(super) fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> std::io::Result<RawFd> {
     // SAFETY: `attr` is a valid, fully initialised `bpf_attr` for `cmd`; the kernel reads at most its size.
@@ -258,14 +268,10 @@ impl MultiProgram {
         pid: Option<u32>,
         returns: bool,
     ) -> Result<OwnedFd> {
-        if offsets.is_empty() || offsets.len() != cookies.len() {
-            bail!("{} offsets with {} cookies", offsets.len(), cookies.len());
-        }
         if self.points == Points::Each {
             bail!("the program was loaded for one link per point");
         }
-        let path = CString::new(target.as_os_str().as_encoded_bytes())
-            .with_context(|| format!("{} contains a NUL byte", target.display()))?;
+        let path = checked_points(target, offsets, cookies)?;
         // SAFETY: all-zero is a valid `bpf_attr` (a union of plain integers).
         let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
         // SAFETY: the `BPF_LINK_CREATE` member of the union, written field by field.

@@ -13,7 +13,7 @@ use std::{
     sync::OnceLock,
 };
 
-use anyhow::{Context as _, Result, anyhow, bail};
+use anyhow::{Context as _, Result, anyhow};
 use aya_obj::generated::{PERF_FLAG_FD_CLOEXEC, bpf_attach_type, bpf_attr, bpf_cmd, perf_event_attr};
 
 /// Where the kernel names the uprobe PMU's perf event type.
@@ -35,12 +35,8 @@ pub(super) fn attach_each(
     offsets: &[u64],
     cookies: &[u64],
 ) -> Result<Vec<OwnedFd>> {
-    if offsets.is_empty() || offsets.len() != cookies.len() {
-        bail!("{} offsets with {} cookies", offsets.len(), cookies.len());
-    }
+    let path = super::multi::checked_points(target, offsets, cookies)?;
     let pmu = uprobe_pmu()?;
-    let path = CString::new(target.as_os_str().as_encoded_bytes())
-        .with_context(|| format!("{} contains a NUL byte", target.display()))?;
     let mut links = Vec::with_capacity(offsets.len());
     for (i, (&offset, &cookie)) in offsets.iter().zip(cookies).enumerate() {
         let link = attach_point(prog, pmu, &path, offset, cookie).with_context(|| {
