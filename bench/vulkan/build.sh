@@ -78,7 +78,8 @@ if [ -z "$vk_inc" ] && [ -z "${VULKAN_SDK:-}" ] && ! grep -q LayerSettingEXT /us
     apt_dir="$work/apt-$suite"
     mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$apt_dir/deb"
     # The mirror this system's apt already uses for Debian's main archive (deb822 or one-line sources).
-    mirror="$(grep -hE '^(URIs:|deb )' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2> /dev/null |
+    # (A system with deb822 sources alone has no sources.list: grep's status is not the answer.)
+    mirror="$( (grep -hsE '^(URIs:|deb )' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list || true) |
       grep -vE 'security|updates' | grep -oE 'https?://[^ ]+' | head -1)"
     [ -n "$mirror" ] || { echo "build.sh: no Debian mirror in this system's apt sources" >&2; exit 1; }
     echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $suite main" > "$apt_dir/sources.list"

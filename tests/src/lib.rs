@@ -532,3 +532,25 @@ pub fn tiny_llama(path: &Path) {
         .expect("python3 runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// A tiny random F16 llama model ([`tiny_llama`]) written into a root's /tmp, removed on drop; `inside` is
+/// its path as the root's programs see it.
+pub struct ModelInRoot {
+    pub host: PathBuf,
+    pub inside: String,
+}
+
+impl ModelInRoot {
+    pub fn new(root: &Path, name: &str) -> Self {
+        let inside = format!("/tmp/tracer-it-{}-{name}.gguf", std::process::id());
+        let host = root.join(inside.trim_start_matches('/'));
+        tiny_llama(&host);
+        Self { host, inside }
+    }
+}
+
+impl Drop for ModelInRoot {
+    fn drop(&mut self) {
+        drop(std::fs::remove_file(&self.host));
+    }
+}

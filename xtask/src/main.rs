@@ -207,7 +207,7 @@ fn setup() -> Result<()> {
     debian_packages()?;
     python_packages()?;
     tracefs()?;
-    sid_root()?;
+    sid_roots()?;
     Ok(())
 }
 
@@ -216,28 +216,38 @@ fn setup() -> Result<()> {
 /// host's. Made by mmdebstrap once, outside the checkout (5.5 GB), from this system's own Debian mirror.
 const SID_ROOT: &str = "/var/cache/tracer/sid-rocm";
 const SID_PACKAGES: &str = "llama.cpp-tools,libggml0-backend-hip,libllama0,rocminfo,libamdhip64-6";
+/// Debian unstable's Vulkan stack for ggml (its `libggml0-backend-vulkan`, shipped without a symbol table)
+/// and Mesa's lavapipe, which runs it on the CPU: a root of its own (0.5 GB), so that the `ROCm` root's
+/// tools never load a Vulkan backend beside their HIP one.
+const SID_VULKAN_ROOT: &str = "/var/cache/tracer/sid-vulkan";
+const SID_VULKAN_PACKAGES: &str = "llama.cpp-tools,libggml0-backend-vulkan,mesa-vulkan-drivers";
 
-fn sid_root() -> Result<()> {
-    let root = PathBuf::from(SID_ROOT);
-    let stamp = root.join(".tracer-complete");
-    if fs::read_to_string(&stamp).is_ok_and(|s| s == SID_PACKAGES) {
-        step(&format!("Debian unstable's ROCm root in {SID_ROOT}: present"));
+fn sid_roots() -> Result<()> {
+    sid_root(SID_ROOT, SID_PACKAGES, "ROCm")?;
+    sid_root(SID_VULKAN_ROOT, SID_VULKAN_PACKAGES, "Vulkan")
+}
+
+fn sid_root(root: &str, packages: &str, what: &str) -> Result<()> {
+    let dir = PathBuf::from(root);
+    let stamp = dir.join(".tracer-complete");
+    if fs::read_to_string(&stamp).is_ok_and(|s| s == packages) {
+        step(&format!("Debian unstable's {what} root in {root}: present"));
         return Ok(());
     }
     let mirror = debian_mirror()?;
-    step(&format!("making Debian unstable's ROCm root in {SID_ROOT} with mmdebstrap ({SID_PACKAGES})"));
-    let tmp = root.with_extension("tmp");
+    step(&format!("making Debian unstable's {what} root in {root} with mmdebstrap ({packages})"));
+    let tmp = dir.with_extension("tmp");
     drop(fs::remove_dir_all(&tmp));
-    fs::create_dir_all(root.parent().unwrap_or(&root))?;
+    fs::create_dir_all(dir.parent().unwrap_or(&dir))?;
     run(Command::new("mmdebstrap")
         .args(["--variant=apt", "--quiet", "--aptopt=Acquire::Check-Valid-Until \"false\""])
-        .arg(format!("--include={SID_PACKAGES}"))
+        .arg(format!("--include={packages}"))
         .arg("sid")
         .arg(&tmp)
         .arg(format!("deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {mirror} sid main")))?;
-    fs::write(tmp.join(".tracer-complete"), SID_PACKAGES)?;
-    drop(fs::remove_dir_all(&root));
-    fs::rename(&tmp, &root)?;
+    fs::write(tmp.join(".tracer-complete"), packages)?;
+    drop(fs::remove_dir_all(&dir));
+    fs::rename(&tmp, &dir)?;
     Ok(())
 }
 
@@ -580,5 +590,6 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
         .env("TRACER_FIXTURES", fixtures::fixtures_dir())
         .env("TRACER_PYLIB", pylib())
         .env("TRACER_DEB", deb)
-        .env("TRACER_SID_ROOT", SID_ROOT))
+        .env("TRACER_SID_ROOT", SID_ROOT)
+        .env("TRACER_SID_VULKAN_ROOT", SID_VULKAN_ROOT))
 }

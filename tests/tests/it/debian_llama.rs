@@ -17,28 +17,6 @@ fn sid_root() -> PathBuf {
     PathBuf::from(std::env::var_os("TRACER_SID_ROOT").expect("TRACER_SID_ROOT is set by `cargo xtask test`"))
 }
 
-/// A tiny random F16 llama model (`fixtures/kmod/tiny_llama.py`) written into the root's /tmp, removed on drop;
-/// `inside` is its path as the root's programs see it.
-struct Model {
-    host: PathBuf,
-    inside: String,
-}
-
-impl Model {
-    fn new(root: &Path, name: &str) -> Self {
-        let inside = format!("/tmp/tracer-it-{}-{name}.gguf", std::process::id());
-        let host = root.join(inside.trim_start_matches('/'));
-        tiny_llama(&host);
-        Self { host, inside }
-    }
-}
-
-impl Drop for Model {
-    fn drop(&mut self) {
-        drop(std::fs::remove_file(&self.host));
-    }
-}
-
 /// The `llama_process` batches of the process named `comm` (started or found), in order.
 fn batches<'a>(records: &'a [Line], comm: &str) -> Vec<&'a trace::StepBatch> {
     let pid =
@@ -64,7 +42,7 @@ fn assert_batch_probed(records: &[Line]) {
 #[test]
 fn debian_s_llama_bench_steps_are_read_where_its_own_libllama_lays_its_batch_out() {
     let root = sid_root();
-    let model = Model::new(&root, "bench");
+    let model = ModelInRoot::new(&root, "bench");
     let out = scratch("debian-bench").join("t.jsonl");
     let r = root.display().to_string();
     let records = record_ok(
@@ -94,7 +72,7 @@ fn debian_s_llama_bench_steps_are_read_where_its_own_libllama_lays_its_batch_out
 #[test]
 fn debian_s_llama_server_with_two_slots_has_the_server_s_own_tokens_from_its_start_and_attached_late() {
     let root = sid_root();
-    let model = Model::new(&root, "server");
+    let model = ModelInRoot::new(&root, "server");
     let r = root.display().to_string();
     let server = |port: u16| -> Vec<String> {
         let args =

@@ -121,3 +121,90 @@ fn dispatches_taken_past_the_loader_are_said_not_counted() {
     assert_eq!(report["counters"]["vulkan_entry_points_past_loader"], 1, "{text}");
     assert!(text.contains("vulkan: 1 Vulkan entry points tracer probes were taken with vkGetDeviceProcAddr"), "{text}");
 }
+
+/// Debian unstable's ggml Vulkan backend as it ships (`libggml0-backend-vulkan`, a `libggml-vulkan.so` with no
+/// symbol table), its `llama-bench` on Mesa's lavapipe, in the root `cargo xtask setup` makes, recorded from
+/// its start: the pipelines are named from the library's own code (the calls that create each pipeline pass
+/// its name and its SPIR-V together), with ggml's families and weight types. Each name (each of the names
+/// of a module ggml makes several pipelines from) is checked independently: it stands in the library's own
+/// bytes. The modules whose pipelines ggml names at run time match none, are named by their SPIR-V and
+/// counted, and the report says so. `GGML_VK_VISIBLE_DEVICES=0` makes ggml take lavapipe, which it skips by
+/// default as a CPU device; it changes nothing of what the device runs.
+#[test]
+fn debian_s_stripped_ggml_vulkan_has_its_pipelines_named_from_its_own_code() {
+    let root = std::path::PathBuf::from(
+        std::env::var_os("TRACER_SID_VULKAN_ROOT").expect("TRACER_SID_VULKAN_ROOT is set by `cargo xtask test`"),
+    );
+    let r = root.display().to_string();
+    let lib = root.join("usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so");
+    let bytes = std::fs::read(&lib).expect("Debian's libggml-vulkan.so in the root");
+    let f16 = ModelInRoot::new(&root, "vk-f16");
+    let q4 = format!("{}-q4_k_m.gguf", f16.inside.trim_end_matches(".gguf"));
+    let q4_host = root.join(q4.trim_start_matches('/'));
+    let quantize = std::process::Command::new("/usr/sbin/chroot")
+        .args([&r, "/usr/bin/llama-quantize", &f16.inside, &q4, "Q4_K_M"])
+        .output()
+        .expect("chroot runs");
+    assert!(quantize.status.success(), "{}", String::from_utf8_lossy(&quantize.stderr));
+    let out = scratch_trace("vulkan-debian");
+    let o = tracer(&[
+        "record",
+        "-q",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "/usr/sbin/chroot",
+        &r,
+        "/usr/bin/env",
+        "GGML_VK_VISIBLE_DEVICES=0",
+        "/usr/bin/llama-bench",
+        "-m",
+        &q4,
+        "-ngl",
+        "99",
+        "-p",
+        "8",
+        "-n",
+        "4",
+        "-r",
+        "1",
+    ]);
+    drop(std::fs::remove_file(&q4_host));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && stdout.contains("| Vulkan "), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    let report = tracer_json(&["report", "--json", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&tracer(&["report", out.to_str().unwrap()]).stdout).into_owned();
+    let p = report["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-bench").expect("process");
+    let kernels = p["kernels"].as_array().unwrap();
+    let launches = |k: &serde_json::Value| k["launches"].as_u64().unwrap();
+    let dispatches =
+        p["api"].as_array().unwrap().iter().find(|a| a["api"] == "vkCmdDispatch").unwrap()["calls"].as_u64();
+    assert_eq!(Some(kernels.iter().map(launches).sum::<u64>()), dispatches, "{text}");
+    assert!(kernels.iter().all(|k| k["source"] != "unnamed"), "{text}");
+    let named: Vec<&serde_json::Value> = kernels.iter().filter(|k| k["source"] == "shader").collect();
+    for k in &named {
+        assert!(k["code_file"].as_str().unwrap().ends_with("/libggml-vulkan.so"), "{k}");
+        for name in k["name"].as_str().unwrap().split('|') {
+            let needle = format!("\0{name}\0");
+            assert!(bytes.windows(needle.len()).any(|w| w == needle.as_bytes()), "{name} is not in the library");
+        }
+    }
+    // Those modules ggml names at run time: named by their SPIR-V, each counted.
+    let own = kernels.iter().filter(|k| k["source"] == "spirv").count() as u64;
+    assert_eq!(report["counters"]["shader_modules_unmatched"].as_u64().unwrap_or(0), own, "{text}");
+    assert!(report["counters"]["shader_arrays_named_from_code"].as_u64().unwrap() > 100, "{text}");
+    if own > 0 {
+        assert!(text.contains("build the name at run time"), "{text}");
+    }
+    let class = |name: &str| {
+        let k = named.iter().find(|k| k["name"] == name).unwrap_or_else(|| panic!("no {name}:\n{text}"));
+        (k["class"]["family"].as_str().unwrap().to_owned(), k["class"]["quant"].as_str().map(str::to_owned))
+    };
+    assert_eq!(class("mul_mat_vec_q4_k_f32_f32"), ("MMVQ".to_owned(), Some("Q4_K".to_owned())));
+    assert_eq!(class("mul_mat_vec_q6_k_f32_f32"), ("MMVQ".to_owned(), Some("Q6_K".to_owned())));
+    assert_eq!(class("rope_norm_f32").0, "RoPE");
+    assert_eq!(class("fa_split_k_reduce").0, "flash-attention");
+    // Most dispatches are named by ggml's own names.
+    let named_launches: u64 = named.iter().map(|k| launches(k)).sum();
+    assert!(named_launches * 10 >= dispatches.unwrap() * 8, "{named_launches} of {dispatches:?}\n{text}");
+}

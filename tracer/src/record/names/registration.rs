@@ -63,11 +63,40 @@ pub(crate) fn decode(file: &CodeFile) -> Option<Registrations> {
     let got = got_values(&elf);
     let mut out = Registrations::default();
     let mut info = InstructionInfoFactory::new();
+    let mut known: HashMap<Register, u64> = HashMap::new();
+    each_instruction(file, &elf, |insn, new_section| {
+        if new_section {
+            known.clear();
+        }
+        if insn.mnemonic() == Mnemonic::Call && is_registration_call(insn, &stubs, &slots) {
+            out.calls += 1;
+            let handle = known.get(&Register::RSI).copied();
+            let name =
+                known.get(&Register::RCX).or_else(|| known.get(&Register::RDX)).and_then(|&a| c_string(&elf, file, a));
+            match (handle, name) {
+                (Some(h), Some(n)) if !n.is_empty() => {
+                    out.by_handle.insert(h, n);
+                }
+                _ => out.unresolved.push(insn.ip()),
+            }
+        }
+        track(insn, &mut info, &got, &mut known);
+    });
+    Some(out)
+}
+
+/// Decodes every instruction of an x86-64 ELF file's code sections in order, handing each to `f` (with
+/// `true` for the first of a section). The code is read one bounded window at a time.
+pub(crate) fn each_instruction<'d, R: ReadRef<'d>>(
+    file: &CodeFile,
+    elf: &object::File<'d, R>,
+    mut f: impl FnMut(&Instruction, bool),
+) {
     let mut window = Vec::new();
     for section in elf.sections().filter(|s| s.kind() == SectionKind::Text) {
         let Some((offset, size)) = section.file_range() else { continue };
-        let mut known: HashMap<Register, u64> = HashMap::new();
         let mut done = 0u64;
+        let mut first = true;
         while done < size {
             let n = (size - done).min(WINDOW as u64) as usize;
             window.resize(n, 0);
@@ -80,21 +109,8 @@ pub(crate) fn decode(file: &CodeFile) -> Option<Registrations> {
             // Stop where an instruction could cross the window's end; the next window starts there.
             while decoder.can_decode() && (last || decoder.position() + MAX_INSN <= n) {
                 decoder.decode_out(&mut insn);
-                if insn.mnemonic() == Mnemonic::Call && is_registration_call(&insn, &stubs, &slots) {
-                    out.calls += 1;
-                    let handle = known.get(&Register::RSI).copied();
-                    let name = known
-                        .get(&Register::RCX)
-                        .or_else(|| known.get(&Register::RDX))
-                        .and_then(|&a| c_string(&elf, file, a));
-                    match (handle, name) {
-                        (Some(h), Some(n)) if !n.is_empty() => {
-                            out.by_handle.insert(h, n);
-                        }
-                        _ => out.unresolved.push(insn.ip()),
-                    }
-                }
-                track(&insn, &mut info, &got, &mut known);
+                f(&insn, first);
+                first = false;
             }
             done += decoder.position() as u64;
             if decoder.position() == 0 {
@@ -102,7 +118,6 @@ pub(crate) fn decode(file: &CodeFile) -> Option<Registrations> {
             }
         }
     }
-    Some(out)
 }
 
 /// GOT slots the dynamic linker fills with a registration function's address.
@@ -123,7 +138,7 @@ fn got_slots<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> HashSet<u64> {
 /// What the dynamic linker writes into each GOT slot that holds an address of this file: a relative
 /// relocation's addend, or the address of a symbol the file defines. (An exported kernel's handle is
 /// loaded through the GOT: `mov rsi, [rip+slot]`.)
-fn got_values<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> HashMap<u64, u64> {
+pub(crate) fn got_values<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> HashMap<u64, u64> {
     let Some(relocations) = file.dynamic_relocations() else { return HashMap::new() };
     let dynsym = file.dynamic_symbol_table();
     relocations
@@ -226,7 +241,7 @@ pub(crate) fn forget_written<V>(
 }
 
 /// The NUL-terminated string at a virtual address of the file, at most 4 KiB, read from the file.
-fn c_string<'d, R: ReadRef<'d>>(elf: &object::File<'d, R>, file: &CodeFile, addr: u64) -> Option<String> {
+pub(crate) fn c_string<'d, R: ReadRef<'d>>(elf: &object::File<'d, R>, file: &CodeFile, addr: u64) -> Option<String> {
     let section = elf.sections().find(|s| addr >= s.address() && addr - s.address() < s.size())?;
     let (offset, size) = section.file_range()?;
     let within = addr - section.address();

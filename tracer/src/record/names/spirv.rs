@@ -49,6 +49,9 @@ pub(crate) struct ShaderIndex {
     pub(super) by_tail: HashMap<Box<[u8]>, Vec<Shader>>,
     /// Arrays left out: past [`MAX_SHADERS`], or whose bytes could not be read.
     pub(super) left_out: u64,
+    /// Where the arrays were named from the file's code: how many, and the creating calls whose name
+    /// is built at run time.
+    pub(super) from_code: Option<(u64, u64)>,
 }
 
 /// Word `i` of a SPIR-V module's `bytes` (None past their end), when they begin with SPIR-V's magic.
@@ -76,8 +79,54 @@ pub(crate) fn preamble_end(words: &[u8]) -> Option<usize> {
     Some(4 * at)
 }
 
+/// The most bytes a SPIR-V array found through the code is walked to find its end.
+const MODULE_MAX: u64 = 8 << 20;
+
+/// `OpFunctionEnd`'s opcode: a module's last instruction (its functions come last).
+const OP_FUNCTION_END: u32 = 56;
+
+/// The length of the SPIR-V module at file offset `at`, whose size no symbol gives: its instructions walked
+/// from the header (each word count read) until a word that begins no instruction (0, or the next
+/// module's magic) or the file's end; it ends with the last `OpFunctionEnd` met. None when none is met
+/// within [`MODULE_MAX`] bytes.
+fn module_len(file: &CodeFile, at: u64) -> Option<u64> {
+    const CHUNK: u64 = 64 << 10;
+    let mut buf = vec![0u8; CHUNK as usize];
+    let (mut chunk_at, mut chunk_len) = (at, file.read_at_most(at, &mut buf).ok()? as u64);
+    let mut word_at = |pos: u64| -> Option<u32> {
+        let abs = at.checked_add(pos)?;
+        if abs < chunk_at || abs + 4 > chunk_at + chunk_len {
+            chunk_at = abs;
+            chunk_len = file.read_at_most(abs, &mut buf).ok()? as u64;
+            if chunk_len < 4 {
+                return None;
+            }
+        }
+        let i = (abs - chunk_at) as usize;
+        buf.get(i..i + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes)
+    };
+    if word_at(0)? != SPIRV_MAGIC {
+        return None;
+    }
+    let (mut pos, mut end) = (20u64, None);
+    while pos < MODULE_MAX {
+        let Some(word) = word_at(pos) else { break };
+        let count = u64::from(word >> 16);
+        if word == SPIRV_MAGIC || count == 0 {
+            break;
+        }
+        pos += 4 * count;
+        if word & 0xffff == OP_FUNCTION_END {
+            end = Some(pos);
+        }
+    }
+    end
+}
+
 impl ShaderIndex {
-    /// The arrays of an ELF file: data symbols named `*_data` whose bytes are SPIR-V.
+    /// The arrays of an ELF file: data symbols named `*_data` whose bytes are SPIR-V, or, in a file that
+    /// keeps none (a stripped `libggml-vulkan.so`), the arrays its code creates pipelines from, each named
+    /// by the pipeline names it is passed with ([`super::pipelines`]; several joined by `|`).
     pub(crate) fn parse(file: &CodeFile) -> Option<Self> {
         let (symbols, segments) = {
             let view = file.elf();
@@ -91,12 +140,30 @@ impl ShaderIndex {
             })
         };
         let mut index = Self::default();
+        let mut arrays: Vec<(String, u64, Option<u64>)> = symbols
+            .into_iter()
+            .map(|(name, addr, size)| (name.strip_suffix("_data").unwrap_or(&name).to_owned(), addr, Some(size)))
+            .collect();
+        if arrays.is_empty()
+            && let Some(created) = super::pipelines::decode(file)
+        {
+            index.from_code = Some((created.by_array.len() as u64, created.unnamed_calls as u64));
+            arrays = created
+                .by_array
+                .into_iter()
+                .map(|(addr, names)| (names.into_iter().collect::<Vec<_>>().join("|"), addr, None))
+                .collect();
+        }
         let mut indexed = 0usize;
-        for (name, addr, size) in symbols {
+        for (name, addr, size) in arrays {
             if indexed >= MAX_SHADERS {
                 index.left_out += 1;
                 continue;
             }
+            let Some(size) = size.or_else(|| module_len(file, offset_of(addr, 0)?)) else {
+                index.left_out += 1;
+                continue;
+            };
             let head_len = size.min(HEAD_MAX);
             let Some(head) =
                 offset_of(addr, head_len).and_then(|at| file.read_vec(at, head_len, HEAD_MAX, "shader").ok())
@@ -112,9 +179,12 @@ impl ShaderIndex {
                 index.left_out += 1;
                 continue;
             };
+            if end.len() < NAME_MAX {
+                index.left_out += 1;
+                continue;
+            }
             indexed += 1;
             let tail: Box<[u8]> = end[end.len() - NAME_MAX..].into();
-            let name = name.strip_suffix("_data").unwrap_or(&name).to_owned();
             index.by_tail.entry(tail).or_default().push(Shader { name, size, body_end: end.into_boxed_slice() });
         }
         Some(index)
@@ -226,10 +296,17 @@ impl Of<'_> {
                 index.clone()
             } else {
                 let parsed = self.file(&mapping).and_then(|f| ShaderIndex::parse(&f)).map(Arc::new);
-                if let Some(index) = &parsed
-                    && index.left_out > 0
-                {
-                    *self.names.counts.entry("shader_arrays_left_out").or_default() += index.left_out;
+                if let Some(index) = &parsed {
+                    let mut add = |key, n| {
+                        if n > 0 {
+                            *self.names.counts.entry(key).or_default() += n;
+                        }
+                    };
+                    add("shader_arrays_left_out", index.left_out);
+                    if let Some((named, unnamed_calls)) = index.from_code {
+                        add("shader_arrays_named_from_code", named);
+                        add("shader_pipelines_named_at_run_time", unnamed_calls);
+                    }
                 }
                 self.names.shaders.insert(mapping.file, parsed.clone());
                 parsed
@@ -362,6 +439,34 @@ mod tests {
         assert_eq!(i.find(5_040, &module).map(|s| s.name.as_str()), Ok("rope_neox_f32"));
         assert_eq!(i.find(5_000, &module).map(|s| s.name.as_str()), Ok("rope_norm_f32"));
         assert_eq!(i.find(5_076, &module), Err(2));
+    }
+
+    #[test]
+    fn a_module_without_a_size_ends_at_its_last_function_end_before_the_next_module() {
+        // Header, OpCapability, a function (OpFunction .. OpFunctionEnd), a second OpFunctionEnd, then the next
+        // module's magic; or zeros; or the file's end.
+        let mut words: Vec<u32> = vec![SPIRV_MAGIC, 0x0001_0300, 0, 20, 0, (2 << 16) | 0x11, 1];
+        words.extend([(5 << 16) | 0x36, 1, 2, 0, 3, (1 << 16) | 0xfd, (1 << 16) | OP_FUNCTION_END]);
+        words.extend([(1 << 16) | OP_FUNCTION_END]);
+        let len = 4 * words.len() as u64;
+        let dir = std::env::temp_dir().join(format!("tracer-spirv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (tail, expect) in [(vec![SPIRV_MAGIC, 7], Some(len)), (vec![0, 0], Some(len)), (vec![], Some(len))] {
+            let path = dir.join("m.spv");
+            let mut all = words.clone();
+            all.extend(tail);
+            std::fs::write(&path, all.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+            let file = CodeFile::user(&path).unwrap();
+            assert_eq!(module_len(&file, 0), expect);
+            // Not SPIR-V at that offset; no function end at all.
+            assert_eq!(module_len(&file, 4), None);
+        }
+        let path = dir.join("nofn.spv");
+        let head: Vec<u8> =
+            [SPIRV_MAGIC, 0x0001_0300, 0, 20, 0, (2 << 16) | 0x11, 1].iter().flat_map(|w| w.to_le_bytes()).collect();
+        std::fs::write(&path, head).unwrap();
+        assert_eq!(module_len(&CodeFile::user(&path).unwrap(), 0), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

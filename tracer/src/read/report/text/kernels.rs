@@ -210,3 +210,26 @@ pub(super) fn shape_text(s: &Shape) -> String {
         if s.block == [0; 3] { "-".to_owned() } else { format!("({},{},{})", s.block[0], s.block[1], s.block[2]) };
     format!("({},{},{}){unit} x {block} ({}) [{}]", s.grid[0], s.grid[1], s.grid[2], s.shmem, s.count)
 }
+
+/// What a recording's Vulkan counters say about calls not counted and shader modules not named by ggml.
+pub(super) fn write_vulkan_notes(s: &mut String, counters: &BTreeMap<String, u64>) -> std::fmt::Result {
+    let count = |key: &str| counters.get(key).copied().unwrap_or(0);
+    let past = count("vulkan_entry_points_past_loader");
+    if past > 0 {
+        writeln!(
+            s,
+            "\nvulkan: {past} Vulkan entry points tracer probes were taken with vkGetDeviceProcAddr, from the driver \
+             past the loader: calls through them are not counted"
+        )?;
+    }
+    let (unmatched, at_run_time) = (count("shader_modules_unmatched"), count("shader_pipelines_named_at_run_time"));
+    if count("shader_arrays_named_from_code") > 0 && unmatched > 0 {
+        writeln!(
+            s,
+            "\nvulkan: {unmatched} shader modules match no SPIR-V array a mapped ggml file names, and are named by their \
+             own SPIR-V (entry point@hash): a ggml file without a symbol table names its arrays from the calls that \
+             create its pipelines, and {at_run_time} of those calls build the name at run time"
+        )?;
+    }
+    Ok(())
+}

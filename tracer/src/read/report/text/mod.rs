@@ -137,14 +137,7 @@ impl Report {
                  that made them are counted in the API's"
             )?;
         }
-        let past = self.counters.get("vulkan_entry_points_past_loader").copied().unwrap_or(0);
-        if past > 0 {
-            writeln!(
-                s,
-                "\nvulkan: {past} Vulkan entry points tracer probes were taken with vkGetDeviceProcAddr, from the driver \
-                 past the loader: calls through them are not counted"
-            )?;
-        }
+        kernels::write_vulkan_notes(s, &self.counters)?;
         jobs::write_missed(s, &self.counters)?;
         let queue: u64 = self.drops.iter().filter(|(k, _)| k.starts_with("queue:")).map(|(_, v)| v).sum();
         if queue == 0 {
