@@ -27,6 +27,7 @@
 #   LLAMA_VK_REBUILD  1 to build even when the targets already exist (default 0)
 #   VULKAN_INCLUDE_DIR  Vulkan headers to build with (default: the system's if new enough, else the above)
 #   VK_HEADERS_DEB    Debian suite and libvulkan-dev version for those headers (default "trixie 1.4.309.0-1")
+#   LLAMA_VK_NO_MODELS  1 to build only, without the models (`cargo xtask setup` makes the build for a test)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -45,7 +46,8 @@ for tool in cmake glslc python3; do
 done
 [ -f /usr/include/vulkan/vulkan.hpp ] || [ -n "${VULKAN_SDK:-}" ] || [ -n "${VULKAN_INCLUDE_DIR:-}" ] ||
   { echo "build.sh: no Vulkan headers (apt-get install libvulkan-dev)" >&2; exit 1; }
-python3 -c 'import numpy' 2> /dev/null || { echo "build.sh: python3 lacks numpy (pip install numpy)" >&2; exit 1; }
+[ "${LLAMA_VK_NO_MODELS:-0}" = 1 ] || python3 -c 'import numpy' 2> /dev/null ||
+  { echo "build.sh: python3 lacks numpy (pip install numpy)" >&2; exit 1; }
 # ggml-vulkan's CMake asks for SPIRV-Headers' package config (Debian's spirv-headers).
 [ -f /usr/share/cmake/SPIRV-Headers/SPIRV-HeadersConfig.cmake ] || [ -n "${CMAKE_PREFIX_PATH:-}" ] ||
   { echo "build.sh: no SPIRV-Headers CMake config (apt-get install spirv-headers)" >&2; exit 1; }
@@ -120,6 +122,9 @@ fi
 ls "$bin"/*.so* 2> /dev/null || true
 
 # --- model -------------------------------------------------------------------------------------------------
+if [ "${LLAMA_VK_NO_MODELS:-0}" = 1 ]; then
+  exit 0
+fi
 if [ ! -f "$models/q4_k_m.gguf" ]; then
   mkdir -p "$models"
   python3 "$root/bench/gpu/ggml/make_model.py" "$src" "$models/f16.gguf"

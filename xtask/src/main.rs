@@ -120,6 +120,10 @@ const PACKAGES: &[&str] = &[
     "libvulkan-dev",
     "glslc",
     "mesa-vulkan-drivers",
+    // What `bench/vulkan/build.sh` builds the pinned llama.cpp's Vulkan backend with (the stripped-copy test).
+    "cmake",
+    "ninja-build",
+    "spirv-headers",
     // The OpenCL ICD loader: a process that maps it is said to run GPU work tracer does not observe.
     "ocl-icd-libopencl1",
     // A Debian kernel booted under qemu with a busybox initramfs, where the real GPU scheduler module runs a
@@ -208,6 +212,7 @@ fn setup() -> Result<()> {
     python_packages()?;
     tracefs()?;
     sid_roots()?;
+    llama_vulkan()?;
     Ok(())
 }
 
@@ -225,6 +230,43 @@ const SID_VULKAN_PACKAGES: &str = "llama.cpp-tools,libggml0-backend-vulkan,mesa-
 fn sid_roots() -> Result<()> {
     sid_root(SID_ROOT, SID_PACKAGES, "ROCm")?;
     sid_root(SID_VULKAN_ROOT, SID_VULKAN_PACKAGES, "Vulkan")
+}
+
+/// The pinned llama.cpp (the llama-cpp-python sdist's, as the GPU benches pin it) built with its Vulkan backend by
+/// `bench/vulkan/build.sh`, once, outside the checkout: the test that strips its `libggml-vulkan.so` compares the
+/// names of the stripped copy's pipelines with the unstripped copy's symbols.
+const LLAMA_VK_WORK: &str = "/var/cache/tracer/llama-vulkan";
+const LLAMA_CPP_PYTHON: &str = "0.3.36";
+
+fn llama_vulkan() -> Result<()> {
+    let work = PathBuf::from(LLAMA_VK_WORK);
+    let bin = work.join("build/bin");
+    if ["llama-bench", "llama-quantize"].iter().all(|t| bin.join(t).exists()) {
+        step(&format!("llama.cpp {LLAMA_CPP_PYTHON}'s Vulkan build in {LLAMA_VK_WORK}: present"));
+        return Ok(());
+    }
+    step(&format!(
+        "building the pinned llama.cpp (llama-cpp-python {LLAMA_CPP_PYTHON}) with its Vulkan backend in {LLAMA_VK_WORK} (about 10 minutes on 2 cores)"
+    ));
+    let sdist_dir = work.join("sdist");
+    fs::create_dir_all(&sdist_dir)?;
+    let sdist = sdist_dir.join(format!("llama_cpp_python-{LLAMA_CPP_PYTHON}.tar.gz"));
+    if !sdist.exists() {
+        run(Command::new("/usr/bin/python3")
+            .args(["-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps"])
+            .args(["--no-binary", ":all:", "--no-build-isolation", "-d"])
+            .arg(&sdist_dir)
+            .arg(format!("llama-cpp-python=={LLAMA_CPP_PYTHON}"))
+            .env("PYTHONPATH", pylib()))?;
+    }
+    let path = format!("/usr/bin:{}", env::var("PATH").unwrap_or_default());
+    run(Command::new("bash")
+        .arg(root().join("bench/vulkan/build.sh"))
+        .env("LLAMA_VK_WORK", &work)
+        .env("LLAMA_SDIST", &sdist)
+        .env("LLAMA_VK_NO_MODELS", "1")
+        .env("PATH", path)
+        .env("PYTHONPATH", pylib()))
 }
 
 fn sid_root(root: &str, packages: &str, what: &str) -> Result<()> {
@@ -281,7 +323,9 @@ fn debian_mirror() -> Result<String> {
 /// Python.
 /// The tests' Python packages, pinned: `DuckDB` reads the Parquet exports; numpy and gguf write the null GPU test's
 /// tiny model (`fixtures/kmod/tiny_llama.py`).
-const PY_PACKAGES: [&str; 3] = ["duckdb==1.5.6", "numpy==2.4.6", "gguf==0.19.0"];
+/// scikit-build-core is llama-cpp-python's build backend: pip needs it to read the sdist's metadata, even to
+/// download it (the pinned llama.cpp source of the Vulkan build).
+const PY_PACKAGES: [&str; 4] = ["duckdb==1.5.6", "numpy==2.4.6", "gguf==0.19.0", "scikit-build-core==1.1.2"];
 
 fn python_packages() -> Result<()> {
     let dir = pylib();
@@ -591,5 +635,6 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
         .env("TRACER_PYLIB", pylib())
         .env("TRACER_DEB", deb)
         .env("TRACER_SID_ROOT", SID_ROOT)
-        .env("TRACER_SID_VULKAN_ROOT", SID_VULKAN_ROOT))
+        .env("TRACER_SID_VULKAN_ROOT", SID_VULKAN_ROOT)
+        .env("TRACER_LLAMA_VULKAN", PathBuf::from(LLAMA_VK_WORK).join("build/bin")))
 }

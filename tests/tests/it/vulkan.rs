@@ -128,7 +128,8 @@ fn dispatches_taken_past_the_loader_are_said_not_counted() {
 /// its name and its SPIR-V together), with ggml's families and weight types. Each name (each of the names
 /// of a module ggml makes several pipelines from) is checked independently: it stands in the library's own
 /// bytes. The modules whose pipelines ggml names at run time match none, are named by their SPIR-V and
-/// counted, and the report says so. `GGML_VK_VISIBLE_DEVICES=0` makes ggml take lavapipe, which it skips by
+/// counted, and the report says so. The root's loader is probed from the program's first call, through both
+/// wrappers of the command. `GGML_VK_VISIBLE_DEVICES=0` makes ggml take lavapipe, which it skips by
 /// default as a CPU device; it changes nothing of what the device runs.
 #[test]
 fn debian_s_stripped_ggml_vulkan_has_its_pipelines_named_from_its_own_code() {
@@ -175,6 +176,10 @@ fn debian_s_stripped_ggml_vulkan_has_its_pipelines_named_from_its_own_code() {
     let report = tracer_json(&["report", "--json", out.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&tracer(&["report", out.to_str().unwrap()]).stdout).into_owned();
     let p = report["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-bench").expect("process");
+    // `chroot ROOT env VAR=1 PROGRAM` is seen through, both wrappers: the root's loader and ggml's Vulkan
+    // backend are probed before the program's first call.
+    assert_eq!(p["incomplete"], false, "{text}");
+    assert!(!text.contains("probed late"), "{text}");
     let kernels = p["kernels"].as_array().unwrap();
     let launches = |k: &serde_json::Value| k["launches"].as_u64().unwrap();
     let dispatches =
@@ -207,4 +212,84 @@ fn debian_s_stripped_ggml_vulkan_has_its_pipelines_named_from_its_own_code() {
     // Most dispatches are named by ggml's own names.
     let named_launches: u64 = named.iter().map(|k| launches(k)).sum();
     assert!(named_launches * 10 >= dispatches.unwrap() * 8, "{named_launches} of {dispatches:?}\n{text}");
+}
+
+/// Each `vkCmdDispatch` of a recording, in order: its kernel's name and source.
+fn dispatch_names(records: &[Line]) -> Vec<(String, trace::Source)> {
+    let by_id: std::collections::HashMap<u32, &trace::Kernel> =
+        kernels(records).into_iter().map(|k| (k.id, k)).collect();
+    launches(records)
+        .into_iter()
+        .filter(|l| l.api.name() == "vkCmdDispatch")
+        .map(|l| {
+            let k = by_id[&l.kernel.expect("a dispatch's kernel")];
+            (k.name.clone(), k.source)
+        })
+        .collect()
+}
+
+/// The pinned llama.cpp's Vulkan build (`bench/vulkan/build.sh`, made by `cargo xtask setup`) against a copy whose
+/// `libggml-vulkan.so` is stripped (`strip --strip-all`, as Debian and Ollama ship it), the same deterministic
+/// `llama-bench` on lavapipe with each: dispatch i of one run is dispatch i of the other. The unstripped copy names
+/// each pipeline's module by its SPIR-V array's symbol, a source the stripped copy lacks and tracer's code decoder
+/// never reads: so each stripped name is checked against the symbol table. Each dispatch is the same name, or
+/// the stripped copy lists every pipeline ggml makes from that module (the array's among them), or ggml builds
+/// that pipeline's name at run time and the stripped copy names the module by its SPIR-V (counted); never
+/// another name. `GGML_VK_VISIBLE_DEVICES=0` makes ggml take lavapipe, a CPU device it skips by default.
+#[test]
+fn a_stripped_ggml_vulkan_names_its_pipelines_as_its_symbol_table_does() {
+    let bin = std::path::PathBuf::from(
+        std::env::var_os("TRACER_LLAMA_VULKAN").expect("TRACER_LLAMA_VULKAN is set by `cargo xtask test`"),
+    );
+    let dir = scratch("vulkan-stripped");
+    let copy = dir.join("bin");
+    let cp = std::process::Command::new("cp").arg("-a").arg(&bin).arg(&copy).status().expect("cp runs");
+    assert!(cp.success());
+    let lib = std::fs::canonicalize(copy.join("libggml-vulkan.so")).expect("the build's libggml-vulkan.so");
+    let strip = std::process::Command::new("strip").arg("--strip-all").arg(&lib).status().expect("strip runs");
+    assert!(strip.success());
+    let f16 = dir.join("f16.gguf");
+    let model = dir.join("q4_k_m.gguf");
+    tiny_llama(&f16);
+    let q =
+        std::process::Command::new(bin.join("llama-quantize")).arg(&f16).arg(&model).arg("Q4_K_M").output().unwrap();
+    assert!(q.status.success(), "{}", String::from_utf8_lossy(&q.stderr));
+    let bench = |program: &std::path::Path, env: &[&str], test: &str| {
+        let out = dir.join(format!("{test}.jsonl"));
+        let mut args =
+            vec!["record", "-q", "-o", out.to_str().unwrap(), "--", "/usr/bin/env", "GGML_VK_VISIBLE_DEVICES=0"];
+        args.extend_from_slice(env);
+        args.push(program.to_str().unwrap());
+        args.extend_from_slice(&["-m", model.to_str().unwrap(), "-ngl", "99", "-p", "8", "-n", "4", "-r", "1"]);
+        let o = tracer(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report = tracer_json(&["report", "--json", out.to_str().unwrap()]);
+        (dispatch_names(&read_trace(&out)), report)
+    };
+    let (full, _) = bench(&bin.join("llama-bench"), &[], "unstripped");
+    let ld = format!("LD_LIBRARY_PATH={}", copy.display());
+    let (stripped, report) = bench(&copy.join("llama-bench"), &[&ld], "stripped");
+    assert!(!full.is_empty());
+    assert_eq!(full.len(), stripped.len(), "the same run dispatches as often");
+    let (mut same, mut among, mut run_time) = (0, 0, 0);
+    let mut at_run_time = std::collections::BTreeSet::new();
+    for ((f, fsource), (s, ssource)) in full.iter().zip(&stripped) {
+        assert_eq!(*fsource, trace::Source::Shader, "the unstripped copy names {f} by its symbol");
+        if f == s {
+            same += 1;
+        } else if *ssource == trace::Source::Shader && s.split('|').any(|n| n == f) {
+            among += 1;
+        } else {
+            assert_eq!(*ssource, trace::Source::Spirv, "{f} named {s} without its symbol table");
+            assert!(s.starts_with("main@"), "{s}");
+            at_run_time.insert(f.clone());
+            run_time += 1;
+        }
+    }
+    eprintln!("dispatches: same {same}, among {among}, named at run time {run_time} ({at_run_time:?})");
+    // ggml's own names for most of what ran; the modules it names at run time are counted as such.
+    assert!(same * 10 >= full.len() * 8, "{same} of {}", full.len());
+    let counted = report["counters"]["shader_pipelines_named_at_run_time"].as_u64().unwrap_or(0);
+    assert_eq!(run_time > 0, counted > 0, "{}", report["counters"]);
+    drop(std::fs::remove_dir_all(&dir));
 }

@@ -14,7 +14,7 @@ use crate::{
             bundle::{FatBinary, open_all},
             graph_exec::{MAX_NODES, read, read_copies},
             memory::Image,
-            registration,
+            pipelines, registration,
             rocr::{parse_uri, walk},
             spirv::{ShaderIndex, entry_points, preamble_end},
         },
@@ -61,6 +61,7 @@ pub fn elf_files(data: &[u8]) {
         }
     }
     ran(registration::decode(&file));
+    ran(pipelines::decode(&file));
     ran(batch_layout::read(&file));
     // The same bytes as the code of each of the three methods a batch layout is read from.
     ran(batch_layout::from_code((0x1000, data), (0x1000, data), (0x1000, data)));

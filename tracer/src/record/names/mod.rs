@@ -26,7 +26,7 @@ mod elf_symbols;
 pub(crate) mod graph_exec;
 mod maps;
 pub(crate) mod memory;
-mod pipelines;
+pub(crate) mod pipelines;
 pub(crate) mod registration;
 pub(crate) mod rocr;
 pub(crate) mod spirv;

@@ -41,7 +41,8 @@ pub(crate) struct Launch {
     pub(crate) root: Option<PathBuf>,
 }
 
-/// Sees through `env [-i] [-u NAME]... [NAME=VALUE]... COMMAND ARGS`.
+/// Sees through `env [-i] [-u NAME]... [NAME=VALUE]... COMMAND ARGS` and `chroot [OPTION]... NEWROOT COMMAND
+/// ARGS`, one inside the other as well (`chroot ROOT env VAR=1 runner`), up to [`MAX_WRAPPERS`] deep.
 ///
 /// `program` is the command's resolved program, `args` its arguments; anything else is the program itself
 /// with tracer's own environment, which the command inherits.
@@ -50,58 +51,84 @@ pub(crate) fn launch(
     args: &[String],
     resolve: impl Fn(&str, Option<&str>) -> Option<PathBuf>,
 ) -> Launch {
-    let mut ld = std::env::var("LD_LIBRARY_PATH").ok();
-    let mut path = std::env::var("PATH").ok();
-    if program.file_name().is_some_and(|n| n == "chroot") {
-        return chroot(program, args, ld, path.as_deref());
+    let env = Env { ld: std::env::var("LD_LIBRARY_PATH").ok(), path: std::env::var("PATH").ok() };
+    wrapped(program, args, env, &resolve, None, 0)
+}
+
+/// Wrappers seen through one inside the other, at most.
+const MAX_WRAPPERS: usize = 4;
+
+/// The variables a wrapper can change that the walk needs.
+#[derive(Clone)]
+struct Env {
+    ld: Option<String>,
+    path: Option<String>,
+}
+
+/// The launch of `program` with `args`, in `root` (None: tracer's own, where `resolve` looks a command up).
+fn wrapped(
+    program: &Path,
+    args: &[String],
+    mut env: Env,
+    resolve: &dyn Fn(&str, Option<&str>) -> Option<PathBuf>,
+    root: Option<(PathBuf, Root)>,
+    depth: usize,
+) -> Launch {
+    let itself = |env: Env, root: Option<(PathBuf, Root)>| Launch {
+        program: program.to_path_buf(),
+        ld_library_path: env.ld,
+        root: root.map(|(dir, _)| dir),
+    };
+    let name = program.file_name();
+    if depth >= MAX_WRAPPERS {
+        return itself(env, root);
     }
-    if program.file_name().is_none_or(|n| n != "env") {
-        return Launch { program: program.to_path_buf(), ld_library_path: ld, root: None };
+    if name.is_some_and(|n| n == "chroot") && root.is_none() {
+        // `chroot [OPTION]... NEWROOT COMMAND [ARG]...` (coreutils'): COMMAND is looked up in NEWROOT, on `PATH`
+        // when it names no directory. Without a COMMAND (a shell), or a NEWROOT that does not open, it is
+        // `chroot` itself.
+        let mut rest = args.iter().enumerate().skip(1).skip_while(|(_, a)| a.starts_with('-'));
+        let (Some((_, new_root)), Some((at, command))) = (rest.next(), rest.next()) else { return itself(env, root) };
+        let Ok(inside) = Root::at(new_root) else { return itself(env, root) };
+        let Some(found) = find_in(&inside, command, env.path.as_deref()) else { return itself(env, root) };
+        return wrapped(&found, &args[at..], env, resolve, Some((PathBuf::from(new_root), inside)), depth + 1);
     }
-    let mut rest = args.iter().skip(1);
-    for a in rest.by_ref() {
+    if name.is_none_or(|n| n != "env") {
+        return itself(env, root);
+    }
+    for (at, a) in args.iter().enumerate().skip(1) {
         match a.as_str() {
-            "-i" | "--ignore-environment" | "-" => {
-                ld = None;
-                path = None;
-            }
-            "-u" | "--unset" => {}
-            "--" => {}
-            s if s.starts_with("LD_LIBRARY_PATH=") => ld = Some(s["LD_LIBRARY_PATH=".len()..].to_owned()),
-            s if s.starts_with("PATH=") => path = Some(s["PATH=".len()..].to_owned()),
+            "-i" | "--ignore-environment" | "-" => env = Env { ld: None, path: None },
+            "-u" | "--unset" | "--" => {}
+            s if s.starts_with("LD_LIBRARY_PATH=") => env.ld = Some(s["LD_LIBRARY_PATH=".len()..].to_owned()),
+            s if s.starts_with("PATH=") => env.path = Some(s["PATH=".len()..].to_owned()),
             s if s.contains('=') || s.starts_with('-') => {}
             command => {
-                return match resolve(command, path.as_deref()) {
-                    Some(program) => Launch { program, ld_library_path: ld, root: None },
-                    None => Launch { program: program.to_path_buf(), ld_library_path: ld, root: None },
+                let found = match &root {
+                    Some((_, inside)) => find_in(inside, command, env.path.as_deref()),
+                    None => resolve(command, env.path.as_deref()),
+                };
+                return match found {
+                    Some(found) => wrapped(&found, &args[at..], env, resolve, root, depth + 1),
+                    None => itself(env, root),
                 };
             }
         }
     }
-    Launch { program: program.to_path_buf(), ld_library_path: ld, root: None }
+    itself(env, root)
 }
 
-/// Sees through `chroot [OPTION]... NEWROOT COMMAND [ARG]...` (coreutils'): COMMAND is looked up in NEWROOT,
-/// on `PATH` when it names no directory. Without a COMMAND (a shell), or a NEWROOT that does not open, it
-/// is `chroot` itself.
-fn chroot(program: &Path, args: &[String], ld: Option<String>, path: Option<&str>) -> Launch {
-    let itself = || Launch { program: program.to_path_buf(), ld_library_path: ld.clone(), root: None };
-    let mut rest = args.iter().skip(1).skip_while(|a| a.starts_with('-'));
-    let (Some(new_root), Some(command)) = (rest.next(), rest.next()) else { return itself() };
-    let Ok(root) = Root::at(new_root) else { return itself() };
-    let found = if command.contains('/') {
-        Some(PathBuf::from(command))
-    } else {
-        path.unwrap_or("/usr/bin:/bin")
-            .split(':')
-            .filter(|d| d.starts_with('/'))
-            .map(|d| Path::new(d).join(command))
-            .find(|p| root.open(&p.to_string_lossy()).is_ok())
-    };
-    match found {
-        Some(program) => Launch { program, ld_library_path: ld, root: Some(PathBuf::from(new_root)) },
-        None => itself(),
+/// Where `command` is in `root`: itself when it names a directory, else the first directory of `path` (or
+/// `/usr/bin:/bin`) that holds it.
+fn find_in(root: &Root, command: &str, path: Option<&str>) -> Option<PathBuf> {
+    if command.contains('/') {
+        return Some(PathBuf::from(command));
     }
+    path.unwrap_or("/usr/bin:/bin")
+        .split(':')
+        .filter(|d| d.starts_with('/'))
+        .map(|d| Path::new(d).join(command))
+        .find(|p| root.open(&p.to_string_lossy()).is_ok())
 }
 
 /// What the walk found.
@@ -350,5 +377,14 @@ mod tests {
         assert_eq!((l.program, l.root), (PathBuf::from("/usr/sbin/chroot"), None));
         let l = launch(Path::new("/usr/sbin/chroot"), &args("chroot /nonexistent-root sh"), resolve);
         assert_eq!(l.root, None);
+        // One wrapper inside the other: `env` inside the root (found on its PATH), a `chroot` under `env`.
+        let l =
+            launch(Path::new("/usr/sbin/chroot"), &args("chroot / env LD_LIBRARY_PATH=/opt/y A=1 sh -c true"), resolve);
+        assert_eq!(l.root, Some(PathBuf::from("/")));
+        assert!(l.program.ends_with("sh") && l.ld_library_path.as_deref() == Some("/opt/y"), "{l:?}");
+        let host = |c: &str, _: Option<&str>| Some(PathBuf::from(format!("/usr/sbin/{c}")));
+        let l = launch(Path::new("/usr/bin/env"), &args("env -i chroot / sh"), host);
+        assert!(l.program.ends_with("sh"), "{l:?}");
+        assert_eq!((l.root, l.ld_library_path), (Some(PathBuf::from("/")), None));
     }
 }

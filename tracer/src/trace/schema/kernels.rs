@@ -46,8 +46,9 @@ pub enum Source {
     /// symbol at the dispatch's `kernel_object` (a late attach to an HSA runtime).
     Loader,
     /// A Vulkan compute pipeline named after the shader its module was made from: the SPIR-V array of a
-    /// ggml file the process maps (`libggml-vulkan.so`'s `NAME_data`) whose last bytes and size the
-    /// module's code matches (the recording's `names::spirv`).
+    /// ggml file the process maps (`libggml-vulkan.so`'s `NAME_data`; in a copy without symbols, the
+    /// pipeline names its code creates the array under, several joined by `|`) whose last bytes and size
+    /// the module's code matches (the recording's `names::spirv` and `names::pipelines`).
     Shader,
     /// A Vulkan compute pipeline whose module is in no ggml file, named by what its SPIR-V declares: its
     /// entry points and a short hash of the module (`main@1c2f9a07`), so its dispatches group by shader.
