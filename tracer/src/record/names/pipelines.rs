@@ -63,8 +63,7 @@ struct Site {
 }
 
 /// Decodes the pipeline-creating calls of an x86-64 ELF file that imports the Vulkan loader (ggml takes its
-/// entry points with `vkGetInstanceProcAddr`/`vkGetDeviceProcAddr`); None when it is
-/// no such file.
+/// entry points with `vkGetInstanceProcAddr`/`vkGetDeviceProcAddr`); None when it is no such file.
 #[expect(clippy::little_endian_bytes, reason = "SPIR-V's magic is read as an x86-64 file stores it")]
 pub(crate) fn decode(file: &CodeFile) -> Option<Created> {
     let view = file.elf();
