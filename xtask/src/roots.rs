@@ -56,6 +56,7 @@ pub(crate) fn llama_vulkan() -> Result<()> {
         .arg(root().join("bench/vulkan/build.sh"))
         .env("LLAMA_VK_WORK", &work)
         .env("LLAMA_SDIST", &sdist)
+        .env("LLAMA_CPP_PYTHON", LLAMA_CPP_PYTHON)
         .env("LLAMA_VK_NO_MODELS", "1")
         .env("PATH", path)
         .env("PYTHONPATH", pylib()))
