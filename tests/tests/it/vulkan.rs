@@ -256,15 +256,13 @@ fn a_stripped_ggml_vulkan_names_its_pipelines_as_its_symbol_table_does() {
     assert!(q.status.success(), "{}", String::from_utf8_lossy(&q.stderr));
     let bench = |program: &std::path::Path, env: &[&str], test: &str| {
         let out = dir.join(format!("{test}.jsonl"));
-        let mut args =
-            vec!["record", "-q", "-o", out.to_str().unwrap(), "--", "/usr/bin/env", "GGML_VK_VISIBLE_DEVICES=0"];
+        let mut args = vec!["--", "/usr/bin/env", "GGML_VK_VISIBLE_DEVICES=0"];
         args.extend_from_slice(env);
         args.push(program.to_str().unwrap());
         args.extend_from_slice(&["-m", model.to_str().unwrap(), "-ngl", "99", "-p", "8", "-n", "4", "-r", "1"]);
-        let o = tracer(&args);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let records = record_ok(&out, &args);
         let report = tracer_json(&["report", "--json", out.to_str().unwrap()]);
-        (dispatch_names(&read_trace(&out)), report)
+        (dispatch_names(&records), report)
     };
     let (full, _) = bench(&bin.join("llama-bench"), &[], "unstripped");
     let ld = format!("LD_LIBRARY_PATH={}", copy.display());

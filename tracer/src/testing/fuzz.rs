@@ -58,10 +58,10 @@ pub fn elf_files(data: &[u8]) {
         if let Some(parsed) = elf::parse(&view) {
             ran(elf::symbols_by_address(&parsed));
             ran(elf::segments(&parsed));
+            ran(pipelines::decode(&file, &parsed));
         }
     }
     ran(registration::decode(&file));
-    ran(pipelines::decode(&file));
     ran(batch_layout::read(&file));
     // The same bytes as the code of each of the three methods a batch layout is read from.
     ran(batch_layout::from_code((0x1000, data), (0x1000, data), (0x1000, data)));

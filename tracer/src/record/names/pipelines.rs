@@ -18,10 +18,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use iced_x86::{FlowControl, Instruction, InstructionInfoFactory, Mnemonic, OpKind, Register};
-use object::{Object as _, ObjectSymbol as _};
+use iced_x86::{Instruction, InstructionInfoFactory, Mnemonic, OpKind, Register};
+use object::{Object as _, ObjectSymbol as _, ReadRef};
 
-use super::registration::{c_string, each_instruction, forget_written, got_values};
+use super::registration::{c_string, each_instruction, follow, got_values};
 use crate::os::files::CodeFile;
 
 /// Calls with a name and a SPIR-V array in the same two registers that make a call target ggml's
@@ -62,19 +62,17 @@ struct Site {
     name: Option<(Register, String)>,
 }
 
-/// Decodes the pipeline-creating calls of an x86-64 ELF file that imports the Vulkan loader (ggml takes its
+/// Decodes the pipeline-creating calls of an x86-64 ELF file (`elf`, parsed from `file`) that imports the Vulkan loader (ggml takes its
 /// entry points with `vkGetInstanceProcAddr`/`vkGetDeviceProcAddr`); None when it is no such file.
 #[expect(clippy::little_endian_bytes, reason = "SPIR-V's magic is read as an x86-64 file stores it")]
-pub(crate) fn decode(file: &CodeFile) -> Option<Created> {
-    let view = file.elf();
-    let elf = crate::os::elf::parse(&view)?;
+pub(crate) fn decode<'d, R: ReadRef<'d>>(file: &CodeFile, elf: &object::File<'d, R>) -> Option<Created> {
     if elf.architecture() != object::Architecture::X86_64
         || !elf.dynamic_symbols().any(|s| s.is_undefined() && s.name().is_ok_and(|n| n.starts_with("vkGet")))
     {
         return None;
     }
-    let segments = crate::os::elf::segments(&elf);
-    let relocated = got_values(&elf);
+    let segments = crate::os::elf::segments(elf);
+    let relocated = got_values(elf);
     let is_spirv = |addr: u64| -> bool {
         let mut word = [0u8; 4];
         addr.is_multiple_of(4)
@@ -91,7 +89,7 @@ pub(crate) fn decode(file: &CodeFile) -> Option<Created> {
     let mut sites = Vec::new();
     let mut info = InstructionInfoFactory::new();
     let mut known: HashMap<Register, Value> = HashMap::new();
-    each_instruction(file, &elf, |insn, new_section| {
+    each_instruction(file, elf, |insn, new_section| {
         if new_section {
             known.clear();
         }
@@ -108,7 +106,7 @@ pub(crate) fn decode(file: &CodeFile) -> Option<Created> {
                 let mut names = ARGS.iter().filter_map(|&r| match known.get(&r) {
                     Some(&Value::Addr(a)) => names_at
                         .entry(a)
-                        .or_insert_with(|| c_string(&elf, file, a).filter(|s| is_pipeline_name(s)))
+                        .or_insert_with(|| c_string(elf, file, a).filter(|s| is_pipeline_name(s)))
                         .clone()
                         .map(|n| (r, n)),
                     _ => None,
@@ -180,23 +178,17 @@ fn is_pipeline_name(s: &str) -> bool {
         && s.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
 }
 
-/// Follows what straight-line code loads into registers: `lea r, [rip+x]`, `mov r, [rip+slot]` of a
-/// relocated slot, register copies, and `mov r, [base+index*8]` from a known base (a table). Any other
-/// write forgets the register; any transfer of control forgets all.
+/// Follows what straight-line code loads into registers ([`follow`]): `lea r, [rip+x]`, `mov r, [rip+slot]` of
+/// a relocated slot, register copies, and `mov r, [base+index*8]` from a known base (a table).
 fn track(
     insn: &Instruction,
     info: &mut InstructionInfoFactory,
     relocated: &HashMap<u64, u64>,
     known: &mut HashMap<Register, Value>,
 ) {
-    if insn.flow_control() != FlowControl::Next {
-        known.clear();
-        return;
-    }
-    let dst = (insn.op_count() > 0 && insn.op0_kind() == OpKind::Register).then(|| insn.op0_register().full_register());
-    let value = match (insn.mnemonic(), dst) {
-        (Mnemonic::Lea, Some(_)) if insn.is_ip_rel_memory_operand() => Some(Value::Addr(insn.ip_rel_memory_address())),
-        (Mnemonic::Mov, Some(_)) if insn.op0_register().size() == 8 => match insn.op1_kind() {
+    follow(insn, info, known, |known| match insn.mnemonic() {
+        Mnemonic::Lea if insn.is_ip_rel_memory_operand() => Some(Value::Addr(insn.ip_rel_memory_address())),
+        Mnemonic::Mov if insn.op0_register().size() == 8 => match insn.op1_kind() {
             OpKind::Register => known.get(&insn.op1_register().full_register()).copied(),
             OpKind::Memory if insn.is_ip_rel_memory_operand() => {
                 relocated.get(&insn.ip_rel_memory_address()).map(|&a| Value::Addr(a))
@@ -210,11 +202,7 @@ fn track(
             _ => None,
         },
         _ => None,
-    };
-    forget_written(insn, info, known);
-    if let (Some(d), Some(v)) = (dst, value) {
-        known.insert(d, v);
-    }
+    });
 }
 
 #[cfg(test)]

@@ -202,21 +202,33 @@ fn track(
     got: &HashMap<u64, u64>,
     known: &mut HashMap<Register, u64>,
 ) {
-    if insn.flow_control() != FlowControl::Next {
-        known.clear();
-        return;
-    }
-    let dst = (insn.op_count() > 0 && insn.op0_kind() == OpKind::Register).then(|| insn.op0_register().full_register());
-    let value = match (insn.mnemonic(), dst) {
-        (Mnemonic::Lea, Some(_)) if insn.is_ip_rel_memory_operand() => Some(insn.ip_rel_memory_address()),
-        (Mnemonic::Mov, Some(_)) => match insn.op1_kind() {
+    follow(insn, info, known, |known| match insn.mnemonic() {
+        Mnemonic::Lea if insn.is_ip_rel_memory_operand() => Some(insn.ip_rel_memory_address()),
+        Mnemonic::Mov => match insn.op1_kind() {
             OpKind::Register => known.get(&insn.op1_register().full_register()).copied(),
             OpKind::Immediate32 | OpKind::Immediate32to64 | OpKind::Immediate64 => Some(insn.immediate(1)),
             OpKind::Memory if insn.is_ip_rel_memory_operand() => got.get(&insn.ip_rel_memory_address()).copied(),
             _ => None,
         },
         _ => None,
-    };
+    });
+}
+
+/// One step of following values through straight-line code, as this crate's call-site decoders do: any transfer of
+/// control forgets every register; an instruction that writes a register forgets it, then, when its destination
+/// is a register, keeps what `loads` says the instruction puts there (given what is known before it).
+pub(crate) fn follow<V: Copy>(
+    insn: &Instruction,
+    info: &mut InstructionInfoFactory,
+    known: &mut HashMap<Register, V>,
+    loads: impl FnOnce(&HashMap<Register, V>) -> Option<V>,
+) {
+    if insn.flow_control() != FlowControl::Next {
+        known.clear();
+        return;
+    }
+    let dst = (insn.op_count() > 0 && insn.op0_kind() == OpKind::Register).then(|| insn.op0_register().full_register());
+    let value = dst.and_then(|_| loads(known));
     forget_written(insn, info, known);
     if let (Some(d), Some(v)) = (dst, value) {
         known.insert(d, v);

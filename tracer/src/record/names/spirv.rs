@@ -128,11 +128,10 @@ impl ShaderIndex {
     /// keeps none (a stripped `libggml-vulkan.so`), the arrays its code creates pipelines from, each named
     /// by the pipeline names it is passed with ([`super::pipelines`]; several joined by `|`).
     pub(crate) fn parse(file: &CodeFile) -> Option<Self> {
-        let (symbols, segments) = {
-            let view = file.elf();
-            let elf = crate::os::elf::parse(&view)?;
-            (crate::os::elf::data_symbols(&elf, "_data", NAME_MAX as u64), crate::os::elf::segments(&elf))
-        };
+        let view = file.elf();
+        let elf = crate::os::elf::parse(&view)?;
+        let (symbols, segments) =
+            (crate::os::elf::data_symbols(&elf, "_data", NAME_MAX as u64), crate::os::elf::segments(&elf));
         let offset_of = |vaddr: u64, len: u64| {
             segments.iter().find_map(|&(off, filesz, seg)| {
                 let rel = vaddr.checked_sub(seg)?;
@@ -145,7 +144,7 @@ impl ShaderIndex {
             .map(|(name, addr, size)| (name.strip_suffix("_data").unwrap_or(&name).to_owned(), addr, Some(size)))
             .collect();
         if arrays.is_empty()
-            && let Some(created) = super::pipelines::decode(file)
+            && let Some(created) = super::pipelines::decode(file, &elf)
         {
             index.from_code = Some((created.by_array.len() as u64, created.unnamed_calls as u64));
             arrays = created
