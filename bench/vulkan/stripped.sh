@@ -2,16 +2,21 @@
 # A stripped ggml-vulkan against the unstripped copy it was stripped from: the pinned llama.cpp's Vulkan build
 # (bench/vulkan/build.sh), its libggml-vulkan.so copied and stripped (`strip --strip-all`: no symbol table, as
 # Debian and Ollama ship it), the same llama-bench run under tracer once with each copy, on this machine's Vulkan
-# device (Mesa's lavapipe where there is no GPU). The unstripped copy names each pipeline by its SPIR-V array's
-# symbol; the stripped one by the calls in the library's code that create pipelines (tracer's names/pipelines.rs).
-# That the two copies agree is the check: the symbol table is a second source nobody here wrote.
+# device (Mesa's lavapipe where there is no GPU). Tracer finds ggml's pipeline maker in either copy's code
+# (record/probes/ggml_vulkan.rs) and names each pipeline by ggml's own name, read as ggml makes it: every
+# dispatch should be SAME. With UNFOUND=1 the assertion text tracer finds that function by is changed in both
+# copies (as another ggml version could have it): the unstripped copy then names each pipeline by its SPIR-V
+# array's symbol, the stripped one by the calls in the library's code that create pipelines
+# (record/names/pipelines.rs). That the two copies agree is the check: the symbol table is a second source
+# nobody here wrote.
 #
 #   bench/vulkan/stripped.sh       (as root; builds llama.cpp with bench/vulkan/build.sh first if needed)
 #
 # Env knobs: TRACER (default target/release/tracer), LLAMA_VK_WORK (see build.sh), PROMPT (default 8), GEN
-# (default 4). GGML_VK_VISIBLE_DEVICES=0 is set: ggml-vulkan skips a CPU-type device (lavapipe) unless named.
-# The two runs dispatch the same kernels in the same order (llama-bench's graph is deterministic): each
-# dispatch's kernel with one copy is compared with the other's. Prints per pair of names its dispatches and
+# (default 4), UNFOUND (default 0). GGML_VK_VISIBLE_DEVICES=0 is set: ggml-vulkan skips a CPU-type device
+# (lavapipe) unless named. The two runs dispatch the same kernels in the same order (llama-bench's graph is
+# deterministic): each dispatch's kernel with one copy is compared with the other's. Prints per pair of names its
+# dispatches and
 #   SAME      the names are equal;
 #   AMONG     the stripped copy's name lists every pipeline ggml makes from that module, the array's among them;
 #   RUN-TIME  the stripped copy left it unnamed by ggml (its pipeline's name is built at run time: named by its
@@ -30,15 +35,23 @@ out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 export GGML_VK_VISIBLE_DEVICES=0
 
-# The stripped copy: the whole bin directory (its libraries find each other by RUNPATH; LD_LIBRARY_PATH, which
-# comes first, points the run at the copy).
+# The copies: the whole bin directory (its libraries find each other by RUNPATH; LD_LIBRARY_PATH, which comes
+# first, points the run at the copy).
+cp -a "$bin" "$out/full"
 cp -a "$bin" "$out/stripped"
 lib="$(readlink -f "$out/stripped/libggml-vulkan.so")"
 strip --strip-all "$lib"
 echo "stripped: $lib ($(nm "$lib" 2>&1 | head -1))"
+if [ "${UNFOUND:-0}" = 1 ]; then
+  for copy in full stripped; do
+    sed -i 's/wg_denoms\[0\] > 0 && wg_denoms\[1\] > 0/wg_denoms[0] ! 0 \&\& wg_denoms[1] > 0/' \
+      "$(readlink -f "$out/$copy/libggml-vulkan.so")"
+  done
+fi
 
 bench=(-m "$model" -p "${PROMPT:-8}" -n "${GEN:-4}" -r 1 -ngl 99)
-"$tracer" record -q -o "$out/full.jsonl" -- "$bin/llama-bench" "${bench[@]}" > "$out/full.txt" 2>&1
+"$tracer" record -q -o "$out/full.jsonl" -- env LD_LIBRARY_PATH="$out/full" "$out/full/llama-bench" "${bench[@]}" \
+  > "$out/full.txt" 2>&1
 "$tracer" record -q -o "$out/stripped.jsonl" -- env LD_LIBRARY_PATH="$out/stripped" "$out/stripped/llama-bench" \
   "${bench[@]}" > "$out/stripped.txt" 2>&1
 python3 - "$out/full.jsonl" "$out/stripped.jsonl" << 'EOF'

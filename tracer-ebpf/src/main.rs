@@ -8,6 +8,7 @@
 //! - [`opens`]: a traced process opening a GPU runtime library (a copy to probe before it runs);
 //! - [`entries`]: calls into every other GPU library's exported functions, counted in the kernel;
 //! - [`batch`]: llama.cpp's `llama_decode`, the batch each inference step is given;
+//! - [`pipelines`]: ggml-vulkan's pipeline maker, the name each pipeline is given;
 //! - [`sched`]: the kernel's GPU scheduler jobs (queue, run, done), where its tracepoints exist.
 //!
 //! What they share: [`maps`] (every map, the load-time settings, the PID filter and loss counters) and
@@ -38,6 +39,7 @@ mod hsa;
 mod ioctl;
 mod maps;
 mod opens;
+mod pipelines;
 mod process;
 mod sched;
 

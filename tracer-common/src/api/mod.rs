@@ -25,6 +25,9 @@ pub enum ProbeShape {
     OneTrap,
     /// Entry only: the batch a model's step is given, read from the stack ([`crate::BatchRecord`]).
     Batch,
+    /// Entry only: the name a runtime gives the pipeline it is about to make, read behind the pipeline
+    /// argument (a [`crate::NameRecord`]).
+    PipelineName,
 }
 
 /// Which runtime library exports a function.
@@ -43,6 +46,8 @@ pub enum Library {
     /// libggml-base (ggml's graph scheduler, under llama.cpp and Ollama's engine): where each matrix pass
     /// of a step is evaluated.
     Ggml,
+    /// libggml-vulkan (ggml's Vulkan backend): where it names each pipeline it makes.
+    GgmlVulkan,
     /// libvulkan (the Vulkan loader): every call an application makes through the instance's entry points
     /// passes its trampolines (ggml's Vulkan backend resolves its device calls there), whatever the driver.
     Vulkan,
@@ -110,6 +115,9 @@ pub enum Op {
     ShaderModule,
     /// A compute pipeline made from a shader module: what a dispatch runs.
     PipelineCreate,
+    /// A pipeline about to be made, under the name its runtime gives it (ggml-vulkan's `pipeline->name`):
+    /// the next shader module its thread makes is that pipeline's.
+    PipelineName,
     /// A pipeline bound on a command buffer: its next dispatches run it.
     Bind,
     /// Command buffers submitted to a queue: what they recorded runs.
@@ -152,6 +160,7 @@ impl Op {
             Self::Pass => "pass",
             Self::ShaderModule => "shader-module",
             Self::PipelineCreate => "pipeline-create",
+            Self::PipelineName => "pipeline-name",
             Self::Bind => "bind",
             Self::Submit => "submit",
             Self::ProcAddr => "proc-addr",
@@ -201,6 +210,7 @@ impl Op {
             | Self::QueueCreate
             | Self::ShaderModule
             | Self::PipelineCreate
+            | Self::PipelineName
             | Self::ProcAddr => false,
         }
     }
@@ -310,6 +320,10 @@ pub enum Layout {
     /// `(device, const char* name)`: the name read at entry (a [`crate::NameRecord`] with the call's own
     /// header); the return value is the function's address.
     ProcAddr,
+    /// `(vk_device&, vk_pipeline& pipeline, size_t spv_size, const void* spv_data, ...)`: ggml-vulkan's
+    /// pipeline maker; the name (`pipeline->name`, the `std::string` that begins the `vk_pipeline_struct`
+    /// the shared pointer holds) read by the pipeline-name program, the SPIR-V's size and address beside it.
+    PipelineName,
 }
 
 impl Layout {
@@ -354,7 +368,8 @@ impl Layout {
             | Self::LlamaBatchExt
             | Self::BindPipeline
             | Self::VkDispatch { .. }
-            | Self::QueueSubmit => 0,
+            | Self::QueueSubmit
+            | Self::PipelineName => 0,
         }
     }
 

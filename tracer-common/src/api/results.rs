@@ -20,8 +20,9 @@ impl Library {
             Self::Hsa => hsa(code),
             Self::Cuda => cuda_driver(code),
             Self::CudaRuntime => cuda_runtime(code),
-            // llama_decode's and ggml's scheduler's results are never read (one trap, at entry).
-            Self::Llama | Self::Ggml => None,
+            // llama_decode's, ggml's scheduler's and ggml-vulkan's pipeline maker's results are never read
+            // (one trap, at entry).
+            Self::Llama | Self::Ggml | Self::GgmlVulkan => None,
             Self::Vulkan => vulkan(code),
         }
     }

@@ -10,7 +10,7 @@ use Layout::{
     ModuleOut, ModulePath, Nothing, Ptr, PushConfig, QueueCreate, Register, Stream, StreamHandleOut, SymbolByName,
     SymbolInfo,
 };
-use Layout::{BindPipeline, PipelinesOut, ProcAddr, QueueSubmit, ShaderModuleOut, VkDispatch};
+use Layout::{BindPipeline, PipelineName, PipelinesOut, ProcAddr, QueueSubmit, ShaderModuleOut, VkDispatch};
 
 const DIM3: Layout = LaunchDim3 { shmem32: false };
 const BLOCKS32: Layout = LaunchScalars { shmem32: true, work_items: false };
@@ -215,4 +215,11 @@ api_funcs! {
     /// `PFN_vkVoidFunction vkGetDeviceProcAddr(VkDevice, const char* name)`: a device entry point taken from
     /// the driver (or the first layer) directly, past the loader's trampolines and so past the probes above.
     VkGetDeviceProcAddr = 264, Vulkan, "vkGetDeviceProcAddr", ProcAddr, ProcAddr, Call;
+
+    /// `static void ggml_vk_create_pipeline_func(vk_device&, vk_pipeline& pipeline, size_t spv_size, const
+    /// void* spv_data, const std::string entrypoint, ...)`: ggml-vulkan makes each pipeline here, its shader
+    /// module then its compute pipeline, on the calling thread. A function of the library's own, with no
+    /// exported symbol: found by its code (`record::probes::ggml_vulkan`), in a stripped copy too.
+    GgmlVkCreatePipeline = 288, GgmlVulkan, "ggml_vk_create_pipeline_func", PipelineName, PipelineName,
+        PipelineName;
 }

@@ -77,6 +77,11 @@ fn one_trap_programs_only_for_launches_graph_replays_syncs_async_copies_passes_b
                 assert!(matches!(f.layout(), Layout::LlamaBatch | Layout::LlamaBatchExt), "{f:?}");
                 assert_eq!(f.op(), Op::Batch);
             }
+            ProbeShape::PipelineName => {
+                assert_eq!(f.layout(), Layout::PipelineName);
+                assert_eq!(f.op(), Op::PipelineName);
+                assert_eq!(f.cookie_flags(), 0, "{f:?}");
+            }
             ProbeShape::Call => {}
         }
     }

@@ -18,7 +18,7 @@ use crate::{
             rocr::{parse_uri, walk},
             spirv::{ShaderIndex, entry_points, preamble_end},
         },
-        probes::batch_layout,
+        probes::{batch_layout, ggml_vulkan},
     },
     trace::{Line, read_from},
 };
@@ -40,7 +40,8 @@ pub fn bundles(data: &[u8]) {
 /// Hostile ELF files, read as tracer reads a file a traced process maps.
 ///
 /// Its GPU code sections and dependencies, its symbols and segments, its build-id, the registration calls in its
-/// code, its `llama_batch_ext` layout, its fat binary, its SPIR-V arrays (a Vulkan shader's name). Through a file (the bounded reader), never a
+/// code, its `llama_batch_ext` layout, its fat binary, its SPIR-V arrays (a Vulkan shader's name), ggml-vulkan's
+/// pipeline maker (a string's load and the call-frame entry around it). Through a file (the bounded reader), never a
 /// panic, never more than the read budget.
 pub fn elf_files(data: &[u8]) {
     let path = std::env::temp_dir().join(format!("tracer-fuzz-elf-{}", std::process::id()));
@@ -63,6 +64,10 @@ pub fn elf_files(data: &[u8]) {
     }
     ran(registration::decode(&file));
     ran(batch_layout::read(&file));
+    ran(ggml_vulkan::pipeline_maker(&file));
+    // The same bytes as a call-frame table, and as code loading an address.
+    ran(ggml_vulkan::function_around(data, 0x2000, 0x1000, 0x1234));
+    ran(ggml_vulkan::rip_relative_loads(data, 0x1000, &[0x2000].into()).count());
     // The same bytes as the code of each of the three methods a batch layout is read from.
     ran(batch_layout::from_code((0x1000, data), (0x1000, data), (0x1000, data)));
     if let Some(index) = ShaderIndex::parse(&file) {

@@ -17,6 +17,8 @@ pub(crate) const CUDA_RUNTIME: &str = "libcudart.so";
 pub(crate) const LLAMA: &str = "libllama.so";
 /// ggml's base library: its graph scheduler, where each matrix pass is handed over.
 pub(crate) const GGML_BASE: &str = "libggml-base.so";
+/// ggml's Vulkan backend: where it names each pipeline it makes.
+pub(crate) const GGML_VULKAN: &str = "libggml-vulkan.so";
 /// The Vulkan loader: every call through an instance's entry points passes its trampolines.
 pub(crate) const VULKAN_LOADER: &str = "libvulkan.so";
 /// The `OpenCL` ICD loader: a GPU API tracer does not probe, whose users are reported as such.
@@ -37,7 +39,8 @@ pub(crate) fn unobserved_api(file_name: &str) -> Option<&'static str> {
     UNOBSERVED.iter().find(|(prefix, _)| file_name.starts_with(prefix)).map(|&(_, api)| api)
 }
 /// The libraries probed by default.
-pub(crate) const RUNTIMES: [&str; 6] = [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER, LLAMA, GGML_BASE, VULKAN_LOADER];
+pub(crate) const RUNTIMES: [&str; 7] =
+    [HIP_RUNTIME, HSA_RUNTIME, CUDA_DRIVER, LLAMA, GGML_BASE, GGML_VULKAN, VULKAN_LOADER];
 
 /// Which runtime a probed copy at `path` is, from its file name.
 pub(crate) fn runtime_of(path: &str) -> Library {
@@ -52,6 +55,8 @@ pub(crate) fn runtime_of(path: &str) -> Library {
         Library::Llama
     } else if name.starts_with(GGML_BASE) {
         Library::Ggml
+    } else if name.starts_with(GGML_VULKAN) {
+        Library::GgmlVulkan
     } else if name.starts_with(VULKAN_LOADER) {
         Library::Vulkan
     } else {

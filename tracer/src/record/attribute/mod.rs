@@ -78,6 +78,9 @@ struct Process {
     bound: HashMap<u64, u64>,
     /// Per thread: the shader module whose code is arriving.
     code: HashMap<u32, ModuleCode>,
+    /// Per thread: the pipeline its runtime is making (its name, its SPIR-V's size and address), whose
+    /// shader module the thread makes next.
+    making: HashMap<u32, (String, u64, u64)>,
     /// The functions and kernel objects given a plan in the eBPF plan map: taken back when it goes.
     planned: Vec<u64>,
 }
@@ -375,7 +378,16 @@ impl Attributor {
         if code.chunk == 0 {
             let m = p.code.remove(&o.tid).unwrap_or_default();
             let tail = m.tail.unwrap_or_default();
-            names.of(o.pid, &mut p.names).shader_module(code.handle, code.size, (m.head.as_deref(), &tail), o.ts);
+            // The pipeline its thread is making: its module holds the SPIR-V given, maybe with words added
+            // (ggml inserts float-control modes); a smaller module is not that pipeline's.
+            let making = p.making.remove(&o.tid);
+            let unbound = making.as_ref().is_some_and(|&(_, spv_size, _)| code.size < spv_size);
+            let given = making.filter(|_| !unbound).map(|(name, _, spirv)| (name, spirv));
+            let code_ends = (m.head.as_deref(), tail.as_slice());
+            names.of(o.pid, &mut p.names).shader_module(code.handle, code.size, code_ends, given, o.ts);
+            if unbound {
+                bump(&mut self.counters, "pipeline_names_unbound");
+            }
         }
     }
 
@@ -539,6 +551,18 @@ impl Attributor {
         if n.api.layout() == Layout::ModulePath {
             // The path a load names, read at its entry: its call record follows.
             p.code_files.path_named(n, &mut self.counters);
+            return;
+        }
+        if n.api.op() == Op::PipelineName {
+            // A pipeline its runtime is making: the thread's next shader module is its own. One per thread:
+            // a name its thread made no module for is replaced, and counted.
+            if n.fault || n.truncated {
+                bump(&mut self.counters, "pipeline_names_unread");
+            } else if p.making.len() >= MAX_COMMAND_BUFFERS && !p.making.contains_key(&o.tid) {
+                bump(&mut self.counters, "pipeline_names_over_limit");
+            } else if p.making.insert(o.tid, (n.name, n.module, n.handle)).is_some() {
+                bump(&mut self.counters, "pipeline_names_unbound");
+            }
             return;
         }
         if n.api.op() == Op::ProcAddr {

@@ -4,7 +4,7 @@ use tracer_common::ProcEvent;
 
 use super::*;
 use crate::{
-    record::intake::decode::Proc,
+    record::intake::decode::{CodeTail, Proc},
     trace::{self, event::Origin},
 };
 
@@ -413,4 +413,65 @@ fn a_code_directory_of_a_process_gone_is_listed_in_the_root_held_for_it() {
     assert!(none.is_none());
     assert_eq!(counters.get("code_dirs_not_listed_budget"), Some(&1));
     drop(std::fs::remove_dir_all(dir));
+}
+
+/// ggml-vulkan names the pipeline it is making (`ggml_vk_create_pipeline_func`), on `tid`, with its SPIR-V's
+/// size and address.
+fn making(tid: u32, name: &str, spv_size: u64) -> Name {
+    Name {
+        origin: Origin { tid, ..origin(1) },
+        api: ApiFunc::GgmlVkCreatePipeline,
+        handle: 0x7000_0000,
+        module: spv_size,
+        name: name.into(),
+        truncated: false,
+        fault: false,
+    }
+}
+
+/// A shader module of `size` bytes made on `tid`: its code's head and its last chunk, unreadable.
+fn module_made(a: &mut Attributor, out: &mut Vec<Line>, tid: u32, handle: u64, size: u64) {
+    for chunk in [CODE_HEAD, 0] {
+        let origin = Origin { tid, ..origin(2) };
+        let code = CodeTail { origin, api: ApiFunc::VkCreateShaderModule, handle, size, chunk, bytes: Vec::new() };
+        a.event(Event::Code(code), out);
+    }
+}
+
+/// A compute pipeline made from `module`.
+fn pipeline_made(pipeline: u64, module: u64) -> Event {
+    let call = Call::new(origin(3), ApiFunc::VkCreateComputePipelines, 0, 1);
+    Event::call(Call { function: Some(pipeline), module: Some(module), size: Some(1), ..call })
+}
+
+#[test]
+fn a_pipeline_ggml_names_as_it_makes_it_names_the_module_its_thread_makes_next() {
+    let mut a = Attributor::default();
+    let mut out = Vec::new();
+    // Two threads making pipelines at once: each module takes its own thread's name.
+    a.event(Event::Name(making(1, "matmul_q4_k_f32_l", 4096)), &mut out);
+    a.event(Event::Name(making(2, "rms_norm_mul_f32", 1024)), &mut out);
+    module_made(&mut a, &mut out, 2, 0xb, 1024 + 76);
+    module_made(&mut a, &mut out, 1, 0xa, 4096);
+    // A module with no pipeline being made on its thread, and one smaller than the SPIR-V given: not named
+    // so (the second counted).
+    module_made(&mut a, &mut out, 3, 0xc, 2048);
+    a.event(Event::Name(making(4, "add_f32", 8192)), &mut out);
+    module_made(&mut a, &mut out, 4, 0xd, 4000);
+    for (pipeline, module) in [(0x10, 0xa), (0x20, 0xb), (0x30, 0xc), (0x40, 0xd)] {
+        a.event(pipeline_made(pipeline, module), &mut out);
+    }
+    let named: Vec<(u64, &str, trace::Source)> = out
+        .iter()
+        .filter_map(|r| if let Line::Kernel(k) = r { Some((k.handle, k.name.as_str(), k.source)) } else { None })
+        .collect();
+    assert_eq!(
+        named[..2],
+        [(0x10, "matmul_q4_k_f32_l", trace::Source::Pipeline), (0x20, "rms_norm_mul_f32", trace::Source::Pipeline)]
+    );
+    assert!(named[2..].iter().all(|&(_, _, source)| source != trace::Source::Pipeline), "{named:?}");
+    assert_eq!(a.counters.get("pipeline_names_unbound"), Some(&1));
+    // A name that could not be read binds nothing, and is counted.
+    a.event(Event::Name(Name { fault: true, ..making(5, "", 64) }), &mut out);
+    assert_eq!(a.counters.get("pipeline_names_unread"), Some(&1));
 }

@@ -221,6 +221,8 @@ impl ShaderIndex {
 #[derive(Clone, Debug)]
 pub(super) struct ModuleShader {
     name: Option<(String, Option<String>)>,
+    /// The name is the one its runtime gave the pipeline (ggml-vulkan's `pipeline->name`).
+    given: bool,
 }
 
 /// `OpEntryPoint`'s opcode.
@@ -263,12 +265,29 @@ fn self_name(entries: &[String], size: u64, head: &[u8], end: &[u8]) -> String {
 }
 
 impl Of<'_> {
-    /// A shader module made from `size` bytes of code beginning with `head` and ending with `end`: named
-    /// from the ggml files the process maps, else by its own entry points (counted when it cannot be).
-    pub(crate) fn shader_module(&mut self, module: u64, size: u64, (head, end): (Option<&[u8]>, &[u8]), ts: u64) {
-        let mut name =
-            if end.len() >= NAME_MAX { self.shader_named(size, end, ts).map(|(n, f)| (n, Some(f))) } else { None };
-        if end.len() < NAME_MAX {
+    /// A shader module made from `size` bytes of code beginning with `head` and ending with `end`: under
+    /// the name `given` by its runtime (ggml-vulkan's for the pipeline being made, with the address of the
+    /// SPIR-V it was given: its file's), else named from the ggml files the process maps, else by its own
+    /// entry points (counted when it cannot be).
+    pub(crate) fn shader_module(
+        &mut self,
+        module: u64,
+        size: u64,
+        (head, end): (Option<&[u8]>, &[u8]),
+        given: Option<(String, u64)>,
+        ts: u64,
+    ) {
+        let given_too = given.is_some();
+        let mut name = match given {
+            // Its file is the one mapped where its SPIR-V lies.
+            Some((given, spirv)) => {
+                self.names.count("shader_modules_named_by_runtime");
+                Some((given, self.mapping_at(spirv, ts).map(|m| m.path.clone())))
+            }
+            None if end.len() >= NAME_MAX => self.shader_named(size, end, ts).map(|(n, f)| (n, Some(f))),
+            None => None,
+        };
+        if end.len() < NAME_MAX && !given_too {
             self.names.count("shader_modules_unread");
         }
         if name.is_none()
@@ -283,7 +302,7 @@ impl Of<'_> {
             self.names.count("shader_modules_over_limit");
             return;
         }
-        self.proc.shader_modules.insert(module, ModuleShader { name });
+        self.proc.shader_modules.insert(module, ModuleShader { name, given: given_too });
     }
 
     /// The name and file of the shader ending with `tail`, from the first ggml file mapped that has it.
@@ -343,7 +362,11 @@ impl Of<'_> {
             self.names.unnamed += 1;
             return self.bind(pipeline, module, "", Source::Unnamed, false, ts);
         };
-        let source = if file.is_some() { Source::Shader } else { Source::Spirv };
+        let source = match (shader.given, &file) {
+            (true, _) => Source::Pipeline,
+            (false, Some(_)) => Source::Shader,
+            (false, None) => Source::Spirv,
+        };
         let mut rec = self.bind(pipeline, module, &name, source, false, ts)?;
         rec.code_file = file;
         Some(rec)

@@ -45,6 +45,11 @@ pub enum Source {
     /// `ROCr`'s list of loaded code objects (`_amdgpu_r_debug`), read from the process: the `NAME.kd`
     /// symbol at the dispatch's `kernel_object` (a late attach to an HSA runtime).
     Loader,
+    /// A Vulkan compute pipeline under the name its runtime gave it as it made it: ggml-vulkan's own
+    /// `pipeline->name` (`matmul_q4_k_f32_aligned_l`, `flash_attn_f32_f16_aligned`), read at
+    /// `ggml_vk_create_pipeline_func` and bound to the shader module its thread made next (the recording's
+    /// `probes::ggml_vulkan`); the module's file is found as for `Shader`, when it can be.
+    Pipeline,
     /// A Vulkan compute pipeline named after the shader its module was made from: the SPIR-V array of a
     /// ggml file the process maps (`libggml-vulkan.so`'s `NAME_data`; in a copy without symbols, the
     /// pipeline names its code creates the array under, several joined by `|`) whose last bytes and size
@@ -73,6 +78,7 @@ impl Source {
             Self::RuntimeLaunch => "runtime-launch",
             Self::DriverFunction => "driver-function",
             Self::GraphExec => "graph-exec",
+            Self::Pipeline => "pipeline",
             Self::Loader => "loader",
             Self::Shader => "shader",
             Self::Spirv => "spirv",

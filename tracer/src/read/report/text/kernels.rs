@@ -222,6 +222,14 @@ pub(super) fn write_vulkan_notes(s: &mut String, counters: &BTreeMap<String, u64
              past the loader: calls through them are not counted"
         )?;
     }
+    let lost = count("pipeline_names_unread") + count("pipeline_names_unbound") + count("pipeline_names_over_limit");
+    if lost > 0 {
+        writeln!(
+            s,
+            "\nvulkan: {lost} pipeline names ggml-vulkan gave as it made them could not be read or bound to the shader \
+             module made next on their thread: those pipelines are named from their SPIR-V"
+        )?;
+    }
     let (unmatched, at_run_time) = (count("shader_modules_unmatched"), count("shader_pipelines_named_at_run_time"));
     if count("shader_arrays_named_from_code") > 0 && unmatched > 0 {
         writeln!(

@@ -373,8 +373,8 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
         Layout::QueueSubmit => Event::call(Call { handle: Some(a[0]), size: Some(u64::from(a[1] as u32)), ..call }),
         // The name came before, in a name record with this call's header; the return value is an address.
         Layout::ProcAddr => Event::call(Call { ret: 0, ptr: Some(r.ret), ..call }),
-        // Registration, doorbells and batches have their own programs and records, never a call record.
-        Layout::Register | Layout::Doorbell | Layout::LlamaBatch | Layout::LlamaBatchExt => {
+        // Registration, doorbells, batches and pipeline names have their own programs and records, never a call record.
+        Layout::Register | Layout::Doorbell | Layout::LlamaBatch | Layout::LlamaBatchExt | Layout::PipelineName => {
             return Err(DecodeError::UnknownFunc(r.header.func));
         }
     })

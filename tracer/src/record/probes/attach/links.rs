@@ -143,7 +143,7 @@ impl RuntimeLinks {
     /// Loads the programs of `mode` for multi-point links, sharing `maps` (kept for the programs loaded
     /// later).
     pub(crate) fn load(maps: SharedMaps, mode: ProbeMode) -> Result<Self> {
-        let Programs { entry, ret, one_trap, register, doorbell, batch, .. } = mode.programs();
+        let Programs { entry, ret, one_trap, register, doorbell, batch, pipeline_name, .. } = mode.programs();
         let mut programs = BTreeMap::new();
         // The programs of every copy, loaded now (a kernel without multi-point links says so before anything
         // is attached); the others on a thread, ready by their first use.
@@ -153,7 +153,8 @@ impl RuntimeLinks {
         if !programs.get(entry).is_some_and(MultiProgram::links_work) {
             anyhow::bail!("the kernel makes no multi-point uprobe links");
         }
-        let preloading = Preloading::start(&[super::INIT_WITNESS, register, doorbell, batch], &programs, &maps);
+        let preloading =
+            Preloading::start(&[super::INIT_WITNESS, register, doorbell, batch, pipeline_name], &programs, &maps);
         Ok(Self {
             preloading,
             programs,

@@ -328,6 +328,16 @@ pub(crate) const EXT_LAYOUT_UNREAD: &str = "its llama_batch_ext layout could not
 /// The program at a runtime copy's initializer ([`ProcEvent::Init`](tracer_common::ProcEvent::Init)).
 pub(crate) const INIT_WITNESS: &str = "library_init";
 
+/// Where `func` begins in `copy` (a file offset), from its symbol among `offsets`; ggml-vulkan's pipeline
+/// maker, which has no exported symbol, where the library's code says. Err: why not.
+fn function_offset(func: ApiFunc, offsets: &BTreeMap<String, u64>, copy: &LibCopy) -> Result<u64, &'static str> {
+    if func.layout() == Layout::PipelineName {
+        super::ggml_vulkan::pipeline_maker(&copy.file)
+    } else {
+        offsets.get(func.symbol()).copied().ok_or("symbol not exported by this library")
+    }
+}
+
 /// A probe point of a program (keyed by the program, whether at the return, and whether its function's calls
 /// recur: [`tracer_common::api::Op::recurs`]): (offset, cookie, index of the function's probe record).
 type Point = (u64, u64, usize);
@@ -346,7 +356,7 @@ pub(crate) fn attach_runtime(
     copy: &LibCopy,
     mode: ProbeMode,
 ) -> Result<Vec<trace::Probe>> {
-    let Programs { entry, ret, register, doorbell, one_trap, batch, .. } = mode.programs();
+    let Programs { entry, ret, register, doorbell, one_trap, batch, pipeline_name, .. } = mode.programs();
     let offsets =
         crate::os::elf::function_offsets(&copy.file).with_context(|| format!("{} is not an ELF library", copy.path))?;
     let target = copy.attach_path();
@@ -356,10 +366,13 @@ pub(crate) fn attach_runtime(
     let mut links = links;
     for &func in ApiFunc::ALL.iter().filter(|f| f.library() == copy.runtime()) {
         let mut rec = trace::Probe { lib: lib_id, api: func.symbol().to_owned(), ..Default::default() };
-        let Some(&off) = offsets.get(func.symbol()) else {
-            rec.error = Some("symbol not exported by this library".into());
-            out.push(rec);
-            continue;
+        let off = match function_offset(func, &offsets, copy) {
+            Ok(off) => off,
+            Err(why) => {
+                rec.error = Some(why.into());
+                out.push(rec);
+                continue;
+            }
         };
         rec.offset = Some(off);
         if !mode.probes_tallied() && func.tallied() {
@@ -392,6 +405,7 @@ pub(crate) fn attach_runtime(
             ProbeShape::Doorbell => &[doorbell],
             ProbeShape::OneTrap => &[one_trap],
             ProbeShape::Batch => &[batch],
+            ProbeShape::PipelineName => &[pipeline_name],
         };
         rec.kind = if progs.len() == 2 { trace::ProbeKind::EntryReturn } else { trace::ProbeKind::Entry };
         // A one-trap probe goes where the kernel can emulate the instruction (see `one_trap_point`).

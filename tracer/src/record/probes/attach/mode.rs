@@ -39,6 +39,7 @@ impl ProbeMode {
                 doorbell: "doorbell",
                 one_trap: "one_trap_entry",
                 batch: "llama_batch",
+                pipeline_name: "pipeline_name",
                 library: "library_entry",
             },
             Self::Empty | Self::EmptyAllCalls => Programs {
@@ -48,6 +49,7 @@ impl ProbeMode {
                 doorbell: "empty_entry",
                 one_trap: "empty_one_trap",
                 batch: "empty_entry",
+                pipeline_name: "empty_entry",
                 library: "empty_entry",
             },
         }
@@ -63,6 +65,8 @@ pub(super) struct Programs {
     pub(super) one_trap: &'static str,
     /// llama.cpp's `llama_decode`: a step's batch.
     pub(super) batch: &'static str,
+    /// ggml-vulkan's pipeline maker: the name of the pipeline being made.
+    pub(super) pipeline_name: &'static str,
     /// The program of the multi-point links on other GPU libraries' entry points.
     pub(super) library: &'static str,
 }
