@@ -4,7 +4,7 @@ use tracer_common::ProcEvent;
 
 use super::*;
 use crate::{
-    record::intake::decode::{CodeTail, Proc},
+    record::intake::decode::Proc,
     trace::{self, event::Origin},
 };
 
@@ -461,15 +461,15 @@ fn a_pipeline_ggml_names_as_it_makes_it_names_the_module_its_thread_makes_next()
     for (pipeline, module) in [(0x10, 0xa), (0x20, 0xb), (0x30, 0xc), (0x40, 0xd)] {
         a.event(pipeline_made(pipeline, module), &mut out);
     }
-    let named: Vec<(u64, &str, trace::Source)> = out
+    let named: Vec<(u64, &str, Source)> = out
         .iter()
         .filter_map(|r| if let Line::Kernel(k) = r { Some((k.handle, k.name.as_str(), k.source)) } else { None })
         .collect();
     assert_eq!(
         named[..2],
-        [(0x10, "matmul_q4_k_f32_l", trace::Source::Pipeline), (0x20, "rms_norm_mul_f32", trace::Source::Pipeline)]
+        [(0x10, "matmul_q4_k_f32_l", Source::Pipeline), (0x20, "rms_norm_mul_f32", Source::Pipeline)]
     );
-    assert!(named[2..].iter().all(|&(_, _, source)| source != trace::Source::Pipeline), "{named:?}");
+    assert!(named[2..].iter().all(|&(_, _, source)| source != Source::Pipeline), "{named:?}");
     assert_eq!(a.counters.get("pipeline_names_unbound"), Some(&1));
     // A name that could not be read binds nothing, and is counted.
     a.event(Event::Name(Name { fault: true, ..making(5, "", 64) }), &mut out);
