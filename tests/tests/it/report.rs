@@ -362,3 +362,27 @@ fn a_compressed_trace_cut_mid_frame_is_reported_and_exported_with_a_warning() {
     }
     drop(std::fs::remove_dir_all(dir));
 }
+
+/// `fixtures/traces/debian-vulkan-llama-bench-q4_k_m.jsonl.zst`: Debian unstable's llama-bench with its stripped
+/// `libggml0-backend-vulkan` (ggml 0.27) on Mesa's lavapipe, `-ngl 99 -p 8 -n 4 -r 1` on a tiny `Q4_K_M` model, in
+/// the root `cargo xtask setup` makes, recorded from its start (the command of
+/// `vulkan::debian_s_stripped_ggml_vulkan_has_its_pipelines_named_as_ggml_makes_them`). Every pipeline carries
+/// ggml's own name (source `pipeline`, read at ggml's pipeline maker), those ggml builds at run time included, with
+/// ggml's families and weight types; the trace reads as this build writes it.
+#[test]
+fn a_stripped_ggml_vulkan_s_recording_has_every_pipeline_under_ggml_s_own_name() {
+    let p = llama_bench_report("debian-vulkan-llama-bench-q4_k_m.jsonl.zst");
+    let kernels = p["kernels"].as_array().unwrap();
+    assert_eq!(executions(&p), 245);
+    assert_eq!(kernels.len(), 13);
+    assert!(kernels.iter().all(|k| k["source"] == "pipeline"), "{kernels:?}");
+    let class = |name: &str| {
+        let k = kernels.iter().find(|k| k["name"] == name).unwrap_or_else(|| panic!("no {name}: {kernels:?}"));
+        let family = k["class"]["family"].as_str().unwrap().to_owned();
+        (k["executions"].as_u64().unwrap(), family, k["class"]["quant"].as_str().map(str::to_owned))
+    };
+    assert_eq!(class("mul_mat_vec_q4_k_f32_f32"), (84, "MMVQ".to_owned(), Some("Q4_K".to_owned())));
+    assert_eq!(class("flash_attn_f32_f16_aligned").0, 14);
+    assert_eq!(class("rms_norm_mul_f32").0, 28);
+    assert_eq!(class("add_f32_f32_f32_norepeat").0, 4);
+}
