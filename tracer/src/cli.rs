@@ -28,7 +28,8 @@ pub(crate) enum Cmd {
     Record(RecordCli),
     /// Summarize a trace: kernels per process, API calls, memory, losses.
     Report(ReportCli),
-    /// List the GPU code a library or program carries: offload bundles, targets, kernels.
+    /// List the GPU code a library or program carries: offload bundles, targets, kernels; a ggml Vulkan
+    /// backend's SPIR-V shaders.
     Inspect(InspectCli),
     /// Convert a trace for other tools: Perfetto / <chrome://tracing> JSON, rocprofv3-style kernel CSV, or a Graphviz graph of the libraries.
     Export(ExportCli),
@@ -52,7 +53,7 @@ pub(crate) enum Generated {
 
 #[derive(Debug, Args)]
 pub(crate) struct InspectCli {
-    /// The library or program (e.g. libggml-hip.so).
+    /// The library or program (e.g. libggml-hip.so, libggml-vulkan.so).
     pub file: PathBuf,
     /// Only entries for this gfx target (e.g. gfx1201).
     #[arg(long)]

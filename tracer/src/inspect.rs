@@ -3,7 +3,9 @@
 //! From its `.hip_fatbin` section: each
 //! clang offload bundle in order (numbered 0000, 0001, … as extraction tools number them), its entries
 //! (target triple, gfx target, size, compression) and, per AMDGPU code object, its kernels (from the
-//! `<name>.kd` kernel descriptor symbols), with their classification.
+//! `<name>.kd` kernel descriptor symbols), with their classification. From a ggml Vulkan backend: its SPIR-V
+//! shaders as a recording names them (by symbol, or from its code in a stripped copy), and where ggml's
+//! pipeline maker is, at which a recording reads each pipeline's own name.
 
 use std::path::Path;
 
@@ -22,6 +24,59 @@ pub(crate) struct Inspection {
     /// Why the bundles listed stop before the end of the fat binary, when they do.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) cut: Option<String>,
+    /// A ggml Vulkan backend's shaders, for a file with SPIR-V arrays and no fat binary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) vulkan: Option<VulkanShaders>,
+}
+
+/// A ggml Vulkan backend's shaders, as `inspect` presents them.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct VulkanShaders {
+    /// Where the shaders' names come from: `symbols` (the `NAME_data` arrays) or `code` (the calls in a
+    /// stripped copy's code that create pipelines from them, several names joined by `|`).
+    pub(crate) names_from: &'static str,
+    /// The file offset of `ggml_vk_create_pipeline_func`, where a recording reads each pipeline's own name.
+    pub(crate) pipeline_maker: Option<u64>,
+    /// Why it was not found, when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pipeline_maker_missing: Option<&'static str>,
+    pub(crate) shaders: Vec<ShaderInfo>,
+    /// Arrays left out (past the index's cap, or unreadable).
+    pub(crate) left_out: u64,
+}
+
+/// One SPIR-V shader: its name, size in bytes and classification.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct ShaderInfo {
+    pub(crate) name: String,
+    pub(crate) size: u64,
+    pub(crate) family: crate::trace::classify::Family,
+    pub(crate) quant: Option<String>,
+}
+
+/// The SPIR-V shaders of a ggml file and its pipeline maker; None when it has no shader.
+fn vulkan_shaders(file: &CodeFile) -> Option<VulkanShaders> {
+    let index = crate::record::names::spirv::ShaderIndex::parse(file)?;
+    let (listed, from_code) = index.listing();
+    if listed.is_empty() {
+        return None;
+    }
+    let shaders = listed
+        .into_iter()
+        .map(|(name, size)| {
+            // A module several pipelines are made from is classified by its first name.
+            let class = crate::trace::classify::classify(name.split('|').next().unwrap_or(name));
+            ShaderInfo { name: name.to_owned(), size, family: class.family, quant: class.quant.map(str::to_owned) }
+        })
+        .collect();
+    let maker = crate::record::probes::ggml_vulkan::pipeline_maker(file);
+    Some(VulkanShaders {
+        names_from: if from_code { "code" } else { "symbols" },
+        pipeline_maker: maker.ok(),
+        pipeline_maker_missing: maker.err(),
+        shaders,
+        left_out: index.left_out(),
+    })
 }
 
 /// A kernel of a code object as `inspect` presents it: named, classified, with its resources.
@@ -68,10 +123,16 @@ pub(crate) fn inspect(path: &Path, target: Option<&str>) -> Result<Inspection> {
                 path.display()
             );
         }
-        bail!("{} has no .hip_fatbin section: it carries no HIP GPU code", path.display());
+        if let Some(vulkan) = vulkan_shaders(&file) {
+            return Ok(Inspection { path: path.display().to_string(), vulkan: Some(vulkan), ..Inspection::default() });
+        }
+        bail!(
+            "{} has no .hip_fatbin section and no SPIR-V shaders: it carries no GPU code tracer reads",
+            path.display()
+        );
     };
     let bundles = bundle::open_all(&fat.region(&file), &fat, target).into_iter().map(classified).collect();
-    Ok(Inspection { path: path.display().to_string(), bundles, cut: fat.cut })
+    Ok(Inspection { path: path.display().to_string(), bundles, cut: fat.cut, vulkan: None })
 }
 
 impl Inspection {
@@ -83,6 +144,26 @@ impl Inspection {
 
     fn write_text(&self, s: &mut String) -> std::fmt::Result {
         use std::fmt::Write as _;
+        if let Some(v) = &self.vulkan {
+            let from = if v.names_from == "code" { "named from its code (no symbol table)" } else { "named by symbol" };
+            writeln!(s, "{}: {} SPIR-V shaders, {from}", self.path, v.shaders.len())?;
+            if v.left_out > 0 {
+                writeln!(s, "({} arrays left out: past the index's cap, or unreadable)", v.left_out)?;
+            }
+            match (v.pipeline_maker, v.pipeline_maker_missing) {
+                (Some(at), _) => writeln!(
+                    s,
+                    "ggml_vk_create_pipeline_func at file offset {at:#x}: a recording reads each pipeline's own name there"
+                )?,
+                (None, why) => writeln!(s, "ggml_vk_create_pipeline_func not found: {}", why.unwrap_or("-"))?,
+            }
+            writeln!(s, "\n  {:<24} {:>8}  shader", "family", "bytes")?;
+            for sh in &v.shaders {
+                let q = sh.quant.as_deref().map(|q| format!(" {q}")).unwrap_or_default();
+                writeln!(s, "  {:<24} {:>8}  {}", format!("{}{q}", sh.family.name()), sh.size, sh.name)?;
+            }
+            return Ok(());
+        }
         writeln!(s, "{}: {} offload bundle(s)", self.path, self.bundles.len())?;
         if let Some(cut) = &self.cut {
             writeln!(s, "(listing cut: {cut})")?;

@@ -65,7 +65,7 @@ fn inspect_lists_bundles_targets_and_ggml_kernels() {
     // A file without GPU code: one sentence.
     let o = tracer(&["inspect", "/bin/true"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("has no .hip_fatbin section"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("has no .hip_fatbin section and no SPIR-V shaders"));
 }
 
 /// Wraps a plain bundle as clang-offload-bundler's compressed format ("CCOB") of the given version and

@@ -319,6 +319,41 @@ fn a_stripped_ggml_vulkan_names_its_pipelines_as_an_unstripped_copy_does() {
     drop(std::fs::remove_dir_all(&dir));
 }
 
+/// `tracer inspect` on ggml Vulkan backends: the pinned build (shaders by symbol), a stripped copy of it (the
+/// same shaders named from its code), Debian's stripped package, and the test double (no pipeline maker). Each
+/// lists its SPIR-V shaders, classified, and where ggml's pipeline maker is (the unstripped symbol's address,
+/// found in the stripped copy too), or why it is not found.
+#[test]
+fn inspect_lists_a_ggml_vulkan_s_shaders_and_its_pipeline_maker() {
+    let bin = std::path::PathBuf::from(
+        std::env::var_os("TRACER_LLAMA_VULKAN").expect("TRACER_LLAMA_VULKAN is set by `cargo xtask test`"),
+    );
+    let root = std::path::PathBuf::from(
+        std::env::var_os("TRACER_SID_VULKAN_ROOT").expect("TRACER_SID_VULKAN_ROOT is set by `cargo xtask test`"),
+    );
+    let dir = scratch("vulkan-inspect");
+    let stripped = copy_of(&bin, &dir.join("stripped"), true, true);
+    let inspect = |lib: &std::path::Path| tracer_json(&["inspect", "--json", lib.to_str().unwrap()])["vulkan"].clone();
+    let symbol = symbol_address(&bin.join("libggml-vulkan.so"), "ggml_vk_create_pipeline_func");
+    let full = inspect(&bin.join("libggml-vulkan.so"));
+    let from_code = inspect(&stripped.join("libggml-vulkan.so"));
+    let debian = inspect(&root.join("usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-vulkan.so"));
+    for (v, from) in [(&full, "symbols"), (&from_code, "code"), (&debian, "code")] {
+        assert_eq!(v["names_from"], from, "{v}");
+        assert!(v["pipeline_maker"].is_u64(), "{v}");
+        let shaders = v["shaders"].as_array().unwrap();
+        assert!(shaders.len() > 500, "{}", shaders.len());
+        let mmvq = shaders.iter().find(|s| s["name"] == "mul_mat_vec_q4_k_f32_f32").expect("ggml's MMVQ shader");
+        assert_eq!((mmvq["family"].as_str(), mmvq["quant"].as_str()), (Some("MMVQ"), Some("Q4_K")), "{mmvq}");
+    }
+    assert_eq!(full["pipeline_maker"].as_u64(), Some(symbol));
+    assert_eq!(from_code["pipeline_maker"].as_u64(), Some(symbol));
+    let double = inspect(&fixture("vulkan/libggml-vulkan.so"));
+    assert!(double["pipeline_maker"].is_null() && double["pipeline_maker_missing"].is_string(), "{double}");
+    assert_eq!(double["shaders"].as_array().unwrap().len(), 3, "{double}");
+    drop(std::fs::remove_dir_all(&dir));
+}
+
 /// A copy at `copy` of the build in `bin`, its ggml-vulkan stripped or not, its pipeline maker's assertion
 /// text (which tracer finds the function by) kept or changed.
 fn copy_of(bin: &std::path::Path, copy: &std::path::Path, strip: bool, marker: bool) -> std::path::PathBuf {

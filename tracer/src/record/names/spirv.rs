@@ -189,6 +189,20 @@ impl ShaderIndex {
         Some(index)
     }
 
+    /// Its shaders' names and sizes, by name (what `tracer inspect` lists), and whether the names came from
+    /// the file's code (a copy without symbols) rather than its `*_data` symbols.
+    pub(crate) fn listing(&self) -> (Vec<(&str, u64)>, bool) {
+        let mut all: Vec<(&str, u64)> = self.by_tail.values().flatten().map(|s| (s.name.as_str(), s.size)).collect();
+        all.sort_unstable();
+        all.dedup();
+        (all, self.from_code.is_some())
+    }
+
+    /// Arrays left out of the index (past its cap, or unreadable).
+    pub(crate) const fn left_out(&self) -> u64 {
+        self.left_out
+    }
+
     /// The shader a module of `size` bytes whose code ends with `end` (at least [`NAME_MAX`] bytes) was
     /// made from; Err with how many arrays matched otherwise (0: none).
     pub(crate) fn find(&self, size: u64, end: &[u8]) -> Result<&Shader, usize> {

@@ -28,7 +28,7 @@ const MAX_REFERENCES: usize = 16;
 
 /// Why the pipeline maker was not found in a library copy.
 pub(crate) const NO_MARKER: &str = "the library holds no `wg_denoms[0] > 0 && ...` assertion text, by which \
-     ggml_vk_create_pipeline_func is found (another ggml version): pipelines are named from their SPIR-V";
+     ggml_vk_create_pipeline_func is found (another ggml version): pipelines are named by their SPIR-V arrays";
 pub(crate) const NO_REFERENCE: &str =
     "no instruction loads the assertion text by which ggml_vk_create_pipeline_func is found";
 pub(crate) const NO_FRAME: &str =
