@@ -98,6 +98,8 @@ struct ModuleCode {
 /// Command buffers whose bound pipeline a process keeps at most (more are counted, their dispatches
 /// unnamed).
 const MAX_COMMAND_BUFFERS: usize = 1 << 16;
+/// Threads of a process making a pipeline at once, at most (more are counted, named by their SPIR-V).
+const MAX_MAKING: usize = 1 << 16;
 /// `VK_PIPELINE_BIND_POINT_COMPUTE`.
 const BIND_POINT_COMPUTE: u32 = 1;
 
@@ -558,7 +560,7 @@ impl Attributor {
             // a name its thread made no module for is replaced, and counted.
             if n.fault || n.truncated {
                 bump(&mut self.counters, "pipeline_names_unread");
-            } else if p.making.len() >= MAX_COMMAND_BUFFERS && !p.making.contains_key(&o.tid) {
+            } else if p.making.len() >= MAX_MAKING && !p.making.contains_key(&o.tid) {
                 bump(&mut self.counters, "pipeline_names_over_limit");
             } else if p.making.insert(o.tid, (n.name, n.module, n.handle)).is_some() {
                 bump(&mut self.counters, "pipeline_names_unbound");
