@@ -149,6 +149,13 @@ pub(crate) struct RecordCli {
     /// launches, at a second trap per launch. The driver (libcuda) is always probed, one trap per launch.
     #[arg(long)]
     pub(crate) cuda_runtime: bool,
+    /// Also probe HIP's launch functions (hipLaunchKernel, hipModuleLaunchKernel, `<<<>>>`'s configuration)
+    /// on a machine with an AMD GPU, where by default each dispatch is read at its queue's doorbell alone (one
+    /// trap): the launches add the file that made each one and the launches that failed, at a second trap
+    /// per dispatch. Without an AMD GPU (none in KFD's topology) they are always probed: no packet reaches a
+    /// queue then.
+    #[arg(long)]
+    pub(crate) hip_launches: bool,
     /// Have the kernel time every run of tracer's eBPF programs while recording (`BPF_ENABLE_STATS`) and
     /// write each program's runs and nanoseconds to the trace: what the programs cost the traced threads
     /// beyond the trap itself. The timing adds two clock reads to each run.
@@ -332,6 +339,7 @@ impl TryFrom<RecordCli> for crate::record::RecordArgs {
             quiet: r.quiet,
             ready_file: r.ready_file,
             cuda_runtime: r.cuda_runtime,
+            hip_launches: r.hip_launches,
             read_delay: Duration::from_millis(r.debug_read_delay_ms),
             sync_teardown: r.debug_sync_teardown,
             program_stats: r.program_stats,
@@ -379,5 +387,24 @@ mod tests {
         let Cmd::Record(r) = cli.command else { panic!() };
         assert_eq!((r.pids, r.command), (vec![5], vec!["prog".to_owned(), "-a".to_owned()]));
         Cli::try_parse_from(["tracer", "record", "--ring-size", "1000"]).unwrap_err();
+    }
+
+    /// HIP's launches are left to the doorbell where KFD lists an AMD GPU and the HSA runtime is probed, unless
+    /// asked for (`--hip-launches`, `--all-calls`).
+    #[test]
+    fn hip_launches_are_left_to_the_doorbell_only_where_an_amd_gpu_reads_them() {
+        use crate::record::launches_at_doorbell_with;
+        let at_doorbell = |flags: &[&str], gpus: &[u32]| {
+            let argv = [&["tracer", "record"][..], flags, &["--", "prog"]].concat();
+            let Cmd::Record(r) = Cli::try_parse_from(argv).unwrap().command else { panic!() };
+            launches_at_doorbell_with(&crate::record::RecordArgs::try_from(r).unwrap(), gpus)
+        };
+        let gfx1100 = [110_000];
+        assert!(at_doorbell(&[], &gfx1100));
+        assert!(!at_doorbell(&[], &[]), "no AMD GPU: no packet reaches a queue");
+        assert!(!at_doorbell(&["--hip-launches"], &gfx1100));
+        assert!(!at_doorbell(&["--all-calls"], &gfx1100));
+        assert!(!at_doorbell(&["--lib", "/opt/rocm/lib/libamdhip64.so.6"], &gfx1100), "ROCr not probed");
+        assert!(at_doorbell(&["--lib", "/opt/rocm/lib/libhsa-runtime64.so.1"], &gfx1100));
     }
 }

@@ -307,6 +307,7 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
     );
     let names = dispatched_names(&records);
     assert!(names.iter().all(Option::is_some), "{trace}: every dispatch named");
+    let launches_said = one_trap_per_dispatch(&records, trace);
     // HIP asks each symbol of each code object it loads for its variable segment: those queries are counted
     // in the kernel; only the kernel-object queries, which name the dispatches, are written.
     let asked: Vec<Option<u32>> = calls(&records)
@@ -333,6 +334,7 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
         }
     }
     assert_eq!(reported, logged, "{trace}: the report's dispatches per kernel object, then the double's");
+    executions_are_the_dispatches(p, trace);
     // The queues tracer did not see made are said, from the driver's ioctls: the double's queues of this process
     // that no hsa_queue_create made, by ring size.
     let mut unread: Vec<u64> = p["queues_unread"]["aql_ring_bytes"]
@@ -349,11 +351,58 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
     );
     let said = format!(
         "{trace}: kernel dispatches read by tracer, equal to the double's: {compared} ({} kernels, the report's \
-         count of each equal to the log's); on ROCr's own queues: {}",
+         count of each equal to the log's, executions too); on ROCr's own queues: {}; {launches_said}",
         logged.len(),
         unseen_said.join(", ")
     );
     (names.into_iter().flatten().collect(), said)
+}
+
+/// With HIP's launches left to the doorbell, the report's kernel table counts the dispatches as executions, kernel by
+/// kernel: every row from dispatches, no launch, and every dispatched kernel a row.
+fn executions_are_the_dispatches(p: &serde_json::Value, trace: &str) {
+    let mut by_kernel: BTreeMap<u64, u64> = BTreeMap::new();
+    for row in p["dispatches"].as_array().expect("dispatches per kernel") {
+        let id = row["kernel"].as_u64().expect("every dispatch named");
+        *by_kernel.entry(id).or_default() += row["dispatches"].as_u64().expect("a count");
+    }
+    let mut executed: BTreeMap<u64, u64> = BTreeMap::new();
+    for row in p["kernels"].as_array().expect("kernel rows") {
+        assert_eq!(row["from_dispatches"], true, "{trace}: {row}");
+        assert_eq!(row["launches"], 0, "{trace}: {row}");
+        let ids: Vec<u64> = row["ids"].as_array().expect("ids").iter().filter_map(serde_json::Value::as_u64).collect();
+        let n: u64 = ids.iter().map(|id| by_kernel.get(id).copied().unwrap_or(0)).sum();
+        assert_eq!(row["executions"].as_u64(), Some(n), "{trace}: executions of {}, then its dispatches", row["name"]);
+        for id in ids {
+            if let Some(&n) = by_kernel.get(&id) {
+                executed.insert(id, n);
+            }
+        }
+    }
+    assert_eq!(executed, by_kernel, "{trace}: every dispatched kernel is a row of the kernel table");
+}
+
+/// One trap per dispatch: the guest has an AMD GPU in KFD's topology (the null GPU's gfx1100), so the recording
+/// left HIP's launch functions (`hipLaunchKernel` and the rest, `<<<>>>`'s configuration) unprobed, said so in
+/// its header and in their probe records, and holds no launch: each dispatch was read at its doorbell alone. In
+/// words.
+fn one_trap_per_dispatch(records: &[Line], trace: &str) -> String {
+    let at_doorbell = matches!(records.first(), Some(Line::Header(h)) if h.options.launches_at_doorbell);
+    assert!(at_doorbell, "{trace}: the header says the launches were left to the doorbell");
+    assert!(launches(records).is_empty() && configs(records).is_empty(), "{trace}: no launch recorded");
+    let left: Vec<&str> = records
+        .iter()
+        .filter_map(|r| match r {
+            Line::Probe(p) if p.error.as_deref().is_some_and(|e| e.contains("read at its queue's doorbell")) => {
+                Some(p.api.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    for f in ["hipLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel", "__hipPushCallConfiguration"] {
+        assert!(left.contains(&f), "{trace}: {f} left unprobed for the doorbell: {left:?}");
+    }
+    format!("HIP's launch functions left unprobed ({}), no launch recorded", left.join(", "))
 }
 
 /// llama.cpp as Debian unstable ships it (llama-bench, ggml 0.27's HIP backend with its 1.2 GB libggml-hip, rocBLAS
@@ -420,7 +469,7 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
     let (f16, said) = checked_against_the_double(&out, "f16");
     println!("{said}");
     assert!(named(&f16, "Cijk_") > 0, "rocBLAS's Tensile GEMMs for the F16 prompt: {f16:?}");
-    let said = tensile_files(&guest_trace(&out, "f16"), Path::new(&sid));
+    let said = tensile_files(&guest_trace(&out, "f16"), &guest_report(&out, "f16", "llama-bench"), Path::new(&sid));
     println!("{said}");
     let tensile = |names: &[String]| names.iter().filter(|n| n.starts_with("Cijk_")).count() as u64;
     println!("{}", rocblas_calls_by_phase(&out, "q4", tensile(&q4)));
@@ -502,20 +551,26 @@ fn rocblas_calls_by_phase(out: &str, trace: &str, gemms: u64) -> String {
     )
 }
 
-/// rocBLAS's Tensile reads each code-object file into memory before it loads it: every launched `Cijk_` kernel
-/// carries the file it came from, a `.co` or `.hsaco` of the root's rocBLAS library directory whose own symbol
-/// table (read here with the `object` crate, apart from tracer) defines that kernel (its name as recorded, cut
-/// where the record says so); and the directory's listing counts the files the root really has there. What was
-/// found, in words.
-fn tensile_files(records: &[Line], sid: &Path) -> String {
+/// rocBLAS's Tensile reads each code-object file into memory before it loads it: every dispatched `Cijk_` kernel of
+/// the report's kernel table carries the file it came from, a `.co` or `.hsaco` of the root's rocBLAS library
+/// directory whose own symbol table (read here with the `object` crate, apart from tracer) defines that kernel (its
+/// name as recorded, cut where the record says so); and the directory's listing counts the files the root really
+/// has there. What was found, in words.
+fn tensile_files(records: &[Line], p: &serde_json::Value, sid: &Path) -> String {
     let on_host = |path: &str| sid.join(path.trim_start_matches("/guest/9p").trim_start_matches('/'));
-    let launched: std::collections::BTreeSet<u32> = launches(records).iter().filter_map(|l| l.kernel).collect();
-    let tensile: Vec<&trace::Kernel> =
-        kernels(records).into_iter().filter(|k| launched.contains(&k.id) && k.name.starts_with("Cijk_")).collect();
-    assert!(!tensile.is_empty());
+    let recorded: BTreeMap<u64, &trace::Kernel> = kernels(records).into_iter().map(|k| (u64::from(k.id), k)).collect();
+    let rows = p["kernels"].as_array().expect("kernel rows");
+    let tensile: Vec<(&trace::Kernel, &str)> = rows
+        .iter()
+        .filter(|r| r["name"].as_str().is_some_and(|n| n.starts_with("Cijk_")) && r["executions"].as_u64() > Some(0))
+        .map(|r| {
+            let id = r["id"].as_u64().expect("an id");
+            (*recorded.get(&id).expect("a recorded kernel"), r["code_file"].as_str().unwrap_or_default())
+        })
+        .collect();
+    assert!(!tensile.is_empty(), "{rows:?}");
     let mut files = std::collections::BTreeSet::new();
-    for k in &tensile {
-        let file = k.code_file.as_deref().unwrap_or_default();
+    for &(k, file) in &tensile {
         let extension = Path::new(file).extension().and_then(|e| e.to_str());
         assert!(file.contains("/rocblas/") && matches!(extension, Some("co" | "hsaco")), "{k:?}");
         let bytes = std::fs::read(on_host(file)).expect("the root's Tensile file");

@@ -232,7 +232,9 @@ fn the_demos_gpu_recording_has_passes_column_counts_and_a_ledger() {
 /// `ROCr` 6.4.3) on the null GPU, `-p 8 -n 4 -r 1`, traced from its start (the null GPU test checks such runs against
 /// the double's packet log). Its report: 395 kernel dispatches read at the doorbells, every one named, ggml's families
 /// with their quantization; llama-bench's own steps read from Debian's libllama 0.7.0 batch layout; the symbol
-/// queries that name nothing counted, and said; rocBLAS called at start-up only.
+/// queries that name nothing counted, and said; rocBLAS called at start-up only. One trap per dispatch: the guest
+/// has an AMD GPU, so HIP's launch functions were left unprobed, said, and the kernel table's executions are the
+/// dispatches read at the doorbells.
 #[test]
 fn the_demos_amd_recording_has_every_dispatch_named_and_llama_bench_s_own_steps() {
     let trace = recorded("null-gpu-llama-bench-q4_k_m.jsonl.zst");
@@ -240,6 +242,10 @@ fn the_demos_amd_recording_has_every_dispatch_named_and_llama_bench_s_own_steps(
     let rows = p["dispatches"].as_array().unwrap();
     let total: u64 = rows.iter().map(|k| k["dispatches"].as_u64().unwrap()).sum();
     assert_eq!((total, p["barrier_packets"].as_u64()), (395, Some(105)));
+    let kernels = p["kernels"].as_array().unwrap();
+    assert!(kernels.iter().all(|k| k["from_dispatches"] == true && k["launches"] == 0), "{kernels:?}");
+    assert_eq!(kernels.iter().map(|k| k["executions"].as_u64().unwrap()).sum::<u64>(), 395);
+    assert!(p["crosscheck"].as_array().unwrap().is_empty());
     assert!(rows.iter().all(|k| k["name"].as_str().is_some_and(|n| !n.is_empty())), "{rows:?}");
     let mmvq: u64 =
         rows.iter().filter(|k| k["class"]["family"] == "MMVQ").map(|k| k["dispatches"].as_u64().unwrap()).sum();
@@ -250,6 +256,11 @@ fn the_demos_amd_recording_has_every_dispatch_named_and_llama_bench_s_own_steps(
     assert_eq!(decode["compositions"], serde_json::json!({"decode 1 seq x 1": 3}));
     let text = String::from_utf8(tracer(&["report", trace.to_str().unwrap()]).stdout).unwrap();
     assert!(text.contains("(216868 hsa_executable_symbol_get_info calls asked for other attributes"), "{text}");
+    assert!(
+        text.contains("not probed, each dispatch read at its queue's doorbell instead (`record --hip-launches` probes them): __hipPushCallConfiguration, hipLaunchKernel,")
+            && text.contains("kernels launched or dispatched (15 kernels"),
+        "{text}"
+    );
     // rocBLAS's entry points, counted one uprobe each on the guest's 6.1 kernel: called twice, for its version at
     // start-up, in no step.
     let rocblas =

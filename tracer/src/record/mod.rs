@@ -24,6 +24,8 @@ use anyhow::{Result, bail};
 
 use probes::{attach, ldso, libs, libs::LibCopy, ollama};
 pub(crate) use session::args::RecordArgs;
+#[cfg(test)]
+pub(crate) use session::args::launches_at_doorbell_with;
 use session::{Setup, Targets, args::runtimes, command, live, ready, signals};
 
 use crate::{

@@ -105,6 +105,8 @@ pub(crate) struct ProcessSteps {
     launch_widths: MmqWidths,
     queue_widths: MmqWidths,
     pub(crate) graphs: Graphs,
+    /// Per queue, the time of the last doorbell store read (its packets share it).
+    doorbells: HashMap<u64, u64>,
 }
 
 impl ProcessSteps {
@@ -215,12 +217,16 @@ impl Visitor for Feeder {
     }
 
     fn dispatch(&mut self, index: &Index, d: &Dispatch) {
+        let p = self.procs.entry(d.pid).or_default();
+        // One trap a doorbell store: the packets it read carry its time, on its queue.
+        if p.doorbells.insert(d.queue, d.ts) != Some(d.ts) {
+            p.phases.doorbell();
+        }
         if d.kernel.is_none() {
             return; // a barrier packet
         }
         let workgroup = d.workgroup.map(u32::from);
         let mut class = self.classes.of(index, d.kernel).with_shape(d.grid, workgroup, true);
-        let p = self.procs.entry(d.pid).or_default();
         // A packet's grid counts work-items; ggml's src1 quantization puts ne1 in the x of its grid in
         // blocks, and the MMQ after it on the queue uses it (as for launches, by stream).
         let blocks = std::array::from_fn(|i| d.grid[i].div_ceil(workgroup[i].max(1)));

@@ -116,8 +116,10 @@ struct Step {
     batch: Option<Composition>,
     /// API calls seen one by one in it, by function.
     api: BTreeMap<ApiFunc, u64>,
-    /// The traps those calls cost the process: one a call probed at entry only, two with a return probe.
+    /// The traps those calls cost the process: one a call probed at entry only, two with a return probe;
+    /// and one a doorbell store (`doorbell_traps` of them).
     traps: u64,
+    doorbell_traps: u64,
     /// Calls into GPU libraries' entry points in it, by entry library id.
     lib_calls: BTreeMap<u32, u64>,
 }
@@ -242,6 +244,7 @@ struct PhaseAcc {
     compositions_unlisted: u64,
     api: BTreeMap<ApiFunc, u64>,
     traps: u64,
+    doorbell_traps: u64,
     lib_calls: BTreeMap<u32, u64>,
 }
 
@@ -275,6 +278,7 @@ impl Done {
         acc.steps += 1;
         add_counts(&mut acc.api, &step.api);
         acc.traps += step.traps;
+        acc.doorbell_traps += step.doorbell_traps;
         add_counts(&mut acc.lib_calls, &step.lib_calls);
         let batch = step.batch.clone();
         self.batched |= batch.is_some();
@@ -376,6 +380,14 @@ impl Phases {
         }
         self.api.end = self.api.end.max(ts);
         self.api.unknown += 1;
+    }
+
+    /// A doorbell store trapped (it read one packet or more): a trap of the step being built.
+    pub(crate) fn doorbell(&mut self) {
+        for step in [&mut self.api, &mut self.queue] {
+            step.traps += 1;
+            step.doorbell_traps += 1;
+        }
     }
 
     pub(crate) fn dispatch(&mut self, class: Class, ts: u64) {
@@ -577,6 +589,7 @@ impl Phases {
                     compositions_unlisted: acc.compositions_unlisted,
                     api_calls: acc.api.into_iter().map(|(f, n)| (f.name().to_owned(), n)).collect(),
                     traps: acc.traps,
+                    doorbell_traps: acc.doorbell_traps,
                     library_calls: acc.lib_calls,
                 }
             })

@@ -95,9 +95,14 @@ pub struct PhaseReport {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub api_calls: BTreeMap<String, u64>,
     /// The traps `api_calls` cost the process: one a call probed at entry only, two a call with a return
-    /// probe (its duration and result). Divided by the steps' tokens, what tracer costs a token.
+    /// probe (its duration and result); and one a doorbell store read (AMD's queues). Divided by the steps'
+    /// tokens, what tracer costs a token.
     #[serde(skip_serializing_if = "is_zero")]
     pub traps: u64,
+    /// Of `traps`, the doorbell stores': each read the packets it made visible (a kernel dispatch or a barrier
+    /// each).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub doorbell_traps: u64,
     /// Calls into GPU libraries' entry points in these steps, by entry library id (steps cut by batches
     /// only: the kernel counts them per `llama_decode`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]

@@ -9,10 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use tracer_common::api::{Layout, Library, Op};
 
-use super::{
-    ApiReport, ConfigReport, IoctlReport, KernelClass, KernelReport, MemoryReport, ProcessReport, Report, Shape,
-    crosscheck,
-};
+use super::kernel_rows::{KernelAcc, ShapeKey, code_of_name, kernel_acc, kernel_rows, shapes};
+use super::{ApiReport, ConfigReport, IoctlReport, MemoryReport, ProcessReport, Report, crosscheck};
 use crate::{
     read::phase::Feeder,
     trace::event::{ApiFunc, GridUnit, MemcpyKind, PacketType},
@@ -66,9 +64,6 @@ fn queues_unread(kfd: &[(u64, u64, u64)], hsa: &[trace::Queue]) -> super::Queues
     }
     out
 }
-
-/// (grid, block, grid unit, shmem).
-type ShapeKey = ([u32; 3], [u32; 3], GridUnit, u64);
 
 impl ProcAcc {
     /// A launch at the API: its kernel row, shape and outcome.
@@ -181,12 +176,26 @@ impl ProcAcc {
         }
     }
 
-    /// A packet at a GPU queue: a kernel dispatch or a barrier.
-    fn dispatch(&mut self, d: &Dispatch, index: &Index) {
+    /// A packet at a GPU queue: a kernel dispatch or a barrier. Where HIP's launches were left to the
+    /// doorbell (`at_doorbell`), a named kernel's dispatch is also its execution in the kernel table.
+    fn dispatch(&mut self, d: &Dispatch, index: &Index, at_doorbell: bool) {
         self.libs.insert(d.lib);
         if d.packet == PacketType::KernelDispatch {
             // Kernel objects with no kernel shown (past the per-process limits) are one row.
             let kernel = index.shown_kernel(d.pid, d.kernel);
+            if let (true, Some(id)) = (at_doorbell, kernel) {
+                let k = self.kernels.entry(id).or_insert_with(|| {
+                    let mut k = kernel_acc(id, index, 0);
+                    if k.report.code_file.is_none() {
+                        (k.report.code_file, k.report.bundles) = code_of_name(index, d.pid, &k.report.name);
+                    }
+                    k
+                });
+                k.dispatched += 1;
+                k.report.from_dispatches = true;
+                let shape = (d.grid, d.workgroup.map(u32::from), GridUnit::WorkItems, u64::from(d.group_segment));
+                *k.shapes.entry(shape).or_default() += 1;
+            }
             let object = if kernel.is_some() { d.kernel_object } else { 0 };
             let e = self.dispatches.entry(object).or_insert_with(|| (kernel, 0, object, HashMap::new()));
             e.1 += 1;
@@ -215,21 +224,6 @@ impl ProcAcc {
             *e.errnos.entry(errno).or_default() += 1;
         }
     }
-}
-
-#[derive(Default)]
-struct KernelAcc {
-    report: KernelReport,
-    shapes: HashMap<ShapeKey, u64>,
-}
-
-fn shapes(m: HashMap<ShapeKey, u64>) -> Vec<Shape> {
-    let mut v: Vec<Shape> = m
-        .into_iter()
-        .map(|((grid, block, grid_unit, shmem), count)| Shape { grid, block, grid_unit, shmem, count })
-        .collect();
-    v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
-    v
 }
 
 /// Builds a [`Report`] one record at a time, so a trace of any length is summarized in bounded memory.
@@ -331,7 +325,8 @@ impl Visitor for ReportBuilder {
     }
 
     fn dispatch(&mut self, index: &Index, d: &Dispatch) {
-        self.procs.entry(d.pid).or_default().dispatch(d, index);
+        let at_doorbell = self.report.trace.launches_at_doorbell;
+        self.procs.entry(d.pid).or_default().dispatch(d, index, at_doorbell);
     }
 
     fn ioctl(&mut self, _: &Index, i: &Ioctl) {
@@ -388,8 +383,12 @@ impl ReportBuilder {
             .rows(seen_maps);
             let incomplete = mapped.iter().any(|m| m.unseen_before_s.is_some() || m.runtime_not_probed);
             let unobserved = super::unobserved(&mapped);
-            let (mut dispatches, crosscheck) =
+            let (mut dispatches, mut crosscheck) =
                 crosscheck::queue_view(index, acc.dispatches, &acc.launch_outcomes, steps.graphs.replays);
+            if report.trace.launches_at_doorbell {
+                // No HIP launch was probed to set beside the dispatches.
+                crosscheck.clear();
+            }
             for d in &mut dispatches {
                 d.ne11 = d.kernel.and_then(|id| steps.columns(true).get(&id)).cloned().unwrap_or_default();
             }
@@ -453,35 +452,6 @@ fn checkpoint_losses(report: &mut Report, c: trace::Checkpoint, start: u64) {
     report.drops = c.drops;
 }
 
-/// A process's kernel rows: classified by name and shape, executions counted (launches that neither failed
-/// nor were captured, and graph replays'), one row per name, most executions first.
-fn kernel_rows(
-    kernels: BTreeMap<u32, KernelAcc>,
-    outcomes: &BTreeMap<u32, (u64, u64, u64)>,
-    steps: &crate::read::phase::ProcessSteps,
-) -> Vec<KernelReport> {
-    let kernels: Vec<KernelReport> = kernels
-        .into_values()
-        .map(|k| {
-            let shapes = shapes(k.shapes);
-            // The batch from the most frequent launch shape where the shape refines it (MMQ's grid).
-            let class = match shapes.first() {
-                Some(sh) => KernelClass::of_shape(&k.report.name, sh),
-                None => KernelClass::of(&k.report.name),
-            };
-            let (launched, failed, captured) = outcomes.get(&k.report.id).copied().unwrap_or_default();
-            let replayed = steps.graphs.replayed.get(&k.report.id).copied().unwrap_or(0);
-            // Saturating: the counts come from a file.
-            let executions = launched.saturating_sub(failed).saturating_sub(captured).saturating_add(replayed);
-            let ne11 = steps.columns(false).get(&k.report.id).cloned().unwrap_or_default();
-            KernelReport { shapes, class, executions, graph_executions: replayed, ne11, ..k.report }
-        })
-        .collect();
-    let mut kernels = super::merge::merge_by_name(kernels);
-    kernels.sort_by(|a, b| b.executions.cmp(&a.executions).then(b.launches.cmp(&a.launches)).then(a.id.cmp(&b.id)));
-    kernels
-}
-
 /// A process's API rows, most calls first, and the calls tallied in the kernel by runtime (they count as
 /// calls of the runtime's copy).
 fn api_rows(api: BTreeMap<ApiFunc, ApiReport>) -> (Vec<ApiReport>, HashMap<Library, u64>) {
@@ -503,6 +473,7 @@ fn api_rows(api: BTreeMap<ApiFunc, ApiReport>) -> (Vec<ApiReport>, HashMap<Libra
 /// What the header says that the report shows.
 fn header(t: &mut super::TraceInfo, h: &trace::Header) {
     t.lean = h.options.lean;
+    t.launches_at_doorbell = h.options.launches_at_doorbell;
     t.gpu_jobs = super::job_times::Coverage::of(&h.options);
     (t.schema, t.tracer_version) = (h.schema, h.tracer_version.clone());
     (t.host, t.kernel_release) = (h.host.clone(), h.kernel_release.clone());
@@ -536,24 +507,4 @@ fn api_stat(api: &mut BTreeMap<ApiFunc, ApiReport>, func: ApiFunc, timed: Option
         }
         None => a.untimed += 1,
     }
-}
-
-/// A kernel's entry in a process's table, named from its kernel record (unnamed, with the handle
-/// launched, when there is none).
-fn kernel_acc(id: u32, index: &Index, handle: u64) -> KernelAcc {
-    let mut k = KernelAcc::default();
-    k.report.id = id;
-    if let Some(n) = index.kernel(id) {
-        k.report.name.clone_from(&n.name);
-        k.report.demangled.clone_from(&n.demangled);
-        k.report.source = n.source;
-        k.report.handle = n.handle;
-        k.report.code_file.clone_from(&n.code_file);
-        k.report.bundles.clone_from(&n.bundles);
-        k.report.caller.clone_from(&n.caller);
-    } else {
-        k.report.source = trace::Source::Unnamed;
-        k.report.handle = handle;
-    }
-    k
 }

@@ -45,11 +45,12 @@ pub(super) fn queue_view(
             .map(|((workgroup, grid, group_segment), count)| DispatchShape { workgroup, grid, group_segment, count })
             .collect();
         shapes.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.cmp(b)));
-        // The queue names a kernel object; the process's registration of the same name knows its bundle.
-        let code = k.and_then(|k| index.kernels_of(k.pid).find(|r| r.name == k.name && !r.bundles.is_empty()));
+        // The queue names a kernel object; the process's registration or module of the same name knows its file.
+        let (code_file, bundles) =
+            k.map(|k| super::kernel_rows::code_of_name(index, k.pid, &k.name)).unwrap_or_default();
         reports.push(DispatchReport {
-            code_file: code.and_then(|c| c.code_file.clone()),
-            bundles: code.map(|c| c.bundles.clone()).unwrap_or_default(),
+            code_file,
+            bundles,
             kernel,
             class: KernelClass::of(k.map_or("", |k| k.name.as_str())),
             name: k.map(|k| k.name.clone()).unwrap_or_default(),

@@ -24,6 +24,7 @@ pub(super) fn merge_by_name(kernels: Vec<KernelReport>) -> Vec<KernelReport> {
         m.failed += k.failed;
         m.executions += k.executions;
         m.graph_executions += k.graph_executions;
+        m.from_dispatches |= k.from_dispatches;
         for (columns, n) in k.ne11 {
             *m.ne11.entry(columns).or_default() += n;
         }

@@ -11,6 +11,7 @@ mod aggregate;
 mod code_dirs;
 mod crosscheck;
 mod job_times;
+mod kernel_rows;
 mod ledger;
 mod merge;
 mod text;
@@ -70,6 +71,10 @@ pub struct TraceInfo {
     pub(crate) first_unreadable: Option<String>,
     /// Synchronizations and async copies to the device were not probed (the default; `--lean` earlier).
     pub(crate) lean: bool,
+    /// HIP's launch functions were left unprobed (an AMD GPU present): each dispatch was read at its queue's
+    /// doorbell alone, and the kernel tables count dispatches as executions.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) launches_at_doorbell: bool,
     /// Launches probed at entry only whose function has a result tracer reads with `record --all-calls`
     /// (HIP's): a launch that failed is counted as made.
     #[serde(skip_serializing_if = "is_zero")]
@@ -439,6 +444,11 @@ pub(crate) struct KernelReport {
     pub(crate) executions: u64,
     /// Of those, the graph replays'.
     pub(crate) graph_executions: u64,
+    /// Its executions include the dispatches read at its queues' doorbells, where HIP's launch functions
+    /// were left unprobed (the trace's `launches_at_doorbell`): each such dispatch counts as one execution,
+    /// its shape in work-items.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) from_dispatches: bool,
     /// A ggml MMQ or MMVQ kernel: its executions by exact column count (ne11: the tokens of the matrix
     /// pass), where known; executions not counted here ran with a column count only bounded (`class.batch`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]

@@ -259,11 +259,37 @@ fn dispatches_name_the_bundle_of_the_registered_kernel() {
         kernel(2, Source::Hsa, Vec::new()),
         dispatch,
     ];
-    let r = Report::build(records);
+    let r = Report::build(records.clone());
     let d = &r.processes[0].dispatches[0];
     assert_eq!(
         (d.code_file.as_deref(), d.bundles.as_slice()),
         (Some("/lib/libggml-hip.so"), ["0042".to_owned()].as_slice())
+    );
+    // Launches probed: the kernel table holds launches alone (none here).
+    assert!(r.processes[0].kernels.is_empty());
+    // HIP's launches left to the doorbell: the dispatch is the kernel's execution, its code the registration's,
+    // its shape in work-items; no launch to set beside it.
+    let mut header = Header::default();
+    header.options.launches_at_doorbell = true;
+    let at_doorbell = [vec![Line::Header(Box::new(header))], records].concat();
+    let r = Report::build(at_doorbell);
+    let p = &r.processes[0];
+    let [k] = p.kernels.as_slice() else { panic!("one kernel row: {:?}", p.kernels) };
+    assert_eq!((k.executions, k.launches, k.from_dispatches), (1, 0, true));
+    assert_eq!(
+        (k.code_file.as_deref(), k.bundles.as_slice()),
+        (Some("/lib/libggml-hip.so"), ["0042".to_owned()].as_slice())
+    );
+    assert_eq!(
+        (k.shapes[0].grid, k.shapes[0].block, k.shapes[0].grid_unit),
+        ([256, 1, 1], [64, 1, 1], GridUnit::WorkItems)
+    );
+    assert!(p.crosscheck.is_empty() && r.trace.launches_at_doorbell);
+    let text = r.to_text(&TextOptions::default());
+    assert!(
+        text.contains("note: HIP's launch functions were not probed")
+            && text.contains("kernels launched or dispatched"),
+        "{text}"
     );
 }
 
@@ -406,4 +432,38 @@ fn without_a_footer_the_losses_are_the_last_checkpoints() {
     let r = Report::build(closed);
     assert_eq!(r.drops_total, 12);
     assert!(r.trace.notes.is_empty(), "{:?}", r.trace.notes);
+}
+
+/// A doorbell store traps once, whatever number of packets it made visible: the packets it read share its time
+/// and queue; a barrier packet's store counts too.
+#[test]
+fn a_phase_counts_one_trap_a_doorbell_store() {
+    const MMVQ1: &str = "_Z13mul_mat_vec_qIL9ggml_type12ELi1ELb0EEvPKvS2_PKiPfjjj";
+    let packet = |ts: u64, queue: u64, kernel: Option<u32>| {
+        Line::Dispatch(trace::Dispatch {
+            ts,
+            pid: 7,
+            queue,
+            packet: if kernel.is_some() {
+                trace::event::PacketType::KernelDispatch
+            } else {
+                trace::event::PacketType::BarrierAnd
+            },
+            workgroup: [32, 1, 1],
+            grid: [8192, 1, 1],
+            kernel_object: 0xabc,
+            kernel,
+            ..Default::default()
+        })
+    };
+    let records = vec![
+        Line::Kernel(Kernel { id: 1, pid: 7, handle: 0xabc, name: MMVQ1.into(), ..Default::default() }),
+        packet(10, 0xA, Some(1)),
+        packet(10, 0xA, Some(1)),
+        packet(11, 0xA, None),
+        packet(12, 0xB, Some(1)),
+    ];
+    let r = Report::build(records);
+    let [ph] = r.processes[0].phases.as_slice() else { panic!("one phase: {:?}", r.processes[0].phases) };
+    assert_eq!((ph.phase, ph.traps, ph.doorbell_traps), (crate::read::phase::Phase::Decode, 3, 3));
 }

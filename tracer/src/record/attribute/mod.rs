@@ -579,7 +579,7 @@ impl Attributor {
         let source = match n.api.op() {
             // A code-object symbol (`<kernel>.kd`): named now, bound to its kernel object by get_info.
             Op::SymbolLookup => {
-                names.hsa_symbol(n.handle, &n.name);
+                names.hsa_symbol(n.handle, &n.name, n.truncated);
                 return;
             }
             // A library kernel: a context's function is named after it (`cuKernelGetFunction`).

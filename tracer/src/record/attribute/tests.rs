@@ -475,3 +475,35 @@ fn a_pipeline_ggml_names_as_it_makes_it_names_the_module_its_thread_makes_next()
     a.event(Event::Name(Name { fault: true, ..making(5, "", 64) }), &mut out);
     assert_eq!(a.counters.get("pipeline_names_unread"), Some(&1));
 }
+
+/// A code-object symbol whose name was cut (past the name record's bytes, as rocBLAS's longest Tensile kernel
+/// names are) names its kernel object as cut: the kernel record says so, and readers compare it as a prefix.
+#[test]
+fn a_cut_hsa_symbol_name_names_its_kernel_object_as_cut() {
+    let mut a = Attributor::default();
+    let mut out = Vec::new();
+    for (symbol, truncated) in [(0x100, true), (0x200, false)] {
+        a.event(
+            Event::Name(Name {
+                origin: origin(1),
+                api: ApiFunc::HsaExecutableGetSymbolByName,
+                handle: symbol,
+                module: 0x20,
+                name: format!("Cijk_{symbol:x}"),
+                truncated,
+                fault: false,
+            }),
+            &mut out,
+        );
+        let info = Call {
+            handle: Some(symbol),
+            attribute: Some(tracer_common::api::HSA_SYMBOL_INFO_KERNEL_OBJECT),
+            value: Some(symbol * 16),
+            ..Call::new(origin(2), ApiFunc::HsaExecutableSymbolGetInfo, 0, 0)
+        };
+        a.event(Event::call(info), &mut out);
+    }
+    let kernels: Vec<(u64, bool)> =
+        out.iter().filter_map(|l| if let Line::Kernel(k) = l { Some((k.handle, k.truncated)) } else { None }).collect();
+    assert_eq!(kernels, [(0x1000, true), (0x2000, false)]);
+}

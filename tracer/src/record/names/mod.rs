@@ -153,7 +153,7 @@ pub(crate) struct ProcessNames {
     /// own mount namespace).
     code_objects: HashMap<String, Option<Arc<KernelSymbols>>>,
     /// HSA symbol handle -> kernel name (without `.kd`), until its `KERNEL_OBJECT` is asked.
-    hsa_symbols: HashMap<u64, String>,
+    hsa_symbols: HashMap<u64, (String, bool)>,
     /// Library kernel handles (`CUkernel`) -> (name, truncated): a context's function is named after them.
     library_kernels: HashMap<u64, (String, bool, u64)>,
     /// The CUDA runtime's and driver's names.
@@ -326,10 +326,10 @@ impl Of<'_> {
     }
 
     /// A code-object symbol (`<kernel>.kd`) looked up: its kernel object is bound when asked for.
-    pub(crate) fn hsa_symbol(&mut self, symbol: u64, name: &str) {
+    pub(crate) fn hsa_symbol(&mut self, symbol: u64, name: &str, truncated: bool) {
         let name = name.strip_suffix(".kd").unwrap_or(name);
         if room(&self.proc.hsa_symbols, &symbol) {
-            self.proc.hsa_symbols.insert(symbol, name.to_owned());
+            self.proc.hsa_symbols.insert(symbol, (name.to_owned(), truncated));
         } else {
             self.names.count("kernel_handles_over_limit");
         }
@@ -337,8 +337,8 @@ impl Of<'_> {
 
     /// The `KERNEL_OBJECT` of a symbol named earlier: what every dispatch of it will carry.
     pub(crate) fn hsa_kernel_object(&mut self, symbol: u64, object: u64, ts: u64) -> Option<trace::Kernel> {
-        let name = self.proc.hsa_symbols.get(&symbol)?.clone();
-        self.bind(object, symbol, &name, Source::Hsa, false, ts)
+        let (name, truncated) = self.proc.hsa_symbols.get(&symbol)?.clone();
+        self.bind(object, symbol, &name, Source::Hsa, truncated, ts)
     }
 
     /// A library kernel (`CUkernel`) looked up by name in `library`: kept for the functions made from it.

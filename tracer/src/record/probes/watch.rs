@@ -30,6 +30,9 @@ pub(in crate::record) struct LibraryWatch {
     /// `--lib`: only the copies the user named are probed; another copy a process maps or opens is listed
     /// as not probed (its mapping record says so), never probed behind the user's back.
     only_named: bool,
+    /// HIP's launch functions are left unprobed: each dispatch is read at its doorbell alone
+    /// ([`crate::record::session::args::launches_at_doorbell`]).
+    pub(in crate::record) launches_at_doorbell: bool,
     /// Copies left unprobed for `--lib`, said once each on stderr.
     left_unprobed: std::collections::HashSet<(u64, u64)>,
     /// The runtime programs for multi-point links (None: one uprobe per function).
@@ -119,8 +122,8 @@ impl Watched {
 
 impl LibraryWatch {
     /// A watch probing the copies of `runtimes` it finds, or (`only_named`: `--lib`) none but those.
-    pub(in crate::record) fn new(runtimes: Vec<&'static str>, only_named: bool) -> Self {
-        Self { runtimes, only_named, ..Default::default() }
+    pub(in crate::record) fn new(runtimes: Vec<&'static str>, only_named: bool, launches_at_doorbell: bool) -> Self {
+        Self { runtimes, only_named, launches_at_doorbell, ..Default::default() }
     }
 
     /// Whether a runtime copy found mapped or opened by `pid` is to be probed now; with `--lib`, it is
@@ -143,7 +146,7 @@ impl LibraryWatch {
             return Ok(Vec::new());
         }
         let id = self.probed.len() as u32 + 1;
-        let probes = attach::attach_runtime(ebpf, self.links.as_mut(), id, copy, mode)?;
+        let probes = attach::attach_runtime(ebpf, self.links.as_mut(), id, copy, (mode, self.launches_at_doorbell))?;
         for why in self.links.as_mut().map(attach::RuntimeLinks::take_refused).unwrap_or_default() {
             warning!(
                 "the kernel refused a multi-point link for {why}: its functions are probed one uprobe each (released more slowly)"

@@ -32,6 +32,8 @@ pub(crate) struct RecordArgs {
     pub(crate) probe_mode: ProbeMode,
     /// Also probe libcudart's launch and registration (a second trap per CUDA launch).
     pub(crate) cuda_runtime: bool,
+    /// Probe HIP's launch functions even where each dispatch is read at its doorbell (`--hip-launches`).
+    pub(crate) hip_launches: bool,
     /// Testing aid: how long to leave the ring unread after attaching (provokes overflow).
     pub(crate) read_delay: Duration,
     /// Benchmarking aid: release the probes before exiting instead of in the background.
@@ -66,6 +68,21 @@ impl RecordArgs {
     pub(crate) const fn argv_private(&self, filter_by_pid: bool) -> bool {
         self.private_argv || (!filter_by_pid && !self.full_argv)
     }
+}
+
+/// Whether HIP's launch functions are left unprobed, each dispatch read at its queue's doorbell alone (one trap
+/// where the launch would add a second): the default where KFD lists an AMD GPU and the HSA runtime's copies are
+/// probed (every runtime found, or one named by `--lib`), unless `--hip-launches` or `--all-calls` asks for them.
+/// Without an AMD GPU no packet reaches a queue, and the launch is all there is to see.
+pub(crate) fn launches_at_doorbell(args: &RecordArgs) -> bool {
+    launches_at_doorbell_with(args, &crate::os::kfd::gpus())
+}
+
+/// [`launches_at_doorbell`] on a machine whose KFD lists the GPUs `gpus` (gfx target versions).
+pub(crate) fn launches_at_doorbell_with(args: &RecordArgs, gpus: &[u32]) -> bool {
+    let hsa_probed = args.libs.is_empty()
+        || args.libs.iter().any(|p| runtimes::runtime_of(&p.to_string_lossy()) == tracer_common::api::Library::Hsa);
+    !args.hip_launches && !args.probe_mode.probes_tallied() && hsa_probed && !gpus.is_empty()
 }
 
 /// The runtime libraries to probe, by file-name prefix. libcudart is probed for its API view
@@ -107,6 +124,7 @@ pub(crate) fn header(
     probes_per_process: bool,
     start_mono: u64,
     job_tracepoints: Vec<String>,
+    launches_at_doorbell: bool,
 ) -> trace::Header {
     trace::Header {
         format: trace::FORMAT.into(),
@@ -129,6 +147,7 @@ pub(crate) fn header(
             lean: !args.probe_mode.probes_tallied(),
             private_argv: args.argv_private(filter_by_pid),
             probes_per_process,
+            launches_at_doorbell,
         },
         units: units(),
         part: None,

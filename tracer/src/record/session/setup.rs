@@ -11,7 +11,7 @@ use tracer_common::{PlanKey, ThreadTally};
 
 use super::{
     Session,
-    args::{RecordArgs, Setup, Targets, header, raise_open_files_limit, runtimes},
+    args::{RecordArgs, Setup, Targets, header, launches_at_doorbell, raise_open_files_limit, runtimes},
     footer::KernelCounts,
 };
 use crate::{
@@ -110,6 +110,7 @@ impl<'a> Session<'a> {
             watch.scoped(),
             start_mono,
             job_tracepoints,
+            watch.launches_at_doorbell,
         ))))?;
         for r in setup {
             writer.write(&r)?;
@@ -202,7 +203,7 @@ fn attach_all(
     copies: &[LibCopy],
     counted: &[(crate::trace::GpuLibrary, LibCopy)],
 ) -> Result<Attached> {
-    let mut watch = LibraryWatch::new(runtimes(args), !args.libs.is_empty());
+    let mut watch = LibraryWatch::new(runtimes(args), !args.libs.is_empty(), launches_at_doorbell(args));
     // The initializer's witness for the libraries whose calls are counted (the runtime links load their own).
     let witness = maps.as_ref().ok().zip(multi.as_ref()).and_then(|(m, counting)| {
         attach::MultiProgram::load_for(attach::OBJECT, m, attach::INIT_WITNESS, counting.points()).ok()

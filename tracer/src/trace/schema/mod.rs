@@ -165,6 +165,11 @@ pub struct Options {
     /// mapping a probed copy trapped, and the programs filtered.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub probes_per_process: bool,
+    /// HIP's launch functions were left unprobed: an AMD GPU was present, and each dispatch was read at its
+    /// queue's doorbell alone (one trap); launches, their sites and failures are not in the trace
+    /// (`record --hip-launches` probes them too). Absent: they were probed where found.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub launches_at_doorbell: bool,
 }
 
 /// Which processes a recording traces.
@@ -353,6 +358,9 @@ pub struct Library {
 
 /// A probe's `error` for a function the default recording leaves out (`record --all-calls` probes it).
 pub(crate) const LEAN_UNPROBED: &str = "left unprobed: counted only with --all-calls";
+
+/// A probe's `error` for a HIP launch function left unprobed where each dispatch is read at its doorbell.
+pub(crate) const DOORBELL_READS: &str = "left unprobed: an AMD GPU is present, each dispatch is read at its queue's doorbell (--hip-launches probes it too)";
 
 /// Whether a probe's `error` says the recording left its function out on purpose (this spelling, or the
 /// `--lean` option's of earlier traces).

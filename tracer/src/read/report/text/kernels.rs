@@ -110,7 +110,9 @@ pub(super) fn write_kernels(s: &mut String, kernels: &[KernelReport], opts: &Tex
     let rows = kernel_rows(kernels, opts.full_names);
     let shown = if opts.top == 0 { rows.len() } else { opts.top.min(rows.len()) };
     let what = if opts.full_names { "kernel names" } else { "kernels" };
-    writeln!(s, "\n  kernels launched ({} {what}, most runs first):", rows.len())?;
+    // Where HIP's launches were left to the doorbell, the runs are the dispatches read there.
+    let how = if kernels.iter().any(|k| k.from_dispatches) { "launched or dispatched" } else { "launched" };
+    writeln!(s, "\n  kernels {how} ({} {what}, most runs first):", rows.len())?;
     writeln!(
         s,
         "  {:>8} {:>8} {:>6}  {:<34} {:<30} kernel",
@@ -119,10 +121,16 @@ pub(super) fn write_kernels(s: &mut String, kernels: &[KernelReport], opts: &Tex
     for r in &rows[..shown] {
         let first = r.shapes.first().map(shape_text).unwrap_or_default();
         let variants = if r.variants > 1 { format!("  [{} variants]", r.variants) } else { String::new() };
+        // A row whose runs are dispatches read at the doorbell had no launch probed: its launches are unknown.
+        let (launches, failed) = if r.launches == 0 && r.first.from_dispatches {
+            ("-".to_owned(), "-".to_owned())
+        } else {
+            (r.launches.to_string(), r.failed.to_string())
+        };
         writeln!(
             s,
             "  {:>8} {:>8} {:>6}  {:<34} {:<30} {}{variants}",
-            r.runs, r.launches, r.failed, first, r.class, r.name
+            r.runs, launches, failed, first, r.class, r.name
         )?;
         for sh in r.shapes.iter().skip(1).take(SHAPES_SHOWN - 1) {
             writeln!(s, "  {:>8} {:>8} {:>6}  {:<34}", "", "", "", shape_text(sh))?;

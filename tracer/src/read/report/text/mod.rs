@@ -9,10 +9,12 @@ use std::fmt::Write as _;
 
 use std::collections::BTreeMap;
 
+mod code_dirs;
 mod jobs;
 mod kernels;
 mod phases;
 
+use code_dirs::write_code_dirs;
 use kernels::{all_exact, code_text, columns_text, display_name, shape_text, write_kernels};
 use phases::write_phases;
 
@@ -85,25 +87,40 @@ impl Report {
                 t.launch_results_unread
             )?;
         }
+        if t.launches_at_doorbell {
+            writeln!(
+                s,
+                "note: HIP's launch functions were not probed (an AMD GPU was present): each kernel dispatch was read \
+                 at its queue's doorbell alone, one trap, and counts as the kernel's execution; launch sites and \
+                 failed launches are not known (`record --hip-launches` probes them, a second trap per dispatch)"
+            )?;
+        }
         jobs::write_coverage(s, &t.gpu_jobs)?;
         writeln!(s, "\nlibraries")?;
         for l in &self.libraries {
             let root = l.root.as_deref().map(|r| format!(", in root {r}")).unwrap_or_default();
             writeln!(s, "  [{}] {} ({}, inode {}{root})", l.id, l.path, l.origin, l.inode)?;
         }
-        // Functions left unprobed on purpose (counted only with --all-calls): one line per library.
+        // Functions left unprobed on purpose (counted only with --all-calls; HIP's launches where the doorbell
+        // is read): one line per library and reason.
         let (lean, missing): (Vec<_>, Vec<_>) =
             self.probes_missing.iter().partition(|p| trace::left_unprobed(p.error.as_deref()));
-        let mut by_lib: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-        for p in lean {
-            by_lib.entry(p.lib).or_default().push(probe_label(&p.api));
-        }
-        for (lib, names) in by_lib {
-            writeln!(
-                s,
-                "  [{lib}] not probed, so not counted (`record --all-calls` counts them): {}",
-                names.join(", ")
-            )?;
+        let (doorbell, missing): (Vec<_>, Vec<_>) =
+            missing.into_iter().partition(|p| p.error.as_deref() == Some(trace::DOORBELL_READS));
+        for (probes, why) in [
+            (lean, "not probed, so not counted (`record --all-calls` counts them)"),
+            (
+                doorbell,
+                "not probed, each dispatch read at its queue's doorbell instead (`record --hip-launches` probes them)",
+            ),
+        ] {
+            let mut by_lib: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+            for p in probes {
+                by_lib.entry(p.lib).or_default().push(probe_label(&p.api));
+            }
+            for (lib, names) in by_lib {
+                writeln!(s, "  [{lib}] {why}: {}", names.join(", "))?;
+            }
         }
         for p in missing {
             writeln!(
@@ -276,87 +293,6 @@ fn write_mapped(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
     Ok(())
 }
 
-/// Files not loaded named at most, per directory.
-const NOT_LOADED_SHOWN: usize = 8;
-
-/// The code-object ledger: per directory, files present, loaded and with dispatches, then each file
-/// loaded with its loads' results and the kernels looked up in it.
-fn write_code_dirs(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
-    if p.code_dirs.is_empty() {
-        return Ok(());
-    }
-    writeln!(s, "  code-object files loaded by path (present, loaded, with dispatches):")?;
-    for d in &p.code_dirs {
-        let present = match (d.present, &d.listing_error) {
-            (Some(n), _) => format!("{n}{} files present", if d.listing_cut { "+" } else { "" }),
-            (None, Some(why)) => format!("not listed ({why})"),
-            (None, None) => "not listed".to_owned(),
-        };
-        let failed = d.loaded.saturating_sub(d.loaded_ok);
-        let failed = if failed > 0 { format!(" ({failed} failed)") } else { String::new() };
-        writeln!(
-            s,
-            "    {}: {present}, {} loaded{failed}, {} with dispatches",
-            short_dir(&d.path),
-            d.loaded,
-            d.with_dispatches
-        )?;
-        writeln!(s, "      in {}", d.path)?;
-        for f in &d.files {
-            let name = f.path.rsplit('/').next().unwrap_or(&f.path);
-            let status = if f.loads == f.failed { "failed" } else { "loaded" };
-            let results: Vec<String> = f
-                .results
-                .iter()
-                .map(|(&code, &n)| {
-                    let what = if code == 0 { "ok".to_owned() } else { error_text(Some(f.api.library()), code) };
-                    if n > 1 { format!("{what} x{n}") } else { what }
-                })
-                .collect();
-            let absent = if f.present == Some(false) { " [not in the listing]" } else { "" };
-            let ran = if f.executions + f.dispatches > 0 {
-                format!(", {} executions, {} dispatches", f.executions, f.dispatches)
-            } else {
-                String::new()
-            };
-            writeln!(
-                s,
-                "      {status:<7} {name}{absent}  {} load{}: {}{ran}",
-                f.loads,
-                plural(f.loads),
-                results.join(", ")
-            )?;
-            if !f.kernels.is_empty() {
-                let shown: Vec<String> = f
-                    .kernels
-                    .iter()
-                    .take(6)
-                    .map(|k| crate::os::demangle::short_name(&crate::os::demangle::demangle(k)))
-                    .collect();
-                let more = f.kernels.len().saturating_sub(6);
-                let more = if more > 0 { format!(", and {more} more") } else { String::new() };
-                writeln!(s, "              kernels: {}{more}", shown.join(", "))?;
-            }
-        }
-        if !d.not_loaded.is_empty() {
-            let shown: Vec<&str> = d.not_loaded.iter().take(NOT_LOADED_SHOWN).map(String::as_str).collect();
-            let more = d.not_loaded.len().saturating_sub(NOT_LOADED_SHOWN);
-            let more = if more > 0 { format!(", and {more} more") } else { String::new() };
-            writeln!(s, "      not loaded: {}{more}", shown.join(", "))?;
-        }
-    }
-    Ok(())
-}
-
-/// A directory by its last two components (`rocblas/library`), as a library's code directory is known.
-fn short_dir(path: &str) -> &str {
-    let trimmed = path.trim_end_matches('/');
-    match trimmed.rmatch_indices('/').nth(1) {
-        Some((at, _)) => &trimmed[at + 1..],
-        None => trimmed.trim_start_matches('/'),
-    }
-}
-
 fn write_api(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
     if !p.api.is_empty() {
         writeln!(s, "\n  API calls:")?;
@@ -393,7 +329,7 @@ fn write_api(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
 }
 
 /// "s" for a count other than one.
-const fn plural(n: u64) -> &'static str {
+pub(super) const fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
@@ -441,8 +377,11 @@ fn write_queues(s: &mut String, p: &ProcessReport, opts: &TextOptions) -> std::f
                 writeln!(s, "  {:>10}  {code}", "")?;
             }
         }
-        writeln!(s, "\n  API launches vs queue dispatches:")?;
-        writeln!(s, "  {:>8} {:>10}  {:<50} why they differ", "launches", "dispatches", "kernel")?;
+        // None where HIP's launches were left to the doorbell: no launch to set beside a dispatch.
+        if !p.crosscheck.is_empty() {
+            writeln!(s, "\n  API launches vs queue dispatches:")?;
+            writeln!(s, "  {:>8} {:>10}  {:<50} why they differ", "launches", "dispatches", "kernel")?;
+        }
         for r in &p.crosscheck {
             let name = if r.demangled.is_empty() { r.kernel.clone() } else { display_name(&r.demangled, opts) };
             writeln!(
@@ -540,7 +479,7 @@ fn dispatch_shape_text(s: &DispatchShape) -> String {
 }
 
 /// A return value by its name in the runtime's result type, else its number.
-fn error_text(library: Option<tracer_common::api::Library>, code: i64) -> String {
+pub(super) fn error_text(library: Option<tracer_common::api::Library>, code: i64) -> String {
     match library.and_then(|l| l.result_name(code)) {
         Some(name) => format!("{name} ({code})"),
         None => format!("error {code}"),
@@ -576,13 +515,6 @@ mod tests {
         assert_eq!(bytes(12), "12 B");
         assert_eq!(bytes(4096), "4.0 KiB");
         assert_eq!(bytes(3 << 30), "3.0 GiB");
-    }
-
-    #[test]
-    fn code_directories_by_their_last_two_components() {
-        assert_eq!(short_dir("/opt/rocm/lib/rocblas/library"), "rocblas/library");
-        assert_eq!(short_dir("/library/"), "library");
-        assert_eq!(short_dir("/"), "");
     }
 
     #[test]

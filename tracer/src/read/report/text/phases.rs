@@ -194,9 +194,14 @@ fn write_phase_calls(s: &mut String, p: &ProcessReport, ph: &crate::read::phase:
     if ph.traps > 0 {
         let per =
             if ph.tokens > 0 { format!(", {:.1} a token", ph.traps as f64 / ph.tokens as f64) } else { String::new() };
+        let doorbells = if ph.doorbell_traps > 0 {
+            format!("; {} at doorbells, one a store of a queue's write index", ph.doorbell_traps)
+        } else {
+            String::new()
+        };
         writeln!(
             s,
-            "  {pad:>15}  traps: {}{per} (a probed call traps once at entry, twice with its return)",
+            "  {pad:>15}  traps: {}{per} (a probed call traps once at entry, twice with its return{doorbells})",
             ph.traps
         )?;
     }

@@ -20,7 +20,7 @@ use aya::{
 };
 use tracer_common::{
     ApiFunc,
-    api::{Layout, ProbeShape},
+    api::{Layout, Library, Op, ProbeShape},
     cookie,
 };
 
@@ -338,6 +338,19 @@ fn function_offset(func: ApiFunc, offsets: &BTreeMap<String, u64>, copy: &LibCop
     }
 }
 
+/// Why `func` is left unprobed on purpose, if it is: a call the default recording only counts (`--all-calls`
+/// probes it), or HIP's launch where each dispatch is read at its doorbell (`--hip-launches` probes it).
+fn left_out(func: ApiFunc, mode: ProbeMode, launches_at_doorbell: bool) -> Option<&'static str> {
+    if !mode.probes_tallied() && func.tallied() {
+        Some(trace::LEAN_UNPROBED)
+    } else if launches_at_doorbell && func.library() == Library::Hip && matches!(func.op(), Op::Launch | Op::PushConfig)
+    {
+        Some(trace::DOORBELL_READS)
+    } else {
+        None
+    }
+}
+
 /// A probe point of a program (keyed by the program, whether at the return, and whether its function's calls
 /// recur: [`tracer_common::api::Op::recurs`]): (offset, cookie, index of the function's probe record).
 type Point = (u64, u64, usize);
@@ -347,14 +360,17 @@ type Point = (u64, u64, usize);
 /// that recur and one in every process for the others), else one uprobe per function and program; a link
 /// the kernel refuses falls back to uprobes.
 ///
+/// Where `launches_at_doorbell`, HIP's launch functions are left unprobed: each dispatch is read at its queue's
+/// doorbell alone.
+///
 /// Returns one probe record per function, with the reason where one could not be attached (a symbol this
-/// runtime version lacks, an alias already probed).
+/// runtime version lacks, an alias already probed, a function left out on purpose).
 pub(crate) fn attach_runtime(
     ebpf: &mut Ebpf,
     links: Option<&mut RuntimeLinks>,
     lib_id: u32,
     copy: &LibCopy,
-    mode: ProbeMode,
+    (mode, launches_at_doorbell): (ProbeMode, bool),
 ) -> Result<Vec<trace::Probe>> {
     let Programs { entry, ret, register, doorbell, one_trap, batch, pipeline_name, .. } = mode.programs();
     let offsets =
@@ -375,8 +391,8 @@ pub(crate) fn attach_runtime(
             }
         };
         rec.offset = Some(off);
-        if !mode.probes_tallied() && func.tallied() {
-            rec.error = Some(trace::LEAN_UNPROBED.into());
+        if let Some(why) = left_out(func, mode, launches_at_doorbell) {
+            rec.error = Some(why.into());
             out.push(rec);
             continue;
         }
