@@ -21,6 +21,7 @@ mod neighbours;
 mod null_gpu;
 mod null_gpu_server;
 mod ollama;
+mod one_trap;
 mod package;
 mod phases;
 mod private_copies;

@@ -307,7 +307,7 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
     );
     let names = dispatched_names(&records);
     assert!(names.iter().all(Option::is_some), "{trace}: every dispatch named");
-    let launches_said = one_trap_per_dispatch(&records, trace);
+    let launches_said = crate::one_trap::one_trap_per_dispatch(&records, trace);
     // HIP asks each symbol of each code object it loads for its variable segment: those queries are counted
     // in the kernel; only the kernel-object queries, which name the dispatches, are written.
     let asked: Vec<Option<u32>> = calls(&records)
@@ -334,7 +334,7 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
         }
     }
     assert_eq!(reported, logged, "{trace}: the report's dispatches per kernel object, then the double's");
-    executions_are_the_dispatches(p, trace);
+    crate::one_trap::executions_are_the_dispatches(p, trace);
     // The queues tracer did not see made are said, from the driver's ioctls: the double's queues of this process
     // that no hsa_queue_create made, by ring size.
     let mut unread: Vec<u64> = p["queues_unread"]["aql_ring_bytes"]
@@ -358,53 +358,6 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
     (names.into_iter().flatten().collect(), said)
 }
 
-/// With HIP's launches left to the doorbell, the report's kernel table counts the dispatches as executions, kernel by
-/// kernel: every row from dispatches, no launch, and every dispatched kernel a row.
-fn executions_are_the_dispatches(p: &serde_json::Value, trace: &str) {
-    let mut by_kernel: BTreeMap<u64, u64> = BTreeMap::new();
-    for row in p["dispatches"].as_array().expect("dispatches per kernel") {
-        let id = row["kernel"].as_u64().expect("every dispatch named");
-        *by_kernel.entry(id).or_default() += row["dispatches"].as_u64().expect("a count");
-    }
-    let mut executed: BTreeMap<u64, u64> = BTreeMap::new();
-    for row in p["kernels"].as_array().expect("kernel rows") {
-        assert_eq!(row["from_dispatches"], true, "{trace}: {row}");
-        assert_eq!(row["launches"], 0, "{trace}: {row}");
-        let ids: Vec<u64> = row["ids"].as_array().expect("ids").iter().filter_map(serde_json::Value::as_u64).collect();
-        let n: u64 = ids.iter().map(|id| by_kernel.get(id).copied().unwrap_or(0)).sum();
-        assert_eq!(row["executions"].as_u64(), Some(n), "{trace}: executions of {}, then its dispatches", row["name"]);
-        for id in ids {
-            if let Some(&n) = by_kernel.get(&id) {
-                executed.insert(id, n);
-            }
-        }
-    }
-    assert_eq!(executed, by_kernel, "{trace}: every dispatched kernel is a row of the kernel table");
-}
-
-/// One trap per dispatch: the guest has an AMD GPU in KFD's topology (the null GPU's gfx1100), so the recording
-/// left HIP's launch functions (`hipLaunchKernel` and the rest, `<<<>>>`'s configuration) unprobed, said so in
-/// its header and in their probe records, and holds no launch: each dispatch was read at its doorbell alone. In
-/// words.
-fn one_trap_per_dispatch(records: &[Line], trace: &str) -> String {
-    let at_doorbell = matches!(records.first(), Some(Line::Header(h)) if h.options.launches_at_doorbell);
-    assert!(at_doorbell, "{trace}: the header says the launches were left to the doorbell");
-    assert!(launches(records).is_empty() && configs(records).is_empty(), "{trace}: no launch recorded");
-    let left: Vec<&str> = records
-        .iter()
-        .filter_map(|r| match r {
-            Line::Probe(p) if p.error.as_deref().is_some_and(|e| e.contains("read at its queue's doorbell")) => {
-                Some(p.api.as_str())
-            }
-            _ => None,
-        })
-        .collect();
-    for f in ["hipLaunchKernel", "hipModuleLaunchKernel", "hipExtModuleLaunchKernel", "__hipPushCallConfiguration"] {
-        assert!(left.contains(&f), "{trace}: {f} left unprobed for the doorbell: {left:?}");
-    }
-    format!("HIP's launch functions left unprobed ({}), no launch recorded", left.join(", "))
-}
-
 /// llama.cpp as Debian unstable ships it (llama-bench, ggml 0.27's HIP backend with its 1.2 GB libggml-hip, rocBLAS
 /// 6.4 with its Tensile files, HIP 6.4.3, `ROCr` 6.4.3, shared read-only into the guest whole over 9p, no file
 /// changed) runs on the null GPU with every layer offloaded (`-ngl 99`), on a tiny random model, `Q4_K_M` then F16,
@@ -413,7 +366,8 @@ fn one_trap_per_dispatch(records: &[Line], trace: &str) -> String {
 /// each from the start, reads at the doorbells every packet of every queue made by `hsa_queue_create`, exactly as
 /// the double consumed them, names every kernel dispatched (ggml's `Q4_K` mat-vec and flash attention; for the F16
 /// prompt, rocBLAS's Tensile GEMMs), and loses nothing. What it does not see is said: `ROCr`'s internal 4 KiB queues
-/// (its own blits, rung without `hsa_signal_store_screlease`).
+/// (its own blits, rung without `hsa_signal_store_screlease`). The `Q4_K_M` run again with `--hip-launches` counts
+/// the same executions from its launches (`one_trap.rs`).
 #[test]
 fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every_packet_of_its_queues() {
     let sid = std::env::var("TRACER_SID_ROOT").expect("TRACER_SID_ROOT is set by `cargo xtask test`");
@@ -425,7 +379,7 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
          cp /guest/f16.gguf /tmp/
          chroot $S llama-quantize /tmp/f16.gguf /tmp/q4.gguf Q4_K_M > /tmp/q.out 2>&1 || { cat /tmp/q.out; exit 1; }
          bench() {
-           timeout 900 tracer record -q -o /tmp/$1.jsonl -- chroot $S llama-bench -m /tmp/$2 $3 -ngl 99 -r 1 \
+           timeout 900 tracer record -q $4 -o /tmp/$1.jsonl -- chroot $S llama-bench -m /tmp/$2 $3 -ngl 99 -r 1 \
              > /tmp/$1.out 2>&1; rc=$?
            echo \"@@BEGIN $1-bench\"; cat /tmp/$1.out; echo \"@@END $1-bench\"
            [ $rc = 0 ] || exit 1
@@ -433,6 +387,7 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
          }
          bench q4 q4.gguf '-p 290 -n 8'
          bench f16 f16.gguf '-p 290 -n 8'
+         bench q4l q4.gguf '-p 290 -n 8' --hip-launches
          echo '@@BEGIN packets'; cat /sys/kernel/debug/null_gpu/packets; echo '@@END packets'",
         &[
             ("GUEST_NULL_GPU", "1"),
@@ -474,6 +429,7 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
     let tensile = |names: &[String]| names.iter().filter(|n| n.starts_with("Cijk_")).count() as u64;
     println!("{}", rocblas_calls_by_phase(&out, "q4", tensile(&q4)));
     println!("{}", rocblas_calls_by_phase(&out, "f16", tensile(&f16)));
+    println!("{}", crate::one_trap::launches_count_what_dispatches_count(&out, "q4l", "q4"));
 }
 
 /// ggml's MMQ kernels (the 290-token prompt's quantized matrix products): every dispatch read at the doorbell has

@@ -116,8 +116,7 @@ struct Step {
     batch: Option<Composition>,
     /// API calls seen one by one in it, by function.
     api: BTreeMap<ApiFunc, u64>,
-    /// The traps those calls cost the process: one a call probed at entry only, two with a return probe;
-    /// and one a doorbell store (`doorbell_traps` of them).
+    /// The traps those calls cost: one a call probed at entry, two with its return; one a doorbell store.
     traps: u64,
     doorbell_traps: u64,
     /// Calls into GPU libraries' entry points in it, by entry library id.
@@ -385,8 +384,7 @@ impl Phases {
     /// A doorbell store trapped (it read one packet or more): a trap of the step being built.
     pub(crate) fn doorbell(&mut self) {
         for step in [&mut self.api, &mut self.queue] {
-            step.traps += 1;
-            step.doorbell_traps += 1;
+            (step.traps, step.doorbell_traps) = (step.traps + 1, step.doorbell_traps + 1);
         }
     }
 

@@ -30,8 +30,8 @@ pub(in crate::record) struct LibraryWatch {
     /// `--lib`: only the copies the user named are probed; another copy a process maps or opens is listed
     /// as not probed (its mapping record says so), never probed behind the user's back.
     only_named: bool,
-    /// HIP's launch functions are left unprobed: each dispatch is read at its doorbell alone
-    /// ([`crate::record::session::args::launches_at_doorbell`]).
+    /// HIP's launch functions are left unprobed: each dispatch is read at its doorbell alone (the session
+    /// decides it, from KFD's GPUs and the options).
     pub(in crate::record) launches_at_doorbell: bool,
     /// Copies left unprobed for `--lib`, said once each on stderr.
     left_unprobed: std::collections::HashSet<(u64, u64)>,
