@@ -428,8 +428,8 @@ fn demo() -> Result<()> {
         "part 3 of 3: AMD's dispatch path, Debian unstable's unmodified ROCm 6.4 and llama.cpp (llama-bench, ggml's \
          HIP backend, a random-weight Q4_K_M model, -p 8 -n 4) on the null GPU: a test double of the amdgpu kernel \
          driver in a qemu guest that presents a gfx1100 and consumes every AQL packet without computing. It shows \
-         the queues, packets, kernels and steps exactly as the runtime made them; it cannot show GPU time, and no \
-         result is computed",
+         the queues, packets, kernels and steps exactly as the runtime made them, each dispatch read at its \
+         doorbell with one trap; it cannot show GPU time, and no result is computed",
     );
     step(&format!("tracer report {DEMO_AMD_TRACE}"));
     run(Command::new(tracer_bin()).arg("report").arg(root().join(DEMO_AMD_TRACE)))
