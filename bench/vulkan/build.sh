@@ -28,6 +28,8 @@
 #   VULKAN_INCLUDE_DIR  Vulkan headers to build with (default: the system's if new enough, else the above)
 #   VK_HEADERS_DEB    Debian suite and libvulkan-dev version for those headers (default "trixie 1.4.309.0-1")
 #   LLAMA_VK_NO_MODELS  1 to build only, without the models (`cargo xtask setup` makes the build for a test)
+#   LLAMA_VK_STATIC_SERVER  1 to build too a stripped llama-server linked as Ollama links llama.cpp (libllama in
+#                     the program, ggml's libraries shared): $LLAMA_VK_WORK/static/bin/llama-server
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -99,11 +101,11 @@ vk_args=()
 [ -z "$vk_inc" ] || vk_args=(-DVulkan_INCLUDE_DIR="$vk_inc")
 
 # --- build -------------------------------------------------------------------------------------------------
+gen=()
+command -v ninja > /dev/null && gen=(-G Ninja)
 missing="${LLAMA_VK_REBUILD:-0}"
 for t in $targets; do [ -x "$bin/$t" ] || missing=1; done
 if [ "$missing" = 1 ]; then
-  gen=()
-  command -v ninja > /dev/null && gen=(-G Ninja)
   start=$(date +%s)
   # Web UI off as in bench/gpu/ggml/build.sh (the server is not built here anyway).
   if ! cmake -S "$src" -B "$build" "${gen[@]}" "${vk_args[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_VULKAN=ON -DGGML_NATIVE=OFF \
@@ -120,6 +122,36 @@ if [ "$missing" = 1 ]; then
   echo "built llama.cpp (Vulkan) in $(( $(date +%s) - start )) s (-j$jobs; logs $work/cmake.log, $work/build.log)"
 fi
 ls "$bin"/*.so* 2> /dev/null || true
+
+# --- llama-server linked as Ollama links llama.cpp ---------------------------------------------------------
+# Ollama's llama engine links llama.cpp into its Go binary and loads ggml's libraries (libggml-base.so and a
+# backend each) from lib/ollama: no libllama.so is mapped. The same here: the shared build's ggml installed into
+# $work/ggml-prefix, the server built against it with libllama and llama.cpp's common code linked in
+# (LLAMA_USE_SYSTEM_GGML, BUILD_SHARED_LIBS off), then stripped as Ollama's release binaries are. Its run path
+# names the prefix as a DT_RPATH (--disable-new-dtags), which the loader also applies to libggml.so's own
+# dependencies (the CPU and Vulkan backends): it runs from where it lies.
+static="$work/static"
+if [ "${LLAMA_VK_STATIC_SERVER:-0}" = 1 ] && [ ! -x "$static/bin/llama-server" ]; then
+  start=$(date +%s)
+  if ! cmake --install "$build/ggml" --prefix "$work/ggml-prefix" > "$work/ggml-install.log" 2>&1; then
+    tail -20 "$work/ggml-install.log" >&2
+    exit 1
+  fi
+  if ! cmake -S "$src" -B "$static" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DLLAMA_USE_SYSTEM_GGML=ON \
+      -Dggml_DIR="$work/ggml-prefix/lib/cmake/ggml" -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
+      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
+      -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags \
+      > "$work/static-cmake.log" 2>&1; then
+    tail -30 "$work/static-cmake.log" >&2
+    exit 1
+  fi
+  if ! cmake --build "$static" --target llama-server -j "$jobs" > "$work/static-build.log" 2>&1; then
+    tail -40 "$work/static-build.log" >&2
+    exit 1
+  fi
+  strip "$static/bin/llama-server"
+  echo "built llama-server with libllama linked in, ggml shared, stripped, in $(( $(date +%s) - start )) s"
+fi
 
 # --- model -------------------------------------------------------------------------------------------------
 if [ "${LLAMA_VK_NO_MODELS:-0}" = 1 ]; then

@@ -56,6 +56,10 @@ counters! {
     /// that names a dispatch's kernel): counted here, every process together, never written (HIP asks each
     /// symbol of each code object it loads for its variable segment: 99 % of a llama-bench start-up's calls).
     SymbolInfoOther = 8, "symbol_info_other_attributes";
+    /// A `ggml_backend_tensor_set` call on a tensor that is not a pass's positions or output rows copied up
+    /// (the weights as they load, the other inputs), or whose name could not be read: a trap, counted here,
+    /// every process together, never written (about seven a pass beside the two read).
+    TensorSetOther = 9, "tensor_set_other_tensors";
 }
 
 /// Number of [`Counter`] slots.

@@ -59,6 +59,8 @@ record_kinds! {
     /// The library calls of a process's last pass, cut at its next pass where it has no batches
     /// ([`StepCutRecord`](crate::StepCutRecord)).
     StepCut = 11, StepCutRecord, drops as "step_cut";
+    /// A pass's graph input copied up: its token positions or output rows ([`InputRecord`](crate::InputRecord)).
+    Input = 12, InputRecord, drops as "input";
 }
 
 impl RecordKind {

@@ -12,6 +12,7 @@ mod calls;
 pub mod cookie;
 mod counters;
 mod header;
+mod inputs;
 pub mod ioctl;
 mod job;
 mod process;
@@ -25,6 +26,7 @@ pub use batch::*;
 pub use calls::*;
 pub use counters::*;
 pub use header::*;
+pub use inputs::*;
 pub use ioctl::{IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord};
 pub use job::*;
 pub use process::*;
@@ -68,6 +70,8 @@ mod tests {
         assert_eq!(size_of::<JobRecord>(), 24 + 8 * 3 + JOB_RING_BYTES);
         assert_eq!(size_of::<JobFormat>(), 3 * 16);
         assert_eq!(size_of::<StepCutRecord>(), 24 + 8 * STEP_SLOTS);
+        assert_eq!(INPUT_HEAD, 24 + 8 * 3 + 8);
+        const { assert!(INPUT_HEAD + 4 * INPUT_VALUES_MAX <= 32 << 10, "a per-CPU map value holds at most 32 KiB") }
         assert_eq!(BATCH_HEAD, 24 + 16 + 8 * STEP_SLOTS + 24);
         assert_eq!(batch_arrays(10), ([0, 40, 80, 120], 130));
         const {
@@ -130,7 +134,7 @@ mod tests {
             assert!((k as usize) < RecordKind::LIMIT);
             assert!((k as u32) < DROP_SLOTS);
         }
-        assert_eq!(RecordKind::LIMIT, 12);
+        assert_eq!(RecordKind::LIMIT, 13);
         assert_eq!(RecordKind::from_u16(0), None);
         assert_eq!(CallRecord::KIND, RecordKind::Call);
         assert_eq!(JobRecord::KIND, RecordKind::Job);

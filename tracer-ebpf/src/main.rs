@@ -9,6 +9,7 @@
 //! - [`entries`]: calls into every other GPU library's exported functions, counted in the kernel;
 //! - [`batch`]: llama.cpp's `llama_decode`, the batch each inference step is given;
 //! - [`pipelines`]: ggml-vulkan's pipeline maker, the name each pipeline is given;
+//! - [`inputs`]: ggml's tensor set, where a pass's token positions and output rows are copied up;
 //! - [`sched`]: the kernel's GPU scheduler jobs (queue, run, done), where its tracepoints exist.
 //!
 //! What they share: [`maps`] (every map, the load-time settings, the PID filter and loss counters) and
@@ -36,6 +37,7 @@ mod emit;
 mod entries;
 mod hip;
 mod hsa;
+mod inputs;
 mod ioctl;
 mod maps;
 mod opens;

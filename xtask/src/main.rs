@@ -535,5 +535,6 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
         .env("TRACER_DEB", deb)
         .env("TRACER_SID_ROOT", roots::SID_ROOT)
         .env("TRACER_SID_VULKAN_ROOT", roots::SID_VULKAN_ROOT)
-        .env("TRACER_LLAMA_VULKAN", PathBuf::from(roots::LLAMA_VK_WORK).join("build/bin")))
+        .env("TRACER_LLAMA_VULKAN", PathBuf::from(roots::LLAMA_VK_WORK).join("build/bin"))
+        .env("TRACER_LLAMA_STATIC_SERVER", PathBuf::from(roots::LLAMA_VK_WORK).join(roots::STATIC_SERVER)))
 }

@@ -26,19 +26,23 @@ pub(crate) fn sid_roots() -> Result<()> {
 
 /// The pinned llama.cpp (the llama-cpp-python sdist's, as the GPU benches pin it) built with its Vulkan backend by
 /// `bench/vulkan/build.sh`, once, outside the checkout: the test that strips its `libggml-vulkan.so` compares the
-/// names of the stripped copy's pipelines with the unstripped copy's symbols.
+/// names of the stripped copy's pipelines with the unstripped copy's symbols; and its `llama-server` linked as
+/// Ollama links llama.cpp, whose steps are judged from their passes' inputs.
 pub(crate) const LLAMA_VK_WORK: &str = "/var/cache/tracer/llama-vulkan";
+/// Its `llama-server` linked as Ollama links llama.cpp (libllama in the program, ggml's libraries shared,
+/// stripped), under [`LLAMA_VK_WORK`]: the test of steps judged from their passes' inputs runs it.
+pub(crate) const STATIC_SERVER: &str = "static/bin/llama-server";
 const LLAMA_CPP_PYTHON: &str = "0.3.36";
 
 pub(crate) fn llama_vulkan() -> Result<()> {
     let work = PathBuf::from(LLAMA_VK_WORK);
     let bin = work.join("build/bin");
-    if ["llama-bench", "llama-quantize"].iter().all(|t| bin.join(t).exists()) {
+    if ["llama-bench", "llama-quantize"].iter().all(|t| bin.join(t).exists()) && work.join(STATIC_SERVER).exists() {
         step(&format!("llama.cpp {LLAMA_CPP_PYTHON}'s Vulkan build in {LLAMA_VK_WORK}: present"));
         return Ok(());
     }
     step(&format!(
-        "building the pinned llama.cpp (llama-cpp-python {LLAMA_CPP_PYTHON}) with its Vulkan backend in {LLAMA_VK_WORK} (about 10 minutes on 2 cores)"
+        "building the pinned llama.cpp (llama-cpp-python {LLAMA_CPP_PYTHON}) with its Vulkan backend in {LLAMA_VK_WORK}, and its llama-server linked as Ollama links it (about 10 and 15 minutes on 2 cores)"
     ));
     let sdist_dir = work.join("sdist");
     fs::create_dir_all(&sdist_dir)?;
@@ -58,6 +62,7 @@ pub(crate) fn llama_vulkan() -> Result<()> {
         .env("LLAMA_SDIST", &sdist)
         .env("LLAMA_CPP_PYTHON", LLAMA_CPP_PYTHON)
         .env("LLAMA_VK_NO_MODELS", "1")
+        .env("LLAMA_VK_STATIC_SERVER", "1")
         .env("PATH", path)
         .env("PYTHONPATH", pylib()))
 }

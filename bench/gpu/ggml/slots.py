@@ -4,6 +4,12 @@ kept; then the server's tokens and decode calls compared with the steps tracer g
 
   slots.py ask PORT OUT.json          four concurrent completions (prompts of 11, 23, 290 and 600 token ids;
                                       8, 12, 16, 20 tokens generated; greedy, EOS ignored, no prompt cache)
+  slots.py ask-two-then-one PORT OUT.json
+                                      the first two at once, then the third once they are answered
+  slots.py check-inputs REPORT REQUESTS STARTUP_PROMPT
+                                      as check, for a server whose steps tracer judged from their passes'
+                                      inputs (no libllama mapped): every step so, none from batches, and the
+                                      steps that decoded several sequences labelled decode or mixed
   slots.py log PERFETTO.json SERVER.log
                                       each step's decode sequences (the Perfetto steps' compositions) against
                                       the server's own -v log: its "slot decode token" lines (one per slot
@@ -24,8 +30,8 @@ import urllib.request
 PROMPTS = ((11, 8), (23, 12), (290, 16), (600, 20))
 
 
-def ask(port, path):
-    done = [None] * len(PROMPTS)
+def ask(port, path, prompts=PROMPTS):
+    done = [None] * len(prompts)
 
     def one(i, n, predict):
         body = {"prompt": list(range(100, 100 + n)), "n_predict": predict, "temperature": 0, "ignore_eos": True,
@@ -35,13 +41,49 @@ def ask(port, path):
         t = json.load(urllib.request.urlopen(req))["timings"]
         done[i] = {"prompt_n": t["prompt_n"], "predicted_n": t["predicted_n"]}
 
-    threads = [threading.Thread(target=one, args=(i, n, p)) for i, (n, p) in enumerate(PROMPTS)]
+    threads = [threading.Thread(target=one, args=(i, n, p)) for i, (n, p) in enumerate(prompts)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     json.dump(done, open(path, "w"))
     print("server: " + "; ".join(f"prompt {d['prompt_n']}, {d['predicted_n']} generated" for d in done))
+
+
+def ask_two_then_one(port, path):
+    ask(port, path, PROMPTS[:2])
+    first = json.load(open(path))
+    ask(port, path, PROMPTS[2:3])
+    json.dump(first + json.load(open(path)), open(path, "w"))
+
+
+def check_inputs(report_path, requests_path, startup_prompt):
+    report, requests = json.load(open(report_path)), json.load(open(requests_path))
+    want_prompt = sum(r["prompt_n"] for r in requests) + startup_prompt
+    want_decode = sum(r["predicted_n"] - 1 for r in requests)
+    procs = [p for p in report["processes"] if any(ph.get("steps_from_inputs") for ph in p.get("phases", []))]
+    if len(procs) != 1:
+        print(f"  {len(procs)} processes with steps judged from inputs: DIFFER")
+        sys.exit(1)
+    phases = procs[0]["phases"]
+    for ph in phases:
+        comps = ", ".join(f"{k} x{v}" for k, v in sorted(ph.get("compositions", {}).items(), key=lambda kv: -kv[1]))
+        print(f"  {ph['phase']:<8} steps {ph['steps']:>4} (from inputs {ph.get('steps_from_inputs', 0)})  "
+              f"prompt {ph.get('prompt_tokens', 0)}, decode {ph.get('decode_tokens', 0)}: {comps}")
+    total = lambda key: sum(ph.get(key, 0) for ph in phases)
+    prompt, decode, unread = total("prompt_tokens"), total("decode_tokens"), total("unread_tokens")
+    tokens_ok = (prompt, decode, unread) == (want_prompt, want_decode, 0)
+    print(f"  tokens: prompt {prompt} (server {want_prompt}), decode {decode} (server {want_decode}), "
+          f"unread {unread}: " + ("MATCH" if tokens_ok else "DIFFER"))
+    judged = total("steps_from_inputs") == total("steps") and total("steps_from_batches") == 0
+    print(f"  steps judged from inputs: {total('steps_from_inputs')} of {total('steps')}: " + ("ALL" if judged else "NOT ALL"))
+    several = {k: v for ph in phases for k, v in ph.get("compositions", {}).items() if (decodes(k) or 0) > 1}
+    misplaced = [k for ph in phases if ph["phase"] not in ("decode", "mixed")
+                 for k in ph.get("compositions", {}) if (decodes(k) or 0) > 1]
+    labels_ok = bool(several) and not misplaced
+    print(f"  steps with several decoding sequences: {several}, outside decode or mixed: {misplaced}: "
+          + ("MATCH" if labels_ok else "DIFFER"))
+    sys.exit(0 if tokens_ok and judged and labels_ok else 1)
 
 
 def metric(text, name):
@@ -118,6 +160,10 @@ def log(perfetto_path, log_path):
 if __name__ == "__main__":
     if sys.argv[1] == "ask":
         ask(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "ask-two-then-one":
+        ask_two_then_one(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "check-inputs":
+        check_inputs(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     elif sys.argv[1] == "log":
         log(sys.argv[2], sys.argv[3])
     else:

@@ -148,7 +148,7 @@ pub(crate) fn timings_of(printed: &[u8]) -> Vec<(u64, u64)> {
 }
 
 /// Two completions sent at once ([`ASK_TWO`]); each one's `(prompt_n, predicted_n)` from the server's timings.
-fn ask_two(port: u16) -> Vec<(u64, u64)> {
+pub(crate) fn ask_two(port: u16) -> Vec<(u64, u64)> {
     let o = Command::new("/usr/bin/python3").args(["-c", ASK_TWO, &port.to_string()]).output().expect("python3 runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     timings_of(&o.stdout)
@@ -164,7 +164,7 @@ fn wait_healthy(port: u16, child: &mut Child) {
     // Listening comes before the model is loaded: the requests' script waits for /health itself.
 }
 
-fn stop(pid: u32) {
+pub(crate) fn stop(pid: u32) {
     // SAFETY: signalling a process this test started.
     unsafe {
         libc::kill(pid as i32, libc::SIGTERM);

@@ -14,6 +14,7 @@ mod cuda;
 mod debian_llama;
 mod driver;
 mod gpu_jobs;
+mod graph_inputs;
 mod hostile;
 mod inspect;
 mod library_stack;

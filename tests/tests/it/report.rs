@@ -324,6 +324,43 @@ fn a_two_slot_llama_server_s_steps_and_tokens_equal_the_server_s() {
     assert_eq!((calls(phase(p, "prefill")), calls(decode), calls(mixed)), (29, 1, 75));
 }
 
+/// `fixtures/traces/h200-llama-server-ollama-layout-np4.jsonl.zst`: `bench/gpu/ggml/ollama_layout.sh` on an H200:
+/// the pinned llama.cpp's llama-server linked as Ollama's llama engine links llama.cpp (libllama in the stripped
+/// program, ggml's libraries shared), 4 slots, four completions sent at once (prompts of 11, 23, 290 and 600 token
+/// ids), traced from its start with CUPTI in the same process (3 400 kernel executions, each kernel's count equal).
+/// No batch is read: each step is judged from its passes' inputs, and each phase's tokens equal the server's
+/// timings (`h200-llama-server-ollama-layout-np4.requests.json`) plus its two start-up decodes of 2 tokens; the steps
+/// where four sequences decode together are decode steps.
+#[test]
+fn a_server_linked_as_ollama_links_llama_cpp_has_the_server_s_tokens_from_its_passes_inputs() {
+    let trace = recorded("h200-llama-server-ollama-layout-np4.jsonl.zst");
+    let v = tracer_json(&["report", "--json", trace.to_str().unwrap()]);
+    let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-server").expect("llama-server");
+    let requests: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(recorded("h200-llama-server-ollama-layout-np4.requests.json")).unwrap(),
+    )
+    .unwrap();
+    let requests = requests.as_array().unwrap();
+    let server_prompt: u64 = requests.iter().map(|r| r["prompt_n"].as_u64().unwrap()).sum();
+    let server_decode: u64 = requests.iter().map(|r| r["predicted_n"].as_u64().unwrap() - 1).sum();
+    let phases = p["phases"].as_array().unwrap();
+    let sum = |key: &str| phases.iter().map(|ph| ph[key].as_u64().unwrap_or(0)).sum::<u64>();
+    assert_eq!(
+        (sum("prompt_tokens"), sum("decode_tokens"), sum("unread_tokens")),
+        (server_prompt + 4, server_decode, 0)
+    );
+    assert_eq!((sum("steps"), sum("steps_from_inputs"), sum("steps_from_batches")), (33, 33, 0));
+    let decode = phase(p, "decode");
+    assert_eq!(decode["compositions"]["decode 4 seq x 1"], 7, "{decode}");
+    assert_eq!(decode["compositions"]["decode 2 seq x 1"], 4, "{decode}");
+    // Each pass's two inputs read, one trap each.
+    assert_eq!(decode["api_calls"]["ggml_backend_tensor_set"], 54, "{decode}");
+    let executions: u64 = p["kernels"].as_array().unwrap().iter().map(|k| k["executions"].as_u64().unwrap()).sum();
+    assert_eq!(executions, 3400);
+    let text = String::from_utf8_lossy(&tracer(&["report", trace.to_str().unwrap()]).stdout).into_owned();
+    assert!(text.contains("tokens from the passes' inputs: 928 prompt, 52 decode"), "{text}");
+}
+
 /// `fixtures/traces/h100-llama-decode-by-value.jsonl.zst`: `bench/gpu/ggml/decode_api.sh` on an H100: the
 /// pinned llama.cpp's `llama_decode`, its `struct llama_batch` passed by value as Ollama's runner and
 /// llama-cpp-python pass it (two sequences: a prompt, a prompt beside a decode token, then both decoding).

@@ -100,6 +100,9 @@ pub enum Layout {
     /// pipeline maker; the name (`pipeline->name`, the `std::string` that begins the `vk_pipeline_struct`
     /// the shared pointer holds) read by the pipeline-name program, the SPIR-V's size and address beside it.
     PipelineName,
+    /// `(struct ggml_tensor* tensor, const void* data, size_t offset, size_t size)`: the tensor's name, and
+    /// where it is a pass's input copied up, the values at `data`, read by the input program.
+    TensorSet,
 }
 
 impl Layout {
@@ -145,7 +148,8 @@ impl Layout {
             | Self::BindPipeline
             | Self::VkDispatch { .. }
             | Self::QueueSubmit
-            | Self::PipelineName => 0,
+            | Self::PipelineName
+            | Self::TensorSet => 0,
         }
     }
 

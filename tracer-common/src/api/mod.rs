@@ -28,6 +28,9 @@ pub enum ProbeShape {
     /// Entry only: the name a runtime gives the pipeline it is about to make, read behind the pipeline
     /// argument (a [`crate::NameRecord`]).
     PipelineName,
+    /// Entry only: a tensor set, filtered in the kernel by its name to a pass's inputs copied up; their
+    /// values read ([`crate::InputRecord`]).
+    Input,
 }
 
 /// Which runtime library exports a function.
@@ -111,6 +114,9 @@ pub enum Op {
     /// A graph handed to ggml's scheduler: one matrix pass of a step begins (llama.cpp evaluates each
     /// micro-batch of a step as one; Ollama's engine each forward).
     Pass,
+    /// A tensor of a pass's inputs set (ggml's `ggml_backend_tensor_set`): where the scheduler copies a
+    /// graph's token positions or output rows to the device, they are read.
+    Input,
     /// A shader module made from SPIR-V (its code's last bytes are read, to name it).
     ShaderModule,
     /// A compute pipeline made from a shader module: what a dispatch runs.
@@ -158,6 +164,7 @@ impl Op {
             Self::Init => "init",
             Self::Batch => "batch",
             Self::Pass => "pass",
+            Self::Input => "input",
             Self::ShaderModule => "shader-module",
             Self::PipelineCreate => "pipeline-create",
             Self::PipelineName => "pipeline-name",
@@ -196,6 +203,7 @@ impl Op {
             | Self::Doorbell
             | Self::Batch
             | Self::Pass
+            | Self::Input
             | Self::Bind
             | Self::Submit
             | Self::Init => true,

@@ -8,7 +8,7 @@ use Layout::{
     AllocOut, CodeObjectFromFile, CodeObjectFromMemory, Doorbell, ExecGraph, FatBinary, FunctionOut, HandleStream,
     InstantiateOut, KernelFunctionOut, LaunchConfig, LaunchDim3, LaunchScalars, LlamaBatch, LlamaBatchExt, Memcpy,
     ModuleOut, ModulePath, Nothing, Ptr, PushConfig, QueueCreate, Register, Stream, StreamHandleOut, SymbolByName,
-    SymbolInfo,
+    SymbolInfo, TensorSet,
 };
 use Layout::{BindPipeline, PipelineName, PipelinesOut, ProcAddr, QueueSubmit, ShaderModuleOut, VkDispatch};
 
@@ -191,6 +191,12 @@ api_funcs! {
     /// `graph_compute` calls it once per micro-batch, Ollama's engine once per forward). One trap a pass
     /// replaces the synchronizations and copies toward the device that used to cut passes.
     GgmlSchedGraphCompute = 226, Ggml, "ggml_backend_sched_graph_compute_async", Pass, Nothing, OneTrap;
+    /// `void ggml_backend_tensor_set(struct ggml_tensor* tensor, const void* data, size_t offset, size_t
+    /// size)`: the scheduler copies each graph input to the device through it (`BACKEND#NAME#N`); the
+    /// program reads llama.cpp's token positions (`inp_pos`) and output rows (`out_ids`) of each pass, and
+    /// nothing of any other tensor. One trap a tensor set (about eight a pass); where a model library's
+    /// batch is read (`llama_decode`), they check it.
+    GgmlBackendTensorSet = 227, Ggml, "ggml_backend_tensor_set", Input, TensorSet, Input;
 
     /// `VkResult vkCreateShaderModule(VkDevice, const VkShaderModuleCreateInfo*, const VkAllocationCallbacks*,
     /// VkShaderModule* out)`: SPIR-V handed to the driver; its last bytes name it (ggml's Vulkan backend

@@ -82,6 +82,10 @@ fn one_trap_programs_only_for_launches_graph_replays_syncs_async_copies_passes_b
                 assert_eq!(f.op(), Op::PipelineName);
                 assert_eq!(f.cookie_flags(), 0, "{f:?}");
             }
+            ProbeShape::Input => {
+                assert_eq!((f.layout(), f.op()), (Layout::TensorSet, Op::Input), "{f:?}");
+                assert_eq!(f.cookie_flags(), 0, "{f:?}");
+            }
             ProbeShape::Call => {}
         }
     }

@@ -31,6 +31,8 @@ pub(crate) struct Composition {
     pub unread: u32,
     /// The batch itself could not be read (its structure, before any count): not known to be empty.
     pub(crate) unreadable: bool,
+    /// Judged from the passes' inputs (no batch read): `prompts` is then one sum, sequences not told apart.
+    pub(crate) from_inputs: bool,
 }
 
 impl Composition {
@@ -57,6 +59,10 @@ impl Composition {
     pub(crate) fn label(&self) -> String {
         let prompts = match self.prompts.as_slice() {
             [] => String::new(),
+            _ if self.from_inputs => {
+                let n = self.prompt_tokens();
+                format!("{n} prompt token{}", if n == 1 { "" } else { "s" })
+            }
             [n] => format!("1 prompt of {n}"),
             many => {
                 format!("{} prompts of {}", many.len(), many.iter().map(u32::to_string).collect::<Vec<_>>().join(" + "))

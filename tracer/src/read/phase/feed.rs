@@ -19,7 +19,7 @@ use crate::{
     trace::classify::{Batch, Class, Family, classify},
     trace::event::{Call, Dispatch, GridUnit, Launch},
     trace::model::{Index, Visitor},
-    trace::{Exit, GraphExec, Kernel, StepBatch, StepCalls},
+    trace::{Exit, GraphExec, GraphInput, Kernel, StepBatch, StepCalls},
 };
 
 /// Feeds every process's steps from a trace's records, in trace order.
@@ -212,8 +212,14 @@ impl Visitor for Feeder {
             Ran::UnknownReplay => p.phases.unknown_replay(c.ts),
             Ran::Nothing => {}
         }
-        p.phases.api(c.api, traps(c.entry_only));
-        p.phases.call(c.api.op(), c.kind, c.ts, index.lean());
+        // A call that ends a step is one of it (a copy toward the host); a pass may begin one, and is its.
+        if c.api.op() == Op::Pass {
+            p.phases.call(c.api.op(), c.kind, c.ts, index.lean());
+            p.phases.api(c.api, traps(c.entry_only));
+        } else {
+            p.phases.api(c.api, traps(c.entry_only));
+            p.phases.call(c.api.op(), c.kind, c.ts, index.lean());
+        }
     }
 
     fn dispatch(&mut self, index: &Index, d: &Dispatch) {
@@ -246,6 +252,11 @@ impl Visitor for Feeder {
 
     fn batch(&mut self, _: &Index, b: &StepBatch) {
         self.procs.entry(b.pid).or_default().phases.batch(b);
+    }
+
+    /// A pass's input read: one trap (those on other tensors are counted for the whole recording only).
+    fn graph_input(&mut self, _: &Index, g: &GraphInput) {
+        self.procs.entry(g.pid).or_default().phases.graph_input(g);
     }
 
     fn step_calls(&mut self, _: &Index, c: &StepCalls) {

@@ -19,11 +19,19 @@
 //! recording probes no such copy, so there each step is one pass. A pass's width is its widest matrix
 //! kernel's (a prompt's output projection runs on the last token only); a step of several passes is
 //! labelled with their sum, `513 = 512 + 1`.
+//!
+//! Where the batch is read (`llama_decode`, `llama_process` in a mapped libllama), it labels its step and
+//! gives its tokens by sequence. Where it is not (llama.cpp linked into the program, as Ollama's llama
+//! engine links it), each pass's token positions and output rows, read as ggml's scheduler copies them to
+//! the device, judge the step instead ([`inputs`]); a step whose passes kept outputs then ends where the next
+//! pass begins. Where both are read, the inputs' judgement is checked against the batch's.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 mod batch;
+mod done;
 mod feed;
+mod inputs;
 mod report;
 pub(crate) use batch::{Composition, Sequences};
 pub(crate) use feed::{DriverReads, Execution, FamilyKey, Feeder, ProcessSteps, View};
@@ -34,12 +42,14 @@ use tracer_common::{ApiFunc, api::Op};
 
 use crate::{
     trace::classify::{Batch, Class, Family},
-    trace::event::MemcpyKind,
+    trace::event::{GraphInput, MemcpyKind},
 };
+use done::Done;
+use inputs::{InputJudge, InputTally, PassInputs};
 
 /// "513 = 512 + 1" for several passes whose widths are all exact, "<=16 + 1" otherwise; one pass's width
 /// alone; "-" for none known.
-fn passes_label(widths: &[Option<Batch>]) -> String {
+pub(super) fn passes_label(widths: &[Option<Batch>]) -> String {
     let labels: Vec<String> = widths.iter().map(|w| w.map_or_else(|| "-".to_owned(), Batch::label)).collect();
     if labels.len() <= 1 {
         return labels.into_iter().next().unwrap_or_else(|| "-".to_owned());
@@ -57,7 +67,7 @@ pub(crate) fn family_key((family, quant): (Family, Option<&'static str>)) -> Str
 }
 
 /// Kernels of one family (and quantization type) counted.
-type FamilyCounts = BTreeMap<(Family, Option<&'static str>), u64>;
+pub(super) type FamilyCounts = BTreeMap<(Family, Option<&'static str>), u64>;
 
 /// One matrix pass of a step (a micro-batch): its widest matrix kernel and its kernels by family.
 #[derive(Clone, Default)]
@@ -69,7 +79,7 @@ struct Pass {
 }
 
 /// Adds one set of counts into another (kernel families, API calls, library calls).
-fn add_counts<K: Ord + Copy>(into: &mut BTreeMap<K, u64>, from: &BTreeMap<K, u64>) {
+pub(super) fn add_counts<K: Ord + Copy>(into: &mut BTreeMap<K, u64>, from: &BTreeMap<K, u64>) {
     for (k, n) in from {
         *into.entry(*k).or_default() += n;
     }
@@ -94,7 +104,7 @@ fn wider(a: Option<Batch>, b: Option<Batch>) -> Option<Batch> {
 /// The step being built: what its kernels add up to, not the kernels themselves, so that memory stays
 /// flat however long the trace.
 #[derive(Default)]
-struct Step {
+pub(super) struct Step {
     kernels: usize,
     /// The pass being built, and those before it in this step (their counts are the step's).
     pass: Pass,
@@ -114,6 +124,8 @@ struct Step {
     end: u64,
     /// What its batch carried, where `llama_decode` was seen.
     batch: Option<Composition>,
+    /// What its passes' inputs add up to, where they were copied up.
+    inputs: InputTally,
     /// API calls seen one by one in it, by function.
     api: BTreeMap<ApiFunc, u64>,
     /// The traps those calls cost: one a call probed at entry, two with its return; one a doorbell store.
@@ -185,6 +197,11 @@ impl Step {
         if let Some(phase) = self.batch.as_ref().and_then(Composition::phase) {
             return phase;
         }
+        if self.batch.is_none()
+            && let Some(phase) = self.inputs.composition().as_ref().and_then(Composition::phase)
+        {
+            return phase;
+        }
         if self.prompt_batch {
             Phase::Prefill
         } else if self.mmvq {
@@ -219,127 +236,6 @@ pub(crate) struct StepSpan {
     pub(crate) composition: Option<String>,
 }
 
-/// One phase's closed steps: how many, their kernels, their widths, and the steps of several passes by
-/// their sequence of widths.
-#[derive(Default)]
-struct PhaseAcc {
-    steps: u64,
-    counts: FamilyCounts,
-    widths: BTreeSet<String>,
-    sequences: BTreeMap<Vec<Option<Batch>>, (u64, Vec<FamilyCounts>)>,
-    unlisted: u64,
-    merged: u64,
-    unknown: u64,
-    tokens: u64,
-    tokens_unknown: u64,
-    from_batches: u64,
-    prompt_tokens: u64,
-    decode_tokens: u64,
-    unread_tokens: u64,
-    /// Of the unread tokens (claimed by a batch past those read), those the step's kernels' exact widths
-    /// do not confirm: a process can claim any count.
-    unconfirmed_tokens: u64,
-    compositions: BTreeMap<String, u64>,
-    compositions_unlisted: u64,
-    api: BTreeMap<ApiFunc, u64>,
-    traps: u64,
-    doorbell_traps: u64,
-    lib_calls: BTreeMap<u32, u64>,
-}
-
-/// The closed steps of one view (API launches or queue dispatches): totals per phase and a span each.
-#[derive(Default)]
-struct Done {
-    steps: BTreeMap<Phase, PhaseAcc>,
-    spans: Vec<StepSpan>,
-    ggml: bool,
-    /// Steps ran graph replays whose kernels are unknown.
-    unknown: bool,
-    /// Steps had batches.
-    batched: bool,
-    /// The phase of the step closed last.
-    last: Option<Phase>,
-}
-
-impl Done {
-    /// Library calls that belong to the step closed last (none closed yet: dropped, `false`).
-    fn late_lib_calls(&mut self, calls: &BTreeMap<u32, u64>) -> bool {
-        let Some(acc) = self.last.and_then(|phase| self.steps.get_mut(&phase)) else { return false };
-        add_counts(&mut acc.lib_calls, calls);
-        true
-    }
-
-    fn add(&mut self, step: Step) {
-        let phase = step.label();
-        self.last = Some(phase);
-        let (start, end, kernels, ggml) = (step.start, step.end, step.kernels, step.ggml);
-        let acc = self.steps.entry(phase).or_default();
-        acc.steps += 1;
-        add_counts(&mut acc.api, &step.api);
-        acc.traps += step.traps;
-        acc.doorbell_traps += step.doorbell_traps;
-        add_counts(&mut acc.lib_calls, &step.lib_calls);
-        let batch = step.batch.clone();
-        self.batched |= batch.is_some();
-        acc.unknown += step.unknown;
-        self.unknown |= step.unknown > 0;
-        let (passes, merged) = step.into_passes();
-        for pass in &passes {
-            add_counts(&mut acc.counts, &pass.counts);
-        }
-        acc.merged += merged;
-        let widths: Vec<Option<Batch>> = passes.iter().map(|p| p.widest).collect();
-        let exact: Option<u64> = widths
-            .iter()
-            .map(|w| match w {
-                Some(Batch::Exact(n)) => Some(u64::from(*n)),
-                _ => None,
-            })
-            .sum();
-        match (&batch, exact) {
-            (Some(c), _) => {
-                acc.from_batches += 1;
-                acc.tokens += c.tokens();
-                acc.prompt_tokens += c.prompt_tokens();
-                acc.decode_tokens += u64::from(c.decodes);
-                acc.unread_tokens += u64::from(c.unread);
-                // Tokens past the read ones are the process's claim: confirmed only as far as the step's
-                // kernels ran exact widths beyond the read tokens.
-                let read = c.tokens().saturating_sub(u64::from(c.unread));
-                let confirmed = exact.map_or(0, |n| n.saturating_sub(read)).min(u64::from(c.unread));
-                acc.unconfirmed_tokens += u64::from(c.unread) - confirmed;
-                let label = c.label();
-                if acc.compositions.len() < MAX_SEQUENCES || acc.compositions.contains_key(&label) {
-                    *acc.compositions.entry(label).or_default() += 1;
-                } else {
-                    acc.compositions_unlisted += 1;
-                }
-            }
-            (None, Some(n)) if !widths.is_empty() => acc.tokens += n,
-            (None, _) => acc.tokens_unknown += 1,
-        }
-        if widths.iter().any(Option::is_some) {
-            acc.widths.insert(passes_label(&widths));
-        }
-        if passes.len() > 1 {
-            let listed = acc.sequences.len() < MAX_SEQUENCES || acc.sequences.contains_key(&widths);
-            if listed {
-                let (n, counts) =
-                    acc.sequences.entry(widths).or_insert_with(|| (0, vec![FamilyCounts::new(); passes.len()]));
-                *n += 1;
-                for (into, pass) in counts.iter_mut().zip(&passes) {
-                    add_counts(into, &pass.counts);
-                }
-            } else {
-                acc.unlisted += 1;
-            }
-        }
-        self.ggml |= ggml;
-        let composition = batch.as_ref().map(Composition::label);
-        self.spans.push(StepSpan { phase, start, end, kernels, composition });
-    }
-}
-
 /// Builds the phases of one process from its records in order.
 #[derive(Default)]
 pub(crate) struct Phases {
@@ -359,6 +255,9 @@ pub(crate) struct Phases {
     /// A last step's library calls read before that step's batch was fed (the process's end is handled
     /// beside the ring's order): added when the batch comes.
     early_calls: Option<(u64, BTreeMap<u32, u64>)>,
+    /// The inputs of the pass being built, and the outputs waiting for their sampled tokens.
+    pass_inputs: PassInputs,
+    pub(crate) inputs: InputJudge,
 }
 
 impl Phases {
@@ -456,7 +355,8 @@ impl Phases {
         }
     }
 
-    /// An API call. A graph handed to ggml's scheduler begins a matrix pass; in a process where none is
+    /// An API call. A graph handed to ggml's scheduler begins a matrix pass (and, in a process without
+    /// batches, a step, where the step being built kept outputs); in a process where none is
     /// seen (ggml linked in statically, or a recording of all calls made before the scheduler was probed),
     /// a copy toward the device after a matrix kernel does. A copy to the host, then a synchronization,
     /// ends a step; in a recording that left synchronizations unprobed (`lean`, the default), the copy
@@ -469,6 +369,12 @@ impl Phases {
         }
         match (op, kind) {
             (Op::Pass, _) => {
+                self.judge_inputs();
+                // Without batches, a step whose passes kept outputs ends where the next pass begins: the
+                // outputs are copied down after their pass (where no copy is probed: ggml's Vulkan backend).
+                if !self.batched && self.api.inputs.outputs > 0 {
+                    self.close();
+                }
                 self.passes_marked = true;
                 self.api.copy_up();
                 self.queue.copy_up();
@@ -488,7 +394,26 @@ impl Phases {
         }
     }
 
+    /// A pass's input copied up (its positions or its output rows), for the pass being built: one trap of
+    /// the step being built.
+    pub(crate) fn graph_input(&mut self, g: &GraphInput) {
+        self.api(ApiFunc::GgmlBackendTensorSet, 1);
+        self.pass_inputs.set(g);
+    }
+
+    /// The pass being built is judged by its inputs, into the step being built.
+    fn judge_inputs(&mut self) {
+        let mut t = InputTally::default();
+        self.inputs.pass(&mut self.pass_inputs, &mut t);
+        if t != InputTally::default() {
+            self.api.inputs.add(&t);
+            self.queue.inputs.add(&t);
+        }
+    }
+
     fn close(&mut self) {
+        self.judge_inputs();
+        self.inputs.end_step();
         for (step, done) in [(&mut self.api, &mut self.api_done), (&mut self.queue, &mut self.queue_done)] {
             let s = std::mem::take(step);
             if !s.is_empty() {
@@ -502,7 +427,7 @@ impl Phases {
     fn done(mut self) -> Option<Done> {
         self.close();
         let done = if self.saw_dispatch { self.queue_done } else { self.api_done };
-        (done.ggml || done.unknown || done.batched).then_some(done)
+        (done.ggml || done.unknown || done.batched || done.from_inputs).then_some(done)
     }
 
     /// The closed steps' totals so far, per phase, without ending the step being built (a live
@@ -580,6 +505,9 @@ impl Phases {
                     tokens: acc.tokens,
                     tokens_unknown_steps: acc.tokens_unknown,
                     steps_from_batches: acc.from_batches,
+                    steps_from_inputs: acc.from_inputs,
+                    inputs_checked: acc.inputs_checked,
+                    inputs_disagree: acc.inputs_disagree,
                     prompt_tokens: acc.prompt_tokens,
                     decode_tokens: acc.decode_tokens,
                     unread_tokens: acc.unread_tokens,

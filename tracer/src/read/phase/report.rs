@@ -77,7 +77,17 @@ pub struct PhaseReport {
     /// kernels.
     #[serde(skip_serializing_if = "is_zero")]
     pub(crate) steps_from_batches: u64,
-    /// Of `tokens`, from batches: prompt tokens, decode tokens, and tokens whose sequence was not read.
+    /// Steps without a batch whose label and tokens come from their passes' inputs as ggml's scheduler
+    /// copied them up (token positions and output rows: sequences not told apart).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) steps_from_inputs: u64,
+    /// Steps with a batch whose inputs were judged too, and those where the two judgements differ.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) inputs_checked: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) inputs_disagree: u64,
+    /// Of `tokens`, from batches or inputs: prompt tokens, decode tokens, and tokens whose sequence (or
+    /// position) was not read.
     #[serde(skip_serializing_if = "is_zero")]
     pub(crate) prompt_tokens: u64,
     #[serde(skip_serializing_if = "is_zero")]

@@ -1,5 +1,7 @@
 //! Steps, phases and passes, from calls and kernels in order.
 
+use std::collections::BTreeSet;
+
 use super::*;
 use crate::trace::classify::classify;
 
@@ -376,4 +378,89 @@ fn a_last_step_s_calls_read_before_its_batch_land_in_it() {
     let get = |ph: Phase| phases.iter().find(|r| r.phase == ph).unwrap();
     assert!(get(Phase::Prefill).library_calls.is_empty());
     assert_eq!(get(Phase::Decode).library_calls, std::iter::once((1, 4)).collect());
+}
+
+/// One pass's inputs as the scheduler copies them up: its positions, then its output rows.
+fn pass(p: &mut Phases, ts: u64, positions: &[i32], rows: &[i32]) {
+    use crate::trace::event::InputKind;
+    p.call(ApiFunc::GgmlSchedGraphCompute.op(), None, ts, true);
+    for (kind, values) in [(InputKind::Positions, positions), (InputKind::Outputs, rows)] {
+        let runs = GraphInput::runs_of(values.iter().copied());
+        p.graph_input(&GraphInput { ts, input: Some(kind), count: values.len() as u64, runs, ..GraphInput::default() });
+    }
+}
+
+#[test]
+fn steps_without_batches_are_judged_by_their_passes_inputs() {
+    let mut p = Phases::default();
+    let copy_down =
+        |p: &mut Phases, ts: u64| p.call(ApiFunc::CuMemcpyDtoHAsync.op(), Some(MemcpyKind::DeviceToHost), ts, true);
+    let prompt: Vec<i32> = (0..11).collect();
+    pass(&mut p, 100, &prompt, &[10]);
+    p.launch(classify(MMQ16), 110);
+    copy_down(&mut p, 120);
+    pass(&mut p, 200, &[11], &[0]);
+    p.launch(classify(MMVQ1), 210);
+    copy_down(&mut p, 220);
+    // Slot 0 decodes beside slot 1's prompt: widths alone would call it a prefill.
+    let mut mixed = vec![12];
+    mixed.extend(0..23);
+    pass(&mut p, 300, &mixed, &[0, 23]);
+    p.launch(classify(MMQ16), 310);
+    copy_down(&mut p, 320);
+    // Two sequences decoding: MMVQ over 2 columns, which widths alone would call a prompt batch.
+    pass(&mut p, 400, &[13, 23], &[0, 1]);
+    p.launch(classify(MMVQ4), 410);
+    copy_down(&mut p, 420);
+    let phases = p.finish();
+    let get = |ph: Phase| phases.iter().find(|r| r.phase == ph).unwrap();
+    let (prefill, decode, mixed) = (get(Phase::Prefill), get(Phase::Decode), get(Phase::Mixed));
+    assert_eq!((prefill.steps, prefill.prompt_tokens, prefill.steps_from_inputs), (1, 11, 1));
+    assert_eq!(prefill.compositions.keys().collect::<Vec<_>>(), ["prefill: 11 prompt tokens"]);
+    assert_eq!((decode.steps, decode.decode_tokens, decode.steps_from_inputs), (2, 3, 2));
+    assert_eq!(decode.compositions.get("decode 2 seq x 1"), Some(&1));
+    assert_eq!((mixed.steps, mixed.prompt_tokens, mixed.decode_tokens), (1, 23, 1));
+    assert_eq!(mixed.compositions.keys().collect::<Vec<_>>(), ["mixed: 23 prompt tokens + 1 decode"]);
+    // Each input read is a trap of its step.
+    assert_eq!((decode.api_calls.get("ggml_backend_tensor_set"), decode.traps), (Some(&4), 4));
+    assert_eq!(phases.iter().map(|ph| ph.steps_from_batches).sum::<u64>(), 0);
+}
+
+#[test]
+fn a_batch_s_step_is_checked_against_its_passes_inputs() {
+    let mut p = Phases::default();
+    p.batch(&step_batch(100, &[(0, 0, 11, true)], &[]));
+    pass(&mut p, 101, &(0..11).collect::<Vec<_>>(), &[10]);
+    p.launch(classify(MMQ16), 110);
+    // llama.cpp splits slot 0's decode and slot 1's prompt into two passes (one token of each, then the
+    // rest of the prompt): the same tokens as the batch.
+    p.batch(&step_batch(200, &[(0, 11, 1, true), (1, 0, 5, true)], &[]));
+    pass(&mut p, 201, &[11, 0], &[0]);
+    pass(&mut p, 202, &[1, 2, 3, 4], &[3]);
+    p.launch(classify(MMQ16), 210);
+    // Inputs that say another thing than the batch (a prompt token where the batch has a decode).
+    p.batch(&step_batch(300, &[(0, 12, 1, true), (1, 5, 1, true)], &[]));
+    pass(&mut p, 301, &[12, 5], &[1]);
+    p.launch(classify(MMVQ4), 310);
+    let phases = p.finish();
+    let sum = |f: fn(&PhaseReport) -> u64| phases.iter().map(f).sum::<u64>();
+    assert_eq!((sum(|ph| ph.inputs_checked), sum(|ph| ph.inputs_disagree)), (3, 1));
+    // The batches label the steps; the inputs only check them.
+    assert_eq!((sum(|ph| ph.steps_from_batches), sum(|ph| ph.steps_from_inputs)), (3, 0));
+    assert_eq!((sum(|ph| ph.prompt_tokens), sum(|ph| ph.decode_tokens)), (16, 3));
+}
+
+#[test]
+fn without_a_probed_copy_a_step_that_kept_outputs_ends_at_the_next_pass() {
+    // ggml's Vulkan backend copies the logits down with no call tracer probes: the passes cut the steps.
+    let mut p = Phases::default();
+    pass(&mut p, 100, &(0..512).collect::<Vec<_>>(), &[]);
+    p.launch(classify(MMQ16), 110);
+    pass(&mut p, 200, &[512], &[0]);
+    p.launch(classify(MMQ16), 210);
+    pass(&mut p, 300, &[513], &[0]);
+    p.launch(classify(MMVQ1), 310);
+    let spans = p.spans();
+    let seen: Vec<(Phase, Option<&str>)> = spans.iter().map(|s| (s.phase, s.composition.as_deref())).collect();
+    assert_eq!(seen, [(Phase::Prefill, Some("prefill: 513 prompt tokens")), (Phase::Decode, Some("decode 1 seq x 1"))]);
 }

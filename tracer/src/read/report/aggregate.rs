@@ -365,7 +365,7 @@ impl ReportBuilder {
         for (pid, acc) in self.procs {
             let mut steps = feeder.take(pid);
             let mmq_widths = steps.mmq_widths();
-            let sequences_untracked = steps.phases.sequences.untracked;
+            let (sequences_untracked, outputs_unheld) = (steps.phases.sequences.untracked, steps.phases.inputs.dropped);
             let (phases, spans) = std::mem::take(&mut steps.phases).finish_with_spans();
             let kernels = kernel_rows(acc.kernels, &acc.launch_outcomes, &steps);
             let (api, tallied) = api_rows(acc.api);
@@ -415,6 +415,7 @@ impl ReportBuilder {
                 mmq_widths,
                 step_libraries: step_libraries(&phases, &report.counted_libraries),
                 sequences_untracked,
+                outputs_unheld,
                 phases,
                 dispatches,
                 barrier_packets: acc.barrier_packets,

@@ -144,6 +144,10 @@ pub struct ProcessReport {
     /// Sequences judged without their history (more than the most kept per process).
     #[serde(skip_serializing_if = "crate::read::report::is_zero")]
     pub(crate) sequences_untracked: u64,
+    /// Kept outputs of steps judged from their inputs not held for their next token (more than the most
+    /// held per process).
+    #[serde(skip_serializing_if = "crate::read::report::is_zero")]
+    pub(crate) outputs_unheld: u64,
     /// ggml MMQ kernels by where their exact column count (ne11) came from: "kernel parameter", "src1
     /// quantize grid", or "tile bound only" (not known). Counted in the view the phases use: launches, or
     /// the queue's dispatches when the process has any (a dispatch carries no launch parameters).

@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 pub use tracer_common::ApiFunc;
 #[cfg(test)]
 mod for_test;
+mod inputs;
 mod job;
+pub use inputs::{GraphInput, InputKind};
 pub(crate) use job::gpu_time;
 pub use job::{Job, JobStage};
 

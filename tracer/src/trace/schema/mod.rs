@@ -13,7 +13,7 @@ pub use footer::*;
 pub use kernels::*;
 
 pub use crate::trace::event::{
-    ApiFunc, Call, Config, Dispatch, Ioctl, Job, JobStage, Launch, Queue, SeqRun, StepBatch,
+    ApiFunc, Call, Config, Dispatch, GraphInput, InputKind, Ioctl, Job, JobStage, Launch, Queue, SeqRun, StepBatch,
 };
 
 /// The value of the header's `format` field.
@@ -48,6 +48,7 @@ macro_rules! trace_lines {
             Batch(StepBatch) = "batch" => batch,
             Job(Job) = "job" => job,
             StepCalls(StepCalls) = "step_calls" => step_calls,
+            GraphInput(GraphInput) = "graph_input" => graph_input,
             CodeDir(CodeDir) = "code_dir" => code_dir,
             Checkpoint(Checkpoint) = "checkpoint" => checkpoint,
             Footer(Footer) = "footer" => footer,

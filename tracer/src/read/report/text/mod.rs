@@ -179,6 +179,13 @@ impl Report {
                  the kernel, every process together, and left out of the API calls above)"
             )?;
         }
+        if let Some(n) = self.counters.get(Counter::TensorSetOther.name()).filter(|n| **n > 0) {
+            writeln!(
+                s,
+                "  ({n} ggml_backend_tensor_set calls set other tensors than a pass's positions and output rows: a \
+                 trap each, counted in the kernel, every process together, and left out of the phases' traps)"
+            )?;
+        }
         if !self.programs.is_empty() {
             let mut by_runs: Vec<_> = self.programs.iter().collect();
             by_runs.sort_by_key(|(_, p)| std::cmp::Reverse(p.runs));

@@ -115,10 +115,12 @@ pub(super) fn write_phases(s: &mut String, p: &ProcessReport, lean: bool) -> std
     }
     if p.phases.iter().any(|ph| ph.phase != crate::read::phase::Phase::Other) {
         let batched: u64 = p.phases.iter().map(|ph| ph.steps_from_batches).sum();
-        let cut = match (batched, lean) {
-            (1.., _) => "it begins there, and its batch gives its sequences",
-            (0, true) => "it ends at the logits copy",
-            (0, false) => "it ends at the sync after the logits copy",
+        let from_inputs: u64 = p.phases.iter().map(|ph| ph.steps_from_inputs).sum();
+        let cut = match (batched, from_inputs, lean) {
+            (1.., _, _) => "it begins there, and its batch gives its sequences",
+            (0, 1.., _) => "none seen: it ends at the logits copy, or where a pass begins after one that kept outputs",
+            (0, 0, true) => "it ends at the logits copy",
+            (0, 0, false) => "it ends at the sync after the logits copy",
         };
         writeln!(
             s,
@@ -212,25 +214,53 @@ fn write_phase_calls(s: &mut String, p: &ProcessReport, ph: &crate::read::phase:
     Ok(())
 }
 
-/// Tokens by kind over the process's steps, and what the steps' composition rests on.
+/// Tokens by kind over the process's steps, and what the steps' composition rests on: batches read, the
+/// passes' inputs copied up, or kernel widths alone.
 fn write_step_tokens(s: &mut String, p: &ProcessReport, batched: u64) -> std::fmt::Result {
     let steps: u64 = p.phases.iter().map(|ph| ph.steps).sum();
-    if batched == 0 {
+    let sum = |f: fn(&crate::read::phase::PhaseReport) -> u64| p.phases.iter().map(f).sum::<u64>();
+    let from_inputs = sum(|ph| ph.steps_from_inputs);
+    if batched == 0 && from_inputs == 0 {
         return writeln!(
             s,
             "  composition: from kernel widths alone (no llama_decode seen: libllama not mapped, or llama.cpp \
-             linked into the program); several sequences in one step are not told apart"
+             linked into the program; and no pass's positions and output rows copied up through libggml-base); \
+             several sequences in one step are not told apart"
         );
     }
-    let sum = |f: fn(&crate::read::phase::PhaseReport) -> u64| p.phases.iter().map(f).sum::<u64>();
     let (prompt, decode, unread) = (sum(|ph| ph.prompt_tokens), sum(|ph| ph.decode_tokens), sum(|ph| ph.unread_tokens));
     let unread = if unread > 0 { format!(", {unread} unread (beyond what a probe reads)") } else { String::new() };
-    writeln!(s, "  tokens from the batches: {prompt} prompt, {decode} decode{unread}")?;
-    if batched < steps {
-        writeln!(s, "  ({} steps before the first llama_decode seen are labelled by their kernels)", steps - batched)?;
+    let from = match (batched, from_inputs) {
+        (0, _) => "the passes' inputs",
+        (_, 0) => "the batches",
+        _ => "the batches and the passes' inputs",
+    };
+    writeln!(s, "  tokens from {from}: {prompt} prompt, {decode} decode{unread}")?;
+    if from_inputs > 0 {
+        writeln!(
+            s,
+            "  ({from_inputs} steps judged from their passes' inputs, no llama_decode seen: token positions and \
+             output rows as ggml's scheduler copied them up; a decode token is a kept output one position after \
+             an earlier step's; sequences are not told apart in prompts)"
+        )?;
+    }
+    let (checked, disagree) = (sum(|ph| ph.inputs_checked), sum(|ph| ph.inputs_disagree));
+    if checked > 0 {
+        writeln!(
+            s,
+            "  (judged from their passes' inputs alone, {} of {checked} batched steps come out the same)",
+            checked - disagree
+        )?;
+    }
+    let judged = batched + from_inputs;
+    if judged < steps {
+        writeln!(s, "  ({} steps without a batch or judged inputs are labelled by their kernels)", steps - judged)?;
     }
     if p.sequences_untracked > 0 {
         writeln!(s, "  ({} sequences judged without their history: too many sequences)", p.sequences_untracked)?;
+    }
+    if p.outputs_unheld > 0 {
+        writeln!(s, "  ({} kept outputs not held for their next token: too many waiting)", p.outputs_unheld)?;
     }
     writeln!(s, "  (API calls tallied in the kernel are counted for the whole recording only, not per phase)")
 }

@@ -6,16 +6,16 @@
 use tracer_common::{
     ARG_SLOTS, ApiFunc, BATCH_EMBD, BATCH_ENCODE, BATCH_FAULT, BATCH_HEAD, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS,
     BATCH_SEQ, BATCH_STACK_FAULT, BATCH_TOKENS_MAX, BatchRecord, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID,
-    CONFIG_SLOTS, CallRecord, DispatchRecord, IOCTL_ARG_READ, IoctlRecord, JobRecord, NAME_CODE, NAME_FAULT,
-    NAME_TRUNCATED, NameRecord, OpenRecord, PARAMS_MAX, ParamsRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader,
-    RecordKind, StepCutRecord,
+    CONFIG_SLOTS, CallRecord, DispatchRecord, INPUT_FAULT, INPUT_HEAD, INPUT_VALUES_MAX, IOCTL_ARG_READ, InputRecord,
+    IoctlRecord, JobRecord, NAME_CODE, NAME_FAULT, NAME_TRUNCATED, NameRecord, OpenRecord, PARAMS_MAX, ParamsRecord,
+    ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind, StepCutRecord,
     api::{CopyDirection, Layout},
     batch_arrays, code_chunk,
 };
 
 pub(crate) use crate::trace::event::Origin;
 use crate::trace::event::{
-    Call, Config, Dispatch, GridUnit, Ioctl, Job, JobStage, Launch, MemcpyKind, Queue, StepBatch,
+    Call, Config, Dispatch, GraphInput, GridUnit, InputKind, Ioctl, Job, JobStage, Launch, MemcpyKind, Queue, StepBatch,
 };
 use crate::trace::{Line, StepCalls};
 
@@ -246,6 +246,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
             }))
         }
         Some(RecordKind::Batch) => decode_batch(bytes),
+        Some(RecordKind::Input) => decode_input(bytes),
         Some(RecordKind::StepCut) => {
             let r = read::<StepCutRecord>(bytes)?;
             let o = origin(&r.header);
@@ -304,6 +305,32 @@ fn decode_batch(bytes: &[u8]) -> Result<Event, DecodeError> {
             fault: r.flags & (BATCH_FAULT | BATCH_STACK_FAULT) != 0,
             previous_calls: StepCalls::by_library(&r.step_calls),
             calls_uncounted: uncounted,
+        }),
+    ))
+}
+
+/// An input record: its head, then as many values as it says it read (bounded by what a record holds, and
+/// by the bytes there).
+fn decode_input(bytes: &[u8]) -> Result<Event, DecodeError> {
+    let r = read::<InputRecord>(bytes)?;
+    let n = (r.read as usize).min(INPUT_VALUES_MAX);
+    let data = bytes.get(INPUT_HEAD..INPUT_HEAD + 4 * n).ok_or(DecodeError::Short { len: bytes.len() })?;
+    let values = data.chunks_exact(4).map(|b| b.try_into().map_or(0, i32::from_ne_bytes));
+    let o = origin(&r.header);
+    let count = r.size / 4;
+    Ok(Event::plain(
+        o,
+        Line::GraphInput(GraphInput {
+            ts: o.ts,
+            pid: o.pid,
+            tid: o.tid,
+            lib: o.lib,
+            input: InputKind::from_raw(r.which),
+            count,
+            runs: GraphInput::runs_of(values),
+            unread: count.saturating_sub(n as u64),
+            fault: r.which & INPUT_FAULT != 0,
+            offset: r.offset,
         }),
     ))
 }
@@ -373,8 +400,13 @@ fn decode_call(r: &CallRecord) -> Result<Event, DecodeError> {
         Layout::QueueSubmit => Event::call(Call { handle: Some(a[0]), size: Some(u64::from(a[1] as u32)), ..call }),
         // The name came before, in a name record with this call's header; the return value is an address.
         Layout::ProcAddr => Event::call(Call { ret: 0, ptr: Some(r.ret), ..call }),
-        // Registration, doorbells, batches and pipeline names have their own programs and records, never a call record.
-        Layout::Register | Layout::Doorbell | Layout::LlamaBatch | Layout::LlamaBatchExt | Layout::PipelineName => {
+        // Registration, doorbells, batches, pipeline names and inputs have their own programs and records, never a call record.
+        Layout::Register
+        | Layout::Doorbell
+        | Layout::LlamaBatch
+        | Layout::LlamaBatchExt
+        | Layout::PipelineName
+        | Layout::TensorSet => {
             return Err(DecodeError::UnknownFunc(r.header.func));
         }
     })

@@ -337,3 +337,39 @@ fn a_step_cut_is_the_library_calls_of_the_last_pass() {
     let short = bytes_of(&StepCutRecord { header: h, calls });
     decode(&short[..short.len() - 8]).unwrap_err();
 }
+
+#[test]
+fn a_pass_input_is_its_values_as_runs_and_what_was_not_read() {
+    let h = header(RecordKind::Input, ApiFunc::GgmlBackendTensorSet, 5, (9u64 << 32) | 0xa, 700);
+    let head = InputRecord {
+        header: h,
+        tensor: 0x1000,
+        size: 4 * 5,
+        offset: 0,
+        which: tracer_common::INPUT_POSITIONS,
+        read: 3,
+    };
+    let mut bytes = bytes_of(&head);
+    for v in [23i32, 0, 1] {
+        bytes.extend_from_slice(&v.to_ne_bytes());
+    }
+    let Event::Plain { record: Line::GraphInput(g), .. } = decode(&bytes).unwrap() else {
+        panic!("a graph_input line")
+    };
+    assert_eq!((g.pid, g.tid, g.lib, g.ts), (9, 10, 5, 700));
+    assert_eq!(
+        (g.input, g.count, g.runs.clone(), g.unread, g.fault),
+        (Some(InputKind::Positions), 5, vec![(23, 1), (0, 2)], 2, false)
+    );
+    // Output rows; a fault reads nothing.
+    let rows = InputRecord { which: tracer_common::INPUT_OUTPUT_ROWS | INPUT_FAULT, read: 0, size: 8, ..head };
+    let Event::Plain { record: Line::GraphInput(g), .. } = decode(&bytes_of(&rows)).unwrap() else {
+        panic!("a graph_input line")
+    };
+    assert_eq!((g.input, g.runs.len(), g.unread, g.fault), (Some(InputKind::Outputs), 0, 2, true));
+    // A record that claims more values than its bytes hold is refused, not read past its end.
+    decode(&bytes[..bytes.len() - 4]).unwrap_err();
+    // A count past what a record holds is bounded by it.
+    let many = InputRecord { read: u32::MAX, ..head };
+    decode(&bytes_of(&many)).unwrap_err();
+}

@@ -20,7 +20,7 @@ use aya::{
 };
 use tracer_common::{
     ApiFunc,
-    api::{Layout, Library, Op, ProbeShape},
+    api::{Layout, Library, Op},
     cookie,
 };
 
@@ -372,7 +372,7 @@ pub(crate) fn attach_runtime(
     copy: &LibCopy,
     (mode, launches_at_doorbell): (ProbeMode, bool),
 ) -> Result<Vec<trace::Probe>> {
-    let Programs { entry, ret, register, doorbell, one_trap, batch, pipeline_name, .. } = mode.programs();
+    let programs = mode.programs();
     let offsets =
         crate::os::elf::function_offsets(&copy.file).with_context(|| format!("{} is not an ELF library", copy.path))?;
     let target = copy.attach_path();
@@ -414,20 +414,12 @@ pub(crate) fn attach_runtime(
         }
         probed_at.insert(off, func);
         let c = cookie::make(lib_id, func as u16, flags);
-        let progs: &[&'static str] = match func.shape() {
-            ProbeShape::Call if !mode.probes_tallied() && func.entry_only_by_default() => &[one_trap],
-            ProbeShape::Call => &[entry, ret],
-            ProbeShape::RegisterName => &[register],
-            ProbeShape::Doorbell => &[doorbell],
-            ProbeShape::OneTrap => &[one_trap],
-            ProbeShape::Batch => &[batch],
-            ProbeShape::PipelineName => &[pipeline_name],
-        };
-        rec.kind = if progs.len() == 2 { trace::ProbeKind::EntryReturn } else { trace::ProbeKind::Entry };
+        let (prog, ret) = programs.of(func, mode);
+        rec.kind = if ret.is_some() { trace::ProbeKind::EntryReturn } else { trace::ProbeKind::Entry };
         // A one-trap probe goes where the kernel can emulate the instruction (see `one_trap_point`).
-        let at = if progs == [one_trap] { one_trap_point(&copy.file, off) } else { off };
-        for &prog in progs {
-            planned.entry((prog, prog == ret, func.op().recurs())).or_default().push((at, c, out.len()));
+        let at = if prog == programs.one_trap { one_trap_point(&copy.file, off) } else { off };
+        for (prog, returns) in std::iter::once((prog, false)).chain(ret.map(|r| (r, true))) {
+            planned.entry((prog, returns, func.op().recurs())).or_default().push((at, c, out.len()));
         }
         out.push(rec);
     }

@@ -1,6 +1,8 @@
 //! Which eBPF programs the runtime probes run: the real ones, or the empty ones the benchmarks measure the
 //! traps alone with, each on the lean or the every-call set of functions.
 
+use tracer_common::{ApiFunc, api::ProbeShape};
+
 /// Which programs the runtime probes run, and on which functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ProbeMode {
@@ -40,6 +42,7 @@ impl ProbeMode {
                 one_trap: "one_trap_entry",
                 batch: "llama_batch",
                 pipeline_name: "pipeline_name",
+                input: "graph_input",
                 library: "library_entry",
             },
             Self::Empty | Self::EmptyAllCalls => Programs {
@@ -50,8 +53,25 @@ impl ProbeMode {
                 one_trap: "empty_one_trap",
                 batch: "empty_entry",
                 pipeline_name: "empty_entry",
+                input: "empty_entry",
                 library: "empty_entry",
             },
+        }
+    }
+}
+
+impl Programs {
+    /// The program a function runs at its entry, and at its return where it has one.
+    pub(super) const fn of(&self, func: ApiFunc, mode: ProbeMode) -> (&'static str, Option<&'static str>) {
+        match func.shape() {
+            ProbeShape::Call if !mode.probes_tallied() && func.entry_only_by_default() => (self.one_trap, None),
+            ProbeShape::Call => (self.entry, Some(self.ret)),
+            ProbeShape::RegisterName => (self.register, None),
+            ProbeShape::Doorbell => (self.doorbell, None),
+            ProbeShape::OneTrap => (self.one_trap, None),
+            ProbeShape::Batch => (self.batch, None),
+            ProbeShape::PipelineName => (self.pipeline_name, None),
+            ProbeShape::Input => (self.input, None),
         }
     }
 }
@@ -67,6 +87,8 @@ pub(super) struct Programs {
     pub(super) batch: &'static str,
     /// ggml-vulkan's pipeline maker: the name of the pipeline being made.
     pub(super) pipeline_name: &'static str,
+    /// ggml's tensor set: a pass's inputs copied up.
+    pub(super) input: &'static str,
     /// The program of the multi-point links on other GPU libraries' entry points.
     pub(super) library: &'static str,
 }
