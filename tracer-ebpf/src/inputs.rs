@@ -71,12 +71,12 @@ pub(crate) fn graph_input(ctx: ProbeContext) -> u32 {
                 (4 * n) as u32,
                 data as *const c_void,
             ) == 0;
-        if !ok {
+        if ok {
+            n
+        } else {
             rec.which |= INPUT_FAULT;
             rec.read = 0;
             0
-        } else {
-            n
         }
     };
     let size = size_of::<InputRecord>() + 4 * read;
