@@ -29,6 +29,13 @@ fn serve_two(test: &str, args: &[&str], port: u16) -> (Vec<(u64, u64)>, Vec<Line
     (timings, records, p.expect("the server").clone(), text)
 }
 
+/// `server` with 2 slots, every layer on ggml's Vulkan backend (lavapipe, which ggml skips as a CPU device unless
+/// named), serving `model` on `port`.
+fn two_slots<'a>(server: &'a str, model: &'a str, port: &'a str) -> Vec<&'a str> {
+    let args = ["-m", model, "-np", "2", "-c", "2048", "-ngl", "99", "--port", port];
+    ["/usr/bin/env", "GGML_VK_VISIBLE_DEVICES=0", server].into_iter().chain(args).collect()
+}
+
 /// The phases' sum of `key`.
 fn sum(p: &Value, key: &str) -> u64 {
     p["phases"].as_array().expect("phases").iter().map(|ph| ph[key].as_u64().unwrap_or(0)).sum()
@@ -68,23 +75,8 @@ fn debian_s_llama_server_s_batched_steps_are_judged_alike_from_their_passes_inpu
     let q4 = format!("{}-q4.gguf", f16.inside.trim_end_matches(".gguf"));
     let q4_host = root.join(q4.trim_start_matches('/'));
     q4_model(&["/usr/sbin/chroot", &r, "/usr/bin/llama-quantize"], &f16.inside, &q4);
-    let args = [
-        "/usr/sbin/chroot",
-        &r,
-        "/usr/bin/env",
-        "GGML_VK_VISIBLE_DEVICES=0",
-        "/usr/bin/llama-server",
-        "-m",
-        &q4,
-        "-np",
-        "2",
-        "-c",
-        "2048",
-        "-ngl",
-        "99",
-        "--port",
-        "40161",
-    ];
+    let mut args = vec!["/usr/sbin/chroot", &r];
+    args.extend(two_slots("/usr/bin/llama-server", &q4, "40161"));
     let (timings, records, p, text) = serve_two("inputs-debian", &args, 40_161);
     drop(std::fs::remove_file(&q4_host));
     assert_eq!(footer(&records).total_drops(), 0);
@@ -116,22 +108,7 @@ fn a_server_linked_as_ollama_links_llama_cpp_has_its_steps_from_its_passes_input
     let (f16, model) = (f16.to_str().expect("UTF-8 path"), q4.to_str().expect("UTF-8 path"));
     q4_model(&[quantize.to_str().expect("UTF-8 path")], f16, model);
     let server = server.to_str().expect("UTF-8 path");
-    let args = [
-        "/usr/bin/env",
-        "GGML_VK_VISIBLE_DEVICES=0",
-        server,
-        "-m",
-        model,
-        "-np",
-        "2",
-        "-c",
-        "2048",
-        "-ngl",
-        "99",
-        "--port",
-        "40162",
-    ];
-    let (timings, records, p, text) = serve_two("inputs-static", &args, 40_162);
+    let (timings, records, p, text) = serve_two("inputs-static", &two_slots(server, model, "40162"), 40_162);
     assert_eq!(footer(&records).total_drops(), 0);
     // No model library: no batch, and no libllama among the libraries.
     assert!(!records.iter().any(|r| matches!(r, Line::Batch(_))));

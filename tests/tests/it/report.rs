@@ -291,6 +291,17 @@ fn the_f16_recording_calls_cublas_and_runs_cublaslt_kernels() {
     assert_eq!((lt["status"].as_str(), lt["executions"].as_u64()), (Some("called"), Some(50)));
 }
 
+/// A server's own token counts from its answers' timings (`slots.py`'s requests file among the recorded traces):
+/// prompt tokens (the sum of `prompt_n`) and decoded tokens (the sum of `predicted_n` less the last of each, never
+/// decoded).
+fn server_tokens(requests: &str) -> (u64, u64) {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(recorded(requests)).unwrap()).unwrap();
+    let answers = v.as_array().unwrap();
+    let prompt = answers.iter().map(|r| r["prompt_n"].as_u64().unwrap()).sum();
+    let decode = answers.iter().map(|r| r["predicted_n"].as_u64().unwrap() - 1).sum();
+    (prompt, decode)
+}
+
 /// `fixtures/traces/h100-llama-server-f16-np2.jsonl.zst`: `bench/gpu/ggml/slots.sh`'s F16 run on an H100
 /// (driver 580.159.04): llama-server of the pinned llama.cpp with 2 slots, four completions sent at once
 /// (prompts of 11, 23, 290 and 600 token ids), traced from its start. Its batches (`llama_process`, the
@@ -303,12 +314,7 @@ fn a_two_slot_llama_server_s_steps_and_tokens_equal_the_server_s() {
     let trace = recorded("h100-llama-server-f16-np2.jsonl.zst");
     let v = tracer_json(&["report", "--json", trace.to_str().unwrap()]);
     let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-server").expect("llama-server");
-    let requests: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(recorded("h100-llama-server-f16-np2.requests.json")).unwrap())
-            .unwrap();
-    let requests = requests.as_array().unwrap();
-    let server_prompt: u64 = requests.iter().map(|r| r["prompt_n"].as_u64().unwrap()).sum();
-    let server_decode: u64 = requests.iter().map(|r| r["predicted_n"].as_u64().unwrap() - 1).sum();
+    let (server_prompt, server_decode) = server_tokens("h100-llama-server-f16-np2.requests.json");
     let phases = p["phases"].as_array().unwrap();
     let sum = |key: &str| phases.iter().map(|ph| ph[key].as_u64().unwrap_or(0)).sum::<u64>();
     assert_eq!((sum("prompt_tokens"), sum("decode_tokens")), (server_prompt + 4, server_decode));
@@ -336,13 +342,7 @@ fn a_server_linked_as_ollama_links_llama_cpp_has_the_server_s_tokens_from_its_pa
     let trace = recorded("h200-llama-server-ollama-layout-np4.jsonl.zst");
     let v = tracer_json(&["report", "--json", trace.to_str().unwrap()]);
     let p = v["processes"].as_array().unwrap().iter().find(|p| p["comm"] == "llama-server").expect("llama-server");
-    let requests: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(recorded("h200-llama-server-ollama-layout-np4.requests.json")).unwrap(),
-    )
-    .unwrap();
-    let requests = requests.as_array().unwrap();
-    let server_prompt: u64 = requests.iter().map(|r| r["prompt_n"].as_u64().unwrap()).sum();
-    let server_decode: u64 = requests.iter().map(|r| r["predicted_n"].as_u64().unwrap() - 1).sum();
+    let (server_prompt, server_decode) = server_tokens("h200-llama-server-ollama-layout-np4.requests.json");
     let phases = p["phases"].as_array().unwrap();
     let sum = |key: &str| phases.iter().map(|ph| ph[key].as_u64().unwrap_or(0)).sum::<u64>();
     assert_eq!(

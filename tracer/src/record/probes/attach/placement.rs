@@ -58,22 +58,27 @@ mod tests {
     use std::fs;
 
     use super::*;
+    use crate::os::files::CodeFile;
+
+    /// Where `place` puts a probe of a function whose code is `code` (at offset 16 of a file, after 16 bytes of
+    /// `int3`, followed by `nops` bytes of `nop`; a file of its own per `nops`, as the tests run side by side).
+    fn point_in(code: &[u8], nops: usize, place: fn(&CodeFile, u64) -> u64) -> u64 {
+        let path = std::env::temp_dir().join(format!("tracer-probe-point-{}-{nops}", std::process::id()));
+        let mut bytes = vec![0xcc; 16];
+        bytes.extend_from_slice(code);
+        bytes.extend(std::iter::repeat_n(0x90, nops));
+        fs::write(&path, &bytes).unwrap();
+        let file = CodeFile::user(&path).unwrap();
+        let point = place(&file, 16);
+        fs::remove_file(&path).unwrap();
+        point
+    }
 
     /// The Vulkan loader's trampolines begin `test %rdi,%rdi; je`: probed on the jump. Anything else is
     /// probed at its entry.
     #[test]
     fn one_trap_probes_go_past_a_leading_test_before_a_jump() {
-        let at = |code: &[u8]| {
-            let path = std::env::temp_dir().join(format!("tracer-probe-point-{}", std::process::id()));
-            let mut bytes = vec![0xcc; 16];
-            bytes.extend_from_slice(code);
-            bytes.extend_from_slice(&[0x90; 8]);
-            fs::write(&path, &bytes).unwrap();
-            let file = crate::os::files::CodeFile::user(&path).unwrap();
-            let point = one_trap_point(&file, 16);
-            fs::remove_file(&path).unwrap();
-            point
-        };
+        let at = |code: &[u8]| point_in(code, 8, one_trap_point);
         assert_eq!(at(&[0x48, 0x85, 0xff, 0x74, 0x23]), 19); // test %rdi,%rdi; je rel8 (libvulkan 1.3.239)
         assert_eq!(at(&[0x48, 0x85, 0xf6, 0x0f, 0x84, 0, 1, 0, 0]), 19); // test %rsi,%rsi; je rel32
         assert_eq!(at(&[0x55, 0x48, 0x89, 0xe5]), 16); // push %rbp: emulated at the entry
@@ -85,17 +90,7 @@ mod tests {
     /// goes on the jump after `test %rdi,%rdi`, past the prologue.
     #[test]
     fn the_input_probe_goes_past_a_prologue_that_writes_no_argument() {
-        let at = |code: &[u8]| {
-            let path = std::env::temp_dir().join(format!("tracer-args-point-{}", std::process::id()));
-            let mut bytes = vec![0xcc; 16];
-            bytes.extend_from_slice(code);
-            bytes.extend_from_slice(&[0x90; 64]);
-            fs::write(&path, &bytes).unwrap();
-            let file = crate::os::files::CodeFile::user(&path).unwrap();
-            let point = register_args_point(&file, 16);
-            fs::remove_file(&path).unwrap();
-            point
-        };
+        let at = |code: &[u8]| point_in(code, 64, register_args_point);
         // push %r15 .. %r12, %rbp, %rbx; sub $0x8,%rsp; test %rdi,%rdi; je rel32
         let pinned = [
             0x41, 0x57, 0x41, 0x56, 0x41, 0x55, 0x41, 0x54, 0x55, 0x53, 0x48, 0x83, 0xec, 0x08, 0x48, 0x85, 0xff, 0x0f,
