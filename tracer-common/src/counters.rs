@@ -60,6 +60,12 @@ counters! {
     /// (the weights as they load, the other inputs), or whose name could not be read: a trap, counted here,
     /// every process together, never written (about seven a pass beside the two read).
     TensorSetOther = 9, "tensor_set_other_tensors";
+    /// A traced thread's launch found no room for its run history (map full): its launches are written
+    /// one by one, none counted as a repeat.
+    RunThreadsFull = 10, "run_threads_full";
+    /// Launches of runs whose record the ring could not take (each such record is also counted under
+    /// `repeat` in the drops).
+    RunLaunchesLost = 11, "run_launches_lost";
 }
 
 /// Number of [`Counter`] slots.

@@ -61,6 +61,8 @@ record_kinds! {
     StepCut = 11, StepCutRecord, drops as "step_cut";
     /// A pass's graph input copied up: its token positions or output rows ([`InputRecord`](crate::InputRecord)).
     Input = 12, InputRecord, drops as "input";
+    /// Launches that each repeat the one a period before them on their thread ([`RepeatRecord`](crate::RepeatRecord)).
+    Repeat = 13, RepeatRecord, drops as "repeat";
 }
 
 impl RecordKind {

@@ -17,6 +17,7 @@ pub mod ioctl;
 mod job;
 mod process;
 mod queue;
+mod runs;
 mod wire;
 
 pub use api::ApiFunc;
@@ -31,6 +32,7 @@ pub use ioctl::{IOCTL_ARG_BYTES, IOCTL_ARG_READ, IoctlRecord};
 pub use job::*;
 pub use process::*;
 pub use queue::*;
+pub use runs::*;
 
 #[cfg(feature = "user")]
 mod user {
@@ -49,6 +51,8 @@ mod user {
     unsafe impl aya::Pod for super::JobKey {}
     // SAFETY: as above: u32 fields.
     unsafe impl aya::Pod for super::JobFields {}
+    // SAFETY: as above: u64 fields and arrays of them.
+    unsafe impl aya::Pod for super::ThreadRuns {}
 }
 
 #[cfg(test)]
@@ -70,6 +74,10 @@ mod tests {
         assert_eq!(size_of::<JobRecord>(), 24 + 8 * 3 + JOB_RING_BYTES);
         assert_eq!(size_of::<JobFormat>(), 3 * 16);
         assert_eq!(size_of::<StepCutRecord>(), 24 + 8 * STEP_SLOTS);
+        assert_eq!(size_of::<RepeatRecord>(), 24 + 8 * 3);
+        assert_eq!(size_of::<ThreadRuns>() % 8, 0);
+        const { assert!(RUN_HISTORY.is_power_of_two() && RUN_SHAPES.is_power_of_two() && RUN_FOLD_SLOTS.is_power_of_two()) }
+        const { assert!(RUN_SHAPES < RUN_NO_SHAPE as usize) }
         assert_eq!(INPUT_HEAD, 24 + 8 * 3 + 8);
         const { assert!(INPUT_HEAD + 4 * INPUT_VALUES_MAX <= 32 << 10, "a per-CPU map value holds at most 32 KiB") }
         assert_eq!(BATCH_HEAD, 24 + 16 + 8 * STEP_SLOTS + 24);
@@ -134,7 +142,7 @@ mod tests {
             assert!((k as usize) < RecordKind::LIMIT);
             assert!((k as u32) < DROP_SLOTS);
         }
-        assert_eq!(RecordKind::LIMIT, 13);
+        assert_eq!(RecordKind::LIMIT, 14);
         assert_eq!(RecordKind::from_u16(0), None);
         assert_eq!(CallRecord::KIND, RecordKind::Call);
         assert_eq!(JobRecord::KIND, RecordKind::Job);

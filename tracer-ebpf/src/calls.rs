@@ -15,15 +15,17 @@ use aya_ebpf::{
     programs::{ProbeContext, RetProbeContext},
 };
 use tracer_common::{
-    ARG_SLOTS, ApiFunc, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_FAULT, CALL_OUT_VALID, CALL_STACK_FAULT,
-    CONFIG_SLOTS, CallRecord, Counter, PARAMS_ALL, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS, ThreadTally,
+    ARG_SLOTS, ApiFunc, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_IN_RUNS, CALL_OUT_FAULT, CALL_OUT_VALID,
+    CALL_STACK_FAULT, CONFIG_SLOTS, CallRecord, Counter, PARAMS_ALL, RecordHeader, RecordKind, STACK_ARGS, TALLY_SLOTS,
+    ThreadRuns, ThreadTally,
     api::{HSA_SYMBOL_INFO_KERNEL_OBJECT, extra_reads, memcpy_kind},
     cookie,
 };
 
 use crate::{
     emit::{emit_code, emit_name, emit_params, emit_queue, plan_of},
-    maps::{EVENTS, STASH, Stash, StashKey, THREADS, count, reserve, submit_flags, traced},
+    maps::{EVENTS, STASH, Stash, StashKey, THREADS, count, reserve, reserve_after_run, submit_flags, traced},
+    runs::{self, fill},
 };
 
 #[uprobe]
@@ -57,7 +59,14 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
     // SAFETY: helper call without preconditions.
     stash.ts_ns = unsafe { bpf_ktime_get_ns() };
     if c & cookie::PARAMS != 0 {
-        emit_params(RecordHeader::of_probe(RecordKind::Params, c, pid_tgid, stash.ts_ns), c, &stash.args, None);
+        // A launch probed at its return too: one that reads no parameters may repeat (see `runs`), decided
+        // there.
+        let plan = plan_for(pid_tgid, c, &stash.args);
+        if plan == Some((true, 0)) {
+            stash.flags |= PLANNED_NONE;
+        }
+        let header = RecordHeader::of_probe(RecordKind::Params, c, pid_tgid, stash.ts_ns);
+        emit_params(header, c, &stash.args, plan.map(|(_, wanted)| wanted));
     }
     if c & cookie::PATH != 0 {
         // A file the call loads code from, named by path: read now, so that a load that fails names its
@@ -72,6 +81,9 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
     }
     0
 }
+
+/// A stash flag, never written: the launch's plan was found and reads no parameters, so it may repeat.
+const PLANNED_NONE: u64 = 1 << 63;
 
 /// The six integer argument registers (x86-64 `SysV`), then room for the stack slots.
 #[inline(always)]
@@ -124,11 +136,13 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     // SAFETY: see call_entry.
     let c = unsafe { bpf_get_attach_cookie(ctx.as_ptr()) };
-    // A launch's parameter plan (every slot where user space has set none yet), when its function is in a
-    // register: looked up first, since user space sets plans in traced processes only and takes them back
-    // when a process execs, ends or leaves the filter, so a plan found also says the process is traced (one
-    // map touched, not two: each costs about 100 ns on the test VM).
-    let mut plan = None;
+    // A launch's parameter plan (found, and what it asks for: every slot where user space has set none yet),
+    // when its function is in a register: user space sets plans in traced processes only and takes them
+    // back when a process execs, ends or leaves the filter, so a plan found also says the process is traced
+    // (one map touched, not two: each costs about 100 ns on the test VM).
+    let mut plan: Option<(bool, u32)> = None;
+    // A launching thread's run entry (see `runs`).
+    let mut runs = None;
     // The argument registers, read once the tallied calls' hot path is behind.
     let mut args = if c & (cookie::TALLY | cookie::GATED) != 0 {
         // The hot path (most syncs and host-to-device copies of a decode loop): a live entry in THREADS
@@ -173,19 +187,23 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
             }
         }
         register_args(&ctx)
-    } else {
+    } else if c & cookie::PARAMS != 0 {
+        // A launch: a thread with a run entry is traced (the one lookup of a repeat); one without looks its
+        // plan up, which says so too.
+        runs = runs::of(pid_tgid);
         let args = register_args(&ctx);
-        let handle_arg = cookie::handle_arg(c);
-        let mut planned = false;
-        if c & cookie::PARAMS != 0 && handle_arg < 6 {
-            let found = plan_of(pid_tgid >> 32, args.get(handle_arg).copied().unwrap_or(0));
-            planned = found.is_some();
-            plan = Some(found.unwrap_or(PARAMS_ALL));
-        }
-        if !planned && !traced((pid_tgid >> 32) as u32) {
-            return 0;
+        if runs.is_none() {
+            plan = plan_for(pid_tgid, c, &args);
+            if plan.is_none_or(|(planned, _)| !planned) && !traced((pid_tgid >> 32) as u32) {
+                return 0;
+            }
         }
         args
+    } else {
+        if !traced((pid_tgid >> 32) as u32) {
+            return 0;
+        }
+        register_args(&ctx)
     };
     mark_host_copy(pid_tgid, c, &args);
     let mut flags = CALL_ENTRY_ONLY;
@@ -203,10 +221,11 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
 
     // SAFETY: helper call without preconditions.
     let ts_ns = unsafe { bpf_ktime_get_ns() };
-    let header = RecordHeader::of_probe(RecordKind::Call, c, pid_tgid, ts_ns);
     if c & cookie::PARAMS != 0 {
-        emit_params(header, c, &args, plan);
+        launch_at_entry(pid_tgid, c, ts_ns, plan, runs, (&args, caller, flags));
+        return 0;
     }
+    let header = RecordHeader::of_probe(RecordKind::Call, c, pid_tgid, ts_ns);
     if cookie::func(c) == ApiFunc::GgmlSchedGraphCompute as u16 {
         crate::batch::cut_at_pass(header);
     }
@@ -215,6 +234,69 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
         entry.submit(submit_flags());
     }
     0
+}
+
+/// A launch's plan, when its function is in a register: (whether user space has set one, what it asks for:
+/// every parameter where it has not).
+#[inline(always)]
+fn plan_for(pid_tgid: u64, c: u64, args: &[u64; ARG_SLOTS]) -> Option<(bool, u32)> {
+    let handle_arg = cookie::handle_arg(c);
+    (handle_arg < 6).then(|| {
+        let found = plan_of(pid_tgid >> 32, args.get(handle_arg).copied().unwrap_or(0));
+        (found.is_some(), found.unwrap_or(PARAMS_ALL))
+    })
+}
+
+/// A one-trap launch, its arguments read (`what`: the slots, caller and flags): counted when it repeats the
+/// launch a period before it on its thread, else written (its parameters first, as its plan asks).
+#[inline(always)]
+fn launch_at_entry(
+    pid_tgid: u64,
+    c: u64,
+    ts_ns: u64,
+    mut plan: Option<(bool, u32)>,
+    mut runs: Option<*mut ThreadRuns>,
+    (args, caller, mut flags): (&[u64; ARG_SLOTS], u64, u64),
+) {
+    if let Some(r) = runs {
+        // SAFETY: the thread's live entry, written only by its own programs.
+        unsafe {
+            fill(r, c, args, caller, flags, 0);
+            if runs::continues(r, ts_ns, 0) {
+                return;
+            }
+        }
+        plan = plan_for(pid_tgid, c, args);
+    }
+    // Only a launch that reads no parameters may repeat: the parameters are not compared.
+    let repeatable = plan == Some((true, 0));
+    if runs.is_none() && repeatable {
+        runs = runs::make(pid_tgid);
+        if let Some(r) = runs {
+            // SAFETY: as above.
+            unsafe {
+                fill(r, c, args, caller, flags, 0);
+            }
+        }
+    }
+    if let Some(r) = runs {
+        // SAFETY: as above.
+        if unsafe { runs::begin(r, pid_tgid, ts_ns, 0, repeatable) } {
+            return;
+        }
+        flags |= CALL_IN_RUNS;
+    }
+    let header = RecordHeader::of_probe(RecordKind::Call, c, pid_tgid, ts_ns);
+    emit_params(header, c, args, plan.map(|(_, wanted)| wanted));
+    if let Some(mut entry) = reserve_after_run::<CallRecord>() {
+        entry.write(CallRecord { header, duration_ns: 0, ret: 0, out: 0, flags, caller, args: *args });
+        entry.submit(submit_flags());
+    } else if let Some(r) = runs {
+        // SAFETY: as above.
+        unsafe {
+            runs::lost(r);
+        }
+    }
 }
 
 #[uretprobe]
@@ -269,16 +351,13 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
     } else {
         submit_flags()
     };
+    let duration_ns = now.saturating_sub(stash.ts_ns);
+    if c & cookie::PARAMS != 0 {
+        launch_at_return(pid_tgid, c, &stash, ret, duration_ns);
+        return 0;
+    }
     if let Some(mut entry) = reserve::<CallRecord>() {
-        entry.write(CallRecord {
-            header,
-            duration_ns: now.saturating_sub(stash.ts_ns),
-            ret,
-            out,
-            flags,
-            caller: stash.caller,
-            args: stash.args,
-        });
+        entry.write(CallRecord { header, duration_ns, ret, out, flags, caller: stash.caller, args: stash.args });
         entry.submit(wake);
     }
     if c & cookie::NAME != 0 && flags & CALL_OUT_VALID != 0 {
@@ -296,6 +375,49 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
         emit_queue(RecordHeader { kind: RecordKind::Queue as u16, ..header }, stash.args[7]);
     }
     0
+}
+
+/// A launch probed at its return too (HIP's): counted when it repeats the launch a period before it on its
+/// thread, result included, else written. A function of its own: the verifier walks it once, not once per
+/// path through the rest of the return program.
+#[inline(never)]
+fn launch_at_return(pid_tgid: u64, c: u64, stash: &Stash, ret: u64, duration_ns: u64) {
+    let repeatable = stash.flags & PLANNED_NONE != 0;
+    let mut flags = stash.flags & !PLANNED_NONE;
+    let runs = runs::of(pid_tgid).or_else(|| if repeatable { runs::make(pid_tgid) } else { None });
+    if let Some(r) = runs {
+        // SAFETY: the thread's live entry, written only by its own programs.
+        unsafe {
+            fill(r, c, &stash.args, stash.caller, flags, ret);
+            if runs::continues(r, stash.ts_ns, duration_ns)
+                || runs::begin(r, pid_tgid, stash.ts_ns, duration_ns, repeatable)
+            {
+                return;
+            }
+        }
+        flags |= CALL_IN_RUNS;
+    }
+    if let Some(mut entry) = reserve_after_run::<CallRecord>() {
+        let rec = entry.as_mut_ptr();
+        // SAFETY: `rec` points at reserved ring memory of the right size; every field is written before submit.
+        // Field by field, not a record built on the stack: this function's frame adds to its caller's, and
+        // Linux 6.1 refuses the two above 512 bytes.
+        unsafe {
+            (*rec).header = RecordHeader::of_probe(RecordKind::Call, c, pid_tgid, stash.ts_ns);
+            (*rec).duration_ns = duration_ns;
+            (*rec).ret = ret;
+            (*rec).out = 0;
+            (*rec).flags = flags;
+            (*rec).caller = stash.caller;
+            (*rec).args = stash.args;
+        }
+        entry.submit(submit_flags());
+    } else if let Some(r) = runs {
+        // SAFETY: as above.
+        unsafe {
+            runs::lost(r);
+        }
+    }
 }
 
 /// The thread's entry in [`THREADS`], made at its first tallied call or copy toward the host. Callers

@@ -12,9 +12,9 @@
 //! - [`inputs`]: ggml's tensor set, where a pass's token positions and output rows are copied up;
 //! - [`sched`]: the kernel's GPU scheduler jobs (queue, run, done), where its tracepoints exist.
 //!
-//! What they share: [`maps`] (every map, the load-time settings, the PID filter and loss counters) and
-//! [`emit`] (every record but a call's own, written into the ring in one place). No module of programs
-//! uses another's.
+//! What they share: [`maps`] (every map, the load-time settings, the PID filter and loss counters),
+//! [`emit`] (every record but a call's own, written into the ring in one place) and [`runs`] (a thread's
+//! exact repeats of launches, counted instead of written). No module of programs uses another's.
 //!
 //! Everything here is read-only towards the traced process: programs read registers and user memory and
 //! write only into their own maps. Filtering happens first, so an untraced process costs only the trap.
@@ -43,6 +43,7 @@ mod maps;
 mod opens;
 mod pipelines;
 mod process;
+mod runs;
 mod sched;
 
 #[cfg(not(test))]

@@ -15,6 +15,7 @@ use tracer_common::{Counter, ProcEvent};
 use crate::{
     emit::{emit_proc, emit_proc_of},
     maps::{PIDS, THREADS, count, filter_enabled, setting, traced, watched_comm},
+    runs::end_thread,
 };
 
 /// `task:task_newtask` offset of `pid` (the new task's id).
@@ -58,8 +59,11 @@ pub(crate) fn task_newtask(ctx: TracePointContext) -> u32 {
 
 #[tracepoint]
 pub(crate) fn sched_process_exec(_ctx: TracePointContext) -> u32 {
-    let tgid = (bpf_get_current_pid_tgid() >> 32) as u32;
+    let pid_tgid = bpf_get_current_pid_tgid();
+    let tgid = (pid_tgid >> 32) as u32;
     if traced(tgid) {
+        // The image goes: its launches' run ends, and the new one's begin afresh.
+        end_thread(pid_tgid);
         emit_proc(ProcEvent::Exec, tgid, 0);
     } else if filter_enabled() && watched_comm() {
         // A program with the watched name (`ollama`) starts: traced from its first instruction; user space
@@ -79,6 +83,7 @@ pub(crate) fn sched_process_exit(ctx: TracePointContext) -> u32 {
     if !traced(tgid) {
         return 0;
     }
+    end_thread(pid_tgid);
     // The thread's tallies stay for user space to read at the end; the entry no longer vouches for it.
     if let Some(t) = THREADS.get_ptr_mut(pid_tgid) {
         // SAFETY: `t` points into the live map value; the thread is exiting, so no probe of it runs now.

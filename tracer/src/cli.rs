@@ -167,6 +167,12 @@ pub(crate) struct RecordCli {
     /// toward the host and ggml's passes are recorded, and steps and passes are cut as exactly.
     #[arg(long)]
     pub(crate) all_calls: bool,
+    /// Write every launch as its own record and line. By default a launch equal in every field but its
+    /// time to the launch some places before it on its thread (a loop's, a decoder layer's) is counted
+    /// into a run instead: in the kernel, one map touched and no record; in the file, one `repeat` line.
+    /// The sequence stays exact; the repeats' own times are not kept.
+    #[arg(long)]
+    pub(crate) every_launch: bool,
     /// Serve live counters for Prometheus at `http://ADDR/metrics` while recording (e.g. 127.0.0.1:9464):
     /// kernel executions by family, launches, graph replays, API calls by category, steps and tokens per
     /// inference phase, per process (comm, Ollama role, model); records dropped; probes attached.
@@ -340,6 +346,7 @@ impl TryFrom<RecordCli> for crate::record::RecordArgs {
             ready_file: r.ready_file,
             cuda_runtime: r.cuda_runtime,
             hip_launches: r.hip_launches,
+            every_launch: r.every_launch,
             read_delay: Duration::from_millis(r.debug_read_delay_ms),
             sync_teardown: r.debug_sync_teardown,
             program_stats: r.program_stats,

@@ -31,6 +31,7 @@ mod readiness;
 mod record;
 mod reliability;
 mod report;
+mod runs;
 mod service;
 mod slots;
 mod stop_and_errors;

@@ -15,8 +15,8 @@ pub mod trace {
         ApiFunc, Call, Cause, Checkpoint, CodeDir, Config, Dispatch, EntryCalls, EntryLibrary, ExecOutcome, ExecRoute,
         Exit, FORMAT, Filter, Footer, GpuLibrary, GraphExec, GraphInput, Header, InputKind, Ioctl, Job, JobStage,
         Kernel, Launch, LaunchSites, LibOrigin, Library, Line, MAX_UNNAMED_PER_PROCESS, Mapping, Options, Part, Probe,
-        ProbeKind, Process, ProgramStat, Queue, ReadStatus, Role, SCHEMA, SeqRun, Source, StepBatch, StepCalls, Stop,
-        Tally, Writer, left_unprobed, read_file, read_from,
+        ProbeKind, Process, ProgramStat, Queue, ReadStatus, Repeat, Role, SCHEMA, SeqRun, Source, StepBatch, StepCalls,
+        Stop, Tally, Writer, left_unprobed, read_file, read_from,
     };
     /// The events' own types.
     pub mod event {

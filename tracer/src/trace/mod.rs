@@ -7,6 +7,7 @@ pub(crate) mod model;
 mod parts;
 mod reader;
 mod retention;
+pub(crate) mod runs;
 pub(crate) mod runtimes;
 mod scan;
 mod schema;
@@ -101,6 +102,47 @@ mod tests {
             assert_eq!(status, ReadStatus { has_footer: true, lines, bytes: status.bytes, ..Default::default() });
             assert!(status.warning().is_none());
         }
+    }
+
+    #[test]
+    fn repeated_launches_are_written_as_runs_and_read_back_as_every_launch() {
+        let path = tmp("runs.jsonl.zst");
+        let mut w = Writer::new(File::create(&path).unwrap(), true).unwrap();
+        let mut h = Header { format: FORMAT.into(), schema: SCHEMA, ..Default::default() };
+        h.options.repeats = true;
+        let mut all = vec![Line::Header(Box::new(h))];
+        // Ten layers of three kernels, 10 ns apart, an exit between the fifth and the sixth; the last layer's
+        // third differs.
+        for layer in 0..10u32 {
+            for k in 0..3u32 {
+                let ts = u64::from(30 * layer + 10 * k);
+                let grid = if layer == 9 && k == 2 { [7, 7, 7] } else { [k, 2, 3] };
+                let handle = 0x5555_0000 + u64::from(k);
+                all.push(Line::Launch(Launch { tid: 43, handle, grid, ..Launch::for_test(42, Some(k), ts) }));
+            }
+            if layer == 4 {
+                all.push(Line::Exit(Exit { ts: 145, pid: 9, ..Default::default() }));
+            }
+        }
+        for r in &all {
+            w.write(r).unwrap();
+        }
+        w.finish(Footer::default()).unwrap();
+        let (read, status) = read_file(&path).unwrap();
+        assert_eq!(status.unreadable_records, 0);
+        // The reader hands over each `repeat` line, then the launches it stands for: without the lines, what
+        // was written, in order, the repeats' times here as they were (evenly spaced).
+        let runs: Vec<&Repeat> =
+            read.iter().filter_map(|r| if let Line::Repeat(x) = r { Some(x) } else { None }).collect();
+        let counts: Vec<(u32, u32)> = runs.iter().map(|r| (r.count, r.period)).collect();
+        assert_eq!(counts, [(12, 3), (14, 3)]);
+        let back: Vec<Line> = read.into_iter().filter(|r| !matches!(r, Line::Repeat(_) | Line::Footer(_))).collect();
+        assert_eq!(back, all);
+        let Some(Line::Footer(f)) = read_file(&path).unwrap().0.pop() else { panic!("no footer") };
+        assert_eq!((f.records["launch"], f.records["repeat"]), (30, 2));
+        // The file holds the first layer and one more launch whole.
+        let text = String::from_utf8(zstd::decode_all(File::open(&path).unwrap()).unwrap()).unwrap();
+        assert_eq!(text.matches("\"type\":\"launch\"").count(), 4);
     }
 
     #[test]

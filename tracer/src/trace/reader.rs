@@ -11,7 +11,10 @@ use std::{
 
 use anyhow::{Context as _, Result, bail};
 
-use super::schema::{FORMAT, Header, KNOWN_TYPES, Line, SCHEMA};
+use super::{
+    runs::{Expand, Unexpandable},
+    schema::{FORMAT, Header, KNOWN_TYPES, Line, SCHEMA},
+};
 
 /// A line longer than this is not a record: the reader stops there instead of buffering without bound.
 pub(crate) const MAX_LINE: usize = 1 << 20;
@@ -167,11 +170,12 @@ pub(crate) fn read_records(input: impl Read + Send, path: &Path, mut each: impl 
         let mut status = ReadStatus::default();
         let mut pending = BTreeMap::new();
         let mut next_seq = 0u64;
+        let mut runs = None;
         for batch in rec_rx {
             pending.insert(batch.seq, batch);
             while let Some(batch) = pending.remove(&next_seq) {
                 next_seq += 1;
-                hand_over(batch, path, &mut status, &mut each)?;
+                hand_over(batch, path, (&mut status, &mut runs), &mut each)?;
             }
         }
         let tail = reader.join().map_err(|panic| anyhow::anyhow!("the trace reader thread failed: {panic:?}"))??;
@@ -192,8 +196,14 @@ pub(crate) fn read_records(input: impl Read + Send, path: &Path, mut each: impl 
 }
 
 /// A parsed chunk's records handed over in order: the first line must be a header; unknown and unreadable
-/// records are counted, a corrupted one ends the reading.
-fn hand_over(batch: Batch, path: &Path, status: &mut ReadStatus, each: &mut impl FnMut(Line)) -> Result<()> {
+/// records are counted, a corrupted one ends the reading. A `repeat` line is handed over, then the launches
+/// it stands for (`runs`: each thread's last launches, kept where the header says the file has runs).
+fn hand_over(
+    batch: Batch,
+    path: &Path,
+    (status, runs): (&mut ReadStatus, &mut Option<Expand>),
+    each: &mut impl FnMut(Line),
+) -> Result<()> {
     status.lines = batch.last_line;
     for (lineno, parsed) in batch.parsed {
         let record = match parsed {
@@ -222,14 +232,36 @@ fn hand_over(batch: Batch, path: &Path, status: &mut ReadStatus, each: &mut impl
         };
         if lineno == 1 {
             check_header(&record, path)?;
+            if let Line::Header(h) = &record {
+                *runs = h.options.repeats.then(Expand::default);
+            }
         } else if matches!(record, Line::Header(_)) {
             bail!(
                 "{}: line {lineno} is a second tracer header: two traces joined into one file (as `cat a b` makes) are not one recording; give each trace alone, or a rotated recording's parts as files",
                 path.display()
             );
         }
-        if matches!(record, Line::Footer(_)) {
-            status.has_footer = true;
+        match (&record, runs.as_mut()) {
+            (Line::Footer(_), _) => status.has_footer = true,
+            (Line::Launch(l), Some(runs)) => runs.launch(l),
+            (Line::Repeat(r), runs) => {
+                // Checked whole before anything is handed over: the line, then its launches as they are made.
+                let r = r.clone();
+                match runs.ok_or(Unexpandable::NoHistory).and_then(|runs| runs.check(&r).map(|()| runs)) {
+                    Ok(runs) => {
+                        each(record);
+                        runs.repeat(&r, |l| each(Line::Launch(l.clone())))?;
+                    }
+                    Err(e) => {
+                        status.unreadable_records += 1;
+                        if status.first_unreadable.is_none() {
+                            status.first_unreadable = Some(format!("line {lineno}: {e}"));
+                        }
+                    }
+                }
+                continue;
+            }
+            _ => {}
         }
         each(record);
     }

@@ -42,6 +42,8 @@ pub struct Writer {
     written: u64,
     /// Recent launch lines' spelled rest, by their fields.
     tails: super::scan::LaunchTails,
+    /// Runs of exact repeats, where the header says the recording counts them (`options.repeats`).
+    runs: Option<super::runs::Collapse>,
 }
 
 /// When a recording starts a new file, and where.
@@ -249,6 +251,7 @@ impl Writer {
             parts: None,
             written: 0,
             tails: super::scan::LaunchTails::default(),
+            runs: None,
         })
     }
 
@@ -279,10 +282,24 @@ impl Writer {
         self.tap = Some(tap);
     }
 
+    /// Writes a record. A launch that repeats the one some places before it on its thread joins a run
+    /// (counted under `launch` all the same); the runs under way are written before any other line.
     pub fn write(&mut self, record: &Line) -> Result<()> {
         *self.counts.entry(record.type_name()).or_default() += 1;
         if let Some(tap) = &mut self.tap {
             tap.record(record);
+        }
+        match (record, self.runs.as_mut()) {
+            (Line::Launch(l), Some(runs)) => {
+                if runs.launch(l) {
+                    return Ok(());
+                }
+                self.write_runs()?;
+            }
+            (Line::Header(h), _) if self.parts.as_ref().is_none_or(|p| p.header.is_none()) => {
+                self.runs = h.options.repeats.then(super::runs::Collapse::default);
+            }
+            _ => self.write_runs()?,
         }
         if let Some(parts) = &mut self.parts {
             match record {
@@ -300,6 +317,16 @@ impl Writer {
             return if full { self.rotate() } else { Ok(()) };
         }
         self.line(record)
+    }
+
+    /// The runs under way, each as one `repeat` line.
+    fn write_runs(&mut self) -> Result<()> {
+        let Some(runs) = self.runs.as_mut().filter(|r| r.has_runs()) else { return Ok(()) };
+        for r in runs.take_runs() {
+            *self.counts.entry("repeat").or_default() += 1;
+            self.line(&Line::Repeat(r))?;
+        }
+        Ok(())
     }
 
     /// One line into the buffer.
@@ -332,6 +359,7 @@ impl Writer {
     /// Ends the part being written (a footer saying `rotated`) and starts the next: header, then what it
     /// restates.
     fn rotate(&mut self) -> Result<()> {
+        self.write_runs()?;
         let Some(parts) = self.parts.as_ref() else { return Ok(()) };
         let header = parts.header.clone().context("rotating before the header")?;
         let index = parts.index.checked_add(1).context("too many parts")?;
@@ -349,6 +377,10 @@ impl Writer {
         let restated: Vec<Line> = parts.restate.records().cloned().collect();
         self.out = Sink::new(file, parts.compress)?;
         self.written = 0;
+        // A part reads alone: no run in it repeats launches of the part before.
+        if let Some(runs) = self.runs.as_mut() {
+            runs.clear();
+        }
         let header = Header { part: Some(Part { index, restated: restated.len() as u64 }), ..header };
         self.line(&Line::Header(Box::new(header)))?;
         for r in &restated {
@@ -474,6 +506,7 @@ impl Writer {
 
     /// Makes everything written so far readable from the file, even if the tracer dies next.
     pub(crate) fn flush(&mut self) -> Result<()> {
+        self.write_runs()?;
         self.flush_io().map_err(|e| self.fail(e))?;
         // Where a part is cut back to if a later write fails.
         let mut file = self.out.file();
@@ -495,6 +528,7 @@ impl Writer {
     /// Writes the footer, ends the stream and syncs the file. A rotated recording's footer counts the part
     /// names found taken, if any.
     pub fn finish(mut self, mut footer: Footer) -> Result<()> {
+        self.write_runs()?;
         footer.records = self.footer_counts();
         if let Some(parts) = self.parts.as_ref().filter(|p| p.removed.parts > 0) {
             footer.counters.insert("parts_removed_by_keep_size".into(), parts.removed.parts);

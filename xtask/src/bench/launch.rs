@@ -14,6 +14,10 @@ pub(super) fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step("1/17 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let modes = three_modes(d, &trace, reps, (&d.driver, &d.standin), &["count", n], "ns_per_call")?;
+    // The loop launches one kernel the same way again and again: the kernel counts the repeats into runs, so
+    // the ring carries a few records for all of them (the last tracer run's footer).
+    let (f, launches) = footer(&trace)?;
+    let per_launch = f["counters"]["ring_records"].as_u64().unwrap_or(u64::MAX) as f64 / launches.max(1) as f64;
     // The real runtime beside it.
     let runner = fixtures_dir().join("mini_runner");
     let real_lib = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")?;
@@ -22,13 +26,17 @@ pub(super) fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let real_full =
         field(&traced(d, &trace, &[], &real_lib, &[runner.to_str().context("path")?, "loop", rn])?, "ns_per_call")?;
     let extra = json!({"calls_per_run": n, "repeats": reps,
+        "ring_records_per_launch": per_launch, "launches_last_run": launches,
         "real_libamdhip64_ns": {"none": real_none, "tracer": real_full}});
     rows.results.insert("cost_per_call".into(), modes.json(extra));
     rows.table.push((
         "1 cost per traced hipLaunchKernel".into(),
-        format!("{} (real runtime: {real_none:.0} -> {real_full:.0} ns)", modes.measured()),
-        format!("ratio <= {RATIO_GOAL}"),
-        verdict(modes.ratio() <= RATIO_GOAL),
+        format!(
+            "{}; {per_launch:.4} ring records a launch (real runtime: {real_none:.0} -> {real_full:.0} ns)",
+            modes.measured()
+        ),
+        format!("ratio <= {RATIO_GOAL}, < 0.1 records a launch"),
+        verdict(modes.ratio() <= RATIO_GOAL && per_launch < 0.1),
     ));
     Ok(())
 }

@@ -197,6 +197,7 @@ impl Shape {
                     entry_only,
                     params: _,
                     caller: _,
+                    in_runs: _,
                 } = l;
                 Self {
                     tid: *tid,

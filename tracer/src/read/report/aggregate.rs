@@ -266,6 +266,11 @@ impl Visitor for ReportBuilder {
         self.procs.entry(l.pid).or_default().launch(l, index);
     }
 
+    fn repeat(&mut self, _: &Index, r: &trace::Repeat) {
+        self.report.trace.launches_repeated += u64::from(r.count);
+        self.report.trace.repeat_runs += 1;
+    }
+
     fn config(&mut self, _: &Index, c: &Config) {
         self.procs.entry(c.pid).or_default().config(c);
     }

@@ -79,6 +79,12 @@ pub struct TraceInfo {
     /// (HIP's): a launch that failed is counted as made.
     #[serde(skip_serializing_if = "is_zero")]
     pub(crate) launch_results_unread: u64,
+    /// Launches that came as exact repeats (`repeat` lines), and the lines: each is counted as the launch it
+    /// repeats, its own time not recorded (placed evenly between its run's first and last).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) launches_repeated: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub(crate) repeat_runs: u64,
     /// Whether GPU job times were recorded, and from which tracepoints.
     pub(crate) gpu_jobs: Coverage,
 }

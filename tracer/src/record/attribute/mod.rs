@@ -25,6 +25,8 @@ mod effects;
 mod graphs;
 mod params;
 pub(crate) mod process;
+mod runs;
+mod vulkan;
 
 use process::{ProcessRecords, Said};
 mod sites;
@@ -83,6 +85,8 @@ struct Process {
     making: HashMap<u32, (String, u64, u64)>,
     /// The functions and kernel objects given a plan in the eBPF plan map: taken back when it goes.
     planned: Vec<u64>,
+    /// Per thread: its last launches as the probe placed them, which its runs of repeats copy.
+    runs: crate::trace::runs::Threads<crate::trace::runs::History>,
 }
 
 /// A shader module's code as its chunks arrive on one thread: its head first, then its end, farthest first.
@@ -95,13 +99,8 @@ struct ModuleCode {
     tail: Option<Vec<u8>>,
 }
 
-/// Command buffers whose bound pipeline a process keeps at most (more are counted, their dispatches
-/// unnamed).
-const MAX_COMMAND_BUFFERS: usize = 1 << 16;
 /// Threads of a process making a pipeline at once, at most (more are counted, named by their SPIR-V).
 const MAX_MAKING: usize = 1 << 16;
-/// `VK_PIPELINE_BIND_POINT_COMPUTE`.
-const BIND_POINT_COMPUTE: u32 = 1;
 
 impl Default for Attributor {
     fn default() -> Self {
@@ -122,40 +121,6 @@ impl Default for Attributor {
 
 /// Counts an oddity for the footer. Some counters move on every launch: no allocation once the key is
 /// there.
-/// A Vulkan pipeline made (named after its module's shader) or bound to a command buffer (the pipeline
-/// that buffer's dispatches run).
-fn vulkan_call(
-    c: &Call,
-    names: &mut crate::record::names::Of<'_>,
-    bound: &mut HashMap<u64, u64>,
-    counters: &mut BTreeMap<String, u64>,
-    out: &mut Vec<Line>,
-) {
-    match c.api.op() {
-        Op::PipelineCreate if c.ret == 0 => {
-            if let (Some(pipeline), Some(module)) = (c.function, c.module)
-                && let Some(k) = names.pipeline(pipeline, module, c.ts)
-            {
-                out.push(Line::Kernel(k));
-            }
-            if let Some(more) = c.size.and_then(|n| n.checked_sub(1)).filter(|&n| n > 0) {
-                // Only the first pipeline of a call is read: the others' dispatches stay unnamed.
-                *counters.entry("pipelines_unread".to_owned()).or_default() += more;
-            }
-        }
-        Op::Bind if c.attribute == Some(BIND_POINT_COMPUTE) => {
-            if let (Some(cmd), Some(pipeline)) = (c.stream, c.function) {
-                if bound.len() < MAX_COMMAND_BUFFERS || bound.contains_key(&cmd) {
-                    bound.insert(cmd, pipeline);
-                } else {
-                    bump(counters, "command_buffers_over_limit");
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
 fn bump(counters: &mut BTreeMap<String, u64>, name: &str) {
     match counters.get_mut(name) {
         Some(n) => *n += 1,
@@ -252,6 +217,7 @@ impl Attributor {
     pub(crate) fn event(&mut self, ev: Event, out: &mut Vec<Line>) {
         match ev {
             Event::Launch(l) => self.launch(l, out),
+            Event::Repeat(r) => self.repeat(&r, out),
             Event::Call(c) => self.call(c, out),
             Event::Name(n) => self.name(n, out),
             Event::Dispatch(d) => self.dispatch(d, out),
@@ -303,6 +269,7 @@ impl Attributor {
 
     fn launch(&mut self, mut l: Launch, out: &mut Vec<Line>) {
         self.see(l.pid, l.ts, out);
+        self.keep_for_runs(&l);
         let runtime_view = self.runtime_view;
         let p = self.live.entry(l.pid).or_default();
         if let Layout::VkDispatch { .. } = l.api.layout() {
@@ -478,7 +445,7 @@ impl Attributor {
                 }
             }
             // Vulkan: a pipeline named after its module's shader; the pipeline a command buffer runs.
-            Op::PipelineCreate | Op::Bind => vulkan_call(&c, &mut names, &mut p.bound, &mut self.counters, out),
+            Op::PipelineCreate | Op::Bind => vulkan::call(&c, &mut names, &mut p.bound, &mut self.counters, out),
             Op::ShaderModule | Op::CodeObjectRead => {
                 if let Some((file, offset)) = c.ptr.and_then(|ptr| names.file_of(ptr, c.ts)) {
                     c.file = Some(file);

@@ -507,3 +507,42 @@ fn a_cut_hsa_symbol_name_names_its_kernel_object_as_cut() {
         out.iter().filter_map(|l| if let Line::Kernel(k) = l { Some((k.handle, k.truncated)) } else { None }).collect();
     assert_eq!(kernels, [(0x1000, true), (0x2000, false)]);
 }
+
+#[test]
+fn a_run_the_kernel_counted_becomes_the_launches_it_repeats_attributed_as_any() {
+    let mut a = Attributor::default();
+    let mut out = Vec::new();
+    a.event(register(0x1000, "_Z4axpyPfS_f"), &mut out);
+    let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
+    a.event(kept(0x1000, 10), &mut out);
+    a.event(kept(0x2000, 20), &mut out);
+    // A launch the probe did not place in its history (it read parameters): not repeated.
+    a.event(Event::Launch(Launch { ts: 25, grid: [9, 9, 9], ..launch_of(0x1000) }), &mut out);
+    let o = origin(30);
+    let run = |tid, count| trace::Repeat { ts: 30, pid: o.pid, tid, last_ts: 60, count, period: 2, dur: 8 };
+    a.event(Event::Repeat(run(o.tid, 4)), &mut out);
+    let launches: Vec<&Launch> =
+        out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l) } else { None }).collect();
+    let seen: Vec<(u64, u64, u64, [u32; 3])> = launches.iter().map(|l| (l.handle, l.ts, l.dur, l.grid)).collect();
+    assert_eq!(
+        seen,
+        [
+            (0x1000, 10, 3, [4, 1, 1]),
+            (0x2000, 20, 3, [4, 1, 1]),
+            (0x1000, 25, 3, [9, 9, 9]),
+            (0x1000, 30, 2, [4, 1, 1]),
+            (0x2000, 40, 2, [4, 1, 1]),
+            (0x1000, 50, 2, [4, 1, 1]),
+            (0x2000, 60, 2, [4, 1, 1]),
+        ]
+    );
+    // Named as the launches they copy.
+    assert!(launches.iter().filter(|l| l.handle == 0x1000).all(|l| l.kernel == launches[0].kernel));
+    assert_ne!(launches[1].kernel, launches[0].kernel);
+    // A run of a thread whose launches this side does not hold: counted with its launches, nothing made.
+    let before = out.len();
+    a.event(Event::Repeat(run(o.tid + 1, 3)), &mut out);
+    assert_eq!(out.len(), before);
+    assert_eq!((a.counters["repeats_without_history"], a.counters["launches_in_repeats_lost"]), (1, 3));
+    assert_eq!((a.counters["runs_counted_in_kernel"], a.counters["launches_in_kernel_runs"]), (2, 7));
+}

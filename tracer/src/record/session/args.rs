@@ -34,6 +34,8 @@ pub(crate) struct RecordArgs {
     pub(crate) cuda_runtime: bool,
     /// Probe HIP's launch functions even where each dispatch is read at its doorbell (`--hip-launches`).
     pub(crate) hip_launches: bool,
+    /// Write every launch whole: no runs of repeats counted in the kernel or written (`--every-launch`).
+    pub(crate) every_launch: bool,
     /// Testing aid: how long to leave the ring unread after attaching (provokes overflow).
     pub(crate) read_delay: Duration,
     /// Benchmarking aid: release the probes before exiting instead of in the background.
@@ -148,6 +150,7 @@ pub(crate) fn header(
             private_argv: args.argv_private(filter_by_pid),
             probes_per_process,
             launches_at_doorbell,
+            repeats: !args.every_launch,
         },
         units: units(),
         part: None,

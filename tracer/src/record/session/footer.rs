@@ -85,6 +85,7 @@ impl Session<'_> {
             footer.counters.insert(c.name().into(), self.counts.counter(c));
         }
         footer.counters.insert("undecodable".into(), self.undecodable);
+        footer.counters.insert("ring_records".into(), self.ring_records);
         // Records the drain thread could not keep (its queue full), by kind, beside the ring's own drops.
         for (kind, n) in self.ring.dropped() {
             footer.drops.insert(kind, vec![n]);

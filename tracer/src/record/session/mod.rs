@@ -14,6 +14,7 @@ pub(crate) mod command;
 mod footer;
 pub(crate) mod live;
 pub(crate) mod ready;
+mod runs;
 mod setup;
 pub(crate) mod signals;
 
@@ -49,6 +50,8 @@ pub(super) struct Session<'a> {
     param_plans: BpfHashMap<MapData, PlanKey, u32>,
     /// Calls the kernel counted instead of writing, per thread and tally slot.
     threads: BpfHashMap<MapData, u64, ThreadTally>,
+    /// Each launching thread's run of repeated launches under way (see `runs`).
+    runs: BpfHashMap<MapData, u64, tracer_common::ThreadRuns>,
     /// What the programs counted instead of writing: losses per kind, errors.
     counts: footer::KernelCounts,
     ring: Ring,
@@ -68,6 +71,8 @@ pub(super) struct Session<'a> {
     pub(super) metrics: Option<LiveMetrics>,
     /// Records that could not be decoded (counted into the footer, never silently dropped).
     undecodable: u64,
+    /// Records taken from the ring (what the probes wrote, less what they lost).
+    ring_records: u64,
 }
 
 /// How a recording ended: why, the started command's end if it has ended, and the signal that stopped
@@ -272,6 +277,7 @@ impl Session<'_> {
         self.ring.taken(batch);
         let mut out = Vec::new();
         for record in ring::records(batch) {
+            self.ring_records += 1;
             match decode(record) {
                 Ok(ev) => self.attr.event(ev, &mut out),
                 Err(_) => self.undecodable += 1,
@@ -484,6 +490,7 @@ impl Session<'_> {
         for (key, t) in mine {
             drop(self.threads.insert(key, ThreadTally { ended: 1, ..t }, 0));
         }
+        self.forget_runs(pid);
         for r in self.watch.forget(pid) {
             self.writer.write(&r)?;
         }
@@ -509,6 +516,8 @@ impl Session<'_> {
         while let Some(batch) = self.ring.waiting() {
             self.take_batch(&batch)?;
         }
+        // The runs still under way: each the last of its thread's launches.
+        self.runs_under_way()?;
         // What the last records asked for: libraries of the processes they showed first, processes that
         // ended let go of.
         self.apply_effects()?;

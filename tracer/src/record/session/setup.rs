@@ -54,6 +54,7 @@ struct Attached {
     counts: KernelCounts,
     param_plans: BpfHashMap<MapData, PlanKey, u32>,
     threads: BpfHashMap<MapData, u64, ThreadTally>,
+    runs: BpfHashMap<MapData, u64, tracer_common::ThreadRuns>,
     ring: Ring,
     early: Arc<EarlyLooks>,
 }
@@ -87,7 +88,7 @@ impl<'a> Session<'a> {
         mut writer: Writer,
         (filter_by_pid, job_tracepoints, program_stats): (bool, Vec<String>, Option<std::os::fd::OwnedFd>),
     ) -> Result<(Self, Option<Command>)> {
-        let Attached { mut ebpf, mut watch, records: setup, mut pids, counts, param_plans, threads, ring, early } =
+        let Attached { mut ebpf, mut watch, records: setup, mut pids, counts, param_plans, threads, runs, ring, early } =
             attached;
         for &pid in &targets.pids {
             pids.insert(pid, 1, 0)?;
@@ -135,6 +136,7 @@ impl<'a> Session<'a> {
             pids,
             param_plans,
             threads,
+            runs,
             counts,
             ring,
             attr,
@@ -148,6 +150,7 @@ impl<'a> Session<'a> {
             _program_stats: program_stats,
             metrics: None,
             undecodable: 0,
+            ring_records: 0,
         };
         Ok((session, child))
     }
@@ -167,7 +170,8 @@ fn load(args: &RecordArgs, targets: &Targets, filter_by_pid: bool) -> Result<Loa
         attach::JobTracepoints::find().map_err(|e| warning!("GPU job times are not recorded: {e:#}")).ok().flatten();
     let job_tracepoints = jobs.as_ref().map(|j| j.names.map(str::to_owned).to_vec()).unwrap_or_default();
     warn_of_ring_size(args.ring_bytes);
-    let ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm, jobs })?;
+    let runs = !args.every_launch;
+    let ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm, jobs, runs })?;
     // Taken while aya holds every map: every program loaded for multi-point links shares them.
     let maps = attach::SharedMaps::of(&ebpf);
     let multi = maps.as_ref().map_err(|e| anyhow!("{e:#}")).and_then(|maps| library_program(maps, args)).map_err(|e| {
@@ -264,6 +268,7 @@ fn attach_all(
     };
     let param_plans: BpfHashMap<MapData, PlanKey, u32> = BpfHashMap::try_from(take("PARAM_PLANS")?)?;
     let threads: BpfHashMap<MapData, u64, ThreadTally> = BpfHashMap::try_from(take("THREADS")?)?;
+    let runs = BpfHashMap::try_from(take("RUNS")?)?;
     watch.entries = Some(Entries::new(
         (multi, witness),
         BpfHashMap::try_from(take("ENTRY_CALLS")?)?,
@@ -280,7 +285,7 @@ fn attach_all(
     let (poster, early, _looking) = crate::record::names::early::start()?;
     let ring = Ring::spawn(RingBuf::try_from(take("EVENTS")?)?, args.read_delay, poster)?;
 
-    Ok(Attached { ebpf, watch, records: setup, pids, counts, param_plans, threads, ring, early })
+    Ok(Attached { ebpf, watch, records: setup, pids, counts, param_plans, threads, runs, ring, early })
 }
 
 /// Attribution's set-up: the early look, the command's child named by its argv until it execs, and where

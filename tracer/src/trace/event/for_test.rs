@@ -27,6 +27,7 @@ impl Launch {
             entry_only: false,
             params: BTreeMap::new(),
             caller: 0,
+            in_runs: false,
         }
     }
 }

@@ -17,9 +17,11 @@ pub use tracer_common::ApiFunc;
 mod for_test;
 mod inputs;
 mod job;
+mod repeat;
 pub use inputs::{GraphInput, InputKind};
 pub(crate) use job::gpu_time;
 pub use job::{Job, JobStage};
+pub use repeat::Repeat;
 
 /// Whether a launch's grid counts work-groups or work-items.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -166,6 +168,10 @@ pub struct Launch {
     /// unnamed records the file whose code launched it. Not written per launch.
     #[serde(skip)]
     pub caller: u64,
+    /// The probe placed the launch in its thread's history, which its repeats are counted against (see
+    /// [`Repeat`]): attribution keeps the same history. Not written.
+    #[serde(skip)]
+    pub in_runs: bool,
 }
 
 impl Launch {

@@ -13,7 +13,8 @@ pub use footer::*;
 pub use kernels::*;
 
 pub use crate::trace::event::{
-    ApiFunc, Call, Config, Dispatch, GraphInput, InputKind, Ioctl, Job, JobStage, Launch, Queue, SeqRun, StepBatch,
+    ApiFunc, Call, Config, Dispatch, GraphInput, InputKind, Ioctl, Job, JobStage, Launch, Queue, Repeat, SeqRun,
+    StepBatch,
 };
 
 /// The value of the header's `format` field.
@@ -33,6 +34,7 @@ macro_rules! trace_lines {
             Process(Process) = "process" => process,
             Kernel(Kernel) = "kernel" => kernel,
             Launch(Launch) = "launch" => launch,
+            Repeat(Repeat) = "repeat" => repeat,
             Config(Config) = "config" => config,
             Call(Call in Box) = "call" => call,
             Ioctl(Ioctl) = "ioctl" => ioctl,
@@ -171,6 +173,12 @@ pub struct Options {
     /// (`record --hip-launches` probes them too). Absent: they were probed where found.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub launches_at_doorbell: bool,
+    /// Launches that repeat exactly the launch some places before them on their thread were counted into
+    /// runs, each written as one `repeat` line (the default since runs came; readers keep each thread's last
+    /// launches to expand them). Absent: every launch has its own line (`record --every-launch`, earlier
+    /// traces).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeats: bool,
 }
 
 /// Which processes a recording traces.

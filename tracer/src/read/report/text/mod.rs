@@ -32,6 +32,20 @@ pub(crate) struct TextOptions {
     pub top: usize,
 }
 
+/// What the trace says of launches that came as exact repeats, if any.
+fn repeats_note(t: &super::TraceInfo, s: &mut String) -> std::fmt::Result {
+    if t.launches_repeated == 0 {
+        return Ok(());
+    }
+    writeln!(
+        s,
+        "note: {} launches came as exact repeats of earlier ones on their thread, in {} runs: each is counted as \
+         the launch it repeats, but its own time was not recorded (placed evenly between its run's first and \
+         last; `record --every-launch` keeps every time)",
+        t.launches_repeated, t.repeat_runs
+    )
+}
+
 impl Default for TextOptions {
     fn default() -> Self {
         Self { full_names: false, top: 25 }
@@ -87,6 +101,7 @@ impl Report {
                 t.launch_results_unread
             )?;
         }
+        repeats_note(t, s)?;
         if t.launches_at_doorbell {
             writeln!(
                 s,

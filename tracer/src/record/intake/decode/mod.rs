@@ -5,17 +5,19 @@
 
 use tracer_common::{
     ARG_SLOTS, ApiFunc, BATCH_EMBD, BATCH_ENCODE, BATCH_FAULT, BATCH_HEAD, BATCH_LOGITS, BATCH_NO_TALLY, BATCH_POS,
-    BATCH_SEQ, BATCH_STACK_FAULT, BATCH_TOKENS_MAX, BatchRecord, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_OUT_VALID,
-    CONFIG_SLOTS, CallRecord, DispatchRecord, INPUT_FAULT, INPUT_HEAD, INPUT_VALUES_MAX, IOCTL_ARG_READ, InputRecord,
-    IoctlRecord, JobRecord, NAME_CODE, NAME_FAULT, NAME_TRUNCATED, NameRecord, OpenRecord, PARAMS_MAX, ParamsRecord,
-    ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind, StepCutRecord,
+    BATCH_SEQ, BATCH_STACK_FAULT, BATCH_TOKENS_MAX, BatchRecord, CALL_CONFIG_FAULT, CALL_ENTRY_ONLY, CALL_IN_RUNS,
+    CALL_OUT_VALID, CONFIG_SLOTS, CallRecord, DispatchRecord, INPUT_FAULT, INPUT_HEAD, INPUT_VALUES_MAX,
+    IOCTL_ARG_READ, InputRecord, IoctlRecord, JobRecord, NAME_CODE, NAME_FAULT, NAME_TRUNCATED, NameRecord, OpenRecord,
+    PARAMS_MAX, ParamsRecord, ProcEvent, ProcRecord, QueueRecord, RecordHeader, RecordKind, RepeatRecord,
+    StepCutRecord,
     api::{CopyDirection, Layout},
     batch_arrays, code_chunk,
 };
 
 pub(crate) use crate::trace::event::Origin;
 use crate::trace::event::{
-    Call, Config, Dispatch, GraphInput, GridUnit, InputKind, Ioctl, Job, JobStage, Launch, MemcpyKind, Queue, StepBatch,
+    Call, Config, Dispatch, GraphInput, GridUnit, InputKind, Ioctl, Job, JobStage, Launch, MemcpyKind, Queue, Repeat,
+    StepBatch,
 };
 use crate::trace::{Line, StepCalls};
 
@@ -27,6 +29,8 @@ use crate::trace::{Line, StepCalls};
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Event {
     Launch(Launch),
+    /// Launches that each repeat the one a period before them on their thread (attribution expands them).
+    Repeat(Repeat),
     /// Boxed, the largest kind: an event moved along the data path costs a launch's size.
     Call(Box<Call>),
     Name(Name),
@@ -247,6 +251,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         }
         Some(RecordKind::Batch) => decode_batch(bytes),
         Some(RecordKind::Input) => decode_input(bytes),
+        Some(RecordKind::Repeat) => Ok(decode_repeat(&read::<RepeatRecord>(bytes)?)),
         Some(RecordKind::StepCut) => {
             let r = read::<StepCutRecord>(bytes)?;
             let o = origin(&r.header);
@@ -255,6 +260,20 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Event, DecodeError> {
         }
         None => Err(DecodeError::UnknownKind(header.kind)),
     }
+}
+
+/// A run of repeated launches: the time in its header is its first launch's.
+const fn decode_repeat(r: &RepeatRecord) -> Event {
+    let o = origin(&r.header);
+    Event::Repeat(Repeat {
+        ts: o.ts,
+        pid: o.pid,
+        tid: o.tid,
+        last_ts: r.last_ns,
+        count: r.count,
+        period: r.period,
+        dur: r.dur_ns,
+    })
 }
 
 /// A batch record: its head, then its arrays, each as long as the head says it laid out (bounded by
@@ -455,6 +474,7 @@ fn launch_event(r: &CallRecord, api: ApiFunc) -> Event {
             entry_only,
             params: Default::default(),
             caller: r.caller,
+            in_runs: r.flags & CALL_IN_RUNS != 0,
         })
     };
     let u32s = |x: &[u64]| -> [u32; 3] { std::array::from_fn(|i| x[i] as u32) };

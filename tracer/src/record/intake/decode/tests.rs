@@ -373,3 +373,24 @@ fn a_pass_input_is_its_values_as_runs_and_what_was_not_read() {
     let many = InputRecord { read: u32::MAX, ..head };
     decode(&bytes_of(&many)).unwrap_err();
 }
+
+#[test]
+fn a_run_of_repeats_and_a_launch_placed_in_its_thread_s_history() {
+    let r = RepeatRecord {
+        header: header(RecordKind::Repeat, ApiFunc::CuLaunchKernel, 2, (100u64 << 32) | 0x65, 5_000),
+        last_ns: 9_000,
+        dur_ns: 40,
+        count: 17,
+        period: 4,
+    };
+    let Event::Repeat(x) = decode(&bytes_of(&r)).unwrap() else { panic!() };
+    assert_eq!((x.pid, x.tid, x.ts, x.last_ts, x.count, x.period, x.dur), (100, 101, 5_000, 9_000, 17, 4, 40));
+    let mut c = call(ApiFunc::HipLaunchKernel, [0x4010a0, 1, 1, 1, 1, 0, 0, 0, 0, 0], 0);
+    let Event::Launch(l) = decode(&bytes_of(&c)).unwrap() else { panic!() };
+    assert!(!l.in_runs);
+    c.flags = CALL_IN_RUNS;
+    let Event::Launch(l) = decode(&bytes_of(&c)).unwrap() else { panic!() };
+    assert!(l.in_runs);
+    // Cut short: refused, never read past its end.
+    assert_eq!(decode(&bytes_of(&r)[..30]), Err(DecodeError::Short { len: 30 }));
+}

@@ -170,6 +170,8 @@ pub(crate) struct Settings {
     pub(crate) watch_comm: Option<&'static str>,
     /// The GPU scheduler's tracepoints to attach, where this kernel has them.
     pub(crate) jobs: Option<JobTracepoints>,
+    /// Count exact repeats of a launch into runs (not `--every-launch`).
+    pub(crate) runs: bool,
 }
 
 /// Offset of `field` in a tracepoint's format description, if the kernel has that field.
@@ -256,6 +258,7 @@ fn object(settings: &Settings) -> Result<Ebpf> {
     }
     let half = |at: usize| u64::from_le_bytes(comm[at..at + 8].try_into().expect("8 bytes"));
     let (comm_lo, comm_hi, wakeup) = (half(0), half(8), settings.ring_bytes / 4);
+    let runs = u32::from(settings.runs);
     // Each tracepoint's format read once, for the offsets of the fields its program reads.
     let mut offsets = Vec::new();
     for (category, tp, fields) in [
@@ -281,7 +284,8 @@ fn object(settings: &Settings) -> Result<Ebpf> {
         .override_global("TRACER_TGID", &tgid, true)
         .override_global("WATCH_COMM_LO", &comm_lo, true)
         .override_global("WATCH_COMM_HI", &comm_hi, true)
-        .override_global("WAKEUP_BYTES", &wakeup, true);
+        .override_global("WAKEUP_BYTES", &wakeup, true)
+        .override_global("RUNS_ENABLED", &runs, true);
     for (global, at) in &offsets {
         loader.override_global(global, at, true);
     }
