@@ -287,12 +287,19 @@ pub fn kernel_name<'a>(records: &'a [Line], launch: &trace::Launch) -> &'a str {
     kernels(records).into_iter().find(|k| k.id == id).map(|k| k.name.as_str()).expect("kernel record precedes launch")
 }
 
-/// Waits until `n` launch records have reached the file (the writer flushes every 100 ms).
+/// Waits until `n` launches have reached the file (the writer flushes every 100 ms): `launch` lines, and the
+/// launches each `repeat` line stands for.
 pub fn wait_for_launches(path: &Path, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.matches("\"type\":\"launch\"").count() >= n {
+        let repeated: usize = text
+            .lines()
+            .filter(|l| l.contains("\"type\":\"repeat\""))
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?["count"].as_u64())
+            .map(|c| c as usize)
+            .sum();
+        if text.matches("\"type\":\"launch\"").count() + repeated >= n {
             return;
         }
         assert!(Instant::now() < deadline, "{n} launches never reached {}", path.display());

@@ -12,7 +12,9 @@
 //! whose `launch_sites` say how many launches `failed`, and whose runtime probes are multi-point links;
 //! `2894f98`: the first whose footer counts drops per record kind (`step_cut` among them) and
 //! `step_tally_full`, and that can write `step_calls` cut at a pass and `spirv` kernels; its demo recorded
-//! with `--all-calls`, as `cargo xtask demo` records it since launches are probed at entry only.)
+//! with `--all-calls`, as `cargo xtask demo` records it since launches are probed at entry only; `e609972`:
+//! the first whose launches may come as `repeat` lines, runs of exact repeats that readers expand, said by
+//! the header's `repeats`; with it a recording of `mini_runner layers 64`, mostly runs.)
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +25,7 @@ fn compat(name: &str) -> PathBuf {
 }
 
 /// The builds whose traces are kept, oldest first.
-const BUILDS: [&str; 10] = [
+const BUILDS: [&str; 11] = [
     "2026-11-22-cf368ce",
     "2026-11-23-1f05bb8",
     "2026-11-23-ef4bb2b",
@@ -34,6 +36,7 @@ const BUILDS: [&str; 10] = [
     "2026-11-24-522a71f",
     "2026-11-25-482366b",
     "2026-11-28-2894f98",
+    "2026-11-29-e609972",
 ];
 
 /// Whether a kept build is `commit` or later (17a875f: HIP launch sites, CUDA kernels' code files).
@@ -145,4 +148,21 @@ fn the_queue_and_cuda_recordings_of_every_kept_build_read_the_same() {
         };
         assert_eq!(routes, want, "{build}");
     }
+}
+
+#[test]
+fn a_recording_written_as_runs_of_repeats_reads_as_every_launch() {
+    let (records, report) = read("2026-11-29-e609972-mini_runner-layers.jsonl");
+    let Line::Header(h) = &records[0] else { panic!("no header") };
+    assert!(h.options.repeats);
+    let p = process(&report, "mini_runner");
+    // 64 layers of four launches, every one counted, from 19 `launch` lines and 15 `repeat` lines.
+    assert_eq!((launches(p), api_calls(p, "hipLaunchKernel")), (256, 256));
+    let repeats: Vec<&trace::Repeat> =
+        records.iter().filter_map(|r| if let Line::Repeat(x) = r { Some(x) } else { None }).collect();
+    assert_eq!(repeats.len(), 15);
+    assert_eq!(repeats.iter().map(|r| u64::from(r.count)).sum::<u64>(), 256 - 19);
+    assert_eq!(report["trace"]["launches_repeated"].as_u64(), Some(237));
+    // The reader hands each `repeat` line over before the launches it stands for: 256 launches in all.
+    assert_eq!(records.iter().filter(|r| matches!(r, Line::Launch(_))).count(), 256);
 }
