@@ -12,7 +12,7 @@ use std::{
 use anyhow::{Context as _, Result, bail};
 
 use super::{
-    runs::{Expand, Unexpandable},
+    runs::{Expand, Unexpandable, expand},
     schema::{FORMAT, Header, KNOWN_TYPES, Line, SCHEMA},
 };
 
@@ -247,10 +247,10 @@ fn hand_over(
             (Line::Repeat(r), runs) => {
                 // Checked whole before anything is handed over: the line, then its launches as they are made.
                 let r = r.clone();
-                match runs.ok_or(Unexpandable::NoHistory).and_then(|runs| runs.check(&r).map(|()| runs)) {
-                    Ok(runs) => {
+                match runs.ok_or(Unexpandable::NoHistory).and_then(|runs| runs.history_for(&r)) {
+                    Ok(history) => {
                         each(record);
-                        runs.repeat(&r, |l| each(Line::Launch(l.clone())))?;
+                        expand(&r, history, |l| each(Line::Launch(l.clone())));
                     }
                     Err(e) => {
                         status.unreadable_records += 1;

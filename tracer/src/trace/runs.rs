@@ -91,30 +91,22 @@ impl std::fmt::Display for Unexpandable {
     }
 }
 
-impl std::error::Error for Unexpandable {}
-
 /// Checks a run's count and period.
 pub(crate) const fn well_formed(r: &Repeat) -> bool {
     r.count >= 1 && r.count <= RUN_MAX && r.period >= 1 && r.period as usize <= RUN_HISTORY
 }
 
 /// The launches `r` stands for, each placed in `history` as it is made (a run may repeat its own
-/// launches), handed to `each`.
-pub(crate) fn expand(r: &Repeat, history: &mut History, mut each: impl FnMut(&Launch)) -> Result<(), Unexpandable> {
-    if !well_formed(r) {
-        return Err(Unexpandable::Malformed);
-    }
-    if history.back(r.period).is_none() {
-        return Err(Unexpandable::NoHistory);
-    }
+/// launches), handed to `each`; `history` is the one [`Expand::history_for`] gave (it holds the launch
+/// `r.period` back, and placing keeps it so).
+pub(crate) fn expand(r: &Repeat, history: &mut History, mut each: impl FnMut(&Launch)) {
     for i in 0..r.count {
         let (ts, dur) = r.times_of(i);
-        let Some(source) = history.back(r.period) else { return Err(Unexpandable::NoHistory) };
+        let Some(source) = history.back(r.period) else { return };
         let l = Launch { ts, dur, ..source.clone() };
         each(&l);
         history.push(l);
     }
-    Ok(())
 }
 
 /// A reader's expansion of `repeat` lines: each thread's last launches as read.
@@ -129,20 +121,24 @@ impl Expand {
         self.threads.of(l.pid, l.tid).push(l.clone());
     }
 
-    /// Whether a `repeat` line can be expanded (then [`Expand::repeat`] does not fail).
-    pub(crate) fn check(&mut self, r: &Repeat) -> Result<(), Unexpandable> {
+    /// The history a `repeat` line copies from, checked whole before anything is made: its count and
+    /// period, and that its thread holds the launch that far back.
+    pub(crate) fn history_for(&mut self, r: &Repeat) -> Result<&mut History, Unexpandable> {
         if !well_formed(r) {
             return Err(Unexpandable::Malformed);
         }
         let history = self.threads.get(r.pid, r.tid).ok_or(Unexpandable::NoHistory)?;
-        history.back(r.period).map(|_| ()).ok_or(Unexpandable::NoHistory)
+        if history.back(r.period).is_none() {
+            return Err(Unexpandable::NoHistory);
+        }
+        Ok(history)
     }
 
     /// The launches a `repeat` line stands for, handed to `each`.
+    #[cfg(test)]
     pub(crate) fn repeat(&mut self, r: &Repeat, each: impl FnMut(&Launch)) -> Result<(), Unexpandable> {
-        self.check(r)?;
-        let history = self.threads.get(r.pid, r.tid).ok_or(Unexpandable::NoHistory)?;
-        expand(r, history, each)
+        expand(r, self.history_for(r)?, each);
+        Ok(())
     }
 }
 

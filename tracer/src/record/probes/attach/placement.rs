@@ -13,9 +13,18 @@ pub(crate) fn one_trap_point(file: &crate::os::files::CodeFile, off: u64) -> u64
     if file.read_exact_at(off, &mut code).is_err() {
         return off;
     }
-    let test_reg_reg = code[0] == 0x48 && code[1] == 0x85 && code[2] >> 6 == 0b11;
-    let jcc = (0x70..=0x7f).contains(&code[3]) || (code[3] == 0x0f && (0x80..=0x8f).contains(&code[4]));
-    if test_reg_reg && jcc { off + 3 } else { off }
+    if test_then_jump(&code) { off + 3 } else { off }
+}
+
+/// Whether `code` begins with a register-register `test` (`48 85 /r`, mod 11: it only sets flags) and a
+/// conditional jump after it (`70`–`7f`, or `0f 80`–`0f 8f`).
+fn test_then_jump(code: &[u8]) -> bool {
+    match *code {
+        [0x48, 0x85, modrm, jcc, next, ..] => {
+            modrm >> 6 == 0b11 && ((0x70..=0x7f).contains(&jcc) || (jcc == 0x0f && (0x80..=0x8f).contains(&next)))
+        }
+        _ => false,
+    }
 }
 
 /// Where a probe that reads its arguments from registers alone (the input program) goes in the function at
@@ -42,9 +51,7 @@ pub(crate) fn register_args_point(file: &crate::os::files::CodeFile, off: u64) -
             [0x48, 0x81, 0xec, _, _, _, _, ..] => 7,
             [_, 0x89, modrm, 0x24, _, ..] if rex_w && modrm & 0xc7 == 0x44 => 5,
             [0x48, 0x85, modrm, ..] if modrm >> 6 == 0b11 => {
-                let jcc = (0x70..=0x7f).contains(&code[i + 3])
-                    || (code[i + 3] == 0x0f && (0x80..=0x8f).contains(&code[i + 4]));
-                return if jcc { off + i as u64 + 3 } else { off };
+                return if test_then_jump(&code[i..]) { off + i as u64 + 3 } else { off };
             }
             _ => return off,
         };
