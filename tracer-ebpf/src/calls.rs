@@ -64,6 +64,8 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
         let plan = plan_for(pid_tgid, c, &stash.args);
         if plan == Some((true, 0)) {
             stash.flags |= PLANNED_NONE;
+        } else if matches!(plan, Some((false, _))) {
+            stash.flags |= UNPLANNED;
         }
         let header = RecordHeader::of_probe(RecordKind::Params, c, pid_tgid, stash.ts_ns);
         emit_params(header, c, &stash.args, plan.map(|(_, wanted)| wanted));
@@ -84,6 +86,8 @@ pub(crate) fn call_entry(ctx: ProbeContext) -> u32 {
 
 /// A stash flag, never written: the launch's plan was found and reads no parameters, so it may repeat.
 const PLANNED_NONE: u64 = 1 << 63;
+/// A stash flag, never written: the launch's function has no plan yet (its record wakes the reader).
+const UNPLANNED: u64 = 1 << 62;
 
 /// The six integer argument registers (x86-64 `SysV`), then room for the stack slots.
 #[inline(always)]
@@ -236,6 +240,15 @@ pub(crate) fn one_trap_entry(ctx: ProbeContext) -> u32 {
     0
 }
 
+/// Flags for a launch record's submit: a launch whose function has no plan yet wakes the reader at once.
+/// Until user space reads it and sets the plan, every launch of that function reads all its parameters
+/// and may not repeat (on this VM the stand-in's first 2 000 launches, written whole while the reader
+/// slept its 20 ms, cost 17 ms: 170 ns over each of 100 000 launches).
+#[inline(always)]
+fn launch_wake(unplanned: bool) -> u64 {
+    if unplanned { u64::from(aya_ebpf::bindings::BPF_RB_FORCE_WAKEUP) } else { submit_flags() }
+}
+
 /// A launch's plan, when its function is in a register: (whether user space has set one, what it asks for:
 /// every parameter where it has not).
 #[inline(always)]
@@ -290,7 +303,7 @@ fn launch_at_entry(
     emit_params(header, c, args, plan.map(|(_, wanted)| wanted));
     if let Some(mut entry) = reserve_after_run::<CallRecord>() {
         entry.write(CallRecord { header, duration_ns: 0, ret: 0, out: 0, flags, caller, args: *args });
-        entry.submit(submit_flags());
+        entry.submit(launch_wake(matches!(plan, Some((false, _)))));
     } else if let Some(r) = runs {
         // SAFETY: as above.
         unsafe {
@@ -383,7 +396,7 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
 #[inline(never)]
 fn launch_at_return(pid_tgid: u64, c: u64, stash: &Stash, ret: u64, duration_ns: u64) {
     let repeatable = stash.flags & PLANNED_NONE != 0;
-    let mut flags = stash.flags & !PLANNED_NONE;
+    let mut flags = stash.flags & !(PLANNED_NONE | UNPLANNED);
     let runs = runs::of(pid_tgid).or_else(|| if repeatable { runs::make(pid_tgid) } else { None });
     if let Some(r) = runs {
         // SAFETY: the thread's live entry, written only by its own programs.
@@ -411,7 +424,7 @@ fn launch_at_return(pid_tgid: u64, c: u64, stash: &Stash, ret: u64, duration_ns:
             (*rec).caller = stash.caller;
             (*rec).args = stash.args;
         }
-        entry.submit(submit_flags());
+        entry.submit(launch_wake(stash.flags & UNPLANNED != 0));
     } else if let Some(r) = runs {
         // SAFETY: as above.
         unsafe {
