@@ -16,7 +16,7 @@ use crate::{
         intake::decode::{CodeTail, Event, Name, Params},
         names::{HeldMappings, Names, ProcessNames, Source},
     },
-    trace::event::{Call, Dispatch, Launch, PacketType},
+    trace::event::{Call, Dispatch, Launch, PacketType, Repeat},
     trace::{Cause, Line},
 };
 
@@ -55,6 +55,8 @@ pub(crate) struct Attributor {
     last_scanned: u32,
     /// Directory entries code-directory listings may still read ([`code_files::LISTING_BUDGET`]).
     listing_budget: usize,
+    /// A kernel run being expanded, and the index of its next launch ([`Attributor::expand_more`]).
+    expanding: Option<(Repeat, u32)>,
 }
 
 /// What attribution knows of one process, dropped whole when it exits and replaced when it execs.
@@ -115,6 +117,7 @@ impl Default for Attributor {
             live: crate::FastMap::default(),
             last_scanned: 0,
             listing_budget: code_files::LISTING_BUDGET,
+            expanding: None,
         }
     }
 }
@@ -215,9 +218,11 @@ impl Attributor {
     }
 
     pub(crate) fn event(&mut self, ev: Event, out: &mut Vec<Line>) {
+        // A caller that did not take a run's launches part by part takes the rest now, in order.
+        while self.expand_more(out) {}
         match ev {
             Event::Launch(l) => self.launch(l, out),
-            Event::Repeat(r) => self.repeat(&r, out),
+            Event::Repeat(r) => self.repeat(r, out),
             Event::Call(c) => self.call(c, out),
             Event::Name(n) => self.name(n, out),
             Event::Dispatch(d) => self.dispatch(d, out),

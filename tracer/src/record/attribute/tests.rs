@@ -519,7 +519,7 @@ fn a_run_the_kernel_counted_becomes_the_launches_it_repeats_attributed_as_any() 
     // A launch the probe did not place in its history (it read parameters): not repeated.
     a.event(Event::Launch(Launch { ts: 25, grid: [9, 9, 9], ..launch_of(0x1000) }), &mut out);
     let o = origin(30);
-    let run = |tid, count| trace::Repeat { ts: 30, pid: o.pid, tid, last_ts: 60, count, period: 2, dur: 8 };
+    let run = |tid, count| Repeat { ts: 30, pid: o.pid, tid, last_ts: 60, count, period: 2, dur: 8 };
     a.event(Event::Repeat(run(o.tid, 4)), &mut out);
     let launches: Vec<&Launch> =
         out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l) } else { None }).collect();
@@ -545,4 +545,39 @@ fn a_run_the_kernel_counted_becomes_the_launches_it_repeats_attributed_as_any() 
     assert_eq!(out.len(), before);
     assert_eq!((a.counters["repeats_without_history"], a.counters["launches_in_repeats_lost"]), (1, 3));
     assert_eq!((a.counters["runs_counted_in_kernel"], a.counters["launches_in_kernel_runs"]), (2, 7));
+}
+
+#[test]
+fn a_long_run_is_made_part_by_part_each_part_bounded() {
+    let mut a = Attributor::default();
+    let mut out = Vec::new();
+    a.event(Event::Launch(Launch { ts: 10, in_runs: true, ..launch_of(0x1000) }), &mut out);
+    out.clear();
+    let o = origin(20);
+    let count = 3 * runs::REPEAT_PART + 5;
+    let run = Repeat { ts: 20, pid: o.pid, tid: o.tid, last_ts: 20 + u64::from(count), count, period: 1, dur: 0 };
+    a.event(Event::Repeat(run.clone()), &mut out);
+    let (mut parts, mut made, mut last_ts) = (0, 0, 0);
+    loop {
+        assert!(out.len() <= runs::REPEAT_PART as usize + 1, "a part of {} lines", out.len());
+        #[expect(clippy::iter_with_drain, reason = "the one buffer the attributor fills again")]
+        for l in out.drain(..) {
+            if let Line::Launch(l) = l {
+                assert!(l.ts > last_ts, "in order");
+                last_ts = l.ts;
+                made += 1;
+            }
+        }
+        parts += 1;
+        if !a.expand_more(&mut out) {
+            break;
+        }
+    }
+    assert_eq!((made, parts), (count, 4), "three whole parts and one of 5");
+    // A caller that does not take the parts gets the rest at its next event, before that event's lines.
+    a.event(Event::Repeat(Repeat { ts: 10_000, last_ts: 20_000, ..run }), &mut out);
+    a.event(Event::Launch(Launch { ts: 30_000, in_runs: true, ..launch_of(0x1000) }), &mut out);
+    let ts: Vec<u64> = out.iter().filter_map(|l| if let Line::Launch(l) = l { Some(l.ts) } else { None }).collect();
+    assert_eq!((ts.len(), ts.last()), (count as usize + 1, Some(&30_000)));
+    assert!(ts.is_sorted());
 }

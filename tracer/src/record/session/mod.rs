@@ -279,12 +279,8 @@ impl Session<'_> {
         for record in ring::records(batch) {
             self.ring_records += 1;
             match decode(record) {
-                Ok(ev) => self.attr.event(ev, &mut out),
+                Ok(ev) => self.attribute(ev, &mut out)?,
                 Err(_) => self.undecodable += 1,
-            }
-            #[expect(clippy::iter_with_drain, reason = "one buffer serves every record")]
-            for r in out.drain(..) {
-                self.writer.write(&r)?;
             }
             if self.attr.effects_urgent() {
                 self.apply_effects()?;

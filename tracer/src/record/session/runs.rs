@@ -5,7 +5,10 @@
 use anyhow::Result;
 
 use super::Session;
-use crate::{record::intake::decode::Event, trace::Repeat};
+use crate::{
+    record::intake::decode::Event,
+    trace::{Line, Repeat},
+};
 
 impl Session<'_> {
     /// Writes the runs under way in the kernel's map, after the ring's last read.
@@ -28,13 +31,23 @@ impl Session<'_> {
         under_way.sort_by_key(|r| r.ts);
         let mut out = Vec::new();
         for r in under_way {
-            self.attr.event(Event::Repeat(r), &mut out);
-            #[expect(clippy::iter_with_drain, reason = "one buffer serves every run")]
+            self.attribute(Event::Repeat(r), &mut out)?;
+        }
+        Ok(())
+    }
+
+    /// Attributes an event and writes its lines (`out`: an empty buffer, left empty); a run's launches
+    /// part by part, each part written before the next is made.
+    pub(super) fn attribute(&mut self, ev: Event, out: &mut Vec<Line>) -> Result<()> {
+        self.attr.event(ev, out);
+        loop {
             for line in out.drain(..) {
                 self.writer.write(&line)?;
             }
+            if !self.attr.expand_more(out) {
+                return Ok(());
+            }
         }
-        Ok(())
     }
 
     /// Takes the run entries of a process leaving the filter alive: a live entry lets its launches skip the
