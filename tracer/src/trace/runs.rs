@@ -6,7 +6,7 @@
 //! threads are kept (more start the table afresh: a repeat of a thread no longer kept cannot be expanded,
 //! and is counted).
 
-use std::collections::VecDeque;
+use std::{collections::VecDeque, rc::Rc};
 
 use tracer_common::{RUN_HISTORY, RUN_MAX};
 
@@ -20,24 +20,40 @@ fn key(l: &Launch) -> Launch {
     Launch { ts: 0, dur: 0, caller: 0, in_runs: false, ..l.clone() }
 }
 
-/// One thread's last launches, oldest first.
+/// One thread's last launches, oldest first. A repeat shares the launch it copies (its own times are not
+/// kept here): placing it copies no launch.
 #[derive(Default)]
-pub(crate) struct History(VecDeque<Launch>);
+pub(crate) struct History(VecDeque<Rc<Launch>>);
 
 impl History {
     /// Places a launch at the end.
     pub(crate) fn push(&mut self, l: Launch) {
+        self.place(Rc::new(l));
+    }
+
+    /// Places a repeat of the launch `period` places back, if held (false if not).
+    pub(crate) fn repeat_back(&mut self, period: u32) -> bool {
+        let Some(source) = self.shared_back(period).map(Rc::clone) else { return false };
+        self.place(source);
+        true
+    }
+
+    fn place(&mut self, l: Rc<Launch>) {
         if self.0.len() == RUN_HISTORY {
             self.0.pop_front();
         }
         self.0.push_back(l);
     }
 
-    /// The launch `period` places back (1: the last), if held.
-    pub(crate) fn back(&self, period: u32) -> Option<&Launch> {
+    fn shared_back(&self, period: u32) -> Option<&Rc<Launch>> {
         let p = usize::try_from(period).ok().filter(|&p| p >= 1)?;
         let at = self.0.len().checked_sub(p)?;
         self.0.get(at)
+    }
+
+    /// The launch `period` places back (1: the last), if held.
+    pub(crate) fn back(&self, period: u32) -> Option<&Launch> {
+        self.shared_back(period).map(AsRef::as_ref)
     }
 }
 
@@ -103,9 +119,8 @@ pub(crate) fn expand(r: &Repeat, history: &mut History, mut each: impl FnMut(&La
     for i in 0..r.count {
         let (ts, dur) = r.times_of(i);
         let Some(source) = history.back(r.period) else { return };
-        let l = Launch { ts, dur, ..source.clone() };
-        each(&l);
-        history.push(l);
+        each(&Launch { ts, dur, ..source.clone() });
+        history.repeat_back(r.period);
     }
 }
 
@@ -146,7 +161,8 @@ impl Expand {
 /// each fold was last seen, its run under way and the period of its last run.
 #[derive(Default)]
 struct Written {
-    last: VecDeque<(u64, Launch)>,
+    /// Each with its fold; a launch that goes on a run shares the launch it repeats.
+    last: VecDeque<(u64, Rc<Launch>)>,
     /// Launches taken so far (the next one's position).
     pos: u64,
     /// Fold -> the last position a launch of that fold was at (cleared past [`MAX_FOLDS`]).
@@ -159,15 +175,18 @@ struct Written {
 const MAX_FOLDS: usize = 4 * RUN_HISTORY;
 
 impl Written {
-    /// Whether the launch `period` places back (before the one being taken) is `k`.
-    fn is_back(&self, period: u64, fold: u64, k: &Launch) -> bool {
+    /// The launch `period` places back (before the one being taken), with its fold.
+    fn back(&self, period: u64) -> Option<&(u64, Rc<Launch>)> {
         let held = self.last.len() as u64;
-        period >= 1
-            && period <= held
-            && usize::try_from(held - period)
-                .ok()
-                .and_then(|at| self.last.get(at))
-                .is_some_and(|(f, b)| *f == fold && b == k)
+        if period == 0 || period > held {
+            return None;
+        }
+        self.last.get(usize::try_from(held - period).ok()?)
+    }
+
+    /// Whether the launch `period` places back is `k` (of fold `fold`).
+    fn is_back(&self, period: u64, fold: u64, k: &Launch) -> bool {
+        self.back(period).is_some_and(|(f, b)| *f == fold && **b == *k)
     }
 }
 
@@ -189,19 +208,27 @@ impl Collapse {
     pub(crate) fn launch(&mut self, l: &Launch) -> bool {
         use std::hash::BuildHasher as _;
         let k = key(l);
-        let fold = self.hasher.hash_one(&k);
         let t = self.threads.of(l.pid, l.tid);
-        let counted = match t.run.as_ref().map(|run| (run.count, u64::from(run.period))) {
-            Some((count, period)) if count < RUN_MAX && t.is_back(period, fold, &k) => {
-                if let Some(run) = t.run.as_mut() {
-                    run.count += 1;
-                    run.last_ts = l.ts;
-                    run.dur = run.dur.saturating_add(l.dur);
-                }
+        // A run going on (most launches, in a loop): the launch equal to the one a period back has its fold,
+        // so the launch is not hashed.
+        let going_on = t.run.as_ref().filter(|run| run.count < RUN_MAX).and_then(|run| {
+            let (fold, b) = t.back(u64::from(run.period))?;
+            (**b == k).then(|| (*fold, Rc::clone(b)))
+        });
+        let continuing = going_on.is_some();
+        let (fold, k) = match going_on {
+            Some((fold, b)) => (fold, b),
+            None => (self.hasher.hash_one(&k), Rc::new(k)),
+        };
+        let counted = match (continuing, t.run.as_mut()) {
+            (true, Some(run)) => {
+                run.count += 1;
+                run.last_ts = l.ts;
+                run.dur = run.dur.saturating_add(l.dur);
                 true
             }
-            Some(_) => false,
-            None => {
+            (_, Some(_)) => false,
+            (_, None) => {
                 let nearest = t.seen.get(&fold).map(|&at| t.pos - at);
                 let period = [u64::from(t.last_period), nearest.unwrap_or(0)]
                     .into_iter()

@@ -36,6 +36,8 @@ pub struct Writer {
     buf: Vec<u8>,
     /// Records written, by type (restatements not counted).
     counts: BTreeMap<&'static str, u64>,
+    /// Launch lines, counted apart (one each, the most common line: not looked up by name).
+    launches: u64,
     tap: Option<Box<dyn Tap>>,
     parts: Option<Parts>,
     /// Bytes of records handed to the current file (before compression), restatements not counted.
@@ -247,6 +249,7 @@ impl Writer {
             out,
             buf: Vec::with_capacity(1 << 17),
             counts: BTreeMap::new(),
+            launches: 0,
             tap: None,
             parts: None,
             written: 0,
@@ -285,7 +288,11 @@ impl Writer {
     /// Writes a record. A launch that repeats the one some places before it on its thread joins a run
     /// (counted under `launch` all the same); the runs under way are written before any other line.
     pub fn write(&mut self, record: &Line) -> Result<()> {
-        *self.counts.entry(record.type_name()).or_default() += 1;
+        if let Line::Launch(_) = record {
+            self.launches += 1;
+        } else {
+            *self.counts.entry(record.type_name()).or_default() += 1;
+        }
         if let Some(tap) = &mut self.tap {
             tap.record(record);
         }
@@ -467,13 +474,18 @@ impl Writer {
         anyhow!("{why}: the recording ends in {shown}, which keeps every record written before; {remedy}")
     }
 
-    pub(crate) const fn counts(&self) -> &BTreeMap<&'static str, u64> {
-        &self.counts
+    /// Lines written so far, by type.
+    pub(crate) fn counts(&self) -> BTreeMap<&'static str, u64> {
+        let mut counts = self.counts.clone();
+        if self.launches > 0 {
+            counts.insert("launch", self.launches);
+        }
+        counts
     }
 
     /// The counts as a footer holds them.
     fn footer_counts(&self) -> BTreeMap<String, u64> {
-        self.counts.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+        self.counts().into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
     }
 
     fn drain(&mut self) -> Result<()> {

@@ -272,9 +272,14 @@ impl Attributor {
         }
     }
 
-    fn launch(&mut self, mut l: Launch, out: &mut Vec<Line>) {
+    fn launch(&mut self, l: Launch, out: &mut Vec<Line>) {
         self.see(l.pid, l.ts, out);
         self.keep_for_runs(&l);
+        self.attribute_launch(l, out);
+    }
+
+    /// A launch, its process seen and its thread's history kept: named, its parameters joined, written.
+    fn attribute_launch(&mut self, mut l: Launch, out: &mut Vec<Line>) {
         let runtime_view = self.runtime_view;
         let p = self.live.entry(l.pid).or_default();
         if let Layout::VkDispatch { .. } = l.api.layout() {

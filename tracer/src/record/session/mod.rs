@@ -85,6 +85,11 @@ pub(super) struct Ended {
 
 impl Session<'_> {
     /// Resumes the command (its first instruction runs traced) and records until a stop condition.
+    #[expect(
+        clippy::future_not_send,
+        reason = "run on the current thread's runtime (record/mod.rs); the run histories share launches by Rc, \
+                  whose plain counts cost less than atomic ones on every repeated launch"
+    )]
     pub(super) async fn record(&mut self, mut child: Option<Command>, signals: &mut Signals) -> Result<Ended> {
         if let Some(c) = &child {
             c.resume();
@@ -536,7 +541,7 @@ impl Session<'_> {
         }
         let footer = self.footer(ended.stop, shed, &ended_before_stop);
         let drops = footer.total_drops();
-        let counts: BTreeMap<&'static str, u64> = self.writer.counts().clone();
+        let counts: BTreeMap<&'static str, u64> = self.writer.counts();
         self.writer.finish(footer)?;
         // The trace is complete. Detaching the probes takes the kernel about 100 ms each, one after the
         // other; a child keeps them so that this process can end now (the probes stay in place, recording
