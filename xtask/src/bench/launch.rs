@@ -8,6 +8,10 @@ use super::{
     repeats, stats, stdout_of, step, three_modes, traced, tracer_bin, verdict,
 };
 
+/// Row 1's goal (issue 60, which reset it from [`RATIO_GOAL`]): exact per-launch truth reads each launch's
+/// arguments and its user stack, about 1.18x the empty programs by itself on the H100.
+const LAUNCH_RATIO_GOAL: f64 = 1.25;
+
 /// Row 1: the cost of one traced call against empty programs and no tracing.
 pub(super) fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
@@ -28,15 +32,17 @@ pub(super) fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let extra = json!({"calls_per_run": n, "repeats": reps,
         "ring_records_per_launch": per_launch, "launches_last_run": launches,
         "real_libamdhip64_ns": {"none": real_none, "tracer": real_full}});
-    rows.results.insert("cost_per_call".into(), modes.json(extra));
+    let mut entry = modes.json(extra);
+    entry["target_ratio"] = json!(LAUNCH_RATIO_GOAL);
+    rows.results.insert("cost_per_call".into(), entry);
     rows.table.push((
         "1 cost per traced hipLaunchKernel".into(),
         format!(
             "{}; {per_launch:.4} ring records a launch (real runtime: {real_none:.0} -> {real_full:.0} ns)",
             modes.measured()
         ),
-        format!("ratio <= {RATIO_GOAL}, < 0.1 records a launch"),
-        verdict(modes.ratio() <= RATIO_GOAL && per_launch < 0.1),
+        format!("ratio <= {LAUNCH_RATIO_GOAL}, < 0.1 records a launch"),
+        verdict(modes.ratio() <= LAUNCH_RATIO_GOAL && per_launch < 0.1),
     ));
     Ok(())
 }
