@@ -6,7 +6,8 @@
 //!
 //! A run stands for up to 2^20 launches: it is expanded [`REPEAT_PART`] launches at a time, each part
 //! written before the next is made ([`Attributor::expand_more`](super::Attributor::expand_more)), so that
-//! memory does not grow with a run's length (made whole, a run of 600 000 launches held 150 MiB).
+//! memory does not grow with a run's length (made whole, a run of the stand-in's 600 000 launches took
+//! tracer's peak RSS to 141 MiB, against 45 MiB written launch by launch).
 
 use crate::trace::{
     Line,
