@@ -31,11 +31,12 @@ impl History {
         self.place(Rc::new(l));
     }
 
-    /// Places a repeat of the launch `period` places back, if held (false if not).
-    pub(crate) fn repeat_back(&mut self, period: u32) -> bool {
-        let Some(source) = self.shared_back(period).map(Rc::clone) else { return false };
+    /// Places a repeat of the launch `period` places back, if held, and gives it with its own times.
+    pub(crate) fn repeat(&mut self, period: u32, ts: u64, dur: u64) -> Option<Launch> {
+        let source = Rc::clone(self.shared_back(period)?);
+        let copy = Launch { ts, dur, ..(*source).clone() };
         self.place(source);
-        true
+        Some(copy)
     }
 
     fn place(&mut self, l: Rc<Launch>) {
@@ -118,9 +119,8 @@ pub(crate) const fn well_formed(r: &Repeat) -> bool {
 pub(crate) fn expand(r: &Repeat, history: &mut History, mut each: impl FnMut(&Launch)) {
     for i in 0..r.count {
         let (ts, dur) = r.times_of(i);
-        let Some(source) = history.back(r.period) else { return };
-        each(&Launch { ts, dur, ..source.clone() });
-        history.repeat_back(r.period);
+        let Some(l) = history.repeat(r.period, ts, dur) else { return };
+        each(&l);
     }
 }
 

@@ -47,12 +47,13 @@ impl super::Attributor {
         let to = from.saturating_add(REPEAT_PART).min(r.count);
         for i in from..to {
             let (ts, dur) = r.times_of(i);
-            let history = self.live.get_mut(&r.pid).and_then(|p| p.runs.get(r.pid, r.tid));
-            // The copy, and the thread's history placing it (sharing the launch it repeats).
-            let Some(l) = history.and_then(|h| {
-                let l = Launch { ts, dur, ..h.back(r.period)?.clone() };
-                h.repeat_back(r.period).then_some(l)
-            }) else {
+            // The copy, placed in the thread's history (sharing the launch it repeats).
+            let copy = self
+                .live
+                .get_mut(&r.pid)
+                .and_then(|p| p.runs.get(r.pid, r.tid))
+                .and_then(|h| h.repeat(r.period, ts, dur));
+            let Some(l) = copy else {
                 super::bump(&mut self.counters, "repeats_without_history");
                 *self.counters.entry("launches_in_repeats_lost".to_owned()).or_default() += u64::from(r.count - i);
                 return true;
