@@ -209,7 +209,7 @@ fn a_container_with_its_own_rocm_and_proc_is_probed_from_its_first_call() {
 fn an_ollama_runner_in_a_container_is_followed_from_the_host_with_its_own_rocm() {
     let root = sid_root();
     let r = root.display().to_string();
-    let runner = "/usr/bin/llama-server --model /tmp/tracer-blob.gguf --port 40129";
+    let runner = format!("/usr/bin/llama-server --model /tmp/tracer-blob.gguf --port {}", server_port(129));
     let registered = bpftrace_registrations_of(&root, &format!("/usr/sbin/chroot {r} {runner}"), "llama-server");
     let shim = root.join("usr/local/bin/ollama");
     std::fs::create_dir_all(shim.parent().unwrap()).unwrap();

@@ -83,9 +83,10 @@ fn debian_s_llama_server_with_two_slots_has_the_server_s_own_tokens_from_its_sta
     // From its start.
     let out = scratch("debian-server").join("t.jsonl");
     let mut args: Vec<String> = vec!["-q".into(), "--".into()];
-    args.extend(server(40_141));
+    let port = server_port(141);
+    args.extend(server(port));
     let rec = Recording::start(&out, &args.iter().map(String::as_str).collect::<Vec<_>>());
-    let timings = ask_two(40_141);
+    let timings = ask_two(port);
     let pid = exec_pid(&out);
     stop(pid);
     let (status, said) = rec.wait();
@@ -93,17 +94,18 @@ fn debian_s_llama_server_with_two_slots_has_the_server_s_own_tokens_from_its_sta
     check_server(&read_trace(&out), &out, &timings, 4);
 
     // Attached late: the start-up decodes are not seen.
-    let cmd = server(40_142);
+    let port = server_port(142);
+    let cmd = server(port);
     let mut child: Child = Command::new(&cmd[0])
         .args(&cmd[1..])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("llama-server starts");
-    wait_healthy(40_142, &mut child);
+    wait_healthy(port, &mut child);
     let out = scratch("debian-server-late").join("t.jsonl");
     let rec = Recording::start(&out, &["-q", "--pid", &child.id().to_string()]);
-    let timings = ask_two(40_142);
+    let timings = ask_two(port);
     stop(child.id());
     drop(child.wait());
     let (status, said) = rec.wait();

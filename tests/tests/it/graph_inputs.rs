@@ -76,8 +76,10 @@ fn debian_s_llama_server_s_batched_steps_are_judged_alike_from_their_passes_inpu
     let q4_host = root.join(q4.trim_start_matches('/'));
     q4_model(&["/usr/sbin/chroot", &r, "/usr/bin/llama-quantize"], &f16.inside, &q4);
     let mut args = vec!["/usr/sbin/chroot", &r];
-    args.extend(two_slots("/usr/bin/llama-server", &q4, "40161"));
-    let (timings, records, p, text) = serve_two("inputs-debian", &args, 40_161);
+    let port = server_port(161);
+    let port_arg = port.to_string();
+    args.extend(two_slots("/usr/bin/llama-server", &q4, &port_arg));
+    let (timings, records, p, text) = serve_two("inputs-debian", &args, port);
     drop(std::fs::remove_file(&q4_host));
     assert_eq!(footer(&records).total_drops(), 0);
     let (positions, outputs) = inputs(&records);
@@ -108,7 +110,8 @@ fn a_server_linked_as_ollama_links_llama_cpp_has_its_steps_from_its_passes_input
     let (f16, model) = (f16.to_str().expect("UTF-8 path"), q4.to_str().expect("UTF-8 path"));
     q4_model(&[quantize.to_str().expect("UTF-8 path")], f16, model);
     let server = server.to_str().expect("UTF-8 path");
-    let (timings, records, p, text) = serve_two("inputs-static", &two_slots(server, model, "40162"), 40_162);
+    let port = server_port(162);
+    let (timings, records, p, text) = serve_two("inputs-static", &two_slots(server, model, &port.to_string()), port);
     assert_eq!(footer(&records).total_drops(), 0);
     // No model library: no batch, and no libllama among the libraries.
     assert!(!records.iter().any(|r| matches!(r, Line::Batch(_))));
