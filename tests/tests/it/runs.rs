@@ -1,7 +1,8 @@
 //! Runs of exact repeats on Debian's real libamdhip64: a real HIP program's "decoder layers" recorded with
 //! runs (the default) read back as the same launches, in the same order, as with every launch written
 //! (`--every-launch`); the kernel counted most of them into runs instead of writing them, at the entry-only
-//! launch probe and at the return probe (`--all-calls`). Only libamdhip64 is probed: without a GPU, HIP
+//! launch probe and at the return probe (`--all-calls`), and the recorder wrote each of those runs as it came.
+//! Only libamdhip64 is probed: without a GPU, HIP
 //! 5.2 calls `hsa_init` inside every failing launch, whose record would end each run.
 
 use integration_tests::*;
@@ -68,8 +69,17 @@ fn a_loop_of_layers_counted_into_runs_reads_back_as_every_launch_written() {
         assert!(h.options.repeats && !every_h.options.repeats, "{name}");
         let repeats = repeat_lines(&records);
         assert!(repeats.iter().map(|r| r.count as usize).sum::<usize>() >= 200, "{name}: {repeats:?}");
-        // Each repeats a layer (four launches) or the eight layers between two of the different adds.
-        assert!(repeats.iter().all(|r| r.period == 4 || r.period == 32), "{name}: {repeats:?}");
+        // Each repeats whole layers (four launches each), up to the eight layers between two of the different
+        // adds.
+        assert!(repeats.iter().all(|r| r.period % 4 == 0 && r.period <= 32), "{name}: {repeats:?}");
+        // Nothing attributes a layer's launches differently once it has been launched: every run the kernel
+        // counted is written as it came, one line, no launch of it made and collapsed again.
+        assert!(n(&counters, "runs_counted_in_kernel") >= 1, "{name}: {counters:?}");
+        assert_eq!(
+            n(&counters, "runs_written_as_counted"),
+            n(&counters, "runs_counted_in_kernel"),
+            "{name}: {counters:?}"
+        );
         assert!(repeat_lines(&every_records).is_empty(), "{name}");
         // The footer counts the launches the file stands for, whole or within runs.
         assert_eq!(footer(&records).records.get("launch"), Some(&(LAUNCHES as u64)), "{name}");

@@ -20,33 +20,131 @@ fn key(l: &Launch) -> Launch {
     Launch { ts: 0, dur: 0, caller: 0, in_runs: false, ..l.clone() }
 }
 
-/// One thread's last launches, oldest first. A repeat shares the launch it copies (its own times are not
-/// kept here): placing it copies no launch.
-#[derive(Default)]
-pub(crate) struct History(VecDeque<Rc<Launch>>);
+/// The fields runs compare, borrowed: equal for two launches whose [`key`]s are equal, without making one.
+/// (Destructured whole: a field added to [`Launch`] must be placed here, compared or not.)
+#[derive(PartialEq, Eq, Hash)]
+struct Compared<'a> {
+    pid: u32,
+    tid: u32,
+    lib: u32,
+    api: tracer_common::ApiFunc,
+    kernel: Option<u32>,
+    handle: u64,
+    grid: [u32; 3],
+    block: [u32; 3],
+    grid_unit: super::event::GridUnit,
+    shmem: u64,
+    stream: u64,
+    ret: i32,
+    captured: bool,
+    entry_only: bool,
+    params: &'a std::collections::BTreeMap<u8, u64>,
+}
 
-impl History {
+impl<'a> Compared<'a> {
+    const fn of(l: &'a Launch) -> Self {
+        let Launch {
+            ts: _,
+            pid,
+            tid,
+            lib,
+            api,
+            kernel,
+            handle,
+            grid,
+            block,
+            grid_unit,
+            shmem,
+            stream,
+            ret,
+            dur: _,
+            captured,
+            entry_only,
+            params,
+            caller: _,
+            in_runs: _,
+        } = l;
+        Self {
+            pid: *pid,
+            tid: *tid,
+            lib: *lib,
+            api: *api,
+            kernel: *kernel,
+            handle: *handle,
+            grid: *grid,
+            block: *block,
+            grid_unit: *grid_unit,
+            shmem: *shmem,
+            stream: *stream,
+            ret: *ret,
+            captured: *captured,
+            entry_only: *entry_only,
+            params,
+        }
+    }
+}
+
+/// One thread's last launches, oldest first, each with what its keeper adds (`A`: nothing for a reader; the
+/// launch as attributed for the recorder). A repeat shares the launch it copies (its own times are not
+/// kept here): placing it copies no launch.
+pub(crate) struct History<A = ()>(VecDeque<(Rc<Launch>, A)>);
+
+impl<A> Default for History<A> {
+    fn default() -> Self {
+        Self(VecDeque::new())
+    }
+}
+
+impl<A: Clone + Default> History<A> {
     /// Places a launch at the end.
     pub(crate) fn push(&mut self, l: Launch) {
-        self.place(Rc::new(l));
+        self.place((Rc::new(l), A::default()));
     }
 
     /// Places a repeat of the launch `period` places back, if held, and gives it with its own times.
     pub(crate) fn repeat(&mut self, period: u32, ts: u64, dur: u64) -> Option<Launch> {
-        let source = Rc::clone(self.shared_back(period)?);
-        let copy = Launch { ts, dur, ..(*source).clone() };
+        let source = self.shared_back(period)?.clone();
+        let copy = Launch { ts, dur, ..(*source.0).clone() };
         self.place(source);
         Some(copy)
     }
 
-    fn place(&mut self, l: Rc<Launch>) {
+    /// Places the `count` repeats of a run of `period` at once, as [`Self::repeat`] one by one would, and
+    /// the launches they copy: the last `period` before them (oldest first), or None when not held. Only
+    /// the last [`RUN_HISTORY`] repeats are placed (the ones before would fall out).
+    pub(crate) fn repeat_all(&mut self, period: u32, count: u32) -> Option<Vec<(Rc<Launch>, A)>> {
+        let p = usize::try_from(period).ok().filter(|&p| p >= 1)?;
+        let from = self.0.len().checked_sub(p)?;
+        let sources: Vec<(Rc<Launch>, A)> = self.0.range(from..).cloned().collect();
+        let n = usize::try_from(count).ok()?;
+        for i in n.saturating_sub(RUN_HISTORY)..n {
+            self.place(sources[i % p].clone());
+        }
+        Some(sources)
+    }
+
+    /// What the keeper added to the last launch, set.
+    pub(crate) fn set_last(&mut self, a: A) {
+        if let Some(last) = self.0.back_mut() {
+            last.1 = a;
+        }
+    }
+
+    /// The last `period` launches, oldest first, with what the keeper added (none when fewer are held).
+    pub(crate) fn last(&self, period: u32) -> Option<impl Iterator<Item = &(Rc<Launch>, A)>> {
+        let p = usize::try_from(period).ok().filter(|&p| p >= 1)?;
+        let from = self.0.len().checked_sub(p)?;
+        Some(self.0.range(from..))
+    }
+
+    fn place(&mut self, l: (Rc<Launch>, A)) {
         if self.0.len() == RUN_HISTORY {
             self.0.pop_front();
         }
         self.0.push_back(l);
     }
 
-    fn shared_back(&self, period: u32) -> Option<&Rc<Launch>> {
+    fn shared_back(&self, period: u32) -> Option<&(Rc<Launch>, A)> {
         let p = usize::try_from(period).ok().filter(|&p| p >= 1)?;
         let at = self.0.len().checked_sub(p)?;
         self.0.get(at)
@@ -54,7 +152,7 @@ impl History {
 
     /// The launch `period` places back (1: the last), if held.
     pub(crate) fn back(&self, period: u32) -> Option<&Launch> {
-        self.shared_back(period).map(AsRef::as_ref)
+        self.shared_back(period).map(|(l, _)| l.as_ref())
     }
 }
 
@@ -168,25 +266,64 @@ struct Written {
     /// Fold -> the last position a launch of that fold was at (cleared past [`MAX_FOLDS`]).
     seen: crate::FastMap<u64, u64>,
     run: Option<Repeat>,
+    /// The position after the run's last launch.
+    run_end: u64,
     last_period: u32,
 }
 
 /// Folds a thread's table of last positions holds at most: a few times the launches of a history.
 const MAX_FOLDS: usize = 4 * RUN_HISTORY;
 
-impl Written {
-    /// The launch `period` places back (before the one being taken), with its fold.
-    fn back(&self, period: u64) -> Option<&(u64, Rc<Launch>)> {
-        let held = self.last.len() as u64;
-        if period == 0 || period > held {
-            return None;
-        }
-        self.last.get(usize::try_from(held - period).ok()?)
+/// The launch `period` places back in `last` (before the one being taken), with its fold.
+fn back(last: &VecDeque<(u64, Rc<Launch>)>, period: u64) -> Option<&(u64, Rc<Launch>)> {
+    let held = last.len() as u64;
+    if period == 0 || period > held {
+        return None;
     }
+    last.get(usize::try_from(held - period).ok()?)
+}
 
+impl Written {
     /// Whether the launch `period` places back is `k` (of fold `fold`).
     fn is_back(&self, period: u64, fold: u64, k: &Launch) -> bool {
-        self.back(period).is_some_and(|(f, b)| *f == fold && **b == *k)
+        back(&self.last, period).is_some_and(|(f, b)| *f == fold && **b == *k)
+    }
+
+    /// Places the launch taken (with its fold) last; where its fold was seen is kept when `seen`.
+    fn take(&mut self, launch: (u64, Rc<Launch>), seen: bool) {
+        if seen {
+            self.saw(launch.0, self.pos);
+        }
+        if self.last.len() == RUN_HISTORY {
+            self.last.pop_front();
+        }
+        self.last.push_back(launch);
+        self.pos += 1;
+    }
+
+    fn saw(&mut self, fold: u64, at: u64) {
+        if self.seen.len() >= MAX_FOLDS && !self.seen.contains_key(&fold) {
+            self.seen.clear();
+        }
+        self.seen.insert(fold, at);
+    }
+
+    /// Ends the run under way: where its launches' folds were last seen is kept now. Each launch of a run
+    /// repeats the one a period before it, so its last `period` launches hold every fold it took, each at
+    /// its last place.
+    fn end_run(&mut self) -> Option<Repeat> {
+        let run = self.run.take()?;
+        self.last_period = run.period;
+        // Its first launch was seen as taken (it was not known to go on a run); launches of the thread
+        // taken after its end (the one that ended it) were seen too.
+        let unseen = u64::from(run.count - 1).min(u64::from(run.period));
+        for at in self.run_end.saturating_sub(unseen)..self.run_end {
+            let back = usize::try_from(self.pos - at).unwrap_or(usize::MAX);
+            if let Some(&(fold, _)) = self.last.len().checked_sub(back).and_then(|i| self.last.get(i)) {
+                self.saw(fold, at);
+            }
+        }
+        Some(run)
     }
 }
 
@@ -207,56 +344,51 @@ impl Collapse {
     /// (after the runs [`Collapse::take_runs`] gives).
     pub(crate) fn launch(&mut self, l: &Launch) -> bool {
         use std::hash::BuildHasher as _;
-        let k = key(l);
+        let compared = Compared::of(l);
         let t = self.threads.of(l.pid, l.tid);
-        // A run going on (most launches, in a loop): the launch equal to the one a period back has its fold,
-        // so the launch is not hashed.
-        let going_on = t.run.as_ref().filter(|run| run.count < RUN_MAX).and_then(|run| {
-            let (fold, b) = t.back(u64::from(run.period))?;
-            (**b == k).then(|| (*fold, Rc::clone(b)))
-        });
-        let continuing = going_on.is_some();
-        let (fold, k) = match going_on {
-            Some((fold, b)) => (fold, b),
-            None => (self.hasher.hash_one(&k), Rc::new(k)),
-        };
-        let counted = match (continuing, t.run.as_mut()) {
-            (true, Some(run)) => {
-                run.count += 1;
-                run.last_ts = l.ts;
-                run.dur = run.dur.saturating_add(l.dur);
-                true
-            }
-            (_, Some(_)) => false,
-            (_, None) => {
-                let nearest = t.seen.get(&fold).map(|&at| t.pos - at);
-                let period = [u64::from(t.last_period), nearest.unwrap_or(0)]
-                    .into_iter()
-                    .find(|&p| p <= RUN_HISTORY as u64 && t.is_back(p, fold, &k));
-                if let Some(period) = period {
-                    t.run = Some(Repeat {
-                        ts: l.ts,
-                        pid: l.pid,
-                        tid: l.tid,
-                        last_ts: l.ts,
-                        count: 1,
-                        period: period as u32,
-                        dur: l.dur,
-                    });
-                    self.pending.push((l.pid, l.tid));
-                }
-                period.is_some()
-            }
-        };
-        if t.last.len() == RUN_HISTORY {
-            t.last.pop_front();
+        // A run going on (most launches, in a loop): the launch equal to the one a period back takes its
+        // fold and shares it, so the launch is neither hashed nor copied, and where each fold was last seen
+        // is left to the run's end.
+        if let Some(run) = t.run.as_mut().filter(|run| run.count < RUN_MAX)
+            && let Some((fold, b)) = back(&t.last, u64::from(run.period))
+            && Compared::of(b) == compared
+        {
+            let shared = (*fold, Rc::clone(b));
+            run.count += 1;
+            run.last_ts = l.ts;
+            run.dur = run.dur.saturating_add(l.dur);
+            t.take(shared, false);
+            t.run_end = t.pos;
+            return true;
         }
-        t.last.push_back((fold, k));
-        if t.seen.len() >= MAX_FOLDS && !t.seen.contains_key(&fold) {
-            t.seen.clear();
+        let fold = self.hasher.hash_one(&compared);
+        let k = Rc::new(key(l));
+        // A run under way that this launch does not go on with ends (the writer takes it); otherwise the
+        // launch begins one where it equals the launch the last run's period back, or the nearest of its fold.
+        let mut counted = false;
+        if t.run.is_none() {
+            let nearest = t.seen.get(&fold).map(|&at| t.pos - at);
+            let period = [u64::from(t.last_period), nearest.unwrap_or(0)]
+                .into_iter()
+                .find(|&p| p <= RUN_HISTORY as u64 && t.is_back(p, fold, &k));
+            if let Some(period) = period {
+                t.run = Some(Repeat {
+                    ts: l.ts,
+                    pid: l.pid,
+                    tid: l.tid,
+                    last_ts: l.ts,
+                    count: 1,
+                    period: period as u32,
+                    dur: l.dur,
+                });
+                self.pending.push((l.pid, l.tid));
+                counted = true;
+            }
         }
-        t.seen.insert(fold, t.pos);
-        t.pos += 1;
+        t.take((fold, k), true);
+        if counted {
+            t.run_end = t.pos;
+        }
         counted
     }
 
@@ -264,14 +396,45 @@ impl Collapse {
     pub(crate) fn take_runs(&mut self) -> Vec<Repeat> {
         let mut runs = Vec::new();
         for (pid, tid) in self.pending.drain(..) {
-            if let Some(t) = self.threads.get(pid, tid)
-                && let Some(run) = t.run.take()
-            {
-                t.last_period = run.period;
+            if let Some(run) = self.threads.get(pid, tid).and_then(Written::end_run) {
                 runs.push(run);
             }
         }
         runs
+    }
+
+    /// Whether a run the kernel counted, of launches that copy `sources` (the launches a period back, as
+    /// attributed, oldest first), can be written as one `repeat` line: the thread's last launches taken
+    /// are those (so a reader's expansion copies them).
+    pub(crate) fn can_pass(&mut self, r: &Repeat, sources: &[Rc<Launch>]) -> bool {
+        let Some(t) = self.threads.get(r.pid, r.tid) else { return false };
+        let p = sources.len();
+        p >= 1
+            && p == r.period as usize
+            && t.last.len() >= p
+            && t.last.range(t.last.len() - p..).zip(sources).all(|((_, b), s)| Compared::of(b) == Compared::of(s))
+    }
+
+    /// Takes a run [`Self::can_pass`] allowed, written as one line: its thread's launches go on as if each
+    /// of its launches had been taken (runs under way are taken first).
+    pub(crate) fn passed(&mut self, r: &Repeat) {
+        let Some(t) = self.threads.get(r.pid, r.tid) else { return };
+        let (p, n) = (r.period as usize, r.count as usize);
+        let Some(from) = t.last.len().checked_sub(p).filter(|_| p >= 1) else { return };
+        let sources: Vec<(u64, Rc<Launch>)> = t.last.range(from..).cloned().collect();
+        let placed = n.min(RUN_HISTORY);
+        t.pos += (n - placed) as u64;
+        for i in n - placed..n {
+            t.take(sources[i % p].clone(), false);
+        }
+        // Its last `period` launches hold every fold it took, each at its last place.
+        for at in t.pos - n.min(p) as u64..t.pos {
+            let back = usize::try_from(t.pos - at).unwrap_or(usize::MAX);
+            if let Some(&(fold, _)) = t.last.len().checked_sub(back).and_then(|i| t.last.get(i)) {
+                t.saw(fold, at);
+            }
+        }
+        t.last_period = r.period;
     }
 
     /// Whether a run is under way.
@@ -347,6 +510,110 @@ mod tests {
         let back = read(&lines);
         // Every launch back, in order, fields exact; the repeats' times placed evenly (here, as they were).
         assert_eq!(back, seq);
+    }
+
+    #[test]
+    fn a_run_ended_leaves_where_its_launches_were_last_seen_for_the_next_run_to_find() {
+        // A loop of three kernels a hundred times, then a fourth: the loop goes on with the fourth in it,
+        // a period of four found by where its first kernel was last seen (in the run's last period).
+        let mut seq = Vec::new();
+        let mut ts = 0;
+        let mut push = |h: u64, seq: &mut Vec<Launch>| {
+            ts += 10;
+            seq.push(launch(1, h, ts));
+        };
+        for _ in 0..100 {
+            for h in [10, 11, 12] {
+                push(h, &mut seq);
+            }
+        }
+        for _ in 0..50 {
+            for h in [13, 10, 11, 12] {
+                push(h, &mut seq);
+            }
+        }
+        let lines = written(&seq);
+        let shape: Vec<String> = lines
+            .iter()
+            .map(|l| match l {
+                Ok(l) => format!("{}", l.handle),
+                Err(r) => format!("{}x{}", r.count, r.period),
+            })
+            .collect();
+        assert_eq!(shape, ["10", "11", "12", "297x3", "13", "199x4"]);
+        assert_eq!(read(&lines), seq);
+    }
+
+    #[test]
+    fn mixed_loops_on_two_threads_are_read_back_exactly() {
+        // Loops of varying length and period, broken by odd launches, on two interleaved threads.
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let mut seq = Vec::new();
+        // Per thread: its loop's first kernel, period and launches left, and its place in the loop.
+        let mut loops = [(0, 1, 0, 0); 2];
+        for ts in 0..20_000 {
+            let tid = 1 + u32::from(next(4) == 0);
+            let (base, period, left, at) = &mut loops[tid as usize - 1];
+            if *left == 0 {
+                (*base, *period, *left, *at) = (next(100) * 10, 1 + next(12), 20 + next(400), 0);
+            }
+            let handle = if next(50) == 0 { 5000 + next(1000) } else { *base + *at % *period };
+            (*left, *at) = (*left - 1, *at + 1);
+            let mut l = launch(tid, handle, ts * 10);
+            l.grid[0] = u32::from(next(200) == 0);
+            seq.push(l);
+        }
+        let lines = written(&seq);
+        assert!(lines.len() < seq.len() / 4, "{} lines for {} launches", lines.len(), seq.len());
+        // Each thread's launches back, in order, every field but the times (a run's are placed evenly;
+        // threads' runs are written when they end, not interleaved).
+        let untimed = |tid: u32, seq: &[Launch]| -> Vec<Launch> {
+            seq.iter().filter(|l| l.tid == tid).map(|l| Launch { ts: 0, dur: 0, ..l.clone() }).collect()
+        };
+        let back = read(&lines);
+        for tid in [1, 2] {
+            assert_eq!(untimed(tid, &back), untimed(tid, &seq), "thread {tid}");
+        }
+    }
+
+    #[test]
+    fn a_run_written_as_counted_reads_back_as_its_launches_and_the_launches_after_go_on_repeating() {
+        // A layer of three kernels written, then a run of ten repeats of it written as a recorder passes a
+        // kernel's run, then the layer goes on: the writer's own run continues at the run's period.
+        let mut c = Collapse::default();
+        let mut lines = Vec::new();
+        let layer: Vec<Launch> = [10, 11, 12].into_iter().map(|h| launch(1, h, h)).collect();
+        for l in &layer {
+            assert!(!c.launch(l));
+            lines.push(Ok(l.clone()));
+        }
+        let r = Repeat { ts: 100, pid: 7, tid: 1, last_ts: 190, count: 10, period: 3, dur: 30 };
+        let sources: Vec<Rc<Launch>> = layer.iter().cloned().map(Rc::new).collect();
+        // Refused where the thread's last launches are not the ones the run copies, or another thread's.
+        let mut other = sources.clone();
+        other[1] = Rc::new(Launch { grid: [2, 1, 1], ..layer[1].clone() });
+        assert!(!c.can_pass(&r, &other));
+        assert!(!c.can_pass(&Repeat { period: 4, ..r.clone() }, &sources));
+        assert!(!c.can_pass(&Repeat { tid: 2, ..r.clone() }, &sources));
+        assert!(c.can_pass(&r, &sources));
+        c.passed(&r);
+        lines.push(Err(r));
+        // Then 11, 12, 10, 11 (the run ended on 10): each repeats the launch three back.
+        let after: Vec<Launch> = [11, 12, 10, 11].into_iter().zip(200..).map(|(h, ts)| launch(1, h, ts)).collect();
+        for l in &after {
+            assert!(c.launch(l), "{l:?} goes on a run");
+        }
+        let ran = c.take_runs();
+        assert_eq!(ran.iter().map(|r| (r.count, r.period)).collect::<Vec<_>>(), [(4, 3)]);
+        lines.extend(ran.into_iter().map(Err));
+        let handles: Vec<u64> = read(&lines).iter().map(|l| l.handle).collect();
+        assert_eq!(handles, [10, 11, 12, 10, 11, 12, 10, 11, 12, 10, 11, 12, 10, 11, 12, 10, 11]);
     }
 
     #[test]

@@ -28,7 +28,7 @@ use std::{
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-use super::schema::{Footer, Header, Line, Part, Stop};
+use super::schema::{Footer, Header, Launch, Line, Part, Repeat, Stop};
 
 /// Writes records to a file, batching lines and counting them by type.
 pub struct Writer {
@@ -324,6 +324,24 @@ impl Writer {
             return if full { self.rotate() } else { Ok(()) };
         }
         self.line(record)
+    }
+
+    /// A run the kernel counted, written as it came (one `repeat` line) where a reader's expansion gives the
+    /// launches it stands for: the thread's last launches written are `sources`, those its launches copy
+    /// (as attributed, oldest first). False (nothing written) otherwise, or when a tap takes launches one by
+    /// one: the caller then writes its launches.
+    pub(crate) fn pass_run(&mut self, r: &Repeat, sources: &[std::rc::Rc<Launch>]) -> Result<bool> {
+        if self.tap.is_some() || !self.runs.as_mut().is_some_and(|runs| runs.can_pass(r, sources)) {
+            return Ok(false);
+        }
+        self.write_runs()?;
+        if let Some(runs) = self.runs.as_mut() {
+            runs.passed(r);
+        }
+        self.launches += u64::from(r.count);
+        *self.counts.entry("repeat").or_default() += 1;
+        self.line(&Line::Repeat(r.clone()))?;
+        Ok(true)
     }
 
     /// The runs under way, each as one `repeat` line.

@@ -3,7 +3,10 @@
 //! The dispatcher of the step: it keeps what it knows of each live process in one struct (dropped at
 //! exit, replaced at exec) and asks [`crate::record::names`] for kernel names.
 
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    collections::{BTreeMap, HashMap},
+    rc::Rc,
+};
 
 use tracer_common::{
     ApiFunc, CODE_HEAD,
@@ -87,8 +90,9 @@ struct Process {
     making: HashMap<u32, (String, u64, u64)>,
     /// The functions and kernel objects given a plan in the eBPF plan map: taken back when it goes.
     planned: Vec<u64>,
-    /// Per thread: its last launches as the probe placed them, which its runs of repeats copy.
-    runs: crate::trace::runs::Threads<crate::trace::runs::History>,
+    /// Per thread: its last launches as the probe placed them, which its runs of repeats copy, each with
+    /// the launch as written where its copies may be written alike ([`Attributor::passable`]).
+    runs: crate::trace::runs::Threads<crate::trace::runs::History<Option<Rc<Launch>>>>,
 }
 
 /// A shader module's code as its chunks arrive on one thread: its head first, then its end, farthest first.
@@ -274,12 +278,18 @@ impl Attributor {
 
     fn launch(&mut self, l: Launch, out: &mut Vec<Line>) {
         self.see(l.pid, l.ts, out);
+        let (pid, tid, in_runs) = (l.pid, l.tid, l.in_runs);
         self.keep_for_runs(&l);
-        self.attribute_launch(l, out);
+        let attributed = self.attribute_launch(l, out);
+        if in_runs && let Some(h) = self.live.get_mut(&pid).and_then(|p| p.runs.get(pid, tid)) {
+            h.set_last(attributed);
+        }
     }
 
     /// A launch, its process seen and its thread's history kept: named, its parameters joined, written.
-    fn attribute_launch(&mut self, mut l: Launch, out: &mut Vec<Line>) {
+    /// Gives the launch as written where a run's copies of it may be written alike (see
+    /// [`Attributor::passable`]).
+    fn attribute_launch(&mut self, mut l: Launch, out: &mut Vec<Line>) -> Option<Rc<Launch>> {
         let runtime_view = self.runtime_view;
         let p = self.live.entry(l.pid).or_default();
         if let Layout::VkDispatch { .. } = l.api.layout() {
@@ -306,7 +316,7 @@ impl Attributor {
                     // Its parameters are read at the driver launch it makes (its plan, none, was given
                     // when its handle was first looked up).
                     p.pending_params.remove(&l.tid);
-                    return;
+                    return None;
                 }
             }
             Library::Cuda => {
@@ -332,7 +342,17 @@ impl Attributor {
         let plan = names.param_plan(l.handle);
         let key = (l.tid, l.ts, l.handle);
         l.params = take_params(p, &mut self.counters, &mut self.effects.plans, l.pid, key, plan).unwrap_or_default();
+        // What its copies may be written as: a launch with a kernel id, no parameters joined, not a graph
+        // node, no pipeline looked up ([`Attributor::passable`] checks the rest when a run comes).
+        let alike = l.in_runs
+            && l.kernel.is_some()
+            && l.params.is_empty()
+            && !l.captured
+            && l.api.library() != Library::CudaRuntime
+            && !matches!(l.api.layout(), Layout::VkDispatch { .. });
+        let attributed = alike.then(|| Rc::new(l.clone()));
         out.push(Line::Launch(l));
+        attributed
     }
 
     /// A chunk of a shader module's code, counted from its end: the module is named at its last chunk

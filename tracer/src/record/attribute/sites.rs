@@ -29,7 +29,12 @@ impl Sites {
     /// Counts a launch by its return address (0: not read). A CUDA driver launch made by libcudart is not
     /// counted: the runtime launch that made it was, from the code that called the runtime.
     pub(super) fn count(&mut self, names: &mut Of<'_>, l: &Launch) {
-        if l.caller == 0 {
+        self.count_n(names, l, 1);
+    }
+
+    /// Counts `n` launches like `l` (a run's copies of it).
+    pub(super) fn count_n(&mut self, names: &mut Of<'_>, l: &Launch, n: u32) {
+        if l.caller == 0 || n == 0 {
             return;
         }
         // The file is looked up, and named a runtime or not, once per address.
@@ -39,10 +44,10 @@ impl Sites {
             Site { file, cuda_runtime, launches: 0, failed: 0 }
         });
         if !(l.api.library() == Library::Cuda && site.cuda_runtime) {
-            site.launches += 1;
+            site.launches += u64::from(n);
             // A one-trap launch has no return value: it is counted as made, never as failed.
             if !l.entry_only && l.ret != 0 {
-                site.failed += 1;
+                site.failed += u64::from(n);
             }
         }
     }

@@ -581,3 +581,61 @@ fn a_long_run_is_made_part_by_part_each_part_bounded() {
     assert_eq!((ts.len(), ts.last()), (count as usize + 1, Some(&30_000)));
     assert!(ts.is_sorted());
 }
+
+#[test]
+fn a_run_whose_copies_would_be_attributed_alike_is_taken_whole_and_its_thread_goes_on() {
+    let mut a = Attributor::default();
+    let mut out = Vec::new();
+    a.event(register(0x1000, "_Z4axpyPfS_f"), &mut out);
+    let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
+    a.event(kept(0x1000, 10), &mut out);
+    a.event(kept(0x2000, 20), &mut out);
+    let o = origin(30);
+    // Longer than a history: only its last launches are placed.
+    let run = Repeat { ts: 30, pid: o.pid, tid: o.tid, last_ts: 3030, count: 3001, period: 2, dur: 0 };
+    let sources = a.passable(&run).expect("copies attributed alike");
+    let written: Vec<&Launch> =
+        out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l) } else { None }).collect();
+    let sources: Vec<&Launch> = sources.iter().map(AsRef::as_ref).collect();
+    assert_eq!(sources, written, "the launches as written");
+    a.passed(&run);
+    // The history went on as if the 3 001 copies had been made: its last is a copy of 0x1000.
+    out.clear();
+    a.event(Event::Repeat(Repeat { ts: 4000, last_ts: 4001, count: 2, period: 1, ..run.clone() }), &mut out);
+    let handles: Vec<u64> =
+        out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l.handle) } else { None }).collect();
+    assert_eq!(handles, [0x1000, 0x1000]);
+    let c = |k: &str| a.counters.get(k).copied().unwrap_or(0);
+    assert_eq!((c("runs_counted_in_kernel"), c("runs_written_as_counted"), c("launches_in_kernel_runs")), (2, 1, 3003));
+}
+
+#[test]
+fn a_run_is_made_launch_by_launch_where_a_copy_could_be_attributed_otherwise() {
+    let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
+    let o = origin(30);
+    let run = Repeat { ts: 30, pid: o.pid, tid: o.tid, last_ts: 60, count: 4, period: 1, dur: 0 };
+    let capture = Event::call(Call { stream: Some(0), ..Call::new(origin(25), ApiFunc::HipStreamBeginCapture, 0, 0) });
+    let params = Event::Params(Params {
+        origin: origin(25),
+        handle: 0x1000,
+        wanted: tracer_common::PARAMS_ALL,
+        values: vec![(11, 290)],
+    });
+    let not_kept = Event::Launch(Launch { ts: 10, ..launch_of(0x1000) });
+    for (why, before, last) in [
+        ("its stream began capturing since", Some(capture), kept(0x1000, 10)),
+        ("kernel parameters wait for a launch of its thread", Some(params), kept(0x1000, 10)),
+        ("the launch it copies was not placed in the history", None, not_kept),
+        ("its period reaches past what its thread has launched", None, kept(0x1000, 10)),
+    ] {
+        let mut a = Attributor::default();
+        let mut out = Vec::new();
+        a.event(last, &mut out);
+        if let Some(ev) = before {
+            assert!(a.passable(&run).is_some(), "{why}: alike before");
+            a.event(ev, &mut out);
+        }
+        let r = if why.starts_with("its period") { Repeat { period: 2, ..run.clone() } } else { run.clone() };
+        assert!(a.passable(&r).is_none(), "{why}");
+    }
+}

@@ -76,6 +76,11 @@ impl Of<'_> {
         name
     }
 
+    /// Whether a runtime launch's name waits for the thread's next driver launch.
+    pub(crate) fn runtime_name_waits(&self, tid: u32) -> bool {
+        self.proc.cuda.pending.contains_key(&tid)
+    }
+
     /// A driver launch: named from the runtime launch just before it on its thread, or from the driver's
     /// function object. Returns the kernel record to write when it names the function.
     pub(crate) fn driver_launch(&mut self, l: &Launch) -> Option<trace::Kernel> {

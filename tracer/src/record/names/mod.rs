@@ -310,6 +310,11 @@ impl Of<'_> {
         }
     }
 
+    /// Whether the handle is bound and its parameter plan was asked for since ([`Self::param_plan`]).
+    pub(crate) fn plan_given(&self, handle: u64) -> bool {
+        self.proc.by_handle.get(&handle).is_some_and(|e| e.plan_sent)
+    }
+
     /// Whether no name is bound to the handle (unknown, or bound as unnamed).
     pub(crate) fn unnamed(&self, handle: u64) -> bool {
         self.proc.by_handle.get(&handle).is_none_or(|e| e.source == Source::Unnamed)

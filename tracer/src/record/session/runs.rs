@@ -39,6 +39,15 @@ impl Session<'_> {
     /// Attributes an event and writes its lines (`out`: an empty buffer, left empty); a run's launches
     /// part by part, each part written before the next is made.
     pub(super) fn attribute(&mut self, ev: Event, out: &mut Vec<Line>) -> Result<()> {
+        // A run whose copies would be attributed as the launches they copy, which the writer just wrote
+        // for its thread: written as the kernel counted it (one line, no launch made).
+        if let Event::Repeat(r) = &ev
+            && let Some(sources) = self.attr.passable(r)
+            && self.writer.pass_run(r, &sources)?
+        {
+            self.attr.passed(r);
+            return Ok(());
+        }
         self.attr.event(ev, out);
         loop {
             for line in out.drain(..) {
