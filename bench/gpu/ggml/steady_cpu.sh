@@ -7,7 +7,9 @@
 # window). Unlike decode_cost.sh's long-minus-short runs, tracer's start and stop (a few hundred ms of CPU
 # whose spread is tens of µs a token there) are outside the window. ROUNDS (default 3) interleaved rounds;
 # with PERF=1 and perf installed, one tracer run is also sampled by perf (its top symbols to
-# $OUT/steady-perf.txt). Writes $OUT/steady-cpu.txt.
+# $OUT/steady-perf.txt). With BASE="PATH ...", each round also records with each of those tracer binaries
+# (earlier builds; the mode is the file's name), so that builds are compared on one host. The last tracer
+# recording's footer counters on runs go to $OUT/steady-runs.txt. Writes $OUT/steady-cpu.txt.
 #   bench/gpu/ggml/steady_cpu.sh [TRACER_BINARY]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -18,9 +20,9 @@ graphs=
 [ "${GRAPHS:-on}" = off ] && graphs=GGML_CUDA_DISABLE_GRAPHS=1
 run_time() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
 one() {
-  local mode=$1 flags=$2 json=/tmp/steady-$1.json
+  local mode=$1 flags=$2 json=/tmp/steady-$1.json binary=${3:-$tracer}
   # shellcheck disable=SC2086 # flags: a list of record options
-  "$tracer" record -q --force --debug-sync-teardown $flags -o "/tmp/steady-$mode.jsonl.zst" -- \
+  "$binary" record -q --force --debug-sync-teardown $flags -o "/tmp/steady-$mode.jsonl.zst" -- \
     env $graphs taskset -c "${BENCH_CPU:-2}" "$bin/llama-bench" -m "$models/q4_k_m.gguf" -p 0 -n "$long" -r 1 \
     -o json > "$json" &
   local rec=$!
@@ -41,6 +43,7 @@ one() {
 }
 for round in $(seq "${ROUNDS:-3}"); do
   one empty "--probe-mode empty"
+  for b in ${BASE:-}; do one "$(basename "$b")" "" "$b"; done
   one tracer ""
 done | tee "$out/steady-cpu.txt"
 python3 - "$out/steady-cpu.txt" <<'PY'
@@ -57,3 +60,16 @@ if [ -f /tmp/steady.perf ]; then
   perf report -i /tmp/steady.perf --no-children --sort dso,symbol 2> /dev/null | grep -v '^#' | grep . | head -60 \
     > "$out/steady-perf.txt" || true
 fi
+zstdcat /tmp/steady-tracer.jsonl.zst | python3 -c '
+import collections, json, sys
+runs, footer = collections.Counter(), {}
+for line in sys.stdin:
+    r = json.loads(line)
+    if r["type"] == "repeat":
+        runs[(min(r["count"], 64), r["period"])] += 1
+    elif r["type"] == "footer":
+        footer = r
+print({k: v for k, v in footer.get("counters", {}).items() if "run" in k or k == "tracer_cpu_us"})
+print("records", footer.get("records"))
+print("repeat lines by (count, capped at 64; period), most common:", runs.most_common(30))
+' > "$out/steady-runs.txt" || true

@@ -89,7 +89,9 @@ impl super::Attributor {
     /// process looked at, no kernel parameters waiting for a launch of it): the run can then be written
     /// as counted, and [`Self::passed`] takes it. None: its launches are to be made one by one.
     pub(crate) fn passable(&mut self, r: &Repeat) -> Option<Vec<Rc<Launch>>> {
-        if self.expanding.is_some() || !well_formed(r) {
+        // A run of fewer launches than half its period is made launch by launch: checking and placing a
+        // period's launches would cost more than making its few.
+        if self.expanding.is_some() || !well_formed(r) || u64::from(r.count) * 2 < u64::from(r.period) {
             return None;
         }
         let p = self.live.get_mut(&r.pid).filter(|p| p.scanned && p.pending_params.is_empty())?;
@@ -122,5 +124,163 @@ impl super::Attributor {
         for (j, (launch, _)) in (0..).zip(&sources) {
             p.sites.count_n(&mut names, launch, each + u32::from(j < more));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tracer_common::ApiFunc;
+
+    use super::{
+        super::{Attributor, tests::*},
+        *,
+    };
+    use crate::{
+        record::intake::decode::{Event, Params},
+        trace::event::Call,
+    };
+
+    #[test]
+    fn a_run_the_kernel_counted_becomes_the_launches_it_repeats_attributed_as_any() {
+        let mut a = Attributor::default();
+        let mut out = Vec::new();
+        a.event(register(0x1000, "_Z4axpyPfS_f"), &mut out);
+        let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
+        a.event(kept(0x1000, 10), &mut out);
+        a.event(kept(0x2000, 20), &mut out);
+        // A launch the probe did not place in its history (it read parameters): not repeated.
+        a.event(Event::Launch(Launch { ts: 25, grid: [9, 9, 9], ..launch_of(0x1000) }), &mut out);
+        let o = origin(30);
+        let run = |tid, count| Repeat { ts: 30, pid: o.pid, tid, last_ts: 60, count, period: 2, dur: 8 };
+        a.event(Event::Repeat(run(o.tid, 4)), &mut out);
+        let launches: Vec<&Launch> =
+            out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l) } else { None }).collect();
+        let seen: Vec<(u64, u64, u64, [u32; 3])> = launches.iter().map(|l| (l.handle, l.ts, l.dur, l.grid)).collect();
+        assert_eq!(
+            seen,
+            [
+                (0x1000, 10, 3, [4, 1, 1]),
+                (0x2000, 20, 3, [4, 1, 1]),
+                (0x1000, 25, 3, [9, 9, 9]),
+                (0x1000, 30, 2, [4, 1, 1]),
+                (0x2000, 40, 2, [4, 1, 1]),
+                (0x1000, 50, 2, [4, 1, 1]),
+                (0x2000, 60, 2, [4, 1, 1]),
+            ]
+        );
+        // Named as the launches they copy.
+        assert!(launches.iter().filter(|l| l.handle == 0x1000).all(|l| l.kernel == launches[0].kernel));
+        assert_ne!(launches[1].kernel, launches[0].kernel);
+        // A run of a thread whose launches this side does not hold: counted with its launches, nothing made.
+        let before = out.len();
+        a.event(Event::Repeat(run(o.tid + 1, 3)), &mut out);
+        assert_eq!(out.len(), before);
+        assert_eq!((a.counters["repeats_without_history"], a.counters["launches_in_repeats_lost"]), (1, 3));
+        assert_eq!((a.counters["runs_counted_in_kernel"], a.counters["launches_in_kernel_runs"]), (2, 7));
+    }
+
+    #[test]
+    fn a_long_run_is_made_part_by_part_each_part_bounded() {
+        let mut a = Attributor::default();
+        let mut out = Vec::new();
+        a.event(Event::Launch(Launch { ts: 10, in_runs: true, ..launch_of(0x1000) }), &mut out);
+        out.clear();
+        let o = origin(20);
+        let count = 3 * REPEAT_PART + 5;
+        let run = Repeat { ts: 20, pid: o.pid, tid: o.tid, last_ts: 20 + u64::from(count), count, period: 1, dur: 0 };
+        a.event(Event::Repeat(run.clone()), &mut out);
+        let (mut parts, mut made, mut last_ts) = (0, 0, 0);
+        loop {
+            assert!(out.len() <= REPEAT_PART as usize + 1, "a part of {} lines", out.len());
+            #[expect(clippy::iter_with_drain, reason = "the one buffer the attributor fills again")]
+            for l in out.drain(..) {
+                if let Line::Launch(l) = l {
+                    assert!(l.ts > last_ts, "in order");
+                    last_ts = l.ts;
+                    made += 1;
+                }
+            }
+            parts += 1;
+            if !a.expand_more(&mut out) {
+                break;
+            }
+        }
+        assert_eq!((made, parts), (count, 4), "three whole parts and one of 5");
+        // A caller that does not take the parts gets the rest at its next event, before that event's lines.
+        a.event(Event::Repeat(Repeat { ts: 10_000, last_ts: 20_000, ..run }), &mut out);
+        a.event(Event::Launch(Launch { ts: 30_000, in_runs: true, ..launch_of(0x1000) }), &mut out);
+        let ts: Vec<u64> = out.iter().filter_map(|l| if let Line::Launch(l) = l { Some(l.ts) } else { None }).collect();
+        assert_eq!((ts.len(), ts.last()), (count as usize + 1, Some(&30_000)));
+        assert!(ts.is_sorted());
+    }
+
+    #[test]
+    fn a_run_whose_copies_would_be_attributed_alike_is_taken_whole_and_its_thread_goes_on() {
+        let mut a = Attributor::default();
+        let mut out = Vec::new();
+        a.event(register(0x1000, "_Z4axpyPfS_f"), &mut out);
+        let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
+        a.event(kept(0x1000, 10), &mut out);
+        a.event(kept(0x2000, 20), &mut out);
+        let o = origin(30);
+        // Longer than a history: only its last launches are placed.
+        let run = Repeat { ts: 30, pid: o.pid, tid: o.tid, last_ts: 3030, count: 3001, period: 2, dur: 0 };
+        let sources = a.passable(&run).expect("copies attributed alike");
+        let written: Vec<&Launch> =
+            out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l) } else { None }).collect();
+        let sources: Vec<&Launch> = sources.iter().map(AsRef::as_ref).collect();
+        assert_eq!(sources, written, "the launches as written");
+        a.passed(&run);
+        // The history went on as if the 3 001 copies had been made: its last is a copy of 0x1000.
+        out.clear();
+        a.event(Event::Repeat(Repeat { ts: 4000, last_ts: 4001, count: 2, period: 1, ..run.clone() }), &mut out);
+        let handles: Vec<u64> =
+            out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l.handle) } else { None }).collect();
+        assert_eq!(handles, [0x1000, 0x1000]);
+        let c = |k: &str| a.counters.get(k).copied().unwrap_or(0);
+        assert_eq!(
+            (c("runs_counted_in_kernel"), c("runs_written_as_counted"), c("launches_in_kernel_runs")),
+            (2, 1, 3003)
+        );
+    }
+
+    #[test]
+    fn a_run_is_made_launch_by_launch_where_a_copy_could_be_attributed_otherwise() {
+        let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
+        let o = origin(30);
+        let run = Repeat { ts: 30, pid: o.pid, tid: o.tid, last_ts: 60, count: 4, period: 1, dur: 0 };
+        let capture =
+            Event::call(Call { stream: Some(0), ..Call::new(origin(25), ApiFunc::HipStreamBeginCapture, 0, 0) });
+        let params = Event::Params(Params {
+            origin: origin(25),
+            handle: 0x1000,
+            wanted: tracer_common::PARAMS_ALL,
+            values: vec![(11, 290)],
+        });
+        let not_kept = Event::Launch(Launch { ts: 10, ..launch_of(0x1000) });
+        for (why, before, last) in [
+            ("its stream began capturing since", Some(capture), kept(0x1000, 10)),
+            ("kernel parameters wait for a launch of its thread", Some(params), kept(0x1000, 10)),
+            ("the launch it copies was not placed in the history", None, not_kept),
+            ("its period reaches past what its thread has launched", None, kept(0x1000, 10)),
+        ] {
+            let mut a = Attributor::default();
+            let mut out = Vec::new();
+            a.event(last, &mut out);
+            if let Some(ev) = before {
+                assert!(a.passable(&run).is_some(), "{why}: alike before");
+                a.event(ev, &mut out);
+            }
+            let r = if why.starts_with("its period") { Repeat { period: 2, ..run.clone() } } else { run.clone() };
+            assert!(a.passable(&r).is_none(), "{why}");
+        }
+        // A run shorter than half its period: made launch by launch (cheaper than checking a period's launches).
+        let mut a = Attributor::default();
+        let mut out = Vec::new();
+        for (handle, ts) in [(0x1000, 10), (0x2000, 11), (0x3000, 12)] {
+            a.event(kept(handle, ts), &mut out);
+        }
+        assert!(a.passable(&Repeat { count: 2, period: 3, ..run }).is_some());
+        assert!(a.passable(&Repeat { count: 1, period: 3, ..run }).is_none());
     }
 }

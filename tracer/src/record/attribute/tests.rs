@@ -8,7 +8,7 @@ use crate::{
     trace::{self, event::Origin},
 };
 
-fn origin(ts: u64) -> Origin {
+pub(super) fn origin(ts: u64) -> Origin {
     // A PID that cannot exist, so /proc lookups find nothing and only the events speak.
     Origin { pid: 0x3fff_fff0, tid: 1, lib: 1, ts }
 }
@@ -18,7 +18,7 @@ const MMQ: &str =
     "_Z9mul_mat_qIL9ggml_type12ELi16ELb0EL9ggml_prec30EEvPKcPKiS5_S5_PfS6_PKf5uint3iiiiiS9_S9_iiiS9_S9_iiiS9_";
 
 /// `__hipRegisterFunction` binding `handle` to `name` in process 1's module 0x20.
-fn register(handle: u64, name: &str) -> Event {
+pub(super) fn register(handle: u64, name: &str) -> Event {
     Event::Name(Name {
         origin: origin(1),
         api: ApiFunc::HipRegisterFunction,
@@ -31,7 +31,7 @@ fn register(handle: u64, name: &str) -> Event {
 }
 
 /// A launch of `handle` by process 1, at 10.
-fn launch_of(handle: u64) -> Launch {
+pub(super) fn launch_of(handle: u64) -> Launch {
     let o = origin(10);
     Launch {
         tid: o.tid,
@@ -506,136 +506,4 @@ fn a_cut_hsa_symbol_name_names_its_kernel_object_as_cut() {
     let kernels: Vec<(u64, bool)> =
         out.iter().filter_map(|l| if let Line::Kernel(k) = l { Some((k.handle, k.truncated)) } else { None }).collect();
     assert_eq!(kernels, [(0x1000, true), (0x2000, false)]);
-}
-
-#[test]
-fn a_run_the_kernel_counted_becomes_the_launches_it_repeats_attributed_as_any() {
-    let mut a = Attributor::default();
-    let mut out = Vec::new();
-    a.event(register(0x1000, "_Z4axpyPfS_f"), &mut out);
-    let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
-    a.event(kept(0x1000, 10), &mut out);
-    a.event(kept(0x2000, 20), &mut out);
-    // A launch the probe did not place in its history (it read parameters): not repeated.
-    a.event(Event::Launch(Launch { ts: 25, grid: [9, 9, 9], ..launch_of(0x1000) }), &mut out);
-    let o = origin(30);
-    let run = |tid, count| Repeat { ts: 30, pid: o.pid, tid, last_ts: 60, count, period: 2, dur: 8 };
-    a.event(Event::Repeat(run(o.tid, 4)), &mut out);
-    let launches: Vec<&Launch> =
-        out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l) } else { None }).collect();
-    let seen: Vec<(u64, u64, u64, [u32; 3])> = launches.iter().map(|l| (l.handle, l.ts, l.dur, l.grid)).collect();
-    assert_eq!(
-        seen,
-        [
-            (0x1000, 10, 3, [4, 1, 1]),
-            (0x2000, 20, 3, [4, 1, 1]),
-            (0x1000, 25, 3, [9, 9, 9]),
-            (0x1000, 30, 2, [4, 1, 1]),
-            (0x2000, 40, 2, [4, 1, 1]),
-            (0x1000, 50, 2, [4, 1, 1]),
-            (0x2000, 60, 2, [4, 1, 1]),
-        ]
-    );
-    // Named as the launches they copy.
-    assert!(launches.iter().filter(|l| l.handle == 0x1000).all(|l| l.kernel == launches[0].kernel));
-    assert_ne!(launches[1].kernel, launches[0].kernel);
-    // A run of a thread whose launches this side does not hold: counted with its launches, nothing made.
-    let before = out.len();
-    a.event(Event::Repeat(run(o.tid + 1, 3)), &mut out);
-    assert_eq!(out.len(), before);
-    assert_eq!((a.counters["repeats_without_history"], a.counters["launches_in_repeats_lost"]), (1, 3));
-    assert_eq!((a.counters["runs_counted_in_kernel"], a.counters["launches_in_kernel_runs"]), (2, 7));
-}
-
-#[test]
-fn a_long_run_is_made_part_by_part_each_part_bounded() {
-    let mut a = Attributor::default();
-    let mut out = Vec::new();
-    a.event(Event::Launch(Launch { ts: 10, in_runs: true, ..launch_of(0x1000) }), &mut out);
-    out.clear();
-    let o = origin(20);
-    let count = 3 * runs::REPEAT_PART + 5;
-    let run = Repeat { ts: 20, pid: o.pid, tid: o.tid, last_ts: 20 + u64::from(count), count, period: 1, dur: 0 };
-    a.event(Event::Repeat(run.clone()), &mut out);
-    let (mut parts, mut made, mut last_ts) = (0, 0, 0);
-    loop {
-        assert!(out.len() <= runs::REPEAT_PART as usize + 1, "a part of {} lines", out.len());
-        #[expect(clippy::iter_with_drain, reason = "the one buffer the attributor fills again")]
-        for l in out.drain(..) {
-            if let Line::Launch(l) = l {
-                assert!(l.ts > last_ts, "in order");
-                last_ts = l.ts;
-                made += 1;
-            }
-        }
-        parts += 1;
-        if !a.expand_more(&mut out) {
-            break;
-        }
-    }
-    assert_eq!((made, parts), (count, 4), "three whole parts and one of 5");
-    // A caller that does not take the parts gets the rest at its next event, before that event's lines.
-    a.event(Event::Repeat(Repeat { ts: 10_000, last_ts: 20_000, ..run }), &mut out);
-    a.event(Event::Launch(Launch { ts: 30_000, in_runs: true, ..launch_of(0x1000) }), &mut out);
-    let ts: Vec<u64> = out.iter().filter_map(|l| if let Line::Launch(l) = l { Some(l.ts) } else { None }).collect();
-    assert_eq!((ts.len(), ts.last()), (count as usize + 1, Some(&30_000)));
-    assert!(ts.is_sorted());
-}
-
-#[test]
-fn a_run_whose_copies_would_be_attributed_alike_is_taken_whole_and_its_thread_goes_on() {
-    let mut a = Attributor::default();
-    let mut out = Vec::new();
-    a.event(register(0x1000, "_Z4axpyPfS_f"), &mut out);
-    let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
-    a.event(kept(0x1000, 10), &mut out);
-    a.event(kept(0x2000, 20), &mut out);
-    let o = origin(30);
-    // Longer than a history: only its last launches are placed.
-    let run = Repeat { ts: 30, pid: o.pid, tid: o.tid, last_ts: 3030, count: 3001, period: 2, dur: 0 };
-    let sources = a.passable(&run).expect("copies attributed alike");
-    let written: Vec<&Launch> =
-        out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l) } else { None }).collect();
-    let sources: Vec<&Launch> = sources.iter().map(AsRef::as_ref).collect();
-    assert_eq!(sources, written, "the launches as written");
-    a.passed(&run);
-    // The history went on as if the 3 001 copies had been made: its last is a copy of 0x1000.
-    out.clear();
-    a.event(Event::Repeat(Repeat { ts: 4000, last_ts: 4001, count: 2, period: 1, ..run.clone() }), &mut out);
-    let handles: Vec<u64> =
-        out.iter().filter_map(|r| if let Line::Launch(l) = r { Some(l.handle) } else { None }).collect();
-    assert_eq!(handles, [0x1000, 0x1000]);
-    let c = |k: &str| a.counters.get(k).copied().unwrap_or(0);
-    assert_eq!((c("runs_counted_in_kernel"), c("runs_written_as_counted"), c("launches_in_kernel_runs")), (2, 1, 3003));
-}
-
-#[test]
-fn a_run_is_made_launch_by_launch_where_a_copy_could_be_attributed_otherwise() {
-    let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
-    let o = origin(30);
-    let run = Repeat { ts: 30, pid: o.pid, tid: o.tid, last_ts: 60, count: 4, period: 1, dur: 0 };
-    let capture = Event::call(Call { stream: Some(0), ..Call::new(origin(25), ApiFunc::HipStreamBeginCapture, 0, 0) });
-    let params = Event::Params(Params {
-        origin: origin(25),
-        handle: 0x1000,
-        wanted: tracer_common::PARAMS_ALL,
-        values: vec![(11, 290)],
-    });
-    let not_kept = Event::Launch(Launch { ts: 10, ..launch_of(0x1000) });
-    for (why, before, last) in [
-        ("its stream began capturing since", Some(capture), kept(0x1000, 10)),
-        ("kernel parameters wait for a launch of its thread", Some(params), kept(0x1000, 10)),
-        ("the launch it copies was not placed in the history", None, not_kept),
-        ("its period reaches past what its thread has launched", None, kept(0x1000, 10)),
-    ] {
-        let mut a = Attributor::default();
-        let mut out = Vec::new();
-        a.event(last, &mut out);
-        if let Some(ev) = before {
-            assert!(a.passable(&run).is_some(), "{why}: alike before");
-            a.event(ev, &mut out);
-        }
-        let r = if why.starts_with("its period") { Repeat { period: 2, ..run.clone() } } else { run.clone() };
-        assert!(a.passable(&r).is_none(), "{why}");
-    }
 }
