@@ -60,16 +60,10 @@ if [ -f /tmp/steady.perf ]; then
   perf report -i /tmp/steady.perf --no-children --sort dso,symbol 2> /dev/null | grep -v '^#' | grep . | head -60 \
     > "$out/steady-perf.txt" || true
 fi
-zstdcat /tmp/steady-tracer.jsonl.zst | python3 -c '
-import collections, json, sys
-runs, footer = collections.Counter(), {}
-for line in sys.stdin:
-    r = json.loads(line)
-    if r["type"] == "repeat":
-        runs[(min(r["count"], 64), r["period"])] += 1
-    elif r["type"] == "footer":
-        footer = r
-print({k: v for k, v in footer.get("counters", {}).items() if "run" in k or k == "tracer_cpu_us"})
-print("records", footer.get("records"))
-print("repeat lines by (count, capped at 64; period), most common:", runs.most_common(30))
+"$tracer" report --json /tmp/steady-tracer.jsonl.zst | python3 -c '
+import json, sys
+v = json.load(sys.stdin)
+t = v["trace"]
+print({k: n for k, n in v.get("counters", {}).items() if "run" in k or k == "tracer_cpu_us"})
+print("repeat lines", t.get("repeat_runs"), "launches repeated", t.get("launches_repeated"))
 ' > "$out/steady-runs.txt" || true
