@@ -140,14 +140,24 @@ mod tests {
         trace::event::Call,
     };
 
-    #[test]
-    fn a_run_the_kernel_counted_becomes_the_launches_it_repeats_attributed_as_any() {
+    /// An attributor that saw two launches placed in their thread's history: a registered kernel's, and
+    /// one of a handle nothing names.
+    fn two_kept() -> (Attributor, Vec<Line>) {
         let mut a = Attributor::default();
         let mut out = Vec::new();
         a.event(register(0x1000, "_Z4axpyPfS_f"), &mut out);
-        let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
         a.event(kept(0x1000, 10), &mut out);
         a.event(kept(0x2000, 20), &mut out);
+        (a, out)
+    }
+
+    fn kept(handle: u64, ts: u64) -> Event {
+        Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) })
+    }
+
+    #[test]
+    fn a_run_the_kernel_counted_becomes_the_launches_it_repeats_attributed_as_any() {
+        let (mut a, mut out) = two_kept();
         // A launch the probe did not place in its history (it read parameters): not repeated.
         a.event(Event::Launch(Launch { ts: 25, grid: [9, 9, 9], ..launch_of(0x1000) }), &mut out);
         let o = origin(30);
@@ -216,12 +226,7 @@ mod tests {
 
     #[test]
     fn a_run_whose_copies_would_be_attributed_alike_is_taken_whole_and_its_thread_goes_on() {
-        let mut a = Attributor::default();
-        let mut out = Vec::new();
-        a.event(register(0x1000, "_Z4axpyPfS_f"), &mut out);
-        let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
-        a.event(kept(0x1000, 10), &mut out);
-        a.event(kept(0x2000, 20), &mut out);
+        let (mut a, mut out) = two_kept();
         let o = origin(30);
         // Longer than a history: only its last launches are placed.
         let run = Repeat { ts: 30, pid: o.pid, tid: o.tid, last_ts: 3030, count: 3001, period: 2, dur: 0 };
@@ -246,7 +251,6 @@ mod tests {
 
     #[test]
     fn a_run_is_made_launch_by_launch_where_a_copy_could_be_attributed_otherwise() {
-        let kept = |handle, ts| Event::Launch(Launch { ts, in_runs: true, ..launch_of(handle) });
         let o = origin(30);
         let run = Repeat { ts: 30, pid: o.pid, tid: o.tid, last_ts: 60, count: 4, period: 1, dur: 0 };
         let capture =
