@@ -278,11 +278,13 @@ impl Attributor {
 
     fn launch(&mut self, l: Launch, out: &mut Vec<Line>) {
         self.see(l.pid, l.ts, out);
-        let (pid, tid, in_runs) = (l.pid, l.tid, l.in_runs);
+        let (pid, tid) = (l.pid, l.tid);
         self.keep_for_runs(&l);
-        let attributed = self.attribute_launch(l, out);
-        if in_runs && let Some(h) = self.live.get_mut(&pid).and_then(|p| p.runs.get(pid, tid)) {
-            h.set_last(attributed);
+        // Given only for a launch kept in its thread's history (kept with nothing beside it).
+        if let Some(attributed) = self.attribute_launch(l, out)
+            && let Some(h) = self.live.get_mut(&pid).and_then(|p| p.runs.get(pid, tid))
+        {
+            h.set_last(Some(attributed));
         }
     }
 

@@ -42,10 +42,15 @@ impl super::Attributor {
             super::bump(&mut self.counters, "repeats_malformed");
             return;
         }
-        super::bump(&mut self.counters, "runs_counted_in_kernel");
-        *self.counters.entry("launches_in_kernel_runs".to_owned()).or_default() += u64::from(r.count);
+        self.count_run(&r);
         self.expanding = Some((r, 0));
         self.expand_more(out);
+    }
+
+    /// Counts a run the kernel counted, and its launches (made one by one or written as counted).
+    fn count_run(&mut self, r: &Repeat) {
+        super::bump(&mut self.counters, "runs_counted_in_kernel");
+        *self.counters.entry("launches_in_kernel_runs".to_owned()).or_default() += u64::from(r.count);
     }
 
     /// The next part of the run being expanded, attributed into `out`; false when no run was being
@@ -113,9 +118,8 @@ impl super::Attributor {
     /// A run [`Self::passable`] allowed and the writer wrote as counted: its thread's history goes on as if
     /// its launches had been made, each counted by the code that made it.
     pub(crate) fn passed(&mut self, r: &Repeat) {
-        super::bump(&mut self.counters, "runs_counted_in_kernel");
+        self.count_run(r);
         super::bump(&mut self.counters, "runs_written_as_counted");
-        *self.counters.entry("launches_in_kernel_runs".to_owned()).or_default() += u64::from(r.count);
         self.last_scanned = r.pid;
         let Some(p) = self.live.get_mut(&r.pid) else { return };
         let Some(sources) = p.runs.get(r.pid, r.tid).and_then(|h| h.repeat_all(r.period, r.count)) else { return };

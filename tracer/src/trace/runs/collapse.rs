@@ -5,14 +5,9 @@ use std::{collections::VecDeque, rc::Rc};
 
 use tracer_common::{RUN_HISTORY, RUN_MAX};
 
-use super::{Launch, Repeat, Threads};
+use super::{Launch, Repeat, Threads, run_placement};
 
-/// A launch as runs compare it: every field but its times and what is not written.
-fn key(l: &Launch) -> Launch {
-    Launch { ts: 0, dur: 0, caller: 0, in_runs: false, ..l.clone() }
-}
-
-/// The fields runs compare, borrowed: equal for two launches whose [`key`]s are equal, without making one.
+/// The fields runs compare, borrowed: every field of a launch but its times and what is not written.
 /// (Destructured whole: a field added to [`Launch`] must be placed here, compared or not.)
 #[derive(PartialEq, Eq, Hash)]
 struct Compared<'a> {
@@ -76,7 +71,7 @@ impl<'a> Compared<'a> {
     }
 }
 
-/// One thread as the writer sees it: its last launches (as compared, with a fold to find them by), where
+/// One thread as the writer sees it: its last launches (with the fold of what runs compare), where
 /// each fold was last seen, its run under way and the period of its last run.
 #[derive(Default)]
 struct Written {
@@ -105,9 +100,9 @@ fn back(last: &VecDeque<(u64, Rc<Launch>)>, period: u64) -> Option<&(u64, Rc<Lau
 }
 
 impl Written {
-    /// Whether the launch `period` places back is `k` (of fold `fold`).
-    fn is_back(&self, period: u64, fold: u64, k: &Launch) -> bool {
-        back(&self.last, period).is_some_and(|(f, b)| *f == fold && **b == *k)
+    /// Whether the launch `period` places back compares as `k` (of fold `fold`).
+    fn is_back(&self, period: u64, fold: u64, k: &Compared<'_>) -> bool {
+        back(&self.last, period).is_some_and(|(f, b)| *f == fold && Compared::of(b) == *k)
     }
 
     /// Places the launch taken (with its fold) last; where its fold was seen is kept when `seen`.
@@ -137,14 +132,18 @@ impl Written {
         self.last_period = run.period;
         // Its first launch was seen as taken (it was not known to go on a run); launches of the thread
         // taken after its end (the one that ended it) were seen too.
-        let unseen = u64::from(run.count - 1).min(u64::from(run.period));
-        for at in self.run_end.saturating_sub(unseen)..self.run_end {
+        self.saw_before(self.run_end, u64::from(run.count - 1).min(u64::from(run.period)));
+        Some(run)
+    }
+
+    /// Keeps where the `n` launches taken before position `end` were seen (those still held).
+    fn saw_before(&mut self, end: u64, n: u64) {
+        for at in end.saturating_sub(n)..end {
             let back = usize::try_from(self.pos - at).unwrap_or(usize::MAX);
             if let Some(&(fold, _)) = self.last.len().checked_sub(back).and_then(|i| self.last.get(i)) {
                 self.saw(fold, at);
             }
         }
-        Some(run)
     }
 }
 
@@ -183,7 +182,6 @@ impl Collapse {
             return true;
         }
         let fold = self.hasher.hash_one(&compared);
-        let k = Rc::new(key(l));
         // A run under way that this launch does not go on with ends (the writer takes it); otherwise the
         // launch begins one where it equals the launch the last run's period back, or the nearest of its fold.
         let mut counted = false;
@@ -191,7 +189,7 @@ impl Collapse {
             let nearest = t.seen.get(&fold).map(|&at| t.pos - at);
             let period = [u64::from(t.last_period), nearest.unwrap_or(0)]
                 .into_iter()
-                .find(|&p| p <= RUN_HISTORY as u64 && t.is_back(p, fold, &k));
+                .find(|&p| p <= RUN_HISTORY as u64 && t.is_back(p, fold, &compared));
             if let Some(period) = period {
                 t.run = Some(Repeat {
                     ts: l.ts,
@@ -206,7 +204,7 @@ impl Collapse {
                 counted = true;
             }
         }
-        t.take((fold, k), true);
+        t.take((fold, Rc::new(l.clone())), true);
         if counted {
             t.run_end = t.pos;
         }
@@ -240,21 +238,13 @@ impl Collapse {
     /// of its launches had been taken (runs under way are taken first).
     pub(crate) fn passed(&mut self, r: &Repeat) {
         let Some(t) = self.threads.get(r.pid, r.tid) else { return };
-        let (p, n) = (r.period as usize, r.count as usize);
-        let Some(from) = t.last.len().checked_sub(p).filter(|_| p >= 1) else { return };
-        let sources: Vec<(u64, Rc<Launch>)> = t.last.range(from..).cloned().collect();
-        let placed = n.min(RUN_HISTORY);
-        t.pos += (n - placed) as u64;
-        for i in n - placed..n {
-            t.take(sources[i % p].clone(), false);
+        let Some((sources, placed)) = run_placement(&t.last, r.period, r.count) else { return };
+        t.pos += placed.start as u64;
+        for i in placed {
+            t.take(sources[i % sources.len()].clone(), false);
         }
         // Its last `period` launches hold every fold it took, each at its last place.
-        for at in t.pos - n.min(p) as u64..t.pos {
-            let back = usize::try_from(t.pos - at).unwrap_or(usize::MAX);
-            if let Some(&(fold, _)) = t.last.len().checked_sub(back).and_then(|i| t.last.get(i)) {
-                t.saw(fold, at);
-            }
-        }
+        t.saw_before(t.pos, u64::from(r.count.min(r.period)));
         t.last_period = r.period;
     }
 

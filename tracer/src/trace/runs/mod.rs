@@ -47,12 +47,9 @@ impl<A: Clone + Default> History<A> {
     /// the launches they copy: the last `period` before them (oldest first), or None when not held. Only
     /// the last [`RUN_HISTORY`] repeats are placed (the ones before would fall out).
     pub(crate) fn repeat_all(&mut self, period: u32, count: u32) -> Option<Vec<(Rc<Launch>, A)>> {
-        let p = usize::try_from(period).ok().filter(|&p| p >= 1)?;
-        let from = self.0.len().checked_sub(p)?;
-        let sources: Vec<(Rc<Launch>, A)> = self.0.range(from..).cloned().collect();
-        let n = usize::try_from(count).ok()?;
-        for i in n.saturating_sub(RUN_HISTORY)..n {
-            self.place(sources[i % p].clone());
+        let (sources, placed) = run_placement(&self.0, period, count)?;
+        for i in placed {
+            self.place(sources[i % sources.len()].clone());
         }
         Some(sources)
     }
@@ -88,6 +85,16 @@ impl<A: Clone + Default> History<A> {
     pub(crate) fn back(&self, period: u32) -> Option<&Launch> {
         self.shared_back(period).map(|(l, _)| l.as_ref())
     }
+}
+
+/// A run of `count` repeats at `period` placed at once after the launches `held`: the last `period` of them
+/// (oldest first; the `i`th repeat copies `i % period`), and which repeats to place (the last [`RUN_HISTORY`]:
+/// the ones before would fall out). None when fewer are held.
+fn run_placement<T: Clone>(held: &VecDeque<T>, period: u32, count: u32) -> Option<(Vec<T>, std::ops::Range<usize>)> {
+    let p = usize::try_from(period).ok().filter(|&p| p >= 1)?;
+    let from = held.len().checked_sub(p)?;
+    let n = usize::try_from(count).ok()?;
+    Some((held.range(from..).cloned().collect(), n.saturating_sub(RUN_HISTORY)..n))
 }
 
 /// Per thread `(pid, tid)`, bounded by [`MAX_THREADS`].
