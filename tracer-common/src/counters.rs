@@ -39,7 +39,9 @@ counters! {
     ReturnWithoutEntry = 1, "return_without_entry";
     /// A process could not be added to the PID filter (map full): its calls are not recorded.
     FilterFull = 2, "filter_full";
-    /// Packets between the last index seen and the doorbell value beyond [`MAX_PACKETS_PER_DOORBELL`](crate::MAX_PACKETS_PER_DOORBELL).
+    /// Packets a doorbell store released that were no longer in the ring when it was read: more than a ring
+    /// (or [`MAX_PACKETS_PER_DOORBELL`](crate::MAX_PACKETS_PER_DOORBELL)) between the last index seen and the
+    /// stored one, the oldest overwritten. Their dispatches are missing from the queue's view.
     PacketsCut = 3, "packets_cut";
     /// Packets whose ring slot could not be read.
     PacketFault = 4, "packet_fault";

@@ -14,8 +14,13 @@ pub struct QueueRecord {
     pub raw: [u64; 5],
 }
 
-/// Most AQL packets decoded per doorbell store; more are counted ([`Counter::PacketsCut`](crate::Counter::PacketsCut)), not read.
-pub const MAX_PACKETS_PER_DOORBELL: u64 = 16;
+/// Most AQL packets decoded per doorbell store: a ring of the largest queue `ROCr` makes.
+///
+/// `maxAqlSize_`: 0x20000 packets, 8 MiB (`HSA_AGENT_INFO_QUEUE_MAX_SIZE`). A store reads every packet it
+/// releases, up to its own ring's size; packets beyond that the ring itself overwrote before the store was
+/// read, and they are counted ([`Counter::PacketsCut`](crate::Counter::PacketsCut)), as are those of a ring
+/// that claims to be larger than this.
+pub const MAX_PACKETS_PER_DOORBELL: u64 = 0x2_0000;
 
 /// One AQL packet read from a queue's ring when its doorbell was rung.
 #[cfg_attr(feature = "user", derive(bytemuck::Pod, bytemuck::Zeroable))]

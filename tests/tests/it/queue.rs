@@ -88,12 +88,12 @@ fn every_packet_is_decoded_once_with_its_kernel_name() {
         let k = kernels(&records).into_iter().find(|k| Some(k.id) == d.kernel).unwrap();
         assert_eq!((k.name.as_str(), k.source.as_str()), (kernel, "hsa"));
     }
-    // Queue 2: 20 packets behind one doorbell; the 16 most recent are read, 4 are counted as cut.
+    // Queue 2: 20 packets behind one doorbell, every one read (a store reads all it releases, up to a ring).
     let q2: Vec<u64> = ds.iter().filter(|d| d.queue == queues[1].queue).map(|d| d.index).collect();
-    assert_eq!(q2, (4..20).collect::<Vec<u64>>());
+    assert_eq!(q2, (0..20).collect::<Vec<u64>>());
     assert!(ds.iter().filter(|d| d.queue == queues[1].queue).all(|d| name(d) == ADD));
     let f = footer(&records);
-    assert_eq!(f.counters["packets_cut"], 4);
+    assert_eq!(f.counters["packets_cut"], 0);
     assert_eq!(f.counters["packet_fault"], 0);
 
     // The code object read from memory lies in the driver's own file.
@@ -116,14 +116,14 @@ fn report_and_exports_join_both_layers(dir: &std::path::Path, out: &std::path::P
     assert_eq!(p["barrier_packets"], 1);
     let rows = p["crosscheck"].as_array().unwrap();
     let add = rows.iter().find(|r| r["kernel"] == ADD).unwrap();
-    assert_eq!((add["api_launches"].as_u64(), add["queue_dispatches"].as_u64()), (Some(0), Some(4 + 16)));
+    assert_eq!((add["api_launches"].as_u64(), add["queue_dispatches"].as_u64()), (Some(0), Some(4 + 20)));
     assert!(add["explanation"].as_str().unwrap().contains("no HIP launch"), "{add}");
 
-    // Exports: one CSV row per kernel dispatch (13 + 16), and a Perfetto trace with a track per queue.
+    // Exports: one CSV row per kernel dispatch (13 + 20), and a Perfetto trace with a track per queue.
     let o = tracer(&["export", out.to_str().unwrap(), "--format", "csv"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8(o.stdout).unwrap();
-    assert_eq!(text.lines().count(), 1 + 13 + 16);
+    assert_eq!(text.lines().count(), 1 + 13 + 20);
     // Current rocprofv3's kernel-trace columns, in its order, with demangled names.
     assert_eq!(
         text.lines().next().unwrap(),
@@ -141,7 +141,7 @@ fn report_and_exports_join_both_layers(dir: &std::path::Path, out: &std::path::P
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let ev = v["traceEvents"].as_array().unwrap();
-    assert_eq!(ev.iter().filter(|e| e["cat"] == "dispatch" && e["ph"] == "i").count(), 30);
+    assert_eq!(ev.iter().filter(|e| e["cat"] == "dispatch" && e["ph"] == "i").count(), 34);
     assert_eq!(ev.iter().filter(|e| e["name"] == "thread_name").count(), 2);
     assert!(ev.iter().all(|e| e["ts"].is_number() || e["ph"] == "M"));
 }
@@ -160,8 +160,10 @@ fn extended_dispatches_are_decoded_and_an_unreadable_ring_is_said() {
     let (_, out, records) = record_hsa_driver("queue-ext", &["ext"]);
     let named = hsa_names(&records);
     let queues = queues(&records);
-    assert_eq!(queues.len(), 2);
-    let ds = dispatches(&records);
+    assert_eq!(queues.len(), 3);
+    let all = dispatches(&records);
+    let (ds, small): (Vec<&trace::Dispatch>, Vec<&trace::Dispatch>) =
+        all.iter().partition(|d| d.queue != queues[2].queue);
     let seen: Vec<Decoded<'_>> = ds
         .iter()
         .map(|d| {
@@ -179,10 +181,25 @@ fn extended_dispatches_are_decoded_and_an_unreadable_ring_is_said() {
     assert!(ds.iter().all(|d| d.queue == queues[0].queue), "{ds:#?}");
     // Named by the attribution as any kernel dispatch is.
     assert!(ds.iter().filter(|d| d.extended).all(|d| d.kernel.is_some()), "{ds:#?}");
+    // The ring of 8 held the last 8 of the 12 packets its one doorbell released: those are read, in order,
+    // the 4 it had overwritten are counted as cut and said, for that queue.
+    assert_eq!(small.iter().map(|d| d.index).collect::<Vec<_>>(), (4..12).collect::<Vec<u64>>());
+    assert_eq!(small.iter().map(|d| d.grid[0]).collect::<Vec<_>>(), (5..=12).map(|i| 32 * i).collect::<Vec<u32>>());
     let f = footer(&records);
-    assert_eq!(f.counters["packet_fault"], 3, "{:?}", f.counters);
+    assert_eq!((f.counters["packet_fault"], f.counters["packets_cut"]), (3, 4), "{:?}", f.counters);
     let text = String::from_utf8(tracer(&["report", out.to_str().unwrap()]).stdout).unwrap();
     assert!(text.contains("queues: 3 AQL packets could not be read from their queue's ring"), "{text}");
+    assert!(text.contains("queues: 4 AQL packets a doorbell store released had been overwritten"), "{text}");
+    // Per queue where its packets say so: the unreadable ring gave none, so its loss is the counter's alone.
+    assert!(text.contains(&format!("per queue: 4 on queue {:#x} of hsa_driver", queues[2].queue)), "{text}");
+    let v = tracer_json(&["report", "--json", out.to_str().unwrap()]);
+    let missing: Vec<(u64, u64)> = v["processes"][0]["packets_missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["queue"].as_u64().unwrap(), g["missing"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(missing, [(queues[2].queue, 4)]);
 }
 
 #[test]

@@ -12,7 +12,7 @@ use super::{
 pub(super) fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
     let driver = d.driver.to_str().context("path")?;
-    step("2/17 loss: both cores calling as fast as they can, tracer and bpftrace");
+    step("2/18 loss: both cores calling as fast as they can, tracer and bpftrace");
     let per_thread = if q { "100000" } else { "500000" };
     let calls = 2 * per_thread.parse::<u64>()?;
     traced(d, &trace, &[], &d.standin, &[driver, "count", per_thread, "2"])?;
@@ -49,7 +49,7 @@ pub(super) fn row_2(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// Row 3: the user-space path alone (decode, attribute, write); also writes the traces rows 6 and 7 read.
 pub(super) fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     step(
-        "3/17 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/17 and 7/16",
+        "3/18 user-space path alone (decode -> attribute -> write), and the 10 M- and 100 M-event traces for 6/18 and 7/16",
     );
     let big = d.big();
     let mut c = Command::new("cargo");
@@ -78,7 +78,7 @@ pub(super) fn row_3(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// Row 5: bytes per dispatch on disk, plain and compressed.
 pub(super) fn row_5(d: &Dir, q: bool, plain_bytes: f64, rows: &mut Rows) -> Result<()> {
     let driver = d.driver.to_str().context("path")?;
-    step("5/17 bytes per dispatch on disk, plain and compressed");
+    step("5/18 bytes per dispatch on disk, plain and compressed");
     let zst = d.work.join("bench.jsonl.zst");
     let zsecs = if q { "2" } else { "10" };
     traced(d, &zst, &[], &d.standin, &[driver, "paced", "60000", zsecs])?;
@@ -106,7 +106,7 @@ pub(super) fn row_6(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("6/17 tracer report over the 10 M- and the 100 M-event traces");
+        step("6/18 tracer report over the 10 M- and the 100 M-event traces");
         let mut c = Command::new(tracer_bin());
         let (s10, rss10) = measured(c.arg("report").arg(&big))?;
         let mut c = Command::new(tracer_bin());
@@ -141,7 +141,7 @@ pub(super) fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
             "-".into(),
         ));
     } else {
-        step("7/17 tracer export --format perfetto over the 10 M-launch trace (to a file)");
+        step("7/18 tracer export --format perfetto over the 10 M-launch trace (to a file)");
         let out = d.work.join("big.perfetto.json");
         drop(fs::remove_file(&out));
         let mut c = Command::new(tracer_bin());
@@ -163,7 +163,7 @@ pub(super) fn row_7(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Row 8: how long a recording of nothing takes from start to exit.
 pub(super) fn row_8(d: &Dir, _q: bool, rows: &mut Rows) -> Result<()> {
-    step("8/17 tracer record -- /bin/true, start to exit (attach, record, detach)");
+    step("8/18 tracer record -- /bin/true, start to exit (attach, record, detach)");
     let trace_true = d.work.join("true.jsonl");
     let mut walls = Vec::new();
     for _ in 0..5 {

@@ -15,7 +15,7 @@ const LAUNCH_RATIO_GOAL: f64 = 1.25;
 /// Row 1: the cost of one traced call against empty programs and no tracing.
 pub(super) fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
-    step("1/17 cost per traced call: none, empty programs, tracer (stand-in library)");
+    step("1/18 cost per traced call: none, empty programs, tracer (stand-in library)");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let modes = three_modes(d, &trace, reps, (&d.driver, &d.standin), &["count", n], "ns_per_call")?;
     // The loop launches one kernel the same way again and again: the kernel counts the repeats into runs, so
@@ -53,7 +53,7 @@ pub(super) fn row_1(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// process filter, Linux 6.10 and later), so the neighbour's calls do not trap; before, each of them
 /// trapped and the program filtered it.
 pub(super) fn row_15(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("15/17 an untraced process's call cost while tracer records another PID (stand-in library)");
+    step("15/18 an untraced process's call cost while tracer records another PID (stand-in library)");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let mut idle = Command::new("sleep").arg("3600").spawn().context("cannot run sleep")?;
     let measured = neighbour_runs(d, idle.id(), n, reps);
@@ -121,7 +121,7 @@ fn neighbour_runs(d: &Dir, idle: u32, n: &str, reps: usize) -> Result<(Vec<f64>,
 /// Row 12: a call into a counted GPU library entry point (rocSPARSE's, through its multi-point link): one
 /// trap and one counter, against empty programs on the same points and no tracing.
 pub(super) fn row_12(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("12/17 cost per counted library entry call (real rocSPARSE): none, empty programs, tracer");
+    step("12/18 cost per counted library entry call (real rocSPARSE): none, empty programs, tracer");
     let program = fixtures_dir().join("sparse_rand");
     let real_lib = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")?;
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
@@ -163,7 +163,7 @@ fn entry_calls(trace: &Path, lib: &str) -> Result<u64> {
 pub(super) fn row_4(d: &Dir, q: bool, rows: &mut Rows) -> Result<(f64, f64)> {
     let trace = d.trace();
     let secs = if q { "5" } else { "60" };
-    step(&format!("4/17 realistic load: 60000 launches/s for {secs} s"));
+    step(&format!("4/18 realistic load: 60000 launches/s for {secs} s"));
     let Paced { pct, rss_mib, launches } = paced(d, &trace, &[], secs)?;
     let plain_bytes = fs::metadata(&trace)?.len() as f64 / launches.max(1) as f64;
     rows.results.insert(
@@ -210,7 +210,7 @@ pub(super) fn row_13(d: &Dir, q: bool, plain_pct: f64, rows: &mut Rows) -> Resul
     use std::io::{Read as _, Write as _};
     let trace = d.trace();
     let secs = if q { "5" } else { "60" };
-    step(&format!("13/17 the same load with --metrics served and scraped every second, {secs} s"));
+    step(&format!("13/18 the same load with --metrics served and scraped every second, {secs} s"));
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     // Scrapes start once the recording says its probes (and its endpoint) are live.
     let ready = trace.with_extension("ready");
@@ -275,7 +275,7 @@ pub(super) fn row_14(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
         ));
         return Ok(());
     }
-    step("14/17 tracer export --format parquet over the 100 M-event trace (to a file)");
+    step("14/18 tracer export --format parquet over the 100 M-event trace (to a file)");
     let out = d.work.join("huge.parquet");
     let mut c = Command::new(tracer_bin());
     let (s, rss_kib) = measured(c.args(["export", "--format", "parquet", "--force", "-o"]).arg(&out).arg(&huge))?;

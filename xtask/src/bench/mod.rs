@@ -24,10 +24,12 @@ use serde_json::{Value, json};
 
 use crate::{fixtures::fixtures_dir, root, run, stack, step, tracer_bin, verdict};
 
+mod doorbell;
 mod events;
 mod launch;
 mod tokens;
 
+use doorbell::row_18;
 use events::{row_2, row_3, row_5, row_6, row_7, row_8};
 use launch::{row_1, row_4, row_12, row_13, row_14, row_15};
 use tokens::{row_9, row_16, row_17, stack_rows};
@@ -273,6 +275,7 @@ pub(crate) fn bench(opts: Opts) -> Result<()> {
     row_15(&d, q, &mut rows)?;
     row_16(&d, q, &mut rows)?;
     row_17(&d, q, &mut rows)?;
+    row_18(&d, q, &mut rows)?;
     print_table(&rows.table);
     let host = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     rows.results.insert("machine".into(), json!({"kernel": host.trim(), "cpus": std::thread::available_parallelism().map_or(0, std::num::NonZero::get), "quick": q}));
@@ -314,7 +317,8 @@ fn some_rows(d: &Dir, q: bool, only: &[u32], rows: &mut Rows) -> Result<()> {
             15 => row_15(d, q, rows)?,
             16 => row_16(d, q, rows)?,
             17 => row_17(d, q, rows)?,
-            n => bail!("there is no row {n}: the rows are 1 to 17"),
+            18 => row_18(d, q, rows)?,
+            n => bail!("there is no row {n}: the rows are 1 to 18"),
         }
     }
     print_table(&rows.table);

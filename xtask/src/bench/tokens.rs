@@ -50,7 +50,7 @@ fn token_row(d: &Dir, q: bool, rows: &mut Rows, row: &TokenRow) -> Result<()> {
 
 /// Row 9: the decode loop's call pattern (ggml with graphs): per token one graph launch and 14 syncs.
 pub(super) fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("9/17 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
+    step("9/18 ggml-shaped decode token (1 hipGraphLaunch + 14 hipStreamSynchronize): none, empty programs, tracer");
     token_row(
         d,
         q,
@@ -71,7 +71,7 @@ pub(super) fn row_9(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// toward the device and the logits copy back, each token. Traps per token from the probes the recording
 /// lists, against the goal of launches + 2.
 pub(super) fn row_16(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("16/17 decode token without graphs (82 hipLaunchKernel, 15 syncs, 8 hipMemcpyAsync): none, empty, tracer");
+    step("16/18 decode token without graphs (82 hipLaunchKernel, 15 syncs, 8 hipMemcpyAsync): none, empty, tracer");
     token_row(
         d,
         q,
@@ -92,7 +92,7 @@ pub(super) fn row_16(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 /// empty programs, tracer. The loader's trampolines begin `test; je`, probed on the jump (one exception each).
 pub(super) fn row_17(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
     let trace = d.trace();
-    step("17/17 a Vulkan bind and dispatch pair (the real loader, lavapipe): none, empty programs, tracer");
+    step("17/18 a Vulkan bind and dispatch pair (the real loader, lavapipe): none, empty programs, tracer");
     let (n, reps) = (if q { "20000" } else { "100000" }, repeats(q));
     let loader = fs::canonicalize("/usr/lib/x86_64-linux-gnu/libvulkan.so.1")?;
     let runner = fixtures_dir().join("vk_runner");
@@ -111,11 +111,11 @@ pub(super) fn row_17(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
 
 /// Rows 10 and 11: a real `ROCm` library stack, thousands of registrations at load, gigabytes of GPU code.
 pub(super) fn stack_rows(d: &Dir, q: bool, rows: &mut Rows) -> Result<()> {
-    step("10/17 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
+    step("10/18 a real ROCm library stack: sparse_rand on hipSPARSE, rocSPARSE (1.3 GB) and rocRAND");
     let (r, v) = stack::rocsparse(&d.work, q)?;
     rows.results.insert("rocsparse_stack".into(), v);
     rows.table.push(r);
-    step("11/17 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
+    step("11/18 the real libggml-hip.so mapped, its registrations replayed on the real HIP runtime");
     let (r, v) = stack::ggml_hip(&d.work, q)?;
     rows.results.insert("ggml_hip_mapped".into(), v);
     rows.table.push(r);

@@ -36,6 +36,8 @@ struct ProcAcc {
     /// Per kernel object: kernel id, count, object, shapes.
     dispatches: crosscheck::DispatchAcc,
     barrier_packets: u64,
+    /// Per queue: the first and last packet index read, and how many were read.
+    packet_span: BTreeMap<u64, (u64, u64, u64)>,
     /// Per kernel id: launches, failed, captured (of those that succeeded).
     launch_outcomes: BTreeMap<u32, (u64, u64, u64)>,
     /// API calls per probed runtime copy (library id); tallied ones per function.
@@ -47,6 +49,21 @@ struct ProcAcc {
     /// Code-object files loaded by path, and their directories' listings.
     code: super::code_dirs::CodeAcc,
     jobs: super::job_times::JobsAcc,
+}
+
+/// The queues some of whose packets up to the last one read are missing: from index 0 for a queue made while
+/// tracing (`made`), else from the first read (each index is read once: a doorbell store reads only the
+/// packets after the last one read). A queue none of whose packets could be read has no span: its losses
+/// are in the footer's counters alone.
+fn packets_missing(spans: &BTreeMap<u64, (u64, u64, u64)>, made: &[trace::Queue]) -> Vec<super::QueueGap> {
+    spans
+        .iter()
+        .filter_map(|(&queue, &(first, last, read))| {
+            let first = if made.iter().any(|q| q.queue == queue) { 0 } else { first };
+            let missing = (last - first).saturating_add(1).saturating_sub(read);
+            (missing > 0).then_some(super::QueueGap { queue, first, last, read, missing })
+        })
+        .collect()
 }
 
 /// The queues KFD made that no `hsa_queue_create` made (an AQL queue's ring base is the HSA queue's).
@@ -180,6 +197,8 @@ impl ProcAcc {
     /// doorbell (`at_doorbell`), a named kernel's dispatch is also its execution in the kernel table.
     fn dispatch(&mut self, d: &Dispatch, index: &Index, at_doorbell: bool) {
         self.libs.insert(d.lib);
+        let span = self.packet_span.entry(d.queue).or_insert((d.index, d.index, 0));
+        (span.0, span.1, span.2) = (span.0.min(d.index), span.1.max(d.index), span.2.saturating_add(1));
         if d.packet == PacketType::KernelDispatch {
             // Kernel objects with no kernel shown (past the per-process limits) are one row.
             let kernel = index.shown_kernel(d.pid, d.kernel);
@@ -390,10 +409,8 @@ impl ReportBuilder {
             let unobserved = super::unobserved(&mapped);
             let (mut dispatches, mut crosscheck) =
                 crosscheck::queue_view(index, acc.dispatches, &acc.launch_outcomes, steps.graphs.replays);
-            if report.trace.launches_at_doorbell {
-                // No HIP launch was probed to set beside the dispatches.
-                crosscheck.clear();
-            }
+            // Where HIP's launches were left to the doorbell, no launch was probed to set beside the dispatches.
+            crosscheck.retain(|_| !report.trace.launches_at_doorbell);
             for d in &mut dispatches {
                 d.ne11 = d.kernel.and_then(|id| steps.columns(true).get(&id)).cloned().unwrap_or_default();
             }
@@ -415,6 +432,7 @@ impl ReportBuilder {
                 code_dirs,
                 ioctls,
                 queues_unread: queues_unread(&acc.kfd_queues, &acc.queues),
+                packets_missing: packets_missing(&acc.packet_span, &acc.queues),
                 queues: acc.queues,
                 gpu_jobs,
                 mmq_widths,

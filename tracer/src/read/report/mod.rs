@@ -122,6 +122,10 @@ pub struct ProcessReport {
     /// tracer reads none of their packets.
     #[serde(skip_serializing_if = "QueuesUnread::is_empty")]
     pub(crate) queues_unread: QueuesUnread,
+    /// Queues whose packets between the first and the last read are not all in the trace: the dispatches
+    /// lost, per queue.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) packets_missing: Vec<QueueGap>,
     /// Its GPU scheduler jobs (work submitted through the kernel driver), where recorded.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) gpu_jobs: Option<JobsReport>,
@@ -241,6 +245,21 @@ impl QueuesUnread {
     pub(crate) const fn is_empty(&self) -> bool {
         self.aql_ring_bytes.is_empty() && self.sdma == 0 && self.other == 0
     }
+}
+
+/// A queue some of whose packets, between the first and the last one read, are missing from the trace: a
+/// doorbell store's packets the ring had overwritten before the store was read (`packets_cut`), ring slots
+/// that could not be read (`packet_fault`), or records the ring buffer could not take.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub(crate) struct QueueGap {
+    /// The `hsa_queue_t` address.
+    pub(crate) queue: u64,
+    /// The first and the last packet index read.
+    pub(crate) first: u64,
+    pub(crate) last: u64,
+    /// Packets read, and those between the first and the last that were not.
+    pub(crate) read: u64,
+    pub(crate) missing: u64,
 }
 
 /// A directory a process loaded code-object files from by path (rocBLAS's Tensile `library/`).

@@ -467,3 +467,36 @@ fn a_phase_counts_one_trap_a_doorbell_store() {
     let [ph] = r.processes[0].phases.as_slice() else { panic!("one phase: {:?}", r.processes[0].phases) };
     assert_eq!((ph.phase, ph.traps, ph.doorbell_traps), (crate::read::phase::Phase::Decode, 3, 3));
 }
+
+/// Packets missing on a queue are said per queue: from index 0 on a queue made while tracing (its first
+/// packets overwritten before the store that released them was read), between the first and the last read on a
+/// queue met late; a queue whose packets were all read is not listed.
+#[test]
+fn packets_missing_from_a_queue_are_counted_per_queue() {
+    let packet = |queue: u64, index: u64| {
+        Line::Dispatch(trace::Dispatch {
+            ts: 10 + index,
+            pid: 7,
+            queue,
+            index,
+            packet: trace::event::PacketType::BarrierAnd,
+            ..Default::default()
+        })
+    };
+    let mut records = vec![
+        Line::Process(Process { pid: 7, comm: "runner".into(), ..Default::default() }),
+        Line::Queue(trace::Queue { pid: 7, queue: 0xA, size: 8, ..Default::default() }),
+        Line::Queue(trace::Queue { pid: 7, queue: 0xC, size: 8, ..Default::default() }),
+    ];
+    // 0xA, made while tracing: 0-3 overwritten, 4-11 read. 0xB, met late: 100-102, 105. 0xC: 0-2, all read.
+    records.extend((4..12).map(|i| packet(0xA, i)));
+    records.extend([100, 101, 102, 105].map(|i| packet(0xB, i)));
+    records.extend((0..3).map(|i| packet(0xC, i)));
+    let r = Report::build(records);
+    let gaps: Vec<(u64, u64, u64, u64, u64)> =
+        r.processes[0].packets_missing.iter().map(|g| (g.queue, g.first, g.last, g.read, g.missing)).collect();
+    assert_eq!(gaps, [(0xA, 0, 11, 8, 4), (0xB, 100, 105, 4, 2)]);
+    let text = r.to_text(&TextOptions::default());
+    assert!(text.contains("per queue: 4 on queue 0xa of runner (pid 7); 2 on queue 0xb of runner (pid 7)"), "{text}");
+    assert!(text.contains("queue 0xa: 4 of the 12 packets from index 0 to 11 not read"), "{text}");
+}

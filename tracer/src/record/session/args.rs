@@ -75,9 +75,11 @@ impl RecordArgs {
 /// Whether HIP's launch functions are left unprobed, each dispatch read at its queue's doorbell alone (one trap
 /// where the launch would add a second): the default where KFD lists an AMD GPU and the HSA runtime's copies are
 /// probed (every runtime found, or one named by `--lib`), unless `--hip-launches` or `--all-calls` asks for them.
-/// Without an AMD GPU no packet reaches a queue, and the launch is all there is to see.
+/// Without an AMD GPU no packet reaches a queue, and the launch is all there is to see. Before Linux 5.17 the
+/// doorbell program, which reads a store's packets with `bpf_loop`, does not load: the launches are probed.
 pub(crate) fn launches_at_doorbell(args: &RecordArgs) -> bool {
-    launches_at_doorbell_with(args, &crate::os::kfd::gpus())
+    let loops = aya::util::KernelVersion::current().is_ok_and(|v| v >= aya::util::KernelVersion::new(5, 17, 0));
+    loops && launches_at_doorbell_with(args, &crate::os::kfd::gpus())
 }
 
 /// [`launches_at_doorbell`] on a machine whose KFD lists the GPUs `gpus` (gfx target versions).

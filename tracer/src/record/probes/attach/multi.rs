@@ -45,10 +45,45 @@ pub(crate) fn misses(fd: BorrowedFd<'_>) -> u64 {
     prog_info(fd).map_or(0, |info| info.recursion_misses)
 }
 
-/// `BPF_PROG_LOAD` of a uprobe program for `points`, with the verifier's log in `log` when given.
+/// A program's BTF as the kernel wants it beside the instructions: the object's types (loaded, `BPF_BTF_LOAD`)
+/// and the program's function and line records. Only a program that passes a function of its own to a helper
+/// (`bpf_loop`'s callback, a `BPF_PSEUDO_FUNC` reference) needs it: the verifier refuses such a reference
+/// without the callee's function record (`missing btf func_info`).
+struct ProgramBtf {
+    fd: OwnedFd,
+    func_info: (Vec<u8>, u32, u32),
+    line_info: (Vec<u8>, u32, u32),
+}
+
+/// What the BTF the kernel is given may hold: every kind Linux 6.0 knows (tracer's programs that need BTF
+/// call `bpf_loop`, Linux 5.17 on); on an older kernel the load fails and the program is loaded without.
+const BTF_FEATURES: aya_obj::btf::BtfFeatures =
+    aya_obj::btf::BtfFeatures::new(true, true, true, true, true, true, true, true);
+
+/// Whether `insns` pass a function of their own to a helper (`ld_imm64` with `BPF_PSEUDO_FUNC`).
+fn references_a_function(insns: &[bpf_insn]) -> bool {
+    const LD_IMM64: u8 = (aya_obj::generated::BPF_LD | aya_obj::generated::BPF_IMM | aya_obj::generated::BPF_DW) as u8;
+    insns.iter().any(|i| i.code == LD_IMM64 && u32::from(i.src_reg()) == aya_obj::generated::BPF_PSEUDO_FUNC)
+}
+
+/// `BPF_BTF_LOAD` of `raw`: the descriptor of the loaded types.
+fn load_btf(raw: &[u8]) -> std::io::Result<OwnedFd> {
+    // SAFETY: all-zero is a valid `bpf_attr` (a union of plain integers).
+    let mut attr: bpf_attr = unsafe { std::mem::zeroed() };
+    // SAFETY: the `BPF_BTF_LOAD` member of the union, written field by field.
+    let load = unsafe { &mut attr.__bindgen_anon_7 };
+    load.btf = raw.as_ptr() as u64;
+    load.btf_size = u32::try_from(raw.len()).map_err(std::io::Error::other)?;
+    let fd = bpf(bpf_cmd::BPF_BTF_LOAD, &mut attr)?;
+    // SAFETY: a descriptor the kernel just returned, owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `BPF_PROG_LOAD` of a uprobe program for `points`, with its BTF when given and the verifier's log in `log`
+/// when given.
 fn load_program(
     name: &str,
-    insns: &[bpf_insn],
+    (insns, btf): (&[bpf_insn], Option<&ProgramBtf>),
     license: &CString,
     (sleepable, points): (bool, Points),
     log: Option<&mut Vec<u8>>,
@@ -66,6 +101,13 @@ fn load_program(
     load.license = license.as_ptr() as u64;
     if sleepable {
         load.prog_flags = aya_obj::generated::BPF_F_SLEEPABLE;
+    }
+    if let Some(btf) = btf {
+        load.prog_btf_fd = u32::try_from(btf.fd.as_raw_fd()).map_err(std::io::Error::other)?;
+        (load.func_info, load.func_info_rec_size, load.func_info_cnt) =
+            (btf.func_info.0.as_ptr() as u64, btf.func_info.1, btf.func_info.2);
+        (load.line_info, load.line_info_rec_size, load.line_info_cnt) =
+            (btf.line_info.0.as_ptr() as u64, btf.line_info.1, btf.line_info.2);
     }
     for (dst, src) in load.prog_name.iter_mut().zip(name.bytes().take(15)) {
         *dst = src as libc::c_char;
@@ -189,25 +231,47 @@ impl MultiProgram {
         obj.relocate_maps(maps, &text_sections).with_context(|| format!("relocating {name}'s map references"))?;
         obj.relocate_calls(&text_sections).with_context(|| format!("relocating {name}'s calls"))?;
         let function = obj.functions.get(&key).ok_or_else(|| anyhow!("{name} has no code"))?;
+        let btf = if references_a_function(&function.instructions) {
+            let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            let rec = |n: usize| u32::try_from(n).unwrap_or(0);
+            let func_info = (
+                function.func_info.func_info_bytes(),
+                rec(function.func_info_rec_size),
+                count(function.func_info.func_info.len()),
+            );
+            let line_info = (
+                function.line_info.line_info_bytes(),
+                rec(function.line_info_rec_size),
+                count(function.line_info.line_info.len()),
+            );
+            // The object's types, fixed up as aya fixes them up before it loads them (the records' type ids
+            // stay).
+            let raw = obj.fixup_and_sanitize_btf(&BTF_FEATURES).ok().flatten().map(aya_obj::btf::Btf::to_bytes);
+            raw.and_then(|raw| load_btf(&raw).ok()).map(|fd| ProgramBtf { fd, func_info, line_info })
+        } else {
+            None
+        };
+        let function = obj.functions.get(&key).ok_or_else(|| anyhow!("{name} has no code"))?;
         let insns: &[bpf_insn] = &function.instructions;
         let license = CString::new(obj.license.as_bytes()).context("the eBPF object's license")?;
+        let code = (insns, btf.as_ref());
 
         // Loaded without a verifier log first: a log longer than its buffer fails the load (ENOSPC). Only a
         // refused program is loaded again, with the log, for the reason.
         // A signal that reaches tracer while the verifier runs (a command's SIGCHLD) ends the load with
         // EAGAIN: loaded again, a few times, rather than taken for a refusal.
-        let mut quick = load_program(name, insns, &license, (sleepable, points), None);
+        let mut quick = load_program(name, code, &license, (sleepable, points), None);
         for _ in 0..8 {
             match &quick {
                 Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
-                    quick = load_program(name, insns, &license, (sleepable, points), None);
+                    quick = load_program(name, code, &license, (sleepable, points), None);
                 }
                 _ => break,
             }
         }
         let fd = quick.or_else(|_| {
             let mut log = vec![0u8; 1 << 20];
-            load_program(name, insns, &license, (sleepable, points), Some(&mut log)).map_err(|err| {
+            load_program(name, code, &license, (sleepable, points), Some(&mut log)).map_err(|err| {
                 let text = String::from_utf8_lossy(log.split(|&b| b == 0).next().unwrap_or_default()).into_owned();
                 let tail: String =
                     text.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
