@@ -9,7 +9,7 @@ use std::{
 
 use anyhow::{Context as _, Result};
 
-use crate::{root, run, step};
+use crate::{root, roots, run, step};
 
 /// Link flags of the plain C fixtures that need them: `register_relaunch` exports its `__hipRegisterFunction`,
 /// which the HIP library it loads calls instead of the runtime's.
@@ -78,7 +78,49 @@ fn build_vulkan_fixture(out: &Path) -> Result<()> {
 pub(crate) fn build() -> Result<()> {
     build_hip()?;
     build_c()?;
+    build_hip_graphs()?;
     prepare_guest()
+}
+
+/// The HIP graph program of the null GPU's graph tests (issue 76), in `target/fixtures/hip-graphs/`: its code
+/// object, `fixtures/kmod/hip_graphs_kernels.hip` built by the `ROCm` 7.2 root's own hipcc for the null GPU's
+/// gfx1100 (in a scratch directory of the root's /tmp, with a /proc of its own that only that command sees), and
+/// `fixtures/kmod/hip_graphs.c` built by the host's gcc (it takes libamdhip64 with dlopen, so one binary runs on
+/// HIP 7.2 and 6.4). Each is rebuilt when its source is newer.
+fn build_hip_graphs() -> Result<()> {
+    let dir = fixtures_dir().join("hip-graphs");
+    fs::create_dir_all(&dir)?;
+    let src = root().join("fixtures/kmod");
+    let stale = |out: &Path, input: &Path| -> Result<bool> {
+        let source = fs::metadata(input)?.modified()?;
+        Ok(fs::metadata(out).and_then(|m| m.modified()).map_or(true, |built| built < source))
+    };
+    let (kernels, code_object) = (src.join("hip_graphs_kernels.hip"), dir.join("hip_graphs_kernels.co"));
+    if stale(&code_object, &kernels)? {
+        let rocm72 = Path::new(roots::ROCM72_ROOT);
+        step(&format!("hipcc --genco (the ROCm 7.2 root's, chroot {}) {}", rocm72.display(), kernels.display()));
+        let work = rocm72.join(format!("tmp/tracer-hip-graphs-{}", std::process::id()));
+        drop(fs::remove_dir_all(&work));
+        fs::create_dir_all(&work)?;
+        fs::copy(&kernels, work.join("k.hip"))?;
+        let inside = Path::new("/").join(work.strip_prefix(rocm72)?);
+        // hipcc finds itself through /proc/self/exe: a proc mounted in a mount namespace of the command's own.
+        let script = format!(
+            "mount -t proc proc {root}/proc && exec chroot {root} hipcc --genco --offload-arch=gfx1100 -O2 -o {w}/k.co {w}/k.hip",
+            root = rocm72.display(),
+            w = inside.display()
+        );
+        let built = run(Command::new("unshare").args(["--mount", "--propagation", "private", "sh", "-c", &script]))
+            .and_then(|()| fs::copy(work.join("k.co"), &code_object).map_err(Into::into));
+        drop(fs::remove_dir_all(&work));
+        built?;
+    }
+    let (host, program) = (src.join("hip_graphs.c"), dir.join("hip_graphs"));
+    if stale(&program, &host)? {
+        step(&format!("gcc {}", host.display()));
+        run(Command::new("gcc").args(["-O2", "-Wall", "-Wextra", "-o"]).arg(&program).arg(&host).arg("-ldl"))?;
+    }
+    Ok(())
 }
 
 /// Builds each `fixtures/hip/*.hip` with hipcc for gfx1030 (the Debian device libraries stop short of

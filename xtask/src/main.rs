@@ -213,6 +213,7 @@ fn setup() -> Result<()> {
     python_packages()?;
     tracefs()?;
     roots::sid_roots()?;
+    roots::rocm72_root()?;
     roots::llama_vulkan()?;
     Ok(())
 }
@@ -534,6 +535,7 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
         .env("TRACER_PYLIB", pylib())
         .env("TRACER_DEB", deb)
         .env("TRACER_SID_ROOT", roots::SID_ROOT)
+        .env("TRACER_ROCM72_ROOT", roots::ROCM72_ROOT)
         .env("TRACER_SID_VULKAN_ROOT", roots::SID_VULKAN_ROOT)
         .env("TRACER_LLAMA_VULKAN", PathBuf::from(roots::LLAMA_VK_WORK).join("build/bin"))
         .env("TRACER_LLAMA_STATIC_SERVER", PathBuf::from(roots::LLAMA_VK_WORK).join(roots::STATIC_SERVER)))

@@ -1,12 +1,17 @@
-//! What `cargo xtask setup` makes outside the checkout for the tests, once: roots of Debian unstable's GPU
-//! stacks (mmdebstrap, from this system's own Debian mirror) and the pinned llama.cpp built with its Vulkan
-//! backend.
+//! What `cargo xtask setup` makes outside the checkout for the tests, once: roots of Debian unstable's and
+//! experimental's GPU stacks (mmdebstrap, from this system's own Debian mirror) and the pinned llama.cpp built
+//! with its Vulkan backend.
 
-use std::{env, fs, path::PathBuf, process::Command};
+use std::{
+    env, fs,
+    path::{Path, PathBuf},
+    process::Command,
+    time::Instant,
+};
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 
-use crate::{pylib, root, run, step};
+use crate::{output, pylib, root, run, step};
 
 /// A root of today's AMD LLM stack from Debian's unstable suite (HIP 6.4, `ROCr` 6.4, rocBLAS, ggml 0.27's
 /// HIP backend, llama.cpp's tools), for the container tests: the runtime a container brings, never the
@@ -19,9 +24,39 @@ const SID_PACKAGES: &str = "llama.cpp-tools,libggml0-backend-hip,libllama0,rocmi
 pub(crate) const SID_VULKAN_ROOT: &str = "/var/cache/tracer/sid-vulkan";
 const SID_VULKAN_PACKAGES: &str = "llama.cpp-tools,libggml0-backend-vulkan,mesa-vulkan-drivers";
 
+/// Debian experimental's `ROCm` 7.2.4 (HIP 7.2.4, `ROCr` 7.2.4, comgr 7.2.4; hipcc 7.2.4 with clang 22 and its
+/// device libraries) on a Debian unstable base: the HIP line Ollama 0.30+ bundles, whose graph replays ring one
+/// doorbell for many AQL packets (issue 76). Its unmodified packages, nothing changed; hipcc builds the HIP graph
+/// fixture's code object (`fixtures/kmod/hip_graphs_kernels.hip`), the null GPU's guest runs the rest.
+pub(crate) const ROCM72_ROOT: &str = "/var/cache/tracer/exp-rocm72";
+const ROCM72_PACKAGES: &str = "libamdhip64-7,libamdhip64-dev,hipcc,rocminfo";
+/// The root's apt preferences: the `ROCm` source packages from experimental (HIP, `ROCr`, the `ROCm` LLVM with
+/// comgr, hipcc and the device libraries), everything else from unstable (experimental's default priority, 1,
+/// leaves every other package there), written by mmdebstrap's setup hook before anything is installed.
+const ROCM72_PIN: &str =
+    "Package: src:rocm-hipamd src:rocr-runtime src:rocm-llvm\nPin: release a=experimental\nPin-Priority: 990\n";
+/// The version every `ROCm` package of that root has.
+const ROCM72_VERSION: &str = "7.2.4";
+
 pub(crate) fn sid_roots() -> Result<()> {
-    sid_root(SID_ROOT, SID_PACKAGES, "ROCm")?;
-    sid_root(SID_VULKAN_ROOT, SID_VULKAN_PACKAGES, "Vulkan")
+    debian_root(&Root { dir: SID_ROOT, packages: SID_PACKAGES, what: "Debian unstable's ROCm", pin: None })?;
+    debian_root(&Root {
+        dir: SID_VULKAN_ROOT,
+        packages: SID_VULKAN_PACKAGES,
+        what: "Debian unstable's Vulkan",
+        pin: None,
+    })
+}
+
+/// [`ROCM72_ROOT`], checked after it is made: every `ROCm` package in it is 7.2.4.
+pub(crate) fn rocm72_root() -> Result<()> {
+    let root = Root {
+        dir: ROCM72_ROOT,
+        packages: ROCM72_PACKAGES,
+        what: "Debian experimental's ROCm 7.2",
+        pin: Some(ROCM72_PIN),
+    };
+    debian_root(&root)
 }
 
 /// The pinned llama.cpp (the llama-cpp-python sdist's, as the GPU benches pin it) built with its Vulkan backend by
@@ -67,27 +102,86 @@ pub(crate) fn llama_vulkan() -> Result<()> {
         .env("PYTHONPATH", pylib()))
 }
 
-fn sid_root(root: &str, packages: &str, what: &str) -> Result<()> {
-    let dir = PathBuf::from(root);
-    let stamp = dir.join(".tracer-complete");
-    if fs::read_to_string(&stamp).is_ok_and(|s| s == packages) {
-        step(&format!("Debian unstable's {what} root in {root}: present"));
+/// A root mmdebstrap makes from Debian unstable (and experimental, where `pin` chooses packages from it).
+struct Root<'a> {
+    dir: &'a str,
+    /// mmdebstrap's `--include`.
+    packages: &'a str,
+    /// What it is, in words.
+    what: &'a str,
+    /// apt preferences taking packages from experimental (its suite is then a source too).
+    pin: Option<&'a str>,
+}
+
+/// Makes `root` once: in a directory beside it, renamed into place when mmdebstrap and the checks succeeded; a
+/// stamp file with its package list (and pin) says it is complete.
+fn debian_root(root: &Root<'_>) -> Result<()> {
+    let dir = PathBuf::from(root.dir);
+    let stamp_text = match root.pin {
+        Some(pin) => format!("{}\n{pin}", root.packages),
+        None => root.packages.to_owned(),
+    };
+    let what = root.what;
+    if fs::read_to_string(dir.join(STAMP)).is_ok_and(|s| s == stamp_text) {
+        step(&format!("{what} root in {}: present", root.dir));
         return Ok(());
     }
     let mirror = debian_mirror()?;
-    step(&format!("making Debian unstable's {what} root in {root} with mmdebstrap ({packages})"));
+    step(&format!("making {what} root in {} with mmdebstrap ({})", root.dir, root.packages));
+    let started = Instant::now();
     let tmp = dir.with_extension("tmp");
     drop(fs::remove_dir_all(&tmp));
     fs::create_dir_all(dir.parent().unwrap_or(&dir))?;
-    run(Command::new("mmdebstrap")
-        .args(["--variant=apt", "--quiet", "--aptopt=Acquire::Check-Valid-Until \"false\""])
-        .arg(format!("--include={packages}"))
-        .arg("sid")
-        .arg(&tmp)
-        .arg(format!("deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {mirror} sid main")))?;
-    fs::write(tmp.join(".tracer-complete"), packages)?;
+    let source =
+        |suite: &str| format!("deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] {mirror} {suite} main");
+    let mut cmd = Command::new("mmdebstrap");
+    cmd.args(["--variant=apt", "--quiet", "--aptopt=Acquire::Check-Valid-Until \"false\""])
+        .arg(format!("--include={}", root.packages));
+    if let Some(pin) = root.pin {
+        // The hook runs after the sources are written and before apt's first update and install.
+        cmd.arg(format!(
+            "--setup-hook=mkdir -p \"$1/etc/apt/preferences.d\" && printf '{pin}' > \"$1/etc/apt/preferences.d/tracer-rocm.pref\""
+        ));
+    }
+    cmd.arg("sid").arg(&tmp).arg(source("sid"));
+    if root.pin.is_some() {
+        cmd.arg(source("experimental"));
+    }
+    run(&mut cmd)?;
+    if root.pin.is_some() {
+        rocm_versions(&tmp, ROCM72_VERSION)?;
+    }
+    fs::write(tmp.join(STAMP), &stamp_text)?;
     drop(fs::remove_dir_all(&dir));
     fs::rename(&tmp, &dir)?;
+    let size = output(Command::new("du").args(["-sh", "--"]).arg(&dir))?;
+    step(&format!(
+        "{what} root made in {:.0} s: {}",
+        started.elapsed().as_secs_f64(),
+        size.split_whitespace().next().unwrap_or("?")
+    ));
+    Ok(())
+}
+
+/// The file that says a root is complete: its package list (and pin).
+const STAMP: &str = ".tracer-complete";
+
+/// Every `ROCm` package in `root` (HIP, HSA, comgr, rocBLAS and the BLAS wrappers, hipcc, rocminfo, the device
+/// libraries) has version `version`: an error naming those that do not.
+fn rocm_versions(root: &Path, version: &str) -> Result<()> {
+    let list = output(Command::new("chroot").arg(root).args(["dpkg-query", "-W", "-f", "${Package} ${Version}\n"]))?;
+    let rocm: Vec<(&str, &str)> = list
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .filter(|(p, _)| ["hip", "hsa", "comgr", "rocblas", "rocm", "rocminfo"].iter().any(|w| p.contains(w)))
+        .collect();
+    let wrong: Vec<String> =
+        rocm.iter().filter(|(_, v)| !v.starts_with(version)).map(|(p, v)| format!("{p} {v}")).collect();
+    if rocm.len() < 5 || !wrong.is_empty() {
+        bail!("{}: ROCm packages not at {version}: {wrong:?} (of {rocm:?})", root.display());
+    }
+    let said: Vec<String> = rocm.iter().map(|(p, v)| format!("{p} {v}")).collect();
+    step(&format!("{}: {}", root.display(), said.join(", ")));
     Ok(())
 }
 

@@ -15,6 +15,7 @@ mod debian_llama;
 mod driver;
 mod gpu_jobs;
 mod graph_inputs;
+mod hip_graphs;
 mod hostile;
 mod inspect;
 mod library_stack;

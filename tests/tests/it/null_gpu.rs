@@ -111,32 +111,32 @@ fn debian_rocm_finds_the_null_gpu_and_tracer_records_every_driver_ioctl_it_serve
 
 /// A packet as the double consumed it, or as tracer read it at the doorbell.
 #[derive(Debug, PartialEq, Eq)]
-struct Packet {
-    index: u64,
-    kind: String,
-    dims: u64,
-    kernel_object: u64,
-    grid: String,
-    workgroup: String,
-    kernarg: u64,
-    signal: u64,
+pub(crate) struct Packet {
+    pub(crate) index: u64,
+    pub(crate) kind: String,
+    pub(crate) dims: u64,
+    pub(crate) kernel_object: u64,
+    pub(crate) grid: String,
+    pub(crate) workgroup: String,
+    pub(crate) kernarg: u64,
+    pub(crate) signal: u64,
 }
 
-fn number(text: &str) -> u64 {
+pub(crate) fn number(text: &str) -> u64 {
     text.strip_prefix("0x").map_or_else(|| text.parse(), |hex| u64::from_str_radix(hex, 16)).expect("a number")
 }
 
 /// What the double consumed for process `pid`, by queue ring address.
 #[derive(Default)]
-struct Consumed {
+pub(crate) struct Consumed {
     /// Each ring's packets, in order.
-    packets: BTreeMap<u64, Vec<Packet>>,
+    pub(crate) packets: BTreeMap<u64, Vec<Packet>>,
     /// Each ring's size in bytes, from its `CREATE_QUEUE`.
-    sizes: BTreeMap<u64, u64>,
+    pub(crate) sizes: BTreeMap<u64, u64>,
 }
 
 /// The double's packet log for process `pid` (each line ends with ` #N`, its place among both logs' lines).
-fn consumed(log: &str, pid: u32) -> Consumed {
+pub(crate) fn consumed(log: &str, pid: u32) -> Consumed {
     let mut rings: BTreeMap<u64, u64> = BTreeMap::new(); // queue id -> ring
     let mut c = Consumed::default();
     for line in log.lines() {
@@ -179,7 +179,7 @@ fn consumed(log: &str, pid: u32) -> Consumed {
 }
 
 /// What tracer read at the doorbells, by the ring of the queue it saw created (`hsa_queue_create`).
-fn read_by_tracer(records: &[Line]) -> BTreeMap<u64, Vec<Packet>> {
+pub(crate) fn read_by_tracer(records: &[Line]) -> BTreeMap<u64, Vec<Packet>> {
     let queues: Vec<&trace::Queue> =
         records.iter().filter_map(|r| if let Line::Queue(q) = r { Some(q) } else { None }).collect();
     let mut seen: BTreeMap<u64, Vec<Packet>> = queues.iter().map(|q| (q.base_address, Vec::new())).collect();
