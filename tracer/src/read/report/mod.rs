@@ -247,17 +247,14 @@ impl QueuesUnread {
     }
 }
 
-/// A queue some of whose packets, between the first and the last one read, are missing from the trace: a
-/// doorbell store's packets the ring had overwritten before the store was read (`packets_cut`), ring slots
-/// that could not be read (`packet_fault`), or records the ring buffer could not take.
+/// A queue (`hsa_queue_t` address) some of whose packets up to the last one read are missing: overwritten in
+/// the ring before their store was read (`packets_cut`), unreadable (`packet_fault`), or dropped by the ring.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub(crate) struct QueueGap {
-    /// The `hsa_queue_t` address.
     pub(crate) queue: u64,
-    /// The first and the last packet index read.
+    /// The first index counted (0 on a queue made while recording) and the last read; packets read, missing.
     pub(crate) first: u64,
     pub(crate) last: u64,
-    /// Packets read, and those between the first and the last that were not.
     pub(crate) read: u64,
     pub(crate) missing: u64,
 }
