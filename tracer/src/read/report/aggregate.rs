@@ -498,6 +498,7 @@ fn api_rows(api: BTreeMap<ApiFunc, ApiReport>) -> (Vec<ApiReport>, HashMap<Libra
 fn header(t: &mut super::TraceInfo, h: &trace::Header) {
     t.lean = h.options.lean;
     t.launches_at_doorbell = h.options.launches_at_doorbell;
+    t.doorbell_reads_all = h.options.doorbell_reads_all;
     t.gpu_jobs = super::job_times::Coverage::of(&h.options);
     (t.schema, t.tracer_version) = (h.schema, h.tracer_version.clone());
     (t.host, t.kernel_release) = (h.host.clone(), h.kernel_release.clone());

@@ -75,6 +75,7 @@ pub struct TraceInfo {
     /// doorbell alone, and the kernel tables count dispatches as executions.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(crate) launches_at_doorbell: bool,
+    pub(crate) doorbell_reads_all: bool,
     /// Launches probed at entry only whose function has a result tracer reads with `record --all-calls`
     /// (HIP's): a launch that failed is counted as made.
     #[serde(skip_serializing_if = "is_zero")]

@@ -152,6 +152,7 @@ pub(crate) fn header(
             private_argv: args.argv_private(filter_by_pid),
             probes_per_process,
             launches_at_doorbell,
+            doorbell_reads_all: true,
             repeats: !args.every_launch,
         },
         units: units(),

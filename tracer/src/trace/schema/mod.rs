@@ -173,6 +173,10 @@ pub struct Options {
     /// (`record --hip-launches` probes them too). Absent: they were probed where found.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub launches_at_doorbell: bool,
+    /// A doorbell store's packets were read whole, up to the ring (`packets_cut`: only packets the ring had
+    /// overwritten). Absent: a trace of a build that read at most 16 a store (`packets_cut`: the rest).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub doorbell_reads_all: bool,
     /// Launches that repeat exactly the launch some places before them on their thread were counted into
     /// runs, each written as one `repeat` line (the default since runs came; readers keep each thread's last
     /// launches to expand them). Absent: every launch has its own line (`record --every-launch`, earlier

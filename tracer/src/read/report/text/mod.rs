@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 mod code_dirs;
 mod jobs;
 mod kernels;
+mod losses;
 mod phases;
 
 use code_dirs::write_code_dirs;
@@ -147,52 +148,6 @@ impl Report {
             )?;
         }
         Ok(())
-    }
-
-    /// The AQL packets a doorbell store released that tracer could not read, by cause, and per queue; what
-    /// their loss means where HIP's launches were left to the doorbell (nothing else saw them).
-    fn write_packet_losses(&self, s: &mut String) -> std::fmt::Result {
-        let counter = |name: &str| self.counters.get(name).copied().unwrap_or(0);
-        let (unread, cut) = (counter("packet_fault"), counter("packets_cut"));
-        let missing: Vec<String> = self
-            .processes
-            .iter()
-            .flat_map(|p| p.packets_missing.iter().map(move |g| (p, g)))
-            .map(|(p, g)| format!("{} on queue {:#x} of {} (pid {})", g.missing, g.queue, p.comm, p.pid))
-            .collect();
-        if unread == 0 && cut == 0 && missing.is_empty() {
-            return Ok(());
-        }
-        writeln!(s)?;
-        if unread > 0 {
-            writeln!(
-                s,
-                "queues: {unread} AQL packet{} could not be read from their queue's ring when its doorbell rang (a \
-                 ring in device memory, or unmapped): their dispatches are missing from the queue's view",
-                plural(unread)
-            )?;
-        }
-        if cut > 0 {
-            writeln!(
-                s,
-                "queues: {cut} AQL packet{} a doorbell store released had been overwritten in the ring before \
-                 tracer read the store (more than a ring's packets after the last store it read): their dispatches \
-                 are missing from the queue's view",
-                plural(cut)
-            )?;
-        }
-        if !missing.is_empty() {
-            writeln!(s, "  packets missing between the first and the last read, per queue: {}", missing.join("; "))?;
-        }
-        if self.trace.launches_at_doorbell {
-            writeln!(
-                s,
-                "  HIP's launch functions were left to the doorbell, so nothing else counted those dispatches: \
-                 `record --hip-launches` counts every launch and graph replay at the API as well"
-            )
-        } else {
-            writeln!(s, "  the launches that made them are counted in the API's (the kernel table's launches)")
-        }
     }
 
     /// Incomplete processes, losses, counters and the eBPF programs' own timings.
