@@ -101,7 +101,7 @@ pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
     // A store may release up to a ring of packets; older ones the ring itself has overwritten, and a queue
     // larger than the largest a GPU offers (`MAX_PACKETS_PER_DOORBELL`) is not believed beyond that.
     let pending = value - first + 1;
-    let readable = if size < MAX_PACKETS_PER_DOORBELL { size } else { MAX_PACKETS_PER_DOORBELL };
+    let readable = size.min(MAX_PACKETS_PER_DOORBELL);
     let (first, n) = if pending > readable {
         count_n(Counter::PacketsCut, pending - readable);
         (value + 1 - readable, readable)

@@ -17,7 +17,7 @@ use std::{
 
 use integration_tests::*;
 
-use crate::null_gpu::{Packet, consumed, dispatched_names, number, read_by_tracer};
+use crate::null_gpu::{Packet, consumed, dispatched_names, number, read_by_tracer, reported_equals_logged};
 
 /// Direct launches, graph64 replays and graph512 replays of the recordings from the start; the late attach's. The
 /// double's packet log holds 1 MiB: the three runs fill about 70 % of it.
@@ -202,19 +202,7 @@ fn checked(out: &str, run: &str, batched: bool) {
     let (direct, r64, r512) = FROM_START;
     assert_eq!(ours(&records), expected(direct, r64, r512), "{run}: our kernels' dispatches, by name");
     // The report's dispatches per kernel object equal the double's, kernel by kernel.
-    let p = guest_report(out, run, "hip_graphs");
-    let mut reported: BTreeMap<u64, u64> = BTreeMap::new();
-    for row in p["dispatches"].as_array().expect("dispatches per kernel") {
-        let object = row["kernel_object"].as_u64().expect("a kernel object");
-        *reported.entry(object).or_default() += row["dispatches"].as_u64().expect("a count");
-    }
-    let mut per_object: BTreeMap<u64, u64> = BTreeMap::new();
-    for packet in seen.keys().filter_map(|ring| truth.packets.get(ring)).flatten() {
-        if packet.kind == "kernel-dispatch" {
-            *per_object.entry(packet.kernel_object).or_default() += 1;
-        }
-    }
-    assert_eq!(reported, per_object, "{run}: the report's dispatches per kernel object, then the double's");
+    reported_equals_logged(&guest_report(out, run, "hip_graphs"), &seen, &truth, run);
     crate::one_trap::one_trap_per_dispatch(&records, run);
     stores_checked(&records, log, run, batched);
 }

@@ -202,6 +202,29 @@ pub(crate) fn read_by_tracer(records: &[Line]) -> BTreeMap<u64, Vec<Packet>> {
     seen
 }
 
+/// The report's dispatches per kernel object (process report `p`), asserted equal to the double's kernel
+/// dispatches on the queues tracer saw (`seen`), kernel by kernel; the double's count per object.
+pub(crate) fn reported_equals_logged(
+    p: &serde_json::Value,
+    seen: &BTreeMap<u64, Vec<Packet>>,
+    truth: &Consumed,
+    trace: &str,
+) -> BTreeMap<u64, u64> {
+    let mut reported: BTreeMap<u64, u64> = BTreeMap::new();
+    for row in p["dispatches"].as_array().expect("dispatches per kernel") {
+        let object = row["kernel_object"].as_u64().expect("a kernel object");
+        *reported.entry(object).or_default() += row["dispatches"].as_u64().expect("a count");
+    }
+    let mut logged: BTreeMap<u64, u64> = BTreeMap::new();
+    for packet in seen.keys().filter_map(|ring| truth.packets.get(ring)).flatten() {
+        if packet.kind == "kernel-dispatch" {
+            *logged.entry(packet.kernel_object).or_default() += 1;
+        }
+    }
+    assert_eq!(reported, logged, "{trace}: the report's dispatches per kernel object, then the double's");
+    logged
+}
+
 /// The name of the kernel a dispatch ran, as tracer named it.
 pub(crate) fn dispatched_names(records: &[Line]) -> Vec<Option<String>> {
     let names: BTreeMap<u32, &str> = kernels(records).into_iter().map(|k| (k.id, k.name.as_str())).collect();
@@ -322,18 +345,7 @@ fn checked_against_the_double(out: &str, trace: &str) -> (Vec<String>, String) {
     // by kernel, on every queue tracer saw.
     let p = &guest_report(out, trace, "llama-bench");
     assert_eq!(p["pid"], pid, "{trace}: the one llama-bench");
-    let mut reported: BTreeMap<u64, u64> = BTreeMap::new();
-    for row in p["dispatches"].as_array().expect("dispatches per kernel") {
-        let object = row["kernel_object"].as_u64().expect("a kernel object");
-        *reported.entry(object).or_default() += row["dispatches"].as_u64().expect("a count");
-    }
-    let mut logged: BTreeMap<u64, u64> = BTreeMap::new();
-    for packet in seen.keys().filter_map(|ring| truth.packets.get(ring)).flatten() {
-        if packet.kind == "kernel-dispatch" {
-            *logged.entry(packet.kernel_object).or_default() += 1;
-        }
-    }
-    assert_eq!(reported, logged, "{trace}: the report's dispatches per kernel object, then the double's");
+    let logged = reported_equals_logged(p, &seen, &truth, trace);
     crate::one_trap::executions_are_the_dispatches(p, trace);
     // The queues tracer did not see made are said, from the driver's ioctls: the double's queues of this process
     // that no hsa_queue_create made, by ring size.
