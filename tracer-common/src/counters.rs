@@ -68,6 +68,11 @@ counters! {
     /// Launches of runs whose record the ring could not take (each such record is also counted under
     /// `repeat` in the drops).
     RunLaunchesLost = 11, "run_launches_lost";
+    /// A doorbell store whose index lies more than two rings past the last packet read (or the packet
+    /// processor's read index): no producer can have written so many packets unread, so the index is forged
+    /// or garbage. The last ring of packets before it is still read; nothing is added to `packets_cut` (a
+    /// forged swing of 2^63 would wrap it).
+    DoorbellImplausible = 12, "doorbell_stores_implausible";
 }
 
 /// Number of [`Counter`] slots.

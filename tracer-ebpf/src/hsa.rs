@@ -100,10 +100,17 @@ pub(crate) fn doorbell(ctx: ProbeContext) -> u32 {
     };
     // A store may release up to a ring of packets; older ones the ring itself has overwritten, and a queue
     // larger than the largest a GPU offers (`MAX_PACKETS_PER_DOORBELL`) is not believed beyond that.
-    let pending = value - first + 1;
+    // (A forged store of 2^64 - 1 on a queue read from index 0 would wrap to 0 packets.)
+    let pending = (value - first).saturating_add(1);
     let readable = size.min(MAX_PACKETS_PER_DOORBELL);
     let (first, n) = if pending > readable {
-        count_n(Counter::PacketsCut, pending - readable);
+        // At most a ring overwritten is believed: a store further ahead than that is forged (counted once,
+        // so that a swing of 2^63 never wraps `packets_cut`).
+        if pending - readable > readable {
+            count_n(Counter::DoorbellImplausible, 1);
+        } else {
+            count_n(Counter::PacketsCut, pending - readable);
+        }
         (value + 1 - readable, readable)
     } else {
         (first, pending)

@@ -100,13 +100,13 @@ pub(crate) struct RecordCli {
     #[arg(long)]
     pub(crate) force: bool,
     /// Record only this process and the processes it starts (repeatable).
-    #[arg(short, long = "pid", value_name = "PID")]
+    #[arg(short, long = "pid", value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
     pub(crate) pids: Vec<u32>,
     /// Follow Ollama: the `ollama serve` process and every runner it starts (found in /proc, or --ollama-pid).
     #[arg(long)]
     pub(crate) ollama: bool,
     /// The Ollama server's PID (repeatable; implies --ollama).
-    #[arg(long = "ollama-pid", value_name = "PID")]
+    #[arg(long = "ollama-pid", value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
     pub(crate) ollama_pids: Vec<u32>,
     /// With --ollama: also follow an `ollama serve` whose executable this user (a name or uid) owns. By
     /// default only a server whose executable root owns is followed: any user can run a program called
@@ -132,10 +132,10 @@ pub(crate) struct RecordCli {
     #[arg(long = "lib", value_name = "PATH")]
     pub(crate) libs: Vec<PathBuf>,
     /// Stop after this long (e.g. 30s, 500ms, 2m; a bare number is seconds).
-    #[arg(short, long, value_parser = parse_duration)]
+    #[arg(short, long, allow_hyphen_values = true, value_parser = parse_duration)]
     pub(crate) duration: Option<Duration>,
     /// Ring buffer size in bytes (a power of two, at least 4096).
-    #[arg(long, default_value_t = 4 << 20, value_parser = parse_ring_size)]
+    #[arg(long, default_value_t = 4 << 20, allow_negative_numbers = true, value_parser = parse_ring_size)]
     pub(crate) ring_size: u32,
     /// Print nothing but errors.
     #[arg(short, long)]
@@ -189,18 +189,18 @@ pub(crate) struct RecordCli {
     /// Parts are named after -o with a number (`run.0000.jsonl.zst`, `run.0001.jsonl.zst`, ...), each
     /// readable alone; `tracer report` and `export` read several parts, or their directory, as one
     /// recording.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_size)]
     pub(crate) rotate_size: Option<u64>,
     /// Rotate: start a new file once this one is this old (e.g. 1h, 30m).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true, value_parser = parse_duration)]
     pub(crate) rotate_every: Option<Duration>,
-    /// Retention of rotated recordings: whenever a part starts, remove the oldest parts of tracer
+    /// Retention of rotated recordings: whenever a part starts (the first too, as the recording starts), remove the oldest parts of tracer
     /// recordings in the output's directory (earlier recordings first) while they hold more than SIZE
     /// bytes in all (e.g. 20G). Only regular files of tracer's own user that are parts of a rotated
     /// recording count; the part being written is never removed. A recording whose first parts were
     /// removed reads from its oldest part left, which restates what the removed ones named; the removals
     /// are counted in the footer.
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true, value_parser = parse_size)]
     pub(crate) keep_size: Option<u64>,
     /// Testing aid: leave the ring buffer unread for this long after attaching, to provoke overflow.
     #[arg(long, hide = true, value_name = "MS", default_value_t = 0)]
@@ -236,7 +236,7 @@ pub(crate) struct ReportCli {
     #[arg(long)]
     pub full_names: bool,
     /// Kernels listed per process, most executions first (0: all).
-    #[arg(long, value_name = "N", default_value_t = 25)]
+    #[arg(long, value_name = "N", default_value_t = 25, allow_negative_numbers = true, value_parser = parse_count)]
     pub top: usize,
 }
 
@@ -306,6 +306,20 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// The longest `--duration`.
 pub(crate) const MAX_DURATION: Duration = Duration::from_hours(365 * 24);
+
+/// A process ID: a positive number (a negative one reaches here as a value, not as an unknown option, so
+/// that the sentence says what to give).
+fn parse_pid(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<i64>() {
+        Ok(pid) if pid > 0 => u32::try_from(pid).map_err(|_too_large| format!("`{s}` is larger than any process ID")),
+        _ => Err(format!("`{s}` is not a process ID: give the positive number `ps` or `pgrep` shows")),
+    }
+}
+
+/// A count of rows: a number, 0 for all.
+fn parse_count(s: &str) -> Result<usize, String> {
+    s.trim().parse().map_err(|_not_a_count| format!("`{s}` is not a count of rows: give 0 (all) or a positive number"))
+}
 
 fn parse_ring_size(s: &str) -> Result<u32, String> {
     let v: u32 = s.parse().map_err(|e| format!("`{s}` is not a number of bytes ({e})"))?;
@@ -394,6 +408,26 @@ mod tests {
         let Cmd::Record(r) = cli.command else { panic!() };
         assert_eq!((r.pids, r.command), (vec![5], vec!["prog".to_owned(), "-a".to_owned()]));
         Cli::try_parse_from(["tracer", "record", "--ring-size", "1000"]).unwrap_err();
+    }
+
+    /// A negative number given to a numeric option is that option's error in one sentence, never clap's tip to
+    /// pass it after `--` (which, for `record`, would run it as the command).
+    #[test]
+    fn a_negative_number_is_the_options_error_not_a_tip_to_use_dashes() {
+        for argv in [
+            &["tracer", "record", "-d", "-5"][..],
+            &["tracer", "record", "--pid", "-5"],
+            &["tracer", "record", "--ollama-pid", "-1"],
+            &["tracer", "record", "--ring-size", "-4096"],
+            &["tracer", "record", "--keep-size", "-1G"],
+            &["tracer", "record", "--rotate-every", "-5m"],
+            &["tracer", "report", "--top", "-5", "t.jsonl"],
+        ] {
+            let e = Cli::try_parse_from(argv).unwrap_err().to_string();
+            assert!(e.contains("invalid value '-") && !e.contains("tip:"), "{argv:?}: {e}");
+        }
+        let e = Cli::try_parse_from(["tracer", "record", "--pid", "-5"]).unwrap_err().to_string();
+        assert!(e.contains("is not a process ID"), "{e}");
     }
 
     /// HIP's launches are left to the doorbell where KFD lists an AMD GPU and the HSA runtime is probed, unless

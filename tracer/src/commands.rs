@@ -87,9 +87,9 @@ fn export(e: &ExportCli) -> anyhow::Result<ExitCode> {
     };
     let warnings = match e.output.as_deref().map_or(Dest::Stdout, Dest::parse) {
         Dest::Stdout => {
-            let mut out = BufWriter::new(std::io::stdout());
-            let warnings = run(&mut out)?;
-            out.flush()?;
+            let mut spool = read::export::Spool::new();
+            let warnings = run(&mut spool)?;
+            spool.copy_to(&mut std::io::stdout().lock())?;
             warnings
         }
         Dest::File(path) => {

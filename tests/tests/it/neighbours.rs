@@ -118,10 +118,11 @@ fn family_names() -> String {
 }
 
 /// A neighbour first inflates the scrape within the label caps (64 process names x 384 kernel families, about
-/// 2 MB), then keeps 6 000 connections that ask for it and never read the answer: at least 95 % of the
-/// scrapes made meanwhile (each read given 10 s, Prometheus's default timeout) are answered whole, and the
-/// footer counts the connections closed to make room. Before the endpoint bounded answers in bytes and
-/// closed the ones that stall, a non-reader held its connection for 5 s and most scrapes failed.
+/// 2 MB before the body had a byte bound; now folded to at most 256 KiB, the fold said in the scrape), then
+/// keeps 6 000 connections that ask for it and never read the answer: at least 95 % of the scrapes made
+/// meanwhile (each read given 10 s, Prometheus's default timeout) are answered whole, and the footer counts
+/// the connections closed to make room. Before the endpoint bounded answers in bytes and closed the ones that
+/// stall, a non-reader held its connection for 5 s and most scrapes failed.
 #[test]
 fn scrapes_are_answered_while_6000_clients_ask_for_a_large_body_and_never_read() {
     let dir = scratch("non-readers");
@@ -140,7 +141,9 @@ fn scrapes_are_answered_while_6000_clients_ask_for_a_large_body_and_never_read()
     let size = loop {
         assert!(Instant::now() < deadline, "the neighbour's families never all reached the metrics");
         std::thread::sleep(Duration::from_secs(1));
-        if let Some(body) = scrape(port).filter(|b| b.len() >= 1_400_000) {
+        // Every family reached: past the body's bound, label sets are folded and the scrape says so.
+        if let Some(body) = scrape(port).filter(|b| sample(b, "tracer_metrics_label_sets_folded_total") > Some(0)) {
+            assert!((128 << 10..=256 << 10).contains(&body.len()), "a scrape of {} bytes", body.len());
             break body.len();
         }
     };
@@ -195,8 +198,10 @@ fn scrapes_are_answered_while_6000_clients_ask_for_a_large_body_and_never_read()
     let records = read_trace(&out);
     let f = footer(&records);
     let (evicted, waits) = (f.counters["metrics_connections_evicted"], f.counters["metrics_accept_waits"]);
+    // An answer within the body's bound fits in the kernel's buffers of a connection that never reads (128 KiB
+    // to send, as much to receive), so non-readers no longer stall the endpoint: no eviction is needed (a
+    // 2 MB body needed them; the slowloris test still makes them).
     eprintln!("{evicted} connections closed to make room, {waits} waits of 5 ms for room");
-    assert!(evicted > 0, "{:?}", f.counters);
     assert!(asked >= 6000, "the attack made {asked} requests");
     assert!(answered * 100 >= scrapes * 95, "{answered} of {scrapes} scrapes answered");
     drop(std::fs::remove_dir_all(dir));

@@ -436,6 +436,53 @@ fn an_impostor_ollama_serve_run_by_nobody_gets_no_open_and_no_probe() {
     drop(server.wait());
 }
 
+/// A user who is not root makes root's own `/usr/bin/python3` show the argv `ollama serve` (`exec -a ollama
+/// python3 serve`, `serve` a script of theirs): root owns the executable, yet it is no Ollama, and `--ollama`
+/// neither follows it nor labels it a server.
+#[test]
+fn a_root_owned_interpreter_exec_d_as_ollama_serve_is_not_followed() {
+    let dir = scratch("ollama-exec-a");
+    std::fs::write(dir.join("serve"), "import sys, time\nprint('ready', flush=True)\ntime.sleep(60)\n").unwrap();
+    let mut perms = std::fs::metadata(&dir).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&dir, perms).unwrap();
+    let mut server = Command::new("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            "--",
+            "bash",
+            "-c",
+            "exec -a ollama /usr/bin/python3 serve",
+        ])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", server.id())).unwrap();
+    assert_eq!(cmdline, b"ollama\0serve\0", "the impostor shows Ollama's argv");
+    let out = dir.join("t.jsonl");
+    let o = Command::new(tracer_bin())
+        .args(["record", "--ollama", "-d", "1", "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("not following `ollama serve` pid {}", server.id())), "{stderr}");
+    assert!(stderr.contains("not a file named ollama"), "{stderr}");
+    let records = read_trace(&out);
+    let h = records.iter().find_map(|r| if let Line::Header(h) = r { Some(h) } else { None }).unwrap();
+    assert!(!h.options.ollama_servers.contains(&server.id()), "{:?}", h.options.ollama_servers);
+    assert!(!records.iter().any(|r| matches!(r, Line::Process(p) if p.pid == server.id() && p.role.is_some())));
+    drop(server.kill());
+    drop(server.wait());
+    drop(std::fs::remove_dir_all(dir));
+}
+
 /// Under `--ollama`, servers that start a thousand short runners one after the other leave tracer's memory
 /// flat: its memory after the last 900 runners is what it was after the first 100, within 4 MiB, and at the
 /// end it holds no process that has ended.

@@ -202,6 +202,23 @@ fn extended_dispatches_are_decoded_and_an_unreadable_ring_is_said() {
     assert_eq!(missing, [(queues[2].queue, 4)]);
 }
 
+/// Doorbell stores of forged indices (a swing of 2^63, of 2^62, to 2^64 - 1) on a ring of 8: each is counted
+/// as implausible and said by the report, `packets_cut` takes none of them (their sum wrapped it before:
+/// 18446744073707951616), and the last ring of packets before each is still read.
+#[test]
+fn forged_doorbell_indices_are_counted_apart_and_never_wrap_packets_cut() {
+    let (_, out, records) = record_hsa_driver("queue-forged", &["forged"]);
+    let f = footer(&records);
+    let counter = |name: &str| f.counters.get(name).copied().unwrap_or(0);
+    assert_eq!((counter("doorbell_stores_implausible"), counter("packets_cut")), (3, 0), "{:?}", f.counters);
+    let indexes: Vec<u64> = dispatches(&records).iter().map(|d| d.index).collect();
+    assert_eq!(indexes.first(), Some(&0), "{indexes:?}");
+    assert_eq!(indexes.len(), 1 + 3 * 8, "the real packet, then a ring's slots before each forged index");
+    assert!(indexes.contains(&(u64::MAX - 7)) && indexes.contains(&u64::MAX), "{indexes:?}");
+    let text = String::from_utf8(tracer(&["report", out.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("queues: 3 doorbell stores claimed an index more than two rings past"), "{text}");
+}
+
 #[test]
 fn graph_calls_reach_the_real_runtime() {
     let out = scratch_trace("graph");

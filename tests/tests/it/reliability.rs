@@ -340,6 +340,31 @@ fn keep_size_removes_the_oldest_parts_first_and_what_is_left_reads() {
     assert!(o.status.success(), "{said}");
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(format!("{text}{said}").contains("of the recording are not here (removed by --keep-size"), "{text}{said}");
+    // A recording that never rotates (a service restarted more often than it rotates) prunes as it starts.
+    let short = dir.join("short.jsonl");
+    let o = tracer(&[
+        "record",
+        "-q",
+        "--rotate-size",
+        "64M",
+        "--keep-size",
+        "64K",
+        "-o",
+        short.to_str().unwrap(),
+        "--",
+        runner.to_str().unwrap(),
+        "loop",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let short_parts = parts_named(&dir, "short.");
+    assert_eq!(short_parts.len(), 1, "{short_parts:?}");
+    let run_left = parts_named(&dir, "run.");
+    let run_bytes: u64 = run_left.iter().map(|p| std::fs::metadata(p).unwrap().len()).sum();
+    assert!(run_left.len() < left.len() && run_bytes <= 64 << 10, "{run_bytes} bytes left in {run_left:?}");
+    let (records, _) = trace::read_file(&short_parts[0]).unwrap();
+    let removed = footer(&records).counters["parts_removed_by_keep_size"];
+    assert_eq!(removed, (left.len() - run_left.len()) as u64);
     drop(std::fs::remove_dir_all(dir));
 }
 

@@ -12,6 +12,7 @@ use crate::{
         intake::decode::{Event, decode},
         names::{
             bundle::{FatBinary, open_all},
+            finder::Budget,
             graph_exec::{MAX_NODES, read, read_copies},
             memory::Image,
             pipelines, registration,
@@ -42,7 +43,9 @@ pub fn bundles(data: &[u8]) {
 /// Its GPU code sections and dependencies, its symbols and segments, its build-id, the registration calls in its
 /// code, its `llama_batch_ext` layout, its fat binary, its SPIR-V arrays (a Vulkan shader's name), ggml-vulkan's
 /// pipeline maker (a string's load and the call-frame entry around it). Through a file (the bounded reader), never a
-/// panic, never more than the read budget.
+/// panic, never more than the read budget: each code-reading finder (pipeline calls, registration calls, the shader
+/// index, the pipeline maker) runs within a budget of [`FINDER_BYTES`] and the target asserts it read no more, which
+/// bounds its time per input whatever its sections (repeated, overlapping, spanning the file), `.eh_frame` or strings.
 pub fn elf_files(data: &[u8]) {
     let path = std::env::temp_dir().join(format!("tracer-fuzz-elf-{}", std::process::id()));
     if std::fs::write(&path, data).is_err() {
@@ -59,20 +62,23 @@ pub fn elf_files(data: &[u8]) {
         if let Some(parsed) = elf::parse(&view) {
             ran(elf::symbols_by_address(&parsed));
             ran(elf::segments(&parsed));
-            ran(pipelines::decode(&file, &parsed));
+            within(|b| ran(pipelines::decode(&file, &parsed, b)));
         }
     }
-    ran(registration::decode(&file));
+    within(|b| ran(registration::decode_within(&file, b)));
     ran(batch_layout::read(&file));
-    ran(ggml_vulkan::pipeline_maker(&file));
+    within(|b| ran(ggml_vulkan::pipeline_maker_within(&file, b)));
     // The same bytes as a call-frame table, and as code loading an address.
     ran(ggml_vulkan::function_around(data, 0x2000, 0x1000, 0x1234));
     ran(ggml_vulkan::rip_relative_loads(data, 0x1000, &[0x2000].into()).count());
     // The same bytes as the code of each of the three methods a batch layout is read from.
     ran(batch_layout::from_code((0x1000, data), (0x1000, data), (0x1000, data)));
-    if let Some(index) = ShaderIndex::parse(&file) {
+    let mut budget = Budget::alone(FINDER_BYTES);
+    if let Some(index) = ShaderIndex::parse_within(&file, &mut budget) {
         ran(index.find(data.len() as u64, data));
+        assert_eq!(index.cut, budget.cut, "a cut index says so");
     }
+    assert!(budget.spent <= FINDER_BYTES, "the shader index read within its budget");
     ran(preamble_end(data));
     if let Some(entries) = entry_points(data) {
         assert!(!entries.is_empty() && entries.len() <= 4, "entry points within their cap");
@@ -158,6 +164,17 @@ pub fn trace_reader(data: &[u8]) {
     if read.is_ok() {
         ran(Report::build(records).to_text(&crate::read::report::TextOptions::default()));
     }
+}
+
+/// The read budget each finder gets per input: a fuzz input is at most 256 KiB, so a finder reading more
+/// reads some bytes several times (overlapping sections, a module walked twice).
+const FINDER_BYTES: u64 = 4 << 20;
+
+/// Runs a finder within a budget of [`FINDER_BYTES`] and asserts it held.
+fn within(finder: impl FnOnce(&mut Budget)) {
+    let mut budget = Budget::alone(FINDER_BYTES);
+    finder(&mut budget);
+    assert!(budget.spent <= FINDER_BYTES, "a finder read {} bytes, past its budget", budget.spent);
 }
 
 /// A reader's answer, taken and let go: each reader runs for its panics, not for what it returns

@@ -21,6 +21,17 @@ use super::{
     },
 };
 
+/// Kernel records a reader keeps of one file, every process together, and of those unnamed: a file of many
+/// processes each within its own limits (64 of one user's, inventing handles, held a million unnamed
+/// kernels and took `report` to 1.6 GB) is cut here, the records past it counted per process as those
+/// past its own limits are. The recorder's budgets (`record/names/budget.rs`) keep what it holds at once
+/// within 524 288 kernels, 131 072 unnamed; a long recording of processes that come and go can write more,
+/// and a reader keeps twice that many named ones (1 048 576: 64 `llama-cli` starts of 16 444), the unnamed
+/// as the recording's budget.
+const MAX_KERNELS_KEPT: usize = 1 << 20;
+/// Of those, kernels without a name.
+const MAX_UNNAMED_KEPT: usize = 1 << 17;
+
 /// What the records read so far name, for every visitor to look up.
 #[derive(Debug, Default)]
 pub(crate) struct Index {
@@ -32,6 +43,8 @@ pub(crate) struct Index {
     /// ([`MAX_KERNELS_PER_PROCESS`], [`MAX_UNNAMED_PER_PROCESS`]: a file the recorder wrote never passes
     /// them).
     held_of: HashMap<u32, (usize, u64)>,
+    /// Unnamed kernels held, every process together ([`MAX_UNNAMED_KEPT`]).
+    unnamed_kept: usize,
     /// Each process's latest process record.
     processes: BTreeMap<u32, Process>,
     /// The header's `start_mono_ns`: the recording's start on the clock of every `ts`.
@@ -132,7 +145,9 @@ impl Index {
             self.processes.remove(&e.pid);
             self.held_of.remove(&e.pid);
             for id in self.kernels_of.remove(&e.pid).unwrap_or_default() {
-                self.kernels.remove(&id);
+                if self.kernels.remove(&id).is_some_and(|k| k.source == Source::Unnamed) {
+                    self.unnamed_kept = self.unnamed_kept.saturating_sub(1);
+                }
             }
         }
     }
@@ -165,17 +180,22 @@ impl Index {
                 let of = self.kernels_of.entry(k.pid).or_default();
                 let held = self.held_of.entry(k.pid).or_default();
                 let unnamed = k.source == Source::Unnamed;
+                let file_full =
+                    self.kernels.len() >= MAX_KERNELS_KEPT || (unnamed && self.unnamed_kept >= MAX_UNNAMED_KEPT);
                 match self.kernels.entry(k.id) {
                     std::collections::hash_map::Entry::Occupied(mut e) => {
                         e.insert(kept);
                     }
                     std::collections::hash_map::Entry::Vacant(_)
-                        if of.len() >= MAX_KERNELS_PER_PROCESS || (unnamed && held.0 >= MAX_UNNAMED_PER_PROCESS) =>
+                        if of.len() >= MAX_KERNELS_PER_PROCESS
+                            || (unnamed && held.0 >= MAX_UNNAMED_PER_PROCESS)
+                            || file_full =>
                     {
                         held.1 += 1;
                     }
                     std::collections::hash_map::Entry::Vacant(e) => {
                         held.0 += usize::from(unnamed);
+                        self.unnamed_kept += usize::from(unnamed);
                         e.insert(kept);
                         of.push(k.id);
                     }
@@ -324,6 +344,24 @@ mod tests {
         assert_eq!(index.shown_kernel(7, Some(over + 6)), Some(over + 6));
         // A process that kept every record: an id without a record is its own row, as before.
         assert_eq!(index.shown_kernel(8, Some(12_345_678)), Some(12_345_678));
+    }
+
+    #[test]
+    fn an_index_keeps_no_more_unnamed_kernels_of_a_file_than_its_limit_every_process_together() {
+        let mut index = Index::default();
+        let per = MAX_UNNAMED_PER_PROCESS as u32;
+        let processes = u32::try_from(MAX_UNNAMED_KEPT).unwrap() / per + 1;
+        for pid in 0..processes {
+            for i in 0..per {
+                let id = pid * per + i + 1;
+                let k = Kernel { id, pid, handle: u64::from(id), source: Source::Unnamed, ..Kernel::default() };
+                index.feed(&Line::Kernel(k), &mut Seen::default());
+            }
+        }
+        // Each process within its own limit, the last past the file's: its kernels counted, not kept.
+        assert_eq!(index.kernels_not_kept(processes - 2), 0);
+        assert_eq!(index.kernels_not_kept(processes - 1), u64::from(per));
+        assert_eq!(index.held().1, MAX_UNNAMED_KEPT);
     }
 
     #[test]

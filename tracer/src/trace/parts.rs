@@ -220,6 +220,7 @@ impl Input {
             })?;
             total.unknown_records = total.unknown_records.saturating_add(status.unknown_records);
             total.unreadable_records = total.unreadable_records.saturating_add(status.unreadable_records);
+            total.repeats_cut.add(&status.repeats_cut);
             if total.first_unreadable.is_none() {
                 total.first_unreadable = status.first_unreadable.take().map(|w| format!("{}: {w}", path.display()));
             }

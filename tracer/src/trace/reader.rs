@@ -6,13 +6,18 @@ use std::{
     fs::File,
     io::{self, BufRead as _, BufReader, Read},
     path::Path,
-    sync::{Arc, Mutex, mpsc},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+        mpsc,
+    },
 };
 
 use anyhow::{Context as _, Result, bail};
 
+pub(crate) use super::runs::RepeatsCut;
 use super::{
-    runs::{Expand, Unexpandable, expand},
+    runs::{Bound, Expand, Unexpandable},
     schema::{FORMAT, Header, KNOWN_TYPES, Line, SCHEMA},
 };
 
@@ -51,6 +56,9 @@ pub struct ReadStatus {
     /// What reading the parts of a rotated recording found besides their records, one sentence each: files
     /// skipped, parts missing after the last one read, a part before the last that was cut.
     pub notes: Vec<String>,
+    /// Launches that `repeat` lines stand for past what a file of its size may ([`super::runs::Bound`]):
+    /// not made, counted.
+    pub(crate) repeats_cut: RepeatsCut,
 }
 
 impl ReadStatus {
@@ -80,7 +88,7 @@ impl ReadStatus {
 
     /// Every sentence the user should read about the input: [`Self::warning`], then the notes.
     pub(crate) fn warnings(&self) -> Vec<String> {
-        self.warning().into_iter().chain(self.notes.iter().cloned()).collect()
+        self.warning().into_iter().chain(self.notes.iter().cloned()).chain(self.repeats_cut.sentence()).collect()
     }
 }
 
@@ -99,14 +107,30 @@ pub(crate) fn for_each_record(path: &Path, each: impl FnMut(Line)) -> Result<Rea
 
 /// Streams trace bytes from any reader (plain or zstd, detected by the magic bytes) through `each`;
 /// `path` names the source in errors.
-pub fn read_from(mut input: impl Read + Send, path: &Path, each: impl FnMut(Line)) -> Result<ReadStatus> {
+pub fn read_from(input: impl Read + Send, path: &Path, each: impl FnMut(Line)) -> Result<ReadStatus> {
+    let stored = Arc::new(AtomicU64::new(0));
+    let mut input = Counted { inner: input, n: Arc::clone(&stored) };
     let mut magic = [0u8; 4];
     let n = read_up_to(&mut input, &mut magic)?;
     let head = io::Cursor::new(magic[..n].to_vec());
     if n == 4 && magic == ZSTD_MAGIC {
-        read_records(zstd::Decoder::new(head.chain(input))?, path, each)
+        read_records(zstd::Decoder::new(head.chain(input))?, path, &stored, each)
     } else {
-        read_records(head.chain(input), path, each)
+        read_records(head.chain(input), path, &stored, each)
+    }
+}
+
+/// A reader that counts the bytes it gives: the file's bytes as stored, read so far.
+struct Counted<R> {
+    inner: R,
+    n: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let got = self.inner.read(buf)?;
+        self.n.fetch_add(u64::try_from(got).unwrap_or(u64::MAX), Ordering::Relaxed);
+        Ok(got)
     }
 }
 
@@ -133,15 +157,20 @@ pub(super) fn header_of(path: &Path) -> Result<Header> {
     BufReader::new(input.take(MAX_LINE as u64)).read_until(b'\n', &mut line)?;
     match serde_json::from_slice::<Line>(&line) {
         Ok(Line::Header(h)) => Ok(*h),
-        _ => bail!(
-            "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
-            path.display()
-        ),
+        _ => bail!("{}", super::scan::not_a_header(path, line.strip_suffix(b"\n").unwrap_or(&line))),
     }
 }
 
 /// Reads records from a line stream, calling `each` for every one, in order, after validating the header.
-pub(crate) fn read_records(input: impl Read + Send, path: &Path, mut each: impl FnMut(Line)) -> Result<ReadStatus> {
+///
+/// `stored` counts the bytes of the file as stored read so far (the reading thread stamps each chunk with it):
+/// it bounds the launches its `repeat` lines are expanded into ([`Bound`]).
+pub(crate) fn read_records(
+    input: impl Read + Send,
+    path: &Path,
+    stored: &AtomicU64,
+    mut each: impl FnMut(Line),
+) -> Result<ReadStatus> {
     // Three stages on their own threads: cut the (decompressed) bytes into chunks of whole lines, parse
     // them (two workers), then, here, check and hand over the records in file order. A chunk is one
     // buffer: no allocation or copy per line, and a blank line costs no parsed entry.
@@ -149,7 +178,7 @@ pub(crate) fn read_records(input: impl Read + Send, path: &Path, mut each: impl 
     std::thread::scope(|scope| {
         let (chunk_tx, chunk_rx) = mpsc::sync_channel::<Chunk>(2 * WORKERS);
         let (rec_tx, rec_rx) = mpsc::sync_channel::<Batch>(2 * WORKERS);
-        let reader = scope.spawn(move || split_chunks(input, path, chunk_tx));
+        let reader = scope.spawn(move || split_chunks(input, (path, stored), chunk_tx));
         let chunk_rx = Arc::new(Mutex::new(chunk_rx));
         for _ in 0..WORKERS {
             let rx = Arc::clone(&chunk_rx);
@@ -170,7 +199,7 @@ pub(crate) fn read_records(input: impl Read + Send, path: &Path, mut each: impl 
         let mut status = ReadStatus::default();
         let mut pending = BTreeMap::new();
         let mut next_seq = 0u64;
-        let mut runs = None;
+        let mut runs = Runs::default();
         for batch in rec_rx {
             pending.insert(batch.seq, batch);
             while let Some(batch) = pending.remove(&next_seq) {
@@ -178,6 +207,7 @@ pub(crate) fn read_records(input: impl Read + Send, path: &Path, mut each: impl 
                 hand_over(batch, path, (&mut status, &mut runs), &mut each)?;
             }
         }
+        status.repeats_cut = runs.bound.finish(stored.load(Ordering::Relaxed));
         let tail = reader.join().map_err(|panic| anyhow::anyhow!("the trace reader thread failed: {panic:?}"))??;
         status.cut_bytes = tail.cut_bytes;
         status.stream_cut = tail.stream_cut;
@@ -195,13 +225,21 @@ pub(crate) fn read_records(input: impl Read + Send, path: &Path, mut each: impl 
     })
 }
 
+/// What expanding `repeat` lines keeps: each thread's last launches, kept where the header says the file
+/// has runs, and the launches made so far against the file's allowance.
+#[derive(Default)]
+struct Runs {
+    expand: Option<Expand>,
+    bound: Bound,
+}
+
 /// A parsed chunk's records handed over in order: the first line must be a header; unknown and unreadable
 /// records are counted, a corrupted one ends the reading. A `repeat` line is handed over, then the launches
-/// it stands for (`runs`: each thread's last launches, kept where the header says the file has runs).
+/// it stands for, within the file's allowance ([`Bound`]).
 fn hand_over(
     batch: Batch,
     path: &Path,
-    (status, runs): (&mut ReadStatus, &mut Option<Expand>),
+    (status, runs): (&mut ReadStatus, &mut Runs),
     each: &mut impl FnMut(Line),
 ) -> Result<()> {
     status.lines = batch.last_line;
@@ -209,10 +247,7 @@ fn hand_over(
         let record = match parsed {
             Parsed::Line(r) => r,
             Parsed::Unknown | Parsed::Bad(_) | Parsed::Blank | Parsed::Unreadable(_) if lineno == 1 => {
-                bail!(
-                    "{} is not a tracer trace file (its first line is not a tracer header); record one with `tracer record -o FILE`",
-                    path.display()
-                )
+                bail!("{}", super::scan::not_a_header(path, batch.first_bytes.as_deref().unwrap_or_default()))
             }
             Parsed::Unknown => {
                 status.unknown_records += 1;
@@ -233,7 +268,7 @@ fn hand_over(
         if lineno == 1 {
             check_header(&record, path)?;
             if let Line::Header(h) = &record {
-                *runs = h.options.repeats.then(Expand::default);
+                runs.expand = h.options.repeats.then(Expand::default);
             }
         } else if matches!(record, Line::Header(_)) {
             bail!(
@@ -241,16 +276,16 @@ fn hand_over(
                 path.display()
             );
         }
-        match (&record, runs.as_mut()) {
+        match (&record, runs.expand.as_mut()) {
             (Line::Footer(_), _) => status.has_footer = true,
-            (Line::Launch(l), Some(runs)) => runs.launch(l),
-            (Line::Repeat(r), runs) => {
+            (Line::Launch(l), Some(expand)) => expand.launch(l),
+            (Line::Repeat(r), expand) => {
                 // Checked whole before anything is handed over: the line, then its launches as they are made.
                 let r = r.clone();
-                match runs.ok_or(Unexpandable::NoHistory).and_then(|runs| runs.history_for(&r)) {
+                match expand.ok_or(Unexpandable::NoHistory).and_then(|e| e.history_for(&r)) {
                     Ok(history) => {
                         each(record);
-                        expand(&r, history, |l| each(Line::Launch(l.clone())));
+                        runs.bound.expand((&r, lineno), history, batch.stored, |l| each(Line::Launch(l.clone())));
                     }
                     Err(e) => {
                         status.unreadable_records += 1;
@@ -276,21 +311,30 @@ struct Batch {
     last_line: u64,
     /// (line number, what it holds).
     parsed: Vec<(u64, Parsed)>,
+    /// The file's bytes as stored, read when the chunk was cut.
+    stored: u64,
+    /// The file's first line, where it is in this chunk and is not a record (to say why).
+    first_bytes: Option<Vec<u8>>,
 }
 
 fn parse_chunk(chunk: &Chunk) -> Batch {
     let mut parsed = Vec::new();
+    let mut first_bytes = None;
     let mut start = 0;
     let mut lineno = chunk.first_line;
     for end in memchr::memchr_iter(b'\n', &chunk.bytes) {
         let line = &chunk.bytes[start..end];
         start = end + 1;
         if lineno == 1 || !is_blank(line) {
-            parsed.push((lineno, parse_line(line)));
+            let p = parse_line(line);
+            if lineno == 1 && !matches!(p, Parsed::Line(_)) {
+                first_bytes = Some(line.to_vec());
+            }
+            parsed.push((lineno, p));
         }
         lineno += 1;
     }
-    Batch { seq: chunk.seq, last_line: lineno - 1, parsed }
+    Batch { seq: chunk.seq, last_line: lineno - 1, parsed, stored: chunk.stored, first_bytes }
 }
 
 /// An empty line, or one of whitespace only.
@@ -305,6 +349,8 @@ struct Chunk {
     /// The number of its first line (from 1).
     first_line: u64,
     bytes: Vec<u8>,
+    /// The file's bytes as stored, read when the chunk was cut.
+    stored: u64,
 }
 
 enum Parsed {
@@ -328,9 +374,10 @@ fn parse_line(line: &[u8]) -> Parsed {
         Err(e) => {
             // A record type from a newer tracer, or a record naming an API function this build does not
             // know, is skipped and counted as unknown; a record of a known type this build cannot take (a
-            // field of another shape) is skipped and counted as unreadable. A line that is not a JSON
-            // object with a type is corruption.
-            match serde_json::from_slice::<serde_json::Value>(line) {
+            // field of another shape, a second `type`, a string that is not valid JSON alone) is skipped
+            // and counted as unreadable. A line that is not a JSON object with a type is corruption.
+            let emptied = super::scan::bad_strings_emptied(line);
+            match serde_json::from_slice::<serde_json::Value>(emptied.as_deref().unwrap_or(line)) {
                 Ok(serde_json::Value::Object(obj)) => match obj.get("type") {
                     Some(serde_json::Value::String(t))
                         if !KNOWN_TYPES.contains(&t.as_str())
@@ -373,7 +420,11 @@ const CHUNK: usize = 256 << 10;
 /// Cuts the input into chunks of whole lines (about [`CHUNK`] bytes each); returns how the input ended.
 /// A line longer than [`MAX_LINE`], or a run of blank lines past [`MAX_BLANK_LINES`], ends the reading
 /// with an error as soon as it is seen: no chunk holding it is parsed.
-fn split_chunks(mut input: impl Read, path: &Path, tx: mpsc::SyncSender<Chunk>) -> Result<ReadStatus> {
+fn split_chunks(
+    mut input: impl Read,
+    (path, stored): (&Path, &AtomicU64),
+    tx: mpsc::SyncSender<Chunk>,
+) -> Result<ReadStatus> {
     let mut status = ReadStatus::default();
     let mut lines = 0u64;
     let mut seq = 0u64;
@@ -435,7 +486,8 @@ fn split_chunks(mut input: impl Read, path: &Path, tx: mpsc::SyncSender<Chunk>) 
                 }
             }
             status.bytes += bytes.len() as u64;
-            if tx.send(Chunk { seq, first_line, bytes }).is_err() {
+            let stored = stored.load(Ordering::Relaxed);
+            if tx.send(Chunk { seq, first_line, bytes, stored }).is_err() {
                 return Ok(status);
             }
             seq += 1;
@@ -473,12 +525,19 @@ fn parse_record(line: &[u8]) -> serde_json::Result<Line> {
         if let Some(record) = scanned {
             return Ok(record);
         }
+        // The scanner walks the writer's keys exactly; any other line may say a second `type`.
+        if super::scan::second_type_key(line, PREFIX.len()) {
+            return Err(super::scan::second_type_error());
+        }
         if let Some(parsed) = Line::parse_as(tag, line) {
             return parsed;
         }
     }
     // Another spelling of the same JSON (its `type` not first), or a type this build does not know: serde's
     // tagged enum reads it, or says why not.
+    if super::scan::second_type_key(line, 0) {
+        return Err(super::scan::second_type_error());
+    }
     serde_json::from_slice(line)
 }
 

@@ -23,6 +23,14 @@ pub(super) struct Removed {
     pub(super) bytes: u64,
 }
 
+/// [`prune`] in the directory of `current`, the part being written, adding what went to `removed`.
+pub(super) fn prune_beside(current: &Path, keep: u64, removed: &mut Removed) {
+    let dir = current.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or_else(|| Path::new("."));
+    let r = prune(dir, keep, current);
+    removed.parts += r.parts;
+    removed.bytes = removed.bytes.saturating_add(r.bytes);
+}
+
 /// Removes the oldest parts in `dir` (oldest recording first, then lowest part) while the parts there hold
 /// more than `keep` bytes; never `current`. Looks at [`MAX_ENTRIES`] entries of the directory at most.
 pub(super) fn prune(dir: &Path, keep: u64, current: &Path) -> Removed {

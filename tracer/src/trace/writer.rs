@@ -314,7 +314,11 @@ impl Writer {
                     let mut first = (**h).clone();
                     first.part = Some(Part { index: 0, restated: 0 });
                     parts.header = Some(first.clone());
-                    return self.line(&Line::Header(Box::new(first)));
+                    self.line(&Line::Header(Box::new(first)))?;
+                    // A recording's start is a part's: a service restarted more often than it rotates prunes.
+                    self.flush()?;
+                    self.prune_parts();
+                    return Ok(());
                 }
                 r => parts.restate.see(r),
             }
@@ -414,15 +418,17 @@ impl Writer {
         // A part's size counts its own records: what it restates could exceed any limit by itself.
         self.written = 0;
         self.flush()?;
+        self.prune_parts();
+        Ok(())
+    }
+
+    /// `--keep-size`, once a part has started: the oldest parts in its directory go while past the bound.
+    fn prune_parts(&mut self) {
         if let Some(parts) = self.parts.as_mut()
             && let Some(keep) = parts.rotation.keep
         {
-            let dir = parts.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or_else(|| Path::new("."));
-            let r = super::retention::prune(dir, keep, &parts.path);
-            parts.removed.parts += r.parts;
-            parts.removed.bytes = parts.removed.bytes.saturating_add(r.bytes);
+            super::retention::prune_beside(&parts.path, keep, &mut parts.removed);
         }
-        Ok(())
     }
 
     /// Creates the file of part `index` under the next free name: a name taken by a file or link already

@@ -88,5 +88,5 @@ pub(crate) fn dot(input: &trace::Input, out: &mut dyn Write) -> Result<Vec<Strin
         writeln!(out, "  }}")?;
     }
     writeln!(out, "}}")?;
-    Ok(report.trace.warnings())
+    Ok(report.trace.warnings().into_iter().chain(report.trace.repeats_cut.sentence()).collect())
 }

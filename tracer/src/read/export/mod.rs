@@ -18,6 +18,97 @@ pub(crate) use self::parquet::parquet;
 pub(crate) use dot::dot;
 pub(crate) use perfetto::perfetto;
 
+use std::io::{Read as _, Seek as _, Write};
+
+/// An export's bytes held until it has ended well, then copied to standard output: a trace refused halfway
+/// (a corrupt line, a second header) leaves standard output empty, not half a document. The first
+/// [`SPOOL_IN_MEMORY`] bytes are kept in memory, the rest in an unnamed file in the temporary directory.
+pub(crate) struct Spool {
+    memory: Vec<u8>,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+/// Bytes of an export a [`Spool`] keeps in memory before it writes to a file.
+const SPOOL_IN_MEMORY: usize = 16 << 20;
+
+impl Spool {
+    pub(crate) const fn new() -> Self {
+        Self { memory: Vec::new(), file: None }
+    }
+
+    fn spill(&mut self) -> std::io::Result<&mut std::io::BufWriter<std::fs::File>> {
+        if self.file.is_none() {
+            let dir = std::env::temp_dir();
+            let file = open_unnamed(&dir).map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot hold the export in {} ({e}) until it is complete: give `-o FILE`, or TMPDIR a directory with room",
+                        dir.display()
+                    ),
+                )
+            })?;
+            self.file = Some(std::io::BufWriter::with_capacity(1 << 20, file));
+        }
+        let file = self.file.as_mut().ok_or_else(|| std::io::Error::other("no spool file"))?;
+        file.write_all(&self.memory)?;
+        self.memory.clear();
+        Ok(file)
+    }
+
+    /// Copies what was written, in order, to `out`.
+    pub(crate) fn copy_to(mut self, out: &mut dyn Write) -> std::io::Result<()> {
+        if let Some(mut spilled) = self.file.take() {
+            spilled.write_all(&self.memory)?;
+            let mut file = spilled.into_inner().map_err(std::io::IntoInnerError::into_error)?;
+            file.rewind()?;
+            let mut buf = vec![0u8; 1 << 20];
+            loop {
+                match file.read(&mut buf)? {
+                    0 => break,
+                    n => out.write_all(&buf[..n])?,
+                }
+            }
+        } else {
+            out.write_all(&self.memory)?;
+        }
+        out.flush()
+    }
+}
+
+impl Write for Spool {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.file.is_none() && self.memory.len().saturating_add(buf.len()) <= SPOOL_IN_MEMORY {
+            self.memory.extend_from_slice(buf);
+            return Ok(buf.len());
+        }
+        self.spill()?.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A file in `dir` that no name reaches (`O_TMPFILE`; where the file system has none, one made and unlinked).
+fn open_unnamed(dir: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let tmp = std::fs::OpenOptions::new().read(true).write(true).mode(0o600).custom_flags(libc::O_TMPFILE).open(dir);
+    if let Ok(f) = tmp {
+        return Ok(f);
+    }
+    let path = dir.join(format!("tracer-export-{}-{:x}", std::process::id(), rand_suffix()));
+    let f = std::fs::OpenOptions::new().read(true).write(true).create_new(true).mode(0o600).open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(f)
+}
+
+/// A name suffix unlikely to be taken: the clock's nanoseconds.
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::Value;
@@ -110,6 +201,36 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[1].split(',').count(), CSV_COLUMNS.len());
         assert!(lines[1].starts_with("KERNEL_DISPATCH,,0,,8,1,2,k(),,25000,,0,0,,,,"), "{}", lines[1]);
+    }
+
+    /// An export refused halfway leaves standard output empty: its bytes are spooled and copied only once it
+    /// ended well; a spool past its memory part copies back every byte in order.
+    #[test]
+    fn a_refused_export_writes_nothing_and_a_spool_copies_back_in_order() {
+        let dir = std::env::temp_dir().join(format!("tracer-export-spool-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.jsonl");
+        let header = Line::Header(Box::new(Header {
+            format: trace::FORMAT.into(),
+            schema: trace::SCHEMA,
+            ..Default::default()
+        }));
+        let launch = Line::Launch(Launch::for_test(7, Some(1), 5));
+        let good = [&header, &launch].map(|l| serde_json::to_string(l).unwrap()).join("\n");
+        std::fs::write(&path, format!("{good}\n{{\"type\":\"launch\",\"garbage\n")).unwrap();
+        let mut stdout = Vec::new();
+        let mut spool = Spool::new();
+        perfetto(&trace::Input::file(&path), &mut spool).unwrap_err();
+        drop(spool);
+        assert!(stdout.is_empty());
+        let mut spool = Spool::new();
+        let bytes: Vec<u8> = (0..(40u32 << 20) / 4).flat_map(u32::to_le_bytes).collect();
+        for part in bytes.chunks(1000) {
+            spool.write_all(part).unwrap();
+        }
+        spool.copy_to(&mut stdout).unwrap();
+        assert!(stdout == bytes, "{} bytes back of {}", stdout.len(), bytes.len());
+        drop(std::fs::remove_dir_all(dir));
     }
 
     #[test]

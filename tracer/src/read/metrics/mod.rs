@@ -59,6 +59,32 @@ type Labels = (String, String, String);
 pub(crate) const MAX_COMMS: usize = 64;
 /// The `comm` label value of the processes whose name came past [`MAX_COMMS`].
 const OTHER_COMM: &str = "other";
+/// The most bytes a metrics body holds (a scrape's answer): about 2 000 series, far more than a host's GPU
+/// processes need, while every label set any user can make within the label bounds reached 573 KB.
+pub(crate) const MAX_BODY: usize = 256 << 10;
+
+/// Folds the half of the label sets (at least one) with the fewest kernel executions into one set,
+/// `comm="other"` with no role or model. Returns how many were folded.
+fn fold_fewest(all: &mut BTreeMap<Labels, Counts>) -> u64 {
+    let other: Labels = (OTHER_COMM.to_owned(), String::new(), String::new());
+    let mut by_size: Vec<(u64, Labels)> = all
+        .iter()
+        .filter(|(l, _)| **l != other)
+        .map(|(l, c)| (c.executions.values().sum::<u64>() + c.launches, l.clone()))
+        .collect();
+    by_size.sort_unstable();
+    let n = (by_size.len() / 2).max(1);
+    let mut into = all.remove(&other).unwrap_or_default();
+    let mut folded = 0u64;
+    for (_, labels) in by_size.into_iter().take(n) {
+        if let Some(c) = all.remove(&labels) {
+            into.add(&c);
+            folded += 1;
+        }
+    }
+    all.insert(other, into);
+    folded
+}
 
 /// One process's counts (or the totals of the exited processes of one label set).
 #[derive(Clone, Default)]
@@ -259,7 +285,9 @@ impl Metrics {
         self.count.live.len().max(self.count.labels.len()).max(processes).max(kernels).max(self.feeder.classes_held())
     }
 
-    /// The `OpenMetrics` text of everything so far.
+    /// The `OpenMetrics` text of everything so far, at most [`MAX_BODY`] bytes: past it, the label sets with
+    /// the fewest kernel executions are folded into one (`comm="other"`, no role or model), half of those
+    /// left each time, until it fits; the folded ones are counted (`metrics_label_sets_folded`).
     pub(crate) fn render(&mut self, session: &Session) -> String {
         let mut all: BTreeMap<Labels, Counts> = self.count.retired.clone();
         for (pid, counts) in &self.count.live {
@@ -269,10 +297,28 @@ impl Metrics {
             }
             all.entry(self.count.labels.get(pid).cloned().unwrap_or_default()).or_default().add(&c);
         }
+        let mut folded = 0u64;
+        loop {
+            let out = self.encode(&all, session, folded);
+            if out.len() <= MAX_BODY || all.len() <= 1 {
+                return out;
+            }
+            folded += fold_fewest(&mut all);
+        }
+    }
+
+    fn encode(&self, all: &BTreeMap<Labels, Counts>, session: &Session, folded: u64) -> String {
         let mut reg = Registry::with_prefix("tracer");
-        self.process_metrics(&mut reg, &all);
-        self.job_metrics(&mut reg, &all);
+        self.process_metrics(&mut reg, all);
+        self.job_metrics(&mut reg, all);
         self.session_metrics(&mut reg, session);
+        let folds = Counter::<u64>::default();
+        folds.inc_by(folded);
+        reg.register(
+            "metrics_label_sets_folded",
+            "Label sets (comm, role, model) folded into comm=\"other\" to keep this body within its byte bound",
+            folds,
+        );
         let mut out = String::new();
         if encode(&mut out, &reg).is_err() {
             // Writing to a String fails only if a value's formatting does: an empty exposition instead.

@@ -201,3 +201,40 @@ fn gpu_jobs_count_per_ring_with_their_ring_ordered_time_also_after_exit() {
     }
     assert_eq!(sample(&m.render(&Session::default()), "tracer_gpu_jobs_untimed_total"), Some(1));
 }
+
+/// A body past its byte bound folds the label sets with the fewest executions into `comm="other"`, says how
+/// many, and keeps the busiest set's own series and every total.
+#[test]
+fn a_body_past_its_byte_bound_folds_the_smallest_label_sets() {
+    let mut m = Metrics::new(true);
+    let runners = 3_000u32;
+    for pid in 1..=runners {
+        m.record(&Line::Process(Process {
+            pid,
+            comm: "ollama".into(),
+            role: Some(Role::Runner),
+            model_name: Some(format!("model{pid}:latest")),
+            ..Process::default()
+        }));
+        m.record(&Line::Kernel(Kernel { id: pid, pid, name: ROPE.into(), ..Kernel::default() }));
+        // The last runner is the busiest.
+        for t in 0..if pid == runners { 50u64 } else { 1 } {
+            m.record(&launch(pid, pid, t + 1));
+        }
+    }
+    let text = m.render(&Session::default());
+    assert!(text.len() <= MAX_BODY, "{} bytes", text.len());
+    assert!(text.trim_end().ends_with("# EOF"));
+    let folded = sample(&text, "tracer_metrics_label_sets_folded_total").unwrap();
+    assert!(folded > 0 && folded < u64::from(runners), "{folded}");
+    let busiest =
+        format!(r#"tracer_kernel_launches_total{{comm="ollama",role="runner",model="model{runners}:latest"}}"#);
+    assert_eq!(sample(&text, &busiest), Some(50), "{text}");
+    let other = sample(&text, r#"tracer_kernel_launches_total{comm="other",role="",model=""}"#).unwrap();
+    let kept: u64 = text
+        .lines()
+        .filter(|l| l.starts_with("tracer_kernel_launches_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(kept, u64::from(runners) - 1 + 50, "every launch counted once, folded ({other}) or not");
+}

@@ -286,7 +286,7 @@ impl Visitor for ReportBuilder {
     }
 
     fn repeat(&mut self, _: &Index, r: &trace::Repeat) {
-        self.report.trace.launches_repeated += u64::from(r.count);
+        self.report.trace.launches_repeated = self.report.trace.launches_repeated.saturating_add(u64::from(r.count));
         self.report.trace.repeat_runs += 1;
     }
 

@@ -86,6 +86,7 @@ pub struct TraceInfo {
     pub(crate) launches_repeated: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub(crate) repeat_runs: u64,
+    pub(crate) repeats_cut: trace::runs::RepeatsCut, // launches of `repeat` lines past the reader's bound
     /// Whether GPU job times were recorded, and from which tracepoints.
     pub(crate) gpu_jobs: Coverage,
 }
@@ -569,9 +570,8 @@ impl Report {
         r.trace.warning = status.warning();
         // What reading found first, then what the records said.
         r.trace.notes.splice(0..0, status.notes.iter().cloned());
-        r.trace.unknown_records = status.unknown_records;
-        r.trace.unreadable_records = status.unreadable_records;
-        r.trace.first_unreadable.clone_from(&status.first_unreadable);
+        (r.trace.unknown_records, r.trace.unreadable_records) = (status.unknown_records, status.unreadable_records);
+        (r.trace.first_unreadable, r.trace.repeats_cut) = (status.first_unreadable, status.repeats_cut);
         Ok(r)
     }
 

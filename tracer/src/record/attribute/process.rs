@@ -127,6 +127,11 @@ impl ProcessRecords {
     }
 }
 
+/// Kernel handles (and addresses outside its mappings) a process image must have held for its let-go to
+/// give the allocator's free memory back to the system (`malloc_trim`): a few milliseconds each, taken
+/// only after a process that held thousands.
+const TRIM_AFTER: usize = 4096;
+
 /// A process's life in attribution: its events (fork, exec, exit, a library's initializers run) and what
 /// goes with its image when it ends.
 impl super::Attributor {
@@ -192,7 +197,16 @@ impl super::Attributor {
     /// its launches came from, written; its parameter plans, taken back from the eBPF map.
     pub(super) fn let_go(&mut self, pid: u32, image: Process, out: &mut Vec<Line>) {
         out.extend(image.sites.records(pid));
+        let held = image.names.held();
         self.effects.plans_gone.extend(image.planned.into_iter().map(|handle| (pid, handle)));
+        if held >= TRIM_AFTER {
+            // Its tables freed, the allocator's free pages go back to the system: glibc keeps them in its
+            // arenas otherwise, and a flood's recorder stayed at its peak after it.
+            // SAFETY: malloc_trim only releases free memory of the allocator's own.
+            unsafe {
+                libc::malloc_trim(0);
+            }
+        }
     }
 
     /// The parameter plans of a process leaving the filter alive, to take back from the eBPF map (it keeps

@@ -9,7 +9,10 @@
 //! registrations at a library's load passes a 4 MiB ring.
 //!
 //! The queue is bounded: past [`QUEUE_MAX`] bytes waiting, the drain counts the records it cannot keep,
-//! by kind (footer `drops`, kind `queue:<kind>`), as the probes count what the ring cannot take.
+//! by kind (footer `drops`, kind `queue:<kind>`), as the probes count what the ring cannot take. Its last
+//! [`RESERVE`] bytes take only records of process life (fork, exec, exit, a library's initializers): one
+//! user's flood of launches can fill the queue, never push out another process's start or end (counted
+//! apart: `queue_reserve_records`).
 
 use std::{
     collections::BTreeMap,
@@ -31,6 +34,9 @@ use crate::record::names::early::Poster;
 
 /// Most bytes of records waiting between the drain and the session.
 pub(crate) const QUEUE_MAX: u64 = 256 << 20;
+/// Of [`QUEUE_MAX`], the bytes only process-life records may take (a `proc` record takes 52 bytes: about
+/// 300 000 of them).
+pub(crate) const RESERVE: u64 = 16 << 20;
 /// A batch is handed over once it holds this many bytes (or the ring is empty).
 const BATCH: usize = 256 << 10;
 /// The drain's wait for the ring between batches: the probes wake it only once a quarter of the ring is
@@ -39,6 +45,19 @@ const BATCH: usize = 256 << 10;
 /// steady stream: each look wakes this thread and the session's. 20 ms, not 5: tracer's CPU on the
 /// stand-in at 60 000 launches/s fell from a median 9.6 % to 8.1 % of a core (5 interleaved runs; docs/figures.md).
 const POLL: Duration = Duration::from_millis(20);
+
+/// The nice value the drain and the session run at (both threads raise theirs when the drain starts;
+/// threads started after inherit it). A recorder at 0 is one thread among a user's many busy processes:
+/// against 64 processes launching invented kernels on 2 cores it got 6 % of a core, its queue filled and
+/// 1.4 million records were dropped, another user's among them; at -10 it took 8.9 s of CPU in 69 s, its
+/// queue peaked at 3.4 MB and nothing was dropped (`flood::*`). Root may raise it; where it cannot (a
+/// container without `CAP_SYS_NICE`), the footer says so (`recorder_priority_raised` 0).
+const NICE: i32 = -10;
+
+/// Raises the calling thread's priority to [`NICE`]; whether it could.
+fn raise_priority() -> bool {
+    rustix::process::setpriority_process(None, NICE).is_ok()
+}
 
 /// Line kinds a drop is counted under (indexed by [`RecordKind`]; 0: a kind not known).
 const KINDS: usize = RecordKind::LIMIT;
@@ -56,6 +75,10 @@ struct Shared {
     /// The most bytes that waited at once.
     peak: AtomicU64,
     dropped: [AtomicU64; KINDS],
+    /// Process-life records kept in the [`RESERVE`] while records of other kinds were dropped.
+    reserved: AtomicU64,
+    /// The drain and the session run at [`NICE`].
+    raised: AtomicBool,
 }
 
 /// The ring, drained by its own thread.
@@ -74,9 +97,11 @@ impl Ring {
         let (tx, batches) = unbounded_channel();
         let shared = Arc::new(Shared::default());
         let drain_shared = Arc::clone(&shared);
+        let session_raised = raise_priority();
         let thread = std::thread::Builder::new()
             .name("tracer-drain".into())
             .spawn(move || {
+                drain_shared.raised.store(session_raised && raise_priority(), Ordering::Relaxed);
                 std::thread::sleep(delay);
                 drain(ring, &fd, &tx, &drain_shared, &mut early);
             })
@@ -118,6 +143,16 @@ impl Ring {
             .collect()
     }
 
+    /// Process-life records the queue kept in its reserve, records of other kinds dropped meanwhile.
+    pub(crate) fn reserve_records(&self) -> u64 {
+        self.shared.reserved.load(Ordering::Relaxed)
+    }
+
+    /// Whether the drain and the session run at [`NICE`].
+    pub(crate) fn priority_raised(&self) -> bool {
+        self.shared.raised.load(Ordering::Relaxed)
+    }
+
     /// The most bytes that waited in the queue at once.
     pub(crate) fn peak_queued(&self) -> u64 {
         self.shared.peak.load(Ordering::Relaxed)
@@ -152,11 +187,15 @@ fn drain(mut ring: RingBuf<MapData>, fd: &OwnedFd, tx: &UnboundedSender<Vec<u8>>
         let mut batch = Vec::new();
         while let Some(item) = ring.next() {
             early.offer(&item);
-            let queued = shared.queued.load(Ordering::Relaxed) + batch.len() as u64;
-            if queued + 4 + item.len() as u64 > QUEUE_MAX {
-                let kind = item.first_chunk::<2>().map_or(0, |k| usize::from(u16::from_ne_bytes(*k)));
+            let queued = shared.queued.load(Ordering::Relaxed) + batch.len() as u64 + 4 + item.len() as u64;
+            let kind = item.first_chunk::<2>().map_or(0, |k| usize::from(u16::from_ne_bytes(*k)));
+            let life = kind == RecordKind::Proc as usize;
+            if queued > QUEUE_MAX - RESERVE && !(life && queued <= QUEUE_MAX) {
                 shared.dropped[if kind < KINDS { kind } else { 0 }].fetch_add(1, Ordering::Relaxed);
                 continue;
+            }
+            if queued > QUEUE_MAX - RESERVE {
+                shared.reserved.fetch_add(1, Ordering::Relaxed);
             }
             batch.extend_from_slice(&(item.len() as u32).to_ne_bytes());
             batch.extend_from_slice(&item);

@@ -1,6 +1,7 @@
 //! Names from the ELF file that maps a handle: on a late attach, the handle `__hipRegisterFunction`
 //! received is an 8-byte host object whose symbol is the mangled kernel name (unstripped files), and a
-//! stripped file's registration calls still carry the name ([`super::registration`]).
+//! stripped file's registration calls still carry the name ([`super::registration`], decoded on the finders'
+//! thread: [`super::finder`]).
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -10,28 +11,37 @@ use std::{
 use super::{Of, Source};
 use crate::os::{elf::Segments, files::CodeFile};
 
-/// Symbols of one ELF file by virtual address, the kernel handles its registration calls name (for a
-/// stripped file), and how file offsets map to addresses.
+/// Symbols of one ELF file by virtual address, and how file offsets map to addresses.
 #[derive(Debug, Default)]
 pub(super) struct ElfSymbols {
     by_addr: BTreeMap<u64, String>,
-    registered: HashMap<u64, String>,
     segments: Segments,
 }
 
+/// The kernel handles a file's registration calls name (for a stripped file), and why its code was not read
+/// in full (None: it was).
+pub(super) type Registered = (HashMap<u64, String>, Option<&'static str>);
+
 impl ElfSymbols {
     fn parse(file: &CodeFile) -> Option<Self> {
-        let (by_addr, segments) = {
-            let view = file.elf();
-            let elf = crate::os::elf::parse(&view)?;
-            (crate::os::elf::symbols_by_address(&elf), crate::os::elf::segments(&elf))
-        };
-        let registered = super::registration::decode(file).map(|r| r.by_handle).unwrap_or_default();
-        Some(Self { by_addr, registered, segments })
+        let view = file.elf();
+        let elf = crate::os::elf::parse(&view)?;
+        Some(Self { by_addr: crate::os::elf::symbols_by_address(&elf), segments: crate::os::elf::segments(&elf) })
     }
 
-    /// The name at a file offset: its symbol, else the kernel name its registration call gives.
-    fn name_at_file_offset(&self, off: u64) -> Option<(&str, Source)> {
+    /// The names a file's registration calls give, within a file's budget (run on the finders' thread).
+    pub(super) fn registered(file: &CodeFile) -> Arc<Registered> {
+        let found = super::registration::decode(file);
+        Arc::new(found.map(|r| (r.by_handle, r.cut)).unwrap_or_default())
+    }
+
+    /// The name at a file offset: its symbol, else the kernel name its registration call gives (`registered`,
+    /// when read).
+    fn name_at_file_offset<'a>(
+        &'a self,
+        off: u64,
+        registered: Option<&'a HashMap<u64, String>>,
+    ) -> Option<(&'a str, Source)> {
         let vaddr = self
             .segments
             .iter()
@@ -39,7 +49,7 @@ impl ElfSymbols {
             .map(|(o, _, vaddr)| (off - o).wrapping_add(*vaddr))?;
         // The registered name is the device's: where the host symbol spells it otherwise (nvcc's `_ZL`
         // host stubs of static kernels, its renamed internal entities), the registration wins.
-        match (self.by_addr.get(&vaddr), self.registered.get(&vaddr)) {
+        match (self.by_addr.get(&vaddr), registered.and_then(|r| r.get(&vaddr))) {
             (Some(symbol), Some(registered)) if symbol != registered => Some((registered, Source::RegisterCall)),
             (Some(symbol), _) => Some((symbol, Source::Elf)),
             (None, Some(registered)) => Some((registered, Source::RegisterCall)),
@@ -60,6 +70,8 @@ impl Of<'_> {
             self.names.elf.insert(m.file, parsed.clone());
             parsed
         }?;
-        syms.name_at_file_offset(m.file_offset(addr)).map(|(n, s)| (n.to_owned(), s))
+        let registered = self.registered_in(&m);
+        syms.name_at_file_offset(m.file_offset(addr), registered.as_deref().map(|r| &r.0))
+            .map(|(n, s)| (n.to_owned(), s))
     }
 }

@@ -171,21 +171,32 @@ impl Of<'_> {
     }
 
     /// The file mapping of the process that held `addr` at time `ts`: from the snapshot, read again when
-    /// it does not cover the address (the process mapped something since) or was taken before `ts` (a
-    /// mapping read earlier may hold another file by then: the dynamic loader maps and unmaps its cache
-    /// and libraries at the same addresses). A process that has ended keeps its last snapshot.
+    /// it was taken before `ts` (it may not cover the address, the process having mapped something since,
+    /// or hold another file there by then: the dynamic loader maps and unmaps its cache and libraries at
+    /// the same addresses). A snapshot taken after `ts` that covers
+    /// no mapping there is the answer: nothing was mapped there at `ts` that a read now would show (a
+    /// process inventing addresses made tracer read its maps once for each, one system call and a lock of
+    /// its address space per launch). A process that has ended keeps its last snapshot.
     pub(super) fn mapping_at(&mut self, addr: u64, ts: u64) -> Option<&Mapping> {
         let covered = |p: &super::ProcessNames| p.maps.as_ref().is_some_and(|s| s.maps.iter().any(|m| m.holds(addr)));
         let fresh = |p: &super::ProcessNames| p.maps.as_ref().is_some_and(|s| s.taken >= ts);
-        if !covered(self.proc) || !fresh(self.proc) {
+        if !(covered(self.proc) && fresh(self.proc)) {
+            if fresh(self.proc) {
+                return None;
+            }
             // An address seen outside every file mapping (a heap handle) is not looked for again: a maps
             // read per launch would stall the target (it takes the target's mmap lock).
             if self.proc.outside_files.contains(&addr) {
                 return None;
             }
-            // Nor past as many such addresses as unnamed handles are held: a process inventing addresses
-            // would make tracer read its maps once for each.
+            // Nor past as many such addresses as unnamed handles are held, in the process or for its user
+            // (or the recording): a process inventing addresses would make tracer read its maps once for
+            // each.
             if self.proc.outside_files.len() >= super::MAX_UNNAMED_PER_PROCESS {
+                self.names.count("maps_reads_over_limit");
+                return None;
+            }
+            if !self.charge().room(super::budget::Kind::Outside) {
                 self.names.count("maps_reads_over_limit");
                 return None;
             }
@@ -195,8 +206,8 @@ impl Of<'_> {
                 self.snapshot();
             }
             if !covered(self.proc) {
-                if fresh(self.proc) {
-                    self.proc.outside_files.insert(addr);
+                if fresh(self.proc) && self.proc.outside_files.insert(addr) {
+                    self.charge().add(super::budget::Kind::Outside);
                 }
                 return None;
             }

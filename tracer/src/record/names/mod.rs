@@ -18,11 +18,13 @@ use std::{
     sync::Arc,
 };
 
+pub(crate) mod budget;
 pub(crate) mod bundle;
 mod code;
 mod cuda;
 pub(crate) mod early;
 mod elf_symbols;
+pub(crate) mod finder;
 pub(crate) mod graph_exec;
 mod maps;
 pub(crate) mod memory;
@@ -125,9 +127,13 @@ pub(crate) struct Names {
     shaders: HashMap<FileId, Option<Arc<spirv::ShaderIndex>>>,
     /// Per libhsa-runtime64 file: the address of `_amdgpu_r_debug` and the `PT_LOAD` segments.
     r_debug_files: HashMap<FileId, Option<(u64, Segments)>>,
+    /// The code-reading finders' thread and what it has read ([`finder`]).
+    finders: finder::Finders,
     /// The early looks at new processes' maps, taken for one that ended before its first record was
     /// named ([`early`]); None when no drain posts them (tests, reading a trace).
     pub(crate) early: Option<Arc<early::EarlyLooks>>,
+    /// What each user's process images hold, and the recording's ([`budget`]).
+    pub(crate) budgets: budget::Budgets,
 }
 
 /// What naming knows of one process: dropped whole when it exits, replaced when it execs.
@@ -160,6 +166,9 @@ pub(crate) struct ProcessNames {
     cuda: cuda::CudaNames,
     /// Vulkan shader modules it made, and the shader each was made from.
     shader_modules: HashMap<u64, spirv::ModuleShader>,
+    /// What it holds against its user's budget and the recording's (None until it first binds something):
+    /// given back when it is dropped.
+    charge: Option<budget::Charge>,
 }
 
 impl ProcessNames {
@@ -171,6 +180,11 @@ impl ProcessNames {
     /// `CLOCK_MONOTONIC` of the exec that started its image (0: no exec seen).
     pub(crate) const fn image(&self) -> u64 {
         self.since
+    }
+
+    /// Kernel handles and addresses outside its mappings it holds: what letting it go gives back.
+    pub(crate) fn held(&self) -> usize {
+        self.by_handle.len() + self.outside_files.len()
     }
 }
 
@@ -205,15 +219,41 @@ pub(crate) struct Of<'a> {
 }
 
 impl Of<'_> {
-    /// Whether a new handle, named or not, may still be bound in this process; counted when not.
+    /// What the process holds against its user's budget: its uid read the first time (once per image).
+    fn charge(&mut self) -> &mut budget::Charge {
+        let (budgets, pid) = (&self.names.budgets, self.pid);
+        self.proc.charge.get_or_insert_with(|| budgets.charge(budget::real_uid(pid)))
+    }
+
+    /// Whether a new handle, named or not, may still be bound in this process (its own limits, its
+    /// user's budget and the recording's); counted when not.
     fn has_room(&mut self, handle: u64, unnamed: bool) -> bool {
         let by_handle = &self.proc.by_handle;
-        let room = room(by_handle, &handle)
-            && (!unnamed || self.proc.unnamed_held < MAX_UNNAMED_PER_PROCESS || by_handle.contains_key(&handle));
+        if by_handle.contains_key(&handle) {
+            return true;
+        }
+        let room = by_handle.len() < MAX_KERNELS_PER_PROCESS
+            && (!unnamed || self.proc.unnamed_held < MAX_UNNAMED_PER_PROCESS)
+            && self.charge().room(budget::Kind::Kernels)
+            && (!unnamed || self.charge().room(budget::Kind::Unnamed));
         if !room {
             self.names.count("kernel_handles_over_limit");
         }
         room
+    }
+
+    /// The same for a name waiting for its handle (a symbol, a library kernel) in a table of the process;
+    /// charged when it fits.
+    fn name_room(&mut self, fits: bool, held: bool) -> bool {
+        if held {
+            return true;
+        }
+        if fits && self.charge().room(budget::Kind::Kernels) {
+            self.charge().add(budget::Kind::Kernels);
+            return true;
+        }
+        self.names.count("kernel_handles_over_limit");
+        false
     }
 
     /// Binds a name to a handle. Returns the kernel record to write; None, counted, for a new handle past
@@ -240,9 +280,17 @@ impl Of<'_> {
             (class.param_plan(), class.kernarg_plan())
         };
         let entry = Entry { id, source, name: name.into(), param_plan, kernarg_plan, plan_sent: false };
-        if let Some(was) = self.proc.by_handle.insert(handle, entry) {
-            self.proc.unnamed_held -= usize::from(was.source == Source::Unnamed);
+        let was_unnamed = self.proc.by_handle.insert(handle, entry).map(|was| was.source == Source::Unnamed);
+        let charge = self.charge();
+        match (was_unnamed, unnamed) {
+            (None, _) => charge.add(budget::Kind::Kernels),
+            (Some(true), false) => charge.sub(budget::Kind::Unnamed),
+            _ => {}
         }
+        if unnamed && was_unnamed != Some(true) {
+            charge.add(budget::Kind::Unnamed);
+        }
+        self.proc.unnamed_held -= usize::from(was_unnamed == Some(true));
         self.proc.unnamed_held += usize::from(unnamed);
         let (code_file, bundles) = match source {
             _ if name.is_empty() => (None, Vec::new()),
@@ -333,10 +381,9 @@ impl Of<'_> {
     /// A code-object symbol (`<kernel>.kd`) looked up: its kernel object is bound when asked for.
     pub(crate) fn hsa_symbol(&mut self, symbol: u64, name: &str, truncated: bool) {
         let name = name.strip_suffix(".kd").unwrap_or(name);
-        if room(&self.proc.hsa_symbols, &symbol) {
+        let (fits, held) = (room(&self.proc.hsa_symbols, &symbol), self.proc.hsa_symbols.contains_key(&symbol));
+        if self.name_room(fits, held) {
             self.proc.hsa_symbols.insert(symbol, (name.to_owned(), truncated));
-        } else {
-            self.names.count("kernel_handles_over_limit");
         }
     }
 
@@ -348,10 +395,9 @@ impl Of<'_> {
 
     /// A library kernel (`CUkernel`) looked up by name in `library`: kept for the functions made from it.
     pub(crate) fn library_kernel(&mut self, kernel: u64, library: u64, name: &str, truncated: bool) {
-        if room(&self.proc.library_kernels, &kernel) {
+        let (fits, held) = (room(&self.proc.library_kernels, &kernel), self.proc.library_kernels.contains_key(&kernel));
+        if self.name_room(fits, held) {
             self.proc.library_kernels.insert(kernel, (name.to_owned(), truncated, library));
-        } else {
-            self.names.count("kernel_handles_over_limit");
         }
     }
 

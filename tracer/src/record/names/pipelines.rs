@@ -21,7 +21,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use iced_x86::{Instruction, InstructionInfoFactory, Mnemonic, OpKind, Register};
 use object::{Object as _, ObjectSymbol as _, ReadRef};
 
-use super::registration::{c_string, each_instruction, follow, got_values};
+use super::{
+    finder::{self, Budget, MAX_SITES},
+    registration::{c_string, each_instruction, follow, got_values, string_sections},
+};
 use crate::os::files::CodeFile;
 
 /// Calls with a name and a SPIR-V array in the same two registers that make a call target ggml's
@@ -44,7 +47,12 @@ pub(crate) struct Created {
     /// Of those, the calls whose name is no string of the file (built at run time): their arrays, unless
     /// named by another call, stay unnamed.
     pub unnamed_calls: usize,
+    /// Why the code was not read in full ([`finder::Budget`]); None: it was.
+    pub cut: Option<&'static str>,
 }
+
+/// Program headers a SPIR-V address is looked for in at most (a real library has 4 loadable ones).
+const MAX_SEGMENTS: usize = 64;
 
 /// What straight-line code has put in a register: an address, or the address of a table of addresses
 /// indexed by another register.
@@ -62,53 +70,51 @@ struct Site {
     name: Option<(Register, String)>,
 }
 
-/// Decodes the pipeline-creating calls of an x86-64 ELF file (`elf`, parsed from `file`) that imports the Vulkan loader (ggml takes its
-/// entry points with `vkGetInstanceProcAddr`/`vkGetDeviceProcAddr`); None when it is no such file.
-#[expect(clippy::little_endian_bytes, reason = "SPIR-V's magic is read as an x86-64 file stores it")]
-pub(crate) fn decode<'d, R: ReadRef<'d>>(file: &CodeFile, elf: &object::File<'d, R>) -> Option<Created> {
+/// Decodes the pipeline-creating calls of an x86-64 ELF file (`elf`, parsed from `file`) that imports the Vulkan
+/// loader (ggml takes its entry points with `vkGetInstanceProcAddr`/`vkGetDeviceProcAddr`); None when it is no
+/// such file.
+///
+/// Within `budget`: each byte of code decoded once ([`each_instruction`]), every read charged, at most
+/// [`MAX_SITES`] call sites kept and as many addresses looked at for SPIR-V or a name; past a bound the walk
+/// stops, what it found stands and [`Created::cut`] says why.
+pub(crate) fn decode<'d, R: ReadRef<'d>>(
+    file: &CodeFile,
+    elf: &object::File<'d, R>,
+    budget: &mut Budget,
+) -> Option<Created> {
     if elf.architecture() != object::Architecture::X86_64
         || !elf.dynamic_symbols().any(|s| s.is_undefined() && s.name().is_ok_and(|n| n.starts_with("vkGet")))
     {
         return None;
     }
-    let segments = crate::os::elf::segments(elf);
-    let relocated = got_values(elf);
-    let is_spirv = |addr: u64| -> bool {
-        let mut word = [0u8; 4];
-        addr.is_multiple_of(4)
-            && segments.iter().any(|&(off, filesz, seg)| {
-                addr.checked_sub(seg).is_some_and(|rel| {
-                    rel.checked_add(4).is_some_and(|end| end <= filesz)
-                        && file.read_exact_at(off + rel, &mut word).is_ok()
-                        && u32::from_le_bytes(word) == SPIRV_MAGIC
-                })
-            })
-    };
+    let mut segments = crate::os::elf::segments(elf);
+    segments.truncate(MAX_SEGMENTS);
+    let relocated = got_values(elf, budget);
+    let strings = string_sections(elf);
     let mut spirv_at: HashMap<u64, bool> = HashMap::new();
     let mut names_at: HashMap<u64, Option<String>> = HashMap::new();
     let mut sites = Vec::new();
     let mut info = InstructionInfoFactory::new();
     let mut known: HashMap<Register, Value> = HashMap::new();
-    each_instruction(file, elf, |insn, new_section| {
+    each_instruction(file, elf, budget, |insn, new_section, budget| {
         if new_section {
             known.clear();
         }
-        if insn.mnemonic() == Mnemonic::Call && insn.op0_kind() == OpKind::NearBranch64 {
+        if insn.mnemonic() == Mnemonic::Call && insn.op0_kind() == OpKind::NearBranch64 && sites.len() < MAX_SITES {
             let mut arrays = ARGS.iter().filter_map(|&r| {
                 let v = *known.get(&r)?;
                 let first = match v {
                     Value::Addr(a) => a,
                     Value::Table(t) => *relocated.get(&t)?,
                 };
-                (*spirv_at.entry(first).or_insert_with(|| is_spirv(first))).then_some((r, v))
+                cached(&mut spirv_at, first, budget, |b| is_spirv(file, &segments, first, b)).then_some((r, v))
             });
             if let (Some(array), None) = (arrays.next(), arrays.next()) {
                 let mut names = ARGS.iter().filter_map(|&r| match known.get(&r) {
-                    Some(&Value::Addr(a)) => names_at
-                        .entry(a)
-                        .or_insert_with(|| c_string(elf, file, a).filter(|s| is_pipeline_name(s)))
-                        .clone()
-                        .map(|n| (r, n)),
+                    Some(&Value::Addr(a)) => cached(&mut names_at, a, budget, |b| {
+                        c_string(&strings, file, a, b).filter(|s| is_pipeline_name(s))
+                    })
+                    .map(|n| (r, n)),
                     _ => None,
                 });
                 let name = match (names.next(), names.next()) {
@@ -120,22 +126,64 @@ pub(crate) fn decode<'d, R: ReadRef<'d>>(file: &CodeFile, elf: &object::File<'d,
         }
         track(insn, &mut info, &relocated, &mut known);
     });
+    if sites.len() >= MAX_SITES || spirv_at.len() >= MAX_SITES || names_at.len() >= MAX_SITES {
+        budget.stop(finder::CUT_SITES);
+    }
+    let out = created(&sites, &relocated, |a| {
+        spirv_at.get(&a).copied().unwrap_or_else(|| is_spirv(file, &segments, a, budget))
+    });
+    Some(Created { cut: budget.cut, ..out })
+}
+
+/// What `look` says of `key`, from `cache` or looked up and kept while the cache holds fewer than
+/// [`MAX_SITES`] (past it, looked up each time: the budget bounds the reads).
+fn cached<V: Clone>(
+    cache: &mut HashMap<u64, V>,
+    key: u64,
+    budget: &mut Budget,
+    look: impl FnOnce(&mut Budget) -> V,
+) -> V {
+    if let Some(v) = cache.get(&key) {
+        return v.clone();
+    }
+    let v = look(budget);
+    if cache.len() < MAX_SITES {
+        cache.insert(key, v.clone());
+    }
+    v
+}
+
+/// Whether the file holds SPIR-V's magic at `addr` (in one of its loadable `segments`), the read charged.
+#[expect(clippy::little_endian_bytes, reason = "SPIR-V's magic is read as an x86-64 file stores it")]
+fn is_spirv(file: &CodeFile, segments: &[(u64, u64, u64)], addr: u64, budget: &mut Budget) -> bool {
+    let mut word = [0u8; 4];
+    addr.is_multiple_of(4)
+        && segments.iter().any(|&(off, filesz, seg)| {
+            addr.checked_sub(seg).is_some_and(|rel| {
+                rel.checked_add(4).is_some_and(|end| end <= filesz)
+                    && budget.take(4)
+                    && off.checked_add(rel).is_some_and(|at| file.read_exact_at(at, &mut word).is_ok())
+                    && u32::from_le_bytes(word) == SPIRV_MAGIC
+            })
+        })
+}
+
+/// The arrays the creating functions' calls among `sites` name.
+fn created(sites: &[Site], relocated: &HashMap<u64, u64>, mut is_spirv: impl FnMut(u64) -> bool) -> Created {
     let mut out = Created::default();
-    for (target, (name_reg, array_reg)) in creating_functions(&sites) {
+    for (target, (name_reg, array_reg)) in creating_functions(sites) {
         for site in sites.iter().filter(|s| s.target == target && s.array.0 == array_reg) {
             out.calls += 1;
             let Some((_, name)) = site.name.as_ref().filter(|(r, _)| *r == name_reg) else {
                 out.unnamed_calls += 1;
                 continue;
             };
-            for array in
-                arrays_of(site.array.1, &relocated, |a| spirv_at.get(&a).copied().unwrap_or_else(|| is_spirv(a)))
-            {
+            for array in arrays_of(site.array.1, relocated, &mut is_spirv) {
                 out.by_array.entry(array).or_default().insert(name.clone());
             }
         }
     }
-    Some(out)
+    out
 }
 
 /// The call targets that create pipelines, each with its name's and array's registers: those whose calls
@@ -160,7 +208,7 @@ fn creating_functions(sites: &[Site]) -> Vec<(u64, (Register, Register))> {
 
 /// The arrays a value stands for: the address itself, or a table's entries up to the first that is no
 /// relocated SPIR-V address (at most [`MAX_TABLE`]).
-fn arrays_of(value: Value, relocated: &HashMap<u64, u64>, is_spirv: impl Fn(u64) -> bool) -> Vec<u64> {
+fn arrays_of(value: Value, relocated: &HashMap<u64, u64>, mut is_spirv: impl FnMut(u64) -> bool) -> Vec<u64> {
     match value {
         Value::Addr(a) => vec![a],
         Value::Table(t) => (0..MAX_TABLE)

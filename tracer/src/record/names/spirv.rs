@@ -14,11 +14,11 @@
 //! Only files whose name says they are ggml's (`*ggml*`) are indexed: the arrays of one file are read
 //! once, for every process that maps it, and an index holds at most [`MAX_SHADERS`] arrays.
 
-use std::{collections::HashMap, sync::Arc};
+use std::collections::HashMap;
 
 use tracer_common::{CODE_CHUNKS, NAME_MAX};
 
-use super::{Of, Source};
+use super::{Of, Source, finder::Budget};
 use crate::{os::files::CodeFile, trace};
 
 /// SPIR-V's magic number, the first word of every module (little-endian in the file).
@@ -52,6 +52,8 @@ pub(crate) struct ShaderIndex {
     /// Where the arrays were named from the file's code: how many, and the creating calls whose name
     /// is built at run time.
     pub(super) from_code: Option<(u64, u64)>,
+    /// Why the file was not read in full (its finder's budget, [`super::finder`]); None: it was.
+    pub(crate) cut: Option<&'static str>,
 }
 
 /// Word `i` of a SPIR-V module's `bytes` (None past their end), when they begin with SPIR-V's magic.
@@ -88,14 +90,20 @@ const OP_FUNCTION_END: u32 = 56;
 /// The length of the SPIR-V module at file offset `at`, whose size no symbol gives: its instructions walked
 /// from the header (each word count read) until a word that begins no instruction (0, or the next
 /// module's magic) or the file's end; it ends with the last `OpFunctionEnd` met. None when none is met
-/// within [`MODULE_MAX`] bytes.
-fn module_len(file: &CodeFile, at: u64) -> Option<u64> {
+/// within [`MODULE_MAX`] bytes. Each chunk read is charged to `budget`.
+fn module_len(file: &CodeFile, at: u64, budget: &mut Budget) -> Option<u64> {
     const CHUNK: u64 = 64 << 10;
     let mut buf = vec![0u8; CHUNK as usize];
+    if !budget.take(CHUNK) {
+        return None;
+    }
     let (mut chunk_at, mut chunk_len) = (at, file.read_at_most(at, &mut buf).ok()? as u64);
     let mut word_at = |pos: u64| -> Option<u32> {
         let abs = at.checked_add(pos)?;
-        if abs < chunk_at || abs + 4 > chunk_at + chunk_len {
+        if abs < chunk_at || abs.checked_add(4)? > chunk_at + chunk_len {
+            if !budget.take(CHUNK) {
+                return None;
+            }
             chunk_at = abs;
             chunk_len = file.read_at_most(abs, &mut buf).ok()? as u64;
             if chunk_len < 4 {
@@ -126,8 +134,15 @@ fn module_len(file: &CodeFile, at: u64) -> Option<u64> {
 impl ShaderIndex {
     /// The arrays of an ELF file: data symbols named `*_data` whose bytes are SPIR-V, or, in a file that
     /// keeps none (a stripped `libggml-vulkan.so`), the arrays its code creates pipelines from, each named
-    /// by the pipeline names it is passed with ([`super::pipelines`]; several joined by `|`).
+    /// by the pipeline names it is passed with ([`super::pipelines`]; several joined by `|`). Within a
+    /// file's budget, drawn from the recording's.
     pub(crate) fn parse(file: &CodeFile) -> Option<Self> {
+        Self::parse_within(file, &mut Budget::file())
+    }
+
+    /// The same within `budget` (the code decoded, the modules walked, the arrays read): past it, the arrays
+    /// found so far are indexed and [`Self::cut`] says why.
+    pub(crate) fn parse_within(file: &CodeFile, budget: &mut Budget) -> Option<Self> {
         let view = file.elf();
         let elf = crate::os::elf::parse(&view)?;
         let (symbols, segments) =
@@ -144,7 +159,7 @@ impl ShaderIndex {
             .map(|(name, addr, size)| (name.strip_suffix("_data").unwrap_or(&name).to_owned(), addr, Some(size)))
             .collect();
         if arrays.is_empty()
-            && let Some(created) = super::pipelines::decode(file, &elf)
+            && let Some(created) = super::pipelines::decode(file, &elf, budget)
         {
             index.from_code = Some((created.by_array.len() as u64, created.unnamed_calls as u64));
             arrays = created
@@ -159,20 +174,22 @@ impl ShaderIndex {
                 index.left_out += 1;
                 continue;
             }
-            let Some(size) = size.or_else(|| module_len(file, offset_of(addr, 0)?)) else {
+            let Some(size) = size.or_else(|| module_len(file, offset_of(addr, 0)?, budget)) else {
                 index.left_out += 1;
                 continue;
             };
             let head_len = size.min(HEAD_MAX);
-            let Some(head) =
-                offset_of(addr, head_len).and_then(|at| file.read_vec(at, head_len, HEAD_MAX, "shader").ok())
+            let Some(head) = offset_of(addr, head_len)
+                .filter(|_| budget.take(head_len))
+                .and_then(|at| file.read_vec(at, head_len, HEAD_MAX, "shader").ok())
             else {
                 index.left_out += 1;
                 continue;
             };
             let Some(body) = preamble_end(&head) else { continue }; // a `_data` array that is no shader
             let keep = (size.saturating_sub(body as u64)).min(WINDOW as u64).max(NAME_MAX as u64).min(size);
-            let Some(end) = offset_of(addr + size - keep, keep)
+            let Some(end) = offset_of(addr.saturating_add(size - keep), keep)
+                .filter(|_| budget.take(keep))
                 .and_then(|at| file.read_vec(at, keep, WINDOW as u64, "shader").ok())
             else {
                 index.left_out += 1;
@@ -186,6 +203,7 @@ impl ShaderIndex {
             let tail: Box<[u8]> = end[end.len() - NAME_MAX..].into();
             index.by_tail.entry(tail).or_default().push(Shader { name, size, body_end: end.into_boxed_slice() });
         }
+        index.cut = budget.cut;
         Some(index)
     }
 
@@ -322,26 +340,13 @@ impl Of<'_> {
     /// The name and file of the shader ending with `tail`, from the first ggml file mapped that has it.
     fn shader_named(&mut self, size: u64, tail: &[u8], ts: u64) -> Option<(String, String)> {
         let mappings = self.ggml_mappings(ts);
-        let mut ambiguous = false;
+        let (mut ambiguous, mut late) = (false, false);
         for mapping in mappings {
-            let index = if let Some(index) = self.names.shaders.get(&mapping.file) {
-                index.clone()
-            } else {
-                let parsed = self.file(&mapping).and_then(|f| ShaderIndex::parse(&f)).map(Arc::new);
-                if let Some(index) = &parsed {
-                    let mut add = |key, n| {
-                        if n > 0 {
-                            *self.names.counts.entry(key).or_default() += n;
-                        }
-                    };
-                    add("shader_arrays_left_out", index.left_out);
-                    if let Some((named, unnamed_calls)) = index.from_code {
-                        add("shader_arrays_named_from_code", named);
-                        add("shader_pipelines_named_at_run_time", unnamed_calls);
-                    }
-                }
-                self.names.shaders.insert(mapping.file, parsed.clone());
-                parsed
+            // Read on the finders' thread; not ready in the time the session waits: this module is named
+            // as one no index matches, later ones by the index.
+            let Ok(index) = self.shader_index(&mapping) else {
+                late = true;
+                continue;
             };
             match index.as_deref().map(|i| i.find(size, tail)) {
                 Some(Ok(shader)) => return Some((shader.name.clone(), mapping.path)),
@@ -349,10 +354,42 @@ impl Of<'_> {
                 _ => {}
             }
         }
-        self.names.count(if ambiguous { "shader_modules_ambiguous" } else { "shader_modules_unmatched" });
+        self.names.count(match (ambiguous, late) {
+            (true, _) => "shader_modules_ambiguous",
+            (false, true) => "shader_index_late",
+            (false, false) => "shader_modules_unmatched",
+        });
         None
     }
+}
 
+impl super::Names {
+    /// The counters of a ggml file's index, once it is read, and the sentence saying it was not read in full.
+    pub(super) fn index_read(&mut self, file: super::FileId, path: &str, index: &ShaderIndex) {
+        let mut add = |key, n| {
+            if n > 0 {
+                *self.counts.entry(key).or_default() += n;
+            }
+        };
+        add("shader_arrays_left_out", index.left_out);
+        if let Some((named, unnamed_calls)) = index.from_code {
+            add("shader_arrays_named_from_code", named);
+            add("shader_pipelines_named_at_run_time", unnamed_calls);
+        }
+        if let Some(why) = index.cut {
+            self.count("code_files_unread");
+            self.warn(
+                file,
+                format!(
+                    "{path}: ggml-vulkan's pipeline finder stopped {why}: the shaders it did not reach are named by \
+                     their own entry points"
+                ),
+            );
+        }
+    }
+}
+
+impl Of<'_> {
     /// The process's mappings of ggml files, one per file.
     fn ggml_mappings(&mut self, ts: u64) -> Vec<super::maps::Mapping> {
         if self.proc.maps.as_ref().is_none_or(|s| s.taken < ts) && !self.proc.gone {
@@ -493,15 +530,17 @@ mod tests {
             all.extend(tail);
             std::fs::write(&path, all.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
             let file = CodeFile::user(&path).unwrap();
-            assert_eq!(module_len(&file, 0), expect);
+            assert_eq!(module_len(&file, 0, &mut Budget::alone(1 << 20)), expect);
             // Not SPIR-V at that offset; no function end at all.
-            assert_eq!(module_len(&file, 4), None);
+            assert_eq!(module_len(&file, 4, &mut Budget::alone(1 << 20)), None);
         }
         let path = dir.join("nofn.spv");
         let head: Vec<u8> =
             [SPIRV_MAGIC, 0x0001_0300, 0, 20, 0, (2 << 16) | 0x11, 1].iter().flat_map(|w| w.to_le_bytes()).collect();
         std::fs::write(&path, head).unwrap();
-        assert_eq!(module_len(&CodeFile::user(&path).unwrap(), 0), None);
+        assert_eq!(module_len(&CodeFile::user(&path).unwrap(), 0, &mut Budget::alone(1 << 20)), None);
+        // A budget smaller than a chunk reads nothing.
+        assert_eq!(module_len(&CodeFile::user(&path).unwrap(), 0, &mut Budget::alone(100)), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -14,7 +14,10 @@ use std::collections::BTreeSet;
 use gimli::UnwindSection as _;
 use object::{Object as _, ObjectSection as _, SectionKind};
 
-use crate::os::files::CodeFile;
+use crate::{
+    os::files::CodeFile,
+    record::names::finder::{self, Budget},
+};
 
 /// The assertion's text, with its terminating NUL.
 pub(crate) const MARKER: &[u8] = b"wg_denoms[0] > 0 && wg_denoms[1] > 0 && wg_denoms[2] > 0\0";
@@ -26,6 +29,10 @@ const EH_FRAME_MAX: u64 = 64 << 20;
 /// Loads of the marker kept at most (one is expected).
 const MAX_REFERENCES: usize = 16;
 
+/// Bytes of read-only data and code read to find the function, at most (Debian's ggml 0.27: 40 MB and
+/// 1.4 MB), drawn from the recording's finder budget; each byte once however many section headers cover it.
+const MAKER_BYTES: u64 = 128 << 20;
+
 /// Why the pipeline maker was not found in a library copy.
 pub(crate) const NO_MARKER: &str = "the library holds no `wg_denoms[0] > 0 && ...` assertion text, by which \
      ggml_vk_create_pipeline_func is found (another ggml version): pipelines are named by their SPIR-V arrays";
@@ -33,37 +40,58 @@ pub(crate) const NO_REFERENCE: &str =
     "no instruction loads the assertion text by which ggml_vk_create_pipeline_func is found";
 pub(crate) const NO_FRAME: &str =
     "the code loading the assertion text lies in no call-frame entry (`.eh_frame`): the function's entry is unknown";
+pub(crate) const TOO_LARGE: &str = "the library's read-only data and code are past what tracer reads to find \
+     ggml_vk_create_pipeline_func (128 MiB, each byte once; or the recording's 1 GiB for finders): left unprobed";
 pub(crate) const SEVERAL: &str = "the assertion text by which ggml_vk_create_pipeline_func is found is loaded in \
      several functions (inlined copies, whose arguments are not in registers): left unprobed";
 
 /// The file offset of the first instruction of ggml-vulkan's pipeline maker in `file`, or why not.
 pub(crate) fn pipeline_maker(file: &CodeFile) -> Result<u64, &'static str> {
+    pipeline_maker_within(file, &mut Budget::drawn(MAKER_BYTES))
+}
+
+/// The same, reading within `budget` (past it: [`TOO_LARGE`]).
+pub(crate) fn pipeline_maker_within(file: &CodeFile, budget: &mut Budget) -> Result<u64, &'static str> {
     let view = file.elf();
     let elf = crate::os::elf::parse(&view).ok_or("not an ELF file")?;
     if elf.architecture() != object::Architecture::X86_64 {
         return Err("not an x86-64 library");
     }
+    let ranges = |budget: &mut Budget, text: bool| {
+        let all = elf.sections().filter(|s| {
+            if text {
+                s.kind() == SectionKind::Text
+            } else {
+                matches!(s.kind(), SectionKind::ReadOnlyString | SectionKind::ReadOnlyData)
+            }
+        });
+        let all = all.take(finder::MAX_SITES).filter_map(|s| s.file_range().map(|(o, n)| (o, n, s.address())));
+        finder::code_ranges(all.collect(), budget)
+    };
     let mut markers = BTreeSet::new();
-    for s in elf.sections().filter(|s| matches!(s.kind(), SectionKind::ReadOnlyString | SectionKind::ReadOnlyData)) {
-        if let Some((offset, size)) = s.file_range() {
-            scan(file, offset, size, MARKER.len() - 1, |window, at| {
-                for i in memchr::memmem::find_iter(window, MARKER) {
-                    markers.insert(s.address().saturating_add(at).saturating_add(i as u64));
-                }
-            });
-        }
+    for (offset, size, address) in ranges(budget, false) {
+        scan(file, (offset, size), MARKER.len() - 1, budget, |window, at| {
+            // One is expected; a file holding the text over and over is bounded here, and refused below.
+            for i in memchr::memmem::find_iter(window, MARKER).take(MAX_REFERENCES.saturating_sub(markers.len())) {
+                markers.insert(address.saturating_add(at).saturating_add(i as u64));
+            }
+        });
+    }
+    if budget.cut.is_some() {
+        return Err(TOO_LARGE);
     }
     if markers.is_empty() {
         return Err(NO_MARKER);
     }
     let mut loads = Vec::new();
-    for s in elf.sections().filter(|s| s.kind() == SectionKind::Text) {
-        if let Some((offset, size)) = s.file_range() {
-            scan(file, offset, size, LEA_LEN - 1, |window, at| {
-                let base = s.address().saturating_add(at);
-                loads.extend(rip_relative_loads(window, base, &markers).take(MAX_REFERENCES));
-            });
-        }
+    for (offset, size, address) in ranges(budget, true) {
+        scan(file, (offset, size), LEA_LEN - 1, budget, |window, at| {
+            let base = address.saturating_add(at);
+            loads.extend(rip_relative_loads(window, base, &markers).take(MAX_REFERENCES));
+        });
+    }
+    if budget.cut.is_some() {
+        return Err(TOO_LARGE);
     }
     loads.truncate(MAX_REFERENCES);
     if loads.is_empty() {
@@ -91,13 +119,22 @@ pub(crate) fn pipeline_maker(file: &CodeFile) -> Result<u64, &'static str> {
 
 /// Hands `f` the `size` bytes at `offset` one window at a time, with its position in the range; each
 /// window after the first repeats the last `overlap` bytes of the one before, so that nothing `overlap + 1`
-/// bytes long is cut. A read that fails ends the scan.
-fn scan(file: &CodeFile, offset: u64, size: u64, overlap: usize, mut f: impl FnMut(&[u8], u64)) {
+/// bytes long is cut. A read that fails, or one past `budget`, ends the scan.
+fn scan(
+    file: &CodeFile,
+    (offset, size): (u64, u64),
+    overlap: usize,
+    budget: &mut Budget,
+    mut f: impl FnMut(&[u8], u64),
+) {
     let mut window = vec![0u8; WINDOW];
     let mut at = 0u64;
     while at < size {
         let n = (size - at).min(WINDOW as u64) as usize;
         let Some(from) = offset.checked_add(at) else { return };
+        if !budget.take(n as u64) {
+            return;
+        }
         if file.read_exact_at(from, &mut window[..n]).is_err() {
             return;
         }

@@ -149,13 +149,21 @@ pub(crate) fn bundle_copies(server: u32, runtime: &str) -> Vec<crate::record::pr
     dirs.iter().flat_map(|dir| crate::record::probes::libs::in_dir(&tree, dir, runtime)).collect()
 }
 
-/// Whether a process's executable is owned by root or by `user` (a uid): what `--ollama` requires of an
-/// `ollama serve` it finds before it reads that server's bundle or probes its copies.
+/// Whether a process's executable is a file named `ollama` owned by root or by `user` (a uid): what
+/// `--ollama` requires of an `ollama serve` it finds before it reads that server's bundle or probes its
+/// copies. Its argv says nothing (`exec -a ollama /usr/bin/python3 serve` shows `ollama serve`, and root owns
+/// python3), so the name is the executable's own.
 pub(crate) fn trusted_server(pid: u32, user: Option<u32>) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt as _;
     let exe = format!("/proc/{pid}/exe");
     let meta = fs::metadata(&exe).map_err(|e| format!("its executable cannot be looked at ({e})"))?;
     let path = fs::read_link(&exe).map_or_else(|_| exe.clone(), |p| p.display().to_string());
+    // An executable replaced on disk (an upgrade) while the server runs reads as `... (deleted)`.
+    if basename(path.strip_suffix(" (deleted)").unwrap_or(&path)) != "ollama" {
+        return Err(format!(
+            "its executable is {path}, not a file named ollama (a process's argv is whatever its user makes it)"
+        ));
+    }
     if meta.uid() == 0 || Some(meta.uid()) == user {
         Ok(())
     } else {

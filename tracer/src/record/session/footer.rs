@@ -91,6 +91,8 @@ impl Session<'_> {
             footer.drops.insert(kind, vec![n]);
         }
         footer.counters.insert("queue_peak_bytes".into(), self.ring.peak_queued());
+        footer.counters.insert("queue_reserve_records".into(), self.ring.reserve_records());
+        footer.counters.insert("recorder_priority_raised".into(), u64::from(self.ring.priority_raised()));
         if self.filter_by_pid {
             footer.counters.insert("filter_entries_start".into(), self.filter_at_start);
             footer.counters.insert("filter_entries_end".into(), self.pids.keys().count() as u64);
@@ -118,6 +120,8 @@ impl Session<'_> {
         for (k, v) in &self.attr.names.counts {
             footer.counters.insert((*k).into(), *v);
         }
+        // What each user's processes presented past its budget, or the recording's.
+        footer.counters.extend(self.attr.names.budgets.counters());
         for (k, v) in &self.attr.counters {
             footer.counters.insert(k.clone(), *v);
         }

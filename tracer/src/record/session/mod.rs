@@ -319,7 +319,7 @@ impl Session<'_> {
             self.watch.initialized(pid, lib, ts);
             self.list_libraries(pid, monotonic_ns())?;
         }
-        for w in std::mem::take(&mut self.attr.names.warnings) {
+        for w in self.attr.names.take_warnings() {
             warning!("{w} (not read further)");
         }
         for (pid, handle, plan) in effects.plans {
@@ -522,6 +522,9 @@ impl Session<'_> {
         // What the last records asked for: libraries of the processes they showed first, processes that
         // ended let go of.
         self.apply_effects()?;
+        for w in self.attr.names.finders_unfinished() {
+            warning!("{w}");
+        }
         if let (Some(pid), Some(end)) = (self.child_pid, ended.command) {
             let (code, signal) = match end {
                 command::Ended::Exited(c) => (Some(c), None),

@@ -12,7 +12,10 @@ use tracer_common::{RUN_HISTORY, RUN_MAX};
 
 use super::schema::{Launch, Repeat};
 
+mod bound;
 mod collapse;
+pub(crate) use bound::Bound;
+pub(crate) use bound::RepeatsCut;
 pub(crate) use collapse::Collapse;
 
 /// Threads whose last launches are kept at most (about 150 KiB each), as many as the kernel keeps.
@@ -155,8 +158,13 @@ pub(crate) const fn well_formed(r: &Repeat) -> bool {
 /// The launches `r` stands for, each placed in `history` as it is made (a run may repeat its own
 /// launches), handed to `each`; `history` is the one [`Expand::history_for`] gave (it holds the launch
 /// `r.period` back, and placing keeps it so).
-pub(crate) fn expand(r: &Repeat, history: &mut History, mut each: impl FnMut(&Launch)) {
-    for i in 0..r.count {
+pub(crate) fn expand(r: &Repeat, history: &mut History, each: impl FnMut(&Launch)) {
+    expand_first(r, r.count, history, each);
+}
+
+/// The first `n` launches `r` stands for, as [`expand`] makes them (each at its own time in the whole run).
+pub(crate) fn expand_first(r: &Repeat, n: u32, history: &mut History, mut each: impl FnMut(&Launch)) {
+    for i in 0..n.min(r.count) {
         let (ts, dur) = r.times_of(i);
         let Some(l) = history.repeat(r.period, ts, dur) else { return };
         each(&l);
@@ -391,3 +399,6 @@ mod tests {
         assert_eq!(n, 2);
     }
 }
+
+#[cfg(test)]
+mod bound_tests;

@@ -17,6 +17,9 @@
 
 use crate::trace::event::{ApiFunc, Call, GridUnit, Launch, MemcpyKind, Origin};
 
+mod checks;
+pub(super) use checks::{bad_strings_emptied, not_a_header, second_type_error, second_type_key};
+
 /// A cursor over one line.
 struct Scan<'a> {
     bytes: &'a [u8],

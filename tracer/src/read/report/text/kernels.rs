@@ -38,7 +38,7 @@ fn kernel_rows<'a>(kernels: &'a [KernelReport], full_names: bool) -> Vec<KernelR
     for k in kernels {
         let unnamed = k.demangled.is_empty();
         let name = if unnamed && k.id == 0 {
-            "no kernel id: handles past the per-process kernel limit (kernel_handles_over_limit)".to_owned()
+            "no kernel id: handles past the per-process kernel limit or the per-user budget (kernel_handles_over_limit, kernel_handles_over_budget_uid_*)".to_owned()
         } else if unnamed {
             match k.caller.as_deref().and_then(|c| c.rsplit('/').next()) {
                 Some(file) => format!("unnamed handle {:#x} (launched from {file})", k.handle),
@@ -245,6 +245,43 @@ pub(super) fn write_vulkan_notes(s: &mut String, counters: &BTreeMap<String, u64
             "\nvulkan: {unmatched} shader modules match no SPIR-V array a mapped ggml file names, and are named by their \
              own SPIR-V (entry point@hash): a ggml file without a symbol table names its arrays from the calls that \
              create its pipelines, and {at_run_time} of those calls build the name at run time"
+        )?;
+    }
+    write_finder_notes(s, &count)
+}
+
+/// What the finders that read a library's code (ggml-vulkan's pipeline calls, HIP's registration calls) left
+/// unread: files past their budgets, and answers that came after naming had to go on without them.
+fn write_finder_notes(s: &mut String, count: &impl Fn(&str) -> u64) -> std::fmt::Result {
+    let unfinished = count("code_files_unfinished");
+    if unfinished > 0 {
+        writeln!(
+            s,
+            "\ncode: the recording stopped while tracer's finders were still reading {unfinished} librar{}' code (a \
+             stop never waits for them): what they had not named by then is named by its own symbols or SPIR-V",
+            if unfinished == 1 { "y" } else { "ies" }
+        )?;
+    }
+    let (unread, late_index, late_calls, full) = (
+        count("code_files_unread"),
+        count("shader_index_late"),
+        count("registration_calls_late"),
+        count("finder_queue_full"),
+    );
+    if unread > 0 {
+        writeln!(
+            s,
+            "
+code: {unread} librar{} read only in part by tracer's finders, past what a finder reads of one file or              of one recording (tracer's stderr named each and why): the kernels and shaders past the cut are named              by their own symbols or SPIR-V, or left unnamed",
+            if unread == 1 { "y was" } else { "ies were" }
+        )?;
+    }
+    if late_index + late_calls + full > 0 {
+        writeln!(
+            s,
+            "
+code: {late_index} shader modules and {late_calls} kernel handles were named before the finder reading              their library's code had answered (it had not within its wait), and {full} librar{} not read at all (the              finder's queue was full): named by their own SPIR-V or symbols, or left unnamed",
+            if full == 1 { "y was" } else { "ies were" }
         )?;
     }
     Ok(())

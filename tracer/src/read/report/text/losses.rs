@@ -10,17 +10,27 @@ impl Report {
     /// their loss means where HIP's launches were left to the doorbell (nothing else saw them).
     pub(super) fn write_packet_losses(&self, s: &mut String) -> std::fmt::Result {
         let counter = |name: &str| self.counters.get(name).copied().unwrap_or(0);
-        let (unread, cut) = (counter("packet_fault"), counter("packets_cut"));
+        let (unread, cut, forged) =
+            (counter("packet_fault"), counter("packets_cut"), counter("doorbell_stores_implausible"));
         let missing: Vec<String> = self
             .processes
             .iter()
             .flat_map(|p| p.packets_missing.iter().map(move |g| (p, g)))
             .map(|(p, g)| format!("{} on queue {:#x} of {} (pid {})", g.missing, g.queue, p.comm, p.pid))
             .collect();
-        if unread == 0 && cut == 0 && missing.is_empty() {
+        if unread == 0 && cut == 0 && forged == 0 && missing.is_empty() {
             return Ok(());
         }
         writeln!(s)?;
+        if forged > 0 {
+            writeln!(
+                s,
+                "queues: {forged} doorbell store{} claimed an index more than two rings past the last packet read (no \
+                 producer writes so many unread: forged or garbage); the last ring of packets before each was read, \
+                 and how many were skipped is not known",
+                plural(forged)
+            )?;
+        }
         if unread > 0 {
             writeln!(
                 s,

@@ -9,7 +9,9 @@ use std::fmt::Write as _;
 
 use std::collections::BTreeMap;
 
+mod budgets;
 mod code_dirs;
+mod cuts;
 mod jobs;
 mod kernels;
 mod losses;
@@ -103,6 +105,7 @@ impl Report {
             )?;
         }
         repeats_note(t, s)?;
+        cuts::write_repeats_cut(t, s)?;
         if t.launches_at_doorbell {
             writeln!(
                 s,
@@ -162,6 +165,7 @@ impl Report {
             )?;
         }
         self.write_packet_losses(s)?;
+        self.write_budgets(s)?;
         kernels::write_vulkan_notes(s, &self.counters)?;
         jobs::write_missed(s, &self.counters)?;
         let queue: u64 = self.drops.iter().filter(|(k, _)| k.starts_with("queue:")).map(|(_, v)| v).sum();
