@@ -145,17 +145,16 @@ impl RuntimeLinks {
     pub(crate) fn load(maps: SharedMaps, mode: ProbeMode) -> Result<Self> {
         let Programs { entry, ret, one_trap, register, doorbell, batch, pipeline_name, .. } = mode.programs();
         let mut programs = BTreeMap::new();
-        // The programs of some copies on a thread, ready by their first use, started first so that the
-        // verifier checks them on another core while this thread loads the programs of every copy (a kernel
-        // without multi-point links says so before anything is attached).
-        let preloading =
-            Preloading::start(&[super::INIT_WITNESS, register, doorbell, batch, pipeline_name], &programs, &maps);
+        // The programs of every copy, loaded now (a kernel without multi-point links says so before anything
+        // is attached); the others on a thread, ready by their first use.
         for name in [entry, ret, one_trap] {
             loaded(&mut programs, &maps, name)?;
         }
         if !programs.get(entry).is_some_and(MultiProgram::links_work) {
             anyhow::bail!("the kernel makes no multi-point uprobe links");
         }
+        let preloading =
+            Preloading::start(&[super::INIT_WITNESS, register, doorbell, batch, pipeline_name], &programs, &maps);
         Ok(Self {
             preloading,
             programs,
