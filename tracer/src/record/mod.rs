@@ -134,6 +134,8 @@ pub(crate) fn run(args: RecordArgs, serve: trace::Serve) -> Result<Option<u8>> {
         // Signals first: one that comes during the set-up (probes take seconds to attach) must not kill
         // tracer without a word, nor leave a half-made file.
         let mut signals = signals::Signals::install()?;
+        // Waits inside naming answer a stop too (a finder's answer is not waited for past it).
+        crate::os::stop::watch_signals()?;
         let setup = prepare(&args)?;
         let to_stdout = output::Dest::parse(&args.output) == output::Dest::Stdout;
         let compress = !to_stdout && args.output.extension().is_some_and(|e| e == "zst");

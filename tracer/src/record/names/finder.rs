@@ -9,8 +9,9 @@
 //! recording's [`RECORDING_BYTES`]. Past a bound, what was found so far stands, and the file is said
 //! unread with the reason ([`Budget::cut`]). **Off the session's thread**: the finders run on a thread of
 //! their own ([`Finder`]; posts never block), and the session waits for a finder's answer at most
-//! [`WAIT_EACH`], [`WAIT_TOTAL`] over the whole recording, so that the ring, signals and `-d` are answered
-//! within a second whatever a file holds. A module named before its file's index is ready is named as an
+//! [`WAIT_EACH`], [`WAIT_TOTAL`] over the whole recording, in slices that each look whether a stop was asked
+//! for ([`stop`]: a signal, the `-d` deadline), so that signals and `-d` are answered within a slice whatever
+//! a file holds, while the drain goes on taking the ring. A module named before its file's index is ready is named as an
 //! unmatched one is (by its own entry points), counted `shader_index_late`; later ones use the index.
 //!
 //! The budgets, against the real files: Debian's stripped `libggml-vulkan.so` (ggml 0.27, 42 MB) has 1.4 MB
@@ -27,6 +28,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use crate::os::stop;
+
 /// Bytes a finder reads of one file at most.
 pub(crate) const FILE_BYTES: u64 = 64 << 20;
 /// Bytes the finders read over a whole recording at most.
@@ -35,11 +38,16 @@ pub(crate) const RECORDING_BYTES: u64 = 1 << 30;
 pub(crate) const MAX_CODE_SECTIONS: usize = 64;
 /// Call sites (or addresses looked at for one) a finder keeps of one file at most (ggml-vulkan has about
 /// 2 000 pipeline calls, rocSPARSE 12 425 registrations).
-pub(crate) const MAX_SITES: usize = 1 << 16;
-/// The longest the session waits for one finder's answer.
-pub(crate) const WAIT_EACH: Duration = Duration::from_millis(250);
-/// The longest the session waits for finders over a whole recording.
-pub(crate) const WAIT_TOTAL: Duration = Duration::from_millis(800);
+pub(crate) const MAX_SITES: usize = 1 << 18;
+/// The longest the session waits for one finder's answer: one within its budget ends sooner (2.4 s for the
+/// 64 MiB of an 8 GiB sparse file, 0.06 s for Debian's stripped `libggml-vulkan.so`, here), so names do not
+/// depend on how loaded the machine is. The wait ends at once when a stop is asked for ([`stop`]).
+pub(crate) const WAIT_EACH: Duration = Duration::from_secs(10);
+/// The longest the session waits for finders over a whole recording (the drain goes on filling its queue
+/// meanwhile).
+pub(crate) const WAIT_TOTAL: Duration = Duration::from_secs(30);
+/// How often a wait looks whether a stop was asked for.
+const WAIT_SLICE: Duration = Duration::from_millis(20);
 /// Files waiting for the worker at most; a post past it is counted (`finder_queue_full`) and tried again
 /// the next time the file is needed.
 const QUEUE: usize = 64;
@@ -63,7 +71,7 @@ pub(crate) struct Budget {
 pub(crate) const CUT_FILE: &str = "past the 64 MiB a finder reads of one file";
 pub(crate) const CUT_RECORDING: &str = "past the 1 GiB the finders read in one recording";
 pub(crate) const CUT_SECTIONS: &str = "past the 64 code ranges a finder decodes in one file";
-pub(crate) const CUT_SITES: &str = "past the 65 536 call sites a finder keeps of one file";
+pub(crate) const CUT_SITES: &str = "past the 262 144 call sites a finder keeps of one file";
 
 impl Budget {
     /// A file's budget, drawn from the recording's.
@@ -161,19 +169,21 @@ impl Finder {
         }
     }
 
-    /// The answer in `pending`, waiting for it at most [`WAIT_EACH`], and [`WAIT_TOTAL`] over the recording
-    /// (None: not ready in that time).
+    /// The answer in `pending`, waiting for it at most [`WAIT_EACH`], and [`WAIT_TOTAL`] over the recording,
+    /// in slices that each look whether a stop was asked for (None: not ready in that time, or stopping).
     pub(crate) fn wait<T: Clone>(&mut self, pending: &Pending<T>) -> Option<T> {
         let room = WAIT_TOTAL.saturating_sub(self.waited).min(WAIT_EACH);
         let began = Instant::now();
-        let answer = pending
-            .ready
-            .wait_timeout_while(pending.slot.lock().unwrap_or_else(PoisonError::into_inner), room, |slot| {
-                slot.is_none()
-            })
-            .unwrap_or_else(PoisonError::into_inner)
-            .0
-            .clone();
+        let mut slot = pending.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        while slot.is_none() && !stop::requested() {
+            let left = room.saturating_sub(began.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            slot = pending.ready.wait_timeout(slot, left.min(WAIT_SLICE)).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        let answer = slot.clone();
+        drop(slot);
         self.waited = self.waited.saturating_add(began.elapsed());
         answer
     }

@@ -110,6 +110,9 @@ impl Session<'_> {
         let mut poll = tokio::time::interval(Duration::from_millis(25));
         let mut checkpoint = tokio::time::interval_at(tokio::time::Instant::now() + CHECKPOINT_EVERY, CHECKPOINT_EVERY);
         let deadline = self.args.duration.map(|d| tokio::time::Instant::now() + d);
+        if let Some(at) = deadline {
+            crate::os::stop::set_deadline(at.into_std());
+        }
         let sleep = tokio::time::sleep_until(
             deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_hours(8760)),
         );
