@@ -1,7 +1,7 @@
 //! Whether the recording has been asked to stop: SIGINT or SIGTERM came, or its `-d` deadline passed.
 //!
 //! The session's loop answers both, but only between the records it names; a wait inside naming for work
-//! of another thread (a finder reading a library's code, [`crate::record::names`]) checks this instead, so
+//! of another thread (a finder reading a library's code, in naming) checks this instead, so
 //! that the stop is answered within a slice of that wait whatever the other thread is doing. The signals'
 //! action here is registered beside tokio's own (both through `signal-hook-registry`) and only sets a flag.
 
