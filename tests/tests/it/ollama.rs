@@ -371,6 +371,15 @@ fn ollama_started_after_tracer_and_restarted_is_followed_from_its_exec() {
     assert!(f.counters["filter_entries_end"] <= h.options.ollama_servers.len() as u64, "{:?}", f.counters);
 }
 
+/// `cmd` started with its standard output piped, once it has printed `ready`.
+fn spawn_ready(cmd: &mut Command) -> Child {
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready");
+    child
+}
+
 /// Runs `tracer ARGS` under strace; returns tracer's exit status, its stderr and the paths it opened.
 fn traced_opens(args: &[&str], log: &Path) -> (std::process::ExitStatus, String, String) {
     let o = Command::new("strace")
@@ -397,17 +406,13 @@ fn an_impostor_ollama_serve_run_by_nobody_gets_no_open_and_no_probe() {
     for entry in ["", "bin", "bin/ollama", "lib", "lib/ollama", "lib/ollama/rocm"] {
         chown(install.root.join(entry), Some(nobody), Some(nobody)).unwrap();
     }
-    let mut server = Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
-        .arg(install.root.join("bin/ollama"))
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
+    let mut server = spawn_ready(
+        Command::new("setpriv")
+            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"])
+            .arg(install.root.join("bin/ollama"))
+            .arg("serve")
+            .stdin(Stdio::piped()),
+    );
     let out = install.root.join("t.jsonl");
     let log = install.root.join("strace.log");
     // Not trusted by default: refused, with why.
@@ -446,23 +451,12 @@ fn a_root_owned_interpreter_exec_d_as_ollama_serve_is_not_followed() {
     let mut perms = std::fs::metadata(&dir).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
     std::fs::set_permissions(&dir, perms).unwrap();
-    let mut server = Command::new("setpriv")
-        .args([
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            "--",
-            "bash",
-            "-c",
-            "exec -a ollama /usr/bin/python3 serve",
-        ])
-        .current_dir(&dir)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    assert_eq!(line.trim(), "ready");
+    let mut server = spawn_ready(
+        Command::new("setpriv")
+            .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "bash", "-c"])
+            .arg("exec -a ollama /usr/bin/python3 serve")
+            .current_dir(&dir),
+    );
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", server.id())).unwrap();
     assert_eq!(cmdline, b"ollama\0serve\0", "the impostor shows Ollama's argv");
     let out = dir.join("t.jsonl");

@@ -294,15 +294,16 @@ fn keep_size_removes_the_oldest_parts_first_and_what_is_left_reads() {
     let dir = scratch("keep-size");
     let keep: u64 = 512 << 10;
     let runner = fixture("mini_runner");
-    let record = |name: &str, launches: &str| {
+    // A recording of `launches` launches rotating at `rotate`, keeping `keep`.
+    let record_kept = |name: &str, launches: &str, rotate: &str, keep: &str| {
         let out = dir.join(name);
         let o = tracer(&[
             "record",
             "-q",
             "--rotate-size",
-            "64K",
+            rotate,
             "--keep-size",
-            "512K",
+            keep,
             "-o",
             out.to_str().unwrap(),
             "--",
@@ -312,6 +313,7 @@ fn keep_size_removes_the_oldest_parts_first_and_what_is_left_reads() {
         ]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     };
+    let record = |name: &str, launches: &str| record_kept(name, launches, "64K", "512K");
     // Beside the recordings: a file that is not a part, and a link; neither counts nor goes.
     std::fs::write(dir.join("notes.jsonl"), "not a trace\n").unwrap();
     std::os::unix::fs::symlink("/etc/hostname", dir.join("link.0000.jsonl")).unwrap();
@@ -341,22 +343,7 @@ fn keep_size_removes_the_oldest_parts_first_and_what_is_left_reads() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(format!("{text}{said}").contains("of the recording are not here (removed by --keep-size"), "{text}{said}");
     // A recording that never rotates (a service restarted more often than it rotates) prunes as it starts.
-    let short = dir.join("short.jsonl");
-    let o = tracer(&[
-        "record",
-        "-q",
-        "--rotate-size",
-        "64M",
-        "--keep-size",
-        "64K",
-        "-o",
-        short.to_str().unwrap(),
-        "--",
-        runner.to_str().unwrap(),
-        "loop",
-        "1",
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    record_kept("short.jsonl", "1", "64M", "64K");
     let short_parts = parts_named(&dir, "short.");
     assert_eq!(short_parts.len(), 1, "{short_parts:?}");
     let run_left = parts_named(&dir, "run.");

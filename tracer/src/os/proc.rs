@@ -110,6 +110,12 @@ pub(crate) struct Live;
 
 pub(crate) static LIVE: Live = Live;
 
+/// The real uid of a live process (`/proc/PID/status`, as `list_files` reads its credentials); None when it
+/// has ended.
+pub(crate) fn real_uid(pid: u32) -> Option<u32> {
+    Some(process(pid)?.status().ok()?.ruid)
+}
+
 fn process(pid: u32) -> Option<procfs::process::Process> {
     procfs::process::Process::new(i32::try_from(pid).ok()?).ok()
 }
@@ -384,6 +390,12 @@ pub(crate) fn own_peak_rss_kib() -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_real_uid_is_read_from_status() {
+        assert_eq!(real_uid(std::process::id()), Some(rustix::process::getuid().as_raw()));
+        assert_eq!(real_uid(u32::MAX), None);
+    }
+
     use super::*;
 
     #[test]

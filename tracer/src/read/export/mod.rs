@@ -18,7 +18,7 @@ pub(crate) use self::parquet::parquet;
 pub(crate) use dot::dot;
 pub(crate) use perfetto::perfetto;
 
-use std::io::{Read as _, Seek as _, Write};
+use std::io::{Seek as _, Write};
 
 /// An export's bytes held until it has ended well, then copied to standard output: a trace refused halfway
 /// (a corrupt line, a second header) leaves standard output empty, not half a document. The first
@@ -62,13 +62,7 @@ impl Spool {
             spilled.write_all(&self.memory)?;
             let mut file = spilled.into_inner().map_err(std::io::IntoInnerError::into_error)?;
             file.rewind()?;
-            let mut buf = vec![0u8; 1 << 20];
-            loop {
-                match file.read(&mut buf)? {
-                    0 => break,
-                    n => out.write_all(&buf[..n])?,
-                }
-            }
+            std::io::copy(&mut file, out)?;
         } else {
             out.write_all(&self.memory)?;
         }

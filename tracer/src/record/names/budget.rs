@@ -11,7 +11,7 @@
 //! back what it held when naming lets it go (its exit, its exec), so a user's next programs have room
 //! again.
 
-use std::{cell::RefCell, collections::BTreeMap, io::Read as _, rc::Rc};
+use std::{cell::RefCell, collections::BTreeMap, rc::Rc};
 
 /// The user a process runs as: its real uid (None: not known, the process had ended).
 pub(crate) type Uid = Option<u32>;
@@ -163,22 +163,6 @@ impl Drop for Charge {
     }
 }
 
-/// The real uid of a live process, from the `Uid:` line of `/proc/PID/status` (its first 4 KiB: the line
-/// comes ninth); None when it has ended or the line is not there.
-pub(crate) fn real_uid(pid: u32) -> Option<u32> {
-    let file = std::fs::File::open(format!("/proc/{pid}/status")).ok()?;
-    let mut text = Vec::with_capacity(4096);
-    file.take(4096).read_to_end(&mut text).ok()?;
-    parse_uid(&text)
-}
-
-/// The real uid of a `status` text.
-fn parse_uid(text: &[u8]) -> Option<u32> {
-    let line = text.split(|&b| b == b'\n').find_map(|l| l.strip_prefix(b"Uid:"))?;
-    let real = line.split(u8::is_ascii_whitespace).find(|f| !f.is_empty())?;
-    std::str::from_utf8(real).ok()?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -224,12 +208,5 @@ mod tests {
         assert!(c.contains(&("maps_reads_over_recording_budget".to_owned(), 1)), "{c:?}");
         held.truncate(users - 1);
         assert!(late.room(Kind::Outside));
-    }
-
-    #[test]
-    fn the_real_uid_is_read_from_status() {
-        assert_eq!(parse_uid(b"Name:\tx\nUmask:\t0022\nUid:\t1000\t0\t0\t0\nGid:\t5\n"), Some(1000));
-        assert_eq!(parse_uid(b"Name:\tx\n"), None);
-        assert_eq!(real_uid(std::process::id()), Some(rustix::process::getuid().as_raw()));
     }
 }

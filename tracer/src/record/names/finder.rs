@@ -76,7 +76,7 @@ pub(crate) const CUT_SITES: &str = "past the 262 144 call sites a finder keeps o
 impl Budget {
     /// A file's budget, drawn from the recording's.
     pub(crate) const fn file() -> Self {
-        Self { left: FILE_BYTES, spent: 0, shared: true, cut: None }
+        Self::drawn(FILE_BYTES)
     }
 
     /// A budget of `bytes`, drawn from the recording's.

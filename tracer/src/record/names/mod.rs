@@ -222,7 +222,7 @@ impl Of<'_> {
     /// What the process holds against its user's budget: its uid read the first time (once per image).
     fn charge(&mut self) -> &mut budget::Charge {
         let (budgets, pid) = (&self.names.budgets, self.pid);
-        self.proc.charge.get_or_insert_with(|| budgets.charge(budget::real_uid(pid)))
+        self.proc.charge.get_or_insert_with(|| budgets.charge(crate::os::proc::real_uid(pid)))
     }
 
     /// Whether a new handle, named or not, may still be bound in this process (its own limits, its
