@@ -32,6 +32,24 @@
 #                     the program, ggml's libraries shared): $LLAMA_VK_WORK/static/bin/llama-server
 set -euo pipefail
 
+# A failed step's log said whole: where it is, its lines that say why (wherever they are in it: a compiler's
+# error comes before the lines of the jobs that ran beside it), then its last lines.
+fail_log() {
+  local log="$1" what="$2" n
+  echo "build.sh: $what failed; its whole log: $log (below, each line cut at 400 characters)" >&2
+  n=$(grep -cE 'error|Error|ERROR|FAILED|No such file|Killed|No space' "$log" || true)
+  n="${n:-0}"
+  if [ "$n" -gt 0 ]; then
+    echo "build.sh: the lines of $log that say why ($n; $(( n > 40 ? n - 40 : 0 )) past the 40th left out here):" >&2
+    grep -nE 'error|Error|ERROR|FAILED|No such file|Killed|No space' "$log" | head -40 | cut -c1-400 >&2
+  else
+    echo "build.sh: no line of $log names an error" >&2
+  fi
+  echo "build.sh: the last 40 lines of $log:" >&2
+  tail -40 "$log" | cut -c1-400 >&2
+  exit 1
+}
+
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 work="${LLAMA_VK_WORK:-/work/llvk}"
@@ -90,9 +108,9 @@ if [ -z "$vk_inc" ] && [ -z "${VULKAN_SDK:-}" ] && ! grep -q LayerSettingEXT /us
     apt_opts=(-o Dir::Etc::SourceList="$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
               -o Dir::State::Lists="$apt_dir/lists" -o Dir::Cache="$apt_dir/cache")
     apt-get -q "${apt_opts[@]}" update > "$apt_dir/update.log" 2>&1 ||
-      { tail -5 "$apt_dir/update.log" >&2; exit 1; }
+      fail_log "$apt_dir/update.log" "apt-get update (Debian $suite's lists, for the Vulkan headers)"
     (cd "$apt_dir/deb" && apt-get -q "${apt_opts[@]}" download "libvulkan-dev=$vkver" > ../download.log 2>&1) ||
-      { tail -5 "$apt_dir/download.log" >&2; exit 1; }
+      fail_log "$apt_dir/download.log" "apt-get download libvulkan-dev=$vkver"
     dpkg -x "$apt_dir"/deb/libvulkan-dev_*.deb "$work/vulkan-headers"
   fi
   echo "Vulkan headers: $vk_inc ($(grep -m1 '#define VK_HEADER_VERSION ' "$vk_inc/vulkan/vulkan_core.h"))"
@@ -111,13 +129,11 @@ if [ "$missing" = 1 ]; then
   if ! cmake -S "$src" -B "$build" "${gen[@]}" "${vk_args[@]}" -DCMAKE_BUILD_TYPE=Release -DGGML_VULKAN=ON -DGGML_NATIVE=OFF \
       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_UI=OFF \
       -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=ON > "$work/cmake.log" 2>&1; then
-    tail -30 "$work/cmake.log" >&2
-    exit 1
+    fail_log "$work/cmake.log" "cmake (configure)"
   fi
   # shellcheck disable=SC2086 # a list of targets
   if ! cmake --build "$build" --target $targets -j "$jobs" > "$work/build.log" 2>&1; then
-    tail -40 "$work/build.log" >&2
-    exit 1
+    fail_log "$work/build.log" "cmake --build"
   fi
   echo "built llama.cpp (Vulkan) in $(( $(date +%s) - start )) s (-j$jobs; logs $work/cmake.log, $work/build.log)"
 fi
@@ -133,21 +149,34 @@ ls "$bin"/*.so* 2> /dev/null || true
 static="$work/static"
 if [ "${LLAMA_VK_STATIC_SERVER:-0}" = 1 ] && [ ! -x "$static/bin/llama-server" ]; then
   start=$(date +%s)
-  if ! cmake --install "$build/ggml" --prefix "$work/ggml-prefix" > "$work/ggml-install.log" 2>&1; then
-    tail -20 "$work/ggml-install.log" >&2
-    exit 1
+  # Every file ggml's install rules name is built first (a no-op after the build above; where the targets were
+  # already there, it finishes a build dir left partial), then installed into a fresh staging prefix, checked,
+  # and only then moved into place: a failed or partial install never stays behind as the prefix. DESTDIR is
+  # unset: it would send the files elsewhere.
+  if ! cmake --build "$build" --target ggml ggml-base ggml-cpu ggml-vulkan -j "$jobs" > "$work/ggml-build.log" 2>&1; then
+    fail_log "$work/ggml-build.log" "cmake --build (ggml's libraries, before their install)"
   fi
+  stage="$work/ggml-prefix.tmp"
+  rm -rf "$stage"
+  mkdir -p "$stage"
+  if ! env -u DESTDIR cmake --install "$build/ggml" --prefix "$stage" > "$work/ggml-install.log" 2>&1; then
+    fail_log "$work/ggml-install.log" "cmake --install $build/ggml"
+  fi
+  for f in lib/cmake/ggml/ggml-config.cmake include/ggml.h lib/libggml.so lib/libggml-base.so lib/libggml-cpu.so \
+      lib/libggml-vulkan.so; do
+    [ -e "$stage/$f" ] || { echo "build.sh: ggml's install left no $stage/$f" >&2; fail_log "$work/ggml-install.log" "cmake --install $build/ggml"; }
+  done
+  rm -rf "$work/ggml-prefix"
+  mv "$stage" "$work/ggml-prefix"
   if ! cmake -S "$src" -B "$static" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DLLAMA_USE_SYSTEM_GGML=ON \
       -Dggml_DIR="$work/ggml-prefix/lib/cmake/ggml" -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF \
       -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
       -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DCMAKE_EXE_LINKER_FLAGS=-Wl,--disable-new-dtags \
       > "$work/static-cmake.log" 2>&1; then
-    tail -30 "$work/static-cmake.log" >&2
-    exit 1
+    fail_log "$work/static-cmake.log" "cmake (configure of the Ollama-linked llama-server)"
   fi
   if ! cmake --build "$static" --target llama-server -j "$jobs" > "$work/static-build.log" 2>&1; then
-    tail -40 "$work/static-build.log" >&2
-    exit 1
+    fail_log "$work/static-build.log" "cmake --build of the Ollama-linked llama-server"
   fi
   strip "$static/bin/llama-server"
   echo "built llama-server with libllama linked in, ggml shared, stripped, in $(( $(date +%s) - start )) s"
@@ -161,6 +190,6 @@ if [ ! -f "$models/q4_k_m.gguf" ]; then
   mkdir -p "$models"
   python3 "$root/bench/gpu/ggml/make_model.py" "$src" "$models/f16.gguf"
   "$bin/llama-quantize" "$models/f16.gguf" "$models/q4_k_m.gguf" Q4_K_M > "$work/quantize.log" 2>&1 ||
-    { tail -20 "$work/quantize.log" >&2; exit 1; }
+    fail_log "$work/quantize.log" "llama-quantize"
 fi
 ls -la "$models"

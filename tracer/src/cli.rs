@@ -21,11 +21,13 @@ pub(crate) struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-#[expect(clippy::large_enum_variant, reason = "parsed once per run; boxing would only add an indirection")]
 pub(crate) enum Cmd {
     /// Record a trace: of a command (`-- COMMAND ARGS`), of running processes (--pid), or of every process
     /// that calls the probed libraries.
     Record(RecordCli),
+    /// Record as `record` does and show it live in the terminal, per process: kernels a second by family,
+    /// the current phase, tokens a second, traps a token, GPU libraries, losses; `s` sorts, `q` quits.
+    Top(TopCli),
     /// Summarize a trace: kernels per process, API calls, memory, losses.
     Report(ReportCli),
     /// List the GPU code a library or program carries: offload bundles, targets, kernels; a ggml Vulkan
@@ -88,6 +90,9 @@ pub(crate) enum ExportFormat {
     /// Apache Parquet: one row per kernel execution (process, model, phase, step, kernel, family,
     /// library, ne11, grid/block, times), for `DuckDB`, Polars, Spark, `ClickHouse`.
     Parquet,
+    /// rocprofiler-sdk's rocpd `SQLite` database (schema 3): kernel dispatches, API regions, processes,
+    /// threads, queues, with rocpd's views (`kernels`, `top_kernels`, ...); needs `-o FILE.db`.
+    Rocpd,
 }
 
 #[derive(Debug, Args)]
@@ -215,6 +220,76 @@ pub(crate) struct RecordCli {
     /// Start this command and record it from its first instruction, following its children.
     #[arg(last = true, value_name = "COMMAND")]
     pub(crate) command: Vec<String>,
+}
+
+/// `tracer top`: what it records (as `record`, whose options these are) and how its view ends.
+#[derive(Debug, Args)]
+pub(crate) struct TopCli {
+    /// Also write the trace to this file (as `record -o`); without it, the trace is a temporary file,
+    /// removed at the end.
+    #[arg(short, long)]
+    pub(crate) output: Option<PathBuf>,
+    /// Replace the output file if it exists.
+    #[arg(long, requires = "output")]
+    pub(crate) force: bool,
+    /// Record only this process and the processes it starts (repeatable).
+    #[arg(short, long = "pid", value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
+    pub(crate) pids: Vec<u32>,
+    /// Follow Ollama: the `ollama serve` process and every runner it starts.
+    #[arg(long)]
+    pub(crate) ollama: bool,
+    /// The Ollama server's PID (repeatable; implies --ollama).
+    #[arg(long = "ollama-pid", value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
+    pub(crate) ollama_pids: Vec<u32>,
+    /// With --ollama: also follow an `ollama serve` whose executable this user (a name or uid) owns.
+    #[arg(long, value_name = "USER")]
+    pub(crate) ollama_user: Option<String>,
+    /// Ollama's models directory, to name a runner's model (default: $`OLLAMA_MODELS`, ~/.ollama/models).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) models_dir: Option<PathBuf>,
+    /// Probe this runtime library copy (repeatable), as `record --lib`.
+    #[arg(long = "lib", value_name = "PATH")]
+    pub(crate) libs: Vec<PathBuf>,
+    /// Stop recording after this long (e.g. 30s, 2m); the last screen stays until q.
+    #[arg(short, long, allow_hyphen_values = true, value_parser = parse_duration)]
+    pub(crate) duration: Option<Duration>,
+    /// Probe every call tracer knows, as `record --all-calls`.
+    #[arg(long)]
+    pub(crate) all_calls: bool,
+    /// Also probe HIP's launch functions where dispatches are read at the doorbell, as `record --hip-launches`.
+    #[arg(long)]
+    pub(crate) hip_launches: bool,
+    /// Exit as soon as the recording ends (the command exited, the targets ended, --duration), instead of
+    /// keeping the last screen until q.
+    #[arg(long)]
+    pub(crate) exit_when_done: bool,
+    /// Start this command and record it from its first instruction (its standard input is /dev/null, its
+    /// output shown in the messages pane).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub(crate) command: Vec<String>,
+}
+
+impl TopCli {
+    /// The recording `top` makes, as `record` would with these options and writing to `output`.
+    pub(crate) fn record_cli(&self, output: &std::path::Path) -> anyhow::Result<RecordCli> {
+        use clap::FromArgMatches as _;
+        let defaults = RecordCli::augment_args(clap::Command::new("record")).try_get_matches_from(["record"])?;
+        Ok(RecordCli {
+            output: output.to_path_buf(),
+            force: self.force,
+            pids: self.pids.clone(),
+            ollama: self.ollama,
+            ollama_pids: self.ollama_pids.clone(),
+            ollama_user: self.ollama_user.clone(),
+            models_dir: self.models_dir.clone(),
+            libs: self.libs.clone(),
+            duration: self.duration,
+            all_calls: self.all_calls,
+            hip_launches: self.hip_launches,
+            command: self.command.clone(),
+            ..RecordCli::from_arg_matches(&defaults)?
+        })
+    }
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]

@@ -44,6 +44,13 @@ fn command(command: Cmd) -> anyhow::Result<ExitCode> {
             print(&if i.json { format!("{}\n", serde_json::to_string_pretty(&ins)?) } else { ins.to_text() })
         }
         Cmd::Export(e) => export(&e),
+        Cmd::Top(t) => {
+            let opts = read::top::Options { output: t.output.clone(), exit_when_done: t.exit_when_done };
+            let status = read::top::run(&opts, |output, tap| {
+                record::run_tapped(RecordArgs::try_from(t.record_cli(output)?)?, read::metrics::serve, Some(tap))
+            })?;
+            Ok(status.map_or(ExitCode::SUCCESS, ExitCode::from))
+        }
         Cmd::Generate(g) => match g.what {
             Generated::Man => crate::cli::man_pages(&g.dir).map(|()| ExitCode::SUCCESS).map_err(|e| {
                 anyhow::anyhow!("cannot write the man pages into {} ({e}): give an existing directory", g.dir.display())
@@ -75,15 +82,28 @@ fn print(text: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Said when rocpd is asked for on standard output.
+const ROCPD_NEEDS_FILE: &str = "rocpd is an SQLite file: give -o FILE.db";
+
 /// Exports to standard output, or to a file that appears only when the export is complete; what reading
 /// the input found wrong with it (a cut file, parts missing) is said on stderr, as `report` says it.
 fn export(e: &ExportCli) -> anyhow::Result<ExitCode> {
     let input = crate::trace::Input::new(&e.files)?;
+    if matches!(e.format, ExportFormat::Rocpd) {
+        // A database, written where it will lie (beside it, then renamed), never streamed.
+        let Some(Dest::File(path)) = e.output.as_deref().map(Dest::parse) else {
+            anyhow::bail!("{ROCPD_NEEDS_FILE}");
+        };
+        let inputs: Vec<&std::path::Path> = input.paths().collect();
+        warn(&read::export::rocpd(&input, &path, e.force, &inputs)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let run = |out: &mut (dyn std::io::Write + Send)| match e.format {
         ExportFormat::Perfetto => read::export::perfetto(&input, out),
         ExportFormat::Csv => read::export::csv(&input, out),
         ExportFormat::Dot => read::export::dot(&input, out),
         ExportFormat::Parquet => read::export::parquet(&input, out),
+        ExportFormat::Rocpd => Err(anyhow::anyhow!("{ROCPD_NEEDS_FILE}")),
     };
     let warnings = match e.output.as_deref().map_or(Dest::Stdout, Dest::parse) {
         Dest::Stdout => {

@@ -128,47 +128,10 @@ fn build_hip_graphs() -> Result<()> {
 /// libraries (`FIXTURE_SHARED`) first, then the programs.
 fn build_hip() -> Result<()> {
     let out = fixtures_dir();
-    fs::create_dir_all(&out)?;
-    let (mut sources, mut headers) = (Vec::new(), Vec::new());
-    for entry in fs::read_dir(root().join("fixtures/hip"))? {
-        let path = entry?.path();
-        match path.extension().and_then(|e| e.to_str()) {
-            Some("hip") => sources.push(path),
-            Some("h") => headers.push(path),
-            _ => {}
-        }
-    }
-    let stem = |src: &Path| src.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
-    let shared = |stem: &str| FIXTURE_SHARED.iter().find(|(name, _)| *name == stem).map(|(_, lib)| *lib);
-    sources.sort_by_key(|src| (shared(&stem(src)).is_none(), src.clone()));
+    let (mut sources, headers) = hip_sources()?;
+    sources.sort_by_key(|src| (shared_lib(&stem(src)).is_none(), src.clone()));
     for src in sources {
-        let stem = stem(&src);
-        let bin = out.join(shared(&stem).unwrap_or(&stem));
-        let text = fs::read_to_string(&src)?;
-        let mut inputs = vec![&src];
-        inputs.extend(headers.iter().filter(|h| {
-            h.file_name().and_then(|n| n.to_str()).is_some_and(|n| text.contains(&format!("#include \"{n}\"")))
-        }));
-        let newest =
-            inputs.iter().map(|p| fs::metadata(p)?.modified()).collect::<Result<Vec<_>, _>>()?.into_iter().max();
-        let fresh = match (newest, fs::metadata(&bin).and_then(|m| m.modified())) {
-            (Some(s), Ok(b)) => b >= s,
-            _ => false,
-        };
-        if fresh {
-            continue;
-        }
-        step(&format!("hipcc {}", src.display()));
-        let mut hipcc = Command::new("hipcc");
-        hipcc.args(["--offload-arch=gfx1030", "-O2", "-o"]).arg(&bin).arg(&src);
-        if let Some(lib) = shared(&stem) {
-            hipcc.args(["-shared", "-fPIC", &format!("-Wl,-soname,{lib}")]);
-        }
-        for (_, lib) in FIXTURE_LINKS_SHARED.iter().filter(|(name, _)| *name == stem) {
-            hipcc.arg(format!("-L{}", out.display())).arg(format!("-l:{lib}")).arg("-Wl,-rpath,$ORIGIN");
-        }
-        let libs = FIXTURE_LIBS.iter().find(|(name, _)| *name == stem).map_or(&[][..], |(_, libs)| libs);
-        run(hipcc.args(libs))?;
+        build_hip_source(&src, &headers)?;
     }
     // A library's code-object directory, as rocBLAS's Tensile `library/` is: code_objects.hip's kernels as
     // one code object (`hipcc --genco`), copied into four files beside a catalogue, for code_objects to
@@ -191,6 +154,74 @@ fn build_hip() -> Result<()> {
     step("strip mini_runner -> mini_runner_stripped");
     run(Command::new("strip").arg("--strip-all").arg("-o").arg(&stripped).arg(&runner))?;
     Ok(())
+}
+
+/// One HIP fixture, `fixtures/hip/NAME.hip`, built as [`build_hip`] builds each (`cargo xtask demo` builds only
+/// its runner): an error naming the fixtures there when there is no such source.
+pub(crate) fn build_hip_fixture(name: &str) -> Result<()> {
+    let (sources, headers) = hip_sources()?;
+    let src = sources.iter().find(|src| stem(src) == name).with_context(|| {
+        let names: Vec<String> = sources.iter().map(|src| stem(src)).collect();
+        format!("no fixture fixtures/hip/{name}.hip: there are {}", names.join(", "))
+    })?;
+    build_hip_source(src, &headers)
+}
+
+/// The `.hip` sources and `.h` headers of `fixtures/hip`.
+fn hip_sources() -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+    let (mut sources, mut headers) = (Vec::new(), Vec::new());
+    for entry in fs::read_dir(root().join("fixtures/hip"))? {
+        let path = entry?.path();
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("hip") => sources.push(path),
+            Some("h") => headers.push(path),
+            _ => {}
+        }
+    }
+    sources.sort();
+    Ok((sources, headers))
+}
+
+fn stem(src: &Path) -> String {
+    src.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned()
+}
+
+/// The library name a HIP fixture is built under, where it is a shared library.
+fn shared_lib(stem: &str) -> Option<&'static str> {
+    FIXTURE_SHARED.iter().find(|(name, _)| *name == stem).map(|(_, lib)| *lib)
+}
+
+/// Builds `src` into `target/fixtures` with hipcc when it or a `fixtures/hip` header it includes is newer than
+/// its binary.
+fn build_hip_source(src: &Path, headers: &[PathBuf]) -> Result<()> {
+    let out = fixtures_dir();
+    fs::create_dir_all(&out)?;
+    let stem = stem(src);
+    let bin = out.join(shared_lib(&stem).unwrap_or(&stem));
+    let text = fs::read_to_string(src)?;
+    let mut inputs = vec![src];
+    inputs.extend(headers.iter().map(PathBuf::as_path).filter(|h| {
+        h.file_name().and_then(|n| n.to_str()).is_some_and(|n| text.contains(&format!("#include \"{n}\"")))
+    }));
+    let newest = inputs.iter().map(|p| fs::metadata(p)?.modified()).collect::<Result<Vec<_>, _>>()?.into_iter().max();
+    let fresh = match (newest, fs::metadata(&bin).and_then(|m| m.modified())) {
+        (Some(s), Ok(b)) => b >= s,
+        _ => false,
+    };
+    if fresh {
+        return Ok(());
+    }
+    step(&format!("hipcc {}", src.display()));
+    let mut hipcc = Command::new("hipcc");
+    hipcc.args(["--offload-arch=gfx1030", "-O2", "-o"]).arg(&bin).arg(src);
+    if let Some(lib) = shared_lib(&stem) {
+        hipcc.args(["-shared", "-fPIC", &format!("-Wl,-soname,{lib}")]);
+    }
+    for (_, lib) in FIXTURE_LINKS_SHARED.iter().filter(|(name, _)| *name == stem) {
+        hipcc.arg(format!("-L{}", out.display())).arg(format!("-l:{lib}")).arg("-Wl,-rpath,$ORIGIN");
+    }
+    let libs = FIXTURE_LIBS.iter().find(|(name, _)| *name == stem).map_or(&[][..], |(_, libs)| libs);
+    run(hipcc.args(libs))
 }
 
 /// The test doubles and programs built with cc: the HSA and CUDA doubles with their drivers, the Vulkan

@@ -16,12 +16,14 @@ use anyhow::{Context as _, Result, bail};
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod demo;
 mod fixtures;
 mod layout;
 mod package;
 mod provenance;
 mod roots;
 mod stack;
+mod steplog;
 
 #[derive(Parser)]
 #[command(name = "xtask", about = "tracer's build, demo and test tasks")]
@@ -37,7 +39,8 @@ enum Cmd {
     Setup,
     /// Build tracer (release) and the HIP fixtures.
     Build,
-    /// Set up, build, record the demo workload under tracer and print the report.
+    /// Install and build only what the demo needs (the eBPF toolchain, Debian 12's HIP runtime and hipcc,
+    /// tracer, its runner), record the demo workload under tracer, report it and two shipped recordings.
     Demo,
     /// Set up, build, then measure cost, throughput and losses (prints a table, writes bench/results.json).
     Bench {
@@ -110,6 +113,8 @@ const PACKAGES: &[&str] = &[
     "bpftrace",
     "strace",
     "graphviz",
+    "tmux",    // the terminal `tracer top` is used in, keys sent and the screen read (tests/it/top.rs)
+    "sqlite3", // reads back the databases `tracer export --format rocpd` writes (tests/it/rocpd.rs)
     "prometheus",
     "zstd",
     "systemd",
@@ -144,7 +149,7 @@ fn main() {
     let result = match cli.cmd {
         Cmd::Setup => setup(),
         Cmd::Build => setup().and_then(|()| build()),
-        Cmd::Demo => setup().and_then(|()| build()).and_then(|()| demo()),
+        Cmd::Demo => demo::demo(),
         Cmd::Bench { quick, stack, rows } => setup()
             .and_then(|()| build())
             .and_then(|()| bench::bench(bench::Opts { quick, stack_only: stack, only: rows })),
@@ -190,12 +195,13 @@ fn verdict(ok: bool) -> String {
     if ok { "yes".into() } else { "NO".into() }
 }
 
+/// Runs a step: PATH with cargo's bin directory first unless the step sets a PATH of its own; its output passed
+/// through and kept in a log file, whose path and lines that say why a failed step prints ([`steplog`]).
 fn run(cmd: &mut Command) -> Result<()> {
-    let status = cmd.env("PATH", path_with_cargo_bin()).status().with_context(|| format!("cannot run {cmd:?}"))?;
-    if !status.success() {
-        bail!("{cmd:?} failed ({status})");
+    if !cmd.get_envs().any(|(k, v)| k == "PATH" && v.is_some()) {
+        cmd.env("PATH", path_with_cargo_bin());
     }
-    Ok(())
+    steplog::run(cmd)
 }
 
 fn output(cmd: &mut Command) -> Result<String> {
@@ -209,7 +215,7 @@ fn output(cmd: &mut Command) -> Result<String> {
 fn setup() -> Result<()> {
     nightly_rust_src()?;
     bpf_linker()?;
-    debian_packages()?;
+    debian_packages(PACKAGES)?;
     python_packages()?;
     tracefs()?;
     roots::sid_roots()?;
@@ -341,8 +347,9 @@ fn bpf_linker() -> Result<()> {
     Ok(())
 }
 
-fn debian_packages() -> Result<()> {
-    let missing: Vec<&str> = PACKAGES
+/// Installs those of `packages` that are not installed (apt-get).
+fn debian_packages(packages: &[&str]) -> Result<()> {
+    let missing: Vec<&str> = packages
         .iter()
         .copied()
         .filter(|p| {
@@ -353,7 +360,7 @@ fn debian_packages() -> Result<()> {
         })
         .collect();
     if missing.is_empty() {
-        step(&format!("Debian packages ({}): present", PACKAGES.join(" ")));
+        step(&format!("Debian packages ({}): present", packages.join(" ")));
         return Ok(());
     }
     step(&format!("installing Debian packages: {}", missing.join(" ")));
@@ -386,54 +393,6 @@ fn cargo_build_tracer() -> Result<()> {
 
 fn tracer_bin() -> PathBuf {
     root().join("target/release/tracer")
-}
-
-/// The GPU recording the demo reports: made on an NVIDIA H100 by `bench/gpu/ggml/ledger.sh`.
-const DEMO_GPU_TRACE: &str = "fixtures/traces/h100-llama-bench-q4_k_m-p513.jsonl.zst";
-
-/// The AMD recording the demo reports: made here, in the qemu guest of the null GPU (issue 58), by
-/// `fixtures/kmod/null_gpu_bench.sh`.
-const DEMO_AMD_TRACE: &str = "fixtures/traces/null-gpu-llama-bench-q4_k_m.jsonl.zst";
-
-/// Three parts: a recording made here (the eBPF side works on this machine: a GPU-less run of the demo
-/// workload, every launch failing), then the reports of two recordings shipped in the repository: a real GPU's
-/// (NVIDIA), and Debian's unmodified AMD stack on the null GPU.
-fn demo() -> Result<()> {
-    let trace = root().join("target/demo.trace.jsonl");
-    let runner = fixtures::fixtures_dir().join("mini_runner");
-    step(
-        "part 1 of 3: a recording made on this machine (no GPU here: the runtime is real, every launch fails; \
-         --all-calls reads each launch's result, which the default, one trap a launch, leaves unread)",
-    );
-    step(&format!("tracer record --all-calls -o {} -- {} demo", trace.display(), runner.display()));
-    run(Command::new(tracer_bin())
-        .arg("record")
-        .arg("--all-calls")
-        .arg("--force")
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .arg(&runner)
-        .arg("demo"))?;
-    step(&format!("tracer report {}", trace.display()));
-    run(Command::new(tracer_bin()).arg("report").arg(&trace))?;
-    step(
-        "part 2 of 3: a real GPU recording shipped with tracer, made on an NVIDIA H100 (driver 580.159.04) by \
-         bench/gpu/ggml/ledger.sh: llama.cpp's llama-bench (CUDA backend, a random-weight Q4_K_M model) with a \
-         513-token prompt (two passes at n_ubatch 512) and 4 generated tokens, traced from its start; its 796 \
-         kernel executions equal CUPTI's there, kernel by kernel",
-    );
-    step(&format!("tracer report {DEMO_GPU_TRACE}"));
-    run(Command::new(tracer_bin()).arg("report").arg(root().join(DEMO_GPU_TRACE)))?;
-    step(
-        "part 3 of 3: AMD's dispatch path, Debian unstable's unmodified ROCm 6.4 and llama.cpp (llama-bench, ggml's \
-         HIP backend, a random-weight Q4_K_M model, -p 8 -n 4) on the null GPU: a test double of the amdgpu kernel \
-         driver in a qemu guest that presents a gfx1100 and consumes every AQL packet without computing. It shows \
-         the queues, packets, kernels and steps exactly as the runtime made them, each dispatch read at its \
-         doorbell with one trap; it cannot show GPU time, and no result is computed",
-    );
-    step(&format!("tracer report {DEMO_AMD_TRACE}"));
-    run(Command::new(tracer_bin()).arg("report").arg(root().join(DEMO_AMD_TRACE)))
 }
 
 /// The fuzz targets (`fuzz/fuzz_targets/NAME.rs`), each with its corpus under `fuzz/corpus/NAME`.

@@ -22,12 +22,12 @@ const DEBIAN_HIP: &str = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
 
 /// `<tmp>/bin/ollama`, `<tmp>/lib/ollama/rocm/libamdhip64.so.5` (a copy: its own inode), a
 /// `<tmp>/lib/ollama/llama-server`, and a models directory whose manifest names the blob.
-struct Install {
-    root: PathBuf,
+pub(crate) struct Install {
+    pub(crate) root: PathBuf,
 }
 
 impl Install {
-    fn new(test: &str) -> Self {
+    pub(crate) fn new(test: &str) -> Self {
         let root = scratch(test);
         std::fs::create_dir_all(root.join("bin")).unwrap();
         std::fs::create_dir_all(root.join("lib/ollama/rocm")).unwrap();
@@ -49,11 +49,11 @@ impl Install {
         Self { root }
     }
 
-    fn bundle(&self) -> PathBuf {
+    pub(crate) fn bundle(&self) -> PathBuf {
         self.root.join("lib/ollama/rocm")
     }
 
-    fn blob(&self) -> String {
+    pub(crate) fn blob(&self) -> String {
         self.root.join(format!("models/blobs/sha256-{BLOB_HEX}")).display().to_string()
     }
 
@@ -68,7 +68,7 @@ impl Install {
         )
     }
 
-    fn new_runner(&self, delay_ms: u32, port: u32, model: &str) -> String {
+    pub(crate) fn new_runner(&self, delay_ms: u32, port: u32, model: &str) -> String {
         format!(
             "{delay_ms}|0|{}|llama-server|--model|{model}|--port|{port}|--host|127.0.0.1",
             self.root.join("lib/ollama/llama-server").display()
@@ -77,10 +77,15 @@ impl Install {
 
     /// Starts `ollama serve`; it waits for `go`. `delay_ms`: how long each runner waits before launching,
     /// as a runner loading its model would.
-    fn serve(&self, children: &[String], delay_ms: u32) -> Server {
+    pub(crate) fn serve(&self, children: &[String], delay_ms: u32) -> Server {
+        self.serve_with(children, ("TRACER_TEST_RUNNER_DELAY_MS", &delay_ms.to_string()))
+    }
+
+    /// The same with one variable of the runners' (`TRACER_TEST_RUNNER_WAIT_FILE`: they wait for the file).
+    pub(crate) fn serve_with(&self, children: &[String], (key, value): (&str, &str)) -> Server {
         let mut child = Command::new(self.root.join("bin/ollama"))
             .arg("serve")
-            .env("TRACER_TEST_RUNNER_DELAY_MS", delay_ms.to_string())
+            .env(key, value)
             .env("OLLAMA_SHIM_CHILDREN", children.join(";"))
             .env("LD_LIBRARY_PATH", self.bundle())
             .stdin(Stdio::piped())
@@ -95,13 +100,13 @@ impl Install {
     }
 }
 
-struct Server {
-    child: Child,
-    out: BufReader<std::process::ChildStdout>,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) out: BufReader<std::process::ChildStdout>,
 }
 
 impl Server {
-    fn go_and_wait(&mut self) {
+    pub(crate) fn go_and_wait(&mut self) {
         let mut stdin = self.child.stdin.take().unwrap();
         stdin.write_all(b"go\n").unwrap();
         drop(stdin);
@@ -118,7 +123,7 @@ impl Drop for Server {
     }
 }
 
-fn stop(rec: Recording) -> Vec<Line> {
+pub(crate) fn stop(rec: Recording) -> Vec<Line> {
     // Let the last events reach the file, then stop as a user would.
     std::thread::sleep(Duration::from_millis(300));
     rec.signal(libc::SIGINT);
@@ -129,7 +134,7 @@ fn stop(rec: Recording) -> Vec<Line> {
     read_trace(&out)
 }
 
-fn processes(records: &[Line]) -> Vec<&trace::Process> {
+pub(crate) fn processes(records: &[Line]) -> Vec<&trace::Process> {
     records.iter().filter_map(|r| if let Line::Process(p) = r { Some(p) } else { None }).collect()
 }
 

@@ -9,3 +9,4 @@ pub(crate) mod export;
 pub(crate) mod metrics;
 pub(crate) mod phase;
 pub(crate) mod report;
+pub(crate) mod top;

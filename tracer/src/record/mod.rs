@@ -100,7 +100,7 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32], later: bo
         return libs::from_user_paths(&args.libs);
     }
     let mut all = Vec::new();
-    for runtime in runtimes(args) {
+    for runtime in runtimes(args, !targets.is_empty()) {
         let mut copies: Vec<LibCopy> = targets.iter().flat_map(|&p| libs::mapped_by(p, runtime)).collect();
         if copies.is_empty() {
             copies = libs::usual_places(runtime);
@@ -128,6 +128,15 @@ fn find_libraries(args: &RecordArgs, targets: &[u32], servers: &[u32], later: bo
 /// The status is the started command's, or 128 + N when signal N stopped the recording. `serve` starts the metrics endpoint when `--metrics` asks for one (the read wing's server, handed in by
 /// `main`: the recording does not reach into the read wing).
 pub(crate) fn run(args: RecordArgs, serve: trace::Serve) -> Result<Option<u8>> {
+    run_tapped(args, serve, None)
+}
+
+/// [`run`], with `tap` seeing every line written (`tracer top`'s view), without a metrics socket.
+pub(crate) fn run_tapped(
+    args: RecordArgs,
+    serve: trace::Serve,
+    tap: Option<Box<dyn trace::Tap>>,
+) -> Result<Option<u8>> {
     crate::os::messages::set_quiet(args.quiet);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
@@ -151,6 +160,9 @@ pub(crate) fn run(args: RecordArgs, serve: trace::Serve) -> Result<Option<u8>> {
             Some(r) => Writer::rotating(file, compress, r, &args.output)?,
             None => Writer::new(file, compress)?,
         };
+        if let Some(tap) = tap {
+            writer.set_tap(tap);
+        }
         let metrics = args.metrics.and_then(|addr| serve_metrics(serve, addr, &args, &mut writer));
         let (mut session, child) = session::Session::set_up(&args, setup, writer)?;
         session.metrics = metrics;
@@ -310,7 +322,7 @@ fn command_copies(args: &RecordArgs, program: &Path) -> (Vec<LibCopy>, Vec<(GpuL
     };
     let Ok(root) = root else { return (Vec::new(), Vec::new()) };
     let loaded = ldso::closure(&launch, &root);
-    let runtimes = runtimes(args);
+    let runtimes = runtimes(args, false);
     let (mut probed, mut counted) = (Vec::new(), Vec::new());
     // The program itself is not a library.
     for p in loaded.objects.iter().skip(1) {

@@ -557,21 +557,21 @@ impl Writer {
     fn flush_io(&mut self) -> io::Result<()> {
         // The lines gathered become a frame of their own (a compressed file), written whole.
         self.drain_io()?;
-        let mut file = self.out.file();
-        file.flush()
+        self.out.file().flush()
     }
 
-    /// Writes the footer, ends the stream and syncs the file. A rotated recording's footer counts the part
-    /// names found taken, if any.
+    /// Writes the footer, ends the stream and syncs the file. A rotated recording's footer counts the parts
+    /// removed (bytes with them) and part names found taken, if any; a tap (`tracer top`) sees the footer too.
     pub fn finish(mut self, mut footer: Footer) -> Result<()> {
         self.write_runs()?;
         footer.records = self.footer_counts();
-        if let Some(parts) = self.parts.as_ref().filter(|p| p.removed.parts > 0) {
-            footer.counters.insert("parts_removed_by_keep_size".into(), parts.removed.parts);
-            footer.counters.insert("parts_removed_bytes".into(), parts.removed.bytes);
+        if let Some(p) = &self.parts {
+            let removed = [("parts_removed_by_keep_size", p.removed.parts), ("parts_removed_bytes", p.removed.bytes)];
+            let counts = removed.into_iter().chain([("rotation_names_taken", p.names_taken)]);
+            footer.counters.extend(counts.filter(|&(_, n)| n > 0).map(|(k, n)| (k.into(), n)));
         }
-        if let Some(parts) = self.parts.as_ref().filter(|p| p.names_taken > 0) {
-            footer.counters.insert("rotation_names_taken".into(), parts.names_taken);
+        if let Some(tap) = &mut self.tap {
+            tap.record(&Line::Footer(footer.clone()));
         }
         self.line(&Line::Footer(footer))?;
         self.flush()?;

@@ -9,12 +9,16 @@
 //! - `dot`: the GPU libraries each process mapped, their dependency edges, coloured by mapped, called and
 //!   dispatched, with counts ([`dot`]).
 //! - `parquet`: one row per kernel execution, for columnar analysis of many traces ([`parquet()`]).
+//! - `rocpd`: rocprofiler-sdk's `SQLite` database, one kernel dispatch row per kernel execution, with
+//!   rocpd's own views ([`rocpd()`]).
 mod csv;
 mod dot;
 mod parquet;
 mod perfetto;
+mod rocpd;
 pub(crate) use self::csv::csv;
 pub(crate) use self::parquet::parquet;
+pub(crate) use self::rocpd::rocpd;
 pub(crate) use dot::dot;
 pub(crate) use perfetto::perfetto;
 

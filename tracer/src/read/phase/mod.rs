@@ -446,6 +446,7 @@ impl Phases {
                 prompt_tokens: acc.prompt_tokens,
                 decode_tokens: acc.decode_tokens,
                 kernels: acc.counts.iter().map(|(&k, &n)| (family_key(k), n)).collect(),
+                traps: acc.traps,
             })
             .collect()
     }

@@ -130,6 +130,8 @@ pub(crate) struct PhaseTotals {
     pub(crate) prompt_tokens: u64,
     pub(crate) decode_tokens: u64,
     pub(crate) kernels: Vec<(String, u64)>,
+    /// The traps these steps' calls cost, as [`PhaseReport::traps`] (`tracer top`'s traps a token).
+    pub(crate) traps: u64,
 }
 
 #[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]

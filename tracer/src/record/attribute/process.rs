@@ -112,9 +112,14 @@ impl ProcessRecords {
                 command.first().map(|p| p.rsplit('/').next().unwrap_or(p).chars().take(15).collect()).unwrap_or(comm);
             argv = command;
         }
-        // A process that already ended has no cmdline: its comm still tells a llama-server runner.
-        let for_role = if argv.is_empty() { vec![comm.clone()] } else { argv.clone() };
-        let (role, model) = ollama::role(&for_role).recorded();
+        // A process that already ended has no cmdline: its comm still tells a llama-server runner (a discovery
+        // child gone before any look took its argv is then taken for one: its argv is what tells them apart).
+        let role = if argv.is_empty() && comm.starts_with("llama-server") {
+            ollama::Role::Runner { model: None }
+        } else {
+            ollama::role(&argv)
+        };
+        let (role, model) = role.recorded();
         let model_name =
             model.as_deref().zip(self.models_dir.as_deref()).and_then(|(m, dir)| ollama::model_label(m, dir));
         if self.private_argv && role.is_none() && !self.targets.contains(&pid) {

@@ -101,16 +101,25 @@ impl Of<'_> {
         if !from_runtime {
             return None;
         }
-        // A function named another way: does the driver's object agree?
-        let agrees = driver_name(self.pid, l.handle).as_deref() == Some(name.as_str());
+        // A function named another way: does the driver's object agree? The host stub's symbol spells some
+        // kernels otherwise than the device code does (nvcc's `_ZL` stubs of static kernels, its `_INTERNAL_`
+        // names of internal entities in template arguments): the same function and parameters in the
+        // driver's object is the device's own spelling, the name the driver launches (and CUPTI shows).
+        let driver = driver_name(self.pid, l.handle);
+        let agrees = driver.as_deref() == Some(name.as_str());
+        let respelled = driver.filter(|d| !agrees && same_function(d, &name));
         let a = &mut self.proc.cuda.agreement;
-        if agrees {
+        if agrees || respelled.is_some() {
             a.0 += 1
         } else {
             a.1 += 1
         }
-        self.names.count(if agrees { "driver_names_agreed" } else { "driver_names_disagreed" });
-        self.bind(l.handle, 0, &name, Source::RuntimeLaunch, false, l.ts)
+        self.names.count(match (agrees, &respelled) {
+            (true, _) => "driver_names_agreed",
+            (false, Some(_)) => "driver_names_device_spelling",
+            (false, None) => "driver_names_disagreed",
+        });
+        self.bind(l.handle, 0, respelled.as_deref().unwrap_or(&name), Source::RuntimeLaunch, false, l.ts)
     }
 
     /// A driver launch of a function with no name (loaded before the attach, by cuBLAS, cuDNN or a
@@ -366,6 +375,18 @@ fn driver_name(pid: u32, handle: u64) -> Option<String> {
     (identifier && cxx_ok).then_some(name)
 }
 
+/// Whether two mangled names are one C++ function spelled two ways: the same function name and parameter
+/// types once demangled, both C++ names.
+fn same_function(a: &str, b: &str) -> bool {
+    use crate::os::demangle::{base_name, demangle, parameter_types};
+    if !a.starts_with("_Z") || !b.starts_with("_Z") {
+        return false;
+    }
+    let (a, b) = (demangle(a), demangle(b));
+    let name = base_name(&a);
+    !name.is_empty() && !name.starts_with("_Z") && name == base_name(&b) && parameter_types(&a) == parameter_types(&b)
+}
+
 /// A route's slot in the per-route check counts.
 const fn route_index(route: ExecRoute) -> usize {
     match route {
@@ -376,7 +397,25 @@ const fn route_index(route: ExecRoute) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::driver_version_of;
+    use super::{driver_version_of, same_function};
+
+    /// As nvcc 13 spells them: the host stub's symbol (`_ZL`, internal entities by their own name) and the
+    /// device's name of the same kernel (read from llama.cpp's libggml-cuda.so on an H200).
+    #[test]
+    fn host_and_device_spellings_of_one_kernel() {
+        assert!(same_function("_Z13quantize_q8_1PKfPvlllllj5uint3", "_ZL13quantize_q8_1PKfPvlllllj5uint3"));
+        assert!(same_function(
+            "_Z21unary_gated_op_kernelIXadL_ZN38_INTERNAL_c3bf1c9a_8_unary_cu_eb6d53667op_siluEfEEfEvPKT0_S3_PS1_llll",
+            "_Z21unary_gated_op_kernelIXadL_ZL7op_silufEEfEvPKT0_S2_PS0_llll"
+        ));
+        // Another function, other parameters, or not C++: not one kernel.
+        assert!(!same_function(
+            "_Z25flash_attn_mask_to_KV_maxILi16EEvPK7__half2Piill",
+            "_ZL13quantize_q8_1PKfPvlllllj5uint3"
+        ));
+        assert!(!same_function("_Z13quantize_q8_1PKfPvlllllj5uint3", "_Z13quantize_q8_1PKfPvllllj5uint3"));
+        assert!(!same_function("quantize_q8_1", "_Z13quantize_q8_1PKfPvlllllj5uint3"));
+    }
 
     #[test]
     fn driver_version_from_its_file_name() {

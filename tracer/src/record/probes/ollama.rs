@@ -35,7 +35,9 @@ fn basename(s: &str) -> &str {
     s.rsplit('/').next().unwrap_or(s)
 }
 
-/// The role argv gives a process.
+/// The role argv gives a process. A `llama-server` is a runner when it is given a model: Ollama's GPU
+/// discovery starts `llama-server --list-devices` and `llama-server --port N` without one
+/// (`discover/llama_server.go`), short-lived children that load the backends and serve no model.
 pub(crate) fn role(argv: &[String]) -> Role {
     let Some(prog) = argv.first().map(|a| basename(a)) else { return Role::Other };
     let model = argv.iter().position(|a| a == "--model" || a == "-m").and_then(|i| argv.get(i + 1)).cloned();
@@ -43,7 +45,9 @@ pub(crate) fn role(argv: &[String]) -> Role {
     match (prog, argv.get(1).map(String::as_str)) {
         ("ollama", Some("serve")) => Role::Server,
         ("ollama", Some("runner")) => Role::Runner { model },
-        (p, _) if p.starts_with("llama-server") => Role::Runner { model },
+        (p, _) if p.starts_with("llama-server") && model.is_some() && !argv.iter().any(|a| a == "--list-devices") => {
+            Role::Runner { model }
+        }
         _ => Role::Other,
     }
 }
@@ -254,6 +258,10 @@ mod tests {
         );
         assert_eq!(role(&argv("llama-server --model=/m/y.gguf")), Role::Runner { model: Some("/m/y.gguf".into()) });
         assert_eq!(role(&argv("/bin/bash -c ollama")), Role::Other);
+        // Ollama's discovery children: no model, or a device listing.
+        assert_eq!(role(&argv("/usr/lib/ollama/llama-server --list-devices --offline --verbose")), Role::Other);
+        assert_eq!(role(&argv("/usr/lib/ollama/llama-server --port 5 --host 127.0.0.1 --no-webui")), Role::Other);
+        assert_eq!(role(&argv("llama-server --model /m/x.gguf --list-devices")), Role::Other);
         assert_eq!(role(&[]), Role::Other);
     }
 

@@ -90,11 +90,12 @@ pub(crate) fn launches_at_doorbell_with(args: &RecordArgs, gpus: &[u32]) -> bool
 }
 
 /// The runtime libraries to probe, by file-name prefix. libcudart is probed for its API view
-/// (`--cuda-runtime`), and on a late attach (`--pid`) to learn the names of driver functions the process
-/// resolved before it (its launches are then not written, see [`crate::record::attribute`]).
-pub(crate) fn runtimes(args: &RecordArgs) -> Vec<&'static str> {
+/// (`--cuda-runtime`), and on a late attach (`late`: processes already running are traced, by `--pid`, or as
+/// a running Ollama server's children by `--ollama-pid` or `--ollama`) to learn the names of driver functions
+/// those processes resolved before it (its launches are then not written, see [`crate::record::attribute`]).
+pub(crate) fn runtimes(args: &RecordArgs, late: bool) -> Vec<&'static str> {
     let mut r = runtimes::RUNTIMES.to_vec();
-    if args.cuda_runtime || !args.pids.is_empty() {
+    if args.cuda_runtime || late || !args.pids.is_empty() {
         r.push(runtimes::CUDA_RUNTIME);
     }
     r

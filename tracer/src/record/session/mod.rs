@@ -362,7 +362,8 @@ impl Session<'_> {
     fn predict(&mut self, pid: u32, ts: u64) -> Result<()> {
         let Some(other) = self.watch.execd(pid, ts) else { return Ok(()) };
         let Some((root, loaded)) = crate::record::probes::ldso::of_process(pid) else { return Ok(()) };
-        let runtimes = runtimes(self.args);
+        // A process exec'd now is traced from its first call.
+        let runtimes = runtimes(self.args, false);
         // The runtimes first, the ones a backend's load calls into first of all (its registrations); the
         // libraries whose calls are counted last: the process is loading them meanwhile.
         let rank = |name: &str| match runtimes.iter().position(|r| name.starts_with(r)) {
@@ -443,7 +444,8 @@ impl Session<'_> {
                     return Ok(());
                 }
                 self.servers.push(pid);
-                for runtime in runtimes(self.args) {
+                // A server that starts now has no runner yet: its runners are traced from their first call.
+                for runtime in runtimes(self.args, false) {
                     for copy in ollama::bundle_copies(pid, runtime) {
                         if !self.watch.may_probe((copy.dev, copy.inode), &copy.path, pid) {
                             continue;

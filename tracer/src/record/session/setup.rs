@@ -207,7 +207,8 @@ fn attach_all(
     copies: &[LibCopy],
     counted: &[(crate::trace::GpuLibrary, LibCopy)],
 ) -> Result<Attached> {
-    let mut watch = LibraryWatch::new(runtimes(args), !args.libs.is_empty(), launches_at_doorbell(args));
+    let mut watch =
+        LibraryWatch::new(runtimes(args, !targets.pids.is_empty()), !args.libs.is_empty(), launches_at_doorbell(args));
     // The initializer's witness for the libraries whose calls are counted (the runtime links load their own).
     let witness = maps.as_ref().ok().zip(multi.as_ref()).and_then(|(m, counting)| {
         attach::MultiProgram::load_for(attach::OBJECT, m, attach::INIT_WITNESS, counting.points()).ok()
