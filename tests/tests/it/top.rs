@@ -29,10 +29,22 @@ impl Tmux {
         c
     }
 
-    /// The screen as text.
+    /// The screen as text, once two captures 100 ms apart agree: a capture can meet a frame half drawn.
     fn screen(&self) -> String {
-        let o = self.cmd().args(["capture-pane", "-p", "-t", "top"]).output().unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
+        let capture = || {
+            let o = self.cmd().args(["capture-pane", "-p", "-t", "top"]).output().unwrap();
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        };
+        let mut last = capture();
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = capture();
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        last
     }
 
     fn keys(&self, keys: &str) {
@@ -166,10 +178,15 @@ fn top_keeps_the_last_screen_until_q_then_exits_with_the_command_s_status_and_le
     let (trace, st) = (dir.join("t.jsonl.zst"), dir.join("status"));
     let prog = fixture("ggml_steps");
     let tmux = Tmux::start("done", &script(&format!("-o {} -- {}", trace.display(), prog.display()), &st));
-    let screen = tmux.wait("the recording's end", |s| s.contains("recording ended (command-exited)"));
+    tmux.wait("the recording's end", |s| s.contains("recording ended (command-exited)"));
     let (kernels, phases) = reported(&trace, "ggml_steps");
+    assert_eq!(phases.len(), 2, "{phases:?}");
+    // A capture can meet a frame half drawn: the final figures are waited for, never taken from one capture.
+    let screen = tmux.wait("the report's figures", |s| {
+        let row_kernels = row(s, "ggml_steps").and_then(|(_, cols)| cols[4].parse::<u64>().ok());
+        row_kernels == Some(kernels) && phases.iter().all(|p| s.contains(p.as_str()))
+    });
     assert_eq!(kernels_on(&screen, "ggml_steps"), kernels, "{screen}");
-    assert!(phases.len() == 2 && phases.iter().all(|p| screen.contains(p.as_str())), "{phases:?}:\n{screen}");
     eprintln!("final screen: ggml_steps {kernels} kernels, {phases:?}, as the report");
     // Still there a second later: the last screen stays until q.
     std::thread::sleep(Duration::from_secs(1));
