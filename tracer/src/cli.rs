@@ -104,20 +104,8 @@ pub(crate) struct RecordCli {
     /// Replace the output file if it exists.
     #[arg(long)]
     pub(crate) force: bool,
-    /// Record only this process and the processes it starts (repeatable).
-    #[arg(short, long = "pid", value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
-    pub(crate) pids: Vec<u32>,
-    /// Follow Ollama: the `ollama serve` process and every runner it starts (found in /proc, or --ollama-pid).
-    #[arg(long)]
-    pub(crate) ollama: bool,
-    /// The Ollama server's PID (repeatable; implies --ollama).
-    #[arg(long = "ollama-pid", value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
-    pub(crate) ollama_pids: Vec<u32>,
-    /// With --ollama: also follow an `ollama serve` whose executable this user (a name or uid) owns. By
-    /// default only a server whose executable root owns is followed: any user can run a program called
-    /// `ollama serve`.
-    #[arg(long, value_name = "USER")]
-    pub(crate) ollama_user: Option<String>,
+    #[command(flatten)]
+    pub(crate) follow: Follow,
     /// Write the whole command line only of the processes tracer was asked to follow (the command, --pid
     /// processes, Ollama's server and runners); every other process it records keeps its `argv[0]` alone.
     /// The default when recording every process (no command, --pid or --ollama): a command line can hold
@@ -222,6 +210,25 @@ pub(crate) struct RecordCli {
     pub(crate) command: Vec<String>,
 }
 
+/// The running processes a recording follows (`record`'s and `top`'s alike).
+#[derive(Clone, Debug, Args)]
+pub(crate) struct Follow {
+    /// Record only this process and the processes it starts (repeatable).
+    #[arg(short, long = "pid", value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
+    pub(crate) pids: Vec<u32>,
+    /// Follow Ollama: the `ollama serve` process and every runner it starts (found in /proc, or --ollama-pid).
+    #[arg(long)]
+    pub(crate) ollama: bool,
+    /// The Ollama server's PID (repeatable; implies --ollama).
+    #[arg(long = "ollama-pid", value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
+    pub(crate) ollama_pids: Vec<u32>,
+    /// With --ollama: also follow an `ollama serve` whose executable this user (a name or uid) owns. By
+    /// default only a server whose executable root owns is followed: any user can run a program called
+    /// `ollama serve`.
+    #[arg(long, value_name = "USER")]
+    pub(crate) ollama_user: Option<String>,
+}
+
 /// `tracer top`: what it records (as `record`, whose options these are) and how its view ends.
 #[derive(Debug, Args)]
 pub(crate) struct TopCli {
@@ -232,18 +239,8 @@ pub(crate) struct TopCli {
     /// Replace the output file if it exists.
     #[arg(long, requires = "output")]
     pub(crate) force: bool,
-    /// Record only this process and the processes it starts (repeatable).
-    #[arg(short, long = "pid", value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
-    pub(crate) pids: Vec<u32>,
-    /// Follow Ollama: the `ollama serve` process and every runner it starts.
-    #[arg(long)]
-    pub(crate) ollama: bool,
-    /// The Ollama server's PID (repeatable; implies --ollama).
-    #[arg(long = "ollama-pid", value_name = "PID", allow_negative_numbers = true, value_parser = parse_pid)]
-    pub(crate) ollama_pids: Vec<u32>,
-    /// With --ollama: also follow an `ollama serve` whose executable this user (a name or uid) owns.
-    #[arg(long, value_name = "USER")]
-    pub(crate) ollama_user: Option<String>,
+    #[command(flatten)]
+    pub(crate) follow: Follow,
     /// Ollama's models directory, to name a runner's model (default: $`OLLAMA_MODELS`, ~/.ollama/models).
     #[arg(long, value_name = "DIR")]
     pub(crate) models_dir: Option<PathBuf>,
@@ -277,10 +274,7 @@ impl TopCli {
         Ok(RecordCli {
             output: output.to_path_buf(),
             force: self.force,
-            pids: self.pids.clone(),
-            ollama: self.ollama,
-            ollama_pids: self.ollama_pids.clone(),
-            ollama_user: self.ollama_user.clone(),
+            follow: self.follow.clone(),
             models_dir: self.models_dir.clone(),
             libs: self.libs.clone(),
             duration: self.duration,
@@ -411,7 +405,8 @@ impl TryFrom<RecordCli> for crate::record::RecordArgs {
 
     fn try_from(r: RecordCli) -> anyhow::Result<Self> {
         use crate::record::probes::attach::ProbeMode;
-        let ollama_user = match r.ollama_user.as_deref() {
+        let Follow { pids, ollama, ollama_pids, ollama_user } = r.follow;
+        let ollama_user = match ollama_user.as_deref() {
             Some(user) => Some(crate::record::probes::ollama::uid_of(user).ok_or_else(|| {
                 anyhow::anyhow!("no user {user} on this machine: give --ollama-user a user name or a uid")
             })?),
@@ -422,11 +417,11 @@ impl TryFrom<RecordCli> for crate::record::RecordArgs {
             private_argv: r.private_argv,
             full_argv: r.full_argv,
             output: r.output,
-            ollama: r.ollama || !r.ollama_pids.is_empty(),
-            ollama_pids: r.ollama_pids,
+            ollama: ollama || !ollama_pids.is_empty(),
+            ollama_pids,
             models_dir: r.models_dir,
             force: r.force,
-            pids: r.pids,
+            pids,
             libs: r.libs,
             duration: r.duration,
             command: r.command,
@@ -481,7 +476,7 @@ mod tests {
         Cli::command().debug_assert();
         let cli = Cli::try_parse_from(["tracer", "record", "-o", "x.jsonl", "--pid", "5", "--", "prog", "-a"]).unwrap();
         let Cmd::Record(r) = cli.command else { panic!() };
-        assert_eq!((r.pids, r.command), (vec![5], vec!["prog".to_owned(), "-a".to_owned()]));
+        assert_eq!((r.follow.pids, r.command), (vec![5], vec!["prog".to_owned(), "-a".to_owned()]));
         Cli::try_parse_from(["tracer", "record", "--ring-size", "1000"]).unwrap_err();
     }
 
