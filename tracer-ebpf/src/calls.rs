@@ -373,19 +373,28 @@ pub(crate) fn call_return(ctx: RetProbeContext) -> u32 {
         entry.write(CallRecord { header, duration_ns, ret, out, flags, caller: stash.caller, args: stash.args });
         entry.submit(wake);
     }
-    if c & cookie::NAME != 0 && flags & CALL_OUT_VALID != 0 {
-        // A lookup by name: the runtime has just read the name, so its page is resident.
-        let header = RecordHeader { kind: RecordKind::Name as u16, ..header };
-        let name = stash.args.get(cookie::name_arg(c)).copied().unwrap_or(0);
-        let module = stash.args.get(cookie::module_arg(c)).copied().unwrap_or(0);
-        emit_name(header, out, module, name as *const u8, false);
+    // At most one of what follows: a function's one layout gives it a name lookup, a queue or a shader
+    // module, never two (`tracer_common`'s test `a_return_writes_at_most_one_extra_record`). Each returns,
+    // so that the verifier walks each apart, not every combination of the three.
+    if c & cookie::NAME != 0 {
+        if flags & CALL_OUT_VALID != 0 {
+            // A lookup by name: the runtime has just read the name, so its page is resident.
+            let header = RecordHeader { kind: RecordKind::Name as u16, ..header };
+            let name = stash.args.get(cookie::name_arg(c)).copied().unwrap_or(0);
+            let module = stash.args.get(cookie::module_arg(c)).copied().unwrap_or(0);
+            emit_name(header, out, module, name as *const u8, false);
+        }
+        return 0;
+    }
+    if c & cookie::QUEUE != 0 {
+        if ret as u32 == 0 {
+            emit_queue(RecordHeader { kind: RecordKind::Queue as u16, ..header }, stash.args[7]);
+        }
+        return 0;
     }
     if flags & (CALL_OUT_VALID | CALL_CONFIG_FAULT) == CALL_OUT_VALID && extra_reads(cookie::func(c)).1 {
         // A shader module made: the head and last bytes of its code (the caller still holds them) name it.
         emit_code(RecordHeader { kind: RecordKind::Name as u16, ..header }, out, stash.args[6], stash.args[7]);
-    }
-    if c & cookie::QUEUE != 0 && ret as u32 == 0 {
-        emit_queue(RecordHeader { kind: RecordKind::Queue as u16, ..header }, stash.args[7]);
     }
     0
 }

@@ -53,14 +53,20 @@ pub(crate) fn sys_enter_openat(ctx: TracePointContext) -> u32 {
     0
 }
 
+/// How far back from a path's end its last '/' is looked for. The verifier walks the loop once per byte
+/// (a tenth of a second of every recording's start-up at the whole 256): a last component longer than
+/// this is handed to user space whole, which checks every name it is given.
+const LAST_COMPONENT_SEEN: usize = 64;
+
 /// Whether the last component of the path in `buf[..len]` starts like a runtime's file name: its first 8
-/// bytes are compared with those of [`RUNTIME_PREFIXES`] (user space checks the whole name).
+/// bytes are compared with those of [`RUNTIME_PREFIXES`] (user space checks the whole name). A last
+/// component longer than [`LAST_COMPONENT_SEEN`] bytes is taken as one (user space tells).
 #[inline(always)]
 fn runtime_file(buf: &[u8; OPEN_PATH_MAX], len: usize) -> bool {
     // The last '/', found from the end: the loop carries one counter, so the verifier walks it once.
     let mut base = 0usize;
     let mut k = 0usize;
-    while k < OPEN_PATH_MAX {
+    while k < LAST_COMPONENT_SEEN {
         if k >= len {
             break;
         }
@@ -70,6 +76,9 @@ fn runtime_file(buf: &[u8; OPEN_PATH_MAX], len: usize) -> bool {
             break;
         }
         k += 1;
+    }
+    if k == LAST_COMPONENT_SEEN {
+        return true;
     }
     if base + 8 > len {
         return false;

@@ -10,12 +10,6 @@
 //! ours (`cargo xtask test` checks it). `cli` defines the command line; `commands` and `inspect` are the
 //! commands' fronts. Only [`main`] is public, and [`testing`] for the tests, fuzz targets and benchmarks.
 
-/// The hash map of the per-event look-ups (a process by PID, a kernel by handle, a launch site by return
-/// address, the drain's image per PID): foldhash, hashbrown's own default, hashes an integer key in a few
-/// instructions where std's `SipHash` took 5 % of a recording's CPU at 60 000 launches/s; its seed is random
-/// per map, so keys a traced process chooses (handles, addresses) cannot be aimed at one bucket in advance.
-pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-
 mod cli;
 mod commands;
 mod inspect;

@@ -3,8 +3,9 @@
 //!
 //! The wings, lowest first: `os` (leaves), `trace` (the format), `read` (report, export, metrics), `record`
 //! (the recording). A module may name its own wing and those below it, never one above: a cycle between
-//! wings would need one such name. Inside a wing, no cycle between its modules, its own `mod.rs` counted
-//! as one; none between tracer-ebpf's modules either.
+//! wings would need one such name. At every depth (the crate root, a wing, a module with children), no
+//! cycle between a module's children, its own file (`mod.rs`, `lib.rs`) counted as one; none between
+//! tracer-ebpf's modules either.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,21 @@ use anyhow::{Result, bail};
 
 /// tracer's wings, lowest first.
 const WINGS: [&str; 4] = ["os", "trace", "read", "record"];
+
+/// The cycles between a parent module's own file and its children (the parent defines what its children
+/// share and calls them) that the check at every depth found when it came, before the session and
+/// attribution were taken apart (issue 79): each still there is let pass, listed here; a new one fails the
+/// check, and so does a listed one that is gone, so the list only shrinks.
+const KNOWN_CYCLES: [&str; 8] = [
+    "read::export::rocpd (mod.rs), read::export::rocpd::rows",
+    "read::phase (mod.rs), read::phase::done",
+    "read::report::text (mod.rs), read::report::text::code_dirs, read::report::text::kernels, read::report::text::phases",
+    "record::attribute (mod.rs), record::attribute::code_files, record::attribute::params, record::attribute::process, record::attribute::runs, record::attribute::vulkan",
+    "record::names (mod.rs), record::names::cuda, record::names::early, record::names::elf_symbols, record::names::finder, record::names::maps, record::names::pipelines, record::names::registration, record::names::spirv",
+    "record::names::bundle (mod.rs), record::names::bundle::open",
+    "record::session (mod.rs), record::session::footer",
+    "trace::classify (mod.rs), trace::classify::vulkan",
+];
 
 /// The most lines a source file may have.
 const MAX_FILE_LINES: usize = 600;
@@ -48,10 +64,31 @@ pub(crate) fn check(root: &Path) -> Result<()> {
             }
         }
     }
+    let graph = module_graph(&tracer);
+    let found = cycles(&graph.edges);
     breaches.extend(
-        module_cycles(&tracer)
+        KNOWN_CYCLES
+            .iter()
+            .filter(|k| !found.iter().any(|c| c.join(", ") == **k))
+            .map(|k| format!("the import cycle {k} is no longer there (or changed): take it off KNOWN_CYCLES")),
+    );
+    breaches.extend(found.into_iter().filter(|c| !KNOWN_CYCLES.contains(&c.join(", ").as_str())).map(|c| {
+        // Each edge inside the cycle, with the file and path that make it.
+        let inside: Vec<String> = graph
+            .why
+            .iter()
+            .filter(|((from, to), _)| c.contains(from) && c.contains(to))
+            .map(|((from, to), why)| format!("{from} -> {to} ({why})"))
+            .collect();
+        format!(
+            "an import cycle: {} (each reaches the others): break one edge of\n      {}",
+            c.join(", "),
+            inside.join("\n      ")
+        )
+    }));
+    breaches.extend(
+        ebpf_cycles(&ebpf)
             .into_iter()
-            .chain(ebpf_cycles(&ebpf))
             .map(|c| format!("an import cycle: {} (each reaches the others): break one edge", c.join(", "))),
     );
     if breaches.is_empty() {
@@ -144,7 +181,9 @@ fn use_tree(text: &str, mut at: usize, mut prefix: Vec<String>, out: &mut Vec<Ve
         }
         if at > start {
             let segment = &text[start..at];
-            if segment != "self" {
+            if segment == "super" {
+                prefix.pop();
+            } else if segment != "self" {
                 prefix.push(segment.to_owned());
             }
             if bytes[at..].starts_with(b"::") {
@@ -185,53 +224,115 @@ fn non_test_code(path: &str, text: &str) -> Option<String> {
     if path.ends_with("/tests.rs") || path.ends_with("/for_test.rs") {
         return None;
     }
-    Some(text.find("#[cfg(test)]\nmod ").map_or(text, |at| &text[..at]).to_owned())
+    let code = text.find("#[cfg(test)]\nmod ").map_or(text, |at| &text[..at]);
+    // Comments aside: a doc link (`[`super::multi`]`) is no use of the module.
+    Some(code.lines().map(|l| l.find("//").map_or(l, |at| &l[..at])).fold(String::new(), |mut t, l| {
+        t.push_str(l);
+        t.push('\n');
+        t
+    }))
 }
 
-/// Cycles among tracer's modules one level inside each wing (`record::attach`, `record::names`, ...), each
-/// wing's own `mod.rs` among them (the node `record`: what it defines itself and the child modules its own
-/// code uses, re-exports aside): each as the modules in it, sorted.
+/// Cycles among tracer's modules at every depth: under each module with children (the crate root, a wing,
+/// `record::probes`, `record::probes::attach`, ...), between its children and its own file (a `mod.rs`, the
+/// node `PARENT (mod.rs)`: what it defines itself and the children its own code uses, re-exports aside). A
+/// path from one module to another is an edge between the two siblings that hold them under their nearest
+/// common parent; a test's code is not counted. Each cycle as the modules in it, sorted.
+#[cfg(test)]
 fn module_cycles(files: &[(String, String)]) -> Vec<Vec<String>> {
+    cycles(&module_graph(files).edges)
+}
+
+/// The edges between tracer's modules that [`module_cycles`] looks for cycles in.
+struct Graph {
+    edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// For each edge, the first file and path found making it.
+    why: std::collections::BTreeMap<(String, String), String>,
+}
+
+fn module_graph(files: &[(String, String)]) -> Graph {
     use std::collections::{BTreeMap, BTreeSet};
-    let node = |m: &[String]| -> Option<String> {
-        let wing = m.first().filter(|w| WINGS.contains(&w.as_str()))?;
-        Some(if m.len() >= 2 { m[..2].join("::") } else { wing.clone() })
-    };
-    let known: BTreeSet<String> = files.iter().filter_map(|(f, _)| module_of(f)).filter_map(|m| node(&m)).collect();
-    // What each wing's `mod.rs` defines itself (a path to one of them is an edge to the wing's node).
-    let defined: BTreeMap<String, BTreeSet<String>> = files
+    // Modules declared `#[cfg(test)] mod NAME;`: test code, which may reach anywhere.
+    let tests: BTreeSet<Vec<String>> = files
         .iter()
-        .filter_map(|(f, t)| Some((module_of(f).filter(|m| m.len() == 1)?.remove(0), defined_items(t))))
+        .filter_map(|(f, t)| Some((module_of(f)?, t)))
+        .flat_map(|(m, t)| {
+            t.split("#[cfg(test)]\n").skip(1).filter_map(move |after| {
+                let decl = after.lines().next()?.trim();
+                let decl =
+                    ["pub(crate) ", "pub(super) ", "pub "].iter().find_map(|v| decl.strip_prefix(v)).unwrap_or(decl);
+                let name = decl.strip_prefix("mod ")?.strip_suffix(';')?;
+                let mut child = m.clone();
+                child.push(name.to_owned());
+                Some(child)
+            })
+        })
         .collect();
-    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let files: Vec<&(String, String)> =
+        files.iter().filter(|(f, _)| module_of(f).is_none_or(|m| !tests.contains(&m))).collect();
+    let modules: Vec<Vec<String>> = files.iter().filter_map(|(f, _)| module_of(f)).collect();
+    let texts: BTreeMap<Vec<String>, String> =
+        files.iter().filter_map(|(f, t)| Some((module_of(f)?, non_test_code(f, t)?))).collect();
+    // Every module a file is or lies under, and those with children.
+    let known: BTreeSet<Vec<String>> = modules.iter().flat_map(|m| (0..=m.len()).map(|n| m[..n].to_vec())).collect();
+    let has_children: BTreeSet<Vec<String>> =
+        modules.iter().flat_map(|m| (0..m.len()).map(|n| m[..n].to_vec())).collect();
+    // The module a path reaches: its longest prefix that is a module, or, for an item a module's file
+    // re-exports (`pub use child::Item`), the module the re-export names. An item neither defined nor
+    // re-exported there as this check reads them (one a macro defines) is the module's own.
+    let resolve = |p: &[String]| -> Option<Vec<String>> {
+        let mut p = p.to_vec();
+        for _ in 0..8 {
+            let target = (0..=p.len()).rev().map(|n| p[..n].to_vec()).find(|m| known.contains(m))?;
+            let Some(item) = p.get(target.len()) else { return Some(target) };
+            let text = texts.get(&target).map_or("", String::as_str);
+            if defined_items(text).contains(item) {
+                return Some(target);
+            }
+            match reexports(&target, text).into_iter().find(|r| r.last() == Some(item)) {
+                Some(r) => p = r,
+                None => return Some(target),
+            }
+        }
+        None
+    };
+    let show = |m: &[String]| if m.is_empty() { "crate".to_owned() } else { m.join("::") };
+    // The node holding module `m` among the children of `parent` (`m` lies in or is `parent`).
+    let node = |parent: &[String], m: &[String]| {
+        if m.len() == parent.len() { format!("{} (mod.rs)", show(parent)) } else { show(&m[..=parent.len()]) }
+    };
+    let mut graph = Graph { edges: BTreeMap::new(), why: BTreeMap::new() };
+    let mut edge = |from: &[String], to: &[String], why: String| {
+        let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
+        if common == from.len() && common == to.len() {
+            return;
+        }
+        let parent = &from[..common];
+        let (a, b) = (node(parent, from), node(parent, to));
+        graph.edges.entry(a.clone()).or_default().insert(b.clone());
+        graph.why.entry((a, b)).or_insert(why);
+    };
     for (path, text) in files {
         let Some(module) = module_of(path) else { continue };
         let Some(code) = non_test_code(path, text) else { continue };
-        let Some(from) = node(&module) else { continue };
-        let to = edges.entry(from.clone()).or_default();
         for p in named_paths(&module, &code) {
-            let Some(wing) = p.first().filter(|w| p.len() >= 2 && WINGS.contains(&w.as_str())) else { continue };
-            let target = if known.contains(&p[..2].join("::")) {
-                p[..2].join("::")
-            } else if defined.get(wing).is_some_and(|d| d.contains(&p[1])) {
-                wing.clone()
-            } else {
-                continue;
-            };
-            if target != from {
-                to.insert(target);
+            // A path that names the module holding this one, and nothing in it (`crate::record` in `use
+            // crate::record::{self, ...}`), is no use of its file.
+            if let Some(target) = resolve(&p).filter(|t| !(t.len() == p.len() && module.starts_with(t))) {
+                edge(&module, &target, format!("{path}: {}", p.join("::")));
             }
         }
-        if module.len() == 1 {
+        if has_children.contains(&module) {
             for child in children_used(&code) {
-                let target = format!("{from}::{child}");
+                let mut target = module.clone();
+                target.push(child.clone());
                 if known.contains(&target) {
-                    to.insert(target);
+                    edge(&module, &target, format!("{path}: {child}::"));
                 }
             }
         }
     }
-    cycles(&edges)
+    graph
 }
 
 /// Cycles among tracer-ebpf's modules (`tracer-ebpf/src/NAME.rs`, reaching each other through `crate::`).
@@ -269,6 +370,30 @@ fn defined_items(text: &str) -> std::collections::BTreeSet<String> {
             (!name.is_empty()).then_some(name)
         })
         .collect()
+}
+
+/// The paths a module's file brings in at its top level (`pub use a::b::{C, D}`: `a::b::C`, `a::b::D`; a
+/// private `use` too, which its children reach through `super::`), from the crate root.
+fn reexports(module: &[String], text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    // A child reaches its parent's private `use`s through `super::` as well.
+    for vis in ["pub use ", "pub(crate) use ", "pub(super) use ", "use "] {
+        for (at, _) in text.match_indices(vis) {
+            let free = at == 0 || text.as_bytes()[at - 1] == b'\n';
+            let rest = &text[at + vis.len()..];
+            if !free {
+                continue;
+            }
+            if rest.starts_with("crate::") || rest.starts_with("super::") {
+                let end = rest.find(';').unwrap_or(rest.len());
+                out.extend(named_paths(module, &rest[..end]));
+            } else {
+                // Relative to the module itself: `pub use child::X`.
+                use_tree(rest, 0, module.to_vec(), &mut out);
+            }
+        }
+    }
+    out
 }
 
 /// The child modules a wing's `mod.rs` declares and its own code uses (`NAME::`, its declarations and its
@@ -369,7 +494,7 @@ mod tests {
         let files = [
             file("tracer/src/os/proc.rs", "use crate::os::files::Root;"),
             file("tracer/src/os/files/mod.rs", "fn f() {}\n#[cfg(test)]\nmod tests { use crate::os::proc::X; }"),
-            file("tracer/src/read/report/mod.rs", "use crate::read::phase::P;"),
+            file("tracer/src/read/report/mod.rs", "use crate::read::phase::P;\npub use crate::read::phase::Q;"),
             file("tracer/src/read/phase/mod.rs", "use crate::read::classify::C;"),
             file("tracer/src/read/classify/mod.rs", "use super::report::R;"),
         ];
@@ -383,8 +508,31 @@ mod tests {
             file("tracer/src/record/session/mod.rs", "use super::Args;"),
             file("tracer/src/trace/mod.rs", "mod writer;\npub use writer::Writer;"),
             file("tracer/src/trace/writer.rs", "use crate::trace::Record;"),
+            // Through a re-export: the module the item is in.
+            file("tracer/src/read/x.rs", "use crate::read::report::Q;"),
+            file("tracer/src/read/phase/mod.rs", "pub struct Q;\nfn f() { crate::read::x::g() }"),
         ];
-        assert_eq!(module_cycles(&files), [vec!["record", "record::session"]]);
+        assert_eq!(module_cycles(&files), [vec!["record (mod.rs)", "record::session"]]);
+        // Two levels down, between two files of one directory, and between a file and its parent's mod.rs.
+        let files = [
+            file("tracer/src/record/probes/attach/multi.rs", "use super::points::P;"),
+            file("tracer/src/record/probes/attach/points.rs", "fn f() { crate::record::probes::attach::multi::m() }"),
+            file("tracer/src/record/probes/mod.rs", "mod attach;\nfn g() { attach::go() }"),
+            file("tracer/src/record/probes/attach/mod.rs", "use crate::record::probes::Watch;\nuse super::Other;"),
+        ];
+        assert_eq!(
+            module_cycles(&files),
+            [
+                vec!["record::probes (mod.rs)", "record::probes::attach"],
+                vec!["record::probes::attach::multi", "record::probes::attach::points"],
+            ]
+        );
+        // A crate-root item (lib.rs's) is the root's own file.
+        let files = [
+            file("tracer/src/lib.rs", "mod os;\npub struct FastMap;\nfn main() { os::run() }"),
+            file("tracer/src/os/proc.rs", "use crate::FastMap;"),
+        ];
+        assert_eq!(module_cycles(&files), [vec!["crate (mod.rs)", "os"]]);
         let ebpf = [
             file("tracer-ebpf/src/maps.rs", "static S: X<crate::batch::Scratch>;"),
             file("tracer-ebpf/src/batch.rs", "use crate::maps::{EVENTS, count};"),

@@ -137,3 +137,16 @@ fn a_decode_loops_calls_recur_and_naming_calls_do_not() {
     assert!(!ApiFunc::HipModuleGetFunction.op().recurs());
     assert!(!ApiFunc::CuModuleGetFunction.op().recurs());
 }
+
+#[test]
+fn a_return_writes_at_most_one_extra_record() {
+    // `call_return` writes a name, a queue or a shader module's code after the call record, and stops after
+    // the first that applies: no function may need two of them.
+    for &f in ApiFunc::ALL {
+        let c = f.cookie_flags();
+        let extras = [c & cookie::NAME != 0, c & cookie::QUEUE != 0, extra_reads(f as u16).1];
+        assert!(extras.iter().filter(|&&e| e).count() <= 1, "{f:?} needs {extras:?}");
+    }
+    assert_ne!(ApiFunc::HipModuleGetFunction.cookie_flags() & cookie::NAME, 0);
+    assert!(extra_reads(ApiFunc::VkCreateShaderModule as u16).1);
+}

@@ -3,11 +3,13 @@
 
 use std::collections::HashMap;
 
-use super::Labels;
 use crate::{
     trace::event::gpu_time,
     trace::{Job, JobStage},
 };
+
+/// A process's labels: (comm, role, model).
+pub(super) type Labels = (String, String, String);
 
 /// Jobs queued and not yet done held at once; more are counted, not timed.
 const MAX_OPEN: usize = 65_536;

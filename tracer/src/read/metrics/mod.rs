@@ -44,6 +44,8 @@ use prometheus_client::{
     registry::Registry,
 };
 
+use live_jobs::{Labels, LiveJobs};
+
 use crate::{
     read::phase::{FamilyKey, Feeder, family_key},
     trace::{
@@ -51,9 +53,6 @@ use crate::{
         model::{Index, Visitor},
     },
 };
-
-/// A process's labels: (comm, role, model).
-type Labels = (String, String, String);
 
 /// Distinct process names (`comm`) kept as label values; past them, `other`.
 pub(crate) const MAX_COMMS: usize = 64;
@@ -167,7 +166,7 @@ struct Counting {
     retired: BTreeMap<Labels, Counts>,
     probes_attached: u64,
     probes_missing: u64,
-    jobs: live_jobs::LiveJobs,
+    jobs: LiveJobs,
 }
 
 impl Counting {

@@ -53,7 +53,7 @@ pub(crate) struct Attributor {
     effects: Effects,
     procs: &'static (dyn Procs + Sync),
     /// What the recording knows of each live process: dropped at its exit, replaced at its exec.
-    live: crate::FastMap<u32, Process>,
+    live: crate::os::FastMap<u32, Process>,
     /// The process of the last event, known to be looked at (the hot path skips the table).
     last_scanned: u32,
     /// Directory entries code-directory listings may still read ([`code_files::LISTING_BUDGET`]).
@@ -118,7 +118,7 @@ impl Default for Attributor {
             runtime_view: false,
             effects: Effects::default(),
             procs: &LIVE,
-            live: crate::FastMap::default(),
+            live: crate::os::FastMap::default(),
             last_scanned: 0,
             listing_budget: code_files::LISTING_BUDGET,
             expanding: None,

@@ -13,7 +13,7 @@ use crate::{
 
 /// One process's launches by return address.
 #[derive(Default)]
-pub(super) struct Sites(crate::FastMap<u64, Site>);
+pub(super) struct Sites(crate::os::FastMap<u64, Site>);
 
 /// The launches made from one return address.
 struct Site {

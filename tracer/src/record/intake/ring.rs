@@ -30,7 +30,7 @@ use aya::maps::{MapData, RingBuf};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracer_common::RecordKind;
 
-use crate::record::names::early::Poster;
+use crate::{os::proc::RECORDER_NICE, record::names::early::Poster};
 
 /// Most bytes of records waiting between the drain and the session.
 pub(crate) const QUEUE_MAX: u64 = 256 << 20;
@@ -46,17 +46,9 @@ const BATCH: usize = 256 << 10;
 /// stand-in at 60 000 launches/s fell from a median 9.6 % to 8.1 % of a core (5 interleaved runs; docs/figures.md).
 const POLL: Duration = Duration::from_millis(20);
 
-/// The nice value the drain and the session run at (both threads raise theirs when the drain starts;
-/// threads started after inherit it). A recorder at 0 is one thread among a user's many busy processes:
-/// against 64 processes launching invented kernels on 2 cores it got 6 % of a core, its queue filled and
-/// 1.4 million records were dropped, another user's among them; at -10 it took 8.9 s of CPU in 69 s, its
-/// queue peaked at 3.4 MB and nothing was dropped (`flood::*`). Root may raise it; where it cannot (a
-/// container without `CAP_SYS_NICE`), the footer says so (`recorder_priority_raised` 0).
-const NICE: i32 = -10;
-
-/// Raises the calling thread's priority to [`NICE`]; whether it could.
+/// Raises the calling thread's priority to [`RECORDER_NICE`]; whether it could.
 fn raise_priority() -> bool {
-    rustix::process::setpriority_process(None, NICE).is_ok()
+    crate::os::proc::raise_thread_priority(RECORDER_NICE)
 }
 
 /// Line kinds a drop is counted under (indexed by [`RecordKind`]; 0: a kind not known).
@@ -77,7 +69,7 @@ struct Shared {
     dropped: [AtomicU64; KINDS],
     /// Process-life records kept in the [`RESERVE`] while records of other kinds were dropped.
     reserved: AtomicU64,
-    /// The drain and the session run at [`NICE`].
+    /// The drain and the session run at [`RECORDER_NICE`].
     raised: AtomicBool,
 }
 
@@ -148,7 +140,7 @@ impl Ring {
         self.shared.reserved.load(Ordering::Relaxed)
     }
 
-    /// Whether the drain and the session run at [`NICE`].
+    /// Whether the drain and the session run at [`RECORDER_NICE`].
     pub(crate) fn priority_raised(&self) -> bool {
         self.shared.raised.load(Ordering::Relaxed)
     }

@@ -88,6 +88,8 @@ pub(crate) struct EarlyLooks {
     pub(crate) files_limit: AtomicU64,
     /// Command lines kept without their last arguments (over 64 KiB).
     pub(crate) argv_cut: AtomicU64,
+    /// The looking thread runs at [`crate::os::proc::RECORDER_NICE`], as the session it outruns does.
+    pub(crate) priority_raised: std::sync::atomic::AtomicBool,
 }
 
 /// The files the looking thread opens for the session.
@@ -214,7 +216,7 @@ pub(crate) struct Poster {
     tx: SyncSender<(u32, u64)>,
     looks: Arc<EarlyLooks>,
     /// Processes seen since their exec (or since tracer started): their image.
-    posted: crate::FastMap<u32, Image>,
+    posted: crate::os::FastMap<u32, Image>,
     /// The process of the last call looked at, whose first call is behind it (the hot path: the same
     /// process calling again, no map touched).
     last: u32,
@@ -296,9 +298,15 @@ pub(crate) fn start() -> Result<(Poster, Arc<EarlyLooks>, JoinHandle<()>)> {
     let shared = Arc::clone(&looks);
     let thread = std::thread::Builder::new()
         .name("tracer-early-look".into())
-        .spawn(move || look(&rx, &shared))
+        .spawn(move || {
+            // At nice 0 it waited behind the session (at -10) naming a library's ten thousand registrations, and
+            // a program living 35 ms had ended before its look.
+            let raised = crate::os::proc::raise_thread_priority(crate::os::proc::RECORDER_NICE);
+            shared.priority_raised.store(raised, Ordering::Relaxed);
+            look(&rx, &shared);
+        })
         .context("cannot start the thread that looks at new processes' maps")?;
-    Ok((Poster { tx, looks: Arc::clone(&looks), posted: crate::FastMap::default(), last: 0 }, looks, thread))
+    Ok((Poster { tx, looks: Arc::clone(&looks), posted: crate::os::FastMap::default(), last: 0 }, looks, thread))
 }
 
 /// The looking thread: one maps read per PID waiting (a PID posted twice meanwhile is read once).
@@ -312,9 +320,12 @@ fn look(rx: &Receiver<(u32, u64)>, looks: &EarlyLooks) {
             let taken = crate::os::clock::monotonic_ns();
             // Ended already (or an exiting process, whose maps read empty): nothing to keep.
             if let Some(maps) = read_mappings(pid).filter(|m| !m.is_empty()) {
-                looks.open_files(pid, &maps);
+                // Who it is, and its root, read first: its files are opened next (each mapped file opened
+                // and checked), and a program that lives 35 ms may end meanwhile, its process record then
+                // without parent, start time or command line (seen once in CI).
                 let who = who(pid, &looks.argv_cut);
                 let root = crate::os::files::Root::of(pid).ok().map(Arc::new);
+                looks.open_files(pid, &maps);
                 looks.keep(pid, Look { since, snapshot: Snapshot { taken, maps }, who, root });
             }
         }
@@ -347,7 +358,7 @@ mod tests {
 
     fn poster() -> (Poster, Receiver<(u32, u64)>) {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
-        (Poster { tx, looks: Arc::new(EarlyLooks::default()), posted: crate::FastMap::default(), last: 0 }, rx)
+        (Poster { tx, looks: Arc::new(EarlyLooks::default()), posted: crate::os::FastMap::default(), last: 0 }, rx)
     }
 
     #[test]

@@ -139,7 +139,7 @@ pub(crate) struct Names {
 /// What naming knows of one process: dropped whole when it exits, replaced when it execs.
 #[derive(Default)]
 pub(crate) struct ProcessNames {
-    by_handle: crate::FastMap<u64, Entry>,
+    by_handle: crate::os::FastMap<u64, Entry>,
     /// How many of `by_handle` are bound as unnamed.
     unnamed_held: usize,
     /// Its file mappings, as last read.

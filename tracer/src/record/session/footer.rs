@@ -92,7 +92,11 @@ impl Session<'_> {
         }
         footer.counters.insert("queue_peak_bytes".into(), self.ring.peak_queued());
         footer.counters.insert("queue_reserve_records".into(), self.ring.reserve_records());
-        footer.counters.insert("recorder_priority_raised".into(), u64::from(self.ring.priority_raised()));
+        let early_raised =
+            self.attr.names.early.as_ref().is_none_or(|e| e.priority_raised.load(std::sync::atomic::Ordering::Relaxed));
+        footer
+            .counters
+            .insert("recorder_priority_raised".into(), u64::from(self.ring.priority_raised() && early_raised));
         if self.filter_by_pid {
             footer.counters.insert("filter_entries_start".into(), self.filter_at_start);
             footer.counters.insert("filter_entries_end".into(), self.pids.keys().count() as u64);

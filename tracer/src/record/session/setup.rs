@@ -39,6 +39,8 @@ struct Loaded {
     multi: Option<attach::MultiProgram>,
     /// Every map, kept while aya held them all: the runtime links' programs share them too.
     maps: Result<attach::SharedMaps>,
+    /// The runtime links' programs, loading on their thread.
+    links: std::thread::JoinHandle<Result<attach::RuntimeLinks>>,
     /// The GPU scheduler tracepoints attached (queue, run, done), if this kernel has them.
     job_tracepoints: Vec<String>,
     program_stats: Option<std::os::fd::OwnedFd>,
@@ -74,7 +76,8 @@ impl<'a> Session<'a> {
         let loaded = load(args, &targets, filter_by_pid)?;
         let job_tracepoints = loaded.job_tracepoints.clone();
         let program_stats = loaded.program_stats;
-        let attached = attach_all(args, (loaded.ebpf, loaded.multi, loaded.maps), &targets, &copies, &counted)?;
+        let attached =
+            attach_all(args, (loaded.ebpf, loaded.multi, loaded.maps, loaded.links), &targets, &copies, &counted)?;
         Self::start(args, attached, targets, program, writer, (filter_by_pid, job_tracepoints, program_stats))
     }
 
@@ -171,14 +174,19 @@ fn load(args: &RecordArgs, targets: &Targets, filter_by_pid: bool) -> Result<Loa
     let job_tracepoints = jobs.as_ref().map(|j| j.names.map(str::to_owned).to_vec()).unwrap_or_default();
     warn_of_ring_size(args.ring_bytes);
     let runs = !args.every_launch;
-    let ebpf = attach::load(&Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm, jobs, runs })?;
+    let settings = Settings { filter_by_pid, ring_bytes: args.ring_bytes, watch_comm, jobs, runs };
+    let mut ebpf = attach::load(&settings)?;
     // Taken while aya holds every map: every program loaded for multi-point links shares them.
     let maps = attach::SharedMaps::of(&ebpf);
+    // The runtime links' programs verified on a thread while the tracepoints' are here.
+    let links_maps = maps.as_ref().map_err(|e| anyhow!("{e:#}")).and_then(attach::SharedMaps::try_clone);
+    let links = attach::RuntimeLinks::load_apart(links_maps, args.probe_mode);
+    attach::attach_tracepoints(&mut ebpf, &settings)?;
     let multi = maps.as_ref().map_err(|e| anyhow!("{e:#}")).and_then(|maps| library_program(maps, args)).map_err(|e| {
         warning!("calls into GPU libraries other than the runtimes are not counted: {e:#}");
     });
     let multi = multi.ok();
-    Ok(Loaded { ebpf, multi, maps, job_tracepoints, program_stats })
+    Ok(Loaded { ebpf, multi, maps, links, job_tracepoints, program_stats })
 }
 
 /// The program counting calls into other GPU libraries' entry points: for multi-point links, or, on a kernel
@@ -198,11 +206,19 @@ fn library_program(maps: &attach::SharedMaps, args: &RecordArgs) -> Result<attac
     })
 }
 
+/// The object, the library entry counts' program, every map and the runtime links loading.
+type Programs = (
+    aya::Ebpf,
+    Option<attach::MultiProgram>,
+    Result<attach::SharedMaps>,
+    std::thread::JoinHandle<Result<attach::RuntimeLinks>>,
+);
+
 /// Attaches the runtime probes to every copy, takes the maps user space holds, counts the entry points of the
 /// GPU libraries the command will load, and starts the ring's drain.
 fn attach_all(
     args: &RecordArgs,
-    (mut ebpf, multi, maps): (aya::Ebpf, Option<attach::MultiProgram>, Result<attach::SharedMaps>),
+    (mut ebpf, multi, maps, links): Programs,
     targets: &Targets,
     copies: &[LibCopy],
     counted: &[(crate::trace::GpuLibrary, LibCopy)],
@@ -213,14 +229,18 @@ fn attach_all(
     let witness = maps.as_ref().ok().zip(multi.as_ref()).and_then(|(m, counting)| {
         attach::MultiProgram::load_for(attach::OBJECT, m, attach::INIT_WITNESS, counting.points()).ok()
     });
-    watch.links = maps
-        .and_then(|maps| attach::RuntimeLinks::load(maps, args.probe_mode))
+    watch.links = links
+        .join()
+        .unwrap_or_else(|_panic| Err(anyhow!("the thread loading the runtime programs panicked")))
             .map_err(|e| {
                 warning!(
                     "runtime functions are probed one uprobe each (the kernel refused multi-point uprobes, Linux 6.6 or later), so releasing them after the recording takes about 0.1 s a probe: {e:#}"
                 );
             })
             .ok();
+    if watch.links.is_none() {
+        attach::load_uprobes(&mut ebpf, args.probe_mode)?;
+    }
     // Recording running processes by PID, the probes of the calls that recur go into them alone (a link per
     // process), so that other processes mapping the same copies do not trap on their launches, copies and
     // synchronizations. A child they start later gets its links when its fork or exec is read; a copy it
@@ -238,7 +258,7 @@ fn attach_all(
         && attach::scoped_links_work()
         && let Some(links) = watch.links.as_mut()
     {
-        links.scope_to_processes();
+        links.scope_to_processes(args.program_stats);
     }
     let mut setup = Vec::new();
     for copy in copies {

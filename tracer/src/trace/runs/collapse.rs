@@ -80,7 +80,7 @@ struct Written {
     /// Launches taken so far (the next one's position).
     pos: u64,
     /// Fold -> the last position a launch of that fold was at (cleared past [`MAX_FOLDS`]).
-    seen: crate::FastMap<u64, u64>,
+    seen: crate::os::FastMap<u64, u64>,
     run: Option<Repeat>,
     /// The position after the run's last launch.
     run_end: u64,

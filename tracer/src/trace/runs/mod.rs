@@ -101,11 +101,11 @@ fn run_placement<T: Clone>(held: &VecDeque<T>, period: u32, count: u32) -> Optio
 }
 
 /// Per thread `(pid, tid)`, bounded by [`MAX_THREADS`].
-pub(crate) struct Threads<T>(crate::FastMap<(u32, u32), T>);
+pub(crate) struct Threads<T>(crate::os::FastMap<(u32, u32), T>);
 
 impl<T> Default for Threads<T> {
     fn default() -> Self {
-        Self(crate::FastMap::default())
+        Self(crate::os::FastMap::default())
     }
 }
 

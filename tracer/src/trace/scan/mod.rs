@@ -310,7 +310,7 @@ impl Spell<'_> {
 /// one copy instead of some thirty small ones (the spelling's copies were 9 % of tracer's CPU at 60 000
 /// launches/s on the stand-in). At most [`TAILS_MAX`] are kept; the cache starts afresh when full.
 #[derive(Default)]
-pub(super) struct LaunchTails(crate::FastMap<Launch, Box<[u8]>>);
+pub(super) struct LaunchTails(crate::os::FastMap<Launch, Box<[u8]>>);
 
 /// Most launch tails kept: a decode step's distinct launches many times over, some 1 MiB at most.
 const TAILS_MAX: usize = 4096;

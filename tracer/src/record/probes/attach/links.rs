@@ -6,7 +6,10 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use anyhow::{Result, anyhow};
 
-use super::{MultiProgram, OBJECT, ProbeMode, Programs, multi::SharedMaps};
+use super::{
+    mode::{INIT_WITNESS, OBJECT, ProbeMode, Programs},
+    multi::{MultiProgram, SharedMaps},
+};
 use crate::os::files::CodeFile;
 
 /// The runtime probes' programs loaded for multi-point uprobe links (Linux 6.6 and later): each program is
@@ -18,9 +21,12 @@ pub(crate) struct RuntimeLinks {
     /// Program name -> the program loaded for multi-point links: in every process, or, placed per process,
     /// the calls that recur in each recorded process.
     programs: BTreeMap<&'static str, MultiProgram>,
-    /// Placed per process: the same programs loaded again for the calls that do not recur, linked in every
-    /// process (filtered by the program), so that the kernel counts each set's runs apart.
+    /// Placed per process with `--program-stats`: the same programs loaded again for the calls that do not
+    /// recur, linked in every process (filtered by the program), so that the kernel counts each set's runs
+    /// apart. Without it, those links take the programs above.
     everywhere: BTreeMap<&'static str, MultiProgram>,
+    /// Whether [`RuntimeLinks::everywhere`] is used.
+    stats_apart: bool,
     /// Every link made for every process: closing one detaches its points (see [`release_in_background`]).
     links: Vec<std::os::fd::OwnedFd>,
     /// Recording chosen processes: each process's own links (its probes trap nobody else); `None`: one
@@ -39,43 +45,62 @@ pub(crate) struct RuntimeLinks {
     preloading: Preloading,
 }
 
+/// Runs `load` on a thread of tracer's that takes no signal from then on. A signal delivered to the thread
+/// that runs the verifier ends its load with EAGAIN (a command's SIGCHLD, restarting the batch program's
+/// quarter of a second each time): the process's signals are left to its other threads. Call it only on a
+/// thread started for loading.
+fn verify_alone<T>(load: impl FnOnce() -> T) -> T {
+    // SAFETY: an all-ones set is valid; this thread's mask alone is changed.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&raw mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &raw const all, std::ptr::null_mut());
+    }
+    load()
+}
+
 /// Programs loaded on a thread of their own, each handed over as soon as it is loaded.
 struct Preloading {
     /// Their names, in the order they are loaded.
     names: Vec<&'static str>,
+    /// The one loaded last, once the set-up has its others ([`RuntimeLinks::finish_preloading`]) or a link
+    /// needs it: its verifier time is then not spent while the set-up's programs are verified.
+    deferred: Option<&'static str>,
+    /// Tells the thread to load [`Preloading::deferred`] (dropped: it is not loaded there).
+    go: Option<std::sync::mpsc::Sender<()>>,
     ready: std::sync::mpsc::Receiver<(&'static str, Result<MultiProgram>)>,
 }
 
 impl Preloading {
-    /// Starts loading `names` (those not among `loaded`) with a copy of `maps`.
-    fn start(names: &[&'static str], loaded: &BTreeMap<&'static str, MultiProgram>, maps: &SharedMaps) -> Self {
-        let mut names: Vec<&'static str> = names.iter().copied().filter(|n| !loaded.contains_key(n)).collect();
+    /// Starts loading `names` with a copy of `maps`, then `deferred` once told to.
+    fn start(names: &[&'static str], deferred: &'static str, maps: &SharedMaps) -> Self {
+        let mut names: Vec<&'static str> = names.to_vec();
         names.dedup();
         let (tx, ready) = std::sync::mpsc::channel();
+        let (go, told) = std::sync::mpsc::channel::<()>();
+        let deferred = (!names.contains(&deferred)).then_some(deferred);
         match maps.try_clone() {
             Ok(maps) => {
-                let todo = names.clone();
+                let (todo, last) = (names.clone(), deferred);
                 std::thread::spawn(move || {
-                    // A signal delivered to the thread that runs the verifier ends its load with EAGAIN (a
-                    // command's SIGCHLD, restarting the batch program's quarter of a second each time): the
-                    // process's signals are left to its other threads.
-                    // SAFETY: an all-ones set is valid; this thread's mask alone is changed.
-                    unsafe {
-                        let mut all: libc::sigset_t = std::mem::zeroed();
-                        libc::sigfillset(&raw mut all);
-                        libc::pthread_sigmask(libc::SIG_BLOCK, &raw const all, std::ptr::null_mut());
-                    }
+                    let load = |name| verify_alone(|| MultiProgram::load(OBJECT, &maps, name));
                     for name in todo {
-                        if tx.send((name, MultiProgram::load(OBJECT, &maps, name))).is_err() {
+                        if tx.send((name, load(name))).is_err() {
                             return;
                         }
                     }
+                    if let Some(name) = last
+                        && told.recv().is_ok()
+                    {
+                        drop(tx.send((name, load(name))));
+                    }
                 });
+                names.extend(deferred);
             }
             // Each is loaded at its first use instead.
             Err(_) => names.clear(),
         }
-        Self { names, ready }
+        Self { names, deferred, go: Some(go), ready }
     }
 
     /// Waits for program `name` if it is being loaded, moving every program loaded by then into `programs`.
@@ -83,6 +108,9 @@ impl Preloading {
     fn wait_for(&mut self, name: &'static str, programs: &mut BTreeMap<&'static str, MultiProgram>) {
         if !self.names.contains(&name) {
             return;
+        }
+        if Some(name) == self.deferred {
+            self.load_deferred();
         }
         while let Ok((done, loaded)) = self.ready.recv() {
             self.names.retain(|n| *n != done);
@@ -92,6 +120,18 @@ impl Preloading {
             if done == name {
                 break;
             }
+        }
+        if self.names.contains(&name) {
+            // The loading thread is gone: the rest are loaded at their first use.
+            self.names.clear();
+        }
+    }
+
+    /// Lets the thread load the deferred program.
+    fn load_deferred(&mut self) {
+        if let Some(go) = self.go.take() {
+            // A thread already gone has nothing to load: the program is loaded at its first use.
+            go.send(()).unwrap_or_default();
         }
     }
 }
@@ -145,20 +185,36 @@ impl RuntimeLinks {
     pub(crate) fn load(maps: SharedMaps, mode: ProbeMode) -> Result<Self> {
         let Programs { entry, ret, one_trap, register, doorbell, batch, pipeline_name, .. } = mode.programs();
         let mut programs = BTreeMap::new();
-        // The programs of every copy, loaded now (a kernel without multi-point links says so before anything
-        // is attached); the others on a thread, ready by their first use.
-        for name in [entry, ret, one_trap] {
-            loaded(&mut programs, &maps, name)?;
+        // The programs of every copy, loaded now, side by side (the verifier takes 0.05 to 0.12 s over each;
+        // a kernel without multi-point links says so before anything is attached); the others on a thread,
+        // ready by their first use, the batch program's quarter of a second last.
+        let preloading = Preloading::start(&[INIT_WITNESS, register, doorbell, pipeline_name], batch, &maps);
+        let loads = std::thread::scope(|s| {
+            let others: Vec<_> = [ret, one_trap]
+                .into_iter()
+                .filter(|n| *n != entry)
+                .map(|name| {
+                    let maps = maps.try_clone();
+                    s.spawn(move || (name, maps.and_then(|m| verify_alone(|| MultiProgram::load(OBJECT, &m, name)))))
+                })
+                .collect();
+            let mut all = vec![(entry, MultiProgram::load(OBJECT, &maps, entry))];
+            for h in others {
+                all.push(h.join().map_err(|_panic| anyhow!("a thread loading a runtime program panicked"))?);
+            }
+            Ok::<_, anyhow::Error>(all)
+        })?;
+        for (name, program) in loads {
+            programs.entry(name).or_insert(program?);
         }
         if !programs.get(entry).is_some_and(MultiProgram::links_work) {
             anyhow::bail!("the kernel makes no multi-point uprobe links");
         }
-        let preloading =
-            Preloading::start(&[super::INIT_WITNESS, register, doorbell, batch, pipeline_name], &programs, &maps);
         Ok(Self {
             preloading,
             programs,
             everywhere: BTreeMap::new(),
+            stats_apart: false,
             links: Vec::new(),
             scoped: None,
             plans: Vec::new(),
@@ -167,23 +223,33 @@ impl RuntimeLinks {
         })
     }
 
+    /// [`RuntimeLinks::load`] on a thread of its own, which takes no signal: the verifier's work over the
+    /// runtime programs goes on beside the tracepoints' (a tenth of a second each on this machine's cores).
+    pub(crate) fn load_apart(maps: Result<SharedMaps>, mode: ProbeMode) -> std::thread::JoinHandle<Result<Self>> {
+        std::thread::spawn(move || verify_alone(|| Self::load(maps?, mode)))
+    }
+
     /// Waits for the programs loading on their thread (started with the set-up's other work, they cost it
     /// little): a runtime found during the recording is then linked at once, where waiting for a verifier
-    /// would let a short-lived process's loading outrun its probes.
+    /// would let a short-lived process's loading outrun its probes. Then the thread loads the batch program
+    /// (a quarter of a second of verifier, kept off the set-up's cores): it is not waited for, since only a
+    /// libllama needs it, and its link waits for it there, long before the library's first batch (a model
+    /// is loaded first).
     pub(crate) fn finish_preloading(&mut self) {
-        while let Some(&name) = self.preloading.names.first() {
+        let deferred = self.preloading.deferred;
+        while let Some(&name) = self.preloading.names.iter().find(|n| Some(**n) != deferred) {
             self.preloading.wait_for(name, &mut self.programs);
-            if self.preloading.names.first() == Some(&name) {
-                // The loading thread is gone: the rest are loaded at their first use.
-                self.preloading.names.clear();
-            }
         }
+        self.preloading.load_deferred();
     }
 
     /// From now on, each process gets links of its own for the calls that recur ([`RuntimeLinks::add_process`]);
     /// other processes that map the same copies do not trap on them.
-    pub(crate) fn scope_to_processes(&mut self) {
+    /// `stats_apart`: the programs of the calls that do not recur are loaded apart, their runs counted apart
+    /// (`record --program-stats`).
+    pub(crate) fn scope_to_processes(&mut self, stats_apart: bool) {
         self.scoped.get_or_insert_with(BTreeMap::new);
+        self.stats_apart = stats_apart;
     }
 
     /// Whether probes are placed per process.
@@ -254,7 +320,10 @@ impl RuntimeLinks {
                 self.links.push(program.attach(&target, &offsets, &cookies, None, returns)?);
             }
             Some(_) if !recurs => {
-                let program = loaded(&mut self.everywhere, &self.maps, prog)?;
+                // The same program as the calls that recur, but with `--program-stats`, where it is loaded
+                // again so that the kernel counts each set's runs apart (a verifier's tenth of a second each).
+                let set = if self.stats_apart { &mut self.everywhere } else { &mut self.programs };
+                let program = loaded(set, &self.maps, prog)?;
                 self.links.push(program.attach(&target, &offsets, &cookies, None, returns)?);
                 return Ok(());
             }

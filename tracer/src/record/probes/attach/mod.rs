@@ -35,15 +35,12 @@ mod release;
 mod sched;
 use links::Link;
 pub(crate) use links::{Linked, RuntimeLinks};
-pub(crate) use mode::ProbeMode;
 use mode::Programs;
+pub(crate) use mode::{INIT_WITNESS, OBJECT, ProbeMode};
 pub(crate) use multi::{MultiProgram, Points, SharedMaps, misses as program_misses};
 pub(crate) use placement::{one_trap_point, register_args_point};
 pub(crate) use release::{release_in_background, releases_in_progress};
 pub(crate) use sched::JobTracepoints;
-
-/// The eBPF object built by build.rs.
-pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
 
 pub(crate) const TRACEFS: &str = "/sys/kernel/tracing";
 
@@ -203,26 +200,19 @@ fn tracepoint_format(category: &str, name: &str) -> Result<String> {
     fs::read_to_string(&path).with_context(|| format!("this kernel has no tracepoint {category}:{name} ({path})"))
 }
 
+/// The eBPF object with the recording's settings, its maps made and none of its programs loaded yet.
 pub(crate) fn load(settings: &Settings) -> Result<Ebpf> {
     // RLIMIT_MEMLOCK: kernels since 5.11 charge BPF memory to the cgroup; where raising it is not allowed
     // the load still works, so a failure here is not an error.
     let unlimited = libc::rlimit { rlim_cur: libc::RLIM_INFINITY, rlim_max: libc::RLIM_INFINITY };
     // SAFETY: plain syscall with a valid struct.
     let _: libc::c_int = unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &raw const unlimited) };
-    let mut ebpf = object(settings)?;
-    for name in [
-        "call_entry",
-        "call_return",
-        "register_function",
-        "doorbell",
-        "one_trap_entry",
-        "empty_entry",
-        "empty_return",
-        "empty_one_trap",
-    ] {
-        let prog: &mut UProbe = program(&mut ebpf, name)?;
-        prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
-    }
+    object(settings)
+}
+
+/// Loads and attaches the tracepoints' programs: process events, ioctls, opens, and the GPU scheduler's
+/// jobs where `settings` has them.
+pub(crate) fn attach_tracepoints(ebpf: &mut Ebpf, settings: &Settings) -> Result<()> {
     for (name, category) in [
         ("task_newtask", "task"),
         ("sched_process_exec", "sched"),
@@ -231,19 +221,35 @@ pub(crate) fn load(settings: &Settings) -> Result<Ebpf> {
         ("sys_exit_ioctl", "syscalls"),
         ("sys_enter_openat", "syscalls"),
     ] {
-        let prog: &mut TracePoint = program(&mut ebpf, name)?;
+        let prog: &mut TracePoint = program(ebpf, name)?;
         prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
         prog.attach(category, name).with_context(|| format!("attaching to tracepoint {category}:{name} failed"))?;
     }
     if let Some(jobs) = &settings.jobs {
         for (prog_name, tp) in ["job_queue", "job_run", "job_done"].into_iter().zip(jobs.names) {
-            let prog: &mut TracePoint = program(&mut ebpf, prog_name)?;
+            let prog: &mut TracePoint = program(ebpf, prog_name)?;
             prog.load().with_context(|| format!("the kernel refused eBPF program {prog_name}"))?;
             prog.attach(sched::GROUP, tp)
                 .with_context(|| format!("attaching to tracepoint {}:{tp} failed", sched::GROUP))?;
         }
     }
-    Ok(ebpf)
+    Ok(())
+}
+
+/// Loads the runtime probes' programs for one uprobe per function, where the kernel makes no multi-point
+/// links (before Linux 6.6): loaded before any copy is probed, so that a copy found during the recording
+/// is probed at once, not after the verifier. With multi-point links they are not loaded at all (each was
+/// verified twice, once for each kind, a quarter of a second of a recording's start-up); one is loaded at
+/// its first use where a link is refused ([`attach_one`]).
+pub(crate) fn load_uprobes(ebpf: &mut Ebpf, mode: ProbeMode) -> Result<()> {
+    let Programs { entry, ret, one_trap, register, doorbell, .. } = mode.programs();
+    for name in [entry, ret, one_trap, register, doorbell] {
+        let prog: &mut UProbe = program(ebpf, name)?;
+        if prog.fd().is_err() {
+            prog.load().with_context(|| format!("the kernel refused eBPF program {name}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// The eBPF object with its globals set: the filter, tracer's own PID, the name a process is followed by
@@ -313,9 +319,6 @@ where
 /// Why a libllama's `llama_process` is left unprobed: its batch would be read at guessed offsets.
 pub(crate) const EXT_LAYOUT_UNREAD: &str = "its llama_batch_ext layout could not be read from the library's code \
      (llama_batch_ext::set_output, set_token_pos and add_seq): steps are cut at ggml's passes instead";
-
-/// The program at a runtime copy's initializer ([`ProcEvent::Init`](tracer_common::ProcEvent::Init)).
-pub(crate) const INIT_WITNESS: &str = "library_init";
 
 /// Where `func` begins in `copy` (a file offset), from its symbol among `offsets`; ggml-vulkan's pipeline
 /// maker, which has no exported symbol, where the library's code says. Err: why not.

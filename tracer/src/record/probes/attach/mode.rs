@@ -3,6 +3,12 @@
 
 use tracer_common::{ApiFunc, api::ProbeShape};
 
+/// The eBPF object built by build.rs.
+pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/tracer"));
+
+/// The program at a runtime copy's initializer ([`ProcEvent::Init`](tracer_common::ProcEvent::Init)).
+pub(crate) const INIT_WITNESS: &str = "library_init";
+
 /// Which programs the runtime probes run, and on which functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ProbeMode {

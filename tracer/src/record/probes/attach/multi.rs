@@ -22,6 +22,8 @@ use aya::{
 };
 use aya_obj::generated::{bpf_attach_type, bpf_attr, bpf_cmd, bpf_insn, bpf_prog_type};
 
+use super::points::{bpf, checked_points};
+
 /// The kernel's information on a loaded program (`BPF_OBJ_GET_INFO_BY_FD`); None when it cannot be asked.
 fn prog_info(fd: BorrowedFd<'_>) -> Option<aya_obj::generated::bpf_prog_info> {
     // SAFETY: all-zero is a valid `bpf_prog_info` (plain integers).
@@ -147,24 +149,6 @@ const fn map_data(map: &Map) -> Option<&MapData> {
         | Map::Unsupported(d) => Some(d),
         _ => None,
     }
-}
-
-/// The points of a link (or of one link per point): one cookie per offset, at least one; `target` as the
-/// kernel takes a path.
-pub(super) fn checked_points(target: &Path, offsets: &[u64], cookies: &[u64]) -> Result<CString> {
-    if offsets.is_empty() || offsets.len() != cookies.len() {
-        bail!("{} offsets with {} cookies", offsets.len(), cookies.len());
-    }
-    CString::new(target.as_os_str().as_encoded_bytes())
-        .with_context(|| format!("{} contains a NUL byte", target.display()))
-}
-
-/// One `bpf(2)` call.
-pub(super) fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> std::io::Result<RawFd> {
-    // SAFETY: `attr` is a valid, fully initialised `bpf_attr` for `cmd`; the kernel reads at most its size.
-    let ret =
-        unsafe { libc::syscall(libc::SYS_bpf, cmd as libc::c_long, std::ptr::from_mut(attr), size_of::<bpf_attr>()) };
-    if ret < 0 { Err(std::io::Error::last_os_error()) } else { RawFd::try_from(ret).map_err(std::io::Error::other) }
 }
 
 /// Every map of tracer's object as aya created it, each descriptor duplicated while aya still holds them

@@ -2,18 +2,18 @@
 //! Ubuntu 22.04's 5.15, kernels still common on GPU machines): a uprobe perf event at each point
 //! (`perf_event_open` on the `uprobe` PMU, as aya's `UProbe` opens it) and a `BPF_LINK_CREATE` of type
 //! `BPF_PERF_EVENT` carrying the point's cookie (Linux 5.15 on). aya does the same for a program it loaded;
-//! the library entry counts are loaded by [`super::multi`] (they share aya's maps), so their points are
-//! attached here. Each point is one file descriptor and one uprobe, released one grace period each (see
+//! the library entry counts are loaded by `multi` (they share aya's maps), so their points are
+//! attached here. The `bpf(2)` call and the points' checks both kinds of link make live here too. Each point is one file descriptor and one uprobe, released one grace period each (see
 //! [`super::release_in_background`]).
 
 use std::{
     ffi::CString,
-    os::fd::{AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd},
+    os::fd::{AsRawFd as _, BorrowedFd, FromRawFd as _, OwnedFd, RawFd},
     path::Path,
     sync::OnceLock,
 };
 
-use anyhow::{Context as _, Result, anyhow};
+use anyhow::{Context as _, Result, anyhow, bail};
 use aya_obj::generated::{PERF_FLAG_FD_CLOEXEC, bpf_attach_type, bpf_attr, bpf_cmd, perf_event_attr};
 
 /// Where the kernel names the uprobe PMU's perf event type.
@@ -35,7 +35,7 @@ pub(super) fn attach_each(
     offsets: &[u64],
     cookies: &[u64],
 ) -> Result<Vec<OwnedFd>> {
-    let path = super::multi::checked_points(target, offsets, cookies)?;
+    let path = checked_points(target, offsets, cookies)?;
     let pmu = uprobe_pmu()?;
     let mut links = Vec::with_capacity(offsets.len());
     for (i, (&offset, &cookie)) in offsets.iter().zip(cookies).enumerate() {
@@ -89,7 +89,25 @@ fn attach_point(prog: BorrowedFd<'_>, pmu: u32, path: &CString, offset: u64, coo
     link.__bindgen_anon_2.target_fd = event.as_raw_fd() as u32;
     link.attach_type = bpf_attach_type::BPF_PERF_EVENT as u32;
     link.__bindgen_anon_3.perf_event.bpf_cookie = cookie;
-    let fd = super::multi::bpf(bpf_cmd::BPF_LINK_CREATE, &mut attr)?;
+    let fd = bpf(bpf_cmd::BPF_LINK_CREATE, &mut attr)?;
     // SAFETY: a descriptor the kernel just returned, owned by nothing else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The points of a link (or of one link per point): one cookie per offset, at least one; `target` as the
+/// kernel takes a path.
+pub(super) fn checked_points(target: &Path, offsets: &[u64], cookies: &[u64]) -> Result<CString> {
+    if offsets.is_empty() || offsets.len() != cookies.len() {
+        bail!("{} offsets with {} cookies", offsets.len(), cookies.len());
+    }
+    CString::new(target.as_os_str().as_encoded_bytes())
+        .with_context(|| format!("{} contains a NUL byte", target.display()))
+}
+
+/// One `bpf(2)` call.
+pub(super) fn bpf(cmd: bpf_cmd, attr: &mut bpf_attr) -> std::io::Result<RawFd> {
+    // SAFETY: `attr` is a valid, fully initialised `bpf_attr` for `cmd`; the kernel reads at most its size.
+    let ret =
+        unsafe { libc::syscall(libc::SYS_bpf, cmd as libc::c_long, std::ptr::from_mut(attr), size_of::<bpf_attr>()) };
+    if ret < 0 { Err(std::io::Error::last_os_error()) } else { RawFd::try_from(ret).map_err(std::io::Error::other) }
 }
