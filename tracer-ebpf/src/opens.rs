@@ -77,7 +77,7 @@ fn runtime_file(buf: &[u8; OPEN_PATH_MAX], len: usize) -> bool {
         }
         k += 1;
     }
-    if k == LAST_COMPONENT_SEEN {
+    if k == LAST_COMPONENT_SEEN && len > LAST_COMPONENT_SEEN {
         return true;
     }
     if base + 8 > len {

@@ -226,8 +226,8 @@ fn a_process_that_ended_before_it_was_named_keeps_its_launch_sites_code_files_an
     let f = footer(&records);
     assert!(f.counters.get("maps_from_early_look").copied().unwrap_or(0) >= 1, "{:?}", f.counters);
     assert_eq!((f.counters["early_looks_lost"], f.counters["early_look_files_limit"], f.total_drops()), (0, 0, 0));
-    // The look ran at the session's priority: at nice 0 it once waited behind the session naming rocSPARSE
-    // (at -10) until the runner had ended, and nothing of it was kept (CI, a loaded two-core machine).
+    // The look ran at the session's priority: at nice 0 it would wait behind the session (at -10) naming
+    // rocSPARSE while the runner ends.
     assert_eq!(f.counters["recorder_priority_raised"], 1);
     // `files_unopened` is not asserted: it counts every process's races with its own address space (a
     // forked shell's mapping replaced by its exec, the loader's `ld.so.cache` unmapped as it is opened),

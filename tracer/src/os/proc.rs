@@ -172,10 +172,10 @@ fn read_proc(pid: u32, name: &str) -> Option<Vec<u8>> {
 /// `CAP_SYS_NICE`), the footer says so (`recorder_priority_raised` 0).
 pub(crate) const RECORDER_NICE: i32 = -10;
 
-/// Sets the calling thread's nice value (Linux's `setpriority(PRIO_PROCESS, 0)` is per thread); whether it
-/// could.
-pub(crate) fn raise_thread_priority(nice: i32) -> bool {
-    rustix::process::setpriority_process(None, nice).is_ok()
+/// Raises the calling thread's priority to [`RECORDER_NICE`] (Linux's `setpriority(PRIO_PROCESS, 0)` is per
+/// thread); whether it could.
+pub(crate) fn raise_to_recorder_priority() -> bool {
+    rustix::process::setpriority_process(None, RECORDER_NICE).is_ok()
 }
 
 /// The memory the kernel says is available for new allocations (`MemAvailable`), in bytes.

@@ -30,7 +30,7 @@ use aya::maps::{MapData, RingBuf};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracer_common::RecordKind;
 
-use crate::{os::proc::RECORDER_NICE, record::names::early::Poster};
+use crate::{os::proc::raise_to_recorder_priority, record::names::early::Poster};
 
 /// Most bytes of records waiting between the drain and the session.
 pub(crate) const QUEUE_MAX: u64 = 256 << 20;
@@ -45,11 +45,6 @@ const BATCH: usize = 256 << 10;
 /// steady stream: each look wakes this thread and the session's. 20 ms, not 5: tracer's CPU on the
 /// stand-in at 60 000 launches/s fell from a median 9.6 % to 8.1 % of a core (5 interleaved runs; docs/figures.md).
 const POLL: Duration = Duration::from_millis(20);
-
-/// Raises the calling thread's priority to [`RECORDER_NICE`]; whether it could.
-fn raise_priority() -> bool {
-    crate::os::proc::raise_thread_priority(RECORDER_NICE)
-}
 
 /// Line kinds a drop is counted under (indexed by [`RecordKind`]; 0: a kind not known).
 const KINDS: usize = RecordKind::LIMIT;
@@ -69,7 +64,7 @@ struct Shared {
     dropped: [AtomicU64; KINDS],
     /// Process-life records kept in the [`RESERVE`] while records of other kinds were dropped.
     reserved: AtomicU64,
-    /// The drain and the session run at [`RECORDER_NICE`].
+    /// The drain and the session run at [`crate::os::proc::RECORDER_NICE`].
     raised: AtomicBool,
 }
 
@@ -89,11 +84,11 @@ impl Ring {
         let (tx, batches) = unbounded_channel();
         let shared = Arc::new(Shared::default());
         let drain_shared = Arc::clone(&shared);
-        let session_raised = raise_priority();
+        let session_raised = raise_to_recorder_priority();
         let thread = std::thread::Builder::new()
             .name("tracer-drain".into())
             .spawn(move || {
-                drain_shared.raised.store(session_raised && raise_priority(), Ordering::Relaxed);
+                drain_shared.raised.store(session_raised && raise_to_recorder_priority(), Ordering::Relaxed);
                 std::thread::sleep(delay);
                 drain(ring, &fd, &tx, &drain_shared, &mut early);
             })
@@ -140,7 +135,7 @@ impl Ring {
         self.shared.reserved.load(Ordering::Relaxed)
     }
 
-    /// Whether the drain and the session run at [`RECORDER_NICE`].
+    /// Whether the drain and the session run at [`crate::os::proc::RECORDER_NICE`].
     pub(crate) fn priority_raised(&self) -> bool {
         self.shared.raised.load(Ordering::Relaxed)
     }

@@ -299,9 +299,9 @@ pub(crate) fn start() -> Result<(Poster, Arc<EarlyLooks>, JoinHandle<()>)> {
     let thread = std::thread::Builder::new()
         .name("tracer-early-look".into())
         .spawn(move || {
-            // At nice 0 it waited behind the session (at -10) naming a library's ten thousand registrations, and
-            // a program living 35 ms had ended before its look.
-            let raised = crate::os::proc::raise_thread_priority(crate::os::proc::RECORDER_NICE);
+            // At nice 0 it would wait behind the session (at -10) while that names a library's ten thousand
+            // registrations, and a program living 35 ms may end before its look.
+            let raised = crate::os::proc::raise_to_recorder_priority();
             shared.priority_raised.store(raised, Ordering::Relaxed);
             look(&rx, &shared);
         })

@@ -59,6 +59,11 @@ fn verify_alone<T>(load: impl FnOnce() -> T) -> T {
     load()
 }
 
+/// Program `name` loaded for multi-point links on a thread started for loading ([`verify_alone`]).
+fn load_alone(maps: &SharedMaps, name: &'static str) -> Result<MultiProgram> {
+    verify_alone(|| MultiProgram::load(OBJECT, maps, name))
+}
+
 /// Programs loaded on a thread of their own, each handed over as soon as it is loaded.
 struct Preloading {
     /// Their names, in the order they are loaded.
@@ -83,16 +88,15 @@ impl Preloading {
             Ok(maps) => {
                 let (todo, last) = (names.clone(), deferred);
                 std::thread::spawn(move || {
-                    let load = |name| verify_alone(|| MultiProgram::load(OBJECT, &maps, name));
                     for name in todo {
-                        if tx.send((name, load(name))).is_err() {
+                        if tx.send((name, load_alone(&maps, name))).is_err() {
                             return;
                         }
                     }
                     if let Some(name) = last
                         && told.recv().is_ok()
                     {
-                        drop(tx.send((name, load(name))));
+                        drop(tx.send((name, load_alone(&maps, name))));
                     }
                 });
                 names.extend(deferred);
@@ -194,8 +198,8 @@ impl RuntimeLinks {
                 .into_iter()
                 .filter(|n| *n != entry)
                 .map(|name| {
-                    let maps = maps.try_clone();
-                    s.spawn(move || (name, maps.and_then(|m| verify_alone(|| MultiProgram::load(OBJECT, &m, name)))))
+                    let maps = &maps;
+                    s.spawn(move || (name, load_alone(maps, name)))
                 })
                 .collect();
             let mut all = vec![(entry, MultiProgram::load(OBJECT, &maps, entry))];
