@@ -15,10 +15,7 @@ use anyhow::Result;
 
 use super::{
     Input, ReadStatus,
-    schema::{
-        Config, Dispatch, Footer, Ioctl, Job, Kernel, Launch, Line, MAX_KERNELS_PER_PROCESS, MAX_UNNAMED_PER_PROCESS,
-        Process, Source, StepBatch, trace_lines,
-    },
+    schema::{Kernel, Line, MAX_KERNELS_PER_PROCESS, MAX_UNNAMED_PER_PROCESS, Process, Source, trace_lines},
 };
 
 /// Kernel records a reader keeps of one file, every process together, and of those unnamed: a file of many
@@ -49,8 +46,9 @@ pub(crate) struct Index {
     processes: BTreeMap<u32, Process>,
     /// The header's `start_mono_ns`: the recording's start on the clock of every `ts`.
     start: u64,
-    /// The recording's last moment seen: the footer's end, else the latest timed activity (calls, launches,
-    /// dispatches, ioctls, jobs, batches; not the records that describe processes or names).
+    /// The recording's last moment seen: the footer's end, else the latest activity (the kinds whose row
+    /// says `spans`: calls, launches and their repeats, dispatches, ioctls, jobs, batches, graph inputs; not
+    /// the records that describe processes or names).
     last_ts: u64,
     /// The recording did not probe synchronizations (`--lean`).
     lean: bool,
@@ -153,14 +151,12 @@ impl Index {
     }
 
     fn learn(&mut self, r: &Line) {
-        let ts = match r {
+        match r {
             Line::Header(h) => {
                 (self.start, self.lean) = (h.start_mono_ns, h.options.lean);
-                0
             }
             Line::Process(p) => {
                 self.processes.insert(p.pid, p.clone());
-                0
             }
             Line::Kernel(k) => {
                 let kept = if self.forget_exited {
@@ -200,19 +196,11 @@ impl Index {
                         of.push(k.id);
                     }
                 }
-                0
             }
-            Line::Call(c) => c.ts,
-            Line::Launch(Launch { ts, .. })
-            | Line::Config(Config { ts, .. })
-            | Line::Dispatch(Dispatch { ts, .. })
-            | Line::Ioctl(Ioctl { ts, .. })
-            | Line::Job(Job { ts, .. })
-            | Line::Batch(StepBatch { ts, .. })
-            | Line::Footer(Footer { end_mono_ns: ts, .. }) => *ts,
-            _ => 0,
-        };
-        self.last_ts = self.last_ts.max(ts);
+            // What the rest bring is their time, decided in their row of the table.
+            _ => {}
+        }
+        self.last_ts = self.last_ts.max(r.spans_to().unwrap_or(0));
     }
 }
 
@@ -226,7 +214,7 @@ pub(crate) fn read(input: &Input, v: &mut (impl Visitor + ?Sized)) -> Result<(In
 
 /// [`Visitor`], its dispatch and its pairing, from the table of kinds.
 macro_rules! visitor {
-    ($($variant:ident($ty:ident $(in $wrap:ident)?) = $tag:literal => $method:ident,)*) => {
+    ($($variant:ident($ty:ident $(in $wrap:ident)?) = $tag:literal => $method:ident [$($row:tt)*],)*) => {
         /// What a reader of a trace does with each record kind, in trace order: one method per kind, each
         /// ignoring its record unless implemented. `index` has taken the record in already.
         pub(crate) trait Visitor {
@@ -269,7 +257,7 @@ trace_lines!(visitor);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::Exit;
+    use crate::trace::{Exit, Launch};
 
     /// Counts what it is handed, and what the index said then.
     #[derive(Default)]

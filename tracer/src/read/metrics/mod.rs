@@ -254,10 +254,14 @@ impl Metrics {
         }
         match r {
             Line::Exit(e) => self.retire(e.pid),
-            // Totals are kept; the spans of the steps a call or a batch closed are not (memory stays flat).
-            Line::Call(c) => self.forget_spans(c.pid),
-            Line::Batch(StepBatch { pid, .. }) => self.forget_spans(*pid),
-            _ => {}
+            // Totals are kept; the spans of the steps a record closed are not (memory stays flat).
+            _ => {
+                if r.may_close_step()
+                    && let Some(pid) = r.pid()
+                {
+                    self.forget_spans(pid);
+                }
+            }
         }
     }
 

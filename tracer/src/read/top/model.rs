@@ -254,10 +254,14 @@ impl Model {
                     self.finish(pid);
                 }
             }
-            // Totals are kept; the spans of the steps a call or a batch closed are not (memory stays flat).
-            Line::Call(c) => self.forget_spans(c.pid),
-            Line::Batch(b) => self.forget_spans(b.pid),
-            _ => {}
+            // Totals are kept; the spans of the steps a record closed are not (memory stays flat).
+            _ => {
+                if r.may_close_step()
+                    && let Some(pid) = r.pid()
+                {
+                    self.forget_spans(pid);
+                }
+            }
         }
     }
 

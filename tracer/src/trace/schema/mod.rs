@@ -22,38 +22,47 @@ pub const FORMAT: &str = "tracer-trace";
 /// Version of the record schema this build writes and reads.
 pub const SCHEMA: u32 = 1;
 
-/// The record kinds, declared once: each variant, the type it holds, the `type` its lines carry and the
-/// name of its method in the read model's `Visitor`. Hands the table to the macro `$then`, which
-/// generates what every kind needs: here [`Line`] and its tag table, in `model` the visitor.
+/// The record kinds, declared once: each variant, the type it holds, the `type` its lines carry, the
+/// name of its method in the read model's `Visitor`, and, in brackets, what a reader must know of every
+/// kind (no kind can be added without deciding them):
+/// - its time: `spans(field)`, the moment of activity (a call, a launch, a dispatch...) the recording's span
+///   reaches, or the footer's end; `describes`, a record that describes (a process, a name, a mapping, an
+///   exit, a tally), whose time, if it has one, is when tracer noted it;
+/// - its owner: `pid`, the process in its `pid` field; `recording`, the recording's own;
+/// - `closes_steps` where a record of the kind may end its process's inference step (a call toward the host,
+///   a batch), `steps_go_on` elsewhere.
+///
+/// Hands the table to the macro `$then`, which generates what every kind needs: here [`Line`], its tag
+/// table and its row ([`Line::spans_to`], [`Line::pid`], [`Line::may_close_step`]), in `model` the visitor.
 macro_rules! trace_lines {
     ($then:ident) => {
         $then! {
-            Header(Header in Box) = "header" => header,
-            Library(Library) = "library" => library,
-            Probe(Probe) = "probe" => probe,
-            Process(Process) = "process" => process,
-            Kernel(Kernel) = "kernel" => kernel,
-            Launch(Launch) = "launch" => launch,
-            Repeat(Repeat) = "repeat" => repeat,
-            Config(Config) = "config" => config,
-            Call(Call in Box) = "call" => call,
-            Ioctl(Ioctl) = "ioctl" => ioctl,
-            Mapping(Mapping) = "mapping" => mapping,
-            Queue(Queue) = "queue" => queue,
-            Dispatch(Dispatch) = "dispatch" => dispatch,
-            Exit(Exit) = "exit" => exit,
-            Tally(Tally) = "tally" => tally,
-            EntryLibrary(EntryLibrary) = "entry_library" => entry_library,
-            EntryCalls(EntryCalls) = "entry_calls" => entry_calls,
-            LaunchSites(LaunchSites) = "launch_sites" => launch_sites,
-            GraphExec(GraphExec) = "graph_exec" => graph_exec,
-            Batch(StepBatch) = "batch" => batch,
-            Job(Job) = "job" => job,
-            StepCalls(StepCalls) = "step_calls" => step_calls,
-            GraphInput(GraphInput) = "graph_input" => graph_input,
-            CodeDir(CodeDir) = "code_dir" => code_dir,
-            Checkpoint(Checkpoint) = "checkpoint" => checkpoint,
-            Footer(Footer) = "footer" => footer,
+            Header(Header in Box) = "header" => header [describes, recording, steps_go_on],
+            Library(Library) = "library" => library [describes, recording, steps_go_on],
+            Probe(Probe) = "probe" => probe [describes, recording, steps_go_on],
+            Process(Process) = "process" => process [describes, pid, steps_go_on],
+            Kernel(Kernel) = "kernel" => kernel [describes, pid, steps_go_on],
+            Launch(Launch) = "launch" => launch [spans(ts), pid, steps_go_on],
+            Repeat(Repeat) = "repeat" => repeat [spans(last_ts), pid, steps_go_on],
+            Config(Config) = "config" => config [spans(ts), pid, steps_go_on],
+            Call(Call in Box) = "call" => call [spans(ts), pid, closes_steps],
+            Ioctl(Ioctl) = "ioctl" => ioctl [spans(ts), pid, steps_go_on],
+            Mapping(Mapping) = "mapping" => mapping [describes, pid, steps_go_on],
+            Queue(Queue) = "queue" => queue [describes, pid, steps_go_on],
+            Dispatch(Dispatch) = "dispatch" => dispatch [spans(ts), pid, steps_go_on],
+            Exit(Exit) = "exit" => exit [describes, pid, steps_go_on],
+            Tally(Tally) = "tally" => tally [describes, pid, steps_go_on],
+            EntryLibrary(EntryLibrary) = "entry_library" => entry_library [describes, recording, steps_go_on],
+            EntryCalls(EntryCalls) = "entry_calls" => entry_calls [describes, pid, steps_go_on],
+            LaunchSites(LaunchSites) = "launch_sites" => launch_sites [describes, pid, steps_go_on],
+            GraphExec(GraphExec) = "graph_exec" => graph_exec [describes, pid, steps_go_on],
+            Batch(StepBatch) = "batch" => batch [spans(ts), pid, closes_steps],
+            Job(Job) = "job" => job [spans(ts), pid, steps_go_on],
+            StepCalls(StepCalls) = "step_calls" => step_calls [describes, pid, steps_go_on],
+            GraphInput(GraphInput) = "graph_input" => graph_input [spans(ts), pid, steps_go_on],
+            CodeDir(CodeDir) = "code_dir" => code_dir [describes, pid, steps_go_on],
+            Checkpoint(Checkpoint) = "checkpoint" => checkpoint [describes, recording, steps_go_on],
+            Footer(Footer) = "footer" => footer [spans(end_mono_ns), recording, steps_go_on],
         }
     };
 }
@@ -66,9 +75,32 @@ macro_rules! held {
     ($ty:ident, $wrap:ident) => { $wrap<$ty> };
 }
 
+/// One column of a kind's row, spelled out (an unknown word in the table fails to build).
+macro_rules! row {
+    (time $r:ident, spans($at:ident)) => {
+        Some($r.$at)
+    };
+    (time $r:ident, describes) => {
+        None
+    };
+    (owner $r:ident, pid) => {
+        Some($r.pid)
+    };
+    (owner $r:ident, recording) => {
+        None
+    };
+    (steps closes_steps) => {
+        true
+    };
+    (steps steps_go_on) => {
+        false
+    };
+}
+
 /// [`Line`], its `type` tags and its fast parse, from the table of kinds.
 macro_rules! records {
-    ($($variant:ident($ty:ident $(in $wrap:ident)?) = $tag:literal => $method:ident,)*) => {
+    ($($variant:ident($ty:ident $(in $wrap:ident)?) = $tag:literal => $method:ident
+        [$time:ident $(($at:ident))?, $owner:ident, $steps:ident],)*) => {
         /// One line of a trace file.
         #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
         #[serde(tag = "type")]
@@ -83,6 +115,29 @@ macro_rules! records {
             pub const fn type_name(&self) -> &'static str {
                 match self {
                     $(Self::$variant(_) => $tag,)*
+                }
+            }
+
+            /// The moment of activity this record brings the recording's span to (its footer's end, a
+            /// repeat's last launch); None for a record that describes.
+            pub(crate) fn spans_to(&self) -> Option<u64> {
+                match self {
+                    $(Self::$variant(_r) => row!(time _r, $time $(($at))?),)*
+                }
+            }
+
+            /// The process the record belongs to; None for the recording's own (header, libraries, probes,
+            /// checkpoints, footer).
+            pub(crate) fn pid(&self) -> Option<u32> {
+                match self {
+                    $(Self::$variant(_r) => row!(owner _r, $owner),)*
+                }
+            }
+
+            /// A record of this kind may end its process's inference step (a call, by its category; a batch).
+            pub(crate) const fn may_close_step(&self) -> bool {
+                match self {
+                    $(Self::$variant(_) => row!(steps $steps),)*
                 }
             }
 
