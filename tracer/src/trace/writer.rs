@@ -154,9 +154,10 @@ impl Restate {
                 kept.retain(|k| !matches!(k, Line::Process(_)));
                 kept.insert(0, r.clone());
             }
-            Line::Kernel(_) | Line::Mapping(_) | Line::Queue(_) | Line::CodeDir(_) => {
-                self.processes.entry(r.pid().unwrap_or_default()).or_default().push(r.clone());
-            }
+            Line::Kernel(k) => self.processes.entry(k.pid).or_default().push(r.clone()),
+            Line::Mapping(m) => self.processes.entry(m.pid).or_default().push(r.clone()),
+            Line::Queue(q) => self.processes.entry(q.pid).or_default().push(r.clone()),
+            Line::CodeDir(d) => self.processes.entry(d.pid).or_default().push(r.clone()),
             // An executable's kernels, read from the driver: its replays in later parts need them.
             Line::GraphExec(g) if g.outcome == super::schema::ExecOutcome::Named && !g.check => {
                 self.processes.entry(g.pid).or_default().push(r.clone());
