@@ -8,13 +8,14 @@
 //! its first sequence node; the layout is in `tracer_common::batch`). The record is
 //! built in a per-CPU scratch value and written with its used length. The process's step tally of library
 //! calls (see [`crate::entries`]) is moved into the record, so that each call lands in the step it was made
-//! in.
+//! in. The loops over tokens run by `bpf_loop` ([`llama_batch`]), or, on a kernel without it, bounded
+//! ([`llama_batch_bounded`]): one body, the same records.
 
 use aya_ebpf::{
     EbpfContext as _,
     bindings::BPF_NOEXIST,
     cty::c_void,
-    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, generated},
+    helpers::{bpf_get_current_pid_tgid, bpf_ktime_get_ns, bpf_probe_read_user, generated, generated::bpf_loop},
     macros::{map, uprobe},
     maps::PerCpuArray,
     programs::ProbeContext,
@@ -43,8 +44,24 @@ pub(crate) struct BatchScratch {
 // One extended token is read into the pointer chunk.
 const _: () = assert!(size_of::<[u64; BATCH_CHUNK]>() >= EXT_TOKEN_MAX);
 
+/// The batch program: its loops over tokens run by `bpf_loop` (Linux 5.17 on), one verified step each, so
+/// that the verifier's work does not grow with [`BATCH_TOKENS_MAX`] (0.35 s of a recording's start-up with
+/// the loops written out).
 #[uprobe]
 pub(crate) fn llama_batch(ctx: ProbeContext) -> u32 {
+    batch::<true>(&ctx)
+}
+
+/// The batch program with bounded loops, the verifier walking each token: where the kernel has no
+/// `bpf_loop` (before Linux 5.17) it runs in [`llama_batch`]'s place; the two write the same records.
+#[uprobe]
+pub(crate) fn llama_batch_bounded(ctx: ProbeContext) -> u32 {
+    batch::<false>(&ctx)
+}
+
+/// The batch program's body; `LOOP`: the token loops run by `bpf_loop`.
+#[inline(always)]
+fn batch<const LOOP: bool>(ctx: &ProbeContext) -> u32 {
     let pid_tgid = bpf_get_current_pid_tgid();
     let tgid = (pid_tgid >> 32) as u32;
     if !traced(tgid) {
@@ -69,7 +86,7 @@ pub(crate) fn llama_batch(ctx: ProbeContext) -> u32 {
         let at = unsafe { (*ctx.regs).rsp } + 8;
         // SAFETY: as above.
         match unsafe { bpf_probe_read_user(at as *const [u64; 7]) } {
-            Ok(batch) => read_tokens(s, &batch),
+            Ok(batch) => read_tokens::<LOOP>(s, &batch),
             Err(_) => rec.flags |= BATCH_STACK_FAULT,
         }
     } else {
@@ -77,7 +94,7 @@ pub(crate) fn llama_batch(ctx: ProbeContext) -> u32 {
         if ctx.arg::<u64>(1).unwrap_or(0) as u32 == 0 {
             rec.flags |= BATCH_ENCODE;
         }
-        read_ext(s, ctx.arg::<u64>(2).unwrap_or(0), ExtLayout::of_cookie(c));
+        read_ext::<LOOP>(s, ctx.arg::<u64>(2).unwrap_or(0), ExtLayout::of_cookie(c));
     }
     let Some(laid) = bounded(&raw const rec.laid) else { return 0 };
     let size = size_of::<BatchRecord>() + laid * BATCH_TOKEN_BYTES;
@@ -135,7 +152,7 @@ fn move_calls(t: *mut StepTally, calls: &mut [u64; STEP_SLOTS]) {
 
 /// The batch's tokens: `batch` is `{n_tokens, token*, embd*, pos*, n_seq_id*, seq_id**, logits*}`.
 #[inline(always)]
-fn read_tokens(s: *mut BatchScratch, batch: &[u64; 7]) {
+fn read_tokens<const LOOP: bool>(s: *mut BatchScratch, batch: &[u64; 7]) {
     let n_tokens = batch[0] as u32 as i32;
     let (embd, pos, n_seq, seq_id, logits) = (batch[2], batch[3], batch[4], batch[5], batch[6]);
     let laid = if n_tokens <= 0 { 0 } else { (n_tokens as usize).min(BATCH_TOKENS_MAX) };
@@ -163,7 +180,7 @@ fn read_tokens(s: *mut BatchScratch, batch: &[u64; 7]) {
         if seq_id != 0 && n_seq != 0 {
             flags |= BATCH_SEQ;
             ok &= read_user(data.add(8 * laid), n_seq, 4 * laid);
-            ok &= read_seq_ids(s, seq_id, laid);
+            ok &= if LOOP { looped_seq_ids(seq_id, laid) } else { read_seq_ids(s, seq_id, laid) };
         }
         let read = if ok { laid } else { 0 };
         if read < laid {
@@ -174,56 +191,121 @@ fn read_tokens(s: *mut BatchScratch, batch: &[u64; 7]) {
     }
 }
 
-/// Each token's first sequence id, into the first array: the pointers a chunk at a time, then the id each
-/// points to. False when a read failed (the ids are then not trusted). The loops do not branch on a read's
-/// result (the helper zero-fills what it could not read; failures are or-ed together): a branch per token
-/// would leave the verifier more paths to walk than it allows.
+/// Chunks of [`BATCH_CHUNK`] tokens in the largest batch laid.
+const CHUNKS: usize = BATCH_TOKENS_MAX / BATCH_CHUNK;
+
+/// Each token's first sequence id, into the first array, a chunk of [`BATCH_CHUNK`] tokens at a time,
+/// the verifier walking every chunk. False when a read failed (the ids are then not trusted).
 #[inline(always)]
 fn read_seq_ids(s: *mut BatchScratch, seq_id: u64, laid: usize) -> bool {
     let mut fault = 0i64;
     let mut chunk = 0;
-    while chunk < BATCH_TOKENS_MAX / BATCH_CHUNK {
-        let first = chunk * BATCH_CHUNK;
-        if first >= laid {
-            break;
-        }
-        let here = laid - first;
-        let here = if here > BATCH_CHUNK { BATCH_CHUNK } else { here };
-        // SAFETY: `s` is this CPU's scratch value.
-        unsafe {
-            (*s).rec.pad_chunk = here as u32;
-        }
-        // SAFETY: as above.
-        let Some(here) = bounded(unsafe { &raw const (*s).rec.pad_chunk }) else { return false };
-        let here = if here > BATCH_CHUNK { BATCH_CHUNK } else { here };
-        // SAFETY: `s` is this CPU's scratch value; the helper checks the user addresses and writes only
-        // into the value (the pointer chunk, then one id slot each, at indexes below BATCH_TOKENS_MAX).
-        unsafe {
-            fault |= raw_read((&raw mut (*s).ptrs).cast::<u8>(), seq_id + 8 * first as u64, 8 * here);
-            let ids = (&raw mut (*s).data).cast::<u8>();
-            let mut j = 0;
-            while j < BATCH_CHUNK {
-                if j >= here {
-                    break;
-                }
-                let at = (*s).ptrs[j & (BATCH_CHUNK - 1)];
-                fault |= raw_read(ids.add(4 * ((first + j) & (BATCH_TOKENS_MAX - 1))), at, 4);
-                j += 1;
-            }
+    while chunk < CHUNKS {
+        match seq_chunk(s, seq_id, laid, chunk) {
+            Some(f) => fault |= f,
+            None => break,
         }
         chunk += 1;
     }
     fault == 0
 }
 
+/// What the steps of [`looped_seq_ids`] share.
+#[repr(C)]
+struct SeqIds {
+    /// The batch's `seq_id` array.
+    seq_id: u64,
+    /// Tokens laid out in the record.
+    laid: u32,
+    /// 1 when a step found the scratch value missing.
+    lost: u32,
+    /// The reads' failures, or-ed together.
+    fault: i64,
+}
+
+/// As [`read_seq_ids`], the chunks run by `bpf_loop`: one verified step ([`seq_ids_step`]).
+#[inline(always)]
+fn looped_seq_ids(seq_id: u64, laid: usize) -> bool {
+    let chunks = laid.div_ceil(BATCH_CHUNK);
+    let mut shared = SeqIds { seq_id, laid: laid as u32, lost: 0, fault: 0 };
+    let step: unsafe extern "C" fn(u32, *mut SeqIds) -> i64 = seq_ids_step;
+    // SAFETY: bpf_loop calls `seq_ids_step` at most CHUNKS times with a pointer to `shared`, which outlives
+    // the call; the callback is passed as a function's address (a `BPF_PSEUDO_FUNC` reference).
+    let done = unsafe { bpf_loop(chunks as u32, step as *mut c_void, (&raw mut shared).cast(), 0) };
+    // SAFETY: `shared` was written by the steps through the pointer: read anew.
+    let (fault, lost) = unsafe { (core::ptr::read_volatile(&raw const shared.fault), shared.lost) };
+    done == chunks as i64 && fault == 0 && lost == 0
+}
+
+/// One step of [`looped_seq_ids`]: chunk `chunk`'s ids.
+///
+/// # Safety
+/// `shared` points at the caller's [`SeqIds`], alive for the whole loop.
+#[inline(never)]
+unsafe extern "C" fn seq_ids_step(chunk: u32, shared: *mut SeqIds) -> i64 {
+    // SAFETY: see above; the verifier checks the stack pointer's bounds.
+    let shared = unsafe { &mut *shared };
+    let Some(s) = BATCH_SCRATCH.get_ptr_mut(0) else {
+        shared.lost = 1;
+        return 1;
+    };
+    let Some(laid) = bounded(&raw const shared.laid) else {
+        shared.lost = 1;
+        return 1;
+    };
+    match seq_chunk(s, shared.seq_id, laid, chunk as usize) {
+        Some(f) => {
+            shared.fault |= f;
+            0
+        }
+        None => 1,
+    }
+}
+
+/// The first sequence ids of chunk `chunk`'s tokens: its pointers read at once, then the id each points to.
+/// The reads' failures or-ed together (0: all read); `None` past the last token laid. The loop does not
+/// branch on a read's result (the helper zero-fills what it could not read): a branch per token would leave
+/// the verifier more paths to walk than it allows.
+#[inline(always)]
+fn seq_chunk(s: *mut BatchScratch, seq_id: u64, laid: usize, chunk: usize) -> Option<i64> {
+    let first = (chunk & (CHUNKS - 1)) * BATCH_CHUNK;
+    if first >= laid {
+        return None;
+    }
+    let here = laid - first;
+    let here = if here > BATCH_CHUNK { BATCH_CHUNK } else { here };
+    // SAFETY: `s` is this CPU's scratch value.
+    unsafe {
+        (*s).rec.pad_chunk = here as u32;
+    }
+    // SAFETY: as above.
+    let Some(here) = bounded(unsafe { &raw const (*s).rec.pad_chunk }) else { return Some(-1) };
+    let here = if here > BATCH_CHUNK { BATCH_CHUNK } else { here };
+    let mut fault = 0i64;
+    // SAFETY: `s` is this CPU's scratch value; the helper checks the user addresses and writes only into
+    // the value (the pointer chunk, then one id slot each, at indexes below BATCH_TOKENS_MAX).
+    unsafe {
+        fault |= raw_read((&raw mut (*s).ptrs).cast::<u8>(), seq_id + 8 * first as u64, 8 * here);
+        let ids = (&raw mut (*s).data).cast::<u8>();
+        let mut j = 0;
+        while j < BATCH_CHUNK {
+            if j >= here {
+                break;
+            }
+            let at = (*s).ptrs[j & (BATCH_CHUNK - 1)];
+            fault |= raw_read(ids.add(4 * ((first + j) & (BATCH_TOKENS_MAX - 1))), at, 4);
+            j += 1;
+        }
+    }
+    Some(fault)
+}
+
 /// An extended batch's tokens, laid out as `layout` says: the vector's bounds, then per token the token and
 /// its first sequence node. Without a layout (the attach never gives one: user space leaves such a library
 /// unprobed) nothing is read.
 #[inline(always)]
-fn read_ext(s: *mut BatchScratch, batch: u64, layout: Option<ExtLayout>) {
-    // SAFETY: `s` is this CPU's scratch value (see the caller); the helper checks every user address, and
-    // every write lands in the value at offsets bounded by `laid` and `i` (both at most BATCH_TOKENS_MAX)
-    // or by the layout's masked fields (a token's bytes at most EXT_TOKEN_MAX).
+fn read_ext<const LOOP: bool>(s: *mut BatchScratch, batch: u64, layout: Option<ExtLayout>) {
+    // SAFETY: `s` is this CPU's scratch value (see the caller); the helper checks every user address.
     unsafe {
         let rec = &mut (*s).rec;
         rec.flags |= BATCH_EXT | BATCH_POS | BATCH_SEQ | BATCH_LOGITS;
@@ -245,38 +327,95 @@ fn read_ext(s: *mut BatchScratch, batch: u64, layout: Option<ExtLayout>) {
         rec.n_tokens = n as i32;
         rec.laid = laid as u32;
         let Some(laid) = bounded(&raw const rec.laid) else { return };
+        let mut shared = ExtTokens { lay, begin, laid: laid as u32, lost: 0, fault: 0 };
+        let read = if LOOP {
+            let step: unsafe extern "C" fn(u32, *mut ExtTokens) -> i64 = ext_step;
+            // SAFETY: bpf_loop calls `ext_step` `laid` times (at most BATCH_TOKENS_MAX) with a pointer to
+            // `shared`, which outlives the call; the callback is passed as a function's address.
+            let done = bpf_loop(laid as u32, step as *mut c_void, (&raw mut shared).cast(), 0);
+            let (fault, lost) = (core::ptr::read_volatile(&raw const shared.fault), shared.lost);
+            if done == laid as i64 && fault == 0 && lost == 0 { laid } else { 0 }
+        } else {
+            let mut i = 0;
+            while i < BATCH_TOKENS_MAX {
+                if i >= laid {
+                    break;
+                }
+                shared.fault |= ext_token(s, &shared, laid, i);
+                i += 1;
+            }
+            if shared.fault == 0 { i } else { 0 }
+        };
+        if read < laid {
+            (*s).rec.flags |= BATCH_FAULT;
+        }
+        (*s).rec.read = read as u32;
+    }
+}
+
+/// What the steps of an extended batch's token loop share.
+#[repr(C)]
+struct ExtTokens {
+    lay: ExtLayout,
+    /// The token vector's first element.
+    begin: u64,
+    /// Tokens laid out in the record.
+    laid: u32,
+    /// 1 when a step found the scratch value missing.
+    lost: u32,
+    /// The reads' failures, or-ed together.
+    fault: i64,
+}
+
+/// One step of [`read_ext`]'s `bpf_loop`: token `i`.
+///
+/// # Safety
+/// `shared` points at the caller's [`ExtTokens`], alive for the whole loop.
+#[inline(never)]
+unsafe extern "C" fn ext_step(i: u32, shared: *mut ExtTokens) -> i64 {
+    // SAFETY: see above; the verifier checks the stack pointer's bounds.
+    let shared = unsafe { &mut *shared };
+    let (Some(s), Some(laid)) = (BATCH_SCRATCH.get_ptr_mut(0), bounded(&raw const shared.laid)) else {
+        shared.lost = 1;
+        return 1;
+    };
+    // SAFETY: `s` is this CPU's scratch value.
+    shared.fault |= unsafe { ext_token(s, shared, laid, i as usize) };
+    0
+}
+
+/// Token `i` of an extended batch into the record's arrays: the token read into the pointer chunk, its
+/// first sequence id behind its set's first node. The read's failures or-ed (0: read). As in
+/// [`seq_chunk`]: no branch on a read's result.
+///
+/// # Safety
+/// `s` is this CPU's scratch value; `laid` is at most [`BATCH_TOKENS_MAX`].
+#[inline(always)]
+unsafe fn ext_token(s: *mut BatchScratch, shared: &ExtTokens, laid: usize, i: usize) -> i64 {
+    let lay = shared.lay;
+    // Bounds the verifier can see (the layout's fields are masked, this says it again).
+    let size = (lay.token_bytes as usize) & (EXT_TOKEN_MAX - 8);
+    let (node, count, pos, output) = (
+        lay.seq_node() as usize & 255,
+        lay.seq_count() as usize & 255,
+        lay.pos as usize & 255,
+        lay.output as usize & 127,
+    );
+    // SAFETY: every write lands in the value at offsets bounded by `laid` and `k` (both at most
+    // BATCH_TOKENS_MAX) or by the masked fields above (a token's bytes at most EXT_TOKEN_MAX); the helper
+    // checks every user address.
+    unsafe {
         let data = (&raw mut (*s).data).cast::<u8>();
         let token = (&raw mut (*s).ptrs).cast::<u8>();
-        // Bounds the verifier can see (the layout's fields are masked, this says it again).
-        let size = (lay.token_bytes as usize) & (EXT_TOKEN_MAX - 8);
-        let (node, count, pos, output) = (
-            lay.seq_node() as usize & 255,
-            lay.seq_count() as usize & 255,
-            lay.pos as usize & 255,
-            lay.output as usize & 127,
-        );
-        let mut fault = 0i64;
-        let mut i = 0;
-        while i < BATCH_TOKENS_MAX {
-            if i >= laid {
-                break;
-            }
-            // As in `read_seq_ids`: no branch on a read's result.
-            fault |= raw_read(token, begin + i as u64 * lay.token_bytes, size);
-            let word = |at: usize| core::ptr::read_unaligned(token.add(at).cast::<u64>());
-            let k = i & (BATCH_TOKENS_MAX - 1);
-            fault |= raw_read(data.add(4 * k), word(node) + EXT_NODE_VALUE, 4);
-            let first = core::ptr::read_unaligned(token.add(pos).cast::<i32>());
-            core::ptr::write_unaligned(data.add(4 * laid + 4 * k).cast::<i32>(), first);
-            core::ptr::write_unaligned(data.add(8 * laid + 4 * k).cast::<i32>(), word(count) as i32);
-            *data.add(12 * laid + k) = *token.add(output);
-            i += 1;
-        }
-        let i = if fault == 0 { i } else { 0 };
-        if i < laid {
-            rec.flags |= BATCH_FAULT;
-        }
-        rec.read = i as u32;
+        let mut fault = raw_read(token, shared.begin + i as u64 * lay.token_bytes, size);
+        let word = |at: usize| core::ptr::read_unaligned(token.add(at).cast::<u64>());
+        let k = i & (BATCH_TOKENS_MAX - 1);
+        fault |= raw_read(data.add(4 * k), word(node) + EXT_NODE_VALUE, 4);
+        let first = core::ptr::read_unaligned(token.add(pos).cast::<i32>());
+        core::ptr::write_unaligned(data.add(4 * laid + 4 * k).cast::<i32>(), first);
+        core::ptr::write_unaligned(data.add(8 * laid + 4 * k).cast::<i32>(), word(count) as i32);
+        *data.add(12 * laid + k) = *token.add(output);
+        fault
     }
 }
 

@@ -202,7 +202,8 @@ pub(crate) struct RecordCli {
     /// release finishes in the background after tracer has ended).
     #[arg(long, hide = true)]
     pub(crate) debug_sync_teardown: bool,
-    /// Run empty programs at the same attach points instead of recording (benchmarks measure the traps).
+    /// Run empty programs at the same attach points instead of recording (benchmarks measure the traps),
+    /// or record with the batch program of kernels before Linux 5.17 (tests compare its records).
     #[arg(long, hide = true, value_enum, default_value = "record")]
     pub(crate) probe_mode: ProbeModeArg,
     /// Start this command and record it from its first instruction, following its children.
@@ -290,6 +291,8 @@ impl TopCli {
 pub(crate) enum ProbeModeArg {
     Record,
     Empty,
+    /// Record, with the batch program of kernels before Linux 5.17 (bounded loops, no `bpf_loop`).
+    BoundedLoops,
 }
 
 #[derive(Debug, Args)]
@@ -444,6 +447,10 @@ impl TryFrom<RecordCli> for crate::record::RecordArgs {
                 (ProbeModeArg::Record, true) => ProbeMode::AllCalls,
                 (ProbeModeArg::Empty, false) => ProbeMode::Empty,
                 (ProbeModeArg::Empty, true) => ProbeMode::EmptyAllCalls,
+                (ProbeModeArg::BoundedLoops, false) => ProbeMode::BoundedLoops,
+                (ProbeModeArg::BoundedLoops, true) => {
+                    anyhow::bail!("--probe-mode bounded-loops records the lean set of calls: leave out --all-calls")
+                }
             },
         })
     }

@@ -36,32 +36,52 @@ fn assert_batch_probed(records: &[Line]) {
     assert_eq!(probe.error, None, "{probe:?}");
 }
 
-/// `llama-bench -p 290 -n 4 -r 1`: a warm-up and a measured run of each test, so two prompts of 290 tokens
-/// (one step each: `n_batch` 2048, `n_ubatch` 512), then the generation warm-up's one token at position 0 and
-/// the measured generation's 4 tokens at positions 0 to 3, each the last (output) token of sequence 0.
-#[test]
-fn debian_s_llama_bench_steps_are_read_where_its_own_libllama_lays_its_batch_out() {
-    let root = sid_root();
-    let model = ModelInRoot::new(&root, "bench");
-    let out = scratch("debian-bench").join("t.jsonl");
+/// Per step: its tokens, its runs (sequence, first position, tokens, outputs, last one's output), a fault.
+type Steps = Vec<(i32, Vec<(i32, Option<i32>, u32, u32, bool)>, bool)>;
+
+/// `llama-bench -p 290 -n 4 -r 1` in the root, recorded with `args` (`--program-stats` among them): its steps
+/// and the runs of each batch program the kernel counted (`llama_batch`, `llama_batch_bounded`).
+fn bench_steps(root: &Path, test: &str, args: &[&str]) -> (Steps, [u64; 2]) {
+    let model = ModelInRoot::new(root, "bench");
+    let out = scratch(test).join("t.jsonl");
     let r = root.display().to_string();
-    let records = record_ok(
-        &out,
-        &["--", "/usr/sbin/chroot", &r, "/usr/bin/llama-bench", "-m", &model.inside, "-p", "290", "-n", "4", "-r", "1"],
-    );
+    let bench = ["/usr/bin/llama-bench", "-m", &model.inside, "-p", "290", "-n", "4", "-r", "1"];
+    let all: Vec<&str> = args.iter().copied().chain(["--", "/usr/sbin/chroot", &r]).chain(bench).collect();
+    let records = record_ok(&out, &all);
     assert_eq!(footer(&records).total_drops(), 0);
     assert_batch_probed(&records);
-    // Per step: its tokens, its runs (sequence, first position, tokens, outputs, last one's output), a fault.
-    type Run = (i32, Option<i32>, u32, u32, bool);
-    let seen: Vec<(i32, Vec<Run>, bool)> = batches(&records, "llama-bench")
+    let seen = batches(&records, "llama-bench")
         .iter()
         .map(|b| {
             (b.n_tokens, b.runs.iter().map(|r| (r.seq, r.pos, r.tokens, r.outputs, r.last_output)).collect(), b.fault)
         })
         .collect();
+    // A program linked in every process is named `NAME (every process)`.
+    let runs = |prog: &str| {
+        let programs = &footer(&records).programs;
+        programs.iter().filter(|(n, _)| n.split(' ').next() == Some(prog)).map(|(_, s)| s.runs).sum()
+    };
+    (seen, [runs("llama_batch"), runs("llama_batch_bounded")])
+}
+
+/// `llama-bench -p 290 -n 4 -r 1`: a warm-up and a measured run of each test, so two prompts of 290 tokens
+/// (one step each: `n_batch` 2048, `n_ubatch` 512), then the generation warm-up's one token at position 0 and
+/// the measured generation's 4 tokens at positions 0 to 3, each the last (output) token of sequence 0. The
+/// batch program's tokens are read by `bpf_loop`; the program of kernels before Linux 5.17 (bounded loops,
+/// `--probe-mode bounded-loops`) reads the same steps; the kernel's own count of each program's runs says
+/// which one ran, once a step.
+#[test]
+fn debian_s_llama_bench_steps_are_read_where_its_own_libllama_lays_its_batch_out() {
+    let root = sid_root();
+    let (seen, runs) = bench_steps(&root, "debian-bench", &["--program-stats"]);
     let prompt = (290, vec![(0, Some(0), 290, 1, true)], false);
     let token = |pos: i32| (1, vec![(0, Some(pos), 1, 1, true)], false);
     assert_eq!(seen, vec![prompt.clone(), prompt, token(0), token(0), token(1), token(2), token(3)]);
+    assert_eq!(runs, [7, 0]);
+    let (bounded, runs) =
+        bench_steps(&root, "debian-bench-bounded", &["--program-stats", "--probe-mode", "bounded-loops"]);
+    assert_eq!(bounded, seen);
+    assert_eq!(runs, [0, 7]);
 }
 
 /// Debian's `llama-server -np 2` (two slots) on the CPU, answering two requests sent at once: prompts of 11

@@ -9,9 +9,17 @@ use serde_json::Value;
 
 /// The truth `server_slots` printed, the report of its recording, and the trace.
 fn record_server_slots(name: &str) -> (Value, Value, std::path::PathBuf) {
+    record_server_slots_with(name, &[])
+}
+
+/// As [`record_server_slots`], recorded with `args`.
+fn record_server_slots_with(name: &str, args: &[&str]) -> (Value, Value, std::path::PathBuf) {
     let out = scratch(name).join("t.jsonl");
     let prog = fixture("server_slots");
-    let o = tracer(&["record", "-q", "-o", out.to_str().unwrap(), "--", prog.to_str().unwrap()]);
+    let mut all = vec!["record", "-q", "-o", out.to_str().unwrap()];
+    all.extend_from_slice(args);
+    all.extend(["--", prog.to_str().unwrap()]);
+    let o = tracer(&all);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let line = String::from_utf8_lossy(&o.stdout);
     let truth: Value = serde_json::from_str(line.lines().last().expect("server_slots prints its truth")).unwrap();
@@ -20,12 +28,34 @@ fn record_server_slots(name: &str) -> (Value, Value, std::path::PathBuf) {
     (truth, p.clone(), out)
 }
 
+/// Recorded with the batch program (its token loops run by `bpf_loop`) and with the program of kernels
+/// before Linux 5.17 (bounded loops, `--probe-mode bounded-loops`): each agrees with the program's truth, and
+/// the kernel's count of each program's runs says which one ran.
 #[test]
 fn a_two_slot_server_s_steps_are_labelled_by_their_sequences() {
-    let (truth, p, _) = record_server_slots("slots");
+    for (name, args, ran, not) in [
+        ("slots", &["--program-stats"][..], "llama_batch", "llama_batch_bounded"),
+        ("slots-bounded", &["--program-stats", "--probe-mode", "bounded-loops"], "llama_batch_bounded", "llama_batch"),
+    ] {
+        let (truth, p, out) = record_server_slots_with(name, args);
+        check_steps(&truth, &p);
+        let records = read_trace(&out);
+        let runs = |prog: &str| -> u64 {
+            let programs = &footer(&records).programs;
+            programs.iter().filter(|(n, _)| n.split(' ').next() == Some(prog)).map(|(_, s)| s.runs).sum()
+        };
+        let batches = records.iter().filter(|r| matches!(r, Line::Batch(_))).count() as u64;
+        assert!(batches > 0);
+        assert_eq!((runs(ran), runs(not)), (batches, 0), "{name}");
+    }
+}
+
+/// The steps, tokens and library calls of `p` (a process of the report) are the program's own.
+fn check_steps(truth: &Value, p: &Value) {
     let totals = &truth["totals"];
     let phases = p["phases"].as_array().unwrap();
-    let phase = |name: &str| phases.iter().find(|ph| ph["phase"] == name).unwrap_or_else(|| panic!("no {name}: {p}"));
+    let phase =
+        |name: &str| phases.iter().find(|ph| ph["phase"] == name).ok_or_else(|| format!("no {name}: {p}")).unwrap();
     // Every step was cut by its batch, and each phase has the program's own count of steps.
     for label in ["prefill", "decode", "mixed"] {
         assert_eq!(phase(label)["steps"], totals["steps"][label], "{label}: {}", phase(label));

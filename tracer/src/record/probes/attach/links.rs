@@ -38,16 +38,16 @@ pub(crate) struct RuntimeLinks {
     pub(super) refused: Vec<String>,
     /// The maps the programs share, for those loaded at their first use.
     maps: SharedMaps,
-    /// The programs of copies found later, loaded meanwhile on a thread of their own (the batch program's
-    /// loops take the verifier a quarter of a second): taken at the first link that needs one, so that a
-    /// runtime found during the recording (a container's libllama, a dlopened HIP) is linked at once, not
-    /// after a verification that the process's own loading outruns.
+    /// The programs of copies found later, loaded meanwhile on a thread of their own (a verifier's tenth of
+    /// a second each, the batch program's fallback a quarter): taken at the first link that needs one, so
+    /// that a runtime found during the recording (a container's libllama, a dlopened HIP) is linked at once,
+    /// not after a verification that the process's own loading outruns.
     preloading: Preloading,
 }
 
 /// Runs `load` on a thread of tracer's that takes no signal from then on. A signal delivered to the thread
-/// that runs the verifier ends its load with EAGAIN (a command's SIGCHLD, restarting the batch program's
-/// quarter of a second each time): the process's signals are left to its other threads. Call it only on a
+/// that runs the verifier ends its load with EAGAIN (a command's SIGCHLD, restarting a program's
+/// verification each time): the process's signals are left to its other threads. Call it only on a
 /// thread started for loading.
 fn verify_alone<T>(load: impl FnOnce() -> T) -> T {
     // SAFETY: an all-ones set is valid; this thread's mask alone is changed.
@@ -191,7 +191,7 @@ impl RuntimeLinks {
         let mut programs = BTreeMap::new();
         // The programs of every copy, loaded now, side by side (the verifier takes 0.05 to 0.12 s over each;
         // a kernel without multi-point links says so before anything is attached); the others on a thread,
-        // ready by their first use, the batch program's quarter of a second last.
+        // ready by their first use, the batch program last.
         let preloading = Preloading::start(&[INIT_WITNESS, register, doorbell, pipeline_name], batch, &maps);
         let loads = std::thread::scope(|s| {
             let others: Vec<_> = [ret, one_trap]
@@ -236,7 +236,7 @@ impl RuntimeLinks {
     /// Waits for the programs loading on their thread (started with the set-up's other work, they cost it
     /// little): a runtime found during the recording is then linked at once, where waiting for a verifier
     /// would let a short-lived process's loading outrun its probes. Then the thread loads the batch program
-    /// (a quarter of a second of verifier, kept off the set-up's cores): it is not waited for, since only a
+    /// (its verifier's time kept off the set-up's cores): it is not waited for, since only a
     /// libllama needs it, and its link waits for it there, long before the library's first batch (a model
     /// is loaded first).
     pub(crate) fn finish_preloading(&mut self) {

@@ -449,14 +449,34 @@ pub(crate) fn attach_runtime(
 }
 
 fn attach_one(ebpf: &mut Ebpf, prog: &str, offset: u64, c: u64, target: &Path) -> Result<()> {
+    let prog = load_uprobe(ebpf, prog)?;
     let p: &mut UProbe = program(ebpf, prog)?;
-    if p.fd().is_err() {
-        // Loaded at its first use (the batch program: see `RuntimeLinks::load`).
-        p.load().with_context(|| format!("the kernel refused eBPF program {prog}"))?;
-    }
     let point = UProbeAttachPoint { location: UProbeAttachLocation::AbsoluteOffset(offset), cookie: Some(c) };
     p.attach(point, target, UProbeScope::AllProcesses).with_context(|| format!("attaching {prog} at {offset:#x}"))?;
     Ok(())
+}
+
+/// Loads program `prog` at its first use (the batch program: see `RuntimeLinks::load`), or, where the kernel
+/// refuses it and it has a [`mode::fallback`], the fallback: the name of the program loaded.
+fn load_uprobe<'a>(ebpf: &mut Ebpf, prog: &'a str) -> Result<&'a str> {
+    let fallback = mode::fallback(prog);
+    if let Some(other) = fallback
+        && program::<UProbe>(ebpf, other)?.fd().is_ok()
+    {
+        return Ok(other);
+    }
+    let p: &mut UProbe = program(ebpf, prog)?;
+    if p.fd().is_ok() {
+        return Ok(prog);
+    }
+    let refused = match p.load() {
+        Ok(()) => return Ok(prog),
+        Err(e) => anyhow::Error::new(e).context(format!("the kernel refused eBPF program {prog}")),
+    };
+    let Some(other) = fallback else { return Err(refused) };
+    let p: &mut UProbe = program(ebpf, other)?;
+    p.load().map_err(|e| refused.context(format!("and its fallback {other} too: {e}")))?;
+    Ok(other)
 }
 
 #[cfg(test)]

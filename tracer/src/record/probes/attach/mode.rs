@@ -9,6 +9,15 @@ pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_
 /// The program at a runtime copy's initializer ([`ProcEvent::Init`](tracer_common::ProcEvent::Init)).
 pub(crate) const INIT_WITNESS: &str = "library_init";
 
+/// The batch program with bounded loops, the verifier walking each token.
+const BATCH_BOUNDED: &str = "llama_batch_bounded";
+
+/// The program loaded in `prog`'s place where the kernel refuses `prog`: the batch program's loops are run
+/// by `bpf_loop` (Linux 5.17 on), and before that kernel the same record is written by bounded loops.
+pub(super) fn fallback(prog: &str) -> Option<&'static str> {
+    (prog == "llama_batch").then_some(BATCH_BOUNDED)
+}
+
 /// Which programs the runtime probes run, and on which functions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ProbeMode {
@@ -20,6 +29,9 @@ pub(crate) enum ProbeMode {
     /// The real programs on every function (`record --all-calls`): synchronizations and async copies to
     /// the device counted too, at a trap each.
     AllCalls,
+    /// [`ProbeMode::Lean`] with the batch program that runs where the kernel has no `bpf_loop` (before Linux
+    /// 5.17; [`fallback`]), chosen on any kernel: the tests compare the two programs' records.
+    BoundedLoops,
     /// Empty programs at [`ProbeMode::Lean`]'s attach points: what its traps alone cost (benchmarks).
     Empty,
     /// Empty programs at [`ProbeMode::AllCalls`]' attach points.
@@ -40,6 +52,7 @@ impl ProbeMode {
     /// Programs for (entry, return, registration, doorbell, one-trap calls, library entry points).
     pub(super) const fn programs(self) -> Programs {
         match self {
+            Self::BoundedLoops => Programs { batch: BATCH_BOUNDED, ..Self::Lean.programs() },
             Self::Lean | Self::AllCalls => Programs {
                 entry: "call_entry",
                 ret: "call_return",
