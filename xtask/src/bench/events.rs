@@ -199,7 +199,10 @@ pub(super) fn row_8(d: &Dir, _q: bool, rows: &mut Rows) -> Result<()> {
         .insert("late_pid_attach_live_s".into(), json!({"median": live, "target": format!("<= {START_GOAL_S} s")}));
     rows.table.push((
         "8 record -- /bin/true, start to exit".into(),
-        format!("median {wall:.3} s of 5 ({cpu:.3} s of tracer CPU); a late --pid attach live in {live:.3} s"),
+        format!(
+            "median {wall:.3} s of 5 ({cpu:.3} s of tracer CPU); a late --pid attach live in {live:.3} s \
+             (November, this VM: 0.17-0.20 s, then 0.50 s; issue 81 found 1.55-1.76 s)"
+        ),
         format!("<= {START_GOAL_S} s each"),
         verdict(wall <= START_GOAL_S && live <= START_GOAL_S),
     ));

@@ -2,7 +2,7 @@
 //! llama.cpp's vulkan-shaders-gen (`matmul_q4_k_f32`, `mul_mat_vec_q6_k_f32_f32_subgroup`, ...), which name a
 //! Vulkan pipeline (source `shader`). Plain names only: a mangled C++ name is never one of these.
 
-use super::Family;
+use super::family::Family;
 
 /// ggml type names as ggml-vulkan spells them in its shader names (lower case, `matmul_q4_k_f32`), each
 /// with ggml's own name; the first one in a name is the weights' type.
