@@ -5,7 +5,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tracer_common::ApiFunc;
 
-use super::{Batch, Composition, FamilyCounts, MAX_SEQUENCES, Phase, Step, StepSpan, add_counts, passes_label};
+use super::{
+    batch::Composition,
+    report::{MAX_SEQUENCES, Phase},
+    step::{FamilyCounts, Step, StepSpan, add_counts, passes_label},
+};
+use crate::trace::classify::Batch;
 
 /// One phase's closed steps: how many, their kernels, their widths, and the steps of several passes by
 /// their sequence of widths.
