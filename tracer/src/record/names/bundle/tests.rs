@@ -4,6 +4,7 @@
 use std::io::Write as _;
 
 use super::*;
+use crate::record::names::bundle::open_all;
 
 /// A plain bundle's header with one entry (`offset`, `size`, `triple`), code object bytes after it.
 pub(crate) fn plain(offset: u64, size: u64, triple: &[u8]) -> Vec<u8> {
