@@ -27,18 +27,14 @@
 //!   for launches), streams, code objects (a kernel's file) and kernel symbols (each kernel once).
 mod schema;
 
-use std::{
-    collections::{HashMap, HashSet, hash_map::Entry},
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow};
-use rusqlite::{Connection, OpenFlags, Statement, ToSql};
-use tracer_common::api::Library;
+use rusqlite::{Connection, OpenFlags};
 
 use crate::{
     os::output,
-    read::phase::{Execution, Feeder, View},
+    read::phase::Feeder,
     trace::{
         self, Call, Config, Dispatch, Exit, Header, Kernel, Launch, Line, Process, Queue,
         event::GridUnit,
@@ -146,40 +142,9 @@ fn fill(conn: &Connection, input: &trace::Input) -> Result<Vec<String>> {
     Ok(warnings)
 }
 
-/// The vendor of the GPU behind a runtime's calls, where the runtime says it.
-const fn vendor(lib: Library) -> Option<&'static str> {
-    match lib {
-        Library::Cuda | Library::CudaRuntime => Some("NVIDIA"),
-        Library::Hip | Library::Hsa => Some("AMD"),
-        _ => None,
-    }
-}
-
-/// An API call's `category`, by its library (rocprofv3's names where it has the library).
-const fn category(lib: Library) -> &'static str {
-    match lib {
-        Library::Hip => "HIP_RUNTIME_API",
-        Library::Hsa => "HSA_CORE_API",
-        Library::Cuda => "CUDA_DRIVER_API",
-        Library::CudaRuntime => "CUDA_RUNTIME_API",
-        Library::Llama => "LLAMA_API",
-        Library::Ggml => "GGML_API",
-        Library::GgmlVulkan => "GGML_VULKAN_API",
-        Library::Vulkan => "VULKAN_API",
-    }
-}
-
-/// Ids given to rows that stand for what the trace does not hold (a kernel with no record, a thread id
-/// taken by another process) start here, past every id the trace uses (32 bits).
-const OWN_IDS: i64 = 1 << 32;
-
-/// A value for an INTEGER column, as `SQLite` holds them.
-const fn handle(v: u64) -> i64 {
-    // Handles and addresses bit for bit (a value past 2^63 reads negative), as the Parquet export stores them.
-    i64::from_ne_bytes(v.to_ne_bytes())
-}
-
 mod rows;
+mod values;
+
 use rows::{Db, Shape};
 
 impl Visitor for Db<'_> {
@@ -274,61 +239,6 @@ impl Shape {
             lib: None,
             api: None,
         }
-    }
-}
-
-/// Whether an execution is one the report counts (see the module's documentation).
-const fn counted(e: &Execution, at_doorbell: bool) -> bool {
-    match e.view {
-        View::Launch => e.ok,
-        View::GraphReplay => true,
-        View::Dispatch => at_doorbell,
-    }
-}
-
-/// A statement prepared once, run for each row.
-fn run(stmt: &mut Statement<'_>, values: &[&dyn ToSql]) -> Result<()> {
-    stmt.execute(values)?;
-    Ok(())
-}
-
-/// Ids by key, each new key given the next (from 1), told whether it is new.
-#[derive(Default)]
-struct Ids<K> {
-    ids: HashMap<K, i64>,
-}
-
-impl<K: std::hash::Hash + Eq> Ids<K> {
-    fn get(&mut self, key: K) -> (i64, bool) {
-        let next = i64::try_from(self.ids.len()).unwrap_or(i64::MAX).saturating_add(1);
-        match self.ids.entry(key) {
-            Entry::Occupied(e) => (*e.get(), false),
-            Entry::Vacant(e) => (*e.insert(next), true),
-        }
-    }
-}
-
-/// Thread row ids: a thread's own id, unless another process had a thread of that id (the ids came back).
-#[derive(Default)]
-struct Threads {
-    ids: HashMap<(u32, u32), i64>,
-    taken: HashSet<u32>,
-    own: i64,
-}
-
-impl Threads {
-    fn get(&mut self, pid: u32, tid: u32) -> (i64, bool) {
-        if let Some(&id) = self.ids.get(&(pid, tid)) {
-            return (id, false);
-        }
-        let id = if self.taken.insert(tid) {
-            i64::from(tid)
-        } else {
-            self.own = self.own.saturating_add(1);
-            OWN_IDS.saturating_add(self.own)
-        };
-        self.ids.insert((pid, tid), id);
-        (id, true)
     }
 }
 

@@ -8,7 +8,10 @@ use rusqlite::{Connection, Statement};
 use serde_json::json;
 use tracer_common::api::Library;
 
-use super::{Ids, OWN_IDS, Threads, category, counted, handle, run, schema::UUID, vendor};
+use super::{
+    schema::UUID,
+    values::{Ids, OWN_IDS, Threads, category, counted, handle, run, vendor},
+};
 use crate::{
     read::phase::{Execution, View},
     trace::{Exit, Header, Kernel, Line, Process, model::Index},
