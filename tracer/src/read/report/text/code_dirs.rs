@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{error_text, plural};
+use super::words::{error_text, plural};
 use crate::read::report::ProcessReport;
 
 /// Files not loaded named at most, per directory.

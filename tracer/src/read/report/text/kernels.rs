@@ -6,7 +6,7 @@ use std::{
     fmt::Write as _,
 };
 
-use super::{TextOptions, error_text};
+use super::words::{TextOptions, error_text};
 use crate::{
     read::report::{KernelReport, Shape},
     trace,

@@ -16,24 +16,18 @@ mod jobs;
 mod kernels;
 mod losses;
 mod phases;
+mod words;
 
 use code_dirs::write_code_dirs;
 use kernels::{all_exact, code_text, columns_text, display_name, shape_text, write_kernels};
 use phases::write_phases;
+pub(crate) use words::TextOptions;
+use words::plural;
 
 use super::{DispatchShape, MemoryReport, ProcessReport, Report};
 use tracer_common::Counter;
 
 use crate::{trace, trace::event::ApiFunc};
-
-/// How the text report shows kernels.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct TextOptions {
-    /// Whole demangled names, one row per name; else short names, variants of one function folded.
-    pub full_names: bool,
-    /// Kernel rows per process, most executions first; 0 for all.
-    pub top: usize,
-}
 
 /// What the trace says of launches that came as exact repeats, if any.
 fn repeats_note(t: &super::TraceInfo, s: &mut String) -> std::fmt::Result {
@@ -47,12 +41,6 @@ fn repeats_note(t: &super::TraceInfo, s: &mut String) -> std::fmt::Result {
          last; `record --every-launch` keeps every time)",
         t.launches_repeated, t.repeat_runs
     )
-}
-
-impl Default for TextOptions {
-    fn default() -> Self {
-        Self { full_names: false, top: 25 }
-    }
 }
 
 impl Report {
@@ -347,11 +335,6 @@ fn write_api(s: &mut String, p: &ProcessReport) -> std::fmt::Result {
     Ok(())
 }
 
-/// "s" for a count other than one.
-pub(super) const fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 fn write_queues(s: &mut String, p: &ProcessReport, opts: &TextOptions) -> std::fmt::Result {
     if !p.queues.is_empty() || !p.dispatches.is_empty() {
         writeln!(
@@ -507,14 +490,6 @@ fn dispatch_shape_text(s: &DispatchShape) -> String {
         "({},{},{}) / ({},{},{}) ({}) [{}]",
         s.workgroup[0], s.workgroup[1], s.workgroup[2], s.grid[0], s.grid[1], s.grid[2], s.group_segment, s.count
     )
-}
-
-/// A return value by its name in the runtime's result type, else its number.
-pub(super) fn error_text(library: Option<tracer_common::api::Library>, code: i64) -> String {
-    match library.and_then(|l| l.result_name(code)) {
-        Some(name) => format!("{name} ({code})"),
-        None => format!("error {code}"),
-    }
 }
 
 /// How a probe's symbol is shown: the function's name, "(C++ export)" when the symbol is its mangled twin.

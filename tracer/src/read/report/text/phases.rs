@@ -9,7 +9,7 @@
 
 use std::fmt::Write as _;
 
-use super::{super::ProcessReport, plural};
+use super::{super::ProcessReport, words::plural};
 
 /// The CUDA graph executables made before the attach whose kernels were read from the driver's objects,
 /// and what the reads rest on.
