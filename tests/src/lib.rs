@@ -276,6 +276,13 @@ pub fn footer(records: &[Line]) -> &trace::Footer {
         .expect("the last record is the footer")
 }
 
+/// The runs the kernel counted of program `prog` (`record --program-stats`), over all its link sets: placed per
+/// process, the one linked in every process is named `NAME (every process)`.
+pub fn program_runs(records: &[Line], prog: &str) -> u64 {
+    let programs = &footer(records).programs;
+    programs.iter().filter(|(name, _)| name.split(' ').next() == Some(prog)).map(|(_, s)| s.runs).sum()
+}
+
 /// The `process` record of the exec that made a process `comm` (the first such exec recorded).
 pub fn exec_of<'a>(records: &'a [Line], comm: &str) -> Option<&'a trace::Process> {
     records.iter().find_map(|r| match r {

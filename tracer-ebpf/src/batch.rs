@@ -217,9 +217,7 @@ struct SeqIds {
     seq_id: u64,
     /// Tokens laid out in the record.
     laid: u32,
-    /// 1 when a step found the scratch value missing.
-    lost: u32,
-    /// The reads' failures, or-ed together.
+    /// The reads' failures, or-ed together (-1 where a step found no scratch value).
     fault: i64,
 }
 
@@ -227,14 +225,14 @@ struct SeqIds {
 #[inline(always)]
 fn looped_seq_ids(seq_id: u64, laid: usize) -> bool {
     let chunks = laid.div_ceil(BATCH_CHUNK);
-    let mut shared = SeqIds { seq_id, laid: laid as u32, lost: 0, fault: 0 };
+    let mut shared = SeqIds { seq_id, laid: laid as u32, fault: 0 };
     let step: unsafe extern "C" fn(u32, *mut SeqIds) -> i64 = seq_ids_step;
     // SAFETY: bpf_loop calls `seq_ids_step` at most CHUNKS times with a pointer to `shared`, which outlives
     // the call; the callback is passed as a function's address (a `BPF_PSEUDO_FUNC` reference).
     let done = unsafe { bpf_loop(chunks as u32, step as *mut c_void, (&raw mut shared).cast(), 0) };
     // SAFETY: `shared` was written by the steps through the pointer: read anew.
-    let (fault, lost) = unsafe { (core::ptr::read_volatile(&raw const shared.fault), shared.lost) };
-    done == chunks as i64 && fault == 0 && lost == 0
+    let fault = unsafe { core::ptr::read_volatile(&raw const shared.fault) };
+    done == chunks as i64 && fault == 0
 }
 
 /// One step of [`looped_seq_ids`]: chunk `chunk`'s ids.
@@ -245,12 +243,8 @@ fn looped_seq_ids(seq_id: u64, laid: usize) -> bool {
 unsafe extern "C" fn seq_ids_step(chunk: u32, shared: *mut SeqIds) -> i64 {
     // SAFETY: see above; the verifier checks the stack pointer's bounds.
     let shared = unsafe { &mut *shared };
-    let Some(s) = BATCH_SCRATCH.get_ptr_mut(0) else {
-        shared.lost = 1;
-        return 1;
-    };
-    let Some(laid) = bounded(&raw const shared.laid) else {
-        shared.lost = 1;
+    let (Some(s), Some(laid)) = (BATCH_SCRATCH.get_ptr_mut(0), bounded(&raw const shared.laid)) else {
+        shared.fault = -1;
         return 1;
     };
     match seq_chunk(s, shared.seq_id, laid, chunk as usize) {
@@ -327,14 +321,14 @@ fn read_ext<const LOOP: bool>(s: *mut BatchScratch, batch: u64, layout: Option<E
         rec.n_tokens = n as i32;
         rec.laid = laid as u32;
         let Some(laid) = bounded(&raw const rec.laid) else { return };
-        let mut shared = ExtTokens { lay, begin, laid: laid as u32, lost: 0, fault: 0 };
+        let mut shared = ExtTokens { lay, begin, laid: laid as u32, fault: 0 };
         let read = if LOOP {
             let step: unsafe extern "C" fn(u32, *mut ExtTokens) -> i64 = ext_step;
             // SAFETY: bpf_loop calls `ext_step` `laid` times (at most BATCH_TOKENS_MAX) with a pointer to
             // `shared`, which outlives the call; the callback is passed as a function's address.
             let done = bpf_loop(laid as u32, step as *mut c_void, (&raw mut shared).cast(), 0);
-            let (fault, lost) = (core::ptr::read_volatile(&raw const shared.fault), shared.lost);
-            if done == laid as i64 && fault == 0 && lost == 0 { laid } else { 0 }
+            let fault = core::ptr::read_volatile(&raw const shared.fault);
+            if done == laid as i64 && fault == 0 { laid } else { 0 }
         } else {
             let mut i = 0;
             while i < BATCH_TOKENS_MAX {
@@ -361,9 +355,7 @@ struct ExtTokens {
     begin: u64,
     /// Tokens laid out in the record.
     laid: u32,
-    /// 1 when a step found the scratch value missing.
-    lost: u32,
-    /// The reads' failures, or-ed together.
+    /// The reads' failures, or-ed together (-1 where a step found no scratch value).
     fault: i64,
 }
 
@@ -376,7 +368,7 @@ unsafe extern "C" fn ext_step(i: u32, shared: *mut ExtTokens) -> i64 {
     // SAFETY: see above; the verifier checks the stack pointer's bounds.
     let shared = unsafe { &mut *shared };
     let (Some(s), Some(laid)) = (BATCH_SCRATCH.get_ptr_mut(0), bounded(&raw const shared.laid)) else {
-        shared.lost = 1;
+        shared.fault = -1;
         return 1;
     };
     // SAFETY: `s` is this CPU's scratch value.

@@ -56,12 +56,7 @@ fn bench_steps(root: &Path, test: &str, args: &[&str]) -> (Steps, [u64; 2]) {
             (b.n_tokens, b.runs.iter().map(|r| (r.seq, r.pos, r.tokens, r.outputs, r.last_output)).collect(), b.fault)
         })
         .collect();
-    // A program linked in every process is named `NAME (every process)`.
-    let runs = |prog: &str| {
-        let programs = &footer(&records).programs;
-        programs.iter().filter(|(n, _)| n.split(' ').next() == Some(prog)).map(|(_, s)| s.runs).sum()
-    };
-    (seen, [runs("llama_batch"), runs("llama_batch_bounded")])
+    (seen, [program_runs(&records, "llama_batch"), program_runs(&records, "llama_batch_bounded")])
 }
 
 /// `llama-bench -p 290 -n 4 -r 1`: a warm-up and a measured run of each test, so two prompts of 290 tokens

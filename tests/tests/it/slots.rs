@@ -40,13 +40,9 @@ fn a_two_slot_server_s_steps_are_labelled_by_their_sequences() {
         let (truth, p, out) = record_server_slots_with(name, args);
         check_steps(&truth, &p);
         let records = read_trace(&out);
-        let runs = |prog: &str| -> u64 {
-            let programs = &footer(&records).programs;
-            programs.iter().filter(|(n, _)| n.split(' ').next() == Some(prog)).map(|(_, s)| s.runs).sum()
-        };
         let batches = records.iter().filter(|r| matches!(r, Line::Batch(_))).count() as u64;
         assert!(batches > 0);
-        assert_eq!((runs(ran), runs(not)), (batches, 0), "{name}");
+        assert_eq!((program_runs(&records, ran), program_runs(&records, not)), (batches, 0), "{name}");
     }
 }
 

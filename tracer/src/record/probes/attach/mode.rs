@@ -9,13 +9,16 @@ pub(crate) static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_
 /// The program at a runtime copy's initializer ([`ProcEvent::Init`](tracer_common::ProcEvent::Init)).
 pub(crate) const INIT_WITNESS: &str = "library_init";
 
+/// The batch program, its token loops run by `bpf_loop`.
+const BATCH: &str = "llama_batch";
+
 /// The batch program with bounded loops, the verifier walking each token.
 const BATCH_BOUNDED: &str = "llama_batch_bounded";
 
 /// The program loaded in `prog`'s place where the kernel refuses `prog`: the batch program's loops are run
 /// by `bpf_loop` (Linux 5.17 on), and before that kernel the same record is written by bounded loops.
 pub(super) fn fallback(prog: &str) -> Option<&'static str> {
-    (prog == "llama_batch").then_some(BATCH_BOUNDED)
+    (prog == BATCH).then_some(BATCH_BOUNDED)
 }
 
 /// Which programs the runtime probes run, and on which functions.
@@ -59,7 +62,7 @@ impl ProbeMode {
                 register: "register_function",
                 doorbell: "doorbell",
                 one_trap: "one_trap_entry",
-                batch: "llama_batch",
+                batch: BATCH,
                 pipeline_name: "pipeline_name",
                 input: "graph_input",
                 library: "library_entry",
