@@ -18,6 +18,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod demo;
 mod fixtures;
+mod internals_map;
 mod layout;
 mod package;
 mod provenance;
@@ -454,7 +455,7 @@ fn test(filter: Option<String>, no_lint: bool) -> Result<()> {
             "-D",
             "warnings",
         ]))?;
-        step("layout: imports between the wings go one way, no file over 600 lines");
+        step("layout: imports between the wings go one way, no file over 600 lines, docs/internals.md's file map true");
         layout::check(&root)?;
         // The fuzz targets are a workspace of their own that nothing else builds: a path moved in tracer
         // would break them unseen until `cargo xtask fuzz`.

@@ -2,7 +2,9 @@
 //! path for the writer's own launch and call lines), and `model`, what every reader of it shares.
 
 pub(crate) mod classify;
+pub(crate) mod counted;
 pub(crate) mod event;
+mod live;
 pub(crate) mod model;
 mod parts;
 mod reader;
@@ -13,12 +15,12 @@ mod scan;
 mod schema;
 mod writer;
 
+pub(crate) use live::{Endpoint, Serve, Tap};
 pub(crate) use parts::Input;
 pub use reader::{ReadStatus, read_file, read_from};
 pub use schema::*;
+pub(crate) use writer::Rotation;
 pub use writer::Writer;
-pub(crate) use writer::{Endpoint, Serve};
-pub(crate) use writer::{Rotation, Tap};
 
 #[cfg(test)]
 mod tests {

@@ -28,7 +28,11 @@ use std::{
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
-use super::schema::{Footer, Header, Launch, Line, Part, Repeat, Stop};
+use super::{
+    counted::{Counted, Counts},
+    live::Tap,
+    schema::{Footer, Header, Launch, Line, Part, Repeat, Stop},
+};
 
 /// Writes records to a file, batching lines and counting them by type.
 pub struct Writer {
@@ -173,28 +177,6 @@ impl Restate {
         self.global.iter().chain(self.processes.values().flatten())
     }
 }
-
-/// Sees every record written, in order (a recording's live metrics).
-pub(crate) trait Tap: Send {
-    fn record(&mut self, record: &Line);
-}
-
-/// A live endpoint a [`Tap`] feeds (the metrics server, `read::metrics`), as a recording drives it: the
-/// recording hands it its losses and processes, and at its end takes what it shed.
-pub(crate) trait Endpoint: Send + Sync {
-    /// Where it answers.
-    fn addr(&self) -> std::net::SocketAddr;
-    /// The recording's losses so far (by kind) and the processes it traces, for the next answers.
-    fn set_session(&self, dropped: BTreeMap<String, u64>, processes_traced: u64);
-    /// Its listening socket, which the child that releases the probes closes.
-    fn listener_fd(&self) -> std::os::fd::RawFd;
-    /// (connections closed to make room, waits for room before accepting).
-    fn shed(&self) -> (u64, u64);
-}
-
-/// Starts a live endpoint on the recording's runtime: at an address, with process names as labels or not;
-/// the endpoint, and the tap that feeds it.
-pub(crate) type Serve = fn(std::net::SocketAddr, bool) -> Result<(Box<dyn Endpoint>, Box<dyn Tap>)>;
 
 /// Compressed output is a sequence of zstd frames, one per flush and per MiB of lines between: a reader
 /// decodes every complete frame of a file whose writer was killed, and a frame is written whole.
@@ -566,9 +548,11 @@ impl Writer {
         self.write_runs()?;
         footer.records = self.footer_counts();
         if let Some(p) = &self.parts {
-            let removed = [("parts_removed_by_keep_size", p.removed.parts), ("parts_removed_bytes", p.removed.bytes)];
-            let counts = removed.into_iter().chain([("rotation_names_taken", p.names_taken)]);
-            footer.counters.extend(counts.filter(|&(_, n)| n > 0).map(|(k, n)| (k.into(), n)));
+            let mut counts = Counts::default();
+            counts.set_nonzero(Counted::PartsRemovedByKeepSize, p.removed.parts);
+            counts.set_nonzero(Counted::PartsRemovedBytes, p.removed.bytes);
+            counts.set_nonzero(Counted::RotationNamesTaken, p.names_taken);
+            footer.counters.extend(counts.named());
         }
         if let Some(tap) = &mut self.tap {
             tap.record(&Line::Footer(footer.clone()));

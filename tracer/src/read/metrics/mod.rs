@@ -139,6 +139,8 @@ pub(crate) struct Session {
     /// Drop kind -> records dropped.
     pub(crate) dropped: BTreeMap<String, u64>,
     pub(crate) processes_traced: u64,
+    /// The footer's counters so far, by name (`trace::counted`'s table and tracer-common's).
+    pub(crate) counted: BTreeMap<String, u64>,
 }
 
 /// The live counts of a recording.
@@ -470,6 +472,15 @@ impl Metrics {
             "Processes in the kernel's filter (or seen, without one)",
             session.processes_traced,
         );
+        let counted = Family::<Vec<(String, String)>, Gauge<i64>>::default();
+        reg.register(
+            "counted",
+            "The trace footer's counters so far, by name (docs/trace-format.md says each): losses, refusals, the tracer's own cost",
+            counted.clone(),
+        );
+        for (name, n) in &session.counted {
+            counted.get_or_create(&vec![("name".to_owned(), name.clone())]).set(i64::try_from(*n).unwrap_or(i64::MAX));
+        }
         let records = Counter::<u64>::default();
         records.inc_by(self.records);
         reg.register("trace_lines", "Records written to the trace file", records);

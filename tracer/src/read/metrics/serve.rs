@@ -139,7 +139,13 @@ impl crate::trace::Endpoint for Server {
 
     /// The session's figures for the next renders (drops, processes traced).
     fn set_session(&self, dropped: std::collections::BTreeMap<String, u64>, processes_traced: u64) {
-        *self.inner.session.lock().unwrap_or_else(PoisonError::into_inner) = Session { dropped, processes_traced };
+        let mut session = self.inner.session.lock().unwrap_or_else(PoisonError::into_inner);
+        (session.dropped, session.processes_traced) = (dropped, processes_traced);
+    }
+
+    /// The footer's counters so far, for the next renders.
+    fn set_counted(&self, counted: std::collections::BTreeMap<String, u64>) {
+        self.inner.session.lock().unwrap_or_else(PoisonError::into_inner).counted = counted;
     }
 
     /// The listening socket's descriptor: the child that releases the probes closes it, so that the port is

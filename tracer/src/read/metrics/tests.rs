@@ -53,7 +53,8 @@ fn counts_by_process_family_and_phase_and_keeps_them_after_exit() {
         m.record(&call(10, ApiFunc::HipStreamSynchronize, None, ts + 3));
     }
     let labels = r#"comm="ollama",role="runner",model="qwen3:8b""#;
-    let text = m.render(&Session { dropped: BTreeMap::from([("ring".into(), 3)]), processes_traced: 1 });
+    let text =
+        m.render(&Session { dropped: BTreeMap::from([("ring".into(), 3)]), processes_traced: 1, ..Session::default() });
     assert_eq!(sample(&text, &format!("tracer_kernel_launches_total{{{labels}}}")), Some(4), "{text}");
     assert_eq!(sample(&text, &format!("tracer_kernel_executions_total{{{labels},family=\"MMVQ Q4_K\"}}")), Some(2));
     assert_eq!(sample(&text, &format!("tracer_phase_steps_total{{{labels},phase=\"decode\"}}")), Some(2));

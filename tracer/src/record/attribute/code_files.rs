@@ -9,7 +9,7 @@
 //! the module loaded from that image carries the file. An open not followed so is forgotten at the thread's next
 //! open; a size that differs binds nothing (counted).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use crate::{
     os::{files::Reader, proc::Procs},
@@ -18,7 +18,7 @@ use crate::{
     trace::{CODE_DIR_BYTES_MAX, CODE_DIR_NAMES_MAX, CodeDir},
 };
 
-use super::bump;
+use crate::trace::counted::{Counted, Counts};
 
 /// Directories listed per process at most; a load from a further one is counted
 /// (`code_dirs_not_listed`).
@@ -48,32 +48,27 @@ const OPENED_MAX: usize = 4096;
 
 impl CodeFiles {
     /// The path a load named at its entry (a name record with the call's header).
-    pub(super) fn path_named(&mut self, n: Name, counters: &mut BTreeMap<String, u64>) {
+    pub(super) fn path_named(&mut self, n: Name, counters: &mut Counts) {
         if self.pending.insert(n.origin.tid, n).is_some() {
-            bump(counters, "module_paths_without_call");
+            counters.bump(Counted::ModulePathsWithoutCall);
         }
     }
 
     /// The file a load by path named: the path its entry read (same thread, same time), made absolute
     /// against the process's working directory where it is relative, and whether the probe cut it. None
     /// when no path was read for it.
-    pub(super) fn path_of(
-        &mut self,
-        c: &Call,
-        procs: &dyn Procs,
-        counters: &mut BTreeMap<String, u64>,
-    ) -> Option<(String, bool)> {
+    pub(super) fn path_of(&mut self, c: &Call, procs: &dyn Procs, counters: &mut Counts) -> Option<(String, bool)> {
         let Some(n) = self.pending.remove(&c.tid) else {
-            bump(counters, "module_loads_without_path");
+            counters.bump(Counted::ModuleLoadsWithoutPath);
             return None;
         };
         if n.origin.ts != c.ts {
             // Another load's path (its call record was lost): not this one's.
-            bump(counters, "module_loads_without_path");
+            counters.bump(Counted::ModuleLoadsWithoutPath);
             return None;
         }
         if n.fault || n.name.is_empty() {
-            bump(counters, "module_paths_unread");
+            counters.bump(Counted::ModulePathsUnread);
             return None;
         }
         if n.name.starts_with('/') {
@@ -83,7 +78,7 @@ impl CodeFiles {
         if let Some(cwd) = procs.cwd(c.pid) {
             Some((format!("{}/{relative}", cwd.trim_end_matches('/')), n.truncated))
         } else {
-            bump(counters, "module_paths_relative");
+            counters.bump(Counted::ModulePathsRelative);
             Some((n.name, n.truncated))
         }
     }
@@ -96,23 +91,23 @@ impl CodeFiles {
         path: &str,
         truncated: bool,
         procs: &dyn Procs,
-        counters: &mut BTreeMap<String, u64>,
+        counters: &mut Counts,
     ) {
         let path = if path.starts_with('/') {
             path.to_owned()
         } else if let Some(cwd) = procs.cwd(pid) {
             format!("{}/{}", cwd.trim_end_matches('/'), path.trim_start_matches("./"))
         } else {
-            bump(counters, "code_object_opens_relative");
+            counters.bump(Counted::CodeObjectOpensRelative);
             return;
         };
         if truncated {
-            bump(counters, "code_object_opens_truncated");
+            counters.bump(Counted::CodeObjectOpensTruncated);
             return;
         }
         if self.opened.len() >= OPENED_MAX && !self.opened.contains_key(&tid) {
             self.opened.clear();
-            bump(counters, "code_object_opens_let_go");
+            counters.bump(Counted::CodeObjectOpensLetGo);
         }
         self.opened.insert(tid, (path, ts));
     }
@@ -125,23 +120,23 @@ impl CodeFiles {
         c: &Call,
         procs: &dyn Procs,
         budget: &mut usize,
-        counters: &mut BTreeMap<String, u64>,
+        counters: &mut Counts,
     ) -> Option<(String, Option<CodeDir>)> {
         let file = self.bind_image(c, procs, counters)?;
         let dir = self.list_dir(&file, false, (c.pid, c.ts), (procs, None), budget, counters);
         Some((file, dir))
     }
 
-    fn bind_image(&mut self, c: &Call, procs: &dyn Procs, counters: &mut BTreeMap<String, u64>) -> Option<String> {
+    fn bind_image(&mut self, c: &Call, procs: &dyn Procs, counters: &mut Counts) -> Option<String> {
         let (ptr, size) = (c.ptr?, c.size?);
         let (path, opened_ts) = self.opened.remove(&c.tid)?;
         if opened_ts > c.ts || procs.file_size(c.pid, &path) != Some(size) {
-            bump(counters, "code_object_images_unmatched");
+            counters.bump(Counted::CodeObjectImagesUnmatched);
             return None;
         }
         if self.images.len() >= IMAGES_MAX {
             self.images.clear();
-            bump(counters, "code_object_images_let_go");
+            counters.bump(Counted::CodeObjectImagesLetGo);
         }
         self.images.insert(ptr, path.clone());
         Some(path)
@@ -154,12 +149,12 @@ impl CodeFiles {
 
     /// The file behind a descriptor a load was given, read now (the process may close it soon after):
     /// None, counted, when it could not be read or is not a file of a path.
-    pub(super) fn fd_file(c: &Call, procs: &dyn Procs, counters: &mut BTreeMap<String, u64>) -> Option<String> {
+    pub(super) fn fd_file(c: &Call, procs: &dyn Procs, counters: &mut Counts) -> Option<String> {
         let target = c.value.and_then(|fd| u32::try_from(fd).ok()).and_then(|fd| procs.fd_target(c.pid, fd));
         match target {
             Some(t) if t.starts_with('/') => Some(t),
             _ => {
-                bump(counters, "code_object_fds_unread");
+                counters.bump(Counted::CodeObjectFdsUnread);
                 None
             }
         }
@@ -178,7 +173,7 @@ impl CodeFiles {
         (pid, ts): (u32, u64),
         (procs, held): (&dyn Procs, Option<&crate::os::files::Root>),
         budget: &mut usize,
-        counters: &mut BTreeMap<String, u64>,
+        counters: &mut Counts,
     ) -> Option<CodeDir> {
         // A path cut by the probe names no directory for certain.
         if !file.starts_with('/') || truncated {
@@ -193,7 +188,7 @@ impl CodeFiles {
             return None;
         }
         if self.listed.len() >= DIRS_MAX || *budget == 0 {
-            bump(counters, if *budget == 0 { "code_dirs_not_listed_budget" } else { "code_dirs_not_listed" });
+            counters.bump(if *budget == 0 { Counted::CodeDirsNotListedBudget } else { Counted::CodeDirsNotListed });
             return None;
         }
         self.listed.insert(dir.clone());
@@ -221,7 +216,7 @@ impl CodeFiles {
                 }
             }
             Err(why) => {
-                bump(counters, "code_dirs_unlisted");
+                counters.bump(Counted::CodeDirsUnlisted);
                 rec.error = Some(why);
             }
         }

@@ -3,10 +3,7 @@
 //! The dispatcher of the step: it keeps what it knows of each live process in one struct (dropped at
 //! exit, replaced at exec) and asks [`crate::record::names`] for kernel names.
 
-use std::{
-    collections::{BTreeMap, HashMap},
-    rc::Rc,
-};
+use std::rc::Rc;
 
 use tracer_common::{
     ApiFunc, CODE_HEAD,
@@ -16,39 +13,45 @@ use tracer_common::{
 use crate::{
     os::proc::{LIVE, Procs},
     record::{
-        intake::decode::{CodeTail, Event, Name, Params},
-        names::{HeldMappings, Names, ProcessNames, Source},
+        intake::decode::{CodeTail, Event, Name},
+        names::{HeldMappings, Names, Source},
     },
     trace::event::{Call, Dispatch, Launch, PacketType, Repeat},
-    trace::{Cause, Line},
+    trace::{
+        Cause, Line,
+        counted::{Counted, Counts},
+    },
 };
 
 mod code_files;
+mod config;
 mod effects;
 mod graphs;
+mod life;
 mod params;
 pub(crate) mod process;
 mod runs;
 mod vulkan;
 
-use process::{ProcessRecords, Said};
+use process::{ModuleCode, Process, ProcessRecords};
 mod sites;
 
+pub(crate) use config::Config;
 pub(crate) use effects::Effects;
 use params::{give_plan, take_params};
 
 pub(crate) struct Attributor {
     /// How process records are written (what each says lives in its entry, [`Process::said`]).
-    pub(crate) processes: ProcessRecords,
+    processes: ProcessRecords,
     /// Kernel names: what every process shares (files, symbols, ids given).
-    pub(crate) names: Names,
+    names: Names,
     /// Counted oddities for the footer.
-    pub(crate) counters: BTreeMap<String, u64>,
+    counters: Counts,
     /// A process whose exit the caller records itself (with its exit status): the command it started.
-    pub(crate) own_child: Option<u32>,
+    own_child: Option<u32>,
     /// Write the CUDA runtime's own launches (`--cuda-runtime`); otherwise they only name the driver
     /// function of the launch they make.
-    pub(crate) runtime_view: bool,
+    runtime_view: bool,
     /// What the recording is asked to do since it last took them ([`Attributor::take_effects`]).
     effects: Effects,
     procs: &'static (dyn Procs + Sync),
@@ -62,49 +65,6 @@ pub(crate) struct Attributor {
     expanding: Option<(Repeat, u32)>,
 }
 
-/// What attribution knows of one process, dropped whole when it exits and replaced when it execs.
-#[derive(Default)]
-struct Process {
-    /// What the trace has said of it (its record written, the command tracer started); carried over an exec.
-    said: Said,
-    /// Its kernel names.
-    names: ProcessNames,
-    /// What each fd of its ioctls points to, read once.
-    fds: HashMap<u32, Option<String>>,
-    /// Its streams capturing a graph, what they captured, its graph executables.
-    graphs: graphs::Graphs,
-    /// Per thread: the kernel parameters read at the entry of its launch in progress.
-    pending_params: HashMap<u32, Params>,
-    /// Its maps were looked at after one of its API events (its libraries are loaded by then).
-    scanned: bool,
-    /// Its launches by the file whose code made them.
-    sites: sites::Sites,
-    /// Its code-object files loaded by path, and their directories listed.
-    code_files: code_files::CodeFiles,
-    /// Per Vulkan command buffer: the compute pipeline last bound on it, which its dispatches run.
-    bound: HashMap<u64, u64>,
-    /// Per thread: the shader module whose code is arriving.
-    code: HashMap<u32, ModuleCode>,
-    /// Per thread: the pipeline its runtime is making (its name, its SPIR-V's size and address), whose
-    /// shader module the thread makes next.
-    making: HashMap<u32, (String, u64, u64)>,
-    /// The functions and kernel objects given a plan in the eBPF plan map: taken back when it goes.
-    planned: Vec<u64>,
-    /// Per thread: its last launches as the probe placed them, which its runs of repeats copy, each with
-    /// the launch as written where its copies may be written alike ([`Attributor::passable`]).
-    runs: crate::trace::runs::Threads<crate::trace::runs::History<Option<Rc<Launch>>>>,
-}
-
-/// A shader module's code as its chunks arrive on one thread: its head first, then its end, farthest first.
-#[derive(Default)]
-struct ModuleCode {
-    handle: u64,
-    /// Its first bytes (None: not read).
-    head: Option<Vec<u8>>,
-    /// Its end so far, in order (None once a chunk could not be read).
-    tail: Option<Vec<u8>>,
-}
-
 /// Threads of a process making a pipeline at once, at most (more are counted, named by their SPIR-V).
 const MAX_MAKING: usize = 1 << 16;
 
@@ -113,7 +73,7 @@ impl Default for Attributor {
         Self {
             processes: ProcessRecords::default(),
             names: Names::default(),
-            counters: BTreeMap::new(),
+            counters: Counts::default(),
             own_child: None,
             runtime_view: false,
             effects: Effects::default(),
@@ -126,18 +86,17 @@ impl Default for Attributor {
     }
 }
 
-/// Counts an oddity for the footer. Some counters move on every launch: no allocation once the key is
-/// there.
-fn bump(counters: &mut BTreeMap<String, u64>, name: &str) {
-    match counters.get_mut(name) {
-        Some(n) => *n += 1,
-        None => {
-            counters.insert(name.to_owned(), 1);
-        }
-    }
-}
-
 impl Attributor {
+    /// What naming has to tell the user since the last call, one sentence each.
+    pub(crate) fn take_warnings(&mut self) -> Vec<String> {
+        self.names.take_warnings()
+    }
+
+    /// The files naming's finders were still reading at the stop, counted, one sentence each.
+    pub(crate) fn finders_unfinished(&mut self) -> Vec<String> {
+        self.names.finders_unfinished()
+    }
+
     /// What attributing asked of the recording since the last call.
     pub(crate) fn take_effects(&mut self) -> Effects {
         std::mem::take(&mut self.effects)
@@ -236,7 +195,7 @@ impl Attributor {
                 let p = self.live.entry(i.pid).or_default();
                 i.device.clone_from(p.fds.entry(i.fd).or_insert_with(|| procs.fd_target(i.pid, i.fd)));
                 if !crate::os::ioctl::is_known(i.cmd) {
-                    bump(&mut self.counters, "ioctl_unknown");
+                    self.counters.bump(Counted::IoctlUnknown);
                 }
                 out.push(Line::Ioctl(i));
             }
@@ -270,7 +229,7 @@ impl Attributor {
             Event::Params(params) => {
                 let p = self.live.entry(params.origin.pid).or_default();
                 if p.pending_params.insert(params.origin.tid, params).is_some() {
-                    bump(&mut self.counters, "params_without_launch");
+                    self.counters.bump(Counted::ParamsWithoutLaunch);
                 }
             }
         }
@@ -298,7 +257,7 @@ impl Attributor {
             // A Vulkan dispatch runs the compute pipeline bound on its command buffer (its stream).
             match p.bound.get(&l.stream) {
                 Some(&pipeline) => l.handle = pipeline,
-                None => bump(&mut self.counters, "dispatches_without_bound_pipeline"),
+                None => self.counters.bump(Counted::DispatchesWithoutBoundPipeline),
             }
         }
         let mut names = self.names.of(l.pid, &mut p.names);
@@ -314,7 +273,7 @@ impl Attributor {
                     give_plan(&mut p.planned, &mut self.effects.plans, l.pid, l.handle, 0);
                 }
                 if !runtime_view {
-                    bump(&mut self.counters, "runtime_launches_for_names");
+                    self.counters.bump(Counted::RuntimeLaunchesForNames);
                     // Its parameters are read at the driver launch it makes (its plan, none, was given
                     // when its handle was first looked up).
                     p.pending_params.remove(&l.tid);
@@ -387,7 +346,7 @@ impl Attributor {
             let code_ends = (m.head.as_deref(), tail.as_slice());
             names.of(o.pid, &mut p.names).shader_module(code.handle, code.size, code_ends, given, o.ts);
             if unbound {
-                bump(&mut self.counters, "pipeline_names_unbound");
+                self.counters.bump(Counted::PipelineNamesUnbound);
             }
         }
     }
@@ -433,7 +392,7 @@ impl Attributor {
                 if let Some(exec) = c.handle
                     && p.graphs.replayed(exec, c.ts, &mut names, out)
                 {
-                    bump(&mut self.counters, "graph_execs_untracked");
+                    self.counters.bump(Counted::GraphExecsUntracked);
                 }
             }
             // The function a CUDA library kernel has in the current context: named as the kernel.
@@ -543,10 +502,10 @@ impl Attributor {
         let o = n.origin;
         self.see(o.pid, o.ts, out);
         if n.truncated {
-            bump(&mut self.counters, "name_truncated");
+            self.counters.bump(Counted::NameTruncated);
         }
         if n.fault {
-            bump(&mut self.counters, "name_fault");
+            self.counters.bump(Counted::NameFault);
         }
         let p = self.live.entry(o.pid).or_default();
         if n.api.layout() == Layout::ModulePath {
@@ -558,11 +517,11 @@ impl Attributor {
             // A pipeline its runtime is making: the thread's next shader module is its own. One per thread:
             // a name its thread made no module for is replaced, and counted.
             if n.fault || n.truncated {
-                bump(&mut self.counters, "pipeline_names_unread");
+                self.counters.bump(Counted::PipelineNamesUnread);
             } else if p.making.len() >= MAX_MAKING && !p.making.contains_key(&o.tid) {
-                bump(&mut self.counters, "pipeline_names_over_limit");
+                self.counters.bump(Counted::PipelineNamesOverLimit);
             } else if p.making.insert(o.tid, (n.name, n.module, n.handle)).is_some() {
-                bump(&mut self.counters, "pipeline_names_unbound");
+                self.counters.bump(Counted::PipelineNamesUnbound);
             }
             return;
         }
@@ -570,7 +529,7 @@ impl Attributor {
             // A Vulkan device entry point taken past the loader: if tracer probes it there, the process's
             // calls through this address are not seen. Counted, never guessed.
             if ApiFunc::from_symbol(&n.name).is_some_and(|f| f.library() == n.api.library() && f.op() != Op::ProcAddr) {
-                bump(&mut self.counters, "vulkan_entry_points_past_loader");
+                self.counters.bump(Counted::VulkanEntryPointsPastLoader);
             }
             return;
         }

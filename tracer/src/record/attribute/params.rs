@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Process, bump};
+use super::Process;
+use crate::trace::counted::{Counted, Counts};
 
 /// The parameters (or a dispatch's argument words) read just before the record of thread `tid` at
 /// `ts` for `handle`, keeping those the plan asks for; None when none were read for it. A plan made
@@ -11,7 +12,7 @@ use super::{Process, bump};
 /// words) of `handle` in process `pid`.
 pub(super) fn take_params(
     p: &mut Process,
-    counters: &mut BTreeMap<String, u64>,
+    counters: &mut Counts,
     new_plans: &mut Vec<(u32, u64, u32)>,
     pid: u32,
     (tid, ts, handle): (u32, u64, u64),
@@ -25,14 +26,14 @@ pub(super) fn take_params(
     }
     let params = p.pending_params.remove(&tid)?;
     if params.origin.ts != ts || params.handle != handle {
-        bump(counters, "params_without_launch");
+        counters.bump(Counted::ParamsWithoutLaunch);
         return None;
     }
     let kept: BTreeMap<u8, u64> = params.values.into_iter().filter(|&(i, _)| plan & (1 << i) != 0).collect();
     if kept.len() != plan.count_ones() as usize {
         // Needed but not read: an address that could not be read, or a plan set to none before the
         // function was named.
-        bump(counters, "params_unread");
+        counters.bump(Counted::ParamsUnread);
     }
     Some(kept)
 }

@@ -3,19 +3,17 @@
 //! each process ([`Said`]) lives in attribution's entry for it and goes with it at its exit; this holds
 //! only the recording's settings for writing them.
 
-use std::path::PathBuf;
+use std::{collections::HashMap, path::PathBuf, rc::Rc};
 
-use tracer_common::ProcEvent;
-
-use super::Process;
+use super::{code_files, graphs, sites};
 use crate::{
     os::proc::{LIVE, Procs},
     record::{
-        intake::decode::Proc,
+        intake::decode::Params,
         names::{ProcessNames, early::EarlyLooks},
         probes::ollama,
     },
-    trace::{self, Cause, Line},
+    trace::{self, Cause, event::Launch},
 };
 
 /// What the trace has said of one process image, kept in attribution's entry for the process (carried
@@ -132,93 +130,47 @@ impl ProcessRecords {
     }
 }
 
-/// Kernel handles (and addresses outside its mappings) a process image must have held for its let-go to
-/// give the allocator's free memory back to the system (`malloc_trim`): a few milliseconds each, taken
-/// only after a process that held thousands.
-const TRIM_AFTER: usize = 4096;
+/// What attribution knows of one process, dropped whole when it exits and replaced when it execs.
+#[derive(Default)]
+pub(super) struct Process {
+    /// What the trace has said of it (its record written, the command tracer started); carried over an exec.
+    pub(super) said: Said,
+    /// Its kernel names.
+    pub(super) names: ProcessNames,
+    /// What each fd of its ioctls points to, read once.
+    pub(super) fds: HashMap<u32, Option<String>>,
+    /// Its streams capturing a graph, what they captured, its graph executables.
+    pub(super) graphs: graphs::Graphs,
+    /// Per thread: the kernel parameters read at the entry of its launch in progress.
+    pub(super) pending_params: HashMap<u32, Params>,
+    /// Its maps were looked at after one of its API events (its libraries are loaded by then).
+    pub(super) scanned: bool,
+    /// Its launches by the file whose code made them.
+    pub(super) sites: sites::Sites,
+    /// Its code-object files loaded by path, and their directories listed.
+    pub(super) code_files: code_files::CodeFiles,
+    /// Per Vulkan command buffer: the compute pipeline last bound on it, which its dispatches run.
+    pub(super) bound: HashMap<u64, u64>,
+    /// Per thread: the shader module whose code is arriving.
+    pub(super) code: HashMap<u32, ModuleCode>,
+    /// Per thread: the pipeline its runtime is making (its name, its SPIR-V's size and address), whose
+    /// shader module the thread makes next.
+    pub(super) making: HashMap<u32, (String, u64, u64)>,
+    /// The functions and kernel objects given a plan in the eBPF plan map: taken back when it goes.
+    pub(super) planned: Vec<u64>,
+    /// Per thread: its last launches as the probe placed them, which its runs of repeats copy, each with
+    /// the launch as written where its copies may be written alike ([`Attributor::passable`]).
+    pub(super) runs: trace::runs::Threads<trace::runs::History<Option<Rc<Launch>>>>,
+}
 
-/// A process's life in attribution: its events (fork, exec, exit, a library's initializers run) and what
-/// goes with its image when it ends.
-impl super::Attributor {
-    /// Names the command tracer started (`-- COMMAND ARGS`), `pid`, until it execs.
-    pub(crate) fn name_command(&mut self, pid: u32, argv: Vec<String>) {
-        self.live.entry(pid).or_default().said.name_command(argv);
-    }
-
-    pub(super) fn proc(&mut self, p: Proc, out: &mut Vec<Line>) {
-        let ts = p.origin.ts;
-        // An exec or an exit ends the image an early look of the PID was taken at.
-        if let (ProcEvent::Exec | ProcEvent::Exit, Some(e)) = (p.event, &self.names.early) {
-            e.forget_before(p.pid, ts);
-        }
-        match p.event {
-            ProcEvent::Fork => {
-                self.effects.joined.push(p.pid);
-                // A new process: nothing of another process that had its PID before.
-                if let Some(old) = self.live.insert(p.pid, Process::default()) {
-                    self.let_go(p.pid, old, out);
-                }
-                self.snapshot(p.pid);
-                let said = &mut self.live.entry(p.pid).or_default().said;
-                if let Some(rec) = self.processes.observe(said, p.pid, Cause::Fork, ts, 0, &p.comm) {
-                    out.push(Line::Process(trace::Process { ppid: p.parent, ..rec }));
-                }
-            }
-            ProcEvent::Exec => {
-                self.effects.joined.push(p.pid);
-                self.effects.execs.push((p.pid, ts));
-                // A new program: nothing of the old image means anything now. No maps read now: the
-                // dynamic loader is still mapping and unmapping (its cache, its libraries), and a mapping
-                // read now may hold another file by the time an address in it is looked up. Its first API
-                // event reads them (its libraries are loaded by then).
-                // What the trace said of the process goes over to its new image.
-                let mut image = Process { names: ProcessNames::since(ts), ..Process::default() };
-                if let Some(mut old) = self.live.remove(&p.pid) {
-                    image.said = std::mem::take(&mut old.said);
-                    self.let_go(p.pid, old, out);
-                }
-                self.effects.seen.push(p.pid);
-                self.last_scanned = 0;
-                if let Some(rec) = self.processes.observe(&mut image.said, p.pid, Cause::Exec, ts, ts, &p.comm) {
-                    out.push(Line::Process(rec));
-                }
-                self.live.insert(p.pid, image);
-            }
-            ProcEvent::Exit => {
-                self.effects.left.push(p.pid);
-                if let Some(gone) = self.live.remove(&p.pid) {
-                    self.let_go(p.pid, gone, out);
-                }
-                self.last_scanned = 0;
-                if self.own_child != Some(p.pid) {
-                    out.push(Line::Exit(trace::Exit { ts, pid: p.pid, code: None, signal: None }));
-                }
-            }
-            ProcEvent::Init => self.effects.initialized.push((p.pid, p.origin.lib, ts)),
-        }
-    }
-
-    /// What is left of a process image that ended (exec, exit, or a fork reusing its PID unseen): where
-    /// its launches came from, written; its parameter plans, taken back from the eBPF map.
-    pub(super) fn let_go(&mut self, pid: u32, image: Process, out: &mut Vec<Line>) {
-        out.extend(image.sites.records(pid));
-        let held = image.names.held();
-        self.effects.plans_gone.extend(image.planned.into_iter().map(|handle| (pid, handle)));
-        if held >= TRIM_AFTER {
-            // Its tables freed, the allocator's free pages go back to the system: glibc keeps them in its
-            // arenas otherwise, and a flood's recorder stayed at its peak after it.
-            // SAFETY: malloc_trim only releases free memory of the allocator's own.
-            unsafe {
-                libc::malloc_trim(0);
-            }
-        }
-    }
-
-    /// The parameter plans of a process leaving the filter alive, to take back from the eBPF map (it keeps
-    /// its other state: it may make no further call that reaches the recording).
-    pub(crate) fn take_plans(&mut self, pid: u32) -> Vec<u64> {
-        self.live.get_mut(&pid).map(|p| std::mem::take(&mut p.planned)).unwrap_or_default()
-    }
+/// A shader module's code as its chunks arrive on one thread: its head first, then its end, farthest first.
+#[derive(Default)]
+pub(super) struct ModuleCode {
+    pub(super) handle: u64,
+    /// Its first bytes (None: not read).
+    pub(super) head: Option<Vec<u8>>,
+    /// Its end so far, in order (None once a chunk could not be read).
+    pub(super) tail: Option<Vec<u8>>,
 }
 
 #[cfg(test)]

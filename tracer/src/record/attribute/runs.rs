@@ -13,6 +13,7 @@
 //! memory does not grow with a run's length (made whole, a run of the stand-in's 600 000 launches took
 //! tracer's peak RSS to 141 MiB, against 45 MiB written launch by launch).
 
+use crate::trace::counted::Counted;
 use std::rc::Rc;
 
 use tracer_common::api::Library;
@@ -39,7 +40,7 @@ impl super::Attributor {
     /// could not be decoded) is counted with its launches, never guessed.
     pub(super) fn repeat(&mut self, r: Repeat, out: &mut Vec<Line>) {
         if !well_formed(&r) {
-            super::bump(&mut self.counters, "repeats_malformed");
+            self.counters.bump(Counted::RepeatsMalformed);
             return;
         }
         self.count_run(&r);
@@ -49,8 +50,8 @@ impl super::Attributor {
 
     /// Counts a run the kernel counted, and its launches (made one by one or written as counted).
     fn count_run(&mut self, r: &Repeat) {
-        super::bump(&mut self.counters, "runs_counted_in_kernel");
-        *self.counters.entry("launches_in_kernel_runs".to_owned()).or_default() += u64::from(r.count);
+        self.counters.bump(Counted::RunsCountedInKernel);
+        self.counters.add(Counted::LaunchesInKernelRuns, u64::from(r.count));
     }
 
     /// The next part of the run being expanded, attributed into `out`; false when no run was being
@@ -65,8 +66,8 @@ impl super::Attributor {
             let (ts, dur) = r.times_of(i);
             // The copy, placed in the thread's history (sharing the launch it repeats).
             let Some(l) = history.as_mut().and_then(|h| h.repeat(r.period, ts, dur)) else {
-                super::bump(&mut self.counters, "repeats_without_history");
-                *self.counters.entry("launches_in_repeats_lost".to_owned()).or_default() += u64::from(r.count - i);
+                self.counters.bump(Counted::RepeatsWithoutHistory);
+                self.counters.add(Counted::LaunchesInRepeatsLost, u64::from(r.count - i));
                 lost = true;
                 break;
             };
@@ -119,7 +120,7 @@ impl super::Attributor {
     /// its launches had been made, each counted by the code that made it.
     pub(crate) fn passed(&mut self, r: &Repeat) {
         self.count_run(r);
-        super::bump(&mut self.counters, "runs_written_as_counted");
+        self.counters.bump(Counted::RunsWrittenWhole);
         self.last_scanned = r.pid;
         let Some(p) = self.live.get_mut(&r.pid) else { return };
         let Some(sources) = p.runs.get(r.pid, r.tid).and_then(|h| h.repeat_all(r.period, r.count)) else { return };

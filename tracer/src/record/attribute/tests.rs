@@ -1,10 +1,12 @@
 //! Attribution: launches named by registration, capture and replay, kernel parameters joined, a recycled PID.
 
+use std::collections::BTreeMap;
+
 use tracer_common::ProcEvent;
 
 use super::*;
 use crate::{
-    record::intake::decode::Proc,
+    record::intake::decode::{Params, Proc},
     trace::{self, event::Origin},
 };
 
@@ -332,7 +334,7 @@ fn an_image_read_from_a_code_object_file_carries_that_file_when_the_sizes_agree(
 #[test]
 fn code_object_opens_are_kept_for_a_bounded_number_of_threads() {
     let mut files = code_files::CodeFiles::default();
-    let mut counters = BTreeMap::new();
+    let mut counters = Counts::default();
     for tid in 0..=4096 {
         files.code_object_opened((9, tid, 1), "/x/a.co", false, &FILES, &mut counters);
     }
@@ -385,7 +387,7 @@ fn a_code_directory_of_a_process_gone_is_listed_in_the_root_held_for_it() {
     std::fs::write(dir.join("lib/y.co"), b"").unwrap();
     std::fs::write(dir.join("lib/x.co"), b"").unwrap();
     let held = crate::os::files::Root::at(&dir.to_string_lossy()).unwrap();
-    let mut counters = BTreeMap::new();
+    let mut counters = Counts::default();
     // The process table cannot list `/lib` (its process has ended): the root held while it lived can.
     let listed = code_files::CodeFiles::default()
         .list_dir("/lib/x.co", false, (9, 1), (&FILES, Some(&held)), &mut 100, &mut counters)

@@ -1,10 +1,10 @@
 //! Vulkan's compute pipelines: each named when made, and bound to the command buffers whose dispatches run it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use tracer_common::api::Op;
 
-use super::bump;
+use crate::trace::counted::{Counted, Counts};
 use crate::{trace::Line, trace::event::Call};
 
 /// Command buffers whose bound pipeline a process keeps at most (more are counted, their dispatches
@@ -19,7 +19,7 @@ pub(super) fn call(
     c: &Call,
     names: &mut crate::record::names::Of<'_>,
     bound: &mut HashMap<u64, u64>,
-    counters: &mut BTreeMap<String, u64>,
+    counters: &mut Counts,
     out: &mut Vec<Line>,
 ) {
     match c.api.op() {
@@ -31,7 +31,7 @@ pub(super) fn call(
             }
             if let Some(more) = c.size.and_then(|n| n.checked_sub(1)).filter(|&n| n > 0) {
                 // Only the first pipeline of a call is read: the others' dispatches stay unnamed.
-                *counters.entry("pipelines_unread".to_owned()).or_default() += more;
+                counters.add(Counted::PipelinesUnread, more);
             }
         }
         Op::Bind if c.attribute == Some(BIND_POINT_COMPUTE) => {
@@ -39,7 +39,7 @@ pub(super) fn call(
                 if bound.len() < MAX_COMMAND_BUFFERS || bound.contains_key(&cmd) {
                     bound.insert(cmd, pipeline);
                 } else {
-                    bump(counters, "command_buffers_over_limit");
+                    counters.bump(Counted::CommandBuffersOverLimit);
                 }
             }
         }

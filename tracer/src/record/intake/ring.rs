@@ -30,7 +30,11 @@ use aya::maps::{MapData, RingBuf};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracer_common::RecordKind;
 
-use crate::{os::proc::raise_to_recorder_priority, record::names::early::Poster};
+use crate::{
+    os::proc::raise_to_recorder_priority,
+    record::names::early::Poster,
+    trace::counted::{Counted, Counting, Counts},
+};
 
 /// Most bytes of records waiting between the drain and the session.
 pub(crate) const QUEUE_MAX: u64 = 256 << 20;
@@ -73,6 +77,9 @@ pub(crate) struct Ring {
     batches: UnboundedReceiver<Vec<u8>>,
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    /// Records taken from the ring (what the probes wrote, less what they lost), and those of them that
+    /// could not be decoded (counted into the footer, never silently dropped).
+    taken: (u64, u64),
 }
 
 impl Ring {
@@ -93,7 +100,7 @@ impl Ring {
                 drain(ring, &fd, &tx, &drain_shared, &mut early);
             })
             .context("cannot start the ring's drain thread")?;
-        Ok(Self { batches, shared, thread: Some(thread) })
+        Ok(Self { batches, shared, thread: Some(thread), taken: (0, 0) })
     }
 
     /// Waits for the next batch of records; None once the drain has ended.
@@ -104,6 +111,12 @@ impl Ring {
     /// Marks a batch as taken from the queue: its bytes no longer count against [`QUEUE_MAX`].
     pub(crate) fn taken(&self, batch: &[u8]) {
         self.shared.queued.fetch_sub(batch.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Counts a batch's records as the session took them: `records` in all, `undecodable` of them.
+    pub(crate) const fn took(&mut self, records: u64, undecodable: u64) {
+        self.taken.0 += records;
+        self.taken.1 += undecodable;
     }
 
     /// Stops the drain once it has read what the ring holds now; what it handed over is then taken
@@ -129,20 +142,17 @@ impl Ring {
             })
             .collect()
     }
+}
 
-    /// Process-life records the queue kept in its reserve, records of other kinds dropped meanwhile.
-    pub(crate) fn reserve_records(&self) -> u64 {
-        self.shared.reserved.load(Ordering::Relaxed)
-    }
-
-    /// Whether the drain and the session run at [`crate::os::proc::RECORDER_NICE`].
-    pub(crate) fn priority_raised(&self) -> bool {
-        self.shared.raised.load(Ordering::Relaxed)
-    }
-
-    /// The most bytes that waited in the queue at once.
-    pub(crate) fn peak_queued(&self) -> u64 {
-        self.shared.peak.load(Ordering::Relaxed)
+impl Counting for Ring {
+    /// What was taken and undecodable, the queue's peak and reserve, whether the drain and the session run
+    /// at [`crate::os::proc::RECORDER_NICE`] (the early look's thread says its own after).
+    fn counted(&self, out: &mut Counts) {
+        out.add(Counted::RingRecords, self.taken.0);
+        out.add(Counted::Undecodable, self.taken.1);
+        out.set(Counted::QueuePeakBytes, self.shared.peak.load(Ordering::Relaxed));
+        out.set(Counted::QueueReserveRecords, self.shared.reserved.load(Ordering::Relaxed));
+        out.set(Counted::RecorderPriorityRaised, u64::from(self.shared.raised.load(Ordering::Relaxed)));
     }
 }
 

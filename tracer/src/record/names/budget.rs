@@ -11,6 +11,7 @@
 //! back what it held when naming lets it go (its exit, its exec), so a user's next programs have room
 //! again.
 
+use crate::trace::counted::{Counted, Counting, Counts};
 use std::{cell::RefCell, collections::BTreeMap, rc::Rc};
 
 /// The user a process runs as: its real uid (None: not known, the process had ended).
@@ -70,32 +71,40 @@ impl Budgets {
         Charge { ledger: Rc::clone(&self.0), uid, held: [0; KINDS] }
     }
 
-    /// The footer's counters: what was refused, per user and kind, and for the recording.
+    /// The footer's counters, by name (tests).
+    #[cfg(test)]
     pub(crate) fn counters(&self) -> Vec<(String, u64)> {
-        let Ok(ledger) = self.0.try_borrow() else { return Vec::new() };
-        let mut out = Vec::new();
+        let mut counts = Counts::default();
+        self.counted(&mut counts);
+        counts.named().collect()
+    }
+}
+
+impl Counting for Budgets {
+    /// What was refused, per user and kind, and for the recording.
+    fn counted(&self, out: &mut Counts) {
+        let Ok(ledger) = self.0.try_borrow() else { return };
         for (uid, over) in &ledger.over {
             let uid = uid.map_or_else(|| "unknown".to_owned(), |u| u.to_string());
             // Handles and the names waiting for one are refused alike: one counter for the user.
             let handles = over[Kind::Kernels as usize].saturating_add(over[Kind::Unnamed as usize]);
             if handles > 0 {
-                out.push((format!("kernel_handles_over_budget_uid_{uid}"), handles));
+                out.add_per(Counted::KernelHandlesOverBudget, &uid, handles);
             }
             if over[Kind::Outside as usize] > 0 {
-                out.push((format!("maps_reads_over_budget_uid_{uid}"), over[Kind::Outside as usize]));
+                out.add_per(Counted::MapsReadsOverBudget, &uid, over[Kind::Outside as usize]);
             }
         }
         let r = ledger.over_recording;
-        let handles = r[Kind::Kernels as usize].saturating_add(r[Kind::Unnamed as usize]);
-        if handles > 0 {
-            out.push(("kernel_handles_over_recording_budget".to_owned(), handles));
-        }
-        if r[Kind::Outside as usize] > 0 {
-            out.push(("maps_reads_over_recording_budget".to_owned(), r[Kind::Outside as usize]));
-        }
-        out
+        out.set_nonzero(
+            Counted::KernelHandlesOverRecordingBudget,
+            r[Kind::Kernels as usize].saturating_add(r[Kind::Unnamed as usize]),
+        );
+        out.set_nonzero(Counted::MapsReadsOverRecordingBudget, r[Kind::Outside as usize]);
     }
+}
 
+impl Budgets {
     /// What every live process image holds, by kind (tests).
     #[cfg(test)]
     fn total(&self) -> [usize; KINDS] {

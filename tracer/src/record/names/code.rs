@@ -2,6 +2,7 @@
 //! the kernel. A registered fat binary (`__hipRegisterFatBinary`) names its bundle; a kernel named from
 //! its file (late attach) is looked up in the file's name index, built once.
 
+use crate::trace::counted::Counted;
 use std::sync::Arc;
 
 use super::{
@@ -42,7 +43,7 @@ impl Of<'_> {
     /// to is found in the file that maps it, and kept for the registrations that name its module.
     pub(crate) fn register_fat_binary(&mut self, module: u64, bundle_addr: u64, ts: u64) -> Option<FatBinaryCode> {
         let Some(m) = self.mapping_at(bundle_addr, ts).cloned() else {
-            self.names.count("fat_binaries_outside_files");
+            self.names.count(Counted::FatBinariesOutsideFiles);
             return None;
         };
         let offset = m.file_offset(bundle_addr);
@@ -50,8 +51,8 @@ impl Of<'_> {
         let header = fat.as_ref().and_then(|fat| fat.bundle_at(offset));
         let bundle = header.map(super::bundle::Header::name);
         match header {
-            None => self.names.count("fat_binaries_without_bundle"),
-            Some(h) if h.error.is_some() => self.names.count("fat_binaries_with_corrupt_bundle"),
+            None => self.names.count(Counted::FatBinariesWithoutBundle),
+            Some(h) if h.error.is_some() => self.names.count(Counted::FatBinariesWithCorruptBundle),
             _ => {}
         }
         let problem = match (header, &fat) {
@@ -88,10 +89,10 @@ impl Of<'_> {
             let offset = m.file_offset(image);
             (m.path, Some(offset))
         } else if let Some(m) = (caller != 0).then(|| self.mapping_at(caller, ts).cloned()).flatten() {
-            self.names.count("module_images_placed_by_loader");
+            self.names.count(Counted::ModuleImagesPlacedByLoader);
             (m.path, None)
         } else {
-            let why = if self.proc.gone { "module_images_maps_gone" } else { "module_images_outside_files" };
+            let why = if self.proc.gone { Counted::ModuleImagesMapsGone } else { Counted::ModuleImagesOutsideFiles };
             self.names.count(why);
             return None;
         };
@@ -126,7 +127,7 @@ impl Of<'_> {
                 None => Arc::new(NameIndex::default()),
             };
             for _ in 0..index.unreadable {
-                self.names.count("bundles_unreadable");
+                self.names.count(Counted::BundlesUnreadable);
             }
             self.names.name_indexes.insert(m.file, Arc::clone(&index));
             index

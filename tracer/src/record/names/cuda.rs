@@ -4,6 +4,7 @@
 //! the attach is named from the driver's executable object ([`super::graph_exec`]), checked against the
 //! graphs tracer saw captured in the same process.
 
+use crate::trace::counted::Counted;
 use std::collections::{HashMap, HashSet};
 
 use super::{
@@ -72,7 +73,7 @@ impl Of<'_> {
             let mangled = name.starts_with("_Z") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
             (mangled && cpp_demangle::Symbol::new(name.as_bytes()).is_ok()).then_some(name)
         });
-        self.names.count(if name.is_some() { "runtime_handles_named" } else { "runtime_handles_unnamed" });
+        self.names.count(if name.is_some() { Counted::RuntimeHandlesNamed } else { Counted::RuntimeHandlesUnnamed });
         name
     }
 
@@ -115,9 +116,9 @@ impl Of<'_> {
             a.1 += 1
         }
         self.names.count(match (agrees, &respelled) {
-            (true, _) => "driver_names_agreed",
-            (false, Some(_)) => "driver_names_device_spelling",
-            (false, None) => "driver_names_disagreed",
+            (true, _) => Counted::DriverNamesAgreed,
+            (false, Some(_)) => Counted::DriverNamesDeviceSpelling,
+            (false, None) => Counted::DriverNamesDisagreed,
         });
         self.bind(l.handle, 0, respelled.as_deref().unwrap_or(&name), Source::RuntimeLaunch, false, l.ts)
     }
@@ -139,10 +140,10 @@ impl Of<'_> {
             return None;
         }
         if let Some(name) = driver_name(self.pid, l.handle) {
-            self.names.count("driver_functions_named");
+            self.names.count(Counted::DriverFunctionsNamed);
             self.bind(l.handle, 0, &name, Source::DriverFunction, false, l.ts)
         } else {
-            self.names.count("driver_functions_unnamed");
+            self.names.count(Counted::DriverFunctionsUnnamed);
             None
         }
     }
@@ -177,7 +178,7 @@ impl Of<'_> {
         let allowed = |of: &Self, route| captured.is_some() || of.graph_reads_allowed(route, rec.driver.as_deref());
         let (graph_allowed, copies_allowed) = (allowed(self, ExecRoute::Graph), allowed(self, ExecRoute::Copies));
         if !graph_allowed && !copies_allowed {
-            self.names.count("graph_execs_refused");
+            self.names.count(Counted::GraphExecsRefused);
             return rec; // outcome refused
         }
         // The source graph's node list first; once that graph is destroyed (its count reads 0), the
@@ -197,7 +198,7 @@ impl Of<'_> {
         let (entries, nodes) = match read {
             Ok(Some(read)) => read,
             Ok(None) => {
-                self.names.count("graph_execs_refused");
+                self.names.count(Counted::GraphExecsRefused);
                 return rec;
             }
             Err(why) => {
@@ -210,10 +211,10 @@ impl Of<'_> {
                 };
                 self.names.count(match rec.outcome {
                     // A check's graph may have changed or gone since (a loop capturing every step).
-                    _ if rec.check => "graph_checks_unread",
-                    ExecOutcome::SourceGone => "graph_execs_source_gone",
-                    ExecOutcome::ProcessGone => "graph_execs_process_gone",
-                    _ => "graph_execs_layout",
+                    _ if rec.check => Counted::GraphChecksUnread,
+                    ExecOutcome::SourceGone => Counted::GraphExecsSourceGone,
+                    ExecOutcome::ProcessGone => Counted::GraphExecsProcessGone,
+                    _ => Counted::GraphExecsLayout,
                 });
                 return rec;
             }
@@ -233,7 +234,7 @@ impl Of<'_> {
                 let k = self.bind(f, 0, &name, Source::GraphExec, false, ts);
                 (k.as_ref().map(|k| k.id), k)
             } else {
-                self.names.count("graph_exec_functions_unnamed");
+                self.names.count(Counted::GraphExecFunctionsUnnamed);
                 self.resolve(f, ts)
             };
             // A node past the process's limits has no kernel id (counted when it was refused).
@@ -244,9 +245,9 @@ impl Of<'_> {
             rec.agrees = self.check_capture(captured, &functions, route);
         } else {
             self.names.count(if route == ExecRoute::Copies {
-                "graph_execs_named_from_copies"
+                Counted::GraphExecsNamedFromCopies
             } else {
-                "graph_execs_named"
+                Counted::GraphExecsNamed
             });
         }
         rec
@@ -259,7 +260,7 @@ impl Of<'_> {
         let named = self.name_of(first.function).is_some_and(|n| !n.is_empty())
             || driver_name(self.pid, first.function).is_some();
         if !named {
-            self.names.count("graph_exec_copies_first_unnamed");
+            self.names.count(Counted::GraphExecCopiesFirstUnnamed);
             return rest;
         }
         std::iter::once(first).chain(rest).collect()
@@ -281,13 +282,13 @@ impl Of<'_> {
     fn check_capture(&mut self, captured: &[u64], functions: &[u64], route: ExecRoute) -> Option<bool> {
         if captured.is_empty() {
             // A capture of no kernel (copies only): nothing to compare, no agreement.
-            self.names.count("graph_checks_without_kernels");
+            self.names.count(Counted::GraphChecksWithoutKernels);
             return None;
         }
         let mut want: HashMap<String, i64> = HashMap::new();
         for &h in captured {
             let Some(name) = self.name_of(h).filter(|n| !n.is_empty()) else {
-                self.names.count("graph_checks_unnamed");
+                self.names.count(Counted::GraphChecksUnnamed);
                 return None;
             };
             *want.entry(name.to_owned()).or_default() += 1;
@@ -315,7 +316,7 @@ impl Of<'_> {
         } else {
             c.1 += 1;
         }
-        self.names.count(if agrees { "graph_checks_agreed" } else { "graph_checks_disagreed" });
+        self.names.count(if agrees { Counted::GraphChecksAgreed } else { Counted::GraphChecksDisagreed });
         Some(agrees)
     }
 

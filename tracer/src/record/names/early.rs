@@ -27,6 +27,7 @@
 //! that name a launch). At most 4096 files are opened so (as many as naming keeps); past it a file is
 //! left to the session (footer counter `early_look_files_limit`).
 
+use crate::trace::counted::{Counted, Counting, Counts};
 use std::{
     collections::HashMap,
     sync::{
@@ -155,16 +156,6 @@ impl EarlyLooks {
         if looks.get(&pid).is_some_and(|l| l.snapshot.taken < ts) {
             looks.remove(&pid);
         }
-    }
-
-    /// The footer counters of what the early look left undone.
-    pub(crate) fn counters(&self) -> [(&'static str, u64); 4] {
-        [
-            ("early_looks_lost", self.lost.load(Ordering::Relaxed)),
-            ("early_looks_evicted", self.evicted.load(Ordering::Relaxed)),
-            ("early_look_files_limit", self.files_limit.load(Ordering::Relaxed)),
-            ("early_look_argv_cut", self.argv_cut.load(Ordering::Relaxed)),
-        ]
     }
 
     /// Forgets a process's look: the session's own look is newer.
@@ -342,6 +333,20 @@ fn who(pid: u32, cut: &AtomicU64) -> Option<Who> {
         cut.fetch_add(1, Ordering::Relaxed);
     }
     Some(Who { stat, argv })
+}
+
+impl Counting for EarlyLooks {
+    /// What the early look left undone (said at 0 too); a looking thread left at its priority makes the
+    /// recorder's not raised (the ring says the drain's and the session's before).
+    fn counted(&self, out: &mut Counts) {
+        if !self.priority_raised.load(Ordering::Relaxed) {
+            out.set(Counted::RecorderPriorityRaised, 0);
+        }
+        out.add(Counted::EarlyLooksLost, self.lost.load(Ordering::Relaxed));
+        out.add(Counted::EarlyLooksEvicted, self.evicted.load(Ordering::Relaxed));
+        out.add(Counted::EarlyLookFilesLimit, self.files_limit.load(Ordering::Relaxed));
+        out.add(Counted::EarlyLookArgvCut, self.argv_cut.load(Ordering::Relaxed));
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@
 //! of code and 40 MB of SPIR-V that the finder walks; Debian's `libggml-hip.so` (1.27 GB) 11.6 MB of code.
 //! 64 MiB a file is five times the largest; a recording's 1 GiB sixteen such files.
 
+use crate::trace::counted::Counted;
 use std::{
     collections::HashMap,
     sync::{
@@ -234,7 +235,7 @@ impl Of<'_> {
                 return Ok(None);
             };
             let Some(p) = self.names.finders.worker.post(move || ShaderIndex::parse(&file).map(Arc::new)) else {
-                self.names.count("finder_queue_full");
+                self.names.count(Counted::FinderQueueFull);
                 return Err(());
             };
             self.names.finders.shaders.insert(mapping.file, (Arc::clone(&p), mapping.path.clone()));
@@ -262,19 +263,19 @@ impl Of<'_> {
             let file = self.file(mapping)?;
             let Some(p) = self.names.finders.worker.post(move || super::elf_symbols::ElfSymbols::registered(&file))
             else {
-                self.names.count("finder_queue_full");
+                self.names.count(Counted::FinderQueueFull);
                 return None;
             };
             self.names.finders.registrations.insert(mapping.file, Arc::clone(&p));
             p
         };
         let Some(read) = self.names.finders.worker.wait(&pending) else {
-            self.names.count("registration_calls_late");
+            self.names.count(Counted::RegistrationCallsLate);
             return None;
         };
         self.names.finders.registrations.remove(&mapping.file);
         if let Some(why) = read.1 {
-            self.names.count("code_files_unread");
+            self.names.count(Counted::CodeFilesUnread);
             let sentence = format!(
                 "{}: the finder of its kernels' registration calls stopped {why}: kernels registered past there \
                  are named by their symbols or left unnamed",
@@ -293,7 +294,7 @@ impl super::Names {
     pub(crate) fn finders_unfinished(&mut self) -> Vec<String> {
         let n = self.finders.shaders.len() + self.finders.registrations.len();
         if n > 0 {
-            *self.counts.entry("code_files_unfinished").or_default() += n as u64;
+            self.counts.add(Counted::CodeFilesUnfinished, n as u64);
         }
         self.finders
             .shaders

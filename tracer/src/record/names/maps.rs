@@ -2,6 +2,7 @@
 //! taken; the files behind them opened once (through the process's `map_files`, checked to be the
 //! regular file mapped) and shared by every process that maps them.
 
+use crate::trace::counted::Counted;
 use std::sync::Arc;
 
 use super::{FileId, Of};
@@ -58,15 +59,15 @@ fn mappings(maps: Vec<crate::os::proc::MapsEntry>) -> Vec<Mapping> {
 }
 
 /// The footer counter for a file tracer did not read.
-pub(super) fn refusal(e: &FileError) -> &'static str {
+pub(super) fn refusal(e: &FileError) -> Counted {
     match e.cause() {
-        "not_regular" => "files_refused_not_regular",
-        "changed" => "files_refused_changed",
-        "out_of_bounds" => "files_refused_out_of_bounds",
-        "too_big" => "files_refused_too_big",
-        "open_failed" => "files_unopened",
-        "fuse" => "files_refused_fuse",
-        _ => "files_unreadable",
+        "not_regular" => Counted::FilesRefusedNotRegular,
+        "changed" => Counted::FilesRefusedChanged,
+        "out_of_bounds" => Counted::FilesRefusedOutOfBounds,
+        "too_big" => Counted::FilesRefusedTooBig,
+        "open_failed" => Counted::FilesUnopened,
+        "fuse" => Counted::FilesRefusedFuse,
+        _ => Counted::FilesUnreadable,
     }
 }
 
@@ -88,14 +89,14 @@ impl Of<'_> {
             // could not be opened any more: they count as unopened).
             let early = self.names.early.as_ref().and_then(|e| e.take(self.pid, self.proc.since));
             if let Some(look) = early.filter(|l| self.proc.maps.as_ref().is_none_or(|s| l.taken > s.taken)) {
-                self.names.count("maps_from_early_look");
+                self.names.count(Counted::MapsFromEarlyLook);
                 for m in &look.maps {
                     // The files the early look opened while the process lived; the others cannot be
                     // opened any more.
                     if !self.names.files.contains_key(&m.file) {
                         let opened = self.names.early.as_ref().and_then(|e| e.take_file(m.file));
                         if opened.is_none() {
-                            self.names.count("files_unopened");
+                            self.names.count(Counted::FilesUnopened);
                         }
                         self.names.files.insert(m.file, opened);
                     }
@@ -112,7 +113,7 @@ impl Of<'_> {
                 continue;
             }
             if self.names.files.len() >= MAX_OPEN_FILES {
-                self.names.count("files_not_opened_limit");
+                self.names.count(Counted::FilesNotOpenedLimit);
                 continue;
             }
             let early = self.names.early.as_ref().and_then(|e| e.take_file(m.file));
@@ -193,11 +194,11 @@ impl Of<'_> {
             // (or the recording): a process inventing addresses would make tracer read its maps once for
             // each.
             if self.proc.outside_files.len() >= super::MAX_UNNAMED_PER_PROCESS {
-                self.names.count("maps_reads_over_limit");
+                self.names.count(Counted::MapsReadsOverLimit);
                 return None;
             }
             if !self.charge().room(super::budget::Kind::Outside) {
-                self.names.count("maps_reads_over_limit");
+                self.names.count(Counted::MapsReadsOverLimit);
                 return None;
             }
             // An ended process is looked at again only while nothing is held of it: the early look may

@@ -13,8 +13,9 @@
 //! in [`Names`]; what holds for one process only lives in its [`ProcessNames`], which the attribution
 //! step drops with the process. [`Names::of`] joins the two for one process.
 
+use crate::trace::counted::{Counted, Counting, Counts};
 use std::{
-    collections::{BTreeMap, HashMap, HashSet},
+    collections::{HashMap, HashSet},
     sync::Arc,
 };
 
@@ -103,7 +104,7 @@ pub(crate) struct Names {
     pub(crate) unnamed: u64,
     /// Counts for the footer: the loader list (lists or code objects that could not be read, lists cut
     /// short), files not read and why, fat binaries registered from no file, CUDA objects read for names.
-    pub(crate) counts: BTreeMap<&'static str, u64>,
+    pub(crate) counts: Counts,
     /// What could not be read in a file a process registered code from, one sentence each (once per file
     /// and cause), for the session to tell its user.
     pub(crate) warnings: Vec<String>,
@@ -201,8 +202,8 @@ impl Names {
         }
     }
 
-    fn count(&mut self, what: &'static str) {
-        *self.counts.entry(what).or_default() += 1;
+    fn count(&mut self, what: Counted) {
+        self.counts.bump(what);
     }
 
     const fn next_id(&mut self) -> u32 {
@@ -237,7 +238,7 @@ impl Of<'_> {
             && self.charge().room(budget::Kind::Kernels)
             && (!unnamed || self.charge().room(budget::Kind::Unnamed));
         if !room {
-            self.names.count("kernel_handles_over_limit");
+            self.names.count(Counted::KernelHandlesOverLimit);
         }
         room
     }
@@ -252,7 +253,7 @@ impl Of<'_> {
             self.charge().add(budget::Kind::Kernels);
             return true;
         }
-        self.names.count("kernel_handles_over_limit");
+        self.names.count(Counted::KernelHandlesOverLimit);
         false
     }
 
@@ -429,10 +430,22 @@ impl Of<'_> {
                 rec
             })
         } else {
-            self.names.count("dispatch_unnamed_objects");
+            self.names.count(Counted::DispatchUnnamedObjects);
             self.bind(object, 0, "", Source::Unnamed, false, ts)
         };
         (rec.as_ref().map(|k| k.id), rec)
+    }
+}
+
+impl Counting for Names {
+    /// What naming counted, the kernels left unnamed (said at 0 too), the early look's and the budgets'.
+    fn counted(&self, out: &mut Counts) {
+        out.merge(&self.counts);
+        out.add(Counted::UnnamedKernels, self.unnamed);
+        if let Some(e) = &self.early {
+            e.counted(out);
+        }
+        self.budgets.counted(out);
     }
 }
 

@@ -9,6 +9,7 @@
 //! `hsa_ven_amd_loader.h`). A dispatch's `kernel_object` is `l_addr + st_value` of the code object's
 //! `NAME.kd` symbol. Everything here reads; the process is never stopped.
 
+use crate::trace::counted::Counted;
 use std::{
     collections::{HashMap, HashSet},
     sync::Arc,
@@ -193,14 +194,14 @@ impl Of<'_> {
         let pid = self.pid;
         let Some(r_debug) = self.r_debug_of() else { return };
         let Some(list) = ProcMem::open(pid).and_then(|mem| walk(&mem, r_debug)) else {
-            self.names.count("loader_list_unreadable");
+            self.names.count(Counted::LoaderListUnreadable);
             return;
         };
         if list.truncated {
-            self.names.count("loader_list_truncated");
+            self.names.count(Counted::LoaderListTruncated);
         }
         for _ in 0..list.unreadable {
-            self.names.count("loader_uri_unreadable");
+            self.names.count(Counted::LoaderUriUnreadable);
         }
         let same_ns = {
             use crate::os::proc::Procs as _;
@@ -218,7 +219,7 @@ impl Of<'_> {
                 let k = uri.as_ref().and_then(|u| code_object_kernels(pid, u)).map(Arc::new);
                 cache.insert(o.uri.clone(), k.clone());
                 if k.is_none() {
-                    self.names.count("loader_code_object_unreadable");
+                    self.names.count(Counted::LoaderCodeObjectUnreadable);
                 }
                 k
             };

@@ -14,6 +14,7 @@
 //! Only files whose name says they are ggml's (`*ggml*`) are indexed: the arrays of one file are read
 //! once, for every process that maps it, and an index holds at most [`MAX_SHADERS`] arrays.
 
+use crate::trace::counted::Counted;
 use std::collections::HashMap;
 
 use tracer_common::{CODE_CHUNKS, NAME_MAX};
@@ -313,14 +314,14 @@ impl Of<'_> {
         let mut name = match given {
             // Its file is the one mapped where its SPIR-V lies.
             Some((given, spirv)) => {
-                self.names.count("shader_modules_named_by_runtime");
+                self.names.count(Counted::ShaderModulesNamedByRuntime);
                 Some((given, self.mapping_at(spirv, ts).map(|m| m.path.clone())))
             }
             None if end.len() >= NAME_MAX => self.shader_named(size, end, ts).map(|(n, f)| (n, Some(f))),
             None => None,
         };
         if end.len() < NAME_MAX && !given_too {
-            self.names.count("shader_modules_unread");
+            self.names.count(Counted::ShaderModulesUnread);
         }
         if name.is_none()
             && end.len() >= NAME_MAX
@@ -328,10 +329,10 @@ impl Of<'_> {
             && let Some(entries) = entry_points(head)
         {
             name = Some((self_name(&entries, size, head, end), None));
-            self.names.count("shader_modules_self_named");
+            self.names.count(Counted::ShaderModulesSelfNamed);
         }
         if self.proc.shader_modules.len() >= MAX_MODULES && !self.proc.shader_modules.contains_key(&module) {
-            self.names.count("shader_modules_over_limit");
+            self.names.count(Counted::ShaderModulesOverLimit);
             return;
         }
         self.proc.shader_modules.insert(module, ModuleShader { name, given: given_too });
@@ -355,9 +356,9 @@ impl Of<'_> {
             }
         }
         self.names.count(match (ambiguous, late) {
-            (true, _) => "shader_modules_ambiguous",
-            (false, true) => "shader_index_late",
-            (false, false) => "shader_modules_unmatched",
+            (true, _) => Counted::ShaderModulesAmbiguous,
+            (false, true) => Counted::ShaderIndexLate,
+            (false, false) => Counted::ShaderModulesUnmatched,
         });
         None
     }
@@ -368,16 +369,16 @@ impl super::Names {
     pub(super) fn index_read(&mut self, file: super::FileId, path: &str, index: &ShaderIndex) {
         let mut add = |key, n| {
             if n > 0 {
-                *self.counts.entry(key).or_default() += n;
+                self.counts.add(key, n);
             }
         };
-        add("shader_arrays_left_out", index.left_out);
+        add(Counted::ShaderArraysLeftOut, index.left_out);
         if let Some((named, unnamed_calls)) = index.from_code {
-            add("shader_arrays_named_from_code", named);
-            add("shader_pipelines_named_at_run_time", unnamed_calls);
+            add(Counted::ShaderArraysNamedFromCode, named);
+            add(Counted::ShaderPipelinesNamedAtRunTime, unnamed_calls);
         }
         if let Some(why) = index.cut {
-            self.count("code_files_unread");
+            self.count(Counted::CodeFilesUnread);
             self.warn(
                 file,
                 format!(

@@ -16,7 +16,11 @@ use crate::{
         entries::Entries,
         libs::{self, LibCopy},
     },
-    trace::{self, GpuLibrary, Line, runtimes},
+    trace::{
+        self, GpuLibrary, Line,
+        counted::{Counted, Counting, Counts},
+        runtimes,
+    },
 };
 
 /// Other roots whose usual places are probed when first seen, at most.
@@ -49,25 +53,16 @@ pub(in crate::record) struct LibraryWatch {
     pub(in crate::record) started: u64,
     /// Runtime copies that could not be probed.
     failed: std::collections::HashSet<(u64, u64)>,
-    /// Mapped files that could not be opened to tell, by cause (footer counters).
-    pub(in crate::record) unreadable: std::collections::BTreeMap<&'static str, u64>,
-    /// Files (dev, inode) that could not be opened at some look, counted once in `unreadable`.
+    /// Files (dev, inode) that could not be opened at some look, counted once (`mapped_files_unread_<cause>`).
     unread_files: std::collections::HashSet<(u64, u64)>,
-    /// Processes a look found without maps (ended) (footer counter).
-    pub(in crate::record) maps_gone_count: u64,
-    /// Processes that joined and ended before their own links could be placed (footer counter).
-    pub(in crate::record) ended_unlinked_count: u64,
-    /// Processes a look found ended, listed from the mappings naming held of them (footer counter).
-    pub(in crate::record) maps_gone_listed_count: u64,
-    /// Runtime copies opened by a process of another root that had ended before the open was read: the
-    /// copy cannot be found through it any more, and its path from tracer's root is another file (footer
-    /// counter).
-    pub(in crate::record) opened_unresolved_count: u64,
+    /// What it counted for the footer: processes a look found ended (with no look held of them, or listed
+    /// from naming's), processes that ended before their links, copies opened in another root that could
+    /// not be resolved, roots not probed, mapped files not read by cause.
+    counts: Counts,
+    /// The processes that had ended by the ring's last read ([`LibraryWatch::stopping`]).
+    ended_at_stop: Option<Vec<u32>>,
     /// Other roots (containers, chroots) whose usual places were probed, by description.
     roots_probed: std::collections::HashSet<String>,
-    /// Other roots seen past [`ROOTS_PROBED`]: their copies are probed as their processes load them
-    /// (footer counter).
-    pub(in crate::record) roots_not_probed: u64,
     /// Calls into the other GPU libraries, counted per exported function (set once the maps are loaded).
     pub(in crate::record) entries: Option<Entries>,
 }
@@ -217,7 +212,7 @@ impl LibraryWatch {
             return false;
         }
         if self.roots_probed.len() >= ROOTS_PROBED {
-            self.roots_not_probed += 1;
+            self.counts.bump(Counted::RootsNotProbed);
             return false;
         }
         self.roots_probed.insert(root.to_owned())
@@ -268,7 +263,7 @@ impl LibraryWatch {
         let w = self.processes.entry(pid).or_default();
         w.linked_at = Some(now);
         if !std::mem::replace(&mut w.ended_unlinked, true) {
-            self.ended_unlinked_count += 1;
+            self.counts.bump(Counted::ProcessesEndedBeforeProbes);
         }
     }
 
@@ -281,7 +276,7 @@ impl LibraryWatch {
         // In a container or chroot, the same path from tracer's root is another file (the host's): not
         // listed, and counted.
         if self.processes.get(&o.origin.pid).is_some_and(|w| matches!(w.root, Some(ProcessRoot::Other(_)))) {
-            self.opened_unresolved_count += 1;
+            self.counts.bump(Counted::OpenedInOtherRootUnresolved);
             return Vec::new();
         }
         let Some(copy) = at_own_root(&o.path) else { return Vec::new() };
@@ -354,9 +349,9 @@ impl LibraryWatch {
             let (entries, files): (Vec<_>, Vec<_>) = held().into_iter().unzip();
             if !std::mem::replace(&mut self.processes.entry(pid).or_default().maps_gone, true) {
                 if entries.is_empty() {
-                    self.maps_gone_count += 1;
+                    self.counts.bump(Counted::MapsGoneBeforeLook);
                 } else {
-                    self.maps_gone_listed_count += 1;
+                    self.counts.bump(Counted::MapsGoneListedFromNaming);
                 }
             }
             (entries, Some(files))
@@ -471,7 +466,7 @@ impl LibraryWatch {
                 if let Some(err) = err
                     && self.unread_files.insert((e.dev, e.inode))
                 {
-                    *self.unreadable.entry(err.cause()).or_default() += 1;
+                    self.counts.add_per(Counted::MappedFilesUnread, err.cause(), 1);
                 }
                 libs::gpu_library(e.file_name(), None)
             }
@@ -501,16 +496,11 @@ impl LibraryWatch {
         Some(lib)
     }
 
-    /// The processes the watch holds state for that have ended (their exit is in the ring by now).
-    pub(in crate::record) fn ended_processes(&self) -> Vec<u32> {
-        self.processes.keys().copied().filter(|&pid| !LIVE.is_running(pid)).collect()
-    }
-
-    /// Of `ended` (processes that had ended before the last records were read), those the watch still holds
-    /// state for (footer `processes_held_after_exit`): each is let go at its exit, so any would be a leak. A
-    /// process that ends after the ring's last read is not among them: its exit was never read.
-    pub(in crate::record) fn processes_held_after_exit(&self, ended: &[u32]) -> u64 {
-        ended.iter().filter(|pid| self.processes.contains_key(pid)).count() as u64
+    /// The ring is about to be read a last time: the processes that have ended by now have their exits in
+    /// it, so the watch must hold none of them once it is read (footer `processes_held_after_exit`). A
+    /// process that ends after this is not among them: its exit is never read.
+    pub(in crate::record) fn stopping(&mut self) {
+        self.ended_at_stop = Some(self.processes.keys().copied().filter(|&pid| !LIVE.is_running(pid)).collect());
     }
 
     /// A process that ended: what it leaves to write (its counted calls). One the watch never looked at
@@ -584,4 +574,24 @@ impl LibraryWatch {
 /// root can no longer be opened (it names the same file outside containers).
 fn at_own_root(path: &str) -> Option<LibCopy> {
     path.starts_with('/').then(|| libs::at_path(std::path::Path::new(path))).flatten()
+}
+
+impl Counting for LibraryWatch {
+    /// Said at 0 too, but for the processes that ended before their own probes (only where probes are
+    /// placed per process) and the roots not probed (only when some were not); the processes held after
+    /// their exit once the recording is stopping.
+    fn counted(&self, out: &mut Counts) {
+        out.merge(&self.counts);
+        for c in [Counted::MapsGoneBeforeLook, Counted::MapsGoneListedFromNaming, Counted::OpenedInOtherRootUnresolved]
+        {
+            out.add(c, 0);
+        }
+        if self.links.as_ref().is_some_and(attach::RuntimeLinks::scoped) {
+            out.add(Counted::ProcessesEndedBeforeProbes, 0);
+        }
+        if let Some(ended) = &self.ended_at_stop {
+            let held = ended.iter().filter(|pid| self.processes.contains_key(pid)).count();
+            out.set(Counted::ProcessesHeldAfterExit, held as u64);
+        }
+    }
 }

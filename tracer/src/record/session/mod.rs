@@ -6,12 +6,11 @@ use crate::os::messages::{say, tell, warning};
 use std::{collections::BTreeMap, io::IsTerminal as _, time::Duration};
 
 use anyhow::Result;
-use aya::maps::{HashMap as BpfHashMap, MapData};
-use tracer_common::{PlanKey, ThreadTally};
 
 pub(crate) mod args;
 pub(crate) mod command;
 mod footer;
+mod kernel;
 pub(crate) mod live;
 pub(crate) mod ready;
 mod runs;
@@ -22,6 +21,7 @@ use args::runtimes;
 pub(crate) use args::{RecordArgs, Setup, Targets};
 
 use command::Command;
+use kernel::KernelMaps;
 use live::{LiveMetrics, LiveStatus};
 use signals::{Signals, restore_default_signals};
 
@@ -45,34 +45,30 @@ pub(super) struct Session<'a> {
     args: &'a RecordArgs,
     ebpf: aya::Ebpf,
     watch: LibraryWatch,
-    pids: BpfHashMap<MapData, u32, u32>,
-    /// Which kernel parameters each (process, function)'s launches read (see [`crate::record::attribute::Effects::plans`]).
-    param_plans: BpfHashMap<MapData, PlanKey, u32>,
-    /// Calls the kernel counted instead of writing, per thread and tally slot.
-    threads: BpfHashMap<MapData, u64, ThreadTally>,
-    /// Each launching thread's run of repeated launches under way (see `runs`).
-    runs: BpfHashMap<MapData, u64, tracer_common::ThreadRuns>,
-    /// What the programs counted instead of writing: losses per kind, errors.
-    counts: footer::KernelCounts,
+    /// The kernel's maps user space reads and writes while recording.
+    kernel: KernelMaps,
     ring: Ring,
     attr: Attributor,
     writer: Writer,
-    filter_by_pid: bool,
-    /// Targets given by PID (no command): the recording ends once they have all exited.
-    until_targets_exit: bool,
-    child_pid: Option<u32>,
-    filter_at_start: u64,
-    /// Ollama servers followed, those running at the start and those started since.
-    servers: Vec<u32>,
-    watch_ollama: bool,
+    scope: Scope,
     /// While held, the kernel times every program run (`--program-stats`).
     _program_stats: Option<std::os::fd::OwnedFd>,
     /// Live metrics and their endpoint (`--metrics`).
     pub(super) metrics: Option<LiveMetrics>,
-    /// Records that could not be decoded (counted into the footer, never silently dropped).
-    undecodable: u64,
-    /// Records taken from the ring (what the probes wrote, less what they lost).
-    ring_records: u64,
+}
+
+/// What the recording follows: set at its start, the Ollama servers added as they start.
+struct Scope {
+    /// The kernel filters by PID (targets, a command, Ollama).
+    by_pid: bool,
+    /// Targets given by PID (no command): the recording ends once they have all exited.
+    until_targets_exit: bool,
+    /// The command tracer started.
+    child_pid: Option<u32>,
+    /// Ollama servers followed, those running at the start and those started since.
+    servers: Vec<u32>,
+    /// Watching for Ollama servers to start (`--ollama`).
+    ollama: bool,
 }
 
 /// How a recording ended: why, the started command's end if it has ended, and the signal that stopped
@@ -136,7 +132,7 @@ impl Session<'_> {
                         let line = self.status_line(&mut status);
                         status.show(&line);
                     }
-                    if self.filter_by_pid && !self.look_at_processes()? {
+                    if self.scope.by_pid && !self.look_at_processes()? {
                         break Stop::TargetsExited;
                     }
                 }
@@ -169,14 +165,14 @@ impl Session<'_> {
         }
         say!(
             "recording {}to {} ({n} library cop{}); stop with Ctrl-C",
-            if self.filter_by_pid { "" } else { "every process that calls a probed runtime " },
+            if self.scope.by_pid { "" } else { "every process that calls a probed runtime " },
             self.args.output.display(),
             if n == 1 { "y" } else { "ies" }
         );
-        for pid in &self.servers {
+        for pid in &self.scope.servers {
             say!("following `ollama serve` (pid {pid}) and its runners");
         }
-        if self.watch_ollama && self.servers.is_empty() {
+        if self.scope.ollama && self.scope.servers.is_empty() {
             say!(
                 "no `ollama serve` is running yet: waiting for one to start (it and its runners are traced from their first instruction)"
             );
@@ -221,12 +217,12 @@ impl Session<'_> {
 
     /// Records the ring could not take so far, by kind, summed over the CPUs.
     fn ring_drops(&self) -> BTreeMap<String, u64> {
-        self.counts.drops_per_cpu().into_iter().map(|(kind, n)| (kind.to_owned(), n.iter().sum())).collect()
+        self.kernel.counts.drops_per_cpu().into_iter().map(|(kind, n)| (kind.to_owned(), n.iter().sum())).collect()
     }
 
     /// Processes in the kernel's filter, or seen (recording every process).
     fn processes_traced(&self) -> usize {
-        if self.filter_by_pid { self.pids.keys().count() } else { self.attr.processes_seen() }
+        if self.scope.by_pid { self.kernel.filtered() } else { self.attr.processes_seen() }
     }
 
     /// The session's figures for the metrics endpoint's next renders: its losses and processes.
@@ -246,8 +242,12 @@ impl Session<'_> {
         dropped
     }
 
-    /// The losses so far, in the trace: a recording killed before its footer still says them.
+    /// The losses so far, in the trace: a recording killed before its footer still says them; every stage's
+    /// counts so far, to the metrics endpoint.
     fn checkpoint(&mut self) -> Result<()> {
+        if let Some(m) = &self.metrics {
+            m.server.set_counted(self.counted().named().collect());
+        }
         let mut drops = self.drops_so_far();
         drops.retain(|_, n| *n > 0);
         let c = trace::Checkpoint { ts: monotonic_ns(), drops };
@@ -261,7 +261,8 @@ impl Session<'_> {
         let now = monotonic_ns();
         // A process that ended before it joined the filter (found in /proc as it exited) has no exit event
         // to take it out: taken out here.
-        let (live, ended): (Vec<u32>, Vec<u32>) = self.pids.keys().flatten().partition(|&pid| LIVE.is_running(pid));
+        let (live, ended): (Vec<u32>, Vec<u32>) =
+            self.kernel.pids.keys().flatten().partition(|&pid| LIVE.is_running(pid));
         for pid in ended {
             self.leave_filter(pid)?;
         }
@@ -275,7 +276,7 @@ impl Session<'_> {
             self.attr.snapshot_from(*pid, listing.clone());
             self.list_libraries_from(*pid, now, listing)?;
         }
-        Ok(!(self.until_targets_exit && live.is_empty()))
+        Ok(!(self.scope.until_targets_exit && live.is_empty()))
     }
 
     /// Decodes, attributes and writes a batch of records. What attributing a record asks for is done before
@@ -284,16 +285,18 @@ impl Session<'_> {
     fn take_batch(&mut self, batch: &[u8]) -> Result<()> {
         self.ring.taken(batch);
         let mut out = Vec::new();
+        let (mut records, mut undecodable) = (0, 0);
         for record in ring::records(batch) {
-            self.ring_records += 1;
+            records += 1;
             match decode(record) {
                 Ok(ev) => self.attribute(ev, &mut out)?,
-                Err(_) => self.undecodable += 1,
+                Err(_) => undecodable += 1,
             }
             if self.attr.effects_urgent() {
                 self.apply_effects()?;
             }
         }
+        self.ring.took(records, undecodable);
         self.apply_effects()
     }
 
@@ -322,22 +325,18 @@ impl Session<'_> {
             self.watch.initialized(pid, lib, ts);
             self.list_libraries(pid, monotonic_ns())?;
         }
-        for w in self.attr.names.take_warnings() {
+        for w in self.attr.take_warnings() {
             warning!("{w} (not read further)");
         }
         for (pid, handle, plan) in effects.plans {
-            // An LRU map makes room itself; a plan that cannot be written leaves the launches reading
-            // every parameter, which costs time, not records.
-            if self.param_plans.insert(PlanKey { tgid: u64::from(pid), handle }, plan, 0).is_err() {
-                *self.attr.counters.entry("param_plans_unwritten".to_owned()).or_default() += 1;
-            }
+            self.kernel.give_plan(pid, handle, plan);
         }
         for (pid, handle) in effects.plans_gone {
-            self.take_plan(pid, handle);
+            self.kernel.take_plan(pid, handle);
         }
         let now = monotonic_ns();
         for pid in effects.seen {
-            if self.watch_ollama {
+            if self.scope.ollama {
                 self.follow_if_server(pid)?;
             }
             self.list_libraries(pid, now)?;
@@ -430,7 +429,7 @@ impl Session<'_> {
     /// command that no traced process started leaves the filter.
     fn follow_if_server(&mut self, pid: u32) -> Result<()> {
         use crate::os::proc::{LIVE, Procs as _};
-        if self.servers.contains(&pid) {
+        if self.scope.servers.contains(&pid) {
             return Ok(());
         }
         let argv = LIVE.argv(pid);
@@ -443,7 +442,7 @@ impl Session<'_> {
                     self.leave_filter(pid)?;
                     return Ok(());
                 }
-                self.servers.push(pid);
+                self.scope.servers.push(pid);
                 // A server that starts now has no runner yet: its runners are traced from their first call.
                 for runtime in runtimes(self.args, false) {
                     for copy in ollama::bundle_copies(pid, runtime) {
@@ -466,7 +465,7 @@ impl Session<'_> {
             ollama::Role::Other => {
                 let parent = LIVE.stat(pid).map_or(0, |s| s.ppid);
                 if argv.first().is_some_and(|a| a.rsplit('/').next() == Some("ollama"))
-                    && self.pids.get(&parent, 0).is_err()
+                    && !self.kernel.in_filter(parent)
                 {
                     self.leave_filter(pid)?;
                 }
@@ -475,38 +474,16 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Takes a process out of the kernel's filter, and marks its threads' tally entries ended: a live entry
-    /// lets a thread's tallied calls skip the filter (the eBPF hot path), so it must not outlive the
-    /// process's place in the filter. The counts stay for the end. (A read-modify-write: an increment the
-    /// thread makes in between would be lost, but a process leaves the filter alive only when it is an
-    /// `ollama` command other than a server, which makes no GPU calls.)
-    ///
-    /// Its exit will not reach the recording: the library watch lets go of it now, as at an exit.
+    /// Takes a process out of the kernel's filter, with its plans, tallies and runs (see
+    /// [`KernelMaps::leave`]). The counts stay for the end. Its exit will not reach the recording: the library
+    /// watch lets go of it now, as at an exit.
     fn leave_filter(&mut self, pid: u32) -> Result<()> {
-        drop(self.pids.remove(&pid));
-        for handle in self.attr.take_plans(pid) {
-            self.take_plan(pid, handle);
-        }
-        let mine: Vec<(u64, ThreadTally)> = self
-            .threads
-            .iter()
-            .filter_map(Result::ok)
-            .filter(|(k, t)| (k >> 32) as u32 == pid && t.ended == 0)
-            .collect();
-        for (key, t) in mine {
-            drop(self.threads.insert(key, ThreadTally { ended: 1, ..t }, 0));
-        }
-        self.forget_runs(pid);
+        let plans = self.attr.take_plans(pid);
+        self.kernel.leave(pid, plans);
         for r in self.watch.forget(pid) {
             self.writer.write(&r)?;
         }
         Ok(())
-    }
-
-    /// Takes a plan back from the eBPF map: a plan found tells a launch its process is traced. One the LRU
-    /// map evicted already is not there to take.
-    fn take_plan(&mut self, pid: u32, handle: u64) {
-        drop(self.param_plans.remove(&PlanKey { tgid: u64::from(pid), handle }));
     }
 
     /// Reads what the probes committed before the stop, records the command's exit, and writes the
@@ -517,7 +494,7 @@ impl Session<'_> {
         let listener = self.metrics.as_ref().map(|m| m.server.listener_fd());
         let shed = self.metrics.take().map(|m| m.server.shed());
         // Processes ended by now have their exit in the ring: the last read below lets each go.
-        let ended_before_stop = self.watch.ended_processes();
+        self.watch.stopping();
         self.ring.stop();
         while let Some(batch) = self.ring.waiting() {
             self.take_batch(&batch)?;
@@ -527,10 +504,10 @@ impl Session<'_> {
         // What the last records asked for: libraries of the processes they showed first, processes that
         // ended let go of.
         self.apply_effects()?;
-        for w in self.attr.names.finders_unfinished() {
+        for w in self.attr.finders_unfinished() {
             warning!("{w}");
         }
-        if let (Some(pid), Some(end)) = (self.child_pid, ended.command) {
+        if let (Some(pid), Some(end)) = (self.scope.child_pid, ended.command) {
             let (code, signal) = match end {
                 command::Ended::Exited(c) => (Some(c), None),
                 command::Ended::Killed(s) => (None, Some(s)),
@@ -544,10 +521,10 @@ impl Session<'_> {
         for r in self.watch.entries.as_mut().map(|en| en.take(None)).unwrap_or_default() {
             self.writer.write(&r)?;
         }
-        for r in self.tallies() {
+        for r in self.kernel.tallies() {
             self.writer.write(&r)?;
         }
-        let footer = self.footer(ended.stop, shed, &ended_before_stop);
+        let footer = self.footer(ended.stop, shed);
         let drops = footer.total_drops();
         let counts: BTreeMap<&'static str, u64> = self.writer.counts();
         self.writer.finish(footer)?;
@@ -573,7 +550,7 @@ impl Session<'_> {
         Ok(match (ended.command, ended.signal) {
             (Some(end), _) => Some(end.status()),
             (None, Some(sig)) => Some(command::Ended::Killed(sig).status()),
-            (None, None) => self.child_pid.map(|_| 0),
+            (None, None) => self.scope.child_pid.map(|_| 0),
         })
     }
 }

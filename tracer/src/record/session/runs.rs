@@ -1,36 +1,17 @@
-//! The runs of repeated launches the kernel holds: those still under way at the end of the recording are
-//! read from its map and written (each is the last of its thread's launches: any later record of the thread
-//! would have written it); a process leaving the filter has its threads' entries taken.
+//! Attributing an event and writing its lines, a run of repeated launches passed whole or part by part; the
+//! runs the kernel still holds at the end of the recording (each the last of its thread's launches: any
+//! later record of the thread would have written it).
 
 use anyhow::Result;
 
 use super::Session;
-use crate::{
-    record::intake::decode::Event,
-    trace::{Line, Repeat},
-};
+use crate::{record::intake::decode::Event, trace::Line};
 
 impl Session<'_> {
     /// Writes the runs under way in the kernel's map, after the ring's last read.
     pub(super) fn runs_under_way(&mut self) -> Result<()> {
-        let mut under_way: Vec<Repeat> = self
-            .runs
-            .iter()
-            .filter_map(Result::ok)
-            .filter(|(_, r)| r.count > 0)
-            .map(|(pid_tgid, r)| Repeat {
-                ts: r.first_ns,
-                pid: (pid_tgid >> 32) as u32,
-                tid: pid_tgid as u32,
-                last_ts: r.last_ns,
-                count: u32::try_from(r.count).unwrap_or(u32::MAX),
-                period: u32::try_from(r.period).unwrap_or(u32::MAX),
-                dur: r.dur_ns,
-            })
-            .collect();
-        under_way.sort_by_key(|r| r.ts);
         let mut out = Vec::new();
-        for r in under_way {
+        for r in self.kernel.runs_under_way() {
             self.attribute(Event::Repeat(r), &mut out)?;
         }
         Ok(())
@@ -55,21 +36,6 @@ impl Session<'_> {
             }
             if !self.attr.expand_more(out) {
                 return Ok(());
-            }
-        }
-    }
-
-    /// Takes the run entries of a process leaving the filter alive: a live entry lets its launches skip the
-    /// filter. A run under way there (none is expected: a process leaves alive only when it is an `ollama`
-    /// command other than a server, which launches nothing) is counted lost with its launches.
-    pub(super) fn forget_runs(&mut self, pid: u32) {
-        // By key first: an entry is 36 KiB, read only for the process's own threads.
-        let mine: Vec<u64> = self.runs.keys().filter_map(Result::ok).filter(|k| (k >> 32) as u32 == pid).collect();
-        for key in mine {
-            let count = self.runs.get(&key, 0).map_or(0, |r| r.count);
-            drop(self.runs.remove(&key));
-            if count > 0 {
-                *self.attr.counters.entry("launches_in_repeats_lost".to_owned()).or_default() += count;
             }
         }
     }

@@ -6,19 +6,18 @@ use crate::os::messages::{say, warning};
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow, bail};
-use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray, RingBuf};
-use tracer_common::{PlanKey, ThreadTally};
+use aya::maps::{HashMap as BpfHashMap, PerCpuArray, RingBuf};
 
 use super::{
-    Session,
+    Scope, Session,
     args::{RecordArgs, Setup, Targets, header, launches_at_doorbell, raise_open_files_limit, runtimes},
-    footer::KernelCounts,
+    kernel::{KernelCounts, KernelMaps},
 };
 use crate::{
     os::clock::monotonic_ns,
     os::proc::{LIVE, Procs as _},
     record::{
-        attribute::Attributor,
+        attribute::{self, Attributor},
         intake::ring::Ring,
         names::early::EarlyLooks,
         probes::{
@@ -30,7 +29,7 @@ use crate::{
         },
         session::command::Command,
     },
-    trace::{Line, Writer},
+    trace::{Line, Writer, counted::Counts},
 };
 
 /// The programs loaded, before anything is attached.
@@ -52,11 +51,7 @@ struct Attached {
     watch: LibraryWatch,
     /// Library and probe records, written after the header.
     records: Vec<Line>,
-    pids: BpfHashMap<MapData, u32, u32>,
-    counts: KernelCounts,
-    param_plans: BpfHashMap<MapData, PlanKey, u32>,
-    threads: BpfHashMap<MapData, u64, ThreadTally>,
-    runs: BpfHashMap<MapData, u64, tracer_common::ThreadRuns>,
+    kernel: KernelMaps,
     ring: Ring,
     early: Arc<EarlyLooks>,
 }
@@ -91,15 +86,14 @@ impl<'a> Session<'a> {
         mut writer: Writer,
         (filter_by_pid, job_tracepoints, program_stats): (bool, Vec<String>, Option<std::os::fd::OwnedFd>),
     ) -> Result<(Self, Option<Command>)> {
-        let Attached { mut ebpf, mut watch, records: setup, mut pids, counts, param_plans, threads, runs, ring, early } =
-            attached;
+        let Attached { mut ebpf, mut watch, records: setup, mut kernel, ring, early } = attached;
         for &pid in &targets.pids {
-            pids.insert(pid, 1, 0)?;
+            kernel.pids.insert(pid, 1, 0)?;
         }
         let child = program.as_deref().map(|path| start_command(args, path)).transpose()?;
         let child_pid = child.as_ref().map(|c| c.pid);
         if let Some(pid) = child_pid {
-            pids.insert(pid, 1, 0)?;
+            kernel.pids.insert(pid, 1, 0)?;
         }
         for &pid in targets.pids.iter().chain(&targets.servers).chain(child_pid.iter()) {
             watch.scope(pid, false);
@@ -127,33 +121,30 @@ impl<'a> Session<'a> {
             attr.start_process(pid, start_mono, listing.clone(), &mut out);
             out.extend(watch.scan(&mut ebpf, pid, start_mono, args.probe_mode, listing, || attr.held_mappings(pid)));
         }
-        let filter_at_start = pids.keys().count() as u64;
+        kernel.filter_at_start = filter_by_pid.then(|| kernel.filtered() as u64);
         for r in out {
             writer.write(&r)?;
         }
         writer.flush()?;
+        let until_targets_exit = !targets.pids.is_empty() && child_pid.is_none() && !targets.watch_ollama;
+        let scope = Scope {
+            by_pid: filter_by_pid,
+            until_targets_exit,
+            child_pid,
+            servers: targets.servers,
+            ollama: targets.watch_ollama,
+        };
         let session = Session {
             args,
             ebpf,
             watch,
-            pids,
-            param_plans,
-            threads,
-            runs,
-            counts,
+            kernel,
             ring,
             attr,
             writer,
-            filter_by_pid,
-            until_targets_exit: !targets.pids.is_empty() && child_pid.is_none() && !targets.watch_ollama,
-            child_pid,
-            filter_at_start,
-            servers: targets.servers,
-            watch_ollama: targets.watch_ollama,
+            scope,
             _program_stats: program_stats,
             metrics: None,
-            undecodable: 0,
-            ring_records: 0,
         };
         Ok((session, child))
     }
@@ -282,14 +273,18 @@ fn attach_all(
         bail!("no runtime function could be probed in {}: is this libamdhip64 or libcuda?", paths.join(", "));
     }
     let mut take = |name: &str| ebpf.take_map(name).ok_or_else(|| anyhow!("eBPF object has no {name} map"));
-    let pids: BpfHashMap<MapData, u32, u32> = BpfHashMap::try_from(take("PIDS")?)?;
-    let counts = KernelCounts {
-        counters: PerCpuArray::try_from(take("COUNTERS")?)?,
-        drops: PerCpuArray::try_from(take("DROPS")?)?,
+    let kernel = KernelMaps {
+        pids: BpfHashMap::try_from(take("PIDS")?)?,
+        param_plans: BpfHashMap::try_from(take("PARAM_PLANS")?)?,
+        threads: BpfHashMap::try_from(take("THREADS")?)?,
+        runs: BpfHashMap::try_from(take("RUNS")?)?,
+        counts: KernelCounts {
+            counters: PerCpuArray::try_from(take("COUNTERS")?)?,
+            drops: PerCpuArray::try_from(take("DROPS")?)?,
+        },
+        filter_at_start: None,
+        counted: Counts::default(),
     };
-    let param_plans: BpfHashMap<MapData, PlanKey, u32> = BpfHashMap::try_from(take("PARAM_PLANS")?)?;
-    let threads: BpfHashMap<MapData, u64, ThreadTally> = BpfHashMap::try_from(take("THREADS")?)?;
-    let runs = BpfHashMap::try_from(take("RUNS")?)?;
     watch.entries = Some(Entries::new(
         (multi, witness),
         BpfHashMap::try_from(take("ENTRY_CALLS")?)?,
@@ -306,7 +301,7 @@ fn attach_all(
     let (poster, early, _looking) = crate::record::names::early::start()?;
     let ring = Ring::spawn(RingBuf::try_from(take("EVENTS")?)?, args.read_delay, poster)?;
 
-    Ok(Attached { ebpf, watch, records: setup, pids, counts, param_plans, threads, runs, ring, early })
+    Ok(Attached { ebpf, watch, records: setup, kernel, ring, early })
 }
 
 /// Attribution's set-up: the early look, the command's child named by its argv until it execs, and where
@@ -318,19 +313,14 @@ fn attributor(
     early: Arc<EarlyLooks>,
     filter_by_pid: bool,
 ) -> Attributor {
-    let mut attr = Attributor::default();
-    attr.processes.early = Some(Arc::clone(&early));
-    attr.names.early = Some(early);
-    attr.own_child = child_pid;
-    attr.runtime_view = args.cuda_runtime;
-    if let Some(pid) = child_pid {
-        // Until it execs, the stopped child is a copy of tracer: record it under the command's argv.
-        attr.name_command(pid, args.command.clone());
-    }
-    attr.processes.models_dir = ollama::models_dir(args.models_dir.as_deref());
-    attr.processes.private_argv = args.argv_private(filter_by_pid);
-    attr.processes.targets = target_pids.iter().chain(child_pid.iter()).copied().collect();
-    attr
+    Attributor::new(attribute::Config {
+        early,
+        command: child_pid.map(|pid| (pid, args.command.clone())),
+        runtime_view: args.cuda_runtime,
+        models_dir: ollama::models_dir(args.models_dir.as_deref()),
+        private_argv: args.argv_private(filter_by_pid),
+        targets: target_pids.iter().chain(child_pid.iter()).copied().collect(),
+    })
 }
 
 /// The command, started stopped: it runs its first instruction once the recording is live.

@@ -7,19 +7,21 @@ use std::fmt::Write as _;
 use super::plural;
 use crate::read::report::Report;
 
+use crate::trace::counted::Counted;
+
 impl Report {
     /// One line per user whose processes presented more than its budget, then one for the recording's.
     pub(super) fn write_budgets(&self, s: &mut String) -> std::fmt::Result {
         let mut users: std::collections::BTreeMap<&str, (u64, u64)> = std::collections::BTreeMap::new();
-        for (name, &n) in self.counters.iter().filter(|(_, n)| **n > 0) {
-            if let Some(uid) = name.strip_prefix("kernel_handles_over_budget_uid_") {
-                users.entry(uid).or_default().0 = n;
-            } else if let Some(uid) = name.strip_prefix("maps_reads_over_budget_uid_") {
-                users.entry(uid).or_default().1 = n;
-            }
+        for (uid, n) in Counted::KernelHandlesOverBudget.members(&self.counters).filter(|(_, n)| *n > 0) {
+            users.entry(uid).or_default().0 = n;
         }
-        let counter = |name: &str| self.counters.get(name).copied().unwrap_or(0);
-        let recording = (counter("kernel_handles_over_recording_budget"), counter("maps_reads_over_recording_budget"));
+        for (uid, n) in Counted::MapsReadsOverBudget.members(&self.counters).filter(|(_, n)| *n > 0) {
+            users.entry(uid).or_default().1 = n;
+        }
+        let counter = |c: Counted| c.in_footer(&self.counters);
+        let recording =
+            (counter(Counted::KernelHandlesOverRecordingBudget), counter(Counted::MapsReadsOverRecordingBudget));
         if users.is_empty() && recording == (0, 0) {
             return Ok(());
         }

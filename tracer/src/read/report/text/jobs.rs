@@ -30,7 +30,7 @@ pub(super) fn write_coverage(s: &mut String, c: &Coverage) -> std::fmt::Result {
 
 /// Job stages the kernel did not let tracer's programs see, where there were any.
 pub(super) fn write_missed(s: &mut String, counters: &std::collections::BTreeMap<String, u64>) -> std::fmt::Result {
-    let missed = counters.get("job_stages_missed").copied().unwrap_or(0);
+    let missed = crate::trace::counted::Counted::JobStagesMissed.in_footer(counters);
     if missed == 0 {
         return Ok(());
     }

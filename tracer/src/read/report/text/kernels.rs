@@ -10,7 +10,7 @@ use super::words::{TextOptions, error_text};
 use crate::{
     read::report::{KernelReport, Shape},
     trace,
-    trace::event::GridUnit,
+    trace::{counted::Counted, event::GridUnit},
 };
 
 /// One row of the kernel table: a kernel name, or (short names) the variants of one function that fall
@@ -221,8 +221,8 @@ pub(super) fn shape_text(s: &Shape) -> String {
 
 /// What a recording's Vulkan counters say about calls not counted and shader modules not named by ggml.
 pub(super) fn write_vulkan_notes(s: &mut String, counters: &BTreeMap<String, u64>) -> std::fmt::Result {
-    let count = |key: &str| counters.get(key).copied().unwrap_or(0);
-    let past = count("vulkan_entry_points_past_loader");
+    let count = |c: Counted| c.in_footer(counters);
+    let past = count(Counted::VulkanEntryPointsPastLoader);
     if past > 0 {
         writeln!(
             s,
@@ -230,7 +230,9 @@ pub(super) fn write_vulkan_notes(s: &mut String, counters: &BTreeMap<String, u64
              past the loader: calls through them are not counted"
         )?;
     }
-    let lost = count("pipeline_names_unread") + count("pipeline_names_unbound") + count("pipeline_names_over_limit");
+    let lost = count(Counted::PipelineNamesUnread)
+        + count(Counted::PipelineNamesUnbound)
+        + count(Counted::PipelineNamesOverLimit);
     if lost > 0 {
         writeln!(
             s,
@@ -238,8 +240,9 @@ pub(super) fn write_vulkan_notes(s: &mut String, counters: &BTreeMap<String, u64
              module made next on their thread: those pipelines are named from their SPIR-V"
         )?;
     }
-    let (unmatched, at_run_time) = (count("shader_modules_unmatched"), count("shader_pipelines_named_at_run_time"));
-    if count("shader_arrays_named_from_code") > 0 && unmatched > 0 {
+    let (unmatched, at_run_time) =
+        (count(Counted::ShaderModulesUnmatched), count(Counted::ShaderPipelinesNamedAtRunTime));
+    if count(Counted::ShaderArraysNamedFromCode) > 0 && unmatched > 0 {
         writeln!(
             s,
             "\nvulkan: {unmatched} shader modules match no SPIR-V array a mapped ggml file names, and are named by their \
@@ -252,8 +255,8 @@ pub(super) fn write_vulkan_notes(s: &mut String, counters: &BTreeMap<String, u64
 
 /// What the finders that read a library's code (ggml-vulkan's pipeline calls, HIP's registration calls) left
 /// unread: files past their budgets, and answers that came after naming had to go on without them.
-fn write_finder_notes(s: &mut String, count: &impl Fn(&str) -> u64) -> std::fmt::Result {
-    let unfinished = count("code_files_unfinished");
+fn write_finder_notes(s: &mut String, count: &impl Fn(Counted) -> u64) -> std::fmt::Result {
+    let unfinished = count(Counted::CodeFilesUnfinished);
     if unfinished > 0 {
         writeln!(
             s,
@@ -263,10 +266,10 @@ fn write_finder_notes(s: &mut String, count: &impl Fn(&str) -> u64) -> std::fmt:
         )?;
     }
     let (unread, late_index, late_calls, full) = (
-        count("code_files_unread"),
-        count("shader_index_late"),
-        count("registration_calls_late"),
-        count("finder_queue_full"),
+        count(Counted::CodeFilesUnread),
+        count(Counted::ShaderIndexLate),
+        count(Counted::RegistrationCallsLate),
+        count(Counted::FinderQueueFull),
     );
     if unread > 0 {
         writeln!(

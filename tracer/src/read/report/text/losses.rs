@@ -2,16 +2,18 @@
 
 use std::fmt::Write as _;
 
+use tracer_common::Counter;
+
 use super::plural;
-use crate::read::report::Report;
+use crate::{read::report::Report, trace::counted::kernel_in_footer};
 
 impl Report {
     /// The AQL packets a doorbell store released that tracer could not read, by cause, and per queue; what
     /// their loss means where HIP's launches were left to the doorbell (nothing else saw them).
     pub(super) fn write_packet_losses(&self, s: &mut String) -> std::fmt::Result {
-        let counter = |name: &str| self.counters.get(name).copied().unwrap_or(0);
+        let counter = |c: Counter| kernel_in_footer(c, &self.counters);
         let (unread, cut, forged) =
-            (counter("packet_fault"), counter("packets_cut"), counter("doorbell_stores_implausible"));
+            (counter(Counter::PacketFault), counter(Counter::PacketsCut), counter(Counter::DoorbellImplausible));
         let missing: Vec<String> = self
             .processes
             .iter()
