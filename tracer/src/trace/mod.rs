@@ -13,12 +13,14 @@ pub(crate) mod runs;
 pub(crate) mod runtimes;
 mod scan;
 mod schema;
+mod sink;
 mod writer;
 
 pub(crate) use live::{Endpoint, Serve, Tap};
 pub(crate) use parts::Input;
 pub use reader::{ReadStatus, read_file, read_from};
 pub use schema::*;
+pub(crate) use sink::Sink;
 pub(crate) use writer::Rotation;
 pub use writer::Writer;
 

@@ -5,6 +5,8 @@
 
 use std::rc::Rc;
 
+use anyhow::Result;
+
 use tracer_common::{
     ApiFunc, CODE_HEAD,
     api::{Layout, Library, Op},
@@ -18,7 +20,7 @@ use crate::{
     },
     trace::event::{Call, Dispatch, Launch, PacketType, Repeat},
     trace::{
-        Cause, Line,
+        Cause, Line, Sink,
         counted::{Counted, Counts},
     },
 };
@@ -63,6 +65,8 @@ pub(crate) struct Attributor {
     listing_budget: usize,
     /// A kernel run being expanded, and the index of its next launch ([`Attributor::expand_more`]).
     expanding: Option<(Repeat, u32)>,
+    /// The lines of the event being taken, kept for the next ([`Attributor::take`]).
+    lines: Vec<Line>,
 }
 
 /// Threads of a process making a pipeline at once, at most (more are counted, named by their SPIR-V).
@@ -82,6 +86,7 @@ impl Default for Attributor {
             last_scanned: 0,
             listing_budget: code_files::LISTING_BUDGET,
             expanding: None,
+            lines: Vec::new(),
         }
     }
 }
@@ -178,6 +183,29 @@ impl Attributor {
         {
             out.push(Line::Process(p));
         }
+    }
+
+    /// Attributes an event and hands its lines to `sink`, a run's launches part by part, each part given
+    /// before the next is made (or the run whole, where [`Self::whole`] finds it can be).
+    pub(crate) fn take(&mut self, ev: Event, sink: &mut impl Sink) -> Result<()> {
+        if let Event::Repeat(r) = &ev
+            && self.whole(r, sink)?
+        {
+            return Ok(());
+        }
+        let mut out = std::mem::take(&mut self.lines);
+        self.event(ev, &mut out);
+        loop {
+            #[expect(clippy::iter_with_drain, reason = "the one buffer, kept for the next event's lines")]
+            for line in out.drain(..) {
+                sink.line(&line)?;
+            }
+            if !self.expand_more(&mut out) {
+                break;
+            }
+        }
+        self.lines = out;
+        Ok(())
     }
 
     pub(crate) fn event(&mut self, ev: Event, out: &mut Vec<Line>) {

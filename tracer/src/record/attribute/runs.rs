@@ -18,8 +18,10 @@ use std::rc::Rc;
 
 use tracer_common::api::Library;
 
+use anyhow::Result;
+
 use crate::trace::{
-    Line,
+    Line, Sink,
     event::{Launch, Repeat},
     runs::well_formed,
 };
@@ -90,6 +92,18 @@ impl super::Attributor {
 }
 
 impl super::Attributor {
+    /// A run's fate, decided here alone: written whole where its copies would each be attributed as the
+    /// launches they copy were ([`Self::passable`]) and the sink's last launches of the thread are those
+    /// ([`Sink::whole_run`]); otherwise (false) it is to be expanded ([`Self::repeat`]).
+    pub(super) fn whole(&mut self, r: &Repeat, sink: &mut impl Sink) -> Result<bool> {
+        let Some(sources) = self.passable(r) else { return Ok(false) };
+        if !sink.whole_run(r, &sources)? {
+            return Ok(false);
+        }
+        self.passed(r);
+        Ok(true)
+    }
+
     /// The launches a run the kernel counted copies, as attributed (oldest first), when its copies would
     /// each be attributed as those were (nothing changed since, no part of another run pending, its
     /// process looked at, no kernel parameters waiting for a launch of it): the run can then be written
@@ -192,6 +206,48 @@ mod tests {
         assert_eq!(out.len(), before);
         assert_eq!((a.counters["repeats_without_history"], a.counters["launches_in_repeats_lost"]), (1, 3));
         assert_eq!((a.counters["runs_counted_in_kernel"], a.counters["launches_in_kernel_runs"]), (2, 7));
+    }
+
+    /// A sink that keeps its lines, taking runs whole or not, and how many lines each hand-over was.
+    struct Kept {
+        lines: Vec<Line>,
+        takes_whole: bool,
+    }
+
+    impl Sink for Kept {
+        fn line(&mut self, line: &Line) -> Result<()> {
+            self.lines.push(line.clone());
+            Ok(())
+        }
+
+        fn whole_run(&mut self, r: &Repeat, _: &[Rc<Launch>]) -> Result<bool> {
+            if self.takes_whole {
+                self.lines.push(Line::Repeat(r.clone()));
+            }
+            Ok(self.takes_whole)
+        }
+    }
+
+    #[test]
+    fn a_runs_fate_is_decided_once_whole_where_the_sink_takes_it_expanded_where_not() {
+        let o = origin(30);
+        let run = Repeat { ts: 30, pid: o.pid, tid: o.tid, last_ts: 60, count: 4, period: 2, dur: 8 };
+        for takes_whole in [true, false] {
+            let (mut a, out) = two_kept();
+            let mut sink = Kept { lines: Vec::new(), takes_whole };
+            for l in &out {
+                sink.line(l).unwrap();
+            }
+            a.take(Event::Repeat(run.clone()), &mut sink).unwrap();
+            let after: Vec<&Line> = sink.lines[out.len()..].iter().collect();
+            let launches = after.iter().filter(|l| matches!(l, Line::Launch(_))).count();
+            let repeats = after.iter().filter(|l| matches!(l, Line::Repeat(_))).count();
+            // Whole: one repeat line, no launch made; expanded: its four launches, no repeat line.
+            assert_eq!((repeats, launches), if takes_whole { (1, 0) } else { (0, 4) }, "whole: {takes_whole}");
+            let whole = a.counters.get("runs_written_as_counted").copied();
+            assert_eq!(whole, takes_whole.then_some(1));
+            assert_eq!(a.counters.get("launches_in_kernel_runs"), Some(&4));
+        }
     }
 
     #[test]

@@ -13,7 +13,6 @@ mod footer;
 mod kernel;
 pub(crate) mod live;
 pub(crate) mod ready;
-mod runs;
 mod setup;
 pub(crate) mod signals;
 
@@ -30,7 +29,7 @@ use crate::{
     record::{
         attribute::Attributor,
         intake::{
-            decode::decode,
+            decode::{Event, decode},
             ring::{self, Ring},
         },
         probes::{attach, ollama, watch::LibraryWatch},
@@ -284,12 +283,11 @@ impl Session<'_> {
     /// its first (a short-lived one may be gone by the end of a batch), a joining process gets its probes.
     fn take_batch(&mut self, batch: &[u8]) -> Result<()> {
         self.ring.taken(batch);
-        let mut out = Vec::new();
         let (mut records, mut undecodable) = (0, 0);
         for record in ring::records(batch) {
             records += 1;
             match decode(record) {
-                Ok(ev) => self.attribute(ev, &mut out)?,
+                Ok(ev) => self.attr.take(ev, &mut self.writer)?,
                 Err(_) => undecodable += 1,
             }
             if self.attr.effects_urgent() {
@@ -499,8 +497,11 @@ impl Session<'_> {
         while let Some(batch) = self.ring.waiting() {
             self.take_batch(&batch)?;
         }
-        // The runs still under way: each the last of its thread's launches.
-        self.runs_under_way()?;
+        // The runs still under way in the kernel's map: each the last of its thread's launches (any later
+        // record of the thread would have written it).
+        for r in self.kernel.runs_under_way() {
+            self.attr.take(Event::Repeat(r), &mut self.writer)?;
+        }
         // What the last records asked for: libraries of the processes they showed first, processes that
         // ended let go of.
         self.apply_effects()?;
