@@ -239,3 +239,13 @@ fn a_body_past_its_byte_bound_folds_the_smallest_label_sets() {
         .sum();
     assert_eq!(kept, u64::from(runners) - 1 + 50, "every launch counted once, folded ({other}) or not");
 }
+
+#[test]
+fn the_recordings_counters_so_far_are_one_series_each_by_name() {
+    let mut m = Metrics::new(true);
+    let counted = BTreeMap::from([("ring_records".to_owned(), 93), ("kernel_handles_over_budget_uid_0".to_owned(), 2)]);
+    let text = m.render(&Session { counted, ..Session::default() });
+    assert_eq!(sample(&text, "tracer_counted{name=\"ring_records\"}"), Some(93), "{text}");
+    assert_eq!(sample(&text, "tracer_counted{name=\"kernel_handles_over_budget_uid_0\"}"), Some(2));
+    assert!(text.contains("# TYPE tracer_counted gauge"));
+}
