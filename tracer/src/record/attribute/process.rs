@@ -113,9 +113,9 @@ impl ProcessRecords {
         // A process that already ended has no cmdline: its comm still tells a llama-server runner (a discovery
         // child gone before any look took its argv is then taken for one: its argv is what tells them apart).
         let role = if argv.is_empty() && comm.starts_with("llama-server") {
-            ollama::Role::Runner { model: None }
+            trace::OllamaPart::Runner { model: None }
         } else {
-            ollama::role(&argv)
+            trace::ollama_part(&argv)
         };
         let (role, model) = role.recorded();
         let model_name =

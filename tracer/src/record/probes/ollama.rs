@@ -1,55 +1,20 @@
-//! Ollama's process model: which process is the server, which are runners, and which model a runner
-//! serves (its `--model` path, and the `name:tag` when that path is a blob of the models directory).
-//!
-//! Older releases start runners as `ollama runner [--ollama-engine] --model P --port N`; newer ones as
-//! `llama-server --model P --port N ...` from `lib/ollama/`. Discovery runs the same programs without
-//! `--model`: those are runners without a model.
+//! Ollama's installation as the recording finds it: the servers running, the runtime copies a server
+//! bundles, and which model a runner serves (the `name:tag` when its `--model` path is a blob of the models
+//! directory). What a process is to Ollama (server, runner, other) is the trace's knowledge, beside the role
+//! a process record carries: [`crate::trace::ollama_part`].
 
 use std::{
     fs,
     path::{Path, PathBuf},
 };
 
-use crate::os::{files::Root, proc::Procs};
-
-/// What a process is to Ollama.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Role {
-    Server,
-    Runner { model: Option<String> },
-    Other,
-}
-
-impl Role {
-    /// The role a trace's process record carries, with the runner's model.
-    pub(crate) fn recorded(self) -> (Option<crate::trace::Role>, Option<String>) {
-        match self {
-            Self::Server => (Some(crate::trace::Role::OllamaServer), None),
-            Self::Runner { model } => (Some(crate::trace::Role::Runner), model),
-            Self::Other => (None, None),
-        }
-    }
-}
+use crate::{
+    os::{files::Root, proc::Procs},
+    trace::{OllamaPart, ollama_part},
+};
 
 fn basename(s: &str) -> &str {
     s.rsplit('/').next().unwrap_or(s)
-}
-
-/// The role argv gives a process. A `llama-server` is a runner when it is given a model: Ollama's GPU
-/// discovery starts `llama-server --list-devices` and `llama-server --port N` without one
-/// (`discover/llama_server.go`), short-lived children that load the backends and serve no model.
-pub(crate) fn role(argv: &[String]) -> Role {
-    let Some(prog) = argv.first().map(|a| basename(a)) else { return Role::Other };
-    let model = argv.iter().position(|a| a == "--model" || a == "-m").and_then(|i| argv.get(i + 1)).cloned();
-    let model = model.or_else(|| argv.iter().find_map(|a| a.strip_prefix("--model=").map(str::to_owned)));
-    match (prog, argv.get(1).map(String::as_str)) {
-        ("ollama", Some("serve")) => Role::Server,
-        ("ollama", Some("runner")) => Role::Runner { model },
-        (p, _) if p.starts_with("llama-server") && model.is_some() && !argv.iter().any(|a| a == "--list-devices") => {
-            Role::Runner { model }
-        }
-        _ => Role::Other,
-    }
 }
 
 /// The models directory: `--models-dir`, else `OLLAMA_MODELS`, else `~/.ollama/models`.
@@ -122,7 +87,8 @@ fn walk(dir: &Path, depth: usize, f: &mut impl FnMut(&Path)) {
 /// Processes whose argv is `ollama serve`, less their children: a child the server has forked shows the
 /// server's argv until it execs its runner.
 pub(crate) fn find_servers(procs: &dyn Procs) -> Vec<u32> {
-    let mut pids: Vec<u32> = procs.pids().into_iter().filter(|&pid| role(&procs.argv(pid)) == Role::Server).collect();
+    let mut pids: Vec<u32> =
+        procs.pids().into_iter().filter(|&pid| ollama_part(&procs.argv(pid)) == OllamaPart::Server).collect();
     pids.sort_unstable();
     let parent_is_server = |pid: u32| procs.stat(pid).is_some_and(|s| pids.binary_search(&s.ppid).is_ok());
     let children: Vec<u32> = pids.iter().copied().filter(|&p| parent_is_server(p)).collect();
@@ -242,27 +208,6 @@ mod tests {
     #[test]
     fn servers_are_not_their_forked_children() {
         assert_eq!(find_servers(&Tree), vec![10, 30]);
-    }
-
-    #[test]
-    fn roles_from_argv() {
-        assert_eq!(role(&argv("/usr/bin/ollama serve")), Role::Server);
-        assert_eq!(
-            role(&argv("/usr/bin/ollama runner --ollama-engine --model /m/blobs/sha256-ab --port 40001")),
-            Role::Runner { model: Some("/m/blobs/sha256-ab".into()) }
-        );
-        assert_eq!(role(&argv("ollama runner --ollama-engine --port 40001")), Role::Runner { model: None });
-        assert_eq!(
-            role(&argv("/usr/lib/ollama/llama-server --model /m/x.gguf --port 5 --host 127.0.0.1")),
-            Role::Runner { model: Some("/m/x.gguf".into()) }
-        );
-        assert_eq!(role(&argv("llama-server --model=/m/y.gguf")), Role::Runner { model: Some("/m/y.gguf".into()) });
-        assert_eq!(role(&argv("/bin/bash -c ollama")), Role::Other);
-        // Ollama's discovery children: no model, or a device listing.
-        assert_eq!(role(&argv("/usr/lib/ollama/llama-server --list-devices --offline --verbose")), Role::Other);
-        assert_eq!(role(&argv("/usr/lib/ollama/llama-server --port 5 --host 127.0.0.1 --no-webui")), Role::Other);
-        assert_eq!(role(&argv("llama-server --model /m/x.gguf --list-devices")), Role::Other);
-        assert_eq!(role(&[]), Role::Other);
     }
 
     #[test]

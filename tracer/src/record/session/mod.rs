@@ -431,8 +431,8 @@ impl Session<'_> {
             return Ok(());
         }
         let argv = LIVE.argv(pid);
-        match ollama::role(&argv) {
-            ollama::Role::Server => {
+        match trace::ollama_part(&argv) {
+            trace::OllamaPart::Server => {
                 if let Err(why) = ollama::trusted_server(pid, self.args.ollama_user) {
                     warning!(
                         "not following `ollama serve` pid {pid}: {why} (give --ollama-user to trust that user's Ollama)"
@@ -459,8 +459,8 @@ impl Session<'_> {
                 }
                 say!("following `ollama serve` (pid {pid}) and its runners");
             }
-            ollama::Role::Runner { .. } => {}
-            ollama::Role::Other => {
+            trace::OllamaPart::Runner { .. } => {}
+            trace::OllamaPart::Other => {
                 let parent = LIVE.stat(pid).map_or(0, |s| s.ppid);
                 if argv.first().is_some_and(|a| a.rsplit('/').next() == Some("ollama"))
                     && !self.kernel.in_filter(parent)

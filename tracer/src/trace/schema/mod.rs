@@ -10,9 +10,11 @@ use serde::{Deserialize, Serialize};
 mod footer;
 mod header;
 mod kernels;
+mod role;
 pub use footer::*;
 pub use header::*;
 pub use kernels::*;
+pub use role::*;
 
 pub use crate::trace::event::{
     ApiFunc, Call, Config, Dispatch, GraphInput, InputKind, Ioctl, Job, JobStage, Launch, Queue, Repeat, SeqRun,
@@ -226,29 +228,6 @@ impl Cause {
             Self::Fork => "fork",
             Self::Exec => "exec",
             Self::Seen => "seen",
-            Self::Unknown => "unknown",
-        }
-    }
-}
-
-/// A process's part in an Ollama installation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    /// `ollama serve`.
-    OllamaServer,
-    /// A model runner (`ollama runner`, or `llama-server` started by Ollama).
-    Runner,
-    /// A value this build does not know (a trace from a later build).
-    #[serde(other)]
-    Unknown,
-}
-
-impl Role {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::OllamaServer => "ollama-server",
-            Self::Runner => "runner",
             Self::Unknown => "unknown",
         }
     }
