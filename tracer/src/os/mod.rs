@@ -22,3 +22,8 @@ pub(crate) mod messages;
 pub(crate) mod output;
 pub(crate) mod proc;
 pub(crate) mod stop;
+
+/// A path's last component (the whole path when it has no `/`).
+pub(crate) fn basename(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}

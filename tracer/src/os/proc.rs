@@ -33,7 +33,7 @@ pub(crate) struct MapsEntry {
 impl MapsEntry {
     /// The file name without its directory.
     pub(crate) fn file_name(&self) -> &str {
-        self.path.rsplit('/').next().unwrap_or(&self.path)
+        super::basename(&self.path)
     }
 }
 

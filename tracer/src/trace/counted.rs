@@ -356,12 +356,8 @@ impl Counts {
     /// `n` more of a family's member (`suffix`: its cause, its uid).
     pub(crate) fn add_per(&mut self, c: Counted, suffix: &str, n: u64) {
         debug_assert!(c.per().is_some(), "{c:?} is not a family");
-        match self.per.get_mut(&(c, suffix.to_owned())) {
-            Some(v) => *v = v.saturating_add(n),
-            None => {
-                self.per.insert((c, suffix.to_owned()), n);
-            }
-        }
+        let v = self.per.entry((c, suffix.to_owned())).or_default();
+        *v = v.saturating_add(n);
     }
 
     /// A kernel-side counter, summed over the CPUs (said, even at 0).

@@ -9,13 +9,9 @@ use std::{
 };
 
 use crate::{
-    os::{files::Root, proc::Procs},
+    os::{basename, files::Root, proc::Procs},
     trace::{OllamaPart, ollama_part},
 };
-
-fn basename(s: &str) -> &str {
-    s.rsplit('/').next().unwrap_or(s)
-}
 
 /// The models directory: `--models-dir`, else `OLLAMA_MODELS`, else `~/.ollama/models`.
 pub(crate) fn models_dir(explicit: Option<&Path>) -> Option<PathBuf> {

@@ -586,7 +586,7 @@ impl Counting for LibraryWatch {
         {
             out.add(c, 0);
         }
-        if self.links.as_ref().is_some_and(attach::RuntimeLinks::scoped) {
+        if self.scoped() {
             out.add(Counted::ProcessesEndedBeforeProbes, 0);
         }
         if let Some(ended) = &self.ended_at_stop {

@@ -65,6 +65,11 @@ impl KernelCounts {
 }
 
 impl KernelMaps {
+    /// Whether the kernel filters by PID (targets, a command, Ollama): its filter's size at the start is kept.
+    pub(super) const fn by_pid(&self) -> bool {
+        self.filter_at_start.is_some()
+    }
+
     /// Processes in the filter now.
     pub(super) fn filtered(&self) -> usize {
         self.pids.keys().count()

@@ -58,8 +58,6 @@ pub(super) struct Session<'a> {
 
 /// What the recording follows: set at its start, the Ollama servers added as they start.
 struct Scope {
-    /// The kernel filters by PID (targets, a command, Ollama).
-    by_pid: bool,
     /// Targets given by PID (no command): the recording ends once they have all exited.
     until_targets_exit: bool,
     /// The command tracer started.
@@ -131,7 +129,7 @@ impl Session<'_> {
                         let line = self.status_line(&mut status);
                         status.show(&line);
                     }
-                    if self.scope.by_pid && !self.look_at_processes()? {
+                    if self.kernel.by_pid() && !self.look_at_processes()? {
                         break Stop::TargetsExited;
                     }
                 }
@@ -164,7 +162,7 @@ impl Session<'_> {
         }
         say!(
             "recording {}to {} ({n} library cop{}); stop with Ctrl-C",
-            if self.scope.by_pid { "" } else { "every process that calls a probed runtime " },
+            if self.kernel.by_pid() { "" } else { "every process that calls a probed runtime " },
             self.args.output.display(),
             if n == 1 { "y" } else { "ies" }
         );
@@ -221,7 +219,7 @@ impl Session<'_> {
 
     /// Processes in the kernel's filter, or seen (recording every process).
     fn processes_traced(&self) -> usize {
-        if self.scope.by_pid { self.kernel.filtered() } else { self.attr.processes_seen() }
+        if self.kernel.by_pid() { self.kernel.filtered() } else { self.attr.processes_seen() }
     }
 
     /// The session's figures for the metrics endpoint's next renders: its losses and processes.

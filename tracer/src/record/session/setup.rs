@@ -127,13 +127,7 @@ impl<'a> Session<'a> {
         }
         writer.flush()?;
         let until_targets_exit = !targets.pids.is_empty() && child_pid.is_none() && !targets.watch_ollama;
-        let scope = Scope {
-            by_pid: filter_by_pid,
-            until_targets_exit,
-            child_pid,
-            servers: targets.servers,
-            ollama: targets.watch_ollama,
-        };
+        let scope = Scope { until_targets_exit, child_pid, servers: targets.servers, ollama: targets.watch_ollama };
         let session = Session {
             args,
             ebpf,

@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::os::basename;
+
 /// A process's part in an Ollama installation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -45,10 +47,6 @@ impl OllamaPart {
             Self::Other => (None, None),
         }
     }
-}
-
-fn basename(s: &str) -> &str {
-    s.rsplit('/').next().unwrap_or(s)
 }
 
 /// The role argv gives a process. A `llama-server` is a runner when it is given a model: Ollama's GPU
