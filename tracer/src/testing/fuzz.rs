@@ -12,10 +12,11 @@ use crate::{
         intake::decode::{Event, decode},
         names::{
             bundle::{FatBinary, open_all},
-            finder::Budget,
             graph_exec::{MAX_NODES, read, read_copies},
             memory::Image,
-            pipelines, registration,
+            pipelines,
+            reading::Budget,
+            registration,
             rocr::{parse_uri, walk},
             spirv::{ShaderIndex, entry_points, preamble_end},
         },

@@ -1,6 +1,7 @@
-//! What naming holds for one user, and for the whole recording: a budget per uid and one for all.
+//! What naming holds for one process, one user, and the whole recording: a process's own limits (and whether
+//! one of its tables has room: [`room`], [`room_in`]), a budget per uid and one for all.
 //!
-//! A process's own limits ([`super::MAX_KERNELS_PER_PROCESS`], [`super::MAX_UNNAMED_PER_PROCESS`]) do
+//! A process's own limits ([`MAX_KERNELS_PER_PROCESS`], [`MAX_UNNAMED_PER_PROCESS`]) do
 //! not bound a user, who can start many processes: 64 processes of one user each inventing 20 000 kernel
 //! handles made a recording hold a million of them. So each process image charges what it holds (kernel
 //! handles and the names waiting for one, those of them unnamed, the addresses found outside every file
@@ -11,8 +12,35 @@
 //! back what it held when naming lets it go (its exit, its exec), so a user's next programs have room
 //! again.
 
-use crate::trace::counted::{Counted, Counting, Counts};
-use std::{cell::RefCell, collections::BTreeMap, rc::Rc};
+use crate::trace::{
+    self,
+    counted::{Counted, Counting, Counts},
+};
+use std::{
+    cell::RefCell,
+    collections::{BTreeMap, HashMap, HashSet},
+    rc::Rc,
+};
+
+/// Kernel handles one process can make tracer hold (registered, looked up, named from its files, pipelines;
+/// named or not); a handle past it is counted (`kernel_handles_over_limit`) and its launches recorded
+/// without a kernel id. Far above any real program (Debian's rocSPARSE registers 12 425 kernels; a
+/// `llama-cli` start 16 444), far below what a process that invents handles could make tracer keep.
+pub(crate) const MAX_KERNELS_PER_PROCESS: usize = trace::MAX_KERNELS_PER_PROCESS;
+/// Of those, handles no source names (an invented function pointer, an unknown kernel object): each costs a
+/// kernel record and, outside every file mapping, a look at the process's maps.
+pub(crate) const MAX_UNNAMED_PER_PROCESS: usize = trace::MAX_UNNAMED_PER_PROCESS;
+
+/// Whether a per-process table has room for `key` (it holds it already, or is below
+/// [`MAX_KERNELS_PER_PROCESS`]).
+pub(crate) fn room<K: std::hash::Hash + Eq, V, S: std::hash::BuildHasher>(map: &HashMap<K, V, S>, key: &K) -> bool {
+    map.len() < MAX_KERNELS_PER_PROCESS || map.contains_key(key)
+}
+
+/// The same for a per-process set.
+pub(crate) fn room_in<K: std::hash::Hash + Eq, S: std::hash::BuildHasher>(set: &HashSet<K, S>, key: &K) -> bool {
+    set.len() < MAX_KERNELS_PER_PROCESS || set.contains(key)
+}
 
 /// The user a process runs as: its real uid (None: not known, the process had ended).
 pub(crate) type Uid = Option<u32>;

@@ -41,10 +41,7 @@ use std::{
 use anyhow::{Context as _, Result};
 use tracer_common::{ApiFunc, ProcEvent, RecordHeader, RecordKind, cookie};
 
-use super::{
-    FileId,
-    maps::{MAX_OPEN_FILES, Snapshot, read_mappings},
-};
+use super::maps::{FileId, MAX_OPEN_FILES, Snapshot, read_mappings};
 use crate::os::files::CodeFile;
 
 /// PIDs posted and not yet looked at.

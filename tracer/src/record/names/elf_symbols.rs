@@ -1,15 +1,17 @@
 //! Names from the ELF file that maps a handle: on a late attach, the handle `__hipRegisterFunction`
 //! received is an 8-byte host object whose symbol is the mangled kernel name (unstripped files), and a
 //! stripped file's registration calls still carry the name ([`super::registration`], decoded on the finders'
-//! thread: [`super::finder`]).
+//! thread: [`super::finder`]). The name a handle has in its file, for one process: `of/elf_symbols.rs`.
 
 use std::{
     collections::{BTreeMap, HashMap},
     sync::Arc,
 };
 
-use super::{Of, Source};
-use crate::os::{elf::Segments, files::CodeFile};
+use crate::{
+    os::{elf::Segments, files::CodeFile},
+    trace::Source,
+};
 
 /// Symbols of one ELF file by virtual address, and how file offsets map to addresses.
 #[derive(Debug, Default)]
@@ -23,7 +25,7 @@ pub(super) struct ElfSymbols {
 pub(super) type Registered = (HashMap<u64, String>, Option<&'static str>);
 
 impl ElfSymbols {
-    fn parse(file: &CodeFile) -> Option<Self> {
+    pub(super) fn parse(file: &CodeFile) -> Option<Self> {
         let view = file.elf();
         let elf = crate::os::elf::parse(&view)?;
         Some(Self { by_addr: crate::os::elf::symbols_by_address(&elf), segments: crate::os::elf::segments(&elf) })
@@ -37,7 +39,7 @@ impl ElfSymbols {
 
     /// The name at a file offset: its symbol, else the kernel name its registration call gives (`registered`,
     /// when read).
-    fn name_at_file_offset<'a>(
+    pub(super) fn name_at_file_offset<'a>(
         &'a self,
         off: u64,
         registered: Option<&'a HashMap<u64, String>>,
@@ -55,23 +57,5 @@ impl ElfSymbols {
             (None, Some(registered)) => Some((registered, Source::RegisterCall)),
             (None, None) => None,
         }
-    }
-}
-
-impl Of<'_> {
-    /// The name a handle has in the file that maps it (ELF symbol or registration call), without
-    /// binding it.
-    pub(crate) fn static_name(&mut self, addr: u64, ts: u64) -> Option<(String, Source)> {
-        let m = self.mapping_at(addr, ts)?.clone();
-        let syms = if let Some(s) = self.names.elf.get(&m.file) {
-            s.clone()
-        } else {
-            let parsed = self.file(&m).and_then(|f| ElfSymbols::parse(&f)).map(Arc::new);
-            self.names.elf.insert(m.file, parsed.clone());
-            parsed
-        }?;
-        let registered = self.registered_in(&m);
-        syms.name_at_file_offset(m.file_offset(addr), registered.as_deref().map(|r| &r.0))
-            .map(|(n, s)| (n.to_owned(), s))
     }
 }

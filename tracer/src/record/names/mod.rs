@@ -9,9 +9,14 @@
 //!
 //! The rooms: `maps` (a process's file mappings, the files behind them opened once), `code` (which
 //! file and offload [`bundle`] holds a kernel's code), [`memory`] (another process's memory, read
-//! without stopping it). State shared by every process (files, their symbols and bundle indexes) lives
-//! in [`Names`]; what holds for one process only lives in its [`ProcessNames`], which the attribution
-//! step drops with the process. [`Names::of`] joins the two for one process.
+//! without stopping it), [`budget`] (what one process, one user and the recording may hold), [`reading`]
+//! (what the code readers may read of a file), [`finder`] (the thread they run on). State shared by every
+//! process (files, their symbols and bundle indexes) lives in [`Names`]; what holds for one process only
+//! lives in its [`ProcessNames`], which the attribution step drops with the process. [`Names::of`] joins
+//! the two for one process: [`Of`], whose binding is here and whose naming from each source lies in `of/`
+//! (one file per source, beside that source's data: `of/maps.rs`, `of/cuda.rs`, ...). The data children
+//! never name `of`, nor this file: what they share is in the leaves (`maps` the file ids, `budget` the
+//! limits).
 
 use crate::trace::counted::{Counted, Counting, Counts};
 use std::{
@@ -29,7 +34,9 @@ pub(crate) mod finder;
 pub(crate) mod graph_exec;
 mod maps;
 pub(crate) mod memory;
+mod of;
 pub(crate) mod pipelines;
+pub(crate) mod reading;
 pub(crate) mod registration;
 pub(crate) mod rocr;
 pub(crate) mod spirv;
@@ -38,45 +45,21 @@ pub(crate) use crate::trace::Source;
 use crate::{
     os::{demangle::demangle, elf::Segments, files::CodeFile},
     record::names::{
+        budget::{MAX_KERNELS_PER_PROCESS, MAX_UNNAMED_PER_PROCESS, room},
         bundle::{FatBinary, NameIndex},
         elf_symbols::ElfSymbols,
-        maps::Snapshot,
+        maps::{FileId, Snapshot},
     },
     trace,
 };
 pub(crate) use code::FatBinaryCode;
-
-/// A file, by (device, inode): the same file for every process that maps it.
-type FileId = (u64, u64);
-
-/// A process's file mappings as naming holds them, each with its file as opened (None: not opened).
-pub(crate) type HeldMappings = Vec<(crate::os::proc::MapsEntry, Option<Arc<CodeFile>>)>;
+pub(crate) use maps::HeldMappings;
 
 /// A kernel of a loaded code object: its name and the file the code object came from.
 type LoadedKernel = (Arc<str>, Option<Arc<str>>);
 
 /// The `NAME.kd` symbols of a code object: (NAME, `st_value`).
 type KernelSymbols = Vec<(String, u64)>;
-
-/// Kernel handles one process can make tracer hold (registered, looked up, named from its files, pipelines;
-/// named or not); a handle past it is counted (`kernel_handles_over_limit`) and its launches recorded
-/// without a kernel id. Far above any real program (Debian's rocSPARSE registers 12 425 kernels; a
-/// `llama-cli` start 16 444), far below what a process that invents handles could make tracer keep.
-pub(crate) const MAX_KERNELS_PER_PROCESS: usize = trace::MAX_KERNELS_PER_PROCESS;
-/// Of those, handles no source names (an invented function pointer, an unknown kernel object): each costs a
-/// kernel record and, outside every file mapping, a look at the process's maps.
-pub(crate) const MAX_UNNAMED_PER_PROCESS: usize = trace::MAX_UNNAMED_PER_PROCESS;
-
-/// Whether a per-process table has room for `key` (it holds it already, or is below
-/// [`MAX_KERNELS_PER_PROCESS`]).
-pub(crate) fn room<K: std::hash::Hash + Eq, V, S: std::hash::BuildHasher>(map: &HashMap<K, V, S>, key: &K) -> bool {
-    map.len() < MAX_KERNELS_PER_PROCESS || map.contains_key(key)
-}
-
-/// The same for a per-process set.
-pub(crate) fn room_in<K: std::hash::Hash + Eq, S: std::hash::BuildHasher>(set: &HashSet<K, S>, key: &K) -> bool {
-    set.len() < MAX_KERNELS_PER_PROCESS || set.contains(key)
-}
 
 /// One process's view of a kernel handle.
 #[derive(Clone, Debug)]

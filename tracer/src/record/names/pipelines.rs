@@ -22,7 +22,7 @@ use iced_x86::{Instruction, InstructionInfoFactory, Mnemonic, OpKind, Register};
 use object::{Object as _, ObjectSymbol as _, ReadRef};
 
 use super::{
-    finder::{self, Budget, MAX_SITES},
+    reading::{self, Budget, MAX_SITES},
     registration::{c_string, each_instruction, follow, got_values, string_sections},
 };
 use crate::os::files::CodeFile;
@@ -47,7 +47,7 @@ pub(crate) struct Created {
     /// Of those, the calls whose name is no string of the file (built at run time): their arrays, unless
     /// named by another call, stay unnamed.
     pub unnamed_calls: usize,
-    /// Why the code was not read in full ([`finder::Budget`]); None: it was.
+    /// Why the code was not read in full ([`reading::Budget`]); None: it was.
     pub cut: Option<&'static str>,
 }
 
@@ -127,7 +127,7 @@ pub(crate) fn decode<'d, R: ReadRef<'d>>(
         track(insn, &mut info, &relocated, &mut known);
     });
     if sites.len() >= MAX_SITES || spirv_at.len() >= MAX_SITES || names_at.len() >= MAX_SITES {
-        budget.stop(finder::CUT_SITES);
+        budget.stop(reading::CUT_SITES);
     }
     let out = created(&sites, &relocated, |a| {
         spirv_at.get(&a).copied().unwrap_or_else(|| is_spirv(file, &segments, a, budget))

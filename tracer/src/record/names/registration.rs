@@ -18,7 +18,7 @@ use object::{
 };
 use tracer_common::api::{ApiFunc, Op};
 
-use super::finder::{self, Budget, MAX_SITES};
+use super::reading::{self, Budget, MAX_SITES};
 use crate::os::files::CodeFile;
 
 /// Whether a dynamic symbol (`name` or `name@VERSION`) is a registration function of the API table
@@ -38,7 +38,7 @@ pub(crate) struct Registrations {
     /// Of those, the calls (their addresses) whose handle or name was not loaded by a plain `lea`/`mov`
     /// before the call (at most [`MAX_SITES`]).
     pub unresolved: Vec<u64>,
-    /// Why the code was not read in full ([`finder::Budget`]); None: it was.
+    /// Why the code was not read in full ([`reading::Budget`]); None: it was.
     pub cut: Option<&'static str>,
 }
 
@@ -90,7 +90,7 @@ pub(crate) fn decode_within(file: &CodeFile, budget: &mut Budget) -> Option<Regi
         track(insn, &mut info, &got, &mut known);
     });
     if names.len() >= MAX_SITES || out.unresolved.len() >= MAX_SITES {
-        budget.stop(finder::CUT_SITES);
+        budget.stop(reading::CUT_SITES);
     }
     // The names read once the code is walked: each string's read charged to the budget.
     let sections = string_sections(&elf);
@@ -108,7 +108,7 @@ pub(crate) fn decode_within(file: &CodeFile, budget: &mut Budget) -> Option<Regi
 }
 
 /// The code ranges of the sections of `kind` or named `.plt*` (file offset, size, address): each byte once
-/// however many section headers cover it, at most [`finder::MAX_CODE_SECTIONS`] ranges.
+/// however many section headers cover it, at most [`reading::MAX_CODE_SECTIONS`] ranges.
 fn ranges<'d, R: ReadRef<'d>>(
     elf: &object::File<'d, R>,
     budget: &mut Budget,
@@ -120,12 +120,12 @@ fn ranges<'d, R: ReadRef<'d>>(
     });
     // Headers kept to merge: a file may claim 65 535; past the ranges' cap, the rest are left (and said).
     let all: Vec<_> = sections.take(MAX_SITES).collect();
-    finder::code_ranges(all, budget)
+    reading::code_ranges(all, budget)
 }
 
 /// Decodes every instruction of an x86-64 ELF file's code sections in order, handing each to `f` (with
 /// `true` for the first of a range, and the budget). The code is read one bounded window at a time, each
-/// byte once ([`finder::code_ranges`]), each window charged to `budget`: past it the walk stops.
+/// byte once ([`reading::code_ranges`]), each window charged to `budget`: past it the walk stops.
 pub(crate) fn each_instruction<'d, R: ReadRef<'d>>(
     file: &CodeFile,
     elf: &object::File<'d, R>,
@@ -208,7 +208,7 @@ pub(crate) fn got_values<'d, R: ReadRef<'d>>(file: &object::File<'d, R>, budget:
         })
         .collect();
     if seen > MAX_RELOCATIONS {
-        budget.stop(finder::CUT_SITES);
+        budget.stop(reading::CUT_SITES);
     }
     values
 }
@@ -240,7 +240,7 @@ fn plt_stubs<'d, R: ReadRef<'d>>(
                 && slots.contains(&insn.ip_rel_memory_address())
             {
                 if stubs.len() >= MAX_SITES {
-                    budget.stop(finder::CUT_SITES);
+                    budget.stop(reading::CUT_SITES);
                     return stubs;
                 }
                 stubs.insert(insn.ip());

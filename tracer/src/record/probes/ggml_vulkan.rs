@@ -16,7 +16,7 @@ use object::{Object as _, ObjectSection as _, SectionKind};
 
 use crate::{
     os::files::CodeFile,
-    record::names::finder::{self, Budget},
+    record::names::reading::{self, Budget},
 };
 
 /// The assertion's text, with its terminating NUL.
@@ -65,8 +65,8 @@ pub(crate) fn pipeline_maker_within(file: &CodeFile, budget: &mut Budget) -> Res
                 matches!(s.kind(), SectionKind::ReadOnlyString | SectionKind::ReadOnlyData)
             }
         });
-        let all = all.take(finder::MAX_SITES).filter_map(|s| s.file_range().map(|(o, n)| (o, n, s.address())));
-        finder::code_ranges(all.collect(), budget)
+        let all = all.take(reading::MAX_SITES).filter_map(|s| s.file_range().map(|(o, n)| (o, n, s.address())));
+        reading::code_ranges(all.collect(), budget)
     };
     let mut markers = BTreeSet::new();
     for (offset, size, address) in ranges(budget, false) {
