@@ -52,5 +52,9 @@ impl Counting for Attributor {
         out.merge(&self.counters);
         self.names.counted(out);
         out.set_nonzero(Counted::ArgvCut, self.processes.argv_cut);
+        if let Some(ended) = &self.ended_at_stop {
+            let held = ended.iter().filter(|&&pid| self.watch_holds(pid)).count();
+            out.set(Counted::ProcessesHeldAfterExit, held as u64);
+        }
     }
 }

@@ -31,8 +31,12 @@ impl Attributor {
         match p.event {
             ProcEvent::Fork => {
                 self.effects.joined.push(p.pid);
-                // A new process: nothing of another process that had its PID before.
-                if let Some(old) = self.live.insert(p.pid, Process::default()) {
+                // A new process: nothing of another process that had its PID before, but for what the library
+                // watch knows and has said of the PID (a look at the child may have come before its fork).
+                if let Some(mut old) = self.live.insert(p.pid, Process::default()) {
+                    let new = self.live.entry(p.pid).or_default();
+                    new.watched = old.watched.take();
+                    new.said.carry_mappings(&mut old.said);
                     self.let_go(p.pid, old, out);
                 }
                 self.snapshot(p.pid);
@@ -52,6 +56,7 @@ impl Attributor {
                 let mut image = Process { names: ProcessNames::since(ts), ..Process::default() };
                 if let Some(mut old) = self.live.remove(&p.pid) {
                     image.said = std::mem::take(&mut old.said);
+                    image.watched = old.watched.take();
                     self.let_go(p.pid, old, out);
                 }
                 self.effects.seen.push(p.pid);
@@ -63,7 +68,11 @@ impl Attributor {
             }
             ProcEvent::Exit => {
                 self.effects.left.push(p.pid);
-                if let Some(gone) = self.live.remove(&p.pid) {
+                // What the watch knows of it is kept until the session has the watch let go of it
+                // ([`super::Effects::left`]).
+                let mut gone = self.live.remove(&p.pid);
+                self.leaving.insert(p.pid, gone.as_mut().and_then(|g| g.watched.take()));
+                if let Some(gone) = gone {
                     self.let_go(p.pid, gone, out);
                 }
                 self.last_scanned = 0;

@@ -17,6 +17,7 @@ use crate::{
     record::{
         intake::decode::{CodeTail, Event, Name},
         names::{HeldMappings, Names, Source},
+        probes::watch::Watched,
     },
     trace::event::{Call, Dispatch, Launch, PacketType, Repeat},
     trace::{
@@ -28,6 +29,7 @@ use crate::{
 mod code_files;
 mod config;
 mod effects;
+mod found;
 mod graphs;
 mod life;
 mod params;
@@ -67,6 +69,11 @@ pub(crate) struct Attributor {
     expanding: Option<(Repeat, u32)>,
     /// The lines of the event being taken, kept for the next ([`Attributor::take`]).
     lines: Vec<Line>,
+    /// Processes that exited, until the library watch lets go of them ([`Effects::left`]): what it knows of
+    /// each (None: it never looked at it).
+    leaving: crate::os::FastMap<u32, Option<Watched>>,
+    /// The processes the watch knew that had ended by the ring's last read ([`Attributor::stopping`]).
+    ended_at_stop: Option<Vec<u32>>,
 }
 
 /// Threads of a process making a pipeline at once, at most (more are counted, named by their SPIR-V).
@@ -87,6 +94,8 @@ impl Default for Attributor {
             listing_budget: code_files::LISTING_BUDGET,
             expanding: None,
             lines: Vec::new(),
+            leaving: crate::os::FastMap::default(),
+            ended_at_stop: None,
         }
     }
 }
@@ -122,11 +131,14 @@ impl Attributor {
         (self.live.entry(pid).or_default(), &mut self.names)
     }
 
-    /// The launch sites of every process still running (the end of the recording).
-    pub(crate) fn launch_sites(&self) -> Vec<Line> {
+    /// Writes the launch sites of every process still running (the end of the recording).
+    pub(crate) fn launch_sites(&self, sink: &mut impl Sink) -> Result<()> {
         let mut pids: Vec<&u32> = self.live.keys().collect();
         pids.sort_unstable();
-        pids.into_iter().flat_map(|pid| self.live[pid].sites.records(*pid)).collect()
+        for line in pids.into_iter().flat_map(|pid| self.live[pid].sites.records(*pid)) {
+            sink.line(&line)?;
+        }
+        Ok(())
     }
 
     /// Reads a process's maps now (see [`crate::record::names::Of::snapshot`]).
@@ -155,12 +167,13 @@ impl Attributor {
         pid: u32,
         ts: u64,
         listing: Option<Vec<crate::os::proc::MapsEntry>>,
-        out: &mut Vec<Line>,
-    ) {
+        sink: &mut impl Sink,
+    ) -> Result<()> {
         self.snapshot_from(pid, listing);
         let said = &mut self.live.entry(pid).or_default().said;
-        if let Some(p) = self.processes.observe(said, pid, Cause::Start, ts, 0, "") {
-            out.push(Line::Process(p));
+        match self.processes.observe(said, pid, Cause::Start, ts, 0, "") {
+            Some(p) => sink.line(&Line::Process(p)),
+            None => Ok(()),
         }
     }
 

@@ -3,7 +3,11 @@
 //! each process ([`Said`]) lives in attribution's entry for it and goes with it at its exit; this holds
 //! only the recording's settings for writing them.
 
-use std::{collections::HashMap, path::PathBuf, rc::Rc};
+use std::{
+    collections::{HashMap, HashSet},
+    path::PathBuf,
+    rc::Rc,
+};
 
 use super::{code_files, graphs, sites};
 use crate::{
@@ -11,7 +15,7 @@ use crate::{
     record::{
         intake::decode::Params,
         names::{ProcessNames, early::EarlyLooks},
-        probes::ollama,
+        probes::{ollama, watch::Watched},
     },
     trace::{self, Cause, event::Launch},
 };
@@ -24,6 +28,11 @@ pub(crate) struct Said {
     start: Option<u64>,
     /// The command tracer started: its argv until its first exec has been recorded.
     command: Option<Vec<String>>,
+    /// The files (device, inode) its mapping records were written for.
+    mapped: HashSet<(u64, u64)>,
+    /// Runtime copies among them written as not probed: written again, with their library, once probed
+    /// (the later record supersedes the earlier).
+    unprobed: HashSet<(u64, u64)>,
 }
 
 impl Said {
@@ -36,6 +45,35 @@ impl Said {
     pub(crate) fn name_command(&mut self, argv: Vec<String>) {
         self.command = Some(argv);
     }
+
+    /// Whether a mapping found is to be written: not written yet for its file, or written as a runtime copy
+    /// not probed that is probed now. Marked written, as not probed or not, when it is.
+    pub(crate) fn first_mapping(&mut self, m: &trace::Mapping) -> bool {
+        let file = (m.dev, m.inode);
+        if self.mapped.contains(&file) && !(m.lib.is_some() && self.unprobed.contains(&file)) {
+            return false;
+        }
+        self.mapped.insert(file);
+        if m.not_probed {
+            self.unprobed.insert(file);
+        } else {
+            self.unprobed.remove(&file);
+        }
+        true
+    }
+
+    /// What was said of a PID's mappings goes over to the process now forked under it: for a fork read after a
+    /// look at the child had listed them (the ring lagging), the same process.
+    pub(crate) fn carry_mappings(&mut self, from: &mut Self) {
+        self.mapped = std::mem::take(&mut from.mapped);
+        self.unprobed = std::mem::take(&mut from.unprobed);
+    }
+
+    /// A file's mapping is to be written again at the next look that finds it (its copy's initializer ran
+    /// after its probes: the record said before as probed late is superseded).
+    pub(crate) fn unsay_mapping(&mut self, file: (u64, u64)) {
+        self.mapped.remove(&file);
+    }
 }
 
 /// How process records are written: the recording's settings, the same for every process.
@@ -45,7 +83,7 @@ pub(crate) struct ProcessRecords {
     /// `--private-argv`: only the processes tracer was asked to follow (`targets`, and Ollama's server and
     /// runners) are written with their whole command line; others keep argv[0].
     pub(crate) private_argv: bool,
-    pub(crate) targets: std::collections::HashSet<u32>,
+    pub(crate) targets: HashSet<u32>,
     /// Command lines written cut to [`crate::os::proc::ARGV_KEPT`] bytes (footer `argv_cut`).
     pub(crate) argv_cut: u64,
     procs: &'static (dyn Procs + Sync),
@@ -62,14 +100,7 @@ impl Default for ProcessRecords {
 impl ProcessRecords {
     /// Records read from `procs` (the live /proc, or a test's).
     pub(crate) fn with_procs(procs: &'static (dyn Procs + Sync)) -> Self {
-        Self {
-            models_dir: None,
-            private_argv: false,
-            targets: std::collections::HashSet::new(),
-            argv_cut: 0,
-            procs,
-            early: None,
-        }
+        Self { models_dir: None, private_argv: false, targets: HashSet::new(), argv_cut: 0, procs, early: None }
     }
 
     /// A process record when `pid` is new to the trace (or was reused, or `cause` is exec), else None.
@@ -135,6 +166,9 @@ impl ProcessRecords {
 pub(super) struct Process {
     /// What the trace has said of it (its record written, the command tracer started); carried over an exec.
     pub(super) said: Said,
+    /// What the library watch knows of it (None: it never looked); carried over an exec, kept past its exit
+    /// until the watch lets go of it ([`Attributor::let_go_watched`]).
+    pub(super) watched: Option<Watched>,
     /// Its kernel names.
     pub(super) names: ProcessNames,
     /// What each fd of its ioctls points to, read once.
@@ -267,5 +301,32 @@ mod tests {
         // Another image of the PID (an exec at 50) is not that look's.
         let other = t.observe(&mut Said::default(), 503, Cause::Exec, 50, 50, "ollama").unwrap();
         assert_eq!((other.ppid, other.start_time, other.argv.len()), (0, 0, 0));
+    }
+
+    /// A process's mapping of a file is written once; a runtime copy said not probed is written again once
+    /// probed, and a file whose mapping was unsaid (its initializer's witness) again at the next look.
+    #[test]
+    fn a_mapping_is_said_once_and_again_only_when_it_changed() {
+        let m = |lib: Option<u32>| trace::Mapping {
+            pid: 7,
+            dev: 1,
+            inode: 2,
+            lib,
+            not_probed: lib.is_none(),
+            ..Default::default()
+        };
+        let mut said = Said::default();
+        assert!(said.first_mapping(&m(None)), "the first mapping of a file is written");
+        assert!(!said.first_mapping(&m(None)), "the same again is not");
+        assert!(said.first_mapping(&m(Some(3))), "a copy said not probed is written again once probed");
+        assert!(!said.first_mapping(&m(Some(3))), "and then not again");
+        said.unsay_mapping((1, 2));
+        assert!(said.first_mapping(&m(Some(3))), "an unsaid mapping is written at the next look");
+        assert!(said.first_mapping(&trace::Mapping { inode: 9, ..m(Some(3)) }), "another file is another mapping");
+        // What was said goes over to a process forked under the PID.
+        let mut child = Said::default();
+        child.carry_mappings(&mut said);
+        assert!(!child.first_mapping(&m(Some(3))));
+        assert!(said.first_mapping(&m(Some(3))));
     }
 }

@@ -12,11 +12,7 @@ use std::{
 use aya::maps::{HashMap as BpfHashMap, MapData};
 use tracer_common::{EntryKey, StepTally};
 
-use crate::{
-    os::files::CodeFile,
-    record::probes::attach::MultiProgram,
-    trace::{self, Line},
-};
+use crate::{os::files::CodeFile, record::probes::attach::MultiProgram, record::probes::found::Found, trace};
 
 /// Counted entry points of the recording's GPU libraries.
 pub(in crate::record) struct Entries {
@@ -119,14 +115,14 @@ impl Entries {
 
     /// Reads and deletes the counts of process `pid` (every process: `None`), as records by library and
     /// function, and the calls of its last step (a process that ran `llama_decode`).
-    pub(in crate::record) fn take(&mut self, pid: Option<u32>) -> Vec<Line> {
+    pub(in crate::record) fn take(&mut self, pid: Option<u32>) -> Vec<Found> {
         let mut out = self.take_steps(pid);
         out.extend(self.take_calls(pid));
         out
     }
 
     /// The step tallies of `pid` (every process: `None`): the calls of each one's last step.
-    fn take_steps(&mut self, pid: Option<u32>) -> Vec<Line> {
+    fn take_steps(&mut self, pid: Option<u32>) -> Vec<Found> {
         let keys: Vec<u32> = self.steps.keys().filter_map(Result::ok).filter(|&k| pid.is_none_or(|p| k == p)).collect();
         let mut out = Vec::new();
         for key in keys {
@@ -134,13 +130,13 @@ impl Entries {
             drop(self.steps.remove(&key));
             let calls = trace::StepCalls::by_library(&tally.calls);
             if !calls.is_empty() {
-                out.push(Line::StepCalls(trace::StepCalls { pid: key, step: tally.step, calls, at_pass: None }));
+                out.push(Found::Steps(trace::StepCalls { pid: key, step: tally.step, calls, at_pass: None }));
             }
         }
         out
     }
 
-    fn take_calls(&mut self, pid: Option<u32>) -> Vec<Line> {
+    fn take_calls(&mut self, pid: Option<u32>) -> Vec<Found> {
         if self.points.is_empty() {
             return Vec::new();
         }
@@ -157,7 +153,7 @@ impl Entries {
         }
         sums.into_iter()
             .map(|((pid, lib, function), calls)| {
-                Line::EntryCalls(trace::EntryCalls { pid, lib, function: function.to_owned(), calls })
+                Found::Calls(trace::EntryCalls { pid, lib, function: function.to_owned(), calls })
             })
             .collect()
     }

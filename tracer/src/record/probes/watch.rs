@@ -14,10 +14,11 @@ use crate::{
     record::probes::{
         attach::{self, ProbeMode},
         entries::Entries,
+        found::Found,
         libs::{self, LibCopy},
     },
     trace::{
-        self, GpuLibrary, Line,
+        self, GpuLibrary,
         counted::{Counted, Counting, Counts},
         runtimes,
     },
@@ -43,8 +44,6 @@ pub(in crate::record) struct LibraryWatch {
     pub(in crate::record) links: Option<attach::RuntimeLinks>,
     /// Probed copies: (dev, inode) -> library id.
     pub(in crate::record) probed: std::collections::HashMap<(u64, u64), u32>,
-    /// What the watch holds of each process, let go of whole at its exit ([`LibraryWatch::forget`]).
-    processes: std::collections::HashMap<u32, Watched>,
     /// Whether each file (dev, inode) seen mapped is a GPU library, and why: read once per file.
     gpu: std::collections::HashMap<(u64, u64), Option<GpuLibrary>>,
     /// When each probed copy's probes were attached.
@@ -59,25 +58,20 @@ pub(in crate::record) struct LibraryWatch {
     /// from naming's), processes that ended before their links, copies opened in another root that could
     /// not be resolved, roots not probed, mapped files not read by cause.
     counts: Counts,
-    /// The processes that had ended by the ring's last read ([`LibraryWatch::stopping`]).
-    ended_at_stop: Option<Vec<u32>>,
     /// Other roots (containers, chroots) whose usual places were probed, by description.
     roots_probed: std::collections::HashSet<String>,
     /// Calls into the other GPU libraries, counted per exported function (set once the maps are loaded).
     pub(in crate::record) entries: Option<Entries>,
 }
 
-/// What the watch holds of one process.
+/// What the watch knows of one process: kept in attribution's entry for it, beside what the trace has said
+/// of it (one owner of per-process state), given to each call here that concerns the process, and let go
+/// of when the watch lets go of the process ([`LibraryWatch::forget`]).
 #[derive(Default)]
-struct Watched {
+pub(crate) struct Watched {
     /// When it was first looked at (None: not yet; its probes may have been placed, or a file it opened
     /// written).
     first_seen: Option<u64>,
-    /// Its mappings written: (dev, inode).
-    written: std::collections::HashSet<(u64, u64)>,
-    /// Runtime copies among them written as not probed: written again, with their library, once probed
-    /// (the later record supersedes the earlier).
-    unprobed: std::collections::HashSet<(u64, u64)>,
     /// Copies probed because it had loaded them (found in its maps, or opened by it): its calls before the
     /// probes were not seen.
     late: std::collections::HashSet<(u64, u64)>,
@@ -97,24 +91,6 @@ struct Watched {
     ended_unlinked: bool,
 }
 
-impl Watched {
-    /// Whether the mapping of copy `id` needs no record now: written already, and not as a copy not probed
-    /// that has been probed since (`probed`), which is written again with its library.
-    fn written_already(&self, id: (u64, u64), probed: bool) -> bool {
-        self.written.contains(&id) && !(probed && self.unprobed.contains(&id))
-    }
-
-    /// The mapping of copy `id` is written, as a runtime copy not probed or not.
-    fn mark_written(&mut self, id: (u64, u64), not_probed: bool) {
-        self.written.insert(id);
-        if not_probed {
-            self.unprobed.insert(id);
-        } else {
-            self.unprobed.remove(&id);
-        }
-    }
-}
-
 impl LibraryWatch {
     /// A watch probing the copies of `runtimes` it finds, or (`only_named`: `--lib`) none but those.
     pub(in crate::record) fn new(runtimes: Vec<&'static str>, only_named: bool, launches_at_doorbell: bool) -> Self {
@@ -130,13 +106,13 @@ impl LibraryWatch {
         !self.only_named
     }
 
-    /// Attaches to `copy` unless it is probed already; returns the records to write.
+    /// Attaches to `copy` unless it is probed already; returns what was found (its library and probes).
     pub(in crate::record) fn attach(
         &mut self,
         ebpf: &mut aya::Ebpf,
         copy: &LibCopy,
         mode: ProbeMode,
-    ) -> Result<Vec<Line>> {
+    ) -> Result<Vec<Found>> {
         if self.probed.contains_key(&(copy.dev, copy.inode)) {
             return Ok(Vec::new());
         }
@@ -150,7 +126,7 @@ impl LibraryWatch {
         let attached_ts = crate::os::clock::monotonic_ns();
         self.probed.insert((copy.dev, copy.inode), id);
         self.attached_at.insert((copy.dev, copy.inode), attached_ts);
-        let mut out = vec![Line::Library(trace::Library {
+        let library = trace::Library {
             id,
             path: copy.path.clone(),
             dev: copy.dev,
@@ -159,28 +135,26 @@ impl LibraryWatch {
             origin: copy.origin,
             attached_ts: Some(attached_ts),
             root: copy.root.clone(),
-        })];
-        out.extend(probes.into_iter().map(Line::Probe));
-        Ok(out)
+        };
+        Ok(vec![Found::Probed(library, probes)])
     }
 
     /// A process of the recording, its runtime probes placed in it alone (probes per process; nothing when
     /// they are not). One that joined after the start (`joined`: a child, a new Ollama server) and already
     /// maps a probed copy may have called it before its probes: that copy is marked late for it.
-    pub(in crate::record) fn scope(&mut self, pid: u32, joined: bool) {
+    pub(in crate::record) fn scope(&mut self, pid: u32, joined: bool, w: &mut Watched) {
         let Some(links) = self.links.as_mut() else { return };
         let now = crate::os::clock::monotonic_ns();
         let linked = links.add_process(pid);
         if matches!(linked, Ok(attach::Linked::New | attach::Linked::Already)) {
-            self.processes.entry(pid).or_default().own_links_at.get_or_insert(now);
+            w.own_links_at.get_or_insert(now);
         }
         match linked {
-            Ok(attach::Linked::Gone) if joined => self.ended_unlinked(pid, now),
+            Ok(attach::Linked::Gone) if joined => self.ended_unlinked(w, now),
             Ok(attach::Linked::New) if joined => match LIVE.maps(pid).filter(|m| !m.is_empty()) {
                 Some(maps) => {
                     for e in maps {
                         if self.probed.contains_key(&(e.dev, e.inode)) {
-                            let w = self.processes.entry(pid).or_default();
                             w.late.insert((e.dev, e.inode));
                             w.linked_at = Some(now);
                         }
@@ -188,7 +162,7 @@ impl LibraryWatch {
                 }
                 // Ended while its links were being placed (an attach may wait for earlier recordings'
                 // releases): what it mapped cannot be read now, so it is taken as having ended before them.
-                None => self.ended_unlinked(pid, now),
+                None => self.ended_unlinked(w, now),
             },
             Ok(_) => {}
             Err(e) => warning!("the runtime probes could not be placed in process {pid}: {e:#}"),
@@ -198,8 +172,7 @@ impl LibraryWatch {
     /// A process that exec'd at `ts`: its image began then (a copy probed later may have been loaded unseen,
     /// unless its initializer's witness says otherwise). Whether its root is another than tracer's (a
     /// container's, a chroot's): then the copies its program will load are to be found in that root now.
-    pub(in crate::record) fn execd(&mut self, pid: u32, ts: u64) -> Option<String> {
-        let w = self.processes.entry(pid).or_default();
+    pub(in crate::record) fn execd(pid: u32, ts: u64, w: &mut Watched) -> Option<String> {
         w.first_seen = Some(w.first_seen.map_or(ts, |f| f.min(ts)));
         w.root = crate::os::files::root_description(pid).or_else(|| w.root.take());
         w.root.as_ref().and_then(ProcessRoot::other).map(str::to_owned)
@@ -225,7 +198,7 @@ impl LibraryWatch {
         pid: u32,
         copy: &LibCopy,
         mode: ProbeMode,
-    ) -> Vec<Line> {
+    ) -> Vec<Found> {
         let id = (copy.dev, copy.inode);
         if self.probed.contains_key(&id) || self.failed.contains(&id) || !self.may_probe(id, &copy.path, pid) {
             return Vec::new();
@@ -238,29 +211,27 @@ impl LibraryWatch {
     }
 
     /// A probed copy's initializer ran in process `pid` at `ts` (its witness probe): the copy's probes were in
-    /// place before its first call there, so its mapping is written again, not probed late, at the next
-    /// look. Where probes are placed per process, only once the process had its own links by then.
-    pub(in crate::record) fn initialized(&mut self, pid: u32, lib: u32, ts: u64) {
+    /// place before its first call there, so its mapping is said again, not probed late, at the next look
+    /// (what is returned). Where probes are placed per process, only once the process had its own links by
+    /// then.
+    pub(in crate::record) fn initialized(&self, pid: u32, lib: u32, ts: u64, w: &mut Watched) -> Option<Found> {
         let id = if lib & tracer_common::COUNTED_LIBRARY == 0 {
             self.probed.iter().find_map(|(&id, &l)| (l == lib).then_some(id))
         } else {
             self.entries.as_ref().and_then(|e| e.file_of(lib & !tracer_common::COUNTED_LIBRARY))
         };
-        let Some(id) = id else { return };
-        let scoped = self.scoped();
-        let w = self.processes.entry(pid).or_default();
-        if scoped && w.own_links_at.is_none_or(|at| at > ts) {
-            return;
+        let id = id?;
+        if self.scoped() && w.own_links_at.is_none_or(|at| at > ts) {
+            return None;
         }
         w.from_load.insert(id);
         w.late.remove(&id);
-        w.written.remove(&id);
+        Some(Found::Unsaid { pid, file: id })
     }
 
     /// A joining process that ended before its links were in place: whatever probed runtime copy it is
     /// later listed mapping was called, if at all, unseen (said on each such mapping, and counted).
-    fn ended_unlinked(&mut self, pid: u32, now: u64) {
-        let w = self.processes.entry(pid).or_default();
+    fn ended_unlinked(&mut self, w: &mut Watched, now: u64) {
         w.linked_at = Some(now);
         if !std::mem::replace(&mut w.ended_unlinked, true) {
             self.counts.bump(Counted::ProcessesEndedBeforeProbes);
@@ -272,34 +243,33 @@ impl LibraryWatch {
     /// file at the path it opened, looked up from tracer's root. Probed: late where the process's calls of
     /// it may have gone unseen (its own links came late, or the copy was probed after the open); not probed:
     /// said so, and the report calls the process incomplete.
-    fn opened_gone(&mut self, o: &crate::record::intake::decode::Opened) -> Vec<Line> {
+    fn opened_gone(&mut self, o: &crate::record::intake::decode::Opened, w: &Watched) -> Vec<Found> {
         // In a container or chroot, the same path from tracer's root is another file (the host's): not
         // listed, and counted.
-        if self.processes.get(&o.origin.pid).is_some_and(|w| matches!(w.root, Some(ProcessRoot::Other(_)))) {
+        if matches!(w.root, Some(ProcessRoot::Other(_))) {
             self.counts.bump(Counted::OpenedInOtherRootUnresolved);
             return Vec::new();
         }
         let Some(copy) = at_own_root(&o.path) else { return Vec::new() };
         let id = (copy.dev, copy.inode);
-        let ended_unlinked = self.processes.get(&o.origin.pid).is_some_and(|w| w.ended_unlinked);
-        let late = ended_unlinked || self.attached_at.get(&id).is_some_and(|&at| at > o.origin.ts);
-        self.opened_mapping(o, copy, late).into_iter().collect()
+        let late = w.ended_unlinked || self.attached_at.get(&id).is_some_and(|&at| at > o.origin.ts);
+        vec![self.opened_mapping(o, copy, late, w)]
     }
 
-    /// The mapping of a runtime copy a process was seen opening, written now (once per process and copy):
+    /// The mapping of a runtime copy a process was seen opening, found now (said once per process and copy):
     /// `late`, its calls before the probes were not seen, from `linked_at` where its own links came.
-    fn opened_mapping(&mut self, o: &crate::record::intake::decode::Opened, copy: LibCopy, late: bool) -> Option<Line> {
+    fn opened_mapping(
+        &self,
+        o: &crate::record::intake::decode::Opened,
+        copy: LibCopy,
+        late: bool,
+        w: &Watched,
+    ) -> Found {
         let pid = o.origin.pid;
         let id = (copy.dev, copy.inode);
         let lib = self.probed.get(&id).copied();
-        let w = self.processes.entry(pid).or_default();
-        // Listed as not probed before the open was read (a look while the process was going): written again.
-        if w.written_already(id, lib.is_some()) {
-            return None;
-        }
-        w.mark_written(id, lib.is_none());
         let late = late && !w.from_load.contains(&id);
-        Some(Line::Mapping(trace::Mapping {
+        Found::Mapped(trace::Mapping {
             ts: o.origin.ts,
             pid,
             lib,
@@ -311,7 +281,7 @@ impl LibraryWatch {
             probed_at: if late && lib.is_some() { w.linked_at } else { None },
             not_probed: lib.is_none(),
             root: copy.root,
-        }))
+        })
     }
 
     /// A process that ended: its own probes released (probes per process).
@@ -328,7 +298,8 @@ impl LibraryWatch {
 
     /// Looks at a traced process's maps (one read): probes a runtime copy it maps that is not probed yet
     /// (a dlopen after the start, a copy inside a container), and records the libraries of interest it
-    /// maps. Known files cost no stat: maps give their device and inode. A process that has ended is
+    /// maps (attribution says each once). Known files cost no stat: maps give their device and inode. A
+    /// process that has ended (`listing` empty) is
     /// listed from the mappings naming holds of it (`held`: its last look taken while it lived, with the
     /// files opened then).
     pub(in crate::record) fn scan(
@@ -338,16 +309,16 @@ impl LibraryWatch {
         ts: u64,
         mode: ProbeMode,
         listing: Option<Vec<MapsEntry>>,
-        held: impl FnOnce() -> crate::record::names::HeldMappings,
-    ) -> Vec<Line> {
+        (held, w): (crate::record::names::HeldMappings, &mut Watched),
+    ) -> Vec<Found> {
         let mut out = Vec::new();
         let (entries, held_files) = if let Some(entries) = listing.filter(|e| !e.is_empty()) {
             (entries, None)
         } else {
             // Ended (or a zombie): counted once per process in the footer, as listed from naming's look
             // or not listed at all (the libraries it mapped after the last look are missing).
-            let (entries, files): (Vec<_>, Vec<_>) = held().into_iter().unzip();
-            if !std::mem::replace(&mut self.processes.entry(pid).or_default().maps_gone, true) {
+            let (entries, files): (Vec<_>, Vec<_>) = held.into_iter().unzip();
+            if !std::mem::replace(&mut w.maps_gone, true) {
                 if entries.is_empty() {
                     self.counts.bump(Counted::MapsGoneBeforeLook);
                 } else {
@@ -356,7 +327,6 @@ impl LibraryWatch {
             }
             (entries, Some(files))
         };
-        let w = self.processes.entry(pid).or_default();
         let first_seen = *w.first_seen.get_or_insert(ts);
         if held_files.is_none() && w.root.is_none() {
             w.root = crate::os::files::root_description(pid);
@@ -368,17 +338,11 @@ impl LibraryWatch {
             let runtime = self.runtimes.iter().any(|r| file.starts_with(r));
             // A copy is probed only in a process that lives: it is opened through that process.
             if runtime && held_files.is_none() {
-                self.probe_mapped(ebpf, pid, e, mode, &mut out);
+                self.probe_mapped(ebpf, (pid, &mut *w), e, mode, &mut out);
             }
-            let probed = self.probed.contains_key(&id);
-            if self.processes.get(&pid).is_some_and(|w| w.written_already(id, probed)) {
-                continue;
-            }
-            let gpu = self.gpu_of(pid, e, held_files.as_deref().map(|files| (files, i)), &mut out);
+            let gpu = self.gpu_of((pid, &mut *w), e, held_files.as_deref().map(|files| (files, i)), &mut out);
             if let Some(gpu) = gpu {
                 let lib = self.probed.get(&id).copied();
-                let w = self.processes.entry(pid).or_default();
-                w.mark_written(id, runtime && lib.is_none());
                 // A runtime copy's calls that recur go through the process's own links, which came late.
                 let late = w.late.contains(&id) || (w.ended_unlinked && lib.is_some());
                 let from_load = w.from_load.contains(&id);
@@ -387,7 +351,7 @@ impl LibraryWatch {
                 // Probed after the recording started, and this process was there before: its calls
                 // before the probes may have gone unseen.
                 let after_start = self.attached_at.get(&id).is_some_and(|&at| at > self.started && first_seen < at);
-                out.push(Line::Mapping(trace::Mapping {
+                out.push(Found::Mapped(trace::Mapping {
                     ts,
                     pid,
                     path: e.path.clone(),
@@ -407,13 +371,20 @@ impl LibraryWatch {
 
     /// A runtime copy a living process maps, not probed yet: probed now (late for this process), or said
     /// why not, once per copy.
-    fn probe_mapped(&mut self, ebpf: &mut aya::Ebpf, pid: u32, e: &MapsEntry, mode: ProbeMode, out: &mut Vec<Line>) {
+    fn probe_mapped(
+        &mut self,
+        ebpf: &mut aya::Ebpf,
+        (pid, w): (u32, &mut Watched),
+        e: &MapsEntry,
+        mode: ProbeMode,
+        out: &mut Vec<Found>,
+    ) {
         let id = (e.dev, e.inode);
         if !self.probed.contains_key(&id) && !self.failed.contains(&id) && self.may_probe(id, &e.path, pid) {
             // Mapped already, not probed: probed now, late for this process.
             match libs::copy_in(pid, e).map(|copy| self.attach(ebpf, &copy, mode).map_err(|err| (copy, err))) {
                 Some(Ok(recs)) => {
-                    self.processes.entry(pid).or_default().late.insert(id);
+                    w.late.insert(id);
                     out.extend(recs);
                 }
                 Some(Err((copy, err))) => {
@@ -433,10 +404,10 @@ impl LibraryWatch {
     /// entry points counted.
     fn gpu_of(
         &mut self,
-        pid: u32,
+        (pid, w): (u32, &mut Watched),
         e: &MapsEntry,
         held: Option<(&[Option<Arc<CodeFile>>], usize)>,
-        out: &mut Vec<Line>,
+        out: &mut Vec<Found>,
     ) -> Option<GpuLibrary> {
         if let Some(known) = self.gpu.get(&(e.dev, e.inode)) {
             return *known;
@@ -454,9 +425,9 @@ impl LibraryWatch {
                 // this process, which has mapped it already).
                 if let Some(lib) = self.count_entries(gpu, &e.path, &opened) {
                     if lib.attached_ts.is_some() {
-                        self.processes.entry(pid).or_default().late.insert((e.dev, e.inode));
+                        w.late.insert((e.dev, e.inode));
                     }
-                    out.push(Line::EntryLibrary(lib));
+                    out.push(Found::Counting(lib));
                 }
                 gpu
             }
@@ -496,17 +467,11 @@ impl LibraryWatch {
         Some(lib)
     }
 
-    /// The ring is about to be read a last time: the processes that have ended by now have their exits in
-    /// it, so the watch must hold none of them once it is read (footer `processes_held_after_exit`). A
-    /// process that ends after this is not among them: its exit is never read.
-    pub(in crate::record) fn stopping(&mut self) {
-        self.ended_at_stop = Some(self.processes.keys().copied().filter(|&pid| !LIVE.is_running(pid)).collect());
-    }
-
-    /// A process that ended: what it leaves to write (its counted calls). One the watch never looked at
-    /// (system-wide, any process's exit) costs nothing.
-    pub(in crate::record) fn forget(&mut self, pid: u32) -> Vec<Line> {
-        if self.processes.remove(&pid).is_none() {
+    /// A process that ended, or left the recording, whose [`Watched`] attribution has given back (None: the
+    /// watch never looked at it, as any process's exit system-wide, which costs nothing): what it leaves to
+    /// write (its counted calls).
+    pub(in crate::record) fn forget(&mut self, pid: u32, w: Option<Watched>) -> Vec<Found> {
+        if w.is_none() {
             return Vec::new();
         }
         self.entries.as_mut().map(|en| en.take(Some(pid))).unwrap_or_default()
@@ -520,29 +485,30 @@ impl LibraryWatch {
         ebpf: &mut aya::Ebpf,
         o: &crate::record::intake::decode::Opened,
         mode: ProbeMode,
-    ) -> Vec<Line> {
+        w: &mut Watched,
+    ) -> Vec<Found> {
         let name = o.path.rsplit('/').next().unwrap_or(&o.path);
         // A process that opens a GPU API or ggml backend tracer does not probe (the OpenCL loader, ggml's SYCL
         // backend, ...) is listed as mapping it at once: it may call no probed runtime, and so never be looked
         // at otherwise.
         if runtimes::unobserved_api(name).is_some() {
-            return self.unobserved_opened(o);
+            return self.unobserved_opened(o, w);
         }
         if !self.runtimes.iter().any(|r| name.starts_with(r)) {
             return Vec::new();
         }
         let pid = o.origin.pid;
-        self.processes.entry(pid).or_default().first_seen.get_or_insert(o.origin.ts);
-        let Some(copy) = libs::opened_by(pid, &o.path) else { return self.opened_gone(o) };
+        w.first_seen.get_or_insert(o.origin.ts);
+        let Some(copy) = libs::opened_by(pid, &o.path) else { return self.opened_gone(o, w) };
         if self.probed.contains_key(&(copy.dev, copy.inode)) || !self.may_probe((copy.dev, copy.inode), &copy.path, pid)
         {
             return Vec::new();
         }
         match self.attach(ebpf, &copy, mode) {
             Ok(mut recs) => {
-                self.processes.entry(pid).or_default().late.insert((copy.dev, copy.inode));
+                w.late.insert((copy.dev, copy.inode));
                 // Said now, not at the next look at its maps: the process may end before that.
-                recs.extend(self.opened_mapping(o, copy, true));
+                recs.push(self.opened_mapping(o, copy, true, w));
                 recs
             }
             Err(err) => {
@@ -558,7 +524,7 @@ impl LibraryWatch {
     /// The file is looked up in the process's root; a process already gone or a zombie (a short program:
     /// the open record may be read after its exit) has its absolute path looked up in tracer's own, which
     /// names the same file outside containers. Nothing is probed in it either way.
-    fn unobserved_opened(&mut self, o: &crate::record::intake::decode::Opened) -> Vec<Line> {
+    fn unobserved_opened(&self, o: &crate::record::intake::decode::Opened, w: &Watched) -> Vec<Found> {
         let pid = o.origin.pid;
         let found = libs::opened_by(pid, &o.path).or_else(|| {
             // Gone, or a zombie not reaped yet: its root can no longer be opened.
@@ -566,7 +532,7 @@ impl LibraryWatch {
         });
         let Some(copy) = found else { return Vec::new() };
         // Never probed: its record names no library (`lib` comes from the probed copies).
-        self.opened_mapping(o, copy, false).into_iter().collect()
+        vec![self.opened_mapping(o, copy, false, w)]
     }
 }
 
@@ -578,8 +544,7 @@ fn at_own_root(path: &str) -> Option<LibCopy> {
 
 impl Counting for LibraryWatch {
     /// Said at 0 too, but for the processes that ended before their own probes (only where probes are
-    /// placed per process) and the roots not probed (only when some were not); the processes held after
-    /// their exit once the recording is stopping.
+    /// placed per process) and the roots not probed (only when some were not).
     fn counted(&self, out: &mut Counts) {
         out.merge(&self.counts);
         for c in [Counted::MapsGoneBeforeLook, Counted::MapsGoneListedFromNaming, Counted::OpenedInOtherRootUnresolved]
@@ -588,10 +553,6 @@ impl Counting for LibraryWatch {
         }
         if self.scoped() {
             out.add(Counted::ProcessesEndedBeforeProbes, 0);
-        }
-        if let Some(ended) = &self.ended_at_stop {
-            let held = ended.iter().filter(|pid| self.processes.contains_key(pid)).count();
-            out.set(Counted::ProcessesHeldAfterExit, held as u64);
         }
     }
 }

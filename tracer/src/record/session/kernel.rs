@@ -7,9 +7,12 @@ use std::collections::BTreeMap;
 use aya::maps::{HashMap as BpfHashMap, MapData, PerCpuArray};
 use tracer_common::{ApiFunc, Counter, PlanKey, RecordKind, ThreadRuns, ThreadTally};
 
-use crate::trace::{
-    self, Line, Repeat,
-    counted::{Counted, Counting, Counts},
+use crate::{
+    record::probes::found::Found,
+    trace::{
+        self, Repeat,
+        counted::{Counted, Counting, Counts},
+    },
 };
 
 /// The maps, taken from the loaded object once the probes are attached.
@@ -150,7 +153,7 @@ impl KernelMaps {
 
     /// The calls the kernel counted instead of writing, summed over each process's threads, one record per
     /// process and function, in a stable order.
-    pub(super) fn tallies(&self) -> Vec<Line> {
+    pub(super) fn tallies(&self) -> Vec<Found> {
         let mut tallies: BTreeMap<(u32, ApiFunc), (u64, u64)> = BTreeMap::new();
         // Slot -> function, looked up once (each lookup walks the API table).
         let slots: [Option<ApiFunc>; tracer_common::TALLY_SLOTS] = std::array::from_fn(ApiFunc::from_tally_slot);
@@ -165,7 +168,7 @@ impl KernelMaps {
         }
         tallies
             .into_iter()
-            .map(|((pid, api), (calls, bytes))| Line::Tally(trace::Tally { pid, api, calls, bytes }))
+            .map(|((pid, api), (calls, bytes))| Found::Tally(trace::Tally { pid, api, calls, bytes }))
             .collect()
     }
 }

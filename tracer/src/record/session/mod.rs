@@ -32,7 +32,7 @@ use crate::{
             decode::{Event, decode},
             ring::{self, Ring},
         },
-        probes::{attach, ollama, watch::LibraryWatch},
+        probes::{attach, found::Found, ollama, watch::LibraryWatch},
     },
     trace::{self, Line, Stop, Writer},
 };
@@ -267,7 +267,7 @@ impl Session<'_> {
             // A process the kernel put in the filter (a traced process's child) whose fork the session has not
             // read yet, when it lags behind the ring: its own probes are placed now, before its libraries are
             // listed, so a mapping listed here says whether they came late.
-            self.watch.scope(*pid, true);
+            self.watch.scope(*pid, true, self.attr.watched(*pid));
             // One reading of its maps for both: naming's look and the library listing.
             let listing = LIVE.maps(*pid);
             self.attr.snapshot_from(*pid, listing.clone());
@@ -304,21 +304,21 @@ impl Session<'_> {
         // Probes placed per process: a process joining gets its own before anything else is done; one
         // that ended lets its go.
         for pid in effects.joined {
-            self.watch.scope(pid, true);
+            self.watch.scope(pid, true, self.attr.watched(pid));
         }
         for (pid, ts) in effects.execs {
             self.predict(pid, ts)?;
         }
         for o in effects.opened {
-            for r in self.watch.opened(&mut self.ebpf, &o, self.args.probe_mode) {
-                self.writer.write(&r)?;
-            }
+            let found = self.watch.opened(&mut self.ebpf, &o, self.args.probe_mode, self.attr.watched(o.origin.pid));
+            self.attr.found(found, &mut self.writer)?;
             // The dynamic loader has mapped what it loaded before this runtime: listed now, since a
             // short-lived program may be gone by the time its first API event is taken from the queue.
             self.list_libraries(o.origin.pid, monotonic_ns())?;
         }
         for (pid, lib, ts) in effects.initialized {
-            self.watch.initialized(pid, lib, ts);
+            let found = self.watch.initialized(pid, lib, ts, self.attr.watched(pid));
+            self.attr.found(found, &mut self.writer)?;
             self.list_libraries(pid, monotonic_ns())?;
         }
         for w in self.attr.take_warnings() {
@@ -341,9 +341,8 @@ impl Session<'_> {
         // watch lets go of them (in every mode: system-wide, exits are the only place it hears of them).
         for pid in effects.left {
             self.watch.unscope(pid);
-            for r in self.watch.forget(pid) {
-                self.writer.write(&r)?;
-            }
+            let found = self.watch.forget(pid, self.attr.let_go_watched(pid));
+            self.attr.found(found, &mut self.writer)?;
         }
         Ok(())
     }
@@ -355,7 +354,7 @@ impl Session<'_> {
     /// its first call there, its initializer's witness says. A process of tracer's own root has its copies
     /// probed as it opens them (a command's, before it starts).
     fn predict(&mut self, pid: u32, ts: u64) -> Result<()> {
-        let Some(other) = self.watch.execd(pid, ts) else { return Ok(()) };
+        let Some(other) = LibraryWatch::execd(pid, ts, self.attr.watched(pid)) else { return Ok(()) };
         let Some((root, loaded)) = crate::record::probes::ldso::of_process(pid) else { return Ok(()) };
         // A process exec'd now is traced from its first call.
         let runtimes = runtimes(self.args, false);
@@ -386,15 +385,13 @@ impl Session<'_> {
         }
         found.sort_by_key(|(r, _, _)| *r);
         for (rank, name, copy) in found {
-            let records = if rank < 2 {
+            let found = if rank < 2 {
                 self.watch.attach_found(&mut self.ebpf, pid, &copy, self.args.probe_mode)
             } else {
                 let gpu = crate::record::probes::libs::gpu_library(&name, Some(&copy.file));
-                self.watch.count_entries(gpu, &copy.path, &copy.file).map(Line::EntryLibrary).into_iter().collect()
+                self.watch.count_entries(gpu, &copy.path, &copy.file).map(Found::Counting).into_iter().collect()
             };
-            for r in records {
-                self.writer.write(&r)?;
-            }
+            self.attr.found(found, &mut self.writer)?;
         }
         Ok(())
     }
@@ -414,9 +411,10 @@ impl Session<'_> {
         listing: Option<Vec<crate::os::proc::MapsEntry>>,
     ) -> Result<()> {
         let mode = self.args.probe_mode;
-        for r in self.watch.scan(&mut self.ebpf, pid, now, mode, listing, || self.attr.held_mappings(pid)) {
-            self.writer.write(&r)?;
-        }
+        // A process that has ended is listed from what naming holds of it.
+        let held = if listing.as_ref().is_none_or(Vec::is_empty) { self.attr.held_mappings(pid) } else { Vec::new() };
+        let found = self.watch.scan(&mut self.ebpf, pid, now, mode, listing, (held, self.attr.watched(pid)));
+        self.attr.found(found, &mut self.writer)?;
         Ok(())
     }
 
@@ -446,11 +444,7 @@ impl Session<'_> {
                             continue;
                         }
                         match self.watch.attach(&mut self.ebpf, &copy, self.args.probe_mode) {
-                            Ok(records) => {
-                                for r in records {
-                                    self.writer.write(&r)?;
-                                }
-                            }
+                            Ok(found) => self.attr.found(found, &mut self.writer)?,
                             Err(e) => warning!("{} skipped: {e:#}", copy.path),
                         }
                     }
@@ -476,9 +470,8 @@ impl Session<'_> {
     fn leave_filter(&mut self, pid: u32) -> Result<()> {
         let plans = self.attr.take_plans(pid);
         self.kernel.leave(pid, plans);
-        for r in self.watch.forget(pid) {
-            self.writer.write(&r)?;
-        }
+        let found = self.watch.forget(pid, self.attr.let_go_watched(pid));
+        self.attr.found(found, &mut self.writer)?;
         Ok(())
     }
 
@@ -490,7 +483,7 @@ impl Session<'_> {
         let listener = self.metrics.as_ref().map(|m| m.server.listener_fd());
         let shed = self.metrics.take().map(|m| m.server.shed());
         // Processes ended by now have their exit in the ring: the last read below lets each go.
-        self.watch.stopping();
+        self.attr.stopping();
         self.ring.stop();
         while let Some(batch) = self.ring.waiting() {
             self.take_batch(&batch)?;
@@ -511,18 +504,14 @@ impl Session<'_> {
                 command::Ended::Exited(c) => (Some(c), None),
                 command::Ended::Killed(s) => (None, Some(s)),
             };
-            self.writer.write(&Line::Exit(trace::Exit { ts: monotonic_ns(), pid, code, signal }))?;
+            let exit = Found::Exit(trace::Exit { ts: monotonic_ns(), pid, code, signal });
+            self.attr.found([exit], &mut self.writer)?;
         }
         // Where the running processes' launches came from, and their calls into GPU libraries.
-        for r in self.attr.launch_sites() {
-            self.writer.write(&r)?;
-        }
-        for r in self.watch.entries.as_mut().map(|en| en.take(None)).unwrap_or_default() {
-            self.writer.write(&r)?;
-        }
-        for r in self.kernel.tallies() {
-            self.writer.write(&r)?;
-        }
+        self.attr.launch_sites(&mut self.writer)?;
+        let calls = self.watch.entries.as_mut().map(|en| en.take(None)).unwrap_or_default();
+        self.attr.found(calls, &mut self.writer)?;
+        self.attr.found(self.kernel.tallies(), &mut self.writer)?;
         let footer = self.footer(ended.stop, shed);
         let drops = footer.total_drops();
         let counts: BTreeMap<&'static str, u64> = self.writer.counts();

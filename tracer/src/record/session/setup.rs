@@ -23,6 +23,7 @@ use crate::{
         probes::{
             attach::{self, Settings},
             entries::Entries,
+            found::Found,
             libs::LibCopy,
             ollama,
             watch::LibraryWatch,
@@ -49,8 +50,8 @@ struct Loaded {
 struct Attached {
     ebpf: aya::Ebpf,
     watch: LibraryWatch,
-    /// Library and probe records, written after the header.
-    records: Vec<Line>,
+    /// The libraries probed and counted, said after the header.
+    records: Vec<Found>,
     kernel: KernelMaps,
     ring: Ring,
     early: Arc<EarlyLooks>,
@@ -95,8 +96,9 @@ impl<'a> Session<'a> {
         if let Some(pid) = child_pid {
             kernel.pids.insert(pid, 1, 0)?;
         }
+        let mut attr = attributor(args, &targets.pids, child_pid, early, filter_by_pid);
         for &pid in targets.pids.iter().chain(&targets.servers).chain(child_pid.iter()) {
-            watch.scope(pid, false);
+            watch.scope(pid, false, attr.watched(pid));
         }
 
         let start_mono = monotonic_ns();
@@ -110,21 +112,16 @@ impl<'a> Session<'a> {
             job_tracepoints,
             watch.launches_at_doorbell,
         ))))?;
-        for r in setup {
-            writer.write(&r)?;
-        }
-        let mut attr = attributor(args, &targets.pids, child_pid, early, filter_by_pid);
-        let mut out = Vec::new();
+        attr.found(setup, &mut writer)?;
         for &pid in targets.pids.iter().chain(child_pid.iter()) {
             // One reading of its maps for both: naming's look and the library listing.
             let listing = LIVE.maps(pid);
-            attr.start_process(pid, start_mono, listing.clone(), &mut out);
-            out.extend(watch.scan(&mut ebpf, pid, start_mono, args.probe_mode, listing, || attr.held_mappings(pid)));
+            attr.start_process(pid, start_mono, listing.clone(), &mut writer)?;
+            let held = if listing.as_ref().is_none_or(Vec::is_empty) { attr.held_mappings(pid) } else { Vec::new() };
+            let found = watch.scan(&mut ebpf, pid, start_mono, args.probe_mode, listing, (held, attr.watched(pid)));
+            attr.found(found, &mut writer)?;
         }
         kernel.filter_at_start = filter_by_pid.then(|| kernel.filtered() as u64);
-        for r in out {
-            writer.write(&r)?;
-        }
         writer.flush()?;
         let until_targets_exit = !targets.pids.is_empty() && child_pid.is_none() && !targets.watch_ollama;
         let scope = Scope { until_targets_exit, child_pid, servers: targets.servers, ollama: targets.watch_ollama };
@@ -261,7 +258,7 @@ fn attach_all(
     // Watching for Ollama or recording a command, a runtime opened later is probed then.
     if !targets.watch_ollama
         && args.command.is_empty()
-        && !setup.iter().any(|r| matches!(r, Line::Probe(p) if p.error.is_none()))
+        && !setup.iter().any(|f| matches!(f, Found::Probed(_, probes) if probes.iter().any(|p| p.error.is_none())))
     {
         let paths: Vec<&str> = copies.iter().map(|c| c.path.as_str()).collect();
         bail!("no runtime function could be probed in {}: is this libamdhip64 or libcuda?", paths.join(", "));
@@ -286,7 +283,7 @@ fn attach_all(
     ));
     // The GPU libraries the command will load: counted before its first instruction.
     for (gpu, copy) in counted {
-        setup.extend(watch.count_entries(Some(*gpu), &copy.path, &copy.file).map(Line::EntryLibrary));
+        setup.extend(watch.count_entries(Some(*gpu), &copy.path, &copy.file).map(Found::Counting));
     }
     if let Some(links) = watch.links.as_mut() {
         links.finish_preloading();
