@@ -8,7 +8,10 @@ use anyhow::Result;
 use super::Attributor;
 use crate::{
     os::proc::{LIVE, Procs as _},
-    record::probes::{found::Found, watch::Watched},
+    record::probes::{
+        found::{Found, MappingsSaid},
+        watch::Watched,
+    },
     trace::{Line, Sink},
 };
 
@@ -54,11 +57,19 @@ impl Attributor {
     /// keeps it until the watch lets go ([`Self::let_go_watched`]); a process attribution has not met yet
     /// gets its entry now (a look at a child whose fork the ring has not brought yet).
     pub(crate) fn watched(&mut self, pid: u32) -> &mut Watched {
-        match self.leaving.get_mut(&pid) {
-            Some(w) if !self.live.contains_key(&pid) => w,
-            _ => &mut self.live.entry(pid).or_default().watched,
+        self.lend(pid).0
+    }
+
+    /// [`Self::watched`], with what the trace has said of the process's mappings (None for one that exited:
+    /// nothing more is said of it), for a look at its maps.
+    pub(crate) fn lend(&mut self, pid: u32) -> (&mut Watched, Option<&dyn MappingsSaid>) {
+        if !self.live.contains_key(&pid)
+            && let Some(w) = self.leaving.get_mut(&pid)
+        {
+            return (w.get_or_insert_with(Watched::default), None);
         }
-        .get_or_insert_with(Watched::default)
+        let p = self.live.entry(pid).or_default();
+        (p.watched.get_or_insert_with(Watched::default), Some(&p.said))
     }
 
     /// The watch lets go of a process (it exited, or left the recording alive): what it knew, given back

@@ -33,12 +33,13 @@ impl Attributor {
                 self.effects.joined.push(p.pid);
                 // A new process: nothing of another process that had its PID before, but for what the library
                 // watch knows and has said of the PID (a look at the child may have come before its fork).
-                if let Some(mut old) = self.live.insert(p.pid, Process::default()) {
-                    let new = self.live.entry(p.pid).or_default();
+                let mut new = Process::default();
+                if let Some(mut old) = self.live.remove(&p.pid) {
                     new.watched = old.watched.take();
                     new.said.carry_mappings(&mut old.said);
                     self.let_go(p.pid, old, out);
                 }
+                self.live.insert(p.pid, new);
                 self.snapshot(p.pid);
                 let said = &mut self.live.entry(p.pid).or_default().said;
                 if let Some(rec) = self.processes.observe(said, p.pid, Cause::Fork, ts, 0, &p.comm) {

@@ -15,7 +15,7 @@ use crate::{
     record::{
         intake::decode::Params,
         names::{ProcessNames, early::EarlyLooks},
-        probes::{ollama, watch::Watched},
+        probes::{found::MappingsSaid, ollama, watch::Watched},
     },
     trace::{self, Cause, event::Launch},
 };
@@ -50,7 +50,7 @@ impl Said {
     /// not probed that is probed now. Marked written, as not probed or not, when it is.
     pub(crate) fn first_mapping(&mut self, m: &trace::Mapping) -> bool {
         let file = (m.dev, m.inode);
-        if self.mapped.contains(&file) && !(m.lib.is_some() && self.unprobed.contains(&file)) {
+        if self.said(file, m.lib.is_some()) {
             return false;
         }
         self.mapped.insert(file);
@@ -73,6 +73,12 @@ impl Said {
     /// after its probes: the record said before as probed late is superseded).
     pub(crate) fn unsay_mapping(&mut self, file: (u64, u64)) {
         self.mapped.remove(&file);
+    }
+}
+
+impl MappingsSaid for Said {
+    fn said(&self, file: (u64, u64), probed: bool) -> bool {
+        self.mapped.contains(&file) && !(probed && self.unprobed.contains(&file))
     }
 }
 

@@ -5,6 +5,14 @@
 
 use crate::trace;
 
+/// What the trace has said of a process's mappings, as the watch may ask it (attribution's `Said` answers): a
+/// look skips a mapping said already, reading no file for it.
+pub(crate) trait MappingsSaid {
+    /// Whether the mapping of `file` (device, inode) needs no record now: written already, and not as a
+    /// runtime copy not probed that is `probed` now (written again, with its library).
+    fn said(&self, file: (u64, u64), probed: bool) -> bool;
+}
+
 /// One thing found for the trace.
 #[derive(Debug)]
 pub(crate) enum Found {

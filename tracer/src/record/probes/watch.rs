@@ -14,7 +14,7 @@ use crate::{
     record::probes::{
         attach::{self, ProbeMode},
         entries::Entries,
-        found::Found,
+        found::{Found, MappingsSaid},
         libs::{self, LibCopy},
     },
     trace::{
@@ -298,7 +298,8 @@ impl LibraryWatch {
 
     /// Looks at a traced process's maps (one read): probes a runtime copy it maps that is not probed yet
     /// (a dlopen after the start, a copy inside a container), and records the libraries of interest it
-    /// maps (attribution says each once). Known files cost no stat: maps give their device and inode. A
+    /// maps (attribution says each once; one it has said is skipped, `said`). Known files cost no stat: maps
+    /// give their device and inode. A
     /// process that has ended (`listing` empty) is
     /// listed from the mappings naming holds of it (`held`: its last look taken while it lived, with the
     /// files opened then).
@@ -309,7 +310,7 @@ impl LibraryWatch {
         ts: u64,
         mode: ProbeMode,
         listing: Option<Vec<MapsEntry>>,
-        (held, w): (crate::record::names::HeldMappings, &mut Watched),
+        (held, (w, said)): (crate::record::names::HeldMappings, (&mut Watched, Option<&dyn MappingsSaid>)),
     ) -> Vec<Found> {
         let mut out = Vec::new();
         let (entries, held_files) = if let Some(entries) = listing.filter(|e| !e.is_empty()) {
@@ -339,6 +340,9 @@ impl LibraryWatch {
             // A copy is probed only in a process that lives: it is opened through that process.
             if runtime && held_files.is_none() {
                 self.probe_mapped(ebpf, (pid, &mut *w), e, mode, &mut out);
+            }
+            if said.is_some_and(|s| s.said(id, self.probed.contains_key(&id))) {
+                continue;
             }
             let gpu = self.gpu_of((pid, &mut *w), e, held_files.as_deref().map(|files| (files, i)), &mut out);
             if let Some(gpu) = gpu {

@@ -413,7 +413,7 @@ impl Session<'_> {
         let mode = self.args.probe_mode;
         // A process that has ended is listed from what naming holds of it.
         let held = if listing.as_ref().is_none_or(Vec::is_empty) { self.attr.held_mappings(pid) } else { Vec::new() };
-        let found = self.watch.scan(&mut self.ebpf, pid, now, mode, listing, (held, self.attr.watched(pid)));
+        let found = self.watch.scan(&mut self.ebpf, pid, now, mode, listing, (held, self.attr.lend(pid)));
         self.attr.found(found, &mut self.writer)?;
         Ok(())
     }

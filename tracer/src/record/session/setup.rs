@@ -118,7 +118,7 @@ impl<'a> Session<'a> {
             let listing = LIVE.maps(pid);
             attr.start_process(pid, start_mono, listing.clone(), &mut writer)?;
             let held = if listing.as_ref().is_none_or(Vec::is_empty) { attr.held_mappings(pid) } else { Vec::new() };
-            let found = watch.scan(&mut ebpf, pid, start_mono, args.probe_mode, listing, (held, attr.watched(pid)));
+            let found = watch.scan(&mut ebpf, pid, start_mono, args.probe_mode, listing, (held, attr.lend(pid)));
             attr.found(found, &mut writer)?;
         }
         kernel.filter_at_start = filter_by_pid.then(|| kernel.filtered() as u64);
