@@ -83,10 +83,10 @@ pub(crate) fn build() -> Result<()> {
 }
 
 /// The HIP graph program of the null GPU's graph tests (issue 76), in `target/fixtures/hip-graphs/`: its code
-/// object, `fixtures/kmod/hip_graphs_kernels.hip` built by the `ROCm` 7.2 root's own hipcc for the null GPU's
-/// gfx1100 (in a scratch directory of the root's /tmp, with a /proc of its own that only that command sees), and
-/// `fixtures/kmod/hip_graphs.c` built by the host's gcc (it takes libamdhip64 with dlopen, so one binary runs on
-/// HIP 7.2 and 6.4). Each is rebuilt when its source is newer.
+/// object, `fixtures/kmod/hip_graphs_kernels.hip` built by the `ROCm` 7.2 root's own hipcc for both cards of the
+/// null GPU, gfx1100 and gfx1201, as one offload bundle (in a scratch directory of the root's /tmp, with a /proc
+/// of its own that only that command sees), and `fixtures/kmod/hip_graphs.c` built by the host's gcc (it takes
+/// libamdhip64 with dlopen, so one binary runs on HIP 7.2 and 6.4). Each is rebuilt when its source is newer.
 fn build_hip_graphs() -> Result<()> {
     let dir = fixtures_dir().join("hip-graphs");
     fs::create_dir_all(&dir)?;
@@ -106,7 +106,7 @@ fn build_hip_graphs() -> Result<()> {
         let inside = Path::new("/").join(work.strip_prefix(rocm72)?);
         // hipcc finds itself through /proc/self/exe: a proc mounted in a mount namespace of the command's own.
         let script = format!(
-            "mount -t proc proc {root}/proc && exec chroot {root} hipcc --genco --offload-arch=gfx1100 -O2 -o {w}/k.co {w}/k.hip",
+            "mount -t proc proc {root}/proc && exec chroot {root} hipcc --genco --offload-arch=gfx1100 --offload-arch=gfx1201 -O2 -o {w}/k.co {w}/k.hip",
             root = rocm72.display(),
             w = inside.display()
         );

@@ -79,6 +79,9 @@ enum Cmd {
         #[arg(long, default_value = "/usr/local")]
         prefix: PathBuf,
     },
+    /// Build llama.cpp as Ollama 0.30+ ships it for AMD (`ROCm` 7.2, gfx1100 and gfx1201, HIP graphs on) in
+    /// /var/cache/tracer/ollama-rocm72, once (hours on 2 cores): the tree the shipped gfx1201 recording is made from.
+    OllamaRocm72,
     /// Set up, build, then run fmt and clippy checks, every unit test and the root integration tests.
     Test {
         /// Only run tests whose name contains this.
@@ -158,6 +161,7 @@ fn main() {
         Cmd::CheckSetup => setup().and_then(|()| build()).and_then(|()| provenance::check()),
         Cmd::Deb => package::deb().map(|deb| step(&format!("built {}", deb.display()))),
         Cmd::Install { prefix } => package::install(&prefix),
+        Cmd::OllamaRocm72 => setup().and_then(|()| roots::ollama_rocm72()),
         Cmd::Test { filter, no_lint } => setup().and_then(|()| build()).and_then(|()| test(filter, no_lint)),
     };
     if let Err(e) = result {

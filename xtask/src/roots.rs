@@ -38,6 +38,41 @@ const ROCM72_PIN: &str =
 /// The version every `ROCm` package of that root has.
 const ROCM72_VERSION: &str = "7.2.4";
 
+/// The build root of llama.cpp as Ollama 0.30+ ships it for AMD (issue 80): [`ROCM72_ROOT`]'s packages with
+/// experimental's rocBLAS, hipBLAS (and what they pull: rocSOLVER, hipBLASLt, roctx) and the build tools.
+const ROCM72_BUILD_ROOT: &str = "/var/cache/tracer/exp-rocm72-build";
+const ROCM72_BUILD_PACKAGES: &str =
+    "libamdhip64-7,libamdhip64-dev,hipcc,rocminfo,librocblas-dev,libhipblas-dev,cmake,ninja-build,g++,make";
+const ROCM72_BUILD_PIN: &str = "Package: src:rocm-hipamd src:rocr-runtime src:rocm-llvm src:rocblas src:hipblas \
+     src:rocsolver src:roctracer src:hipblaslt\nPin: release a=experimental\nPin-Priority: 990\n";
+/// The Ollama-shaped tree `fixtures/kmod/ollama_rocm72.sh` lays out from that build, inside the build root at
+/// /opt/ollama (as Ollama's installer puts it under a prefix): the null GPU's guest shares one host directory, the
+/// root with the tree in it, whose system libraries the runner uses beside the ones the tree bundles.
+pub(crate) const OLLAMA_ROCM72: &str = "/var/cache/tracer/exp-rocm72-build/opt/ollama";
+
+/// `cargo xtask ollama-rocm72`: the build root, then the pinned llama.cpp (the Vulkan build's source, which setup
+/// fetched) built for gfx1100 and gfx1201 as Ollama builds it, and laid out as its tree in [`OLLAMA_ROCM72`]; a
+/// tree already there is kept. Hours on 2 cores: the recording made from it is shipped, never made by a test.
+pub(crate) fn ollama_rocm72() -> Result<()> {
+    let out = PathBuf::from(OLLAMA_ROCM72);
+    if out.join("lib/ollama/rocm_v7_2/libggml-hip.so").exists() {
+        step(&format!("the Ollama-shaped ROCm 7.2 tree in {OLLAMA_ROCM72}: present"));
+        return Ok(());
+    }
+    debian_root(&Root {
+        dir: ROCM72_BUILD_ROOT,
+        packages: ROCM72_BUILD_PACKAGES,
+        what: "Debian experimental's ROCm 7.2 build",
+        pin: Some(ROCM72_BUILD_PIN),
+    })?;
+    step(&format!("building llama.cpp's HIP backend for gfx1100 and gfx1201 in {ROCM72_BUILD_ROOT} (hours)"));
+    run(Command::new("bash")
+        .arg(root().join("fixtures/kmod/ollama_rocm72.sh"))
+        .arg(ROCM72_BUILD_ROOT)
+        .arg(Path::new(LLAMA_VK_WORK).join("llama.cpp"))
+        .arg(&out))
+}
+
 pub(crate) fn sid_roots() -> Result<()> {
     debian_root(&Root { dir: SID_ROOT, packages: SID_PACKAGES, what: "Debian unstable's ROCm", pin: None })?;
     debian_root(&Root {
@@ -174,6 +209,8 @@ fn rocm_versions(root: &Path, version: &str) -> Result<()> {
         .lines()
         .filter_map(|l| l.split_once(' '))
         .filter(|(p, _)| ["hip", "hsa", "comgr", "rocblas", "rocm", "rocminfo"].iter().any(|w| p.contains(w)))
+        // hipBLAS's common headers are a source package of their own, on a version line of its own (7.1.0).
+        .filter(|(p, _)| !p.starts_with("libhipblas-common"))
         .collect();
     let wrong: Vec<String> =
         rocm.iter().filter(|(_, v)| !v.starts_with(version)).map(|(p, v)| format!("{p} {v}")).collect();

@@ -23,6 +23,9 @@ use crate::null_gpu::{Packet, consumed, dispatched_names, number, read_by_tracer
 /// double's packet log holds 1 MiB: the three runs fill about 70 % of it.
 const FROM_START: (u64, u64, u64) = (24, 4, 2);
 const LATE: (u64, u64, u64) = (6, 2, 2);
+/// The null GPU's two cards (`card=`): gfx target, the marketing name libdrm's amdgpu.ids gives, compute units.
+const GFX1100: (&str, &str, u32) = ("gfx1100", "AMD Radeon RX 7900 XTX", 96);
+const GFX1201: (&str, &str, u32) = ("gfx1201", "AMD Radeon RX 9070 XT", 64);
 /// Kernel nodes of the two graphs (each also has a memset node and a copy node).
 const NODES: (u64, u64) = (64, 512);
 /// The most packets HIP 7.2 releases with one store.
@@ -375,31 +378,33 @@ fn guest_files() -> std::path::PathBuf {
     dir
 }
 
-/// One guest boot: rocminfo of `ROCm` 7.2 finds the null GPU's gfx1100; our program recorded from its start on HIP
-/// 7.2 then 6.4 (`--program-stats`), each checked against the double ([`checked`]): every packet read, every store
-/// whole, HIP 6.4 one store per packet, HIP 7.2 fewer stores than packets per replay (it batches up to 256), one
-/// trap per direct launch's store and, per replay, the replay's stores and hipGraphLaunch's probe; then the program
-/// on HIP 7.2 attached late, just before its replays ([`checked_late`]). Prints packets per store and traps per
-/// replay on each version.
-#[test]
-fn hip_7_2_graph_replays_ring_one_doorbell_for_many_packets_and_tracer_reads_every_packet_of_each_store() {
-    let files = guest_files();
+/// The guest's commands: rocminfo of `ROCm` 7.2, then our program recorded from its start on HIP 7.2 (`h72`, with
+/// the environment `h72_env`), and with `all` on HIP 6.4 (`h64`) and on HIP 7.2 attached late, just before its
+/// replays (`late`); then the double's packet log. Each recording's program output, stderr (HIP's warnings) and
+/// HIP's own log lines ([`crate::hip_log`]) are sections of their own.
+fn guest_script(all: bool, h72_env: &str) -> String {
     let (d, r64, r512) = FROM_START;
     let (ld, l64, l512) = LATE;
-    let script = format!(
+    let begin = format!(
         "for r in r72 sid; do for d in proc sys dev tmp; do mount --bind /$d /guest/$r/$d; done; done
          cp /guest/hip-graphs/* /tmp/
          P=/sys/kernel/debug/null_gpu/packets G='/tmp/hip_graphs /tmp/hip_graphs_kernels.co'
          echo '@@BEGIN rocminfo'; chroot /guest/r72 /usr/bin/rocminfo 2>&1; echo \"rc=$?\"; echo '@@END rocminfo'
          run() {{
-           timeout 600 tracer record -q --program-stats -o /tmp/$1.jsonl -- chroot /guest/$2 $G {d} {r64} {r512} \
-             > /tmp/$1.out 2> /tmp/$1.err; rc=$?
+           env $3 timeout 600 tracer record -q --program-stats -o /tmp/$1.jsonl -- chroot /guest/$2 $G {d} {r64} \
+             {r512} > /tmp/$1.out 2> /tmp/$1.err; rc=$?
            echo \"@@BEGIN $1-out\"; cat /tmp/$1.out; echo \"@@END $1-out\"
-           [ $rc = 0 ] || {{ echo \"tracer record: $rc\"; tail -20 /tmp/$1.err; tail $P; exit 1; }}
+           echo \"@@BEGIN $1-err\"; grep -v '^:[0-9]:' /tmp/$1.err; echo \"@@END $1-err\"
+           echo \"@@BEGIN $1-hiplog\"; cat /tmp/$1.err | {grep}; echo \"@@END $1-hiplog\"
+           [ $rc = 0 ] || {{ echo \"tracer record: $rc\"; tail $P; exit 1; }}
            echo \"@@BEGIN $1\"; cat /tmp/$1.jsonl; echo \"@@END $1\"; rm /tmp/$1.jsonl
          }}
-         run h72 r72
-         run h64 sid
+         run h72 r72 {h72_env}
+",
+        grep = crate::hip_log::GREP
+    );
+    let rest = format!(
+        "run h64 sid
          chroot /guest/r72 $G {ld} {l64} {l512} /tmp/go > /tmp/late.out 2> /tmp/late.err &
          app=$!
          echo '@@BEGIN late-pid'; echo $app; echo '@@END late-pid'
@@ -414,23 +419,61 @@ fn hip_7_2_graph_replays_ring_one_doorbell_for_many_packets_and_tracer_reads_eve
          wait $rec || {{ echo 'tracer record --pid failed'; cat /tmp/late.rec; exit 1; }}
          echo '@@BEGIN late-out'; cat /tmp/late.out; echo '@@END late-out'
          echo '@@BEGIN late'; cat /tmp/late.jsonl; echo '@@END late'
-         echo '@@BEGIN packets'; cat $P; echo '@@END packets'"
+"
     );
-    let started = std::time::Instant::now();
+    format!("{begin}{}echo '@@BEGIN packets'; cat $P; echo '@@END packets'", if all { rest } else { String::new() })
+}
+
+/// One guest boot of the null GPU presenting `card` (its module parameter), running [`guest_script`]: the output,
+/// after rocminfo's agent was checked to be the card (`target`, marketing name `name`, `cus` compute units).
+fn boot(card: (&str, &str, u32), all: bool, h72_env: &str) -> String {
+    let (target, name, cus) = card;
+    let files = guest_files();
     let out = guest(
-        &script,
+        &guest_script(all, h72_env),
         &[
             ("GUEST_NULL_GPU", "1"),
+            ("GUEST_NULL_GPU_CARD", target),
             ("GUEST_MEM", "6144"),
             ("GUEST_TIMEOUT", "1500"),
             ("GUEST_FILES", files.to_str().expect("UTF-8 path")),
         ],
     );
     drop(std::fs::remove_dir_all(&files));
-    println!("guest: {:.0} s", started.elapsed().as_secs_f64());
     let info = section(&out, "rocminfo");
     assert!(info.ends_with("rc=0\n"), "{info}");
-    assert!(info.contains("gfx1100") && info.contains("AMD Radeon RX 7900 XTX"), "ROCm 7.2's rocminfo: {info}");
+    let agent = info.split("*******").find(|a| a.contains(&format!("Name:                    {target}")));
+    assert!(agent.is_some(), "ROCm 7.2's rocminfo has no {target} agent: {info}");
+    let agent = agent.expect("checked");
+    assert!(agent.contains(name), "ROCm 7.2's rocminfo names the {target} {name:?}: {agent}");
+    let cu_line = agent.lines().find(|l| l.trim_start().starts_with("Compute Unit:"));
+    assert_eq!(cu_line.map(|l| number(l.split(':').nth(1).unwrap_or("").trim())), Some(u64::from(cus)), "{agent}");
+    out
+}
+
+/// The completion signals' timestamps: the double writes start and end on the queues `ROCr` enables profiling on,
+/// as the CP does, so `ROCr` never finds them missing: HIP's stderr of recording `run` has no "time stamps may be
+/// invalid". Returns the count of timestamped completions in the double's log, for the figures.
+fn timestamps_checked(out: &str, run: &str) -> usize {
+    let err = section(out, &format!("{run}-err"));
+    let invalid = err.lines().filter(|l| l.contains("time stamps may be invalid")).count();
+    let stamped = section(out, "packets")
+        .lines()
+        .filter(|l| l.contains(" signal ") && l.split(" end ").nth(1).is_some_and(|e| !e.starts_with('0')))
+        .count();
+    assert_eq!(invalid, 0, "{run}: ROCr found {invalid} signals without timestamps ({stamped} stamped): {err}");
+    stamped
+}
+
+/// One guest boot: rocminfo of `ROCm` 7.2 finds the null GPU's gfx1100; our program recorded from its start on HIP
+/// 7.2 then 6.4 (`--program-stats`), each checked against the double ([`checked`]): every packet read, every store
+/// whole, HIP 6.4 one store per packet, HIP 7.2 fewer stores than packets per replay (it batches up to 256), one
+/// trap per direct launch's store and, per replay, the replay's stores and hipGraphLaunch's probe; then the program
+/// on HIP 7.2 attached late, just before its replays ([`checked_late`]). Prints packets per store and traps per
+/// replay on each version.
+#[test]
+fn hip_7_2_graph_replays_ring_one_doorbell_for_many_packets_and_tracer_reads_every_packet_of_each_store() {
+    let out = boot(GFX1100, true, "");
     println!("{}", figures(&out, "h72", "HIP 7.2"));
     println!("{}", figures(&out, "h64", "HIP 6.4"));
     // Each check runs whatever another found: a failure says its own panic, and all are named at the end.
@@ -438,6 +481,38 @@ fn hip_7_2_graph_replays_ring_one_doorbell_for_many_packets_and_tracer_reads_eve
         ("h64", std::panic::catch_unwind(|| checked(&out, "h64", false))),
         ("h72", std::panic::catch_unwind(|| checked(&out, "h72", true))),
         ("late", std::panic::catch_unwind(|| println!("{}", checked_late(&out)))),
+        (
+            "timestamps",
+            std::panic::catch_unwind(|| println!("{} completions stamped", timestamps_checked(&out, "h72"))),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(run, result)| result.is_err().then_some(run))
+    .collect();
+    assert!(failed.is_empty(), "checks failed (see each panic above): {failed:?}");
+}
+
+/// The null GPU as the study's card, an RX 9070 XT (gfx1201, RDNA4): `ROCm` 7.2's rocminfo finds it with its 64
+/// compute units, and our program on HIP 7.2, recorded from its start, is read as on gfx1100 ([`checked`]: every
+/// packet equal to the double's, every store whole, one trap a store, our kernels named from the gfx1201 code
+/// object of the bundle), its completions timestamped, and every dispatch named as HIP's own log names it
+/// (`AMD_LOG_LEVEL=5`: HIP 7.2 prints each kernel packet it writes with its kernel's name at that level; it
+/// changes HIP's logging only).
+#[test]
+fn the_null_gpu_as_an_rx_9070_xt_runs_hip_7_2_graphs_and_tracer_reads_every_packet() {
+    let out = boot(GFX1201, false, "AMD_LOG_LEVEL=5");
+    println!("{}", figures(&out, "h72", "HIP 7.2, gfx1201"));
+    let oracle = || {
+        let said = crate::hip_log::names_checked(&guest_trace(&out, "h72"), section(&out, "h72-hiplog"), "h72");
+        println!("{said}");
+    };
+    let failed: Vec<&str> = [
+        ("h72", std::panic::catch_unwind(|| checked(&out, "h72", true))),
+        ("names", std::panic::catch_unwind(oracle)),
+        (
+            "timestamps",
+            std::panic::catch_unwind(|| println!("{} completions stamped", timestamps_checked(&out, "h72"))),
+        ),
     ]
     .into_iter()
     .filter_map(|(run, result)| result.is_err().then_some(run))

@@ -17,6 +17,7 @@ mod flood;
 mod gpu_jobs;
 mod graph_inputs;
 mod hip_graphs;
+mod hip_log;
 mod hostile;
 mod hostile_libraries;
 mod inspect;
