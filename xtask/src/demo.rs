@@ -56,13 +56,14 @@ fn demo_build() -> Result<()> {
 /// The GPU recording the demo reports: made on an NVIDIA H100 by `bench/gpu/ggml/ledger.sh`.
 const DEMO_GPU_TRACE: &str = "fixtures/traces/h100-llama-bench-q4_k_m-p513.jsonl.zst";
 
-/// The AMD recording the demo reports: made here, in the qemu guest of the null GPU (issue 58), by
-/// `fixtures/kmod/null_gpu_bench.sh`.
-const DEMO_AMD_TRACE: &str = "fixtures/traces/null-gpu-llama-bench-q4_k_m.jsonl.zst";
+/// The AMD recording the demo reports: the study's card (issue 80), made in the qemu guest of the null GPU
+/// presenting an RX 9070 XT by `fixtures/kmod/ollama_gfx1201_record.sh`, from llama.cpp built as Ollama 0.30+ ships
+/// it for AMD (`cargo xtask ollama-rocm72`).
+const DEMO_AMD_TRACE: &str = "fixtures/traces/null-gpu-gfx1201-ollama-q4_k_m.jsonl.zst";
 
 /// Three parts: a recording made here (the eBPF side works on this machine: a GPU-less run of the demo
 /// workload, every launch failing), then the reports of two recordings shipped in the repository: a real GPU's
-/// (NVIDIA), and Debian's unmodified AMD stack on the null GPU.
+/// (NVIDIA), and Ollama's AMD stack on the null GPU as an RX 9070 XT.
 fn parts() -> Result<()> {
     let trace = root().join("target/demo.trace.jsonl");
     let runner = fixtures::fixtures_dir().join(DEMO_RUNNER);
@@ -91,11 +92,13 @@ fn parts() -> Result<()> {
     step(&format!("tracer report {DEMO_GPU_TRACE}"));
     run(Command::new(tracer_bin()).arg("report").arg(root().join(DEMO_GPU_TRACE)))?;
     step(
-        "part 3 of 3: AMD's dispatch path, Debian unstable's unmodified ROCm 6.4 and llama.cpp (llama-bench, ggml's \
-         HIP backend, a random-weight Q4_K_M model, -p 8 -n 4) on the null GPU: a test double of the amdgpu kernel \
-         driver in a qemu guest that presents a gfx1100 and consumes every AQL packet without computing. It shows \
-         the queues, packets, kernels and steps exactly as the runtime made them, each dispatch read at its \
-         doorbell with one trap; it cannot show GPU time, and no result is computed",
+        "part 3 of 3: AMD's dispatch path on the study's card: llama.cpp as Ollama 0.30+ ships it for AMD (its HIP \
+         backend built for gfx1100 and gfx1201 against Debian experimental's unmodified ROCm 7.2.4, HIP graphs on, \
+         the runtime bundled in lib/ollama/rocm_v7_2), its llama-bench (a random-weight Q4_K_M model, -p 290 -n 8) \
+         on the null GPU: a test double of the amdgpu kernel driver in a qemu guest that presents an RX 9070 XT \
+         (gfx1201) and consumes every AQL and SDMA packet without computing. It shows the queues, packets, kernels, \
+         MMQ/MMVQ column counts and steps exactly as the runtime made them, each dispatch read at its doorbell with \
+         one trap; it cannot show GPU time, and no result is computed",
     );
     step(&format!("tracer report {DEMO_AMD_TRACE}"));
     run(Command::new(tracer_bin()).arg("report").arg(root().join(DEMO_AMD_TRACE)))

@@ -14,6 +14,7 @@ mod cuda;
 mod debian_llama;
 mod driver;
 mod flood;
+mod gfx1201;
 mod gpu_jobs;
 mod graph_inputs;
 mod hip_graphs;
