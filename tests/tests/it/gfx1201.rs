@@ -53,8 +53,8 @@ fn all_ne11(rows: &[&serde_json::Value], ne11: u64, run: &str) -> u64 {
 /// double's, queue by queue; the report's dispatches per kernel object equal its log's; every dispatch named as
 /// HIP's log names it; the runtime mapped from Ollama's tree. The report's JSON for the run's other checks, and the
 /// names' comparison in words.
-fn checked(run: &str, packets: &str) -> (serde_json::Value, String) {
-    let trace = shipped(&format!("null-gpu-gfx1201-ollama-{run}.jsonl.zst"));
+fn checked(card: &str, run: &str, packets: &str) -> (serde_json::Value, String) {
+    let trace = shipped(&format!("null-gpu-{card}-ollama-{run}.jsonl.zst"));
     let records = read_trace(&trace);
     let f = footer(&records);
     assert_eq!(f.total_drops(), 0, "{run}: nothing dropped");
@@ -66,7 +66,7 @@ fn checked(run: &str, packets: &str) -> (serde_json::Value, String) {
         let logged = truth.packets.get(ring).map_or(&[][..], Vec::as_slice);
         assert_eq!(read.as_slice(), logged, "{run}: ring {ring:#x}: tracer's packets, then the double's");
     }
-    let hiplog = unzstd(&format!("null-gpu-gfx1201-ollama-{run}.hiplog.zst"));
+    let hiplog = unzstd(&format!("null-gpu-{card}-ollama-{run}.hiplog.zst"));
     let said = crate::hip_log::names_checked(&records, &hiplog, run);
     let mut v = tracer_json(&["report", "--json", trace.to_str().expect("UTF-8 path")]);
     let processes = v["processes"].as_array_mut().expect("processes");
@@ -88,28 +88,54 @@ fn checked(run: &str, packets: &str) -> (serde_json::Value, String) {
     (p, said)
 }
 
-/// The two shipped recordings of the RX 9070 XT under Ollama's `ROCm` 7.2 layout, against the double's packet log
-/// and HIP's own log, and the study's answers in their reports: `Q4_K_M`'s prompt of 290 tokens as MMQ kernels,
-/// every one at ne11 290, and its generated tokens as MMVQ at ne11 1, rocBLAS mapped and not dispatched; F16's
-/// prompt handed to rocBLAS, whose gfx1201 Tensile kernels (`Cijk_...`, from the bundled librocblas) are dispatched.
-#[test]
-fn the_rx_9070_xt_under_ollama_s_rocm_7_2_reads_as_the_double_consumed_and_hip_named() {
-    let packets = unzstd("null-gpu-gfx1201-ollama.packets.zst");
-    let (q4, said) = checked("q4_k_m", &packets);
-    println!("{said}");
+/// The shipped recordings of one card under Ollama's `ROCm` 7.2 layout, against the double's packet log and HIP's
+/// own log, and the study's answers in their reports: `Q4_K_M`'s prompt of 290 tokens as MMQ kernels, every one at
+/// ne11 290, and its generated tokens as MMVQ at ne11 1; F16's prompt handed to rocBLAS, whose Tensile kernels for
+/// the card (`Cijk_...`, from the bundled librocblas) are dispatched (gfx1100's `Q4_K_M` prompt hands two products
+/// to them too, gfx1201's none). In words.
+fn card_checked(card: &str) -> String {
+    let packets = unzstd(&format!("null-gpu-{card}-ollama.packets.zst"));
+    let (q4, q4_names) = checked(card, "q4_k_m", &packets);
     let mmq = all_ne11(&family(&q4, "MMQ"), 290, "q4_k_m");
     let mmvq = all_ne11(&family(&q4, "MMVQ"), 1, "q4_k_m");
-    assert!(mmq > 0 && mmvq > 0, "q4_k_m: {mmq} MMQ, {mmvq} MMVQ");
-    println!("q4_k_m: {mmq} MMQ dispatches, each at ne11 290; {mmvq} MMVQ, each at ne11 1");
-    assert!(family(&q4, "BLAS-GEMM").is_empty(), "q4_k_m: no Tensile kernel");
-    let (f16, said) = checked("f16", &packets);
-    println!("{said}");
-    let tensile = family(&f16, "BLAS-GEMM");
-    assert!(!tensile.is_empty(), "f16: rocBLAS's Tensile GEMMs for the prompt");
-    for row in &tensile {
-        assert!(row["name"].as_str().is_some_and(|n| n.starts_with("Cijk_")), "{row}");
-        assert_eq!(row["class"]["library"], "Tensile", "{row}");
-        let file = row["code_file"].as_str().unwrap_or("");
-        assert!(file.ends_with("/lib/ollama/rocm_v7_2/librocblas.so.5"), "f16: Tensile code of the bundle: {row}");
-    }
+    assert!(mmq > 0 && mmvq > 0, "{card} q4_k_m: {mmq} MMQ, {mmvq} MMVQ");
+    let q4_gemms = tensile_from_the_bundle(&q4, card);
+    let (f16, f16_names) = checked(card, "f16", &packets);
+    let f16_gemms = tensile_from_the_bundle(&f16, card);
+    assert!(f16_gemms > 0, "{card} f16: rocBLAS's Tensile GEMMs for the prompt");
+    format!(
+        "{card}: {q4_names}; {f16_names}; q4_k_m: {mmq} MMQ dispatches, each at ne11 290, {mmvq} MMVQ, each at ne11 1, \
+         {q4_gemms} Tensile GEMMs; f16: {f16_gemms} Tensile GEMMs"
+    )
+}
+
+/// The report's rocBLAS GEMMs: each a Tensile kernel (`Cijk_...`) whose code is the bundled librocblas's; their
+/// dispatches.
+fn tensile_from_the_bundle(p: &serde_json::Value, card: &str) -> u64 {
+    family(p, "BLAS-GEMM")
+        .iter()
+        .map(|row| {
+            assert!(row["name"].as_str().is_some_and(|n| n.starts_with("Cijk_")), "{row}");
+            assert_eq!(row["class"]["library"], "Tensile", "{row}");
+            let file = row["code_file"].as_str().unwrap_or("");
+            assert!(
+                file.ends_with("/lib/ollama/rocm_v7_2/librocblas.so.5"),
+                "{card}: Tensile code of the bundle: {row}"
+            );
+            row["dispatches"].as_u64().unwrap_or(0)
+        })
+        .sum()
+}
+
+/// The study's card, an RX 9070 XT (gfx1201).
+#[test]
+fn the_rx_9070_xt_under_ollama_s_rocm_7_2_reads_as_the_double_consumed_and_hip_named() {
+    println!("{}", card_checked("gfx1201"));
+}
+
+/// The same tree on the double's RX 7900 XTX (gfx1100), recorded the same way (`CARD=gfx1100`): the side by side of
+/// docs/figures.md.
+#[test]
+fn the_same_tree_on_an_rx_7900_xtx_reads_as_the_double_consumed_and_hip_named() {
+    println!("{}", card_checked("gfx1100"));
 }
