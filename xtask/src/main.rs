@@ -80,7 +80,8 @@ enum Cmd {
         prefix: PathBuf,
     },
     /// Build llama.cpp as Ollama 0.30+ ships it for AMD (`ROCm` 7.2, gfx1100 and gfx1201, HIP graphs on) in
-    /// /var/cache/tracer/ollama-rocm72, once (hours on 2 cores): the tree the shipped gfx1201 recording is made from.
+    /// /var/cache/tracer/exp-rocm72-build/opt/ollama, once (hours on 2 cores): the tree the shipped recordings of
+    /// `fixtures/kmod/ollama_gfx1201_record.sh` are made from.
     OllamaRocm72,
     /// Set up, build, then run fmt and clippy checks, every unit test and the root integration tests.
     Test {

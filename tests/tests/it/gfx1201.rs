@@ -13,7 +13,7 @@ use std::{io::Read as _, path::PathBuf};
 
 use integration_tests::*;
 
-use crate::null_gpu::{consumed, read_by_tracer, reported_equals_logged};
+use crate::null_gpu::{consumed, every_dispatch_at_ne11, read_by_tracer, reported_equals_logged};
 
 fn shipped(name: &str) -> PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/traces").join(name)
@@ -30,23 +30,6 @@ fn unzstd(name: &str) -> String {
 /// The rows of the report's dispatches of `family`.
 fn family<'a>(p: &'a serde_json::Value, family: &str) -> Vec<&'a serde_json::Value> {
     p["dispatches"].as_array().expect("dispatches").iter().filter(|r| r["class"]["family"] == family).collect()
-}
-
-/// Every dispatch of `rows` has `ne11` columns: the count of them.
-fn all_ne11(rows: &[&serde_json::Value], ne11: u64, run: &str) -> u64 {
-    assert!(!rows.is_empty(), "{run}: rows of the family");
-    rows.iter()
-        .map(|row| {
-            let n = row["dispatches"].as_u64().expect("a count");
-            let by = row["ne11"].as_object().expect("ne11 by column count");
-            assert!(
-                by.len() == 1 && by.get(&ne11.to_string()).and_then(serde_json::Value::as_u64) == Some(n),
-                "{run}: every dispatch of {} has ne11 {ne11}: {by:?} of {n}",
-                row["name"]
-            );
-            n
-        })
-        .sum()
 }
 
 /// One recording (`run`: `q4_k_m` or `f16`) against the boot's packet log: the packets tracer read equal the
@@ -96,8 +79,8 @@ fn checked(card: &str, run: &str, packets: &str) -> (serde_json::Value, String) 
 fn card_checked(card: &str) -> String {
     let packets = unzstd(&format!("null-gpu-{card}-ollama.packets.zst"));
     let (q4, q4_names) = checked(card, "q4_k_m", &packets);
-    let mmq = all_ne11(&family(&q4, "MMQ"), 290, "q4_k_m");
-    let mmvq = all_ne11(&family(&q4, "MMVQ"), 1, "q4_k_m");
+    let mmq = every_dispatch_at_ne11(&family(&q4, "MMQ"), 290, "q4_k_m");
+    let mmvq = every_dispatch_at_ne11(&family(&q4, "MMVQ"), 1, "q4_k_m");
     assert!(mmq > 0 && mmvq > 0, "{card} q4_k_m: {mmq} MMQ, {mmvq} MMVQ");
     let q4_gemms = tensile_from_the_bundle(&q4, card);
     let (f16, f16_names) = checked(card, "f16", &packets);

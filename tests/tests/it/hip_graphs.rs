@@ -465,6 +465,16 @@ fn timestamps_checked(out: &str, run: &str) -> usize {
     stamped
 }
 
+/// Runs every check whatever another found: a failure says its own panic, and all are named at the end.
+fn each_checked(checks: &[(&str, &dyn Fn())]) {
+    let failed: Vec<&str> = checks
+        .iter()
+        .filter(|(_, check)| std::panic::catch_unwind(std::panic::AssertUnwindSafe(check)).is_err())
+        .map(|(name, _)| *name)
+        .collect();
+    assert!(failed.is_empty(), "checks failed (see each panic above): {failed:?}");
+}
+
 /// One guest boot: rocminfo of `ROCm` 7.2 finds the null GPU's gfx1100; our program recorded from its start on HIP
 /// 7.2 then 6.4 (`--program-stats`), each checked against the double ([`checked`]): every packet read, every store
 /// whole, HIP 6.4 one store per packet, HIP 7.2 fewer stores than packets per replay (it batches up to 256), one
@@ -476,20 +486,12 @@ fn hip_7_2_graph_replays_ring_one_doorbell_for_many_packets_and_tracer_reads_eve
     let out = boot(GFX1100, true, "");
     println!("{}", figures(&out, "h72", "HIP 7.2"));
     println!("{}", figures(&out, "h64", "HIP 6.4"));
-    // Each check runs whatever another found: a failure says its own panic, and all are named at the end.
-    let failed: Vec<&str> = [
-        ("h64", std::panic::catch_unwind(|| checked(&out, "h64", false))),
-        ("h72", std::panic::catch_unwind(|| checked(&out, "h72", true))),
-        ("late", std::panic::catch_unwind(|| println!("{}", checked_late(&out)))),
-        (
-            "timestamps",
-            std::panic::catch_unwind(|| println!("{} completions stamped", timestamps_checked(&out, "h72"))),
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(run, result)| result.is_err().then_some(run))
-    .collect();
-    assert!(failed.is_empty(), "checks failed (see each panic above): {failed:?}");
+    each_checked(&[
+        ("h64", &|| checked(&out, "h64", false)),
+        ("h72", &|| checked(&out, "h72", true)),
+        ("late", &|| println!("{}", checked_late(&out))),
+        ("timestamps", &|| println!("{} completions stamped", timestamps_checked(&out, "h72"))),
+    ]);
 }
 
 /// The null GPU as the study's card, an RX 9070 XT (gfx1201, RDNA4): `ROCm` 7.2's rocminfo finds it with its 64
@@ -506,16 +508,9 @@ fn the_null_gpu_as_an_rx_9070_xt_runs_hip_7_2_graphs_and_tracer_reads_every_pack
         let said = crate::hip_log::names_checked(&guest_trace(&out, "h72"), section(&out, "h72-hiplog"), "h72");
         println!("{said}");
     };
-    let failed: Vec<&str> = [
-        ("h72", std::panic::catch_unwind(|| checked(&out, "h72", true))),
-        ("names", std::panic::catch_unwind(oracle)),
-        (
-            "timestamps",
-            std::panic::catch_unwind(|| println!("{} completions stamped", timestamps_checked(&out, "h72"))),
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(run, result)| result.is_err().then_some(run))
-    .collect();
-    assert!(failed.is_empty(), "checks failed (see each panic above): {failed:?}");
+    each_checked(&[
+        ("h72", &|| checked(&out, "h72", true)),
+        ("names", &oracle),
+        ("timestamps", &|| println!("{} completions stamped", timestamps_checked(&out, "h72"))),
+    ]);
 }

@@ -454,6 +454,23 @@ fn llama_bench_on_ggml_s_hip_backend_reaches_the_null_gpu_and_tracer_reads_every
     println!("{}", crate::one_trap::launches_count_what_dispatches_count(&out, "q4l", "q4"));
 }
 
+/// Every dispatch of the report's rows `rows` has `ne11` columns: the count of them.
+pub(crate) fn every_dispatch_at_ne11(rows: &[&serde_json::Value], ne11: u64, run: &str) -> u64 {
+    assert!(!rows.is_empty(), "{run}: rows of the family");
+    rows.iter()
+        .map(|row| {
+            let n = row["dispatches"].as_u64().expect("a count");
+            let by = row["ne11"].as_object().expect("ne11 by column count");
+            assert!(
+                by.len() == 1 && by.get(&ne11.to_string()).and_then(serde_json::Value::as_u64) == Some(n),
+                "{run}: every dispatch of {} has ne11 {ne11}: {by:?} of {n}",
+                row["name"]
+            );
+            n
+        })
+        .sum()
+}
+
 /// ggml's MMQ kernels (the 290-token prompt's quantized matrix products): every dispatch read at the doorbell has
 /// its exact column count (ne11), the prompt's `prompt` tokens, taken from the src1 quantization dispatched before
 /// it on the same queue (a dispatch carries no launch parameters); none is left at its tile bound. In words.
@@ -462,17 +479,7 @@ fn mmq_columns(out: &str, trace: &str, prompt: u64) -> String {
     let mmq: Vec<&serde_json::Value> =
         p["dispatches"].as_array().expect("dispatches").iter().filter(|r| r["class"]["family"] == "MMQ").collect();
     assert!(!mmq.is_empty(), "{trace}: MMQ dispatches for the prompt: {p}");
-    let mut total = 0;
-    for row in &mmq {
-        let n = row["dispatches"].as_u64().expect("a count");
-        let ne11 = row["ne11"].as_object().expect("ne11 by column count");
-        assert!(
-            ne11.len() == 1 && ne11.get(&prompt.to_string()).and_then(serde_json::Value::as_u64) == Some(n),
-            "{trace}: every dispatch of {} has ne11 {prompt}: {ne11:?} of {n}",
-            row["name"]
-        );
-        total += n;
-    }
+    let total = every_dispatch_at_ne11(&mmq, prompt, trace);
     let widths = p["mmq_widths"].as_object().expect("mmq_widths");
     assert!(widths.get("tile bound only").is_none() && !widths.is_empty(), "{trace}: {widths:?}");
     format!("{trace}: {total} MMQ dispatches of {} kernels, each with ne11 = {prompt} ({widths:?})", mmq.len())
