@@ -19,11 +19,14 @@ fn sid_root() -> PathBuf {
 
 /// The `llama_process` batches of the process named `comm` (started or found), in order.
 fn batches<'a>(records: &'a [Line], comm: &str) -> Vec<&'a trace::StepBatch> {
-    let pid =
-        records.iter().find_map(|r| if let Line::Process(p) = r { (p.comm == comm).then_some(p.pid) } else { None });
+    // Every process of that name (Ollama's discovery child is a `llama-server` too, one that serves nothing).
+    let pids: Vec<u32> = records
+        .iter()
+        .filter_map(|r| if let Line::Process(p) = r { (p.comm == comm).then_some(p.pid) } else { None })
+        .collect();
     records
         .iter()
-        .filter_map(|r| if let Line::Batch(b) = r { (Some(b.pid) == pid).then_some(b) } else { None })
+        .filter_map(|r| if let Line::Batch(b) = r { pids.contains(&b.pid).then_some(b) } else { None })
         .collect()
 }
 
@@ -188,6 +191,18 @@ pub(crate) fn stop(pid: u32) {
     }
 }
 
+/// The report's `llama-server` that ran phases (not Ollama's discovery child, also a `llama-server`).
+pub(crate) fn server_phases(v: &Value) -> &Value {
+    let mut servers = v["processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .filter(|p| p["comm"] == "llama-server" && p["phases"].as_array().is_some_and(|phases| !phases.is_empty()));
+    let p = servers.next().expect("a llama-server with phases");
+    assert!(servers.next().is_none(), "one llama-server ran phases");
+    p
+}
+
 /// The server's phases against its own timings (plus `startup_prompt` tokens of its start-up decodes), and both
 /// slots in one step.
 pub(crate) fn check_server(records: &[Line], out: &Path, timings: &[(u64, u64)], startup_prompt: u64) {
@@ -199,8 +214,7 @@ pub(crate) fn check_server(records: &[Line], out: &Path, timings: &[(u64, u64)],
         .count();
     assert!(both > 0, "the two slots' sequences share steps");
     let v = tracer_json(&["report", "--json", out.to_str().expect("UTF-8 path")]);
-    let p =
-        v["processes"].as_array().expect("processes").iter().find(|p| p["comm"] == "llama-server").expect("the server");
+    let p = server_phases(&v);
     let phases = p["phases"].as_array().expect("phases");
     let sum = |key: &str| phases.iter().map(|ph| ph[key].as_u64().unwrap_or(0)).sum::<u64>();
     let prompt: u64 = timings.iter().map(|t| t.0).sum::<u64>() + startup_prompt;

@@ -26,7 +26,7 @@ fn guest_files() -> PathBuf {
 }
 
 /// The double's log for the processes `pids`: (pid, full request number, result) -> times served.
-fn served(log: &str, pids: &[u32]) -> BTreeMap<(u32, u32, i64), u64> {
+pub(crate) fn served(log: &str, pids: &[u32]) -> BTreeMap<(u32, u32, i64), u64> {
     let mut m = BTreeMap::new();
     for line in log.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -41,7 +41,7 @@ fn served(log: &str, pids: &[u32]) -> BTreeMap<(u32, u32, i64), u64> {
 }
 
 /// What tracer recorded of the GPU driver's ioctls, in the double's terms.
-fn recorded(records: &[Line]) -> BTreeMap<(u32, u32, i64), u64> {
+pub(crate) fn recorded(records: &[Line]) -> BTreeMap<(u32, u32, i64), u64> {
     let mut m = BTreeMap::new();
     for r in records {
         if let Line::Ioctl(i) = r {
@@ -51,7 +51,7 @@ fn recorded(records: &[Line]) -> BTreeMap<(u32, u32, i64), u64> {
     m
 }
 
-fn pids(records: &[Line]) -> Vec<u32> {
+pub(crate) fn pids(records: &[Line]) -> Vec<u32> {
     let mut p: Vec<u32> =
         records.iter().filter_map(|r| if let Line::Process(p) = r { Some(p.pid) } else { None }).collect();
     p.dedup();
