@@ -2,12 +2,13 @@
 //! Debian experimental's `ROCm` 7.2.4 for gfx1100 and gfx1201 as Ollama 0.30+ builds it (`cargo xtask ollama-rocm72`:
 //! HIP graphs on, its HIP backend and the `ROCm` it bundles in `lib/ollama/rocm_v7_2`), its llama-bench on the null
 //! GPU presenting an RX 9070 XT, a tiny random llama at `Q4_K_M` and F16, `-p 290 -n 8`, recorded from the start
-//! by `fixtures/kmod/ollama_gfx1201_record.sh`, which ships beside each recording the two oracles of the same boot:
-//! the double's packet log (every packet it consumed) and HIP's own log of the packets it wrote (`AMD_LOG_LEVEL=5`).
-//! The build takes hours on 2 cores, so the recordings are shipped and checked here, offline: what tracer read at
-//! the doorbells equals the double's log packet for packet, every dispatch is named as HIP names it, and the
-//! report answers the study's questions (ne11 of every MMQ and MMVQ dispatch, rocBLAS's Tensile kernels, the
-//! libraries Ollama bundles, mapped or called). The same tree served as `ollama serve` runs it (`MODE=serve` of the
+//! by `fixtures/kmod/ollama_gfx1201_record.sh`, which ships beside each recording the oracles of the same boot: the
+//! double's packet and ioctl logs (every packet it consumed, every driver ioctl it served) and HIP's own log of the
+//! packets it wrote (`AMD_LOG_LEVEL=5`). The build takes hours on 2 cores, so the recordings are shipped and checked
+//! here, offline: what tracer read at the doorbells equals the double's log packet for packet, every driver ioctl
+//! is recorded as the double served it, every dispatch is named as HIP names it, and the report answers the
+//! study's questions (ne11 of every MMQ and MMVQ dispatch, rocBLAS's Tensile kernels, the libraries Ollama bundles,
+//! mapped or called). The same tree served as `ollama serve` runs it (`MODE=serve` of the
 //! script: the Ollama-like server starts the discovery child and the runner) is recorded from the start and attached
 //! late, each recording shipped with the server's answers and both oracles cut where the late one began.
 
@@ -34,11 +35,11 @@ fn family<'a>(p: &'a serde_json::Value, family: &str) -> Vec<&'a serde_json::Val
     p["dispatches"].as_array().expect("dispatches").iter().filter(|r| r["class"]["family"] == family).collect()
 }
 
-/// One recording (`run`: `q4_k_m` or `f16`) against the boot's packet log: the packets tracer read equal the
-/// double's, queue by queue; the report's dispatches per kernel object equal its log's; every dispatch named as
-/// HIP's log names it; the runtime mapped from Ollama's tree. The report's JSON for the run's other checks, and the
-/// names' comparison in words.
-fn checked(card: &str, run: &str, packets: &str) -> (serde_json::Value, String) {
+/// One recording (`run`: `q4_k_m` or `f16`) against the boot's packet and ioctl logs: the packets tracer read equal
+/// the double's, queue by queue; the report's dispatches per kernel object equal its log's; every driver ioctl of
+/// the run's processes recorded as the double served it; every dispatch named as HIP's log names it; the runtime
+/// mapped from Ollama's tree. The report's JSON for the run's other checks, and the names' comparison in words.
+fn checked(card: &str, run: &str, packets: &str, ioctls: &str) -> (serde_json::Value, String) {
     let trace = shipped(&format!("null-gpu-{card}-ollama-{run}.jsonl.zst"));
     let records = read_trace(&trace);
     let f = footer(&records);
@@ -51,6 +52,10 @@ fn checked(card: &str, run: &str, packets: &str) -> (serde_json::Value, String) 
         let logged = truth.packets.get(ring).map_or(&[][..], Vec::as_slice);
         assert_eq!(read.as_slice(), logged, "{run}: ring {ring:#x}: tracer's packets, then the double's");
     }
+    let pids = crate::null_gpu::pids(&records);
+    let served = crate::null_gpu::served(ioctls, &pids);
+    assert!(!served.is_empty(), "{run}: the double served ioctls of {pids:?}");
+    assert_eq!(crate::null_gpu::recorded(&records), served, "{run}: ioctls: tracer's, the double's");
     let hiplog = unzstd(&format!("null-gpu-{card}-ollama-{run}.hiplog.zst"));
     let said = crate::hip_log::names_checked(&records, &hiplog, run);
     let mut v = tracer_json(&["report", "--json", trace.to_str().expect("UTF-8 path")]);
@@ -80,12 +85,13 @@ fn checked(card: &str, run: &str, packets: &str) -> (serde_json::Value, String) 
 /// to them too, gfx1201's none). In words.
 fn card_checked(card: &str) -> String {
     let packets = unzstd(&format!("null-gpu-{card}-ollama.packets.zst"));
-    let (q4, q4_names) = checked(card, "q4_k_m", &packets);
+    let ioctls = unzstd(&format!("null-gpu-{card}-ollama.ioctls.zst"));
+    let (q4, q4_names) = checked(card, "q4_k_m", &packets, &ioctls);
     let mmq = every_dispatch_at_ne11(&family(&q4, "MMQ"), 290, "q4_k_m");
     let mmvq = every_dispatch_at_ne11(&family(&q4, "MMVQ"), 1, "q4_k_m");
     assert!(mmq > 0 && mmvq > 0, "{card} q4_k_m: {mmq} MMQ, {mmvq} MMVQ");
     let q4_gemms = tensile_from_the_bundle(&q4, card);
-    let (f16, f16_names) = checked(card, "f16", &packets);
+    let (f16, f16_names) = checked(card, "f16", &packets, &ioctls);
     let f16_gemms = tensile_from_the_bundle(&f16, card);
     assert!(f16_gemms > 0, "{card} f16: rocBLAS's Tensile GEMMs for the prompt");
     format!(
