@@ -8,9 +8,9 @@
 //! here, offline: what tracer read at the doorbells equals the double's log packet for packet, every driver ioctl
 //! is recorded as the double served it, every dispatch is named as HIP names it, and the report answers the
 //! study's questions (ne11 of every MMQ and MMVQ dispatch, rocBLAS's Tensile kernels, the libraries Ollama bundles,
-//! mapped or called). The same tree served as `ollama serve` runs it (`MODE=serve` of the
-//! script: the Ollama-like server starts the discovery child and the runner) is recorded from the start and attached
-//! late, each recording shipped with the server's answers and both oracles cut where the late one began.
+//! mapped or called). The same tree served as `ollama serve` runs it (`MODE=serve` of the script: the Ollama-like
+//! server starts the discovery child and the runner) is recorded from the start and attached late, each recording
+//! shipped with the server's answers and both oracles cut where the late one began.
 
 use std::{io::Read as _, path::PathBuf};
 
@@ -35,6 +35,32 @@ fn family<'a>(p: &'a serde_json::Value, family: &str) -> Vec<&'a serde_json::Val
     p["dispatches"].as_array().expect("dispatches").iter().filter(|r| r["class"]["family"] == family).collect()
 }
 
+/// The packets tracer read at the doorbells against the double's log `packets` of process `pid`: ring by ring the
+/// same packets in the same order. What the double consumed and what tracer read, for further checks.
+fn read_as_consumed(
+    records: &[Line],
+    packets: &str,
+    pid: u32,
+    what: &str,
+) -> (crate::null_gpu::Consumed, std::collections::BTreeMap<u64, Vec<crate::null_gpu::Packet>>) {
+    let truth = consumed(packets, pid);
+    let seen = read_by_tracer(records);
+    assert!(!seen.is_empty(), "{what}: queues read");
+    for (ring, read) in &seen {
+        let logged = truth.packets.get(ring).map_or(&[][..], Vec::as_slice);
+        assert_eq!(read.as_slice(), logged, "{what}: ring {ring:#x}: tracer's packets, then the double's");
+    }
+    (truth, seen)
+}
+
+/// Every driver ioctl of the recording's processes as the double's log `ioctls` says it served them.
+fn ioctls_as_served(records: &[Line], ioctls: &str, what: &str) {
+    let pids = crate::null_gpu::pids(records);
+    let served = crate::null_gpu::served(ioctls, &pids);
+    assert!(!served.is_empty(), "{what}: the double served ioctls of {pids:?}");
+    assert_eq!(crate::null_gpu::recorded(records), served, "{what}: ioctls: tracer's, the double's");
+}
+
 /// One recording (`run`: `q4_k_m` or `f16`) against the boot's packet and ioctl logs: the packets tracer read equal
 /// the double's, queue by queue; the report's dispatches per kernel object equal its log's; every driver ioctl of
 /// the run's processes recorded as the double served it; every dispatch named as HIP's log names it; the runtime
@@ -45,17 +71,8 @@ fn checked(card: &str, run: &str, packets: &str, ioctls: &str) -> (serde_json::V
     let f = footer(&records);
     assert_eq!(f.total_drops(), 0, "{run}: nothing dropped");
     let pid = exec_of(&records, "llama-bench").expect("llama-bench ran").pid;
-    let truth = consumed(packets, pid);
-    let seen = read_by_tracer(&records);
-    assert!(!seen.is_empty(), "{run}: queues read");
-    for (ring, read) in &seen {
-        let logged = truth.packets.get(ring).map_or(&[][..], Vec::as_slice);
-        assert_eq!(read.as_slice(), logged, "{run}: ring {ring:#x}: tracer's packets, then the double's");
-    }
-    let pids = crate::null_gpu::pids(&records);
-    let served = crate::null_gpu::served(ioctls, &pids);
-    assert!(!served.is_empty(), "{run}: the double served ioctls of {pids:?}");
-    assert_eq!(crate::null_gpu::recorded(&records), served, "{run}: ioctls: tracer's, the double's");
+    let (truth, seen) = read_as_consumed(&records, packets, pid, run);
+    ioctls_as_served(&records, ioctls, run);
     let hiplog = unzstd(&format!("null-gpu-{card}-ollama-{run}.hiplog.zst"));
     let said = crate::hip_log::names_checked(&records, &hiplog, run);
     let mut v = tracer_json(&["report", "--json", trace.to_str().expect("UTF-8 path")]);
@@ -206,21 +223,8 @@ fn served_from_its_start(card: &str) -> String {
     let timings = answered(&run("answers"));
     assert_eq!(timings.len(), 3, "{card}: {timings:?}");
     crate::debian_llama::check_server(&records, &path, &timings, STARTUP_PROMPT);
-    let packets = unzstd(&run("packets"));
-    let truth = consumed(&packets, runner);
-    let seen = read_by_tracer(&records);
-    assert!(!seen.is_empty(), "{card}: queues read");
-    for (ring, read) in &seen {
-        let logged = truth.packets.get(ring).map_or(&[][..], Vec::as_slice);
-        assert_eq!(read.as_slice(), logged, "{card}: ring {ring:#x}: tracer's packets, then the double's");
-    }
-    let ioctls = unzstd(&run("ioctls"));
-    let pids = crate::null_gpu::pids(&records);
-    assert_eq!(
-        crate::null_gpu::recorded(&records),
-        crate::null_gpu::served(&ioctls, &pids),
-        "{card}: ioctls: tracer's, the double's"
-    );
+    read_as_consumed(&records, &unzstd(&run("packets")), runner, card);
+    ioctls_as_served(&records, &unzstd(&run("ioctls")), card);
     let hiplog = hip_lines_of(&unzstd(&run("hiplog")), runner);
     format!("{card}: {timings:?}; {}", crate::hip_log::names_checked(&records, &hiplog, "start"))
 }
